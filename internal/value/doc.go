@@ -1,0 +1,10 @@
+// Package value defines the in-memory JSON tree every other package of
+// modwright works on, and the few operations all of them need on it.
+//
+// A tree holds only these Go types: nil (JSON null), bool, string,
+// json.Number (every JSON number, kept as its source text so nothing is lost
+// or reformatted), []any and map[string]any. Values computed inside
+// expressions may also be float64 or int64; they never enter a tree.
+//
+// The package knows nothing of Kubernetes, JSONPath or patches.
+package value

@@ -1,0 +1,272 @@
+package value
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Decode parses JSON text into a tree. Numbers become json.Number.
+// Trailing data after the first value is an error.
+func Decode(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("unexpected data after the JSON value")
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, fmt.Errorf("unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+// Encode renders a tree as compact JSON with sorted object keys and no HTML
+// escaping.
+func Encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// DeepCopy returns a copy of v that shares no map or slice with it.
+func DeepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = DeepCopy(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(t))
+		for i, e := range t {
+			s[i] = DeepCopy(e)
+		}
+		return s
+	default:
+		return v
+	}
+}
+
+// IsNumber reports whether v is a number of any representation.
+func IsNumber(v any) bool {
+	switch v.(type) {
+	case json.Number, float64, int64, int:
+		return true
+	}
+	return false
+}
+
+// Float returns v as a float64 when v is a number.
+func Float(v any) (float64, bool) {
+	switch t := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(t), 64)
+		return f, err == nil
+	case float64:
+		return t, true
+	case int64:
+		return float64(t), true
+	case int:
+		return float64(t), true
+	}
+	return 0, false
+}
+
+// Int returns v as an int64 when v is a number with no fractional part that
+// fits in an int64.
+func Int(v any) (int64, bool) {
+	switch t := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(t), 10, 64); err == nil {
+			return i, true
+		}
+	case int64:
+		return t, true
+	case int:
+		return int64(t), true
+	}
+	f, ok := Float(v)
+	if !ok || f != math.Trunc(f) || f > math.MaxInt64 || f < math.MinInt64 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// CompareNumbers orders two numbers: -1, 0 or +1. Integers are compared
+// exactly; anything else as float64.
+func CompareNumbers(a, b any) (int, bool) {
+	if ai, ok := exactInt(a); ok {
+		if bi, ok := exactInt(b); ok {
+			switch {
+			case ai < bi:
+				return -1, true
+			case ai > bi:
+				return 1, true
+			}
+			return 0, true
+		}
+	}
+	af, ok1 := Float(a)
+	bf, ok2 := Float(b)
+	if !ok1 || !ok2 || math.IsNaN(af) || math.IsNaN(bf) {
+		return 0, false
+	}
+	switch {
+	case af < bf:
+		return -1, true
+	case af > bf:
+		return 1, true
+	}
+	return 0, true
+}
+
+func exactInt(v any) (int64, bool) {
+	switch t := v.(type) {
+	case json.Number:
+		i, err := strconv.ParseInt(string(t), 10, 64)
+		return i, err == nil
+	case int64:
+		return t, true
+	case int:
+		return int64(t), true
+	}
+	return 0, false
+}
+
+// Equal reports whether two values are the same JSON value: numbers compare
+// by value (1, 1.0 and 1e0 are equal), objects ignore key order.
+func Equal(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !Equal(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if IsNumber(a) && IsNumber(b) {
+		c, ok := CompareNumbers(a, b)
+		return ok && c == 0
+	}
+	return false
+}
+
+// Text is the text form of a value used by matchValue, matchValues and
+// matchRegex: strings as they are, numbers in plain decimal (never exponent
+// notation), true/false, null, objects and arrays as compact JSON.
+func Text(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return t
+	case bool:
+		if t {
+			return "true"
+		}
+		return "false"
+	case json.Number:
+		return NumberText(t)
+	case float64:
+		return formatFloat(t)
+	case int64:
+		return strconv.FormatInt(t, 10)
+	case int:
+		return strconv.Itoa(t)
+	default:
+		b, err := Encode(v)
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(b)
+	}
+}
+
+// NumberText renders a JSON number in plain decimal: "1e6" -> "1000000",
+// "1.50" -> "1.5", "100" -> "100".
+func NumberText(n json.Number) string {
+	s := string(n)
+	if !strings.ContainsAny(s, ".eE") {
+		return s
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return s
+	}
+	return formatFloat(f)
+}
+
+func formatFloat(f float64) string {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// SortedKeys returns the keys of m in ascending order.
+func SortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// TypeName names the JSON type of v for error messages.
+func TypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	}
+	if IsNumber(v) {
+		return "number"
+	}
+	return fmt.Sprintf("%T", v)
+}

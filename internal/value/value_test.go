@@ -1,0 +1,75 @@
+package value
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestText(t *testing.T) {
+	tests := []struct {
+		in   any
+		want string
+	}{
+		{json.Number("1000000"), "1000000"},
+		{json.Number("1e6"), "1000000"},
+		{json.Number("1.50"), "1.5"},
+		{json.Number("-0.25"), "-0.25"},
+		{float64(1000000), "1000000"},
+		{int64(7), "7"},
+		{"abc", "abc"},
+		{true, "true"},
+		{false, "false"},
+		{nil, "null"},
+		{map[string]any{"b": json.Number("1"), "a": "<x>"}, `{"a":"<x>","b":1}`},
+		{[]any{"a", json.Number("2")}, `["a",2]`},
+	}
+	for _, tt := range tests {
+		if got := Text(tt.in); got != tt.want {
+			t.Errorf("Text(%#v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestEqual(t *testing.T) {
+	tests := []struct {
+		a, b any
+		want bool
+	}{
+		{json.Number("1"), json.Number("1.0"), true},
+		{json.Number("1"), float64(1), true},
+		{json.Number("9007199254740993"), json.Number("9007199254740992"), false},
+		{json.Number("1"), "1", false},
+		{nil, nil, true},
+		{nil, false, false},
+		{map[string]any{"a": []any{json.Number("1")}}, map[string]any{"a": []any{json.Number("1e0")}}, true},
+		{map[string]any{"a": nil}, map[string]any{}, false},
+		{[]any{"a"}, []any{"a", "b"}, false},
+	}
+	for _, tt := range tests {
+		if got := Equal(tt.a, tt.b); got != tt.want {
+			t.Errorf("Equal(%#v, %#v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestDecodeDeepCopy(t *testing.T) {
+	v, err := Decode([]byte(`{"a":[1,{"b":2.5}],"c":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DeepCopy(v)
+	if !Equal(v, c) {
+		t.Fatal("copy differs")
+	}
+	c.(map[string]any)["a"].([]any)[1].(map[string]any)["b"] = "x"
+	if Equal(v, c) {
+		t.Fatal("copy shares state with the original")
+	}
+	if _, err := Decode([]byte(`{} {}`)); err == nil {
+		t.Fatal("trailing data accepted")
+	}
+	b, err := Encode(v)
+	if err != nil || string(b) != `{"a":[1,{"b":2.5}],"c":null}` {
+		t.Fatalf("Encode = %s, %v", b, err)
+	}
+}
