@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+)
+
+type applyOptions struct {
+	rules        []string
+	files        []string
+	contexts     []string
+	operation    string
+	namespace    string
+	clusterRules string
+	output       string
+}
+
+func newApplyCmd(s Streams) *cobra.Command {
+	o := &applyOptions{}
+	cmd := &cobra.Command{
+		Use:   "apply --rules PATH [--rules PATH]... -f PATH|- [-f PATH]... [flags]",
+		Short: "Run ModRules over manifests offline and print the admitted objects",
+		Long: `apply evaluates ModRules against objects as the admission webhook would, and prints
+every admitted object, changed only by the rules, in input order.
+
+Rules (--rules) and objects (-f) are files or directories (recursive; .yaml, .yml,
+.json; several documents per file; kind: List). "-f -" reads standard input, so
+apply works as a Helm post-renderer:
+
+  helm install app ./chart --post-renderer modwright \
+    --post-renderer-args apply --post-renderer-args --rules=./rules -f -
+
+A ModRule without metadata.namespace applies to every object. Rules in the
+cluster-rules namespace apply to cluster-scoped objects, and to the namespaces
+their targetNamespaceRegex matches. --context gives Namespace and Node objects
+that rules see as syntheticRefs.namespace and syntheticRefs.node; they are not
+printed. Documents in --rules that are not ModRules are skipped with a warning.
+
+Exit status: 0 when every object was admitted; 1 when any was rejected (each
+rejection is printed on stderr; admitted objects are still printed); 2 for
+invalid rules or input (stderr names the file, document, rule, field and
+position; nothing is printed on stdout).`,
+		Example: `  modwright apply --rules examples/rules -f examples/manifests
+  modwright apply --rules rules/ -f deploy.yaml --namespace prod -o json
+  helm template ./chart | modwright apply --rules rules/ -f -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runApply(cmd.Context(), o, s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory (repeatable)")
+	f.StringArrayVarP(&o.files, "filename", "f", nil, "objects to admit: file, directory or - for stdin (repeatable)")
+	f.StringArrayVar(&o.contexts, "context", nil, "Namespace and Node objects served as syntheticRefs (repeatable)")
+	f.StringVar(&o.operation, "operation", "CREATE", "admission operation: CREATE, UPDATE or DELETE")
+	f.StringVar(&o.namespace, "namespace", "default", "namespace assumed for namespaced objects that carry none")
+	f.StringVar(&o.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
+	_ = cmd.MarkFlagRequired("rules")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func usageError(format string, args ...any) error {
+	return &ExitError{Code: 2, Err: fmt.Errorf(format, args...)}
+}
+
+func runApply(ctx context.Context, o *applyOptions, s Streams) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	op := rules.Operation(strings.ToUpper(o.operation))
+	if op != rules.Create && op != rules.Update && op != rules.Delete {
+		return usageError("--operation must be CREATE, UPDATE or DELETE, not %q", o.operation)
+	}
+	if o.output != "yaml" && o.output != "json" {
+		return usageError("--output must be yaml or json, not %q", o.output)
+	}
+	stdinUsed := false
+	for _, p := range append(append(append([]string{}, o.rules...), o.files...), o.contexts...) {
+		if p == "-" {
+			if stdinUsed {
+				return usageError("standard input (-) can be read only once")
+			}
+			stdinUsed = true
+		}
+	}
+
+	snap, err := loadSnapshot(o.rules, s, o.clusterRules)
+	if err != nil {
+		return err
+	}
+	objs, err := source.ReadPaths(o.files, s.In)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	var resolver engine.Resolver
+	if len(o.contexts) > 0 {
+		ctxDocs, err := source.ReadPaths(o.contexts, s.In)
+		if err != nil {
+			return &ExitError{Code: 2, Err: err}
+		}
+		r, ignored := newStaticResolver(ctxDocs)
+		for _, w := range ignored {
+			fmt.Fprintln(s.Err, "warning:", w)
+		}
+		resolver = r
+	}
+	eng := engine.New(engine.Options{Resolver: resolver})
+
+	var out []any
+	rejected := 0
+	for i := range objs {
+		d := &objs[i]
+		ns := d.Namespace()
+		if ns == "" && !IsClusterScoped(d.Kind()) {
+			ns = o.namespace
+		}
+		req := engine.Request{Operation: op, Namespace: ns, Kind: d.Kind()}
+		if op == rules.Delete {
+			req.OldObject = d.Object
+		} else {
+			req.Object = d.Object
+		}
+		dec, err := eng.Evaluate(ctx, snap, req)
+		if err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %s %q: %w", d.Origin, d.Kind(), d.Name(), err)}
+		}
+		for _, re := range dec.Errors {
+			fmt.Fprintf(s.Err, "warning: %s: %s %s: %v\n", d.Origin, d.Kind(), objectName(d, ns), re)
+		}
+		if !dec.Allowed() {
+			rejected++
+			fmt.Fprintf(s.Err, "rejected: %s: %s %s: operation rejected by the following ModRule(s): %s\n", d.Origin, d.Kind(), objectName(d, ns), dec.DenialText())
+			continue
+		}
+		out = append(out, dec.Object)
+	}
+	if err := write(s.Out, o.output, out); err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if rejected > 0 {
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+func objectName(d *source.Document, ns string) string {
+	if ns == "" {
+		return d.Name()
+	}
+	return ns + "/" + d.Name()
+}
+
+// loadSnapshot reads and compiles the rules; any invalid rule is an exit-2
+// error listing every problem.
+func loadSnapshot(paths []string, s Streams, clusterNS string) (*rules.Snapshot, error) {
+	docs, err := source.ReadPaths(paths, s.In)
+	if err != nil {
+		return nil, &ExitError{Code: 2, Err: err}
+	}
+	res := source.LoadRules(docs)
+	for _, w := range res.Skipped {
+		fmt.Fprintln(s.Err, "warning:", w, "(skipped)")
+	}
+	if len(res.Errors) > 0 {
+		return nil, &ExitError{Code: 2, Err: errors.Join(res.Errors...)}
+	}
+	return rules.NewSnapshot(res.Rules, rules.SnapshotOptions{ClusterRulesNamespace: clusterNS}), nil
+}
+
+// write prints objects as YAML documents, or as JSON: one object alone, or
+// several as a v1 List.
+func write(w io.Writer, format string, objs []any) error {
+	if format == "json" {
+		var v any = map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
+		if len(objs) == 1 {
+			v = objs[0]
+		}
+		if objs == nil {
+			v.(map[string]any)["items"] = []any{}
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "    ")
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		_, err := w.Write(buf.Bytes())
+		return err
+	}
+	var buf bytes.Buffer
+	for i, obj := range objs {
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}

@@ -1,0 +1,14 @@
+// Package engine evaluates a rules.Snapshot against one admission request and
+// returns a Decision: the patched object, a minimal RFC 6902 patch, the
+// rejections and a trace of every rule considered.
+//
+// The engine never modifies its input: it works on one deep copy of the
+// object, applies each rule's operations through an undo journal (a rule is
+// atomic: all of its operations apply or none do), and diffs the result
+// against the original. It honours the context's deadline between rules and
+// inside expression evaluation.
+//
+// It knows nothing of HTTP, AdmissionReview, informers or files: objects come
+// in as JSON trees (or JSON text), related objects (a namespace, a node) come
+// through the small Resolver interface, and results go out as plain values.
+package engine

@@ -1,0 +1,559 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/template"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Resolver serves syntheticRefs; nil leaves them empty.
+	Resolver Resolver
+}
+
+// Engine evaluates snapshots. It holds no per-request state and is safe for
+// concurrent use.
+type Engine struct {
+	resolver Resolver
+}
+
+// New returns an Engine.
+func New(opts Options) *Engine {
+	return &Engine{resolver: opts.Resolver}
+}
+
+// TemplateData is what patch value and reject message templates see.
+type TemplateData struct {
+	// Target is the object (with syntheticRefs, without managedFields).
+	Target any
+	// Namespace is the object's namespace.
+	Namespace string
+	// SelectedItem is the item a patch operation's select yielded.
+	SelectedItem any
+	// SelectKeyParts are the keys its select captured; `.#N` is shorthand
+	// for `(index .SelectKeyParts N)`.
+	SelectKeyParts []any
+}
+
+// ErrInvalidRequest marks requests the engine cannot evaluate.
+var ErrInvalidRequest = errors.New("invalid admission request")
+
+// Evaluate runs the snapshot's rules against one request. The error is
+// non-nil only for an invalid request or when ctx ends; rule failures are
+// reported in the Decision.
+func (e *Engine) Evaluate(ctx context.Context, snap *rules.Snapshot, req Request) (*Decision, error) {
+	obj, raw := req.Object, req.ObjectJSON
+	if req.Operation == rules.Delete {
+		obj, raw = req.OldObject, req.OldObjectJSON
+	}
+	kind := req.Kind
+	decode := func() error {
+		if obj != nil || raw == nil {
+			return nil
+		}
+		v, err := value.Decode(raw)
+		if err != nil {
+			return fmt.Errorf("%w: object: %v", ErrInvalidRequest, err)
+		}
+		obj = v
+		return nil
+	}
+	if kind == "" {
+		if err := decode(); err != nil {
+			return nil, err
+		}
+		kind, _ = lookupString(obj, "kind")
+	}
+	var buf [16]*rules.Rule
+	candidates := snap.Candidates(req.Namespace, req.Operation, kind, buf[:0])
+	if len(candidates) == 0 {
+		return &Decision{Object: obj}, nil
+	}
+	if err := decode(); err != nil {
+		return nil, err
+	}
+	root, ok := obj.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: the object is a JSON %s, not an object", ErrInvalidRequest, value.TypeName(obj))
+	}
+	ev := evaluation{
+		e:          e,
+		ctx:        ctx,
+		ns:         req.Namespace,
+		kind:       kind,
+		op:         req.Operation,
+		original:   root,
+		candidates: candidates,
+		d:          &Decision{Trace: make([]RuleTrace, 0, len(candidates))},
+	}
+	if err := ev.run(); err != nil {
+		return nil, err
+	}
+	return ev.d, nil
+}
+
+// evaluation is the state of one Evaluate call.
+type evaluation struct {
+	e          *Engine
+	ctx        context.Context
+	ns, kind   string
+	op         rules.Operation
+	original   map[string]any
+	candidates []*rules.Rule
+	d          *Decision
+
+	doc       *patch.Doc
+	la        *patch.Doc // last-applied-configuration, parsed; nil when absent
+	laChanged bool
+}
+
+func (ev *evaluation) run() error {
+	work := value.DeepCopy(ev.original).(map[string]any)
+	if md, ok := work["metadata"].(map[string]any); ok {
+		delete(md, "managedFields")
+	}
+	if slices.ContainsFunc(ev.candidates, func(r *rules.Rule) bool { return r.UsesSyntheticRefs }) {
+		work["syntheticRefs"] = ev.syntheticRefs(work)
+	} else {
+		delete(work, "syntheticRefs")
+	}
+	ev.doc = patch.NewDoc(work)
+	ev.parseLastApplied(work)
+
+	// Patch rules, tier by tier: every rule of a tier is matched against the
+	// object as the tier found it, then the matching ones apply in order.
+	var rejects []*rules.Rule
+	type hit struct {
+		r  *rules.Rule
+		ti int
+	}
+	var matched []hit
+	for start := 0; start < len(ev.candidates); {
+		end := start
+		for end < len(ev.candidates) && ev.candidates[end].Tier == ev.candidates[start].Tier {
+			end++
+		}
+		matched = matched[:0]
+		for _, r := range ev.candidates[start:end] {
+			if r.Type == v1beta1.ModRuleTypeReject {
+				rejects = append(rejects, r)
+				continue
+			}
+			ev.d.Trace = append(ev.d.Trace, RuleTrace{Rule: r.Key, Type: r.Type, Tier: r.Tier})
+			tr := &ev.d.Trace[len(ev.d.Trace)-1]
+			if ev.op == rules.Delete {
+				tr.Outcome, tr.Reason = Skipped, "Patch rules do not run on DELETE"
+				continue
+			}
+			ok, err := ev.match(r, tr)
+			if err != nil {
+				return err
+			}
+			if ok {
+				matched = append(matched, hit{r, len(ev.d.Trace) - 1})
+			}
+		}
+		for _, h := range matched {
+			if err := ev.ctx.Err(); err != nil {
+				return err
+			}
+			ev.apply(h.r, &ev.d.Trace[h.ti])
+		}
+		start = end
+	}
+
+	// Reject rules see the final object.
+	for _, r := range rejects {
+		ev.d.Trace = append(ev.d.Trace, RuleTrace{Rule: r.Key, Type: r.Type, Tier: r.Tier})
+		tr := &ev.d.Trace[len(ev.d.Trace)-1]
+		ok, err := ev.match(r, tr)
+		if err != nil {
+			return err
+		}
+		if ok {
+			ev.d.Rejections = append(ev.d.Rejections, ev.rejection(r))
+		}
+	}
+	ev.finish()
+	return nil
+}
+
+// match evaluates the rule's criteria in order, stopping at the first that
+// fails. Only the end of ctx is returned as an error.
+func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, error) {
+	root := ev.doc.Root()
+	tr.Criteria = make([]CriterionTrace, 0, len(r.Criteria))
+	for i := range r.Criteria {
+		c := &r.Criteria[i]
+		res, err := c.Select.Evaluate(ev.ctx, root)
+		if err != nil && ev.ctx.Err() != nil {
+			return false, ev.ctx.Err()
+		}
+		held := holds(c, res.Values, res.Single, err)
+		tr.Criteria = append(tr.Criteria, CriterionTrace{
+			Field: c.Field, Select: c.Select.Source(), Values: res.Values, Single: res.Single, Err: err, Held: held,
+		})
+		if !held {
+			tr.Outcome = NotMatched
+			return false, nil
+		}
+	}
+	tr.Outcome = Matched
+	return true, nil
+}
+
+// holds decides one criterion. A single boolean decides alone; no result
+// (an error, nothing selected, a single null, a single empty array) is a
+// non-match; a single array is tested element by element, as KubeMod does;
+// otherwise each value's text is tested for Any or All values. Negate flips
+// the outcome in every case.
+func holds(c *rules.Criterion, vals []any, single bool, err error) bool {
+	if err != nil {
+		return c.Negate
+	}
+	if single && len(vals) == 1 {
+		switch v := vals[0].(type) {
+		case bool:
+			return v != c.Negate
+		case nil:
+			return c.Negate
+		case []any:
+			vals = v
+		}
+	}
+	if len(vals) == 0 {
+		return c.Negate
+	}
+	if !c.HasMatcher() {
+		return !c.Negate
+	}
+	if c.All {
+		for _, v := range vals {
+			if !c.Test(value.Text(v)) {
+				return c.Negate
+			}
+		}
+		return !c.Negate
+	}
+	for _, v := range vals {
+		if c.Test(value.Text(v)) {
+			return !c.Negate
+		}
+	}
+	return c.Negate
+}
+
+// apply builds all of a matching Patch rule's operations from the object as
+// the rule found it, then applies them atomically.
+func (ev *evaluation) apply(r *rules.Rule, tr *RuleTrace) {
+	ops, origin, field, err := ev.buildOps(r)
+	tr.Ops = ops
+	if err != nil {
+		ev.fail(r, tr, field, err)
+		return
+	}
+	mark := ev.doc.Mark()
+	for i, op := range ops {
+		if err := ev.doc.Apply(op); err != nil {
+			ev.doc.Rollback(mark)
+			ev.fail(r, tr, r.Patches[origin[i]].Field, err)
+			return
+		}
+	}
+	ev.doc.Release()
+	ev.mirrorLastApplied(r, tr, ops)
+}
+
+func (ev *evaluation) fail(r *rules.Rule, tr *RuleTrace, field string, err error) {
+	tr.Outcome = Failed
+	tr.Reason = fmt.Sprintf("%s: %v", field, err)
+	ev.d.Errors = append(ev.d.Errors, RuleError{Rule: r.Key, Field: field, Err: err})
+}
+
+// buildOps renders every operation of a rule; origin[i] is the index of the
+// patch item ops[i] came from.
+func (ev *evaluation) buildOps(r *rules.Rule) (ops []patch.Operation, origin []int, field string, err error) {
+	root := ev.doc.Root()
+	ops = make([]patch.Operation, 0, len(r.Patches))
+	origin = make([]int, 0, len(r.Patches))
+	for i := range r.Patches {
+		p := &r.Patches[i]
+		if p.Select == nil {
+			v, err := ev.render(p, TemplateData{Target: root, Namespace: ev.ns})
+			if err != nil {
+				return ops, origin, p.Field + ".value", err
+			}
+			ops = append(ops, patch.Operation{Op: p.Op, Path: p.Path.Static, Value: v})
+			origin = append(origin, i)
+			continue
+		}
+		nodes, err := p.Select.Select(ev.ctx, root)
+		if err != nil {
+			return ops, origin, p.Field + ".select", err
+		}
+		first := len(ops)
+		for _, n := range nodes {
+			path, err := p.Path.Render(n.Keys)
+			if err != nil {
+				return ops, origin, p.Field + ".path", err
+			}
+			v, err := ev.render(p, TemplateData{Target: root, Namespace: ev.ns, SelectedItem: n.Value, SelectKeyParts: n.Keys})
+			if err != nil {
+				return ops, origin, p.Field + ".value", err
+			}
+			ops = append(ops, patch.Operation{Op: p.Op, Path: path, Value: v})
+			origin = append(origin, i)
+		}
+		if p.Op == patch.Remove {
+			// Remove from the highest index down so that every selected
+			// element goes, not every other one.
+			slices.SortStableFunc(ops[first:], func(a, b patch.Operation) int { return -comparePointers(a.Path, b.Path) })
+		}
+	}
+	return ops, origin, "", nil
+}
+
+// comparePointers orders pointers token by token, numeric tokens by value.
+func comparePointers(a, b patch.Pointer) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] == b[i] {
+			continue
+		}
+		ai, aerr := strconv.Atoi(a[i])
+		bi, berr := strconv.Atoi(b[i])
+		if aerr == nil && berr == nil {
+			if ai < bi {
+				return -1
+			}
+			return 1
+		}
+		if a[i] < b[i] {
+			return -1
+		}
+		return 1
+	}
+	return len(a) - len(b)
+}
+
+func (ev *evaluation) render(p *rules.PatchOp, data TemplateData) (any, error) {
+	if p.Op == patch.Remove {
+		return nil, nil
+	}
+	if p.Value.Static() {
+		return p.StaticValue, nil
+	}
+	text, err := p.Value.Execute(data)
+	if err != nil {
+		return nil, err
+	}
+	v, err := template.ParseValue(text)
+	if err != nil {
+		return nil, fmt.Errorf("rendered value %q: %w", text, err)
+	}
+	return v, nil
+}
+
+func (ev *evaluation) rejection(r *rules.Rule) Rejection {
+	rej := Rejection{Rule: r.Key}
+	if r.RejectMessage == nil {
+		return rej
+	}
+	msg, err := r.RejectMessage.Execute(TemplateData{Target: ev.doc.Root(), Namespace: ev.ns})
+	if err != nil {
+		rej.MessageError = err
+		return rej
+	}
+	rej.Message = msg
+	return rej
+}
+
+// syntheticRefs builds the related objects: the namespace, and the node of a
+// Pod annotated with ref.kubemod.io/nodename (or ref.kubemod.io/node).
+func (ev *evaluation) syntheticRefs(work map[string]any) map[string]any {
+	refs := map[string]any{}
+	if ev.e.resolver == nil {
+		return refs
+	}
+	if ev.ns != "" {
+		ns, err := ev.e.resolver.Namespace(ev.ctx, ev.ns)
+		if err != nil {
+			ev.d.Errors = append(ev.d.Errors, RuleError{Field: "syntheticRefs.namespace", Err: err})
+		} else if ns != nil {
+			refs["namespace"] = cleanRef(ns)
+		}
+	}
+	if ev.kind == "Pod" {
+		node, _ := lookupString(work, "metadata", "annotations", NodeNameAnnotation)
+		if node == "" {
+			node, _ = lookupString(work, "metadata", "annotations", NodeAnnotation)
+		}
+		if node != "" {
+			n, err := ev.e.resolver.Node(ev.ctx, node)
+			if err != nil {
+				ev.d.Errors = append(ev.d.Errors, RuleError{Field: "syntheticRefs.node", Err: err})
+			} else if n != nil {
+				refs["node"] = cleanRef(n)
+			}
+		}
+	}
+	return refs
+}
+
+// cleanRef copies a related object without managedFields and the
+// last-applied-configuration annotation.
+func cleanRef(obj map[string]any) map[string]any {
+	c := value.DeepCopy(obj).(map[string]any)
+	if md, ok := c["metadata"].(map[string]any); ok {
+		delete(md, "managedFields")
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			delete(ann, LastAppliedAnnotation)
+		}
+	}
+	return c
+}
+
+func (ev *evaluation) parseLastApplied(work map[string]any) {
+	s, ok := lookupString(work, "metadata", "annotations", LastAppliedAnnotation)
+	if !ok || s == "" {
+		return
+	}
+	v, err := value.Decode([]byte(s))
+	if err != nil {
+		ev.d.Errors = append(ev.d.Errors, RuleError{Field: "metadata.annotations[" + LastAppliedAnnotation + "]", Err: fmt.Errorf("not valid JSON, left as it is: %w", err), LastApplied: true})
+		return
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return
+	}
+	ev.la = patch.NewDoc(v)
+}
+
+// mirrorLastApplied applies a rule's operations to the last-applied
+// configuration too. A failure there is recorded and leaves that copy as the
+// rule found it; it never affects the object itself.
+func (ev *evaluation) mirrorLastApplied(r *rules.Rule, tr *RuleTrace, ops []patch.Operation) {
+	if ev.la == nil {
+		return
+	}
+	mark := ev.la.Mark()
+	applied := false
+	for _, op := range ops {
+		if !mirrored(op.Path) {
+			continue
+		}
+		if err := ev.la.Apply(op); err != nil {
+			ev.la.Rollback(mark)
+			tr.LastAppliedErr = err
+			ev.d.Errors = append(ev.d.Errors, RuleError{Rule: r.Key, Err: err, LastApplied: true})
+			return
+		}
+		applied = true
+	}
+	ev.la.Release()
+	ev.laChanged = ev.laChanged || applied
+}
+
+// mirrored reports whether an operation's path exists in a last-applied
+// configuration at all: syntheticRefs, managedFields and the annotation
+// itself do not.
+func mirrored(p patch.Pointer) bool {
+	if len(p) == 0 {
+		return false
+	}
+	if p[0] == "syntheticRefs" || p[0] == "status" {
+		return false
+	}
+	if p[0] == "metadata" && len(p) > 1 {
+		if p[1] == "managedFields" {
+			return false
+		}
+		if p[1] == "annotations" && len(p) > 2 && p[2] == LastAppliedAnnotation {
+			return false
+		}
+	}
+	return true
+}
+
+// finish removes what rules must not see or change from the result, writes
+// back the last-applied configuration, and computes the patch.
+func (ev *evaluation) finish() {
+	result := ev.doc.Root()
+	if m, ok := result.(map[string]any); ok {
+		if orig, had := ev.original["syntheticRefs"]; had {
+			m["syntheticRefs"] = orig
+		} else {
+			delete(m, "syntheticRefs")
+		}
+		ev.restoreManagedFields(m)
+		if ev.laChanged {
+			ev.writeLastApplied(m)
+		}
+	}
+	ev.d.Patch = patch.Diff(ev.original, result)
+	if len(ev.d.Patch) == 0 {
+		ev.d.Object = ev.original
+	} else {
+		ev.d.Object = result
+	}
+}
+
+func (ev *evaluation) restoreManagedFields(m map[string]any) {
+	mf, had := lookup(ev.original, "metadata", "managedFields")
+	md, ok := m["metadata"].(map[string]any)
+	if !ok {
+		return
+	}
+	if had {
+		md["managedFields"] = mf
+	} else {
+		delete(md, "managedFields")
+	}
+}
+
+// writeLastApplied stores the patched last-applied configuration, unless a
+// rule changed or removed the annotation itself (then the rule's version
+// stands).
+func (ev *evaluation) writeLastApplied(m map[string]any) {
+	before, _ := lookupString(ev.original, "metadata", "annotations", LastAppliedAnnotation)
+	now, ok := lookupString(m, "metadata", "annotations", LastAppliedAnnotation)
+	if !ok || now != before {
+		return
+	}
+	b, err := value.Encode(ev.la.Root())
+	if err != nil {
+		return
+	}
+	m["metadata"].(map[string]any)["annotations"].(map[string]any)[LastAppliedAnnotation] = string(b)
+}
+
+func lookup(v any, path ...string) (any, bool) {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		v, ok = m[k]
+		if !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func lookupString(v any, path ...string) (string, bool) {
+	x, ok := lookup(v, path...)
+	if !ok {
+		return "", false
+	}
+	s, ok := x.(string)
+	return s, ok
+}

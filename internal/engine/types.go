@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// Well-known annotations.
+const (
+	LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+	NodeNameAnnotation    = "ref.kubemod.io/nodename"
+	NodeAnnotation        = "ref.kubemod.io/node" // also accepted
+)
+
+// Resolver provides the related objects exposed under syntheticRefs. Both
+// methods return (nil, nil) when the object does not exist.
+type Resolver interface {
+	Namespace(ctx context.Context, name string) (map[string]any, error)
+	Node(ctx context.Context, name string) (map[string]any, error)
+}
+
+// Request is one object under admission.
+type Request struct {
+	Operation rules.Operation
+	// Namespace of the object; empty for cluster-scoped objects.
+	Namespace string
+	// Kind of the object, when the caller knows it without decoding (the
+	// AdmissionRequest's kind). Empty: read from the object.
+	Kind string
+	// Object is the object for CREATE and UPDATE, OldObject the one for
+	// DELETE. Each may be given decoded (a JSON tree, never modified) or as
+	// JSON text in ObjectJSON / OldObjectJSON, decoded only when a rule can
+	// apply.
+	Object, OldObject         any
+	ObjectJSON, OldObjectJSON []byte
+}
+
+// Decision is the outcome of evaluating one request.
+type Decision struct {
+	// Object is the object after every applied rule: the input itself (not a
+	// copy) when nothing changed.
+	Object any
+	// Patch turns the input object into Object (RFC 6902).
+	Patch []patch.Operation
+	// Rejections lists the Reject rules that matched, in evaluation order.
+	Rejections []Rejection
+	// Trace has one entry per rule considered, in evaluation order.
+	Trace []RuleTrace
+	// Errors lists what went wrong while applying rules: a rule that failed
+	// is skipped as a whole, and the others still run.
+	Errors []RuleError
+}
+
+// Allowed reports whether no Reject rule matched.
+func (d *Decision) Allowed() bool { return len(d.Rejections) == 0 }
+
+// Changed reports whether the rules changed the object.
+func (d *Decision) Changed() bool { return len(d.Patch) > 0 }
+
+// DenialText lists the rejections as KubeMod does:
+// `ns/name: "message"` (or `ns/name` without a message), joined by ", ".
+func (d *Decision) DenialText() string {
+	parts := make([]string, len(d.Rejections))
+	for i, r := range d.Rejections {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Rejection is one matching Reject rule.
+type Rejection struct {
+	Rule string
+	// Message is the rendered rejectMessage; empty when the rule has none or
+	// it failed to render (MessageError then says why).
+	Message      string
+	MessageError error
+}
+
+func (r Rejection) String() string {
+	if r.Message == "" {
+		return r.Rule
+	}
+	return r.Rule + ": " + strconv.Quote(r.Message)
+}
+
+// Outcome says what happened to a rule.
+type Outcome string
+
+// Outcomes.
+const (
+	Matched    Outcome = "matched"     // all criteria held (Patch rules: applied)
+	NotMatched Outcome = "not-matched" // a criterion failed
+	Failed     Outcome = "failed"      // matched, but its operations could not be built or applied
+	Skipped    Outcome = "skipped"     // not evaluated (see Reason)
+)
+
+// RuleTrace records how one rule was evaluated.
+type RuleTrace struct {
+	Rule string
+	Type v1beta1.ModRuleType
+	Tier int
+	Outcome
+	// Reason explains Skipped and Failed outcomes.
+	Reason string
+	// Criteria holds the evaluated criteria in order; evaluation stops at the
+	// first that fails.
+	Criteria []CriterionTrace
+	// Ops are the operations a matching Patch rule produced (applied unless
+	// the outcome is Failed).
+	Ops []patch.Operation
+	// LastApplied is set when the rule's operations could not be mirrored
+	// into the last-applied-configuration annotation.
+	LastAppliedErr error
+}
+
+// CriterionTrace records one criterion.
+type CriterionTrace struct {
+	Field  string // spec.match[i]
+	Select string
+	// Values are what select returned (undefined dropped).
+	Values []any
+	// Single is true when select yields at most one value by construction.
+	Single bool
+	// Err is set when select failed to evaluate (then the criterion has no result).
+	Err  error
+	Held bool
+}
+
+// RuleError is a rule that failed while being applied.
+type RuleError struct {
+	Rule  string
+	Field string // spec.patch[i], or "" for the rule as a whole
+	Err   error
+	// LastApplied is true when the failure concerns only the
+	// last-applied-configuration copy; the object itself was patched.
+	LastApplied bool
+}
+
+func (e RuleError) Error() string {
+	where := e.Rule
+	if e.Field != "" {
+		where += " " + e.Field
+	}
+	if e.LastApplied {
+		return fmt.Sprintf("%s (last-applied-configuration): %v", where, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", where, e.Err)
+}
+
+func (e RuleError) Unwrap() error { return e.Err }

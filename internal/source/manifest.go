@@ -1,0 +1,203 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/value"
+)
+
+// ErrInvalidManifest marks unreadable or malformed input.
+var ErrInvalidManifest = errors.New("invalid manifest")
+
+// Document is one object read from a manifest.
+type Document struct {
+	// Origin names where it came from: "file.yaml, document 2" or
+	// "file.yaml, document 2, item 3" for an element of a List.
+	Origin string
+	// Object is the decoded object (numbers as json.Number).
+	Object map[string]any
+	// JSON is the object's JSON text.
+	JSON []byte
+}
+
+// Kind returns the object's kind.
+func (d *Document) Kind() string { s, _ := d.Object["kind"].(string); return s }
+
+// APIVersion returns the object's apiVersion.
+func (d *Document) APIVersion() string { s, _ := d.Object["apiVersion"].(string); return s }
+
+// Name returns metadata.name.
+func (d *Document) Name() string { return d.meta("name") }
+
+// Namespace returns metadata.namespace.
+func (d *Document) Namespace() string { return d.meta("namespace") }
+
+func (d *Document) meta(k string) string {
+	md, _ := d.Object["metadata"].(map[string]any)
+	s, _ := md[k].(string)
+	return s
+}
+
+// manifestExt lists the file endings read from directories.
+var manifestExt = []string{".yaml", ".yml", ".json"}
+
+// ReadPaths reads every manifest at the given paths, in order: files as
+// given, directories recursively (files ending in .yaml, .yml or .json, in
+// lexical order), and "-" for stdin.
+func ReadPaths(paths []string, stdin io.Reader) ([]Document, error) {
+	var docs []Document
+	for _, p := range paths {
+		if p == "-" {
+			if stdin == nil {
+				return nil, fmt.Errorf("%w: standard input is not available", ErrInvalidManifest)
+			}
+			data, err := io.ReadAll(stdin)
+			if err != nil {
+				return nil, fmt.Errorf("%w: reading standard input: %v", ErrInvalidManifest, err)
+			}
+			d, err := ParseManifest("<stdin>", data)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, d...)
+			continue
+		}
+		files, err := expand(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
+			}
+			d, err := ParseManifest(f, data)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, d...)
+		}
+	}
+	return docs, nil
+}
+
+func expand(p string) ([]string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
+	}
+	if !st.IsDir() {
+		return []string{p}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && slices.Contains(manifestExt, strings.ToLower(filepath.Ext(path))) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// ParseManifest splits YAML or JSON text into documents, expands `kind: List`
+// (and any other *List kind with items) and skips empty documents.
+func ParseManifest(name string, data []byte) ([]Document, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var docs []Document
+	for n := 1; ; n++ {
+		chunk, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s, document %d: %v", ErrInvalidManifest, name, n, err)
+		}
+		if len(bytes.TrimSpace(stripComments(chunk))) == 0 {
+			continue
+		}
+		origin := fmt.Sprintf("%s, document %d", name, n)
+		j, err := yaml.YAMLToJSON(chunk)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, origin, err)
+		}
+		v, err := value.Decode(j)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, origin, err)
+		}
+		if v == nil {
+			continue
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s: expected an object, found a JSON %s", ErrInvalidManifest, origin, value.TypeName(v))
+		}
+		if items, ok := obj["items"].([]any); ok && strings.HasSuffix(kindOf(obj), "List") {
+			for i, it := range items {
+				io := fmt.Sprintf("%s, item %d", origin, i+1)
+				m, ok := it.(map[string]any)
+				if !ok {
+					return nil, fmt.Errorf("%w: %s: expected an object, found a JSON %s", ErrInvalidManifest, io, value.TypeName(it))
+				}
+				d, err := newDocument(io, m)
+				if err != nil {
+					return nil, err
+				}
+				docs = append(docs, d)
+			}
+			continue
+		}
+		d, err := newDocument(origin, obj)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+func newDocument(origin string, obj map[string]any) (Document, error) {
+	if kindOf(obj) == "" {
+		return Document{}, fmt.Errorf("%w: %s: the object has no kind", ErrInvalidManifest, origin)
+	}
+	j, err := value.Encode(obj)
+	if err != nil {
+		return Document{}, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, origin, err)
+	}
+	return Document{Origin: origin, Object: obj, JSON: j}, nil
+}
+
+func kindOf(obj map[string]any) string { s, _ := obj["kind"].(string); return s }
+
+// stripComments drops full-line YAML comments so that a document holding
+// only comments counts as empty.
+func stripComments(b []byte) []byte {
+	var out []byte
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		if len(t) == 0 || t[0] == '#' || bytes.Equal(t, []byte("---")) {
+			continue
+		}
+		out = append(out, line...)
+		out = append(out, '\n')
+	}
+	return out
+}

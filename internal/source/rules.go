@@ -1,0 +1,72 @@
+package source
+
+import (
+	"fmt"
+	"strings"
+
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// IsModRule reports whether a document is a ModRule of api.kubemod.io.
+func IsModRule(d *Document) bool {
+	return d.Kind() == v1beta1.Kind && strings.HasPrefix(d.APIVersion(), v1beta1.Group+"/")
+}
+
+// DecodeModRule decodes a ModRule strictly: unknown or duplicate fields and
+// values of the wrong type are errors naming the field.
+func DecodeModRule(d *Document) (*v1beta1.ModRule, error) {
+	if d.APIVersion() != v1beta1.GroupVersion.String() {
+		return nil, fmt.Errorf("%s: apiVersion %q is not served; use %s", d.Origin, d.APIVersion(), v1beta1.GroupVersion)
+	}
+	var mr v1beta1.ModRule
+	strict, err := sigsjson.UnmarshalStrict(d.JSON, &mr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: ModRule %s: %v", d.Origin, d.Name(), err)
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = e.Error()
+		}
+		return nil, fmt.Errorf("%s: ModRule %s: %s", d.Origin, d.Name(), strings.Join(msgs, "; "))
+	}
+	return &mr, nil
+}
+
+// LoadResult is what LoadRules found.
+type LoadResult struct {
+	Rules []*rules.Rule
+	// Skipped names the documents that are not ModRules.
+	Skipped []string
+	// Errors holds one error per rule (or document) that failed to load;
+	// each names the document, the rule, the field and the position.
+	Errors []error
+}
+
+// LoadRules decodes and compiles every ModRule among docs. Rules that fail
+// are reported in Errors and also returned (with Err set) when they could be
+// decoded, so that callers can keep them visible.
+func LoadRules(docs []Document) LoadResult {
+	var res LoadResult
+	for i := range docs {
+		d := &docs[i]
+		if !IsModRule(d) {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %s %q is not a ModRule", d.Origin, d.Kind(), d.Name()))
+			continue
+		}
+		mr, err := DecodeModRule(d)
+		if err != nil {
+			res.Errors = append(res.Errors, err)
+			continue
+		}
+		r, err := rules.Compile(mr)
+		if err != nil {
+			res.Errors = append(res.Errors, fmt.Errorf("%s: %w", d.Origin, err))
+		}
+		res.Rules = append(res.Rules, r)
+	}
+	return res
+}

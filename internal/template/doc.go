@@ -1,0 +1,9 @@
+// Package template compiles and runs the Go templates of ModRule patch values
+// and reject messages, with the Sprig function library minus everything that
+// reads the environment or the network, mutates its arguments, or can burn
+// unbounded CPU on the admission path. It also turns a rendered value into a
+// JSON tree exactly as kubectl parses YAML.
+//
+// Templates are compiled once when a rule loads; Execute never parses.
+// The package knows nothing of ModRules, JSONPath or admission.
+package template

@@ -1,0 +1,105 @@
+package template
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"text/template"
+
+	sprig "github.com/Masterminds/sprig/v3"
+)
+
+// ErrTemplate marks template compile and execution errors.
+var ErrTemplate = errors.New("template error")
+
+// Blocked lists the Sprig functions that are removed, with the reason.
+var Blocked = map[string]string{
+	"env":                      "reads the process environment",
+	"expandenv":                "reads the process environment",
+	"getHostByName":            "performs a DNS lookup",
+	"set":                      "mutates its argument (the object under admission)",
+	"unset":                    "mutates its argument (the object under admission)",
+	"merge":                    "mutates its first argument",
+	"mergeOverwrite":           "mutates its first argument",
+	"mustMerge":                "mutates its first argument",
+	"mustMergeOverwrite":       "mutates its first argument",
+	"genPrivateKey":            "key generation is too slow for admission",
+	"genCA":                    "key generation is too slow for admission",
+	"genCAWithKey":             "key generation is too slow for admission",
+	"genSelfSignedCert":        "key generation is too slow for admission",
+	"genSelfSignedCertWithKey": "key generation is too slow for admission",
+	"genSignedCert":            "key generation is too slow for admission",
+	"genSignedCertWithKey":     "key generation is too slow for admission",
+	"derivePassword":           "deliberately slow key derivation",
+	"htpasswd":                 "deliberately slow bcrypt hashing",
+	"bcrypt":                   "deliberately slow bcrypt hashing",
+}
+
+// funcs is built once; template.FuncMap values are only read.
+var funcs = func() template.FuncMap {
+	m := sprig.TxtFuncMap()
+	for name := range Blocked {
+		delete(m, name)
+	}
+	return m
+}()
+
+// placeholder matches KubeMod's `.#N` shorthand for `(index .SelectKeyParts N)`.
+var placeholder = regexp.MustCompile(`\.#(\d+)`)
+
+// Template is a compiled template. It is immutable and safe for concurrent use.
+type Template struct {
+	name   string
+	text   string
+	static bool
+	t      *template.Template
+}
+
+// Compile parses text as a Go template named name (use the field path, for
+// example "spec.patch[0].value", so errors point at the field). A text with no
+// "{{" is static: Execute returns it unchanged without running anything.
+func Compile(name, text string) (*Template, error) {
+	t := &Template{name: name, text: text}
+	if !strings.Contains(text, "{{") {
+		t.static = true
+		return t, nil
+	}
+	src := placeholder.ReplaceAllString(text, "(index .SelectKeyParts $1)")
+	parsed, err := template.New(name).Option("missingkey=default").Funcs(funcs).Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrTemplate, blockedHint(err.Error()))
+	}
+	t.t = parsed
+	return t, nil
+}
+
+// blockedHint explains a "function not defined" error for a blocked function.
+func blockedHint(msg string) string {
+	for name, why := range Blocked {
+		if strings.Contains(msg, `function "`+name+`" not defined`) {
+			return msg + " (" + name + " is disabled in modwright: " + why + ")"
+		}
+	}
+	return msg
+}
+
+// Static reports whether the template has no actions.
+func (t *Template) Static() bool { return t.static }
+
+// Text returns the template source as written.
+func (t *Template) Text() string { return t.text }
+
+// Execute renders the template with data.
+func (t *Template) Execute(data any) (string, error) {
+	if t.static {
+		return t.text, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(t.text) + 32)
+	if err := t.t.Execute(&buf, data); err != nil {
+		return "", fmt.Errorf("%w: %s", ErrTemplate, err.Error())
+	}
+	return buf.String(), nil
+}

@@ -1,0 +1,201 @@
+package template
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/value"
+)
+
+type ctxData struct {
+	Target         any
+	Namespace      string
+	SelectedItem   any
+	SelectKeyParts []any
+}
+
+func TestExecute(t *testing.T) {
+	target := map[string]any{
+		"metadata": map[string]any{"name": "web", "labels": map[string]any{"app": "nginx"}},
+		"spec": map[string]any{
+			"replicas":    json.Number("3"),
+			"containers":  []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}},
+			"externalIPs": []any{"1.2.3.4", "5.6.7.8"},
+		},
+	}
+	data := ctxData{Target: target, Namespace: "ns1", SelectedItem: map[string]any{"image": "repo1/nginx:1"}, SelectKeyParts: []any{1, "x"}}
+	tests := []struct {
+		name, text, want string
+	}{
+		{"static", "hello", "hello"},
+		{"namespace", "{{ .Namespace }}", "ns1"},
+		{"target", "{{ .Target.metadata.name }}", "web"},
+		{"number keeps its text", "{{ .Target.spec.replicas }}", "3"},
+		{"list prints like KubeMod", "{{ .Target.spec.externalIPs }}", "[1.2.3.4 5.6.7.8]"},
+		{"placeholder shorthand", `{{ index (index .Target.spec.containers .#0) "name" }}`, "b"},
+		{"select key parts", "{{ index .SelectKeyParts 1 }}", "x"},
+		{"selected item", `{{ regexReplaceAll "(.+)/(.*)" (index .SelectedItem "image") "my-repo/${2}" }}`, "my-repo/nginx:1"},
+		{"sprig", `{{ "abc" | upper }}`, "ABC"},
+		{"missing key", "{{ .Target.nothing }}", "<no value>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tpl, err := Compile("value", tt.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tpl.Execute(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	tests := []struct{ text, want string }{
+		{"{{ .Target", "unclosed action"},
+		{`{{ env "HOME" }}`, "env is disabled"},
+		{`{{ getHostByName "example.com" }}`, "getHostByName is disabled"},
+		{`{{ set .Target "a" 1 }}`, "set is disabled"},
+		{`{{ genPrivateKey "rsa" }}`, "genPrivateKey is disabled"},
+		{`{{ noSuchFunc }}`, `function "noSuchFunc" not defined`},
+	}
+	for _, tt := range tests {
+		_, err := Compile("spec.rejectMessage", tt.text)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrTemplate) {
+			t.Errorf("Compile(%q) error = %v, want it to contain %q", tt.text, err, tt.want)
+		}
+		if err != nil && !strings.Contains(err.Error(), "spec.rejectMessage") {
+			t.Errorf("Compile(%q) error %q does not name the field", tt.text, err)
+		}
+	}
+}
+
+func TestExecuteError(t *testing.T) {
+	tpl, err := Compile("spec.rejectMessage", "{{ index .Target 1 }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tpl.Execute(ctxData{Target: map[string]any{}}); !errors.Is(err, ErrTemplate) {
+		t.Fatalf("want ErrTemplate, got %v", err)
+	}
+}
+
+func TestTemplateDoesNotMutateTarget(t *testing.T) {
+	target := map[string]any{"a": []any{"x"}}
+	before := value.DeepCopy(target)
+	tpl, err := Compile("v", `{{ $l := append .Target.a "y" }}{{ $l }}{{ $d := deepCopy .Target }}{{ $d }}{{ dig "b" "c" "dflt" .Target }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tpl.Execute(ctxData{Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	if !value.Equal(before, target) {
+		t.Fatalf("target changed: %v", target)
+	}
+}
+
+func reference(text string) (any, error) {
+	j, err := yaml.YAMLToJSON([]byte(text))
+	if err != nil {
+		return nil, err
+	}
+	return value.Decode(j)
+}
+
+func TestParseValue(t *testing.T) {
+	tests := []struct {
+		text string
+		want any
+	}{
+		{"8080", json.Number("8080")},
+		{`"8080"`, "8080"},
+		{"false", false},
+		{`"false"`, "false"},
+		{"", nil},
+		{"null", nil},
+		{"whatever", "whatever"},
+		{"yes", true},
+		{"on", true},
+		{"0755", json.Number("493")},
+		{"1.5", json.Number("1.5")},
+		{"my-repo/nginx:1.14.2", "my-repo/nginx:1.14.2"},
+		{"nginx-8598fccb59-", "nginx-8598fccb59-"},
+		{`["hello"]`, []any{"hello"}},
+		{"a: 1\nb:\n  - x", map[string]any{"a": json.Number("1"), "b": []any{"x"}}},
+	}
+	for _, tt := range tests {
+		got, err := ParseValue(tt.text)
+		if err != nil {
+			t.Errorf("ParseValue(%q): %v", tt.text, err)
+			continue
+		}
+		if !value.Equal(got, tt.want) {
+			t.Errorf("ParseValue(%q) = %#v, want %#v", tt.text, got, tt.want)
+		}
+		ref, err := reference(tt.text)
+		if err != nil || !value.Equal(got, ref) {
+			t.Errorf("ParseValue(%q) = %#v disagrees with sigs.k8s.io/yaml %#v (%v)", tt.text, got, ref, err)
+		}
+	}
+	if _, err := ParseValue("a: [1"); err == nil {
+		t.Error("invalid YAML accepted")
+	}
+}
+
+// FuzzParseValue checks that the fast path agrees with sigs.k8s.io/yaml.
+func FuzzParseValue(f *testing.F) {
+	for _, s := range []string{"8080", "abc", "yes", "No", "0x1F", "1e3", "nginx:1.14", "a-b", "True", "null", "~", "on", "y", "n", "0", "01", "-1", "abc def", ".inf", "NaN", "a.b/c_d-e", "Off", "OFF"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fast, ok := fastScalar(s)
+		if !ok {
+			return
+		}
+		ref, err := reference(s)
+		if err != nil {
+			t.Fatalf("fast path accepted %q that YAML rejects: %v", s, err)
+		}
+		if diff := cmp.Diff(ref, fast); diff != "" && !value.Equal(ref, fast) {
+			t.Fatalf("fast path disagrees for %q: (-yaml +fast)\n%s", s, diff)
+		}
+	})
+}
+
+func BenchmarkExecute(b *testing.B) {
+	tpl, err := Compile("v", "{{ .Target.metadata.name }}-x")
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := ctxData{Target: map[string]any{"metadata": map[string]any{"name": "web"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tpl.Execute(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseValue(b *testing.B) {
+	for _, text := range []string{"web-x", "8080", "runAsNonRoot: true\ncapabilities:\n  drop: [ALL]"} {
+		b.Run(text[:3], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseValue(text); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,98 @@
+package template
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/value"
+)
+
+// ParseValue turns rendered value text into a JSON tree exactly as kubectl
+// (sigs.k8s.io/yaml) parses YAML: '8080' is a number, '"8080"' a string,
+// 'false' a boolean, an empty text null. Numbers become json.Number.
+//
+// Short plain words and integers, the common case on the admission path, are
+// recognised without running the YAML parser; FuzzParseValue checks that this
+// shortcut always agrees with sigs.k8s.io/yaml.
+func ParseValue(text string) (any, error) {
+	if v, ok := fastScalar(text); ok {
+		return v, nil
+	}
+	j, err := yaml.YAMLToJSON([]byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	v, err := value.Decode(j)
+	if err != nil {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	return v, nil
+}
+
+// fastScalar recognises texts whose YAML meaning is obvious: a decimal
+// integer without sign or leading zero, or a plain word of letters, digits and
+// a few safe punctuation marks that YAML 1.1 cannot read as anything but a
+// string.
+func fastScalar(s string) (any, bool) {
+	if s == "" || len(s) > 64 {
+		return nil, false
+	}
+	if isPlainInt(s) {
+		return json.Number(s), true
+	}
+	c := s[0]
+	if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+		return nil, false
+	}
+	letters := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9', c == '_', c == '/', c == '.':
+			letters = false
+		case c == '-':
+			letters = false
+		default:
+			return nil, false
+		}
+	}
+	// Words that YAML 1.1 resolves to booleans, null or special floats
+	// consist of letters only; leave every letters-only word of that length
+	// to the real parser.
+	if letters && len(s) <= 5 {
+		return nil, false
+	}
+	if letters && isYAMLKeyword(s) {
+		return nil, false
+	}
+	return s, true
+}
+
+func isPlainInt(s string) bool {
+	if len(s) > 18 {
+		return false
+	}
+	if s == "0" {
+		return true
+	}
+	if s[0] < '1' || s[0] > '9' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isYAMLKeyword(s string) bool {
+	switch s {
+	case "false", "False", "FALSE", "true", "True", "TRUE", "null", "Null", "NULL":
+		return true
+	}
+	return false
+}
