@@ -1,0 +1,40 @@
+# modwright: build, test, benchmark.
+GO        ?= go
+FUZZTIME  ?= 20s
+BENCHTIME ?= 2s
+BENCHCOUNT ?= 6
+
+.PHONY: all build test lint unit fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -o bin/modwright ./cmd/modwright
+
+# The test command (README, CI): formatting, vet, every unit test, the KubeMod
+# conformance cases, the testdata corpus, the examples, and the fuzz seeds.
+test: lint unit
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -count=1 ./...
+
+# Short fuzzing runs of every fuzz target (not part of make test).
+fuzz:
+	$(GO) test ./internal/jsonpath -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/jsonpath -run '^$$' -fuzz '^FuzzEvaluate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/template -run '^$$' -fuzz '^FuzzParseValue$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/engine -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME)
+
+# Engine benchmarks (see BENCHMARKS.md).
+bench:
+	$(GO) test ./internal/engine -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
+
+clean:
+	rm -rf bin

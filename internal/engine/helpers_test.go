@@ -1,0 +1,27 @@
+package engine_test
+
+import (
+	"os"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/modwright/modwright/internal/value"
+)
+
+func metav1ObjectMeta(name, ns string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: ns}
+}
+
+func readResourceTB(tb testing.TB, path string) any {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v, err := value.Decode(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}
