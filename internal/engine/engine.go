@@ -31,19 +31,6 @@ func New(opts Options) *Engine {
 	return &Engine{resolver: opts.Resolver}
 }
 
-// TemplateData is what patch value and reject message templates see.
-type TemplateData struct {
-	// Target is the object (with syntheticRefs, without managedFields).
-	Target any
-	// Namespace is the object's namespace.
-	Namespace string
-	// SelectedItem is the item a patch operation's select yielded.
-	SelectedItem any
-	// SelectKeyParts are the keys its select captured; `.#N` is shorthand
-	// for `(index .SelectKeyParts N)`.
-	SelectKeyParts []any
-}
-
 // ErrInvalidRequest marks requests the engine cannot evaluate.
 var ErrInvalidRequest = errors.New("invalid admission request")
 
@@ -114,6 +101,9 @@ type evaluation struct {
 	doc       *patch.Doc
 	la        *patch.Doc // last-applied-configuration, parsed; nil when absent
 	laChanged bool
+
+	data     template.Data    // reused for every template execution
+	criteria []CriterionTrace // slab the rule traces' Criteria are cut from
 }
 
 func (ev *evaluation) run() error {
@@ -191,7 +181,12 @@ func (ev *evaluation) run() error {
 // fails. Only the end of ctx is returned as an error.
 func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, error) {
 	root := ev.doc.Root()
-	tr.Criteria = make([]CriterionTrace, 0, len(r.Criteria))
+	n := len(r.Criteria)
+	if cap(ev.criteria)-len(ev.criteria) < n {
+		ev.criteria = make([]CriterionTrace, 0, max(n, 4*len(ev.candidates)))
+	}
+	tr.Criteria = ev.criteria[len(ev.criteria) : len(ev.criteria) : len(ev.criteria)+n]
+	ev.criteria = ev.criteria[:len(ev.criteria)+n]
 	for i := range r.Criteria {
 		c := &r.Criteria[i]
 		res, err := c.Select.Evaluate(ev.ctx, root)
@@ -288,7 +283,7 @@ func (ev *evaluation) buildOps(r *rules.Rule) (ops []patch.Operation, origin []i
 	for i := range r.Patches {
 		p := &r.Patches[i]
 		if p.Select == nil {
-			v, err := ev.render(p, TemplateData{Target: root, Namespace: ev.ns})
+			v, err := ev.render(p, root, nil, nil)
 			if err != nil {
 				return ops, origin, p.Field + ".value", err
 			}
@@ -306,7 +301,7 @@ func (ev *evaluation) buildOps(r *rules.Rule) (ops []patch.Operation, origin []i
 			if err != nil {
 				return ops, origin, p.Field + ".path", err
 			}
-			v, err := ev.render(p, TemplateData{Target: root, Namespace: ev.ns, SelectedItem: n.Value, SelectKeyParts: n.Keys})
+			v, err := ev.render(p, root, n.Value, n.Keys)
 			if err != nil {
 				return ops, origin, p.Field + ".value", err
 			}
@@ -344,14 +339,15 @@ func comparePointers(a, b patch.Pointer) int {
 	return len(a) - len(b)
 }
 
-func (ev *evaluation) render(p *rules.PatchOp, data TemplateData) (any, error) {
+func (ev *evaluation) render(p *rules.PatchOp, root, item any, keys []any) (any, error) {
 	if p.Op == patch.Remove {
 		return nil, nil
 	}
 	if p.Value.Static() {
 		return p.StaticValue, nil
 	}
-	text, err := p.Value.Execute(data)
+	ev.data = template.Data{Target: root, Namespace: ev.ns, SelectedItem: item, SelectKeyParts: keys}
+	text, err := p.Value.Execute(&ev.data)
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +363,8 @@ func (ev *evaluation) rejection(r *rules.Rule) Rejection {
 	if r.RejectMessage == nil {
 		return rej
 	}
-	msg, err := r.RejectMessage.Execute(TemplateData{Target: ev.doc.Root(), Namespace: ev.ns})
+	ev.data = template.Data{Target: ev.doc.Root(), Namespace: ev.ns}
+	msg, err := r.RejectMessage.Execute(&ev.data)
 	if err != nil {
 		rej.MessageError = err
 		return rej

@@ -140,7 +140,11 @@ func (p *PathTemplate) Render(keys []any) (patch.Pointer, error) {
 	}
 	out := make(patch.Pointer, 0, len(p.tokens)+2)
 	for _, parts := range p.tokens {
-		if len(parts) == 1 && parts[0].ph >= 0 {
+		if len(parts) == 1 && parts[0].ph < 0 {
+			out = append(out, parts[0].lit)
+			continue
+		}
+		if len(parts) == 1 {
 			k, err := keyAt(keys, parts[0].ph)
 			if err != nil {
 				return nil, err

@@ -49,12 +49,28 @@ var funcs = func() template.FuncMap {
 // placeholder matches KubeMod's `.#N` shorthand for `(index .SelectKeyParts N)`.
 var placeholder = regexp.MustCompile(`\.#(\d+)`)
 
+// Data is what patch value and reject message templates see.
+type Data struct {
+	// Target is the object (with syntheticRefs, without managedFields).
+	Target any
+	// Namespace is the object's namespace.
+	Namespace string
+	// SelectedItem is the item a patch operation's select yielded.
+	SelectedItem any
+	// SelectKeyParts are the keys its select captured; `.#N` is shorthand
+	// for `(index .SelectKeyParts N)`.
+	SelectKeyParts []any
+}
+
 // Template is a compiled template. It is immutable and safe for concurrent use.
 type Template struct {
 	name   string
 	text   string
 	static bool
 	t      *template.Template
+	// fast, when set, renders the template without reflection: it holds
+	// only text and plain field references (see fastpath.go).
+	fast []fastPart
 }
 
 // Compile parses text as a Go template named name (use the field path, for
@@ -72,6 +88,7 @@ func Compile(name, text string) (*Template, error) {
 		return nil, fmt.Errorf("%w: %s", ErrTemplate, blockedHint(err.Error()))
 	}
 	t.t = parsed
+	t.fast = compileFast(parsed)
 	return t, nil
 }
 
@@ -92,9 +109,14 @@ func (t *Template) Static() bool { return t.static }
 func (t *Template) Text() string { return t.text }
 
 // Execute renders the template with data.
-func (t *Template) Execute(data any) (string, error) {
+func (t *Template) Execute(data *Data) (string, error) {
 	if t.static {
 		return t.text, nil
+	}
+	if t.fast != nil {
+		if s, ok := executeFast(t.fast, data); ok {
+			return s, nil
+		}
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(t.text) + 32)

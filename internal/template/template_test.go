@@ -12,13 +12,6 @@ import (
 	"github.com/modwright/modwright/internal/value"
 )
 
-type ctxData struct {
-	Target         any
-	Namespace      string
-	SelectedItem   any
-	SelectKeyParts []any
-}
-
 func TestExecute(t *testing.T) {
 	target := map[string]any{
 		"metadata": map[string]any{"name": "web", "labels": map[string]any{"app": "nginx"}},
@@ -28,7 +21,7 @@ func TestExecute(t *testing.T) {
 			"externalIPs": []any{"1.2.3.4", "5.6.7.8"},
 		},
 	}
-	data := ctxData{Target: target, Namespace: "ns1", SelectedItem: map[string]any{"image": "repo1/nginx:1"}, SelectKeyParts: []any{1, "x"}}
+	data := &Data{Target: target, Namespace: "ns1", SelectedItem: map[string]any{"image": "repo1/nginx:1"}, SelectKeyParts: []any{1, "x"}}
 	tests := []struct {
 		name, text, want string
 	}{
@@ -85,7 +78,7 @@ func TestExecuteError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tpl.Execute(ctxData{Target: map[string]any{}}); !errors.Is(err, ErrTemplate) {
+	if _, err := tpl.Execute(&Data{Target: map[string]any{}}); !errors.Is(err, ErrTemplate) {
 		t.Fatalf("want ErrTemplate, got %v", err)
 	}
 }
@@ -97,7 +90,7 @@ func TestTemplateDoesNotMutateTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tpl.Execute(ctxData{Target: target}); err != nil {
+	if _, err := tpl.Execute(&Data{Target: target}); err != nil {
 		t.Fatal(err)
 	}
 	if !value.Equal(before, target) {
@@ -178,7 +171,7 @@ func BenchmarkExecute(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	data := ctxData{Target: map[string]any{"metadata": map[string]any{"name": "web"}}}
+	data := &Data{Target: map[string]any{"metadata": map[string]any{"name": "web"}}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := tpl.Execute(data); err != nil {
@@ -197,5 +190,37 @@ func BenchmarkParseValue(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFastPathAgreesWithTextTemplate renders templates both ways.
+func TestFastPathAgreesWithTextTemplate(t *testing.T) {
+	target := map[string]any{
+		"metadata": map[string]any{"name": "web", "labels": map[string]any{"on": true}, "n": json.Number("1e3")},
+		"list":     []any{"a"},
+		"obj":      map[string]any{},
+		"null":     nil,
+	}
+	data := &Data{Target: target, Namespace: "ns", SelectedItem: map[string]any{"image": "x"}}
+	texts := []string{
+		"{{ .Target.metadata.name }}-x", "{{.Namespace}}/{{ .Target.metadata.name }}", "{{ .Target.metadata.labels.on }}",
+		"{{ .Target.metadata.n }}", "{{ .Target.list }}", "{{ .Target.obj }}", "{{ .Target.null }}", "{{ .Target.missing }}",
+		"{{ .Target.metadata.name.x }}", "{{ .SelectedItem.image }}", "{{ .Target }}", "a{{ .Namespace }}b{{ .Namespace }}c",
+	}
+	for _, text := range texts {
+		tpl, err := Compile("v", text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotErr := tpl.Execute(data)
+		slow := *tpl
+		slow.fast = nil
+		want, wantErr := slow.Execute(data)
+		if got != want || (gotErr == nil) != (wantErr == nil) {
+			t.Errorf("%q: fast %q (%v), text/template %q (%v)", text, got, gotErr, want, wantErr)
+		}
+		if strings.Contains(text, ".Namespace") && tpl.fast == nil {
+			t.Errorf("%q should take the fast path", text)
+		}
 	}
 }
