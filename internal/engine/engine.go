@@ -183,7 +183,7 @@ func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, error) {
 	root := ev.doc.Root()
 	n := len(r.Criteria)
 	if cap(ev.criteria)-len(ev.criteria) < n {
-		ev.criteria = make([]CriterionTrace, 0, max(n, 4*len(ev.candidates)))
+		ev.criteria = make([]CriterionTrace, 0, max(n, 64))
 	}
 	tr.Criteria = ev.criteria[len(ev.criteria) : len(ev.criteria) : len(ev.criteria)+n]
 	ev.criteria = ev.criteria[:len(ev.criteria)+n]
@@ -194,9 +194,7 @@ func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, error) {
 			return false, ev.ctx.Err()
 		}
 		held := holds(c, res.Values, res.Single, err)
-		tr.Criteria = append(tr.Criteria, CriterionTrace{
-			Field: c.Field, Select: c.Select.Source(), Values: res.Values, Single: res.Single, Err: err, Held: held,
-		})
+		tr.Criteria = append(tr.Criteria, CriterionTrace{Criterion: c, Values: res.Values, Single: res.Single, Err: err, Held: held})
 		if !held {
 			tr.Outcome = NotMatched
 			return false, nil

@@ -154,7 +154,7 @@ spec:
 		t.Fatalf("trace: %+v", d.Trace)
 	}
 	tr := d.Trace[0]
-	if tr.Outcome != engine.NotMatched || len(tr.Criteria) != 2 || tr.Criteria[1].Held || tr.Criteria[1].Field != "spec.match[1]" {
+	if tr.Outcome != engine.NotMatched || len(tr.Criteria) != 2 || tr.Criteria[1].Held || tr.Criteria[1].Criterion.Field != "spec.match[1]" {
 		t.Fatalf("trace: %+v", tr)
 	}
 	if diff := cmp.Diff([]any{"nginx:1", "busybox"}, tr.Criteria[1].Values); diff != "" {

@@ -121,15 +121,15 @@ type RuleTrace struct {
 
 // CriterionTrace records one criterion.
 type CriterionTrace struct {
-	Field  string // spec.match[i]
-	Select string
+	// Criterion is the compiled criterion (its Field is spec.match[i]).
+	Criterion *rules.Criterion
 	// Values are what select returned (undefined dropped).
 	Values []any
 	// Single is true when select yields at most one value by construction.
 	Single bool
+	Held   bool
 	// Err is set when select failed to evaluate (then the criterion has no result).
-	Err  error
-	Held bool
+	Err error
 }
 
 // RuleError is a rule that failed while being applied.

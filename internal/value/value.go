@@ -29,15 +29,9 @@ func Decode(data []byte) (any, error) {
 }
 
 // Encode renders a tree as compact JSON with sorted object keys and no HTML
-// escaping.
+// escaping (see AppendJSON).
 func Encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return AppendJSON(make([]byte, 0, 256), v)
 }
 
 // DeepCopy returns a copy of v that shares no map or slice with it.

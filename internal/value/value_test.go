@@ -1,6 +1,7 @@
 package value
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -72,4 +73,30 @@ func TestDecodeDeepCopy(t *testing.T) {
 	if err != nil || string(b) != `{"a":[1,{"b":2.5}],"c":null}` {
 		t.Fatalf("Encode = %s, %v", b, err)
 	}
+}
+
+// FuzzAppendJSON checks that AppendJSON writes what encoding/json writes.
+func FuzzAppendJSON(f *testing.F) {
+	for _, s := range []string{`{"b":[1,2.5e3,null,true],"a":"x<>&\u2028\u0001\"\\é"}`, `"\ud800"`, `[{"z":{},"y":[]}]`, `-0`, `"\t\n\r\b\f"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Decode(data)
+		if err != nil {
+			return
+		}
+		got, err := AppendJSON(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		if want := bytes.TrimSuffix(buf.Bytes(), []byte("\n")); !bytes.Equal(got, want) {
+			t.Fatalf("AppendJSON = %s\nencoding/json = %s", got, want)
+		}
+	})
 }
