@@ -135,11 +135,7 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 			continue
 		}
 		origin := fmt.Sprintf("%s, document %d", name, n)
-		j, err := yaml.YAMLToJSON(chunk)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, origin, err)
-		}
-		v, err := value.Decode(j)
+		v, err := decodeChunk(chunk)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, origin, err)
 		}
@@ -172,6 +168,21 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 		docs = append(docs, d)
 	}
 	return docs, nil
+}
+
+// decodeChunk decodes one document. JSON is decoded as JSON, so that numbers
+// keep their exact text; YAML goes through sigs.k8s.io/yaml as with kubectl.
+func decodeChunk(chunk []byte) (any, error) {
+	if t := bytes.TrimSpace(chunk); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		if v, err := value.Decode(t); err == nil {
+			return v, nil
+		}
+	}
+	j, err := yaml.YAMLToJSON(chunk)
+	if err != nil {
+		return nil, err
+	}
+	return value.Decode(j)
 }
 
 func newDocument(origin string, obj map[string]any) (Document, error) {

@@ -1,0 +1,432 @@
+package patch
+
+import (
+	"fmt"
+
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Doc is a mutable JSON tree that journals every change so that a group of
+// operations can be undone.
+//
+// Every change to the tree is one of three primitive writes, each journalled
+// with what it overwrote: storing into a slot of a slice's backing array (or
+// the root), setting a map member, deleting a map member. Slices never change
+// length in place: inserting or removing an element builds a new slice and
+// stores it in the parent's slot, so the old slice, kept by the journal, is
+// still intact when it is put back.
+//
+// A Doc is not safe for concurrent use.
+type Doc struct {
+	root    any
+	journal []entry
+	base    int  // journal positions released so far, so that marks stay monotonic
+	strict  bool // RFC 6902 semantics instead of KubeMod's (ApplyRFC6902)
+}
+
+// entry is one journalled write.
+type entry struct {
+	ptr     *any // the overwritten slot (slice element or root); nil for a map member
+	m       map[string]any
+	key     string
+	old     any
+	present bool // map members: whether key was present before
+}
+
+// slot is where a value lives: a pointer to a slice element or the root, or
+// a map member.
+type slot struct {
+	ptr *any
+	m   map[string]any
+	key string
+}
+
+// NewDoc returns a Doc editing root. It takes ownership of root: the caller
+// must pass a tree nobody else uses or modifies (the engine passes a deep
+// copy).
+func NewDoc(root any) *Doc {
+	return &Doc{root: root}
+}
+
+// Root returns the current tree. It is the live tree: later operations and
+// rollbacks change it.
+func (d *Doc) Root() any { return d.root }
+
+// Mark returns the current journal position, to pass to Rollback.
+func (d *Doc) Mark() int { return d.base + len(d.journal) }
+
+// Rollback undoes every change made since Mark returned mark, restoring the
+// exact previous tree: the same values, and map members absent again where
+// they were absent. Changes made permanent by Release are not undone, so a
+// mark taken before the last Release rolls back to that Release. A mark at or
+// beyond the current position does nothing.
+func (d *Doc) Rollback(mark int) {
+	n := mark - d.base
+	if n < 0 {
+		n = 0
+	}
+	if n >= len(d.journal) {
+		return
+	}
+	for i := len(d.journal) - 1; i >= n; i-- {
+		e := &d.journal[i]
+		switch {
+		case e.ptr != nil:
+			*e.ptr = e.old
+		case e.present:
+			e.m[e.key] = e.old
+		default:
+			delete(e.m, e.key)
+		}
+	}
+	clear(d.journal[n:])
+	d.journal = d.journal[:n]
+}
+
+// Release forgets the journal: every change so far becomes permanent. The
+// journal's storage is kept for reuse.
+func (d *Doc) Release() {
+	d.base += len(d.journal)
+	clear(d.journal)
+	d.journal = d.journal[:0]
+}
+
+func (d *Doc) setPtr(p *any, v any) {
+	d.journal = append(d.journal, entry{ptr: p, old: *p})
+	*p = v
+}
+
+func (d *Doc) setMember(m map[string]any, k string, v any) {
+	old, ok := m[k]
+	d.journal = append(d.journal, entry{m: m, key: k, old: old, present: ok})
+	m[k] = v
+}
+
+func (d *Doc) deleteMember(m map[string]any, k string, old any) {
+	d.journal = append(d.journal, entry{m: m, key: k, old: old, present: true})
+	delete(m, k)
+}
+
+func (d *Doc) set(s slot, v any) {
+	if s.ptr != nil {
+		d.setPtr(s.ptr, v)
+		return
+	}
+	d.setMember(s.m, s.key, v)
+}
+
+// Apply applies one operation with KubeMod's semantics:
+//
+//   - add creates missing parents: a missing (or null) parent becomes an
+//     array when the token after it is a non-negative integer, "-" or "-1",
+//     and an object otherwise; a new array can only be added to at index 0,
+//     "-" or "-1". On an object add sets the member. On an array "-" and "-1"
+//     append, an index in [0, len] inserts before it, and an index i < -1
+//     inserts at len+1+i, which must be in [0, len]. An intermediate array
+//     token selects an existing element (negative counts from the end), or
+//     appends a new one when it is "-" or equal to the length.
+//   - replace requires the target to exist; a negative index counts from
+//     the end.
+//   - remove ignores a missing target, a missing parent, an out-of-range
+//     index and a scalar on the way; a negative index counts from the end.
+//
+// Path "" replaces the whole document for add and replace; removing it is an
+// error wrapping ErrInvalidPointer. An array token that is neither "-" nor a
+// canonical integer is ErrInvalidIndex for every operation; traversing
+// through a scalar is ErrNotContainer for add and replace. The value is deep
+// copied. On error the document is unchanged and the error is an *OpError.
+func (d *Doc) Apply(op Operation) error {
+	switch op.Op {
+	case Add:
+		return d.add(op)
+	case Replace:
+		return d.replace(op)
+	case Remove:
+		return d.remove(op)
+	}
+	return opErr(op, ErrUnsupportedOp, fmt.Sprintf("%q", string(op.Op)))
+}
+
+func opErr(op Operation, err error, detail string) error {
+	return &OpError{Op: op.Op, Path: op.Path, Err: err, Detail: detail}
+}
+
+// at renders the first i tokens of p, naming a position in messages.
+func at(p Pointer, i int) string { return p[:i].display() }
+
+func notContainer(op Operation, i int, v any) error {
+	return opErr(op, ErrNotContainer, fmt.Sprintf("%s at %s", value.TypeName(v), at(op.Path, i)))
+}
+
+func badIndex(op Operation, i int) error {
+	return opErr(op, ErrInvalidIndex, fmt.Sprintf("%q at %s", op.Path[i], at(op.Path, i)))
+}
+
+func outOfRange(op Operation, err error, i, length int) error {
+	return opErr(op, err, fmt.Sprintf("index %s out of range for array of length %d at %s", op.Path[i], length, at(op.Path, i)))
+}
+
+func noMember(op Operation, i int) error {
+	return opErr(op, ErrPathNotFound, fmt.Sprintf("member %q does not exist", op.Path[i]))
+}
+
+func (d *Doc) add(op Operation) error {
+	path := op.Path
+	if len(path) == 0 {
+		d.setPtr(&d.root, value.DeepCopy(op.Value))
+		return nil
+	}
+	s := slot{ptr: &d.root}
+	cur := d.root
+	for i, tok := range path {
+		last := i == len(path)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			if last {
+				d.setMember(c, tok, value.DeepCopy(op.Value))
+				return nil
+			}
+			child, ok := c[tok]
+			if !ok {
+				if d.strict {
+					return noMember(op, i)
+				}
+				sub, err := build(op, i+1)
+				if err != nil {
+					return err
+				}
+				d.setMember(c, tok, sub)
+				return nil
+			}
+			s, cur = slot{m: c, key: tok}, child
+		case []any:
+			n, kind := parseIndex(tok)
+			if kind == idxInvalid {
+				return badIndex(op, i)
+			}
+			if last {
+				pos, ok := insertPos(n, kind, len(c), d.strict)
+				if !ok {
+					return outOfRange(op, ErrInvalidIndex, i, len(c))
+				}
+				d.set(s, inserted(c, pos, value.DeepCopy(op.Value)))
+				return nil
+			}
+			if kind == idxDash || n == len(c) {
+				if d.strict {
+					return outOfRange(op, ErrPathNotFound, i, len(c))
+				}
+				sub, err := build(op, i+1)
+				if err != nil {
+					return err
+				}
+				d.set(s, inserted(c, len(c), sub))
+				return nil
+			}
+			if n < 0 {
+				if d.strict {
+					return outOfRange(op, ErrInvalidIndex, i, len(c))
+				}
+				n += len(c)
+			}
+			if n < 0 || n >= len(c) {
+				err := ErrInvalidIndex
+				if d.strict {
+					err = ErrPathNotFound
+				}
+				return outOfRange(op, err, i, len(c))
+			}
+			s, cur = slot{ptr: &c[n]}, c[n]
+		case nil:
+			if d.strict {
+				return notContainer(op, i, cur)
+			}
+			// A null parent counts as missing: replace it by the new
+			// container.
+			sub, err := build(op, i)
+			if err != nil {
+				return err
+			}
+			d.set(s, sub)
+			return nil
+		default:
+			return notContainer(op, i, cur)
+		}
+	}
+	panic("unreachable")
+}
+
+// insertPos returns where add inserts into an array of the given length for
+// a parsed index token, and whether that position is valid.
+func insertPos(n, kind, length int, strict bool) (int, bool) {
+	switch {
+	case kind == idxDash:
+		return length, true
+	case n >= 0:
+		return n, n <= length
+	case strict:
+		return 0, false
+	case n == -1:
+		return length, true
+	default:
+		pos := length + 1 + n
+		return pos, pos >= 0
+	}
+}
+
+// build returns the subtree that add creates for the missing part
+// op.Path[from:] of a path: a copy of the value wrapped, innermost first, in
+// a one-element array for each token "-", "0" or "-1" and in a one-member
+// object for every other token except positive integers, which would need
+// padding and are ErrInvalidIndex.
+func build(op Operation, from int) (any, error) {
+	for j := len(op.Path) - 1; j >= from; j-- {
+		if n, kind := parseIndex(op.Path[j]); kind == idxNumber && n > 0 {
+			return nil, opErr(op, ErrInvalidIndex, fmt.Sprintf("index %d in new array at %s (only 0, - and -1 can create an array)", n, at(op.Path, j)))
+		}
+	}
+	v := value.DeepCopy(op.Value)
+	for j := len(op.Path) - 1; j >= from; j-- {
+		tok := op.Path[j]
+		if n, kind := parseIndex(tok); kind == idxDash || (kind == idxNumber && (n == 0 || n == -1)) {
+			v = []any{v}
+		} else {
+			v = map[string]any{tok: v}
+		}
+	}
+	return v, nil
+}
+
+// inserted returns a new slice: s with v inserted before index pos.
+func inserted(s []any, pos int, v any) []any {
+	out := make([]any, len(s)+1)
+	copy(out, s[:pos])
+	out[pos] = v
+	copy(out[pos+1:], s[pos:])
+	return out
+}
+
+// removed returns a new slice: s without its element at index pos.
+func removed(s []any, pos int) []any {
+	out := make([]any, len(s)-1)
+	copy(out, s[:pos])
+	copy(out[pos:], s[pos+1:])
+	return out
+}
+
+func (d *Doc) replace(op Operation) error {
+	path := op.Path
+	if len(path) == 0 {
+		d.setPtr(&d.root, value.DeepCopy(op.Value))
+		return nil
+	}
+	cur := d.root
+	for i, tok := range path {
+		last := i == len(path)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			child, ok := c[tok]
+			if !ok {
+				return noMember(op, i)
+			}
+			if last {
+				d.setMember(c, tok, value.DeepCopy(op.Value))
+				return nil
+			}
+			cur = child
+		case []any:
+			n, kind := parseIndex(tok)
+			switch {
+			case kind == idxInvalid:
+				return badIndex(op, i)
+			case kind == idxDash:
+				return outOfRange(op, ErrPathNotFound, i, len(c))
+			case n < 0 && d.strict:
+				return outOfRange(op, ErrInvalidIndex, i, len(c))
+			case n < 0:
+				n += len(c)
+			}
+			if n < 0 || n >= len(c) {
+				return outOfRange(op, ErrPathNotFound, i, len(c))
+			}
+			if last {
+				d.setPtr(&c[n], value.DeepCopy(op.Value))
+				return nil
+			}
+			cur = c[n]
+		default:
+			return notContainer(op, i, cur)
+		}
+	}
+	panic("unreachable")
+}
+
+func (d *Doc) remove(op Operation) error {
+	path := op.Path
+	if len(path) == 0 {
+		return opErr(op, ErrInvalidPointer, "cannot remove the whole document")
+	}
+	s := slot{ptr: &d.root}
+	cur := d.root
+	for i, tok := range path {
+		last := i == len(path)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			child, ok := c[tok]
+			if !ok {
+				if d.strict {
+					return noMember(op, i)
+				}
+				return nil
+			}
+			if last {
+				d.deleteMember(c, tok, child)
+				return nil
+			}
+			s, cur = slot{m: c, key: tok}, child
+		case []any:
+			n, kind := parseIndex(tok)
+			switch {
+			case kind == idxInvalid:
+				return badIndex(op, i)
+			case kind == idxNumber && n < 0 && d.strict:
+				return outOfRange(op, ErrInvalidIndex, i, len(c))
+			case kind == idxNumber && n < 0:
+				n += len(c)
+			}
+			if kind == idxDash || n < 0 || n >= len(c) {
+				if d.strict {
+					return outOfRange(op, ErrPathNotFound, i, len(c))
+				}
+				return nil
+			}
+			if last {
+				d.set(s, removed(c, n))
+				return nil
+			}
+			s, cur = slot{ptr: &c[n]}, c[n]
+		default:
+			if d.strict {
+				return notContainer(op, i, cur)
+			}
+			return nil
+		}
+	}
+	panic("unreachable")
+}
+
+// ApplyRFC6902 applies ops with strict RFC 6902 semantics to a deep copy of
+// doc and returns the copy: only add, remove and replace; "-" appends in add;
+// no negative indices; missing parents, missing remove and replace targets
+// and out-of-range indices are errors. The first failing operation stops the
+// application; its error wraps an *OpError.
+func ApplyRFC6902(doc any, ops []Operation) (any, error) {
+	d := &Doc{root: value.DeepCopy(doc), strict: true}
+	for i, op := range ops {
+		if err := d.Apply(op); err != nil {
+			return nil, fmt.Errorf("operation %d: %w", i, err)
+		}
+		d.Release()
+	}
+	return d.root, nil
+}

@@ -1,0 +1,318 @@
+package patch
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Diff returns an RFC 6902 patch that turns original into modified, using
+// standard RFC semantics (no KubeMod extensions). Neither input is modified,
+// and the values in the returned operations share nothing with modified.
+//
+// Objects are compared member by member: a removed member is a remove, an
+// added one an add, a changed one a recursive diff when both sides are
+// objects or both are arrays and a replace otherwise. The operations on
+// removed and changed members come first, in key order, then the adds, in key
+// order, so the output is deterministic. Arrays are
+// trimmed of their common prefix and suffix; what remains is diffed element
+// by element where the two sides overlap, then the surplus is removed
+// (highest index first) or added (in increasing index order). When a single
+// replace of the whole array encodes smaller than those operations, it is
+// used instead. Numbers are compared by value, so 1 and 1.0 are equal. When
+// the two roots differ in type the result is one replace of "".
+func Diff(original, modified any) []Operation {
+	var d differ
+	d.path = d.pathBuf[:0]
+	d.groups = d.groupBuf[:0]
+	d.sizes = d.sizeBuf[:0]
+	d.keys = d.keyBuf[:0]
+	d.diff(original, modified)
+	// The operations reference modified's subtrees until now; copy them
+	// only here so that a discarded operation costs no copy.
+	for i := range d.ops {
+		switch d.ops[i].Value.(type) {
+		case map[string]any, []any:
+			d.ops[i].Value = value.DeepCopy(d.ops[i].Value)
+		}
+	}
+	return d.ops
+}
+
+type differ struct {
+	path  []string    // tokens of the current position
+	ops   []Operation // result so far
+	sizes []int       // estimated encoded size of each op
+	keys  []string    // stack of added object keys, shared by all levels
+
+	groups       []group // stack of member groups, shared by all levels
+	scratch      []Operation
+	scratchSizes []int
+
+	// Initial storage, so that common cases allocate only the result.
+	pathBuf  [16]string
+	groupBuf [16]group
+	sizeBuf  [32]int
+	keyBuf   [8]string
+}
+
+// Estimated sizes of the fixed parts of an encoded operation.
+const (
+	opOverhead     = len(`{"op":"replace","path":"","value":}`)
+	addOverhead    = len(`{"op":"add","path":"","value":}`)
+	removeOverhead = len(`{"op":"remove","path":""}`)
+)
+
+func (d *differ) emit(op OpType, extra string, hasExtra bool, v any) {
+	n := len(d.path)
+	if hasExtra {
+		n++
+	}
+	p := make(Pointer, n)
+	copy(p, d.path)
+	if hasExtra {
+		p[n-1] = extra
+	}
+	size := pathSize(p)
+	switch op {
+	case Remove:
+		size += removeOverhead
+	case Add:
+		size += addOverhead + sizeOf(v, -1)
+	default:
+		size += opOverhead + sizeOf(v, -1)
+	}
+	d.ops = append(d.ops, Operation{Op: op, Path: p, Value: v})
+	d.sizes = append(d.sizes, size)
+}
+
+func (d *differ) diff(a, b any) {
+	switch x := a.(type) {
+	case map[string]any:
+		if y, ok := b.(map[string]any); ok {
+			d.diffObject(x, y)
+			return
+		}
+	case []any:
+		if y, ok := b.([]any); ok {
+			d.diffArray(x, y)
+			return
+		}
+	}
+	if !equal(a, b) {
+		d.emit(Replace, "", false, b)
+	}
+}
+
+func (d *differ) diffObject(x, y map[string]any) {
+	// Removed and changed members. They are visited in map order, each
+	// member's operations forming one contiguous group, and the groups are
+	// then put in key order: cheaper than sorting every key when most
+	// members are unchanged.
+	g0 := len(d.groups)
+	removed := 0
+	for k, xv := range x {
+		from := len(d.ops)
+		if yv, ok := y[k]; !ok {
+			d.emit(Remove, k, true, nil)
+			removed++
+		} else {
+			d.path = append(d.path, k)
+			d.diff(xv, yv)
+			d.path = d.path[:len(d.path)-1]
+		}
+		if len(d.ops) > from {
+			d.groups = append(d.groups, group{key: k, from: from, to: len(d.ops)})
+		}
+	}
+	if len(d.groups)-g0 > 1 {
+		d.sortGroups(d.groups[g0:])
+	}
+	d.groups = d.groups[:g0]
+	// Added members, in key order.
+	if len(y) > len(x)-removed {
+		k0 := len(d.keys)
+		for k := range y {
+			if _, ok := x[k]; !ok {
+				d.keys = append(d.keys, k)
+			}
+		}
+		slices.Sort(d.keys[k0:])
+		for _, k := range d.keys[k0:] {
+			d.emit(Add, k, true, y[k])
+		}
+		d.keys = d.keys[:k0]
+	}
+}
+
+// group is the run d.ops[from:to] of operations on one object member.
+type group struct {
+	key      string
+	from, to int
+}
+
+func compareGroups(a, b group) int { return strings.Compare(a.key, b.key) }
+
+// sortGroups reorders the operations of gs, consecutive groups emitted in
+// that order, so that the groups follow each other in key order.
+func (d *differ) sortGroups(gs []group) {
+	if slices.IsSortedFunc(gs, compareGroups) {
+		return
+	}
+	from, to := gs[0].from, gs[len(gs)-1].to
+	d.scratch = append(d.scratch[:0], d.ops[from:to]...)
+	d.scratchSizes = append(d.scratchSizes[:0], d.sizes[from:to]...)
+	slices.SortFunc(gs, compareGroups)
+	i := from
+	for _, g := range gs {
+		copy(d.sizes[i:], d.scratchSizes[g.from-from:g.to-from])
+		i += copy(d.ops[i:], d.scratch[g.from-from:g.to-from])
+	}
+	clear(d.scratch)
+}
+
+func (d *differ) diffArray(x, y []any) {
+	p := 0
+	for p < len(x) && p < len(y) && equal(x[p], y[p]) {
+		p++
+	}
+	s := 0
+	for s < len(x)-p && s < len(y)-p && equal(x[len(x)-1-s], y[len(y)-1-s]) {
+		s++
+	}
+	xm, ym := x[p:len(x)-s], y[p:len(y)-s]
+	if len(xm) == 0 && len(ym) == 0 {
+		return
+	}
+	start := len(d.ops)
+	n := min(len(xm), len(ym))
+	for i := 0; i < n; i++ {
+		d.path = append(d.path, strconv.Itoa(p+i))
+		d.diff(xm[i], ym[i])
+		d.path = d.path[:len(d.path)-1]
+	}
+	for i := len(xm) - 1; i >= n; i-- {
+		d.emit(Remove, strconv.Itoa(p+i), true, nil)
+	}
+	for i := n; i < len(ym); i++ {
+		d.emit(Add, strconv.Itoa(p+i), true, ym[i])
+	}
+	// One replace of the whole array instead, when that is smaller.
+	cost := 0
+	for _, c := range d.sizes[start:] {
+		cost += c
+	}
+	if limit := cost - opOverhead - pathSize(d.path) - 1; limit >= 0 && sizeOf(y, limit) >= 0 {
+		clear(d.ops[start:])
+		d.ops = d.ops[:start]
+		d.sizes = d.sizes[:start]
+		d.emit(Replace, "", false, y)
+	}
+}
+
+// equal is value.Equal, except that two identical json.Number texts are
+// always equal (value.Equal cannot compare numbers that overflow float64,
+// such as 1e400, even to themselves).
+func equal(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !equal(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case json.Number:
+		if y, ok := b.(json.Number); ok && x == y {
+			return true
+		}
+	}
+	return value.Equal(a, b)
+}
+
+// pathSize estimates the encoded size of a pointer (escapes ignored).
+func pathSize(p []string) int {
+	n := 0
+	for _, t := range p {
+		n += 1 + len(t)
+	}
+	return n
+}
+
+// sizeOf estimates the size of v encoded as compact JSON. With limit >= 0
+// it gives up and returns -1 as soon as the size exceeds limit.
+func sizeOf(v any, limit int) int {
+	n := 0
+	if !addSize(v, &n, limit) {
+		return -1
+	}
+	return n
+}
+
+func addSize(v any, n *int, limit int) bool {
+	switch t := v.(type) {
+	case nil:
+		*n += 4
+	case bool:
+		*n += 5
+	case string:
+		*n += stringSize(t)
+	case json.Number:
+		*n += len(t)
+	case map[string]any:
+		*n += 2 + len(t)
+		for k, e := range t {
+			*n += stringSize(k)
+			if limit >= 0 && *n > limit {
+				return false
+			}
+			if !addSize(e, n, limit) {
+				return false
+			}
+		}
+	case []any:
+		*n += 2 + len(t)
+		for _, e := range t {
+			if !addSize(e, n, limit) {
+				return false
+			}
+		}
+	default:
+		*n += 8 // other number representations
+	}
+	return limit < 0 || *n <= limit
+}
+
+func stringSize(s string) int {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' {
+			n++
+		} else if c < 0x20 {
+			n += 5
+		}
+	}
+	return n
+}

@@ -1,0 +1,131 @@
+package patch
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/modwright/modwright/internal/value"
+)
+
+// FuzzApply applies a JSON array of operations to a JSON document. Applying
+// must never panic and must agree with the reference implementation, a
+// failed operation must leave the document unchanged and return a
+// classified *OpError, rolling back one operation must restore the
+// document as it was before it, and rolling back to the initial mark must
+// restore the original.
+func FuzzApply(f *testing.F) {
+	for _, tc := range applyCases {
+		op, err := json.Marshal(tc.operation(f))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(tc.docText(), "["+string(op)+"]")
+	}
+	f.Add(`{"a":[1,{"b":[]}]}`, `[{"op":"add","path":"/a/1/b/-","value":1},{"op":"add","path":"/a/-/c/0","value":{}},{"op":"remove","path":"/a/0"},{"op":"replace","path":"/a/-1","value":null},{"op":"add","path":"/a/0/x","value":2}]`)
+	f.Add(`null`, `[{"op":"add","path":"/a/-1/b/0/c","value":[1]},{"op":"remove","path":"/a/0/b"},{"op":"add","path":"","value":3}]`)
+	f.Fuzz(func(t *testing.T, docText, opsText string) {
+		orig, err := value.Decode([]byte(docText))
+		if err != nil {
+			return
+		}
+		opsTree, err := value.Decode([]byte(opsText))
+		if err != nil {
+			return
+		}
+		ops := opsFromJSON(opsTree)
+		if len(ops) > 50 {
+			ops = ops[:50]
+		}
+		d := NewDoc(value.DeepCopy(orig))
+		start := d.Mark()
+		for _, op := range ops {
+			before := value.DeepCopy(d.Root())
+			mark := d.Mark()
+			want, wantErr := refApply(before, op)
+			err := d.Apply(op)
+			if sentinel(err) != wantErr {
+				t.Fatalf("Apply(%v) on %s: error %v, reference %v", op, encode(before), err, wantErr)
+			}
+			if err == nil {
+				if diff := cmp.Diff(want, d.Root()); diff != "" {
+					t.Fatalf("Apply(%v) on %s (-reference +got):\n%s", op, encode(before), diff)
+				}
+			}
+			if err != nil {
+				if sentinel(err) == nil {
+					t.Fatalf("Apply(%v): unclassified error %v", op, err)
+				}
+				if _, ok := err.(*OpError); !ok {
+					t.Fatalf("Apply(%v): error %T is not an *OpError", op, err)
+				}
+				if diff := cmp.Diff(before, d.Root()); diff != "" {
+					t.Fatalf("failed Apply(%v) changed the document:\n%s", op, diff)
+				}
+				continue
+			}
+			after := value.DeepCopy(d.Root())
+			d.Rollback(mark)
+			if diff := cmp.Diff(before, d.Root()); diff != "" {
+				t.Fatalf("Rollback after Apply(%v) (-before +got):\n%s", op, diff)
+			}
+			if err := d.Apply(op); err != nil {
+				t.Fatalf("Apply(%v) failed the second time: %v", op, err)
+			}
+			if diff := cmp.Diff(after, d.Root()); diff != "" {
+				t.Fatalf("Apply(%v) differs the second time:\n%s", op, diff)
+			}
+		}
+		d.Rollback(start)
+		if diff := cmp.Diff(orig, d.Root()); diff != "" {
+			t.Fatalf("Rollback to the start (-orig +got):\n%s", diff)
+		}
+	})
+}
+
+// FuzzDiff diffs two JSON documents: the patch must turn the first into the
+// second, and diffing a document with itself must give nothing.
+func FuzzDiff(f *testing.F) {
+	for _, tc := range diffCases {
+		f.Add(tc.a, tc.b)
+	}
+	f.Add(baseDoc, `{"a":{"b":2},"arr":[1,3],"n":{"x":null},"s":"str","nested":[{"x":1,"y":[]},{"x":2}],"empty":[[]],"obj":{"~":1}}`)
+	f.Fuzz(func(t *testing.T, aText, bText string) {
+		a, err := value.Decode([]byte(aText))
+		if err != nil {
+			return
+		}
+		b, err := value.Decode([]byte(bText))
+		if err != nil {
+			return
+		}
+		if ops := Diff(a, a); len(ops) != 0 {
+			t.Fatalf("Diff(x, x) = %v", ops)
+		}
+		checkDiff(t, a, b, Diff(a, b))
+	})
+}
+
+// FuzzParsePointer checks that a parsed pointer renders back to its text and
+// that every token survives escaping.
+func FuzzParsePointer(f *testing.F) {
+	for _, s := range []string{"", "/", "/a/b", "/a~1b/~0", "/~01", "/~", "/a~2", "a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePointer(s)
+		if err != nil {
+			return
+		}
+		if got := p.String(); got != s {
+			t.Fatalf("ParsePointer(%q).String() = %q", s, got)
+		}
+		for _, tok := range p {
+			back, err := ParsePointer("/" + EscapeToken(tok))
+			if err != nil || len(back) != 1 || back[0] != tok {
+				t.Fatalf("token %q does not survive escaping: %q, %v", tok, back, err)
+			}
+		}
+	})
+}

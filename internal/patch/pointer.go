@@ -1,0 +1,175 @@
+package patch
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Pointer is a parsed RFC 6901 JSON pointer: its unescaped reference tokens.
+// The empty pointer (no tokens) is the whole document.
+type Pointer []string
+
+// ParsePointer parses the string form of a JSON pointer: either "" (the whole
+// document) or a sequence of "/"-prefixed reference tokens in which "~0"
+// stands for "~" and "~1" for "/". Any other use of "~" is an error wrapping
+// ErrInvalidPointer.
+func ParsePointer(s string) (Pointer, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if s[0] != '/' {
+		return nil, fmt.Errorf("%w: %q does not start with \"/\"", ErrInvalidPointer, s)
+	}
+	p := make(Pointer, 0, strings.Count(s, "/"))
+	for start := 1; ; {
+		end := len(s)
+		if k := strings.IndexByte(s[start:], '/'); k >= 0 {
+			end = start + k
+		}
+		tok, err := unescapeToken(s, start, end)
+		if err != nil {
+			return nil, err
+		}
+		p = append(p, tok)
+		if end == len(s) {
+			return p, nil
+		}
+		start = end + 1
+	}
+}
+
+// unescapeToken unescapes s[start:end], reporting errors with their offset in
+// s.
+func unescapeToken(s string, start, end int) (string, error) {
+	tok := s[start:end]
+	k := strings.IndexByte(tok, '~')
+	if k < 0 {
+		return tok, nil
+	}
+	var b strings.Builder
+	b.Grow(len(tok))
+	b.WriteString(tok[:k])
+	for i := k; i < len(tok); i++ {
+		c := tok[i]
+		if c != '~' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+1 >= len(tok) {
+			return "", fmt.Errorf("%w: %q: trailing \"~\" at offset %d", ErrInvalidPointer, s, start+i)
+		}
+		switch tok[i+1] {
+		case '0':
+			b.WriteByte('~')
+		case '1':
+			b.WriteByte('/')
+		default:
+			return "", fmt.Errorf("%w: %q: invalid escape %q at offset %d", ErrInvalidPointer, s, tok[i:i+2], start+i)
+		}
+		i++
+	}
+	return b.String(), nil
+}
+
+// EscapeToken escapes one reference token: "~" becomes "~0" and "/" becomes
+// "~1".
+func EscapeToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	writeEscaped(&b, s)
+	return b.String()
+}
+
+func writeEscaped(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '~':
+			b.WriteString("~0")
+		case '/':
+			b.WriteString("~1")
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+}
+
+// String returns the escaped string form of p; "" for the whole document.
+func (p Pointer) String() string {
+	switch len(p) {
+	case 0:
+		return ""
+	case 1:
+		if !strings.ContainsAny(p[0], "~/") {
+			return "/" + p[0]
+		}
+	}
+	n := 0
+	for _, t := range p {
+		n += 1 + len(t)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, t := range p {
+		b.WriteByte('/')
+		writeEscaped(&b, t)
+	}
+	return b.String()
+}
+
+// display is the form of p used in messages: the escaped pointer, or `""`
+// for the whole document so that it is visible.
+func (p Pointer) display() string {
+	if len(p) == 0 {
+		return `""`
+	}
+	return p.String()
+}
+
+// Index kinds returned by parseIndex.
+const (
+	idxInvalid = iota // not "-" and not a canonical integer
+	idxDash           // "-"
+	idxNumber         // a canonical integer, possibly negative
+)
+
+// maxIndex bounds parsed indices so that index arithmetic never overflows;
+// any larger magnitude is out of range for every real array anyway.
+const maxIndex = 1 << 40
+
+// parseIndex parses an array reference token: "-", or a canonical decimal
+// integer ("0", "12", "-3"; not "01", "+1", "-0", "1.0"). Magnitudes beyond
+// maxIndex are clamped to maxIndex.
+func parseIndex(tok string) (int, int) {
+	if tok == "-" {
+		return 0, idxDash
+	}
+	neg := false
+	digits := tok
+	if len(digits) > 0 && digits[0] == '-' {
+		neg = true
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || (digits[0] == '0' && (len(digits) > 1 || neg)) {
+		return 0, idxInvalid
+	}
+	n := 0
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return 0, idxInvalid
+		}
+		if n < maxIndex {
+			n = n*10 + int(c-'0')
+		}
+	}
+	if n > maxIndex {
+		n = maxIndex
+	}
+	if neg {
+		n = -n
+	}
+	return n, idxNumber
+}
