@@ -173,7 +173,7 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 // decodeChunk decodes one document. JSON is decoded as JSON, so that numbers
 // keep their exact text; YAML goes through sigs.k8s.io/yaml as with kubectl.
 func decodeChunk(chunk []byte) (any, error) {
-	if t := bytes.TrimSpace(chunk); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+	if t := bytes.TrimSpace(stripComments(chunk)); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
 		if v, err := value.Decode(t); err == nil {
 			return v, nil
 		}
