@@ -104,6 +104,7 @@ type evaluation struct {
 
 	data     template.Data    // reused for every template execution
 	criteria []CriterionTrace // slab the rule traces' Criteria are cut from
+	values   []any            // slab the criteria's selected values are stored in
 }
 
 func (ev *evaluation) run() error {
@@ -189,9 +190,16 @@ func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, error) {
 	ev.criteria = ev.criteria[:len(ev.criteria)+n]
 	for i := range r.Criteria {
 		c := &r.Criteria[i]
-		res, err := c.Select.Evaluate(ev.ctx, root)
+		if cap(ev.values)-len(ev.values) < 8 {
+			ev.values = make([]any, 0, 256)
+		}
+		free := ev.values[len(ev.values):]
+		res, err := c.Select.EvaluateAppend(ev.ctx, root, free)
 		if err != nil && ev.ctx.Err() != nil {
 			return false, ev.ctx.Err()
+		}
+		if n := len(res.Values); n <= cap(free) {
+			ev.values = ev.values[:len(ev.values)+n] // stored in the slab: keep it
 		}
 		held := holds(c, res.Values, res.Single, err)
 		tr.Criteria = append(tr.Criteria, CriterionTrace{Criterion: c, Values: res.Values, Single: res.Single, Err: err, Held: held})

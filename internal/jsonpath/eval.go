@@ -43,6 +43,15 @@ type Descent []any
 // Evaluate never modifies root. Errors caused by the expression wrap ErrEval
 // (see EvalError); when ctx is done, the error wraps ctx.Err() instead.
 func (e *Expr) Evaluate(ctx context.Context, root any) (Result, error) {
+	return e.EvaluateAppend(ctx, root, nil)
+}
+
+// EvaluateAppend is Evaluate with the values appended to buf (into its spare
+// capacity when there is room), so that a caller evaluating many expressions
+// can use one backing array: pass a zero-length slice with capacity and
+// Result.Values holds just the new values.
+func (e *Expr) EvaluateAppend(ctx context.Context, root any, buf []any) (Result, error) {
+	buf = buf[:len(buf):cap(buf)]
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -53,12 +62,12 @@ func (e *Expr) Evaluate(ctx context.Context, root any) (Result, error) {
 		if pn.definite {
 			v, ok := lookup(pn.steps, root)
 			if !ok {
-				return Result{Single: true}, nil
+				return Result{Values: buf, Single: true}, nil
 			}
-			return Result{Values: []any{v}, Single: true}, nil
+			return Result{Values: append(buf, v), Single: true}, nil
 		}
 		ev := evaluator{ctx: ctx, root: root, cur: root}
-		s := sink{mode: modeValues}
+		s := sink{mode: modeValues, vals: buf}
 		if err := ev.walk(pn.steps, root, &s); err != nil {
 			return Result{}, err
 		}
@@ -70,9 +79,9 @@ func (e *Expr) Evaluate(ctx context.Context, root any) (Result, error) {
 		return Result{}, err
 	}
 	if !ok {
-		return Result{Single: true}, nil
+		return Result{Values: buf, Single: true}, nil
 	}
-	return Result{Values: []any{v}, Single: true}, nil
+	return Result{Values: append(buf, v), Single: true}, nil
 }
 
 // Select evaluates a query and returns the selected nodes with the keys their

@@ -177,6 +177,11 @@ func Equal(a, b any) bool {
 		return true
 	}
 	if IsNumber(a) && IsNumber(b) {
+		if an, ok := a.(json.Number); ok {
+			if bn, ok := b.(json.Number); ok && an == bn {
+				return true // same text, even when it overflows a float64 (1e400)
+			}
+		}
 		c, ok := CompareNumbers(a, b)
 		return ok && c == 0
 	}

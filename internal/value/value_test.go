@@ -40,6 +40,7 @@ func TestEqual(t *testing.T) {
 		{json.Number("1"), float64(1), true},
 		{json.Number("9007199254740993"), json.Number("9007199254740992"), false},
 		{json.Number("1"), "1", false},
+		{json.Number("1e400"), json.Number("1e400"), true},
 		{nil, nil, true},
 		{nil, false, false},
 		{map[string]any{"a": []any{json.Number("1")}}, map[string]any{"a": []any{json.Number("1e0")}}, true},
