@@ -264,12 +264,15 @@ func (c *compiler) compilePatch(i int, po *v1beta1.PatchOperation) {
 		}
 	}
 	if po.Path != "" {
-		pt, err := compilePath(po.Path, op.Select != nil)
+		pt, err := compilePath(po.Path, true)
 		if err != nil {
 			c.add(f+".path", err.pos, "%s", err.msg)
 		} else {
 			op.Path = pt
-			if op.Select != nil && pt.MaxPlaceholder >= captures {
+			if op.Select == nil && pt.MaxPlaceholder >= 0 {
+				pos := strings.Index(po.Path, "#"+strconv.Itoa(pt.MaxPlaceholder))
+				c.add(f+".path", pos, "placeholder #%d needs a select that captures keys; this operation has no select", pt.MaxPlaceholder)
+			} else if op.Select != nil && pt.MaxPlaceholder >= captures {
 				pos := strings.Index(po.Path, "#"+strconv.Itoa(pt.MaxPlaceholder))
 				c.add(f+".path", pos, "placeholder #%d needs %d capturing steps in select, but %q captures %d (only wildcards, filters, slices, unions and .. capture)",
 					pt.MaxPlaceholder, pt.MaxPlaceholder+1, *po.Select, captures)

@@ -21,17 +21,21 @@ func DecodeModRule(d *Document) (*v1beta1.ModRule, error) {
 	if d.APIVersion() != v1beta1.GroupVersion.String() {
 		return nil, fmt.Errorf("%s: apiVersion %q is not served; use %s", d.Origin, d.APIVersion(), v1beta1.GroupVersion)
 	}
+	name := d.Name()
+	if d.Namespace() != "" {
+		name = d.Namespace() + "/" + name
+	}
 	var mr v1beta1.ModRule
 	strict, err := sigsjson.UnmarshalStrict(d.JSON, &mr)
 	if err != nil {
-		return nil, fmt.Errorf("%s: ModRule %s: %v", d.Origin, d.Name(), err)
+		return nil, fmt.Errorf("%s: ModRule %s: %v", d.Origin, name, err)
 	}
 	if len(strict) > 0 {
 		msgs := make([]string, len(strict))
 		for i, e := range strict {
 			msgs[i] = e.Error()
 		}
-		return nil, fmt.Errorf("%s: ModRule %s: %s", d.Origin, d.Name(), strings.Join(msgs, "; "))
+		return nil, fmt.Errorf("%s: ModRule %s: %s", d.Origin, name, strings.Join(msgs, "; "))
 	}
 	return &mr, nil
 }

@@ -136,8 +136,8 @@ metadata: {name: old}
 		t.Errorf("skipped: %v", res.Skipped)
 	}
 	wants := []string{
-		`rules.yaml, document 2: ModRule typo: unknown field "spec.matches"`,
-		`rules.yaml, document 3: ModRule bad:`,
+		`rules.yaml, document 2: ModRule ns/typo: unknown field "spec.matches"`,
+		`rules.yaml, document 3: ModRule ns/bad: json: cannot unmarshal number`,
 		`rules.yaml, document 4: ModRule ns/broken: spec.match[0].select: column 8:`,
 		`rules.yaml, document 6: apiVersion "api.kubemod.io/v1alpha1" is not served`,
 	}
