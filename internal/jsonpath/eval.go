@@ -2,9 +2,7 @@ package jsonpath
 
 import (
 	"context"
-	"encoding/json"
 	"math"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -211,7 +209,7 @@ func (ev *evaluator) unary(n *unaryNode) (any, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	if i, isInt := exactInt(x); isInt && i != math.MinInt64 {
+	if i, isInt := value.ExactInt(x); isInt && i != math.MinInt64 {
 		return -i, true, nil
 	}
 	if f, isNum := value.Float(x); isNum {
@@ -314,20 +312,6 @@ func compare(op tokKind, l, r any) bool {
 	return c >= 0
 }
 
-// exactInt returns v as an int64 when it is an integer in integer form.
-func exactInt(v any) (int64, bool) {
-	switch t := v.(type) {
-	case json.Number:
-		i, err := strconv.ParseInt(string(t), 10, 64)
-		return i, err == nil
-	case int64:
-		return t, true
-	case int:
-		return int64(t), true
-	}
-	return 0, false
-}
-
 func arith(n *binaryNode, l, r any) (any, bool, error) {
 	if n.op == tPlus {
 		if ls, ok := l.(string); ok {
@@ -337,8 +321,8 @@ func arith(n *binaryNode, l, r any) (any, bool, error) {
 		}
 	}
 	if n.op != tSlash {
-		if a, ok := exactInt(l); ok {
-			if b, ok := exactInt(r); ok {
+		if a, ok := value.ExactInt(l); ok {
+			if b, ok := value.ExactInt(r); ok {
 				if v, ok, err := intArith(n, a, b); ok || err != nil {
 					return v, ok, err
 				}

@@ -102,7 +102,7 @@ func (d *differ) diff(a, b any) {
 			return
 		}
 	}
-	if !equal(a, b) {
+	if !value.Equal(a, b) {
 		d.emit(Replace, "", false, b)
 	}
 }
@@ -176,11 +176,11 @@ func (d *differ) sortGroups(gs []group) {
 
 func (d *differ) diffArray(x, y []any) {
 	p := 0
-	for p < len(x) && p < len(y) && equal(x[p], y[p]) {
+	for p < len(x) && p < len(y) && value.Equal(x[p], y[p]) {
 		p++
 	}
 	s := 0
-	for s < len(x)-p && s < len(y)-p && equal(x[len(x)-1-s], y[len(y)-1-s]) {
+	for s < len(x)-p && s < len(y)-p && value.Equal(x[len(x)-1-s], y[len(y)-1-s]) {
 		s++
 	}
 	xm, ym := x[p:len(x)-s], y[p:len(y)-s]
@@ -211,45 +211,6 @@ func (d *differ) diffArray(x, y []any) {
 		d.sizes = d.sizes[:start]
 		d.emit(Replace, "", false, y)
 	}
-}
-
-// equal is value.Equal, except that two identical json.Number texts are
-// always equal (value.Equal cannot compare numbers that overflow float64,
-// such as 1e400, even to themselves).
-func equal(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !equal(xv, yv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equal(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case json.Number:
-		if y, ok := b.(json.Number); ok && x == y {
-			return true
-		}
-	}
-	return value.Equal(a, b)
 }
 
 // pathSize estimates the encoded size of a pointer (escapes ignored).

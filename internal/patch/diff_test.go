@@ -88,7 +88,7 @@ func checkDiff(t *testing.T, a, b any, ops []Operation) {
 	if err != nil {
 		t.Fatalf("Diff(%s, %s) = %v: does not apply: %v", encode(a), encode(b), ops, err)
 	}
-	if !equal(got, b) {
+	if !value.Equal(got, b) {
 		t.Fatalf("Diff(%s, %s) = %v: gives %s", encode(a), encode(b), ops, encode(got))
 	}
 	// Through JSON too: what an API server receives.
@@ -100,7 +100,7 @@ func checkDiff(t *testing.T, a, b any, ops []Operation) {
 	if err := json.Unmarshal(text, &back); err != nil {
 		t.Fatalf("Unmarshal(%s): %v", text, err)
 	}
-	if got, err := ApplyRFC6902(a, back); err != nil || !equal(got, b) {
+	if got, err := ApplyRFC6902(a, back); err != nil || !value.Equal(got, b) {
 		t.Fatalf("Diff(%s, %s) = %s via JSON: %s, %v", encode(a), encode(b), text, encode(got), err)
 	}
 	// Scribble over every value of the ops: the inputs must not change.

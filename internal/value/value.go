@@ -102,8 +102,8 @@ func Int(v any) (int64, bool) {
 // CompareNumbers orders two numbers: -1, 0 or +1. Integers are compared
 // exactly; anything else as float64.
 func CompareNumbers(a, b any) (int, bool) {
-	if ai, ok := exactInt(a); ok {
-		if bi, ok := exactInt(b); ok {
+	if ai, ok := ExactInt(a); ok {
+		if bi, ok := ExactInt(b); ok {
 			switch {
 			case ai < bi:
 				return -1, true
@@ -127,7 +127,9 @@ func CompareNumbers(a, b any) (int, bool) {
 	return 0, true
 }
 
-func exactInt(v any) (int64, bool) {
+// ExactInt returns v as an int64 when it is an integer written as one (no
+// fraction or exponent) that fits.
+func ExactInt(v any) (int64, bool) {
 	switch t := v.(type) {
 	case json.Number:
 		i, err := strconv.ParseInt(string(t), 10, 64)
