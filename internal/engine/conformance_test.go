@@ -107,19 +107,6 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 }
 
-func readResource(t *testing.T, path string) any {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := value.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 func TestKubeModConformancePatch(t *testing.T) {
 	dir := conformanceDir(t)
 	var cases []patchCase
@@ -133,7 +120,7 @@ func TestKubeModConformancePatch(t *testing.T) {
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}
-			obj := readResource(t, filepath.Join(dir, c.Resource))
+			obj := readResourceTB(t, filepath.Join(dir, c.Resource))
 			orig := value.DeepCopy(obj)
 			d, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, engine.Request{
 				Operation: rules.Operation(c.Operation), Namespace: c.Namespace, Object: obj,
@@ -193,7 +180,7 @@ func TestKubeModConformanceReject(t *testing.T) {
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}
-			obj := readResource(t, filepath.Join(dir, c.Resource))
+			obj := readResourceTB(t, filepath.Join(dir, c.Resource))
 			d, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, engine.Request{
 				Operation: rules.Operation(c.Operation), Namespace: c.Namespace, Object: obj,
 			})

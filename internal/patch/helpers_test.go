@@ -3,9 +3,11 @@ package patch
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -194,7 +196,7 @@ func paths(v any, prefix Pointer, out []Pointer) []Pointer {
 	out = append(out, prefix)
 	switch t := v.(type) {
 	case map[string]any:
-		for _, k := range value.SortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			out = paths(t[k], append(prefix[:len(prefix):len(prefix)], k), out)
 		}
 	case []any:

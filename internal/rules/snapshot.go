@@ -175,13 +175,13 @@ func (s *Snapshot) Candidates(ns string, op Operation, kind string, buf []*Rule)
 	global := s.global.lookup(slot, kind)
 	cluster := s.cluster.lookup(slot, kind)
 
-	n := 0
+	out := buf[:0]
 	for _, r := range cluster {
 		if s.clusterApplies(r, ns) {
-			n++
+			out = append(out, r)
 		}
 	}
-	if n == 0 {
+	if len(out) == 0 {
 		switch {
 		case len(global) == 0:
 			return local
@@ -189,14 +189,8 @@ func (s *Snapshot) Candidates(ns string, op Operation, kind string, buf []*Rule)
 			return global
 		}
 	}
-	out := buf[:0]
 	out = append(out, local...)
 	out = append(out, global...)
-	for _, r := range cluster {
-		if s.clusterApplies(r, ns) {
-			out = append(out, r)
-		}
-	}
 	slices.SortFunc(out, Less)
 	return out
 }
@@ -209,15 +203,4 @@ func (s *Snapshot) clusterApplies(r *Rule, ns string) bool {
 		return ns == ""
 	}
 	return r.TargetNamespaces.MatchString(ns)
-}
-
-// Applies reports whether rule r is in scope for an object in namespace ns.
-func (s *Snapshot) Applies(r *Rule, ns string) bool {
-	switch r.Namespace {
-	case "":
-		return true
-	case s.clusterNS:
-		return s.clusterApplies(r, ns)
-	}
-	return r.Namespace == ns
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -77,26 +76,6 @@ func Float(v any) (float64, bool) {
 		return float64(t), true
 	}
 	return 0, false
-}
-
-// Int returns v as an int64 when v is a number with no fractional part that
-// fits in an int64.
-func Int(v any) (int64, bool) {
-	switch t := v.(type) {
-	case json.Number:
-		if i, err := strconv.ParseInt(string(t), 10, 64); err == nil {
-			return i, true
-		}
-	case int64:
-		return t, true
-	case int:
-		return int64(t), true
-	}
-	f, ok := Float(v)
-	if !ok || f != math.Trunc(f) || f > math.MaxInt64 || f < math.MinInt64 {
-		return 0, false
-	}
-	return int64(f), true
 }
 
 // CompareNumbers orders two numbers: -1, 0 or +1. Integers are compared
@@ -240,16 +219,6 @@ func formatFloat(f float64) string {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	return strconv.FormatFloat(f, 'f', -1, 64)
-}
-
-// SortedKeys returns the keys of m in ascending order.
-func SortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // TypeName names the JSON type of v for error messages.
