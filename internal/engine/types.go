@@ -64,13 +64,14 @@ func (d *Decision) Allowed() bool { return len(d.Rejections) == 0 }
 func (d *Decision) Changed() bool { return len(d.Patch) > 0 }
 
 // DenialText lists the rejections as KubeMod does:
-// `ns/name: "message"` (or `ns/name` without a message), joined by ", ".
+// `ns/name: "message"` (or `ns/name` without a message), joined by ","
+// without a space, exactly as KubeMod's webhook joins them.
 func (d *Decision) DenialText() string {
 	parts := make([]string, len(d.Rejections))
 	for i, r := range d.Rejections {
 		parts[i] = r.String()
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, ",")
 }
 
 // Rejection is one matching Reject rule.
