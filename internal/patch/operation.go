@@ -1,7 +1,6 @@
 package patch
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,29 +50,42 @@ func hasValue(op OpType, v any) bool {
 // MarshalJSON renders o as {"op":…,"path":…,"value":…}. "value" is present
 // for add and replace even when it is null, and never for remove.
 func (o Operation) MarshalJSON() ([]byte, error) {
-	opText, err := value.Encode(string(o.Op))
+	return o.AppendJSON(nil)
+}
+
+// AppendJSON appends o's JSON form (as MarshalJSON renders it) to dst.
+func (o *Operation) AppendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, `{"op":`...)
+	dst, err := value.AppendJSON(dst, string(o.Op))
 	if err != nil {
 		return nil, err
 	}
-	pathText, err := value.Encode(o.Path.String())
-	if err != nil {
+	dst = append(dst, `,"path":`...)
+	if dst, err = value.AppendJSON(dst, o.Path.String()); err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"op":`)
-	b.Write(opText)
-	b.WriteString(`,"path":`)
-	b.Write(pathText)
 	if hasValue(o.Op, o.Value) {
-		v, err := value.Encode(o.Value)
-		if err != nil {
+		dst = append(dst, `,"value":`...)
+		if dst, err = value.AppendJSON(dst, o.Value); err != nil {
 			return nil, fmt.Errorf("value of %s %s: %w", o.Op, o.Path.display(), err)
 		}
-		b.WriteString(`,"value":`)
-		b.Write(v)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(dst, '}'), nil
+}
+
+// AppendPatch appends ops as a JSON patch document (an array) to dst.
+func AppendPatch(dst []byte, ops []Operation) ([]byte, error) {
+	dst = append(dst, '[')
+	for i := range ops {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = ops[i].AppendJSON(dst); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, ']'), nil
 }
 
 // UnmarshalJSON parses the JSON form of an operation. The op must be add,

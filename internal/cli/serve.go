@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/modwright/modwright/internal/certs"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/metrics"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/webhook"
+)
+
+type serveOptions struct {
+	standalone     bool
+	rules          []string
+	port           int
+	bindAddress    string
+	certDir        string
+	certHosts      []string
+	clusterRules   string
+	maxReviewBytes int64
+	reviewTimeout  time.Duration
+	failOpen       bool
+	pprof          bool
+	logFormat      string
+	verbosity      int
+}
+
+// envPrefix prefixes the environment variables that set serve's flags:
+// --webhook-port is MODWRIGHT_WEBHOOK_PORT.
+const envPrefix = "MODWRIGHT_"
+
+func newServeCmd(s Streams) *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve --standalone --rules PATH [--rules PATH]... [flags]",
+		Short: "Serve the admission webhooks",
+		Long: `serve answers Kubernetes admission reviews with ModRules.
+
+With --standalone it needs no Kubernetes API at all: rules come from files and
+directories (read as 'modwright apply --rules' reads them), and the dragnet
+mutating webhook is served over HTTPS (TLS 1.2+, HTTP/2) at /dragnet-webhook,
+KubeMod's path, speaking AdmissionReview admission.k8s.io/v1 (and v1beta1).
+Point any API server's MutatingWebhookConfiguration at it, with the CA from
+<cert-dir>/ca.crt as caBundle. The server also serves /healthz, /readyz (ready
+once the rules are loaded) and /metrics (Prometheus).
+
+When --cert-dir holds no usable tls.crt/tls.key, a CA and a serving certificate
+for localhost, 127.0.0.1, ::1, the host name and every --cert-host are created
+there (ca.crt, ca.key, tls.crt, tls.key), and renewed 30 days before they
+expire. A certificate provisioned by someone else (no ca.key beside it) is used
+as it is and never overwritten; it is re-read when the files change.
+
+Rules that do not compile are kept, logged and counted in the metric
+modwright_rule_broken; the others serve. Send SIGHUP to reload the rules: a
+reload that cannot read the files keeps the previous rules serving.
+
+A review that cannot be evaluated (deadline, undecodable object, internal
+error) is denied with code 500 so that no rule is silently skipped; use
+--fail-open to admit it unchanged with a warning instead.
+
+Every flag can also be set from the environment: MODWRIGHT_ followed by the
+flag name in upper case with - as _ (MODWRIGHT_WEBHOOK_PORT=8443); repeatable
+flags take a comma-separated list. Flags given on the command line win.
+
+In-cluster operator mode (without --standalone: rules from the API server,
+ModRule status, webhook configuration management) is not available yet.`,
+		Example: `  modwright serve --standalone --rules examples/rules --cert-dir /tmp/modwright-certs
+  curl --cacert /tmp/modwright-certs/ca.crt https://localhost:9443/readyz`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return bindEnv(cmd.Flags(), os.LookupEnv)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), o, s)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.standalone, "standalone", false, "serve without a Kubernetes API, rules from --rules")
+	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory (repeatable; required with --standalone)")
+	f.IntVar(&o.port, "webhook-port", 9443, "HTTPS port of the webhooks, health, readiness and metrics (0: any free port, logged)")
+	f.StringVar(&o.bindAddress, "bind-address", "", "address to listen on (empty: every interface)")
+	f.StringVar(&o.certDir, "cert-dir", filepath.Join(os.TempDir(), "modwright", "serving-certs"), "directory of tls.crt and tls.key (created with a CA when missing)")
+	f.StringArrayVar(&o.certHosts, "cert-host", nil, "extra DNS name or IP address for a generated serving certificate (repeatable)")
+	f.StringVar(&o.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	f.Int64Var(&o.maxReviewBytes, "max-review-bytes", webhook.DefaultMaxReviewBytes, "largest AdmissionReview body accepted (HTTP 413 above)")
+	f.DurationVar(&o.reviewTimeout, "review-timeout", webhook.DefaultTimeout, "upper bound of one evaluation (the API server's own timeout applies when shorter)")
+	f.BoolVar(&o.failOpen, "fail-open", false, "admit objects unchanged (with a warning) when evaluation fails, instead of denying them")
+	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work)")
+	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
+	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity: 0 logs errors, denials and rule loads; 1 adds every patch")
+	return cmd
+}
+
+// bindEnv sets every flag not given on the command line from its
+// MODWRIGHT_* environment variable.
+func bindEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
+	var err error
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if err != nil || fl.Changed {
+			return
+		}
+		name := envPrefix + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		v, ok := lookup(name)
+		if !ok {
+			return
+		}
+		values := []string{v}
+		if fl.Value.Type() == "stringArray" {
+			values = strings.Split(v, ",")
+		}
+		for _, x := range values {
+			if serr := fl.Value.Set(strings.TrimSpace(x)); serr != nil {
+				err = usageError("%s=%q: %v", name, v, serr)
+				return
+			}
+		}
+		fl.Changed = true
+	})
+	return err
+}
+
+func newLogger(format string, verbosity int, w io.Writer) (logr.Logger, error) {
+	opts := &slog.HandlerOptions{Level: slog.Level(-verbosity)}
+	switch format {
+	case "json":
+		return logr.FromSlogHandler(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return logr.FromSlogHandler(slog.NewTextHandler(w, opts)), nil
+	}
+	return logr.Logger{}, usageError("--log-format must be json or text, not %q", format)
+}
+
+func runServe(ctx context.Context, o *serveOptions, s Streams) error {
+	if !o.standalone {
+		return usageError("serve without --standalone (the in-cluster operator) is not available yet; use --standalone --rules PATH")
+	}
+	if len(o.rules) == 0 {
+		return usageError("--standalone needs at least one --rules PATH")
+	}
+	if o.port < 0 || o.port > 65535 {
+		return usageError("--webhook-port %d is not a port", o.port)
+	}
+	log, err := newLogger(o.logFormat, o.verbosity, s.Err)
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(reg)
+
+	hosts := append(certs.DefaultHosts(), o.certHosts...)
+	if o.bindAddress != "" && net.ParseIP(o.bindAddress) != nil {
+		hosts = append(hosts, o.bindAddress)
+	}
+	bundle, generated, err := certs.Ensure(o.certDir, certs.Options{Hosts: hosts, Now: time.Now()}, 30*24*time.Hour)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	log.Info("serving certificate", "dir", o.certDir, "generated", generated, "notAfter", bundle.NotAfter.Format(time.RFC3339),
+		"caBundle", filepath.Join(o.certDir, certs.CAFile))
+
+	store := &source.Store{}
+	files := &source.FileSource{
+		Paths:    o.rules,
+		Snapshot: rules.SnapshotOptions{ClusterRulesNamespace: o.clusterRules},
+		Store:    store,
+		Log:      log.WithName("rules"),
+		Metrics:  m,
+	}
+	dragnet := webhook.NewDragnet(webhook.Options{
+		Evaluator:      engine.New(engine.Options{}),
+		Snapshots:      store,
+		Log:            log.WithName("dragnet"),
+		Metrics:        m,
+		MaxReviewBytes: o.maxReviewBytes,
+		Timeout:        o.reviewTimeout,
+		FailOpen:       o.failOpen,
+	})
+	srv, err := webhook.NewServer(webhook.ServerOptions{
+		Addr:     net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port)),
+		CertFile: filepath.Join(o.certDir, certs.CertFile),
+		KeyFile:  filepath.Join(o.certDir, certs.KeyFile),
+		Handlers: map[string]http.Handler{webhook.DragnetPath: dragnet},
+		Ready:    store.Ready,
+		Gatherer: reg,
+		Pprof:    o.pprof,
+		Log:      log.WithName("server"),
+	})
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	log.Info("serving", "address", srv.Addr().String(), "webhook", webhook.DragnetPath, "standalone", true)
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	if _, err := files.Load(); err != nil {
+		cancel()
+		<-served
+		return &ExitError{Code: 2, Err: err}
+	}
+	for {
+		select {
+		case <-hup:
+			if _, err := files.Load(); err != nil {
+				log.Error(err, "reloading the rules failed; the previous rules keep serving")
+			}
+		case err := <-served:
+			if err != nil {
+				return &ExitError{Code: 1, Err: fmt.Errorf("server: %w", err)}
+			}
+			return nil
+		case <-ctx.Done():
+			if err := <-served; err != nil {
+				return &ExitError{Code: 1, Err: fmt.Errorf("server shutdown: %w", err)}
+			}
+			log.Info("stopped")
+			return nil
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestBindEnv(t *testing.T) {
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	port := fs.Int("webhook-port", 9443, "")
+	rulesFlag := fs.StringArray("rules", nil, "")
+	open := fs.Bool("fail-open", false, "")
+	if err := fs.Parse([]string{"--webhook-port=1234"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"MODWRIGHT_WEBHOOK_PORT": "9999", // the command line wins
+		"MODWRIGHT_RULES":        "a, b",
+		"MODWRIGHT_FAIL_OPEN":    "true",
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if err := bindEnv(fs, lookup); err != nil {
+		t.Fatal(err)
+	}
+	if *port != 1234 || strings.Join(*rulesFlag, "|") != "a|b" || !*open {
+		t.Fatalf("port=%d rules=%q fail-open=%v", *port, *rulesFlag, *open)
+	}
+	env = map[string]string{"MODWRIGHT_FAIL_OPEN": "maybe"}
+	fs2 := pflag.NewFlagSet("y", pflag.ContinueOnError)
+	fs2.Bool("fail-open", false, "")
+	if err := bindEnv(fs2, lookup); err == nil || !strings.Contains(err.Error(), "MODWRIGHT_FAIL_OPEN") {
+		t.Fatalf("bad value: %v", err)
+	}
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+const serveRule = `apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: label, namespace: default}
+spec:
+  type: Patch
+  match: [{select: '$.kind', matchValue: ConfigMap}]
+  patch:
+    - {op: add, path: /metadata/labels, value: '{"seen": "VALUE"}'}
+`
+
+// TestServeStandalone runs the real command: certificates, HTTPS with
+// HTTP/2, readiness, a review, a SIGHUP reload, a clean stop.
+func TestServeStandalone(t *testing.T) {
+	dir := t.TempDir()
+	rulesFile := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesFile, []byte(strings.Replace(serveRule, "VALUE", "one", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	certDir := filepath.Join(dir, "certs")
+	port := freePort(t)
+	t.Setenv("MODWRIGHT_CERT_DIR", certDir) // flags from the environment
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exit := make(chan int, 1)
+	go func() {
+		exit <- ExecuteContext(ctx, []string{"serve", "--standalone", "--rules", rulesFile, "--webhook-port", strconv.Itoa(port), "--bind-address", "127.0.0.1"},
+			Streams{In: strings.NewReader(""), Out: io.Discard, Err: logs})
+	}()
+
+	base := "https://127.0.0.1:" + strconv.Itoa(port)
+	var client *http.Client
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready in time; log:\n%s", logs)
+		}
+		select {
+		case code := <-exit:
+			t.Fatalf("serve exited with %d; log:\n%s", code, logs)
+		default:
+		}
+		if client == nil {
+			if ca, err := os.ReadFile(filepath.Join(certDir, "ca.crt")); err == nil {
+				pool := x509.NewCertPool()
+				pool.AppendCertsFromPEM(ca)
+				client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pool}}}
+			}
+		}
+		if client != nil {
+			if resp, err := client.Get(base + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					if resp.ProtoMajor != 2 {
+						t.Fatalf("served over HTTP/%d, want HTTP/2", resp.ProtoMajor)
+					}
+					break
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	review := func() string {
+		t.Helper()
+		body := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"ConfigMap"},` +
+			`"namespace":"default","operation":"CREATE","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}}}}`
+		resp, err := client.Post(base+"/dragnet-webhook?timeout=10s", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var rv struct {
+			Response struct {
+				UID     string `json:"uid"`
+				Allowed bool   `json:"allowed"`
+				Patch   string `json:"patch"`
+			} `json:"response"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&rv); err != nil || rv.Response.UID != "u1" || !rv.Response.Allowed {
+			t.Fatalf("review: %v %+v", err, rv)
+		}
+		p, _ := base64.StdEncoding.DecodeString(rv.Response.Patch)
+		return string(p)
+	}
+	if got, want := review(), `[{"op":"add","path":"/metadata/labels","value":{"seen":"one"}}]`; got != want {
+		t.Fatalf("patch %s, want %s", got, want)
+	}
+
+	// SIGHUP reloads the rules.
+	if err := os.WriteFile(rulesFile, []byte(strings.Replace(serveRule, "VALUE", "two", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if strings.Contains(review(), `"two"`) {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("rules not reloaded on SIGHUP; log:\n%s", logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	cancel()
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit %d; log:\n%s", code, logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	for _, want := range []string{`"msg":"serving certificate"`, `"generated":true`, `"msg":"rule snapshot published"`, `"ready":1`, `"msg":"stopped"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs)
+		}
+	}
+}
+
+func TestServeUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve"}, "not available yet; use --standalone"},
+		{[]string{"serve", "--standalone"}, "needs at least one --rules"},
+		{[]string{"serve", "--standalone", "--rules", dir, "--webhook-port", "70000"}, "not a port"},
+		{[]string{"serve", "--standalone", "--rules", dir, "--log-format", "xml"}, "--log-format must be json or text"},
+		{[]string{"serve", "--standalone", "--rules", filepath.Join(dir, "missing"), "--webhook-port", "0", "--cert-dir", filepath.Join(dir, "c")}, "missing"},
+		{[]string{"serve", "--standalone", "--rules", dir, "--webhook-port", "0", "--cert-dir", filepath.Join(dir, "c")}, "no ModRule found"},
+	} {
+		var stderr syncBuffer
+		code := ExecuteContext(context.Background(), tc.args, Streams{In: strings.NewReader(""), Out: io.Discard, Err: &stderr})
+		if code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}

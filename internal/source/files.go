@@ -1,0 +1,99 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/modwright/modwright/internal/metrics"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// ErrNoRules is returned when the rule paths hold no ModRule at all and the
+// FileSource does not allow that.
+var ErrNoRules = errors.New("no ModRule found")
+
+// FileSource builds snapshots from rule files and directories (as
+// `modwright apply --rules` reads them) and publishes them to a Store.
+type FileSource struct {
+	Paths    []string
+	Snapshot rules.SnapshotOptions
+	Store    *Store
+	Log      logr.Logger
+	Metrics  *metrics.Metrics // nil: none
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// AllowEmpty accepts paths without any ModRule (an empty snapshot).
+	AllowEmpty bool
+}
+
+// LoadReport describes one build.
+type LoadReport struct {
+	// Ready rules compiled; Broken ones did not (they are in the snapshot,
+	// never applied); Undecodable documents are ModRules that could not be
+	// decoded at all (unknown fields, wrong types), so are not in it.
+	Ready, Broken, Undecodable int
+	// Skipped names documents that are not ModRules.
+	Skipped []string
+	// Errors holds one error per rule or document that failed to load.
+	Errors               []error
+	Read, Compile, Index time.Duration
+	PublishedAt          time.Time
+}
+
+func (f *FileSource) now() time.Time {
+	if f.Now == nil {
+		return time.Now()
+	}
+	return f.Now()
+}
+
+// Load reads, compiles and indexes the rules and publishes the snapshot.
+// Rules that fail to compile are kept in the snapshot (never applied) and
+// reported in the log, the metrics and the report; documents that cannot
+// be decoded as ModRules are reported too. The error is non-nil only when
+// the files cannot be read or parsed at all (or hold no rule when
+// AllowEmpty is false): then nothing is published and the previous
+// snapshot keeps serving.
+func (f *FileSource) Load() (*LoadReport, error) {
+	rep := &LoadReport{}
+	t0 := f.now()
+	docs, err := ReadPaths(f.Paths, nil)
+	if err != nil {
+		f.Metrics.SnapshotFailed()
+		return nil, err
+	}
+	t1 := f.now()
+	res := LoadRules(docs)
+	t2 := f.now()
+	snap := rules.NewSnapshot(res.Rules, f.Snapshot)
+	t3 := f.now()
+	rep.Read, rep.Compile, rep.Index = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
+	rep.Skipped, rep.Errors = res.Skipped, res.Errors
+	rep.Broken = len(snap.Broken())
+	rep.Ready = snap.Len() - rep.Broken
+	rep.Undecodable = len(res.Errors) - rep.Broken
+	if snap.Len() == 0 && len(res.Errors) == 0 && !f.AllowEmpty {
+		f.Metrics.SnapshotFailed()
+		return rep, fmt.Errorf("%w in %v", ErrNoRules, f.Paths)
+	}
+	for _, s := range res.Skipped {
+		f.Log.Info("skipped a document that is not a ModRule", "document", s)
+	}
+	for _, e := range res.Errors {
+		f.Log.Error(e, "ModRule failed to load; it is kept, reported, and never applied")
+	}
+	f.Store.Publish(snap)
+	rep.PublishedAt = f.now()
+	broken := make([]string, 0, rep.Broken)
+	for _, r := range snap.Broken() {
+		broken = append(broken, r.Key)
+	}
+	f.Metrics.SnapshotBuild(rep.Read, rep.Compile, rep.Index)
+	f.Metrics.SnapshotPublished(rep.PublishedAt, rep.Ready, rep.Undecodable, broken)
+	f.Log.Info("rule snapshot published", "ready", rep.Ready, "broken", rep.Broken, "undecodable", rep.Undecodable,
+		"read", rep.Read.String(), "compile", rep.Compile.String(), "index", rep.Index.String())
+	return rep, nil
+}

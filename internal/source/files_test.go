@@ -1,0 +1,101 @@
+package source
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/modwright/modwright/internal/metrics"
+)
+
+const goodRule = `apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: ok, namespace: ns}
+spec:
+  type: Reject
+  match: [{select: '$.kind', matchValue: Pod}]
+`
+
+const brokenRule = `apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: broken, namespace: ns}
+spec:
+  type: Reject
+  match: [{select: '$.kind['}]
+`
+
+func TestFileSource(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	store := &Store{}
+	fs := &FileSource{Paths: []string{dir}, Store: store, Log: logr.Discard(), Metrics: metrics.New(reg)}
+
+	// No rules at all: an error, nothing published.
+	if _, err := fs.Load(); !errors.Is(err, ErrNoRules) || store.Ready() {
+		t.Fatalf("empty dir: err=%v ready=%v", err, store.Ready())
+	}
+	write("a.yaml", goodRule+"---\n"+brokenRule+"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+	rep, err := fs.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Ready != 1 || rep.Broken != 1 || len(rep.Skipped) != 1 || len(rep.Errors) != 1 {
+		t.Fatalf("report: %+v", rep)
+	}
+	snap := store.Current()
+	if snap == nil || snap.Len() != 2 || len(snap.Broken()) != 1 {
+		t.Fatalf("snapshot: %v", snap)
+	}
+	expectMetrics(t, reg, `
+modwright_rules{state="broken"} 1
+modwright_rules{state="ready"} 1
+`, "modwright_rules")
+
+	// An unreadable file keeps the previous snapshot serving.
+	write("b.yaml", "{not yaml")
+	if _, err := fs.Load(); err == nil || store.Current() != snap {
+		t.Fatalf("bad file: err=%v, snapshot replaced=%v", err, store.Current() != snap)
+	}
+	if err := os.Remove(filepath.Join(dir, "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	write("a.yaml", goodRule)
+	if _, err := fs.Load(); err != nil || store.Current() == snap || store.Current().Len() != 1 {
+		t.Fatalf("reload: %v", err)
+	}
+	expectMetrics(t, reg, `
+modwright_snapshot_builds_total{result="failed"} 2
+modwright_snapshot_builds_total{result="published"} 2
+`, "modwright_snapshot_builds_total")
+}
+
+// expectMetrics compares the named metrics' samples (without HELP and TYPE
+// lines, which are added from the registry).
+func expectMetrics(t *testing.T, reg *prometheus.Registry, samples string, name string) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var header string
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			header = "# HELP " + name + " " + mf.GetHelp() + "\n# TYPE " + name + " " + strings.ToLower(mf.GetType().String()) + "\n"
+		}
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(header+strings.TrimPrefix(samples, "\n")), name); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,10 @@
+// Package webhook answers Kubernetes admission reviews: it decodes
+// AdmissionReview requests (admission.k8s.io/v1 and v1beta1), hands the
+// object to the engine, and encodes the decision as an AdmissionReview
+// response (a JSON patch, a denial, warnings). It also provides the
+// standalone HTTPS server (TLS 1.2+, HTTP/2, health, readiness, metrics).
+//
+// It holds no rule logic: what a rule means is the engine's business, where
+// rules come from is the source's. It must not import the CLI or the
+// controller.
+package webhook

@@ -1,0 +1,314 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/metrics"
+	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// DragnetPath is where KubeMod serves its mutating webhook; modwright keeps it.
+const DragnetPath = "/dragnet-webhook"
+
+// Defaults for Options.
+const (
+	DefaultMaxReviewBytes = 8 << 20
+	DefaultTimeout        = 10 * time.Second
+	// maxWarnings bounds the warnings of one response; the API server shows
+	// them to the user, and truncates long lists anyway.
+	maxWarnings   = 8
+	maxWarningLen = 240
+)
+
+// Snapshots gives the serving rule snapshot, nil before the first one.
+type Snapshots interface {
+	Current() *rules.Snapshot
+}
+
+// Evaluator decides one request against a snapshot.
+type Evaluator interface {
+	Evaluate(ctx context.Context, snap *rules.Snapshot, req engine.Request) (*engine.Decision, error)
+}
+
+var _ Evaluator = (*engine.Engine)(nil)
+
+// Options configure a Dragnet handler.
+type Options struct {
+	Evaluator Evaluator
+	Snapshots Snapshots
+	Log       logr.Logger
+	Metrics   *metrics.Metrics // nil: none
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// MaxReviewBytes bounds a request body; 0 means DefaultMaxReviewBytes.
+	MaxReviewBytes int64
+	// Timeout bounds one evaluation. The API server's own deadline (the
+	// request's ?timeout=) applies when shorter; modwright answers at 90% of
+	// the smaller one so that its answer arrives in time. 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// FailOpen admits the object unchanged, with a warning, when
+	// evaluation fails (deadline, panic, undecodable object). The default
+	// denies it with code 500, so that no rule is silently skipped.
+	FailOpen bool
+}
+
+// Dragnet is the mutating admission webhook every object goes through. It is
+// an http.Handler, usable from the standalone server and from
+// controller-runtime's webhook server alike.
+type Dragnet struct {
+	opts Options
+	now  func() time.Time
+	bufs sync.Pool // *bytes.Buffer for request and response bodies
+}
+
+var _ http.Handler = (*Dragnet)(nil)
+
+// NewDragnet returns the handler.
+func NewDragnet(opts Options) *Dragnet {
+	if opts.MaxReviewBytes <= 0 {
+		opts.MaxReviewBytes = DefaultMaxReviewBytes
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	d := &Dragnet{opts: opts, now: opts.Now}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	d.bufs.New = func() any { return new(bytes.Buffer) }
+	return d
+}
+
+const webhookName = "dragnet"
+
+// httpError is a request the handler refuses before reading a review.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := d.now()
+	in := d.bufs.Get().(*bytes.Buffer)
+	out := d.bufs.Get().(*bytes.Buffer)
+	defer func() {
+		d.putBuffer(in)
+		d.putBuffer(out)
+	}()
+
+	if herr := d.readBody(w, r, in); herr != nil {
+		d.opts.Metrics.Review(webhookName, "", metrics.OutcomeInvalid, d.now().Sub(start))
+		http.Error(w, herr.msg, herr.code)
+		return
+	}
+	rv, err := decodeReview(in.Bytes())
+	if err != nil {
+		d.opts.Metrics.Review(webhookName, "", metrics.OutcomeInvalid, d.now().Sub(start))
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	snap := d.opts.Snapshots.Current()
+	if snap == nil {
+		// Not ready: an error lets the API server apply the webhook's
+		// failurePolicy, as for an unreachable webhook.
+		d.opts.Metrics.Review(webhookName, string(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
+		http.Error(w, "modwright: the rule snapshot is not loaded yet", http.StatusServiceUnavailable)
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), d.deadline(r))
+	defer cancel()
+	resp, outcome := d.review(ctx, snap, rv)
+	out.Write(appendResponse(out.AvailableBuffer(), resp))
+	w.Header().Set("Content-Type", "application/json")
+	if _, err := w.Write(out.Bytes()); err != nil {
+		d.opts.Log.V(1).Info("writing the admission response failed", "uid", rv.Request.UID, "error", err.Error())
+	}
+	d.opts.Metrics.Review(webhookName, string(rv.Request.Operation), outcome, d.now().Sub(start))
+}
+
+func (d *Dragnet) putBuffer(b *bytes.Buffer) {
+	if b.Cap() > 1<<20 { // do not keep huge buffers alive
+		return
+	}
+	b.Reset()
+	d.bufs.Put(b)
+}
+
+func (d *Dragnet) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) *httpError {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return &httpError{http.StatusMethodNotAllowed, "modwright: admission reviews are POSTed"}
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("modwright: Content-Type %q is not supported; send application/json", ct)}
+		}
+	}
+	if r.ContentLength > d.opts.MaxReviewBytes {
+		return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is %d bytes, more than the limit of %d", r.ContentLength, d.opts.MaxReviewBytes)}
+	}
+	body := http.MaxBytesReader(w, r.Body, d.opts.MaxReviewBytes)
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	if _, err := buf.ReadFrom(body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is larger than the limit of %d bytes", d.opts.MaxReviewBytes)}
+		}
+		return &httpError{http.StatusBadRequest, "modwright: reading the review: " + err.Error()}
+	}
+	if buf.Len() == 0 {
+		return &httpError{http.StatusBadRequest, "modwright: empty body; expected an AdmissionReview"}
+	}
+	return nil
+}
+
+// deadline is 90% of the smaller of the configured timeout and the API
+// server's (?timeout=10s on every webhook call).
+func (d *Dragnet) deadline(r *http.Request) time.Duration {
+	t := d.opts.Timeout
+	if q := r.URL.Query().Get("timeout"); q != "" {
+		if apiserver, err := time.ParseDuration(q); err == nil && apiserver > 0 && apiserver < t {
+			t = apiserver
+		}
+	}
+	return t * 9 / 10
+}
+
+// review evaluates one request; it never panics.
+func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review) (resp *response, outcome string) {
+	req := rv.Request
+	resp = &response{APIVersion: rv.APIVersion, UID: string(req.UID)}
+	defer func() {
+		if p := recover(); p != nil {
+			d.opts.Metrics.Panic(webhookName)
+			d.opts.Log.Error(fmt.Errorf("panic: %v", p), "recovered a panic while evaluating ModRules; this is a bug, please report it",
+				"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "stack", string(debug.Stack()))
+			resp, outcome = d.failure(rv, http.StatusInternalServerError, "modwright: internal error while evaluating ModRules (recovered a panic; see the modwright log)")
+		}
+	}()
+
+	op := rules.Operation(req.Operation)
+	switch op {
+	case rules.Create, rules.Update, rules.Delete:
+	default: // CONNECT: nothing to evaluate
+		resp.Allowed = true
+		return resp, metrics.OutcomeAllowed
+	}
+	ereq := engine.Request{
+		Operation:     op,
+		Namespace:     req.Namespace,
+		Kind:          req.Kind.Kind,
+		ObjectJSON:    req.Object.Raw,
+		OldObjectJSON: req.OldObject.Raw,
+	}
+	// A Namespace is cluster-scoped, but the API server names the namespace
+	// itself in UPDATE and DELETE requests; KubeMod treats it as
+	// cluster-scoped, and so does modwright.
+	if isNamespace(req) {
+		ereq.Namespace = ""
+	}
+	if (op == rules.Delete && ereq.OldObjectJSON == nil) || (op != rules.Delete && ereq.ObjectJSON == nil) {
+		// The API server omits oldObject on DELETE only for very old
+		// versions; with nothing to look at there is nothing to decide.
+		resp.Allowed = true
+		resp.Warnings = []string{"modwright: the review carries no object; ModRules were not evaluated"}
+		return resp, metrics.OutcomeAllowed
+	}
+
+	dec, err := d.opts.Evaluator.Evaluate(ctx, snap, ereq)
+	if err != nil {
+		code, msg := http.StatusInternalServerError, "modwright: "+err.Error()
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			code, msg = http.StatusGatewayTimeout, "modwright: evaluating ModRules exceeded the review deadline"
+		case errors.Is(err, engine.ErrInvalidRequest):
+			code = http.StatusBadRequest
+		}
+		d.opts.Log.Error(err, "evaluation failed", "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+		return d.failure(rv, code, msg)
+	}
+
+	for i, e := range dec.Errors {
+		if e.Rule != "" {
+			d.opts.Metrics.RuleError(e.Rule)
+		}
+		d.opts.Log.Info("a ModRule failed on this object and was skipped", "rule", e.Rule, "field", e.Field, "error", e.Err.Error(),
+			"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+		if i < maxWarnings {
+			resp.Warnings = append(resp.Warnings, truncate("modwright: "+e.Error(), maxWarningLen))
+		} else if i == maxWarnings {
+			resp.Warnings = append(resp.Warnings, fmt.Sprintf("modwright: %d more rule errors (see the modwright log)", len(dec.Errors)-maxWarnings))
+		}
+	}
+	if !dec.Allowed() {
+		resp.Code, resp.Reason = http.StatusForbidden, "Forbidden"
+		resp.Message = "operation rejected by the following ModRule(s): " + dec.DenialText()
+		d.opts.Log.Info("rejected", "rejections", dec.DenialText(), "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operation", op)
+		return resp, metrics.OutcomeDenied
+	}
+	resp.Allowed = true
+	if dec.Changed() {
+		p, err := patch.AppendPatch(make([]byte, 0, 64*len(dec.Patch)), dec.Patch)
+		if err != nil { // trees from the engine always encode
+			d.opts.Log.Error(err, "encoding the patch failed", "uid", req.UID)
+			return d.failure(rv, http.StatusInternalServerError, "modwright: encoding the patch: "+err.Error())
+		}
+		resp.Patch = p
+		if log := d.opts.Log.V(1); log.Enabled() {
+			log.Info("patched", "patch", string(resp.Patch), "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+		}
+		return resp, metrics.OutcomePatched
+	}
+	return resp, metrics.OutcomeAllowed
+}
+
+// failure answers a review that could not be evaluated: denied with code,
+// or admitted with a warning when FailOpen.
+func (d *Dragnet) failure(rv *review, code int, msg string) (*response, string) {
+	resp := &response{APIVersion: rv.APIVersion, UID: string(rv.Request.UID)}
+	if d.opts.FailOpen {
+		resp.Allowed = true
+		resp.Warnings = []string{truncate(msg+"; admitted unchanged (fail-open)", maxWarningLen)}
+		return resp, metrics.OutcomeError
+	}
+	resp.Code, resp.Message = code, msg
+	resp.Reason = "InternalError"
+	if code == http.StatusBadRequest {
+		resp.Reason = "BadRequest"
+	} else if code == http.StatusGatewayTimeout {
+		resp.Reason = "Timeout"
+	}
+	return resp, metrics.OutcomeError
+}
+
+func isNamespace(req *admissionv1.AdmissionRequest) bool {
+	return req.Kind.Group == "" && req.Kind.Version == "v1" && req.Kind.Kind == "Namespace"
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary.
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,366 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/metrics"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+)
+
+const testRules = `
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: label, namespace: ns1}
+spec:
+  type: Patch
+  match: [{select: '$.kind', matchValue: Pod}]
+  patch:
+    - {op: add, path: /metadata/labels/seen, value: '"yes"'}
+---
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: no-latest, namespace: ns1}
+spec:
+  type: Reject
+  match: [{select: '$.spec.containers[*].image', matchRegex: ':latest$'}]
+  rejectMessage: 'no latest in {{ .Namespace }}'
+---
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: protect, namespace: ns1}
+spec:
+  type: Reject
+  admissionOperations: [DELETE]
+  match: [{select: '$.metadata.labels.protected', matchValue: 'true'}]
+---
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: ns-label, namespace: kubemod-system}
+spec:
+  type: Patch
+  match: [{select: '$.kind', matchValue: Namespace}]
+  patch:
+    - {op: add, path: /metadata/labels/cluster, value: '"rule"'}
+---
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: fails, namespace: ns1}
+spec:
+  type: Patch
+  match: [{select: '$.metadata.labels.fail', matchValue: 'yes'}]
+  patch:
+    - {op: replace, path: /spec/missing/deep, value: '1'}
+`
+
+func testSnapshot(t testing.TB) *source.Store {
+	t.Helper()
+	docs, err := source.ParseManifest("rules.yaml", []byte(testRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := source.LoadRules(docs)
+	if len(res.Errors) > 0 {
+		t.Fatal(res.Errors)
+	}
+	st := &source.Store{}
+	st.Publish(rules.NewSnapshot(res.Rules, rules.SnapshotOptions{}))
+	return st
+}
+
+func newTestDragnet(t testing.TB, ev Evaluator, mutate func(*Options)) (*Dragnet, *prometheus.Registry) {
+	reg := prometheus.NewRegistry()
+	opts := Options{Evaluator: ev, Snapshots: testSnapshot(t), Log: logr.Discard(), Metrics: metrics.New(reg)}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	return NewDragnet(opts), reg
+}
+
+func pod(labels, image string) string {
+	return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns1","labels":{` + labels + `}},"spec":{"containers":[{"name":"c","image":"` + image + `"}]}}`
+}
+
+func reviewBody(version, op, group, kind, ns, object, oldObject string) string {
+	if object == "" {
+		object = "null"
+	}
+	if oldObject == "" {
+		oldObject = "null"
+	}
+	return `{"apiVersion":"` + version + `","kind":"AdmissionReview","request":{"uid":"uid-1","kind":{"group":"` + group + `","version":"v1","kind":"` + kind + `"},` +
+		`"resource":{"group":"","version":"v1","resource":"x"},"namespace":"` + ns + `","name":"p","operation":"` + op + `","userInfo":{"username":"u"},` +
+		`"object":` + object + `,"oldObject":` + oldObject + `}}`
+}
+
+func post(t *testing.T, h http.Handler, target, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// decodeResponse decodes with the Kubernetes types, as the API server does.
+func decodeResponse(t *testing.T, rec *httptest.ResponseRecorder) (string, *admissionv1.AdmissionResponse) {
+	t.Helper()
+	if rec.Code != http.StatusOK {
+		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
+	}
+	var rv admissionv1.AdmissionReview
+	dec := json.NewDecoder(bytes.NewReader(rec.Body.Bytes()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rv); err != nil {
+		t.Fatalf("response does not decode as an AdmissionReview: %v\n%s", err, rec.Body)
+	}
+	if rv.Kind != "AdmissionReview" || rv.Response == nil || rv.Response.UID != "uid-1" {
+		t.Fatalf("bad response envelope: %s", rec.Body)
+	}
+	return rv.APIVersion, rv.Response
+}
+
+func TestDragnetDecisions(t *testing.T) {
+	h, reg := newTestDragnet(t, engine.New(engine.Options{}), nil)
+	jsonPatch := admissionv1.PatchTypeJSONPatch
+	for _, tc := range []struct {
+		name, body string
+		want       admissionv1.AdmissionResponse
+	}{
+		{
+			name: "patched, v1",
+			body: reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod(`"a":"b"`, "nginx:1"), ""),
+			want: admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: []byte(`[{"op":"add","path":"/metadata/labels/seen","value":"yes"}]`)},
+		},
+		{
+			name: "patched, v1beta1",
+			body: reviewBody(ReviewV1beta1, "UPDATE", "", "Pod", "ns1", pod(`"a":"b"`, "nginx:1"), pod(`"a":"b"`, "nginx:1")),
+			want: admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: []byte(`[{"op":"add","path":"/metadata/labels/seen","value":"yes"}]`)},
+		},
+		{
+			name: "denied with KubeMod's text",
+			body: reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod("", "nginx:latest"), ""),
+			want: admissionv1.AdmissionResponse{Result: &metav1.Status{Status: "Failure", Code: 403, Reason: "Forbidden",
+				Message: `operation rejected by the following ModRule(s): ns1/no-latest: "no latest in ns1"`}},
+		},
+		{
+			name: "other namespace untouched",
+			body: reviewBody(ReviewV1, "CREATE", "", "Pod", "ns2", pod("", "nginx:latest"), ""),
+			want: admissionv1.AdmissionResponse{Allowed: true},
+		},
+		{
+			name: "DELETE protection reads oldObject",
+			body: reviewBody(ReviewV1, "DELETE", "", "Pod", "ns1", "", pod(`"protected":"true"`, "nginx:1")),
+			want: admissionv1.AdmissionResponse{Result: &metav1.Status{Status: "Failure", Code: 403, Reason: "Forbidden",
+				Message: `operation rejected by the following ModRule(s): ns1/protect`}},
+		},
+		{
+			name: "Namespace UPDATE is cluster-scoped",
+			body: reviewBody(ReviewV1, "UPDATE", "", "Namespace", "ns1", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns1","labels":{}}}`, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns1"}}`),
+			want: admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: []byte(`[{"op":"add","path":"/metadata/labels/cluster","value":"rule"}]`)},
+		},
+		{
+			name: "CONNECT is not evaluated",
+			body: reviewBody(ReviewV1, "CONNECT", "", "PodExecOptions", "ns1", `{"kind":"PodExecOptions"}`, ""),
+			want: admissionv1.AdmissionResponse{Allowed: true},
+		},
+		{
+			name: "a failing rule becomes a warning",
+			body: reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod(`"fail":"yes"`, "nginx:1"), ""),
+			want: admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: []byte(`[{"op":"add","path":"/metadata/labels/seen","value":"yes"}]`),
+				Warnings: []string{"modwright: ns1/fails spec.patch[0]: replace /spec/missing/deep: path not found: member \"missing\" does not exist"}},
+		},
+		{
+			name: "an undecodable object is an error response",
+			body: reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", `[1,2]`, ""),
+			want: admissionv1.AdmissionResponse{Result: &metav1.Status{Status: "Failure", Code: 400, Reason: "BadRequest",
+				Message: "modwright: invalid admission request: the object is a JSON array, not an object"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := post(t, h, DragnetPath+"?timeout=5s", tc.body)
+			version, got := decodeResponse(t, rec)
+			if want := strings.Split(tc.body, `"`)[3]; version != want {
+				t.Errorf("apiVersion %q, want the request's %q", version, want)
+			}
+			tc.want.UID = "uid-1"
+			if diff := cmp.Diff(&tc.want, got); diff != "" {
+				t.Errorf("response (-want +got):\n%s\nbody: %s", diff, rec.Body)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+		})
+	}
+	if n := counterSum(t, reg, "modwright_admission_reviews_total", "outcome", "denied"); n != 2 {
+		t.Errorf("denied reviews counted %v, want 2", n)
+	}
+}
+
+// counterSum adds the samples of a counter whose label has the value (any
+// sample when label is "").
+func counterSum(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if label == "" || (l.GetName() == label && l.GetValue() == value) {
+					total += m.GetCounter().GetValue()
+					break
+				}
+			}
+		}
+	}
+	return total
+}
+
+func TestDragnetRefusesBadRequests(t *testing.T) {
+	h, reg := newTestDragnet(t, engine.New(engine.Options{}), func(o *Options) { o.MaxReviewBytes = 2048 })
+	good := reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod("", "nginx:1"), "")
+	for _, tc := range []struct {
+		name        string
+		method, ct  string
+		body        string
+		code        int
+		wantMessage string
+	}{
+		{"GET", http.MethodGet, "application/json", good, 405, "POSTed"},
+		{"not JSON", http.MethodPost, "application/json", `{"apiVersion":`, 400, "malformed AdmissionReview"},
+		{"wrong content type", http.MethodPost, "text/plain", good, 415, `Content-Type "text/plain"`},
+		{"wrong kind", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"x"}}`, 400, `kind is "Pod"`},
+		{"unknown version", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview","request":{"uid":"x"}}`, 400, `apiVersion "admission.k8s.io/v2" is not supported`},
+		{"no request", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, 400, "no request"},
+		{"no uid", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}}`, 400, "request.uid is empty"},
+		{"empty", http.MethodPost, "application/json", ``, 400, "empty body"},
+		{"too large", http.MethodPost, "application/json", reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod(`"x":"`+strings.Repeat("a", 4096)+`"`, "nginx:1"), ""), 413, "limit of 2048"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, DragnetPath, strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", tc.ct)
+			if tc.name == "too large" {
+				req.ContentLength = -1 // streamed: the limit is enforced while reading
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.wantMessage) {
+				t.Errorf("got %d %q, want %d containing %q", rec.Code, rec.Body, tc.code, tc.wantMessage)
+			}
+		})
+	}
+	if n := counterSum(t, reg, "modwright_admission_reviews_total", "outcome", "invalid"); n != 9 {
+		t.Errorf("invalid reviews counted %v, want 9", n)
+	}
+}
+
+func TestDragnetNotReady(t *testing.T) {
+	h, _ := newTestDragnet(t, engine.New(engine.Options{}), func(o *Options) { o.Snapshots = &source.Store{} })
+	rec := post(t, h, DragnetPath, reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod("", "x"), ""))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+}
+
+type panicking struct{}
+
+func (panicking) Evaluate(context.Context, *rules.Snapshot, engine.Request) (*engine.Decision, error) {
+	panic("boom")
+}
+
+// slow waits for the deadline, as an engine stuck on a huge object would.
+type slow struct{ deadline chan time.Duration }
+
+func (s slow) Evaluate(ctx context.Context, _ *rules.Snapshot, _ engine.Request) (*engine.Decision, error) {
+	dl, _ := ctx.Deadline()
+	s.deadline <- time.Until(dl)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestDragnetFailures(t *testing.T) {
+	body := reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod("", "x"), "")
+
+	h, reg := newTestDragnet(t, panicking{}, nil)
+	_, resp := decodeResponse(t, post(t, h, DragnetPath, body))
+	if resp.Allowed || resp.Result.Code != 500 || !strings.Contains(resp.Result.Message, "recovered a panic") {
+		t.Errorf("panic: %+v", resp.Result)
+	}
+	if n := counterSum(t, reg, "modwright_admission_panics_total", "", ""); n != 1 {
+		t.Errorf("panics counted %v", n)
+	}
+
+	h, _ = newTestDragnet(t, panicking{}, func(o *Options) { o.FailOpen = true })
+	_, resp = decodeResponse(t, post(t, h, DragnetPath, body))
+	if !resp.Allowed || resp.Result != nil || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "fail-open") {
+		t.Errorf("fail-open panic: %+v", resp)
+	}
+
+	s := slow{deadline: make(chan time.Duration, 1)}
+	h, _ = newTestDragnet(t, s, func(o *Options) { o.Timeout = time.Hour })
+	_, resp = decodeResponse(t, post(t, h, DragnetPath+"?timeout=200ms", body))
+	if resp.Allowed || resp.Result.Code != 504 || resp.Result.Reason != "Timeout" {
+		t.Errorf("deadline: %+v", resp.Result)
+	}
+	if got := <-s.deadline; got > 180*time.Millisecond {
+		t.Errorf("evaluation deadline %v, want at most 90%% of the API server's 200ms", got)
+	}
+}
+
+func TestResponseEncoding(t *testing.T) {
+	for _, r := range []response{
+		{APIVersion: ReviewV1, UID: "a", Allowed: true},
+		{APIVersion: ReviewV1beta1, UID: "b\"\\<>&\u2028", Allowed: true, Patch: []byte(`[{"op":"remove","path":"/a"}]`), Warnings: []string{"w1", "w\"2"}},
+		{APIVersion: ReviewV1, UID: "c", Code: 403, Reason: "Forbidden", Message: "no\nway \"quoted\" ✓"},
+	} {
+		got := appendResponse(nil, &r)
+		var rv admissionv1.AdmissionReview
+		if err := json.Unmarshal(got, &rv); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		want := admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: r.APIVersion, Kind: "AdmissionReview"},
+			Response: &admissionv1.AdmissionResponse{UID: types.UID(r.UID), Allowed: r.Allowed, Warnings: r.Warnings},
+		}
+		if r.Patch != nil {
+			pt := admissionv1.PatchTypeJSONPatch
+			want.Response.Patch, want.Response.PatchType = r.Patch, &pt
+		}
+		if r.Code != 0 {
+			want.Response.Result = &metav1.Status{Status: "Failure", Code: int32(r.Code), Reason: metav1.StatusReason(r.Reason), Message: r.Message}
+		}
+		if diff := cmp.Diff(want, rv); diff != "" {
+			t.Errorf("(-want +got):\n%s\n%s", diff, got)
+		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	if got := truncate("héllo", 2); got != "h…" {
+		t.Errorf("%q", got)
+	}
+	if got := truncate("abc", 3); got != "abc" {
+		t.Errorf("%q", got)
+	}
+}
