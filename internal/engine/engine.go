@@ -108,17 +108,19 @@ type evaluation struct {
 }
 
 func (ev *evaluation) run() error {
-	work := value.DeepCopy(ev.original).(map[string]any)
-	if md, ok := work["metadata"].(map[string]any); ok {
-		delete(md, "managedFields")
+	// The Doc is copy-on-write: the input is never modified, and what no
+	// rule touched stays shared with it (so the final diff skips it).
+	ev.doc = patch.NewDoc(ev.original)
+	if _, ok := lookup(ev.original, "metadata", "managedFields"); ok {
+		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: managedFieldsPath}))
 	}
 	if slices.ContainsFunc(ev.candidates, func(r *rules.Rule) bool { return r.UsesSyntheticRefs }) {
-		work["syntheticRefs"] = ev.syntheticRefs(work)
-	} else {
-		delete(work, "syntheticRefs")
+		ev.must(ev.doc.Put(syntheticRefsPath, ev.syntheticRefs(ev.original)))
+	} else if _, ok := ev.original["syntheticRefs"]; ok {
+		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: syntheticRefsPath}))
 	}
-	ev.doc = patch.NewDoc(work)
-	ev.parseLastApplied(work)
+	ev.doc.Release()
+	ev.parseLastApplied(ev.original)
 
 	// Patch rules, tier by tier: every rule of a tier is matched against the
 	// object as the tier found it, then the matching ones apply in order.
@@ -437,7 +439,7 @@ func (ev *evaluation) parseLastApplied(work map[string]any) {
 	if _, ok := v.(map[string]any); !ok {
 		return
 	}
-	ev.la = patch.NewDoc(v)
+	ev.la = patch.NewOwnedDoc(v) // freshly decoded: ours to change in place
 }
 
 // mirrorLastApplied applies a rule's operations to the last-applied
@@ -489,18 +491,17 @@ func mirrored(p patch.Pointer) bool {
 // finish removes what rules must not see or change from the result, writes
 // back the last-applied configuration, and computes the patch.
 func (ev *evaluation) finish() {
-	result := ev.doc.Root()
-	if m, ok := result.(map[string]any); ok {
-		if orig, had := ev.original["syntheticRefs"]; had {
-			m["syntheticRefs"] = orig
-		} else {
-			delete(m, "syntheticRefs")
+	if _, ok := ev.doc.Root().(map[string]any); ok {
+		ev.restore(syntheticRefsPath)
+		if _, ok := lookup(ev.doc.Root(), "metadata"); ok {
+			ev.restore(managedFieldsPath)
 		}
-		ev.restoreManagedFields(m)
 		if ev.laChanged {
-			ev.writeLastApplied(m)
+			ev.writeLastApplied()
 		}
+		ev.doc.Release()
 	}
+	result := ev.doc.Root()
 	ev.d.Patch = patch.Diff(ev.original, result)
 	if len(ev.d.Patch) == 0 {
 		ev.d.Object = ev.original
@@ -509,25 +510,37 @@ func (ev *evaluation) finish() {
 	}
 }
 
-func (ev *evaluation) restoreManagedFields(m map[string]any) {
-	mf, had := lookup(ev.original, "metadata", "managedFields")
-	md, ok := m["metadata"].(map[string]any)
-	if !ok {
+var (
+	syntheticRefsPath = patch.Pointer{"syntheticRefs"}
+	managedFieldsPath = patch.Pointer{"metadata", "managedFields"}
+	lastAppliedPath   = patch.Pointer{"metadata", "annotations", LastAppliedAnnotation}
+)
+
+// restore puts the original's member at p (a top-level or metadata member)
+// back into the result, or removes it when the original had none.
+func (ev *evaluation) restore(p patch.Pointer) {
+	orig, had := lookup(ev.original, p...)
+	if had {
+		ev.must(ev.doc.Put(p, orig))
 		return
 	}
-	if had {
-		md["managedFields"] = mf
-	} else {
-		delete(md, "managedFields")
+	ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: p}))
+}
+
+// must checks the result of an operation the engine itself applies to put
+// the object in shape; they cannot fail on a JSON object.
+func (ev *evaluation) must(err error) {
+	if err != nil {
+		panic(fmt.Errorf("engine: internal operation failed: %w", err))
 	}
 }
 
 // writeLastApplied stores the patched last-applied configuration, unless a
 // rule changed or removed the annotation itself (then the rule's version
 // stands).
-func (ev *evaluation) writeLastApplied(m map[string]any) {
-	before, _ := lookupString(ev.original, "metadata", "annotations", LastAppliedAnnotation)
-	now, ok := lookupString(m, "metadata", "annotations", LastAppliedAnnotation)
+func (ev *evaluation) writeLastApplied() {
+	before, _ := lookupString(ev.original, lastAppliedPath...)
+	now, ok := lookupString(ev.doc.Root(), lastAppliedPath...)
 	if !ok || now != before {
 		return
 	}
@@ -535,7 +548,7 @@ func (ev *evaluation) writeLastApplied(m map[string]any) {
 	if err != nil {
 		return
 	}
-	m["metadata"].(map[string]any)["annotations"].(map[string]any)[LastAppliedAnnotation] = string(b)
+	ev.must(ev.doc.Put(lastAppliedPath, string(b)))
 }
 
 func lookup(v any, path ...string) (any, bool) {

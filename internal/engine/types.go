@@ -44,7 +44,9 @@ type Request struct {
 // Decision is the outcome of evaluating one request.
 type Decision struct {
 	// Object is the object after every applied rule: the input itself (not a
-	// copy) when nothing changed.
+	// copy) when nothing changed. It shares every subtree the rules did not
+	// touch with the input (and may share values with the rules), so treat
+	// it as read-only.
 	Object any
 	// Patch turns the input object into Object (RFC 6902).
 	Patch []patch.Operation

@@ -2,6 +2,8 @@ package patch
 
 import (
 	"fmt"
+	"reflect"
+	"unsafe"
 
 	"github.com/modwright/modwright/internal/value"
 )
@@ -16,13 +18,30 @@ import (
 // stores it in the parent's slot, so the old slice, kept by the journal, is
 // still intact when it is put back.
 //
+// A Doc never modifies the tree it was given: it is copy-on-write. Before
+// changing a container (object or array), it replaces it, in its parent, by
+// a shallow copy that the Doc owns, and so on up to the root; containers
+// that no operation touched stay shared with the original tree. Diff relies
+// on that sharing to skip unchanged subtrees without walking them.
+//
 // A Doc is not safe for concurrent use.
 type Doc struct {
 	root    any
 	journal []entry
 	base    int  // journal positions released so far, so that marks stay monotonic
 	strict  bool // RFC 6902 semantics instead of KubeMod's (ApplyRFC6902)
+	// owned holds the identity of every container the Doc copied; only
+	// those are changed in place. The references also keep the copies alive,
+	// so an identity is never reused by another allocation while the Doc
+	// lives. A few dozen is typical: searched linearly, then indexed.
+	owned    []unsafe.Pointer
+	ownedSet map[unsafe.Pointer]struct{}
+	adopted  bool // the Doc owns the whole tree (NewOwnedDoc)
 }
+
+// ownedLinear is how many owned identities are searched linearly before
+// they are indexed in a map.
+const ownedLinear = 32
 
 // entry is one journalled write.
 type entry struct {
@@ -41,16 +60,104 @@ type slot struct {
 	key string
 }
 
-// NewDoc returns a Doc editing root. It takes ownership of root: the caller
-// must pass a tree nobody else uses or modifies (the engine passes a deep
-// copy).
+// NewDoc returns a Doc editing root. root is never modified (see Doc); it
+// must not be modified by anyone else while the Doc is in use either.
 func NewDoc(root any) *Doc {
 	return &Doc{root: root}
 }
 
+// NewOwnedDoc returns a Doc that edits root in place: for trees nobody else
+// holds (freshly decoded ones), where copy-on-write would only cost.
+func NewOwnedDoc(root any) *Doc {
+	return &Doc{root: root, adopted: true}
+}
+
+func (d *Doc) isOwned(id unsafe.Pointer) bool {
+	if d.ownedSet != nil {
+		_, ok := d.ownedSet[id]
+		return ok
+	}
+	for _, o := range d.owned {
+		if o == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Doc) addOwned(id unsafe.Pointer) {
+	if d.ownedSet != nil {
+		d.ownedSet[id] = struct{}{}
+		return
+	}
+	d.owned = append(d.owned, id)
+	if len(d.owned) > ownedLinear {
+		d.ownedSet = make(map[unsafe.Pointer]struct{}, 2*len(d.owned))
+		for _, o := range d.owned {
+			d.ownedSet[o] = struct{}{}
+		}
+	}
+}
+
 // Root returns the current tree. It is the live tree: later operations and
-// rollbacks change it.
+// rollbacks change it. It shares unchanged subtrees with the tree given to
+// NewDoc, so treat it as read-only.
 func (d *Doc) Root() any { return d.root }
+
+// identity returns what tells containers apart: the map's or the backing
+// array's address. Empty arrays have none (and are never changed in place).
+func identity(v any) unsafe.Pointer {
+	switch c := v.(type) {
+	case map[string]any:
+		return reflect.ValueOf(c).UnsafePointer()
+	case []any:
+		if len(c) > 0 {
+			return unsafe.Pointer(unsafe.SliceData(c))
+		}
+	}
+	return nil
+}
+
+// Same reports whether a and b are the same container (not merely equal):
+// a subtree a Doc left untouched is the same as in the original tree.
+func Same(a, b any) bool {
+	ia := identity(a)
+	if ia == nil || ia != identity(b) {
+		return false
+	}
+	if x, ok := a.([]any); ok {
+		return len(x) == len(b.([]any))
+	}
+	return true
+}
+
+// own returns the container v, found in slot s, made safe to change in
+// place: v itself when the Doc owns it (or it is not a container, or an
+// empty array), else a shallow copy stored in s (journalled) and recorded as
+// owned. s must be in an owned container, or be the root.
+func (d *Doc) own(s slot, v any) any {
+	if d.adopted {
+		return v
+	}
+	id := identity(v)
+	if id == nil || d.isOwned(id) {
+		return v
+	}
+	var c any
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x)+1)
+		for k, e := range x {
+			m[k] = e
+		}
+		c = m
+	case []any:
+		c = append(make([]any, 0, len(x)), x...)
+	}
+	d.addOwned(identity(c))
+	d.set(s, c)
+	return c
+}
 
 // Mark returns the current journal position, to pass to Rollback.
 func (d *Doc) Mark() int { return d.base + len(d.journal) }
@@ -136,15 +243,42 @@ func (d *Doc) set(s slot, v any) {
 // through a scalar is ErrNotContainer for add and replace. The value is deep
 // copied. On error the document is unchanged and the error is an *OpError.
 func (d *Doc) Apply(op Operation) error {
+	mark := d.Mark()
+	var err error
 	switch op.Op {
 	case Add:
-		return d.add(op)
+		err = d.add(op)
 	case Replace:
-		return d.replace(op)
+		err = d.replace(op)
 	case Remove:
-		return d.remove(op)
+		err = d.remove(op)
+	default:
+		return opErr(op, ErrUnsupportedOp, fmt.Sprintf("%q", string(op.Op)))
 	}
-	return opErr(op, ErrUnsupportedOp, fmt.Sprintf("%q", string(op.Op)))
+	if err != nil {
+		// Undo the copies made on the way to the failure.
+		d.Rollback(mark)
+	}
+	return err
+}
+
+// Put sets the member or element at p to v, as add does, but without
+// copying v: v is shared, and (like everything the Doc did not copy) never
+// changed in place. Callers use it to put back subtrees of the original
+// tree, which Diff then recognises as unchanged without walking them.
+func (d *Doc) Put(p Pointer, v any) error {
+	return d.Apply(Operation{Op: Add, Path: p, Value: shared{v}})
+}
+
+// shared wraps a value that add and replace store without copying.
+type shared struct{ v any }
+
+// copyValue returns what add and replace store for an operation's value.
+func copyValue(v any) any {
+	if s, ok := v.(shared); ok {
+		return s.v
+	}
+	return value.DeepCopy(v)
 }
 
 func opErr(op Operation, err error, detail string) error {
@@ -173,17 +307,17 @@ func noMember(op Operation, i int) error {
 func (d *Doc) add(op Operation) error {
 	path := op.Path
 	if len(path) == 0 {
-		d.setPtr(&d.root, value.DeepCopy(op.Value))
+		d.setPtr(&d.root, copyValue(op.Value))
 		return nil
 	}
 	s := slot{ptr: &d.root}
-	cur := d.root
+	cur := d.own(s, d.root)
 	for i, tok := range path {
 		last := i == len(path)-1
 		switch c := cur.(type) {
 		case map[string]any:
 			if last {
-				d.setMember(c, tok, value.DeepCopy(op.Value))
+				d.setMember(c, tok, copyValue(op.Value))
 				return nil
 			}
 			child, ok := c[tok]
@@ -198,7 +332,8 @@ func (d *Doc) add(op Operation) error {
 				d.setMember(c, tok, sub)
 				return nil
 			}
-			s, cur = slot{m: c, key: tok}, child
+			s = slot{m: c, key: tok}
+			cur = d.own(s, child)
 		case []any:
 			n, kind := parseIndex(tok)
 			if kind == idxInvalid {
@@ -209,7 +344,7 @@ func (d *Doc) add(op Operation) error {
 				if !ok {
 					return outOfRange(op, ErrInvalidIndex, i, len(c))
 				}
-				d.set(s, inserted(c, pos, value.DeepCopy(op.Value)))
+				d.set(s, inserted(c, pos, copyValue(op.Value)))
 				return nil
 			}
 			if kind == idxDash || n == len(c) {
@@ -236,7 +371,8 @@ func (d *Doc) add(op Operation) error {
 				}
 				return outOfRange(op, err, i, len(c))
 			}
-			s, cur = slot{ptr: &c[n]}, c[n]
+			s = slot{ptr: &c[n]}
+			cur = d.own(s, c[n])
 		case nil:
 			if d.strict {
 				return notContainer(op, i, cur)
@@ -285,7 +421,7 @@ func build(op Operation, from int) (any, error) {
 			return nil, opErr(op, ErrInvalidIndex, fmt.Sprintf("index %d in new array at %s (only 0, - and -1 can create an array)", n, at(op.Path, j)))
 		}
 	}
-	v := value.DeepCopy(op.Value)
+	v := copyValue(op.Value)
 	for j := len(op.Path) - 1; j >= from; j-- {
 		tok := op.Path[j]
 		if n, kind := parseIndex(tok); kind == idxDash || (kind == idxNumber && (n == 0 || n == -1)) {
@@ -317,10 +453,10 @@ func removed(s []any, pos int) []any {
 func (d *Doc) replace(op Operation) error {
 	path := op.Path
 	if len(path) == 0 {
-		d.setPtr(&d.root, value.DeepCopy(op.Value))
+		d.setPtr(&d.root, copyValue(op.Value))
 		return nil
 	}
-	cur := d.root
+	cur := d.own(slot{ptr: &d.root}, d.root)
 	for i, tok := range path {
 		last := i == len(path)-1
 		switch c := cur.(type) {
@@ -330,10 +466,10 @@ func (d *Doc) replace(op Operation) error {
 				return noMember(op, i)
 			}
 			if last {
-				d.setMember(c, tok, value.DeepCopy(op.Value))
+				d.setMember(c, tok, copyValue(op.Value))
 				return nil
 			}
-			cur = child
+			cur = d.own(slot{m: c, key: tok}, child)
 		case []any:
 			n, kind := parseIndex(tok)
 			switch {
@@ -350,10 +486,10 @@ func (d *Doc) replace(op Operation) error {
 				return outOfRange(op, ErrPathNotFound, i, len(c))
 			}
 			if last {
-				d.setPtr(&c[n], value.DeepCopy(op.Value))
+				d.setPtr(&c[n], copyValue(op.Value))
 				return nil
 			}
-			cur = c[n]
+			cur = d.own(slot{ptr: &c[n]}, c[n])
 		default:
 			return notContainer(op, i, cur)
 		}
@@ -362,12 +498,27 @@ func (d *Doc) replace(op Operation) error {
 }
 
 func (d *Doc) remove(op Operation) error {
+	// A remove that finds nothing is not an error in KubeMod's semantics;
+	// look first, so that such a no-op copies nothing.
+	if found, err := d.removeWalk(op, true); err != nil || !found {
+		return err
+	}
+	_, err := d.removeWalk(op, false)
+	return err
+}
+
+// removeWalk finds op's target; unless dry, it removes it. found reports
+// whether there was something to remove.
+func (d *Doc) removeWalk(op Operation, dry bool) (found bool, err error) {
 	path := op.Path
 	if len(path) == 0 {
-		return opErr(op, ErrInvalidPointer, "cannot remove the whole document")
+		return false, opErr(op, ErrInvalidPointer, "cannot remove the whole document")
 	}
 	s := slot{ptr: &d.root}
 	cur := d.root
+	if !dry {
+		cur = d.own(s, cur)
+	}
 	for i, tok := range path {
 		last := i == len(path)-1
 		switch c := cur.(type) {
@@ -375,53 +526,64 @@ func (d *Doc) remove(op Operation) error {
 			child, ok := c[tok]
 			if !ok {
 				if d.strict {
-					return noMember(op, i)
+					return false, noMember(op, i)
 				}
-				return nil
+				return false, nil
 			}
 			if last {
-				d.deleteMember(c, tok, child)
-				return nil
+				if !dry {
+					d.deleteMember(c, tok, child)
+				}
+				return true, nil
 			}
 			s, cur = slot{m: c, key: tok}, child
+			if !dry {
+				cur = d.own(s, cur)
+			}
 		case []any:
 			n, kind := parseIndex(tok)
 			switch {
 			case kind == idxInvalid:
-				return badIndex(op, i)
+				return false, badIndex(op, i)
 			case kind == idxNumber && n < 0 && d.strict:
-				return outOfRange(op, ErrInvalidIndex, i, len(c))
+				return false, outOfRange(op, ErrInvalidIndex, i, len(c))
 			case kind == idxNumber && n < 0:
 				n += len(c)
 			}
 			if kind == idxDash || n < 0 || n >= len(c) {
 				if d.strict {
-					return outOfRange(op, ErrPathNotFound, i, len(c))
+					return false, outOfRange(op, ErrPathNotFound, i, len(c))
 				}
-				return nil
+				return false, nil
 			}
 			if last {
-				d.set(s, removed(c, n))
-				return nil
+				if !dry {
+					d.set(s, removed(c, n))
+				}
+				return true, nil
 			}
 			s, cur = slot{ptr: &c[n]}, c[n]
+			if !dry {
+				cur = d.own(s, cur)
+			}
 		default:
 			if d.strict {
-				return notContainer(op, i, cur)
+				return false, notContainer(op, i, cur)
 			}
-			return nil
+			return false, nil
 		}
 	}
 	panic("unreachable")
 }
 
-// ApplyRFC6902 applies ops with strict RFC 6902 semantics to a deep copy of
-// doc and returns the copy: only add, remove and replace; "-" appends in add;
+// ApplyRFC6902 applies ops with strict RFC 6902 semantics to a copy of doc
+// (copy-on-write: doc is never modified, and the result shares what the
+// operations did not touch) and returns the copy: only add, remove and replace; "-" appends in add;
 // no negative indices; missing parents, missing remove and replace targets
 // and out-of-range indices are errors. The first failing operation stops the
 // application; its error wraps an *OpError.
 func ApplyRFC6902(doc any, ops []Operation) (any, error) {
-	d := &Doc{root: value.DeepCopy(doc), strict: true}
+	d := &Doc{root: doc, strict: true}
 	for i, op := range ops {
 		if err := d.Apply(op); err != nil {
 			return nil, fmt.Errorf("operation %d: %w", i, err)

@@ -90,6 +90,9 @@ func (d *differ) emit(op OpType, extra string, hasExtra bool, v any) {
 }
 
 func (d *differ) diff(a, b any) {
+	if Same(a, b) { // a subtree a Doc did not touch
+		return
+	}
 	switch x := a.(type) {
 	case map[string]any:
 		if y, ok := b.(map[string]any); ok {
@@ -106,6 +109,9 @@ func (d *differ) diff(a, b any) {
 		d.emit(Replace, "", false, b)
 	}
 }
+
+// equal is value.Equal, short-cut for shared containers.
+func equal(a, b any) bool { return Same(a, b) || value.Equal(a, b) }
 
 func (d *differ) diffObject(x, y map[string]any) {
 	// Removed and changed members. They are visited in map order, each
@@ -176,11 +182,11 @@ func (d *differ) sortGroups(gs []group) {
 
 func (d *differ) diffArray(x, y []any) {
 	p := 0
-	for p < len(x) && p < len(y) && value.Equal(x[p], y[p]) {
+	for p < len(x) && p < len(y) && equal(x[p], y[p]) {
 		p++
 	}
 	s := 0
-	for s < len(x)-p && s < len(y)-p && value.Equal(x[len(x)-1-s], y[len(y)-1-s]) {
+	for s < len(x)-p && s < len(y)-p && equal(x[len(x)-1-s], y[len(y)-1-s]) {
 		s++
 	}
 	xm, ym := x[p:len(x)-s], y[p:len(y)-s]

@@ -38,7 +38,8 @@ func FuzzApply(f *testing.F) {
 		if len(ops) > 50 {
 			ops = ops[:50]
 		}
-		d := NewDoc(value.DeepCopy(orig))
+		input := value.DeepCopy(orig)
+		d := NewDoc(input)
 		start := d.Mark()
 		for _, op := range ops {
 			before := value.DeepCopy(d.Root())
@@ -76,6 +77,23 @@ func FuzzApply(f *testing.F) {
 			if diff := cmp.Diff(after, d.Root()); diff != "" {
 				t.Fatalf("Apply(%v) differs the second time:\n%s", op, diff)
 			}
+		}
+		// Copy-on-write: the input is never modified, and the diff (which
+		// skips shared subtrees) still reproduces the result.
+		if diff := cmp.Diff(orig, input); diff != "" {
+			t.Fatalf("the Doc modified its input (-orig +now):\n%s", diff)
+		}
+		result := value.DeepCopy(d.Root())
+		p := Diff(input, d.Root())
+		got, err := ApplyRFC6902(input, p)
+		if err != nil {
+			t.Fatalf("the diff %v does not apply: %v", p, err)
+		}
+		if diff := cmp.Diff(result, got); diff != "" {
+			t.Fatalf("the diff does not reproduce the result (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(orig, input); diff != "" {
+			t.Fatalf("ApplyRFC6902 modified its input (-orig +now):\n%s", diff)
 		}
 		d.Rollback(start)
 		if diff := cmp.Diff(orig, d.Root()); diff != "" {
