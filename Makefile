@@ -3,8 +3,9 @@ GO        ?= go
 FUZZTIME  ?= 20s
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 6
+BENCHFLAGS ?=
 
-.PHONY: all build test lint unit fuzz bench clean
+.PHONY: all build test lint unit fuzz bench bench-micro clean
 
 all: build
 
@@ -31,10 +32,19 @@ fuzz:
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/template -run '^$$' -fuzz '^FuzzParseValue$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/engine -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzObjectMembers$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/webhook -run '^$$' -fuzz '^FuzzDecodeReview$$' -fuzztime $(FUZZTIME)
 
-# Engine benchmarks (see BENCHMARKS.md).
+# The benchmark harness (BENCHMARKS.md): engine and handler micro-benchmarks,
+# then load tests of `modwright serve --standalone` and of the floor server
+# over HTTPS/HTTP2; prints one table. BENCHFLAGS=-quick for a smoke run.
 bench:
-	$(GO) test ./internal/engine -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
+	$(GO) run ./test/load/cmd/bench $(BENCHFLAGS)
+
+# Only the Go micro-benchmarks.
+bench-micro:
+	$(GO) test ./internal/engine ./internal/webhook ./internal/value -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
 
 clean:
 	rm -rf bin

@@ -61,10 +61,10 @@ func benchSnapshot(b *testing.B, matching, other int) *rules.Snapshot {
 	return rules.NewSnapshot(rs, rules.SnapshotOptions{})
 }
 
-// BenchmarkEvaluate measures one admission of deployment-1.json (3.3 KB,
-// with a last-applied-configuration annotation), decoded beforehand.
+// BenchmarkEvaluate measures one admission of the load test's Deployment
+// (testdata/bench/objects/deployment.json: 3.3 KB, with a
+// last-applied-configuration annotation), decoded beforehand.
 func BenchmarkEvaluate(b *testing.B) {
-	dir := conformanceDir(b)
 	for _, bc := range []struct {
 		name            string
 		matching, other int
@@ -78,7 +78,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			snap := benchSnapshot(b, bc.matching, bc.other)
-			obj := readResourceTB(b, filepath.Join(dir, "resources", "deployment-1.json"))
+			obj := readResourceTB(b, filepath.Join("..", "..", "testdata", "bench", "objects", "deployment.json"))
 			eng := engine.New(engine.Options{})
 			req := engine.Request{Operation: rules.Create, Namespace: "default", Kind: "Deployment", Object: obj}
 			ctx := context.Background()

@@ -3,8 +3,11 @@ package template
 import (
 	"encoding/json"
 	"errors"
+	"sort"
 	"strings"
 	"testing"
+	"text/template"
+	"text/template/parse"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
@@ -221,6 +224,49 @@ func TestFastPathAgreesWithTextTemplate(t *testing.T) {
 		}
 		if strings.Contains(text, ".Namespace") && tpl.fast == nil {
 			t.Errorf("%q should take the fast path", text)
+		}
+	}
+}
+
+func TestUsedFuncs(t *testing.T) {
+	src := `{{ define "x" }}{{ trim . }}{{ end }}{{ if upper .A }}{{ range splitList "," (lower .B) }}{{ . | quote }}{{ else }}{{ default "d" nil }}{{ end }}{{ else if b64enc "x" }}{{ with (list 1 2) }}{{ template "x" (toString .) }}{{ end }}{{ end }}{{ len (dict "k" 1) }}`
+	trees, err := parse.Parse("t", src, "", "", funcs, builtins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := template.FuncMap{}
+	for _, tree := range trees {
+		collectFuncs(tree.Root, got)
+	}
+	var names []string
+	for k := range got {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	want := []string{"b64enc", "default", "dict", "list", "lower", "quote", "splitList", "toString", "trim", "upper"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	if _, err := Compile("t", "{{ env \"HOME\" }}"); err == nil || !strings.Contains(err.Error(), "env is disabled in modwright") {
+		t.Fatalf("blocked function: %v", err)
+	}
+	if _, err := Compile("t", `{{ define "x" }}{{ upper . }}{{ end }}{{ template "x" .Namespace }}`); err != nil {
+		t.Fatal(err)
+	}
+	tm, err := Compile("t", `{{ range splitList "," .Namespace }}{{ . | upper | quote }}{{ end }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := tm.Execute(&Data{Namespace: "a,b"}); err != nil || out != `"A""B"` {
+		t.Fatalf("%q %v", out, err)
+	}
+}
+
+func BenchmarkCompile(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Compile("spec.patch[0].value", `{{ .Target.metadata.name | upper }}-{{ .Namespace }}`); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
