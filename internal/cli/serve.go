@@ -71,7 +71,8 @@ expire. A certificate provisioned by someone else (no ca.key beside it) is used
 as it is and never overwritten; it is re-read when the files change.
 
 Rules that do not compile are kept, logged and counted in the metric
-modwright_rule_broken; the others serve. Send SIGHUP to reload the rules: a
+modwright_rule_broken; the others serve. Paths without any ModRule serve no
+rules (with a warning in the log); paths that cannot be read stop the start. Send SIGHUP to reload the rules: a
 reload that cannot read the files keeps the previous rules serving.
 
 A review that cannot be evaluated (deadline, undecodable object, internal
@@ -190,6 +191,9 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 		Store:    store,
 		Log:      log.WithName("rules"),
 		Metrics:  m,
+		// An empty rule directory is a legitimate start (rules arrive
+		// later, with a reload); it is logged as a warning.
+		AllowEmpty: true,
 	}
 	dragnet := webhook.NewDragnet(webhook.Options{
 		Evaluator:      engine.New(engine.Options{}),

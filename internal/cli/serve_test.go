@@ -206,7 +206,6 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "--standalone", "--rules", dir, "--webhook-port", "70000"}, "not a port"},
 		{[]string{"serve", "--standalone", "--rules", dir, "--log-format", "xml"}, "--log-format must be json or text"},
 		{[]string{"serve", "--standalone", "--rules", filepath.Join(dir, "missing"), "--webhook-port", "0", "--cert-dir", filepath.Join(dir, "c")}, "missing"},
-		{[]string{"serve", "--standalone", "--rules", dir, "--webhook-port", "0", "--cert-dir", filepath.Join(dir, "c")}, "no ModRule found"},
 	} {
 		var stderr syncBuffer
 		code := ExecuteContext(context.Background(), tc.args, Streams{In: strings.NewReader(""), Out: io.Discard, Err: &stderr})

@@ -79,6 +79,9 @@ func (f *FileSource) Load() (*LoadReport, error) {
 		f.Metrics.SnapshotFailed()
 		return rep, fmt.Errorf("%w in %v", ErrNoRules, f.Paths)
 	}
+	if snap.Len() == 0 && len(res.Errors) == 0 {
+		f.Log.Info("WARNING: no ModRule found; serving with no rules (add rules and reload)", "paths", f.Paths)
+	}
 	for _, s := range res.Skipped {
 		f.Log.Info("skipped a document that is not a ModRule", "document", s)
 	}
