@@ -121,53 +121,78 @@ func expand(p string) ([]string, error) {
 // ParseManifest splits YAML or JSON text into documents, expands `kind: List`
 // (and any other *List kind with items) and skips empty documents.
 func ParseManifest(name string, data []byte) ([]Document, error) {
+	// Split first (cheap), then decode the documents in parallel: YAML
+	// decoding is most of the time it takes to load thousands of rules.
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs []Document
+	type chunk struct {
+		n    int
+		text []byte
+		docs []Document
+		err  error
+	}
+	var chunks []chunk
 	for n := 1; ; n++ {
-		chunk, err := r.Read()
+		text, err := r.Read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s, document %d: %v", ErrInvalidManifest, name, n, err)
 		}
-		if len(bytes.TrimSpace(stripComments(chunk))) == 0 {
+		if len(bytes.TrimSpace(stripComments(text))) == 0 {
 			continue
 		}
-		origin := fmt.Sprintf("%s, document %d", name, n)
-		v, err := decodeChunk(chunk)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, origin, err)
+		chunks = append(chunks, chunk{n: n, text: text})
+	}
+	forEach(len(chunks), func(i int) {
+		c := &chunks[i]
+		c.docs, c.err = parseDocument(fmt.Sprintf("%s, document %d", name, c.n), c.text)
+	})
+	var docs []Document
+	for i := range chunks {
+		if chunks[i].err != nil {
+			return nil, chunks[i].err
 		}
-		if v == nil {
-			continue
-		}
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s: expected an object, found a JSON %s", ErrInvalidManifest, origin, value.TypeName(v))
-		}
-		if items, ok := obj["items"].([]any); ok && strings.HasSuffix(kindOf(obj), "List") {
-			for i, it := range items {
-				io := fmt.Sprintf("%s, item %d", origin, i+1)
-				m, ok := it.(map[string]any)
-				if !ok {
-					return nil, fmt.Errorf("%w: %s: expected an object, found a JSON %s", ErrInvalidManifest, io, value.TypeName(it))
-				}
-				d, err := newDocument(io, m)
-				if err != nil {
-					return nil, err
-				}
-				docs = append(docs, d)
-			}
-			continue
-		}
-		d, err := newDocument(origin, obj)
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, d)
+		docs = append(docs, chunks[i].docs...)
 	}
 	return docs, nil
+}
+
+// parseDocument decodes one document of a manifest; a List gives one
+// Document per item.
+func parseDocument(origin string, text []byte) ([]Document, error) {
+	v, err := decodeChunk(text)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, origin, err)
+	}
+	if v == nil {
+		return nil, nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: expected an object, found a JSON %s", ErrInvalidManifest, origin, value.TypeName(v))
+	}
+	if items, ok := obj["items"].([]any); ok && strings.HasSuffix(kindOf(obj), "List") {
+		docs := make([]Document, 0, len(items))
+		for i, it := range items {
+			io := fmt.Sprintf("%s, item %d", origin, i+1)
+			m, ok := it.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("%w: %s: expected an object, found a JSON %s", ErrInvalidManifest, io, value.TypeName(it))
+			}
+			d, err := newDocument(io, m)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, d)
+		}
+		return docs, nil
+	}
+	d, err := newDocument(origin, obj)
+	if err != nil {
+		return nil, err
+	}
+	return []Document{d}, nil
 }
 
 // decodeChunk decodes one document. JSON is decoded as JSON, so that numbers

@@ -54,23 +54,41 @@ type LoadResult struct {
 // are reported in Errors and also returned (with Err set) when they could be
 // decoded, so that callers can keep them visible.
 func LoadRules(docs []Document) LoadResult {
-	var res LoadResult
-	for i := range docs {
-		d := &docs[i]
+	// Decoding and compiling are independent per document: done in
+	// parallel, reported in document order.
+	type outcome struct {
+		rule    *rules.Rule
+		skipped string
+		err     error
+	}
+	out := make([]outcome, len(docs))
+	forEach(len(docs), func(i int) {
+		d, o := &docs[i], &out[i]
 		if !IsModRule(d) {
-			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %s %q is not a ModRule", d.Origin, d.Kind(), d.Name()))
-			continue
+			o.skipped = fmt.Sprintf("%s: %s %q is not a ModRule", d.Origin, d.Kind(), d.Name())
+			return
 		}
 		mr, err := DecodeModRule(d)
 		if err != nil {
-			res.Errors = append(res.Errors, err)
-			continue
+			o.err = err
+			return
 		}
-		r, err := rules.Compile(mr)
+		o.rule, err = rules.Compile(mr)
 		if err != nil {
-			res.Errors = append(res.Errors, fmt.Errorf("%s: %w", d.Origin, err))
+			o.err = fmt.Errorf("%s: %w", d.Origin, err)
 		}
-		res.Rules = append(res.Rules, r)
+	})
+	var res LoadResult
+	for _, o := range out {
+		if o.skipped != "" {
+			res.Skipped = append(res.Skipped, o.skipped)
+		}
+		if o.err != nil {
+			res.Errors = append(res.Errors, o.err)
+		}
+		if o.rule != nil {
+			res.Rules = append(res.Rules, o.rule)
+		}
 	}
 	return res
 }

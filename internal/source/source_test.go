@@ -2,6 +2,7 @@ package source
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,5 +152,48 @@ metadata: {name: old}
 	}
 	if !errors.Is(res.Errors[2], rules.ErrInvalidRule) {
 		t.Error("compile errors must wrap rules.ErrInvalidRule")
+	}
+}
+
+// TestParallelLoadKeepsOrder loads enough documents to be decoded and
+// compiled in parallel: the result and the errors keep document order.
+func TestParallelLoadKeepsOrder(t *testing.T) {
+	var b strings.Builder
+	const n = 300
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata: {name: r%03d, namespace: ns}\nspec:\n  type: Reject\n  match: [{select: '$.kind', matchValue: K%d}]\n", i, i)
+		if i%50 == 7 {
+			fmt.Fprintf(&b, "---\napiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata: {name: bad%03d, namespace: ns}\nspec:\n  type: Reject\n  match: [{select: '$.kind['}]\n", i)
+		}
+	}
+	docs, err := ParseManifest("many.yaml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := LoadRules(docs)
+	if len(res.Rules) != n+6 || len(res.Errors) != 6 {
+		t.Fatalf("%d rules, %d errors", len(res.Rules), len(res.Errors))
+	}
+	prev := -1
+	for i, r := range res.Rules {
+		if !strings.HasPrefix(r.Name, "r") {
+			continue
+		}
+		var k int
+		fmt.Sscanf(r.Name, "r%d", &k)
+		if k != prev+1 {
+			t.Fatalf("rule %d is %s, after r%03d", i, r.Name, prev)
+		}
+		prev = k
+	}
+	for i, e := range res.Errors {
+		if want := fmt.Sprintf("bad%03d", 50*i+7); !strings.Contains(e.Error(), want) {
+			t.Fatalf("error %d: %v, want %s", i, e, want)
+		}
+	}
+	// The first bad document in order is the one reported.
+	_, err = ParseManifest("x.yaml", []byte(strings.Repeat("---\nkind: A\n", 100)+"---\n[1\n---\nkind: B\n"+strings.Repeat("---\n{\n", 5)))
+	if err == nil || !strings.Contains(err.Error(), "document 101") {
+		t.Fatalf("first error: %v", err)
 	}
 }
