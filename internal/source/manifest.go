@@ -161,7 +161,7 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 // parseDocument decodes one document of a manifest; a List gives one
 // Document per item.
 func parseDocument(origin string, text []byte) ([]Document, error) {
-	v, err := decodeChunk(text)
+	v, j, err := decodeChunk(text)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, origin, err)
 	}
@@ -188,26 +188,29 @@ func parseDocument(origin string, text []byte) ([]Document, error) {
 		}
 		return docs, nil
 	}
-	d, err := newDocument(origin, obj)
-	if err != nil {
-		return nil, err
+	if kindOf(obj) == "" {
+		return nil, fmt.Errorf("%w: %s: the object has no kind", ErrInvalidManifest, origin)
 	}
-	return []Document{d}, nil
+	// j is the document's JSON text already: no need to encode obj again.
+	return []Document{{Origin: origin, Object: obj, JSON: j}}, nil
 }
 
-// decodeChunk decodes one document. JSON is decoded as JSON, so that numbers
-// keep their exact text; YAML goes through sigs.k8s.io/yaml as with kubectl.
-func decodeChunk(chunk []byte) (any, error) {
+// decodeChunk decodes one document, returning it and its JSON text. JSON
+// is decoded as JSON, so that numbers keep their exact text; YAML goes
+// through sigs.k8s.io/yaml as with kubectl.
+func decodeChunk(chunk []byte) (any, []byte, error) {
 	if t := bytes.TrimSpace(stripComments(chunk)); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
 		if v, err := value.Decode(t); err == nil {
-			return v, nil
+			j, err := value.Encode(v) // compact
+			return v, j, err
 		}
 	}
 	j, err := yaml.YAMLToJSON(chunk)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return value.Decode(j)
+	v, err := value.Decode(j)
+	return v, j, err
 }
 
 func newDocument(origin string, obj map[string]any) (Document, error) {
