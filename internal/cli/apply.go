@@ -118,7 +118,7 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 		}
 		resolver = r
 	}
-	eng := engine.New(engine.Options{Resolver: resolver})
+	eng := engine.New(engine.Options{Resolver: resolver, NoTrace: true})
 
 	var out []any
 	rejected := 0

@@ -18,17 +18,23 @@ import (
 type Options struct {
 	// Resolver serves syntheticRefs; nil leaves them empty.
 	Resolver Resolver
+	// NoTrace leaves Decision.Trace empty, which saves its memory when
+	// nobody reads it (the webhook): with many rules in scope the trace is
+	// most of what an evaluation allocates. Errors, rejections and the
+	// patch are reported either way.
+	NoTrace bool
 }
 
 // Engine evaluates snapshots. It holds no per-request state and is safe for
 // concurrent use.
 type Engine struct {
 	resolver Resolver
+	noTrace  bool
 }
 
 // New returns an Engine.
 func New(opts Options) *Engine {
-	return &Engine{resolver: opts.Resolver}
+	return &Engine{resolver: opts.Resolver, noTrace: opts.NoTrace}
 }
 
 // ErrInvalidRequest marks requests the engine cannot evaluate.
@@ -80,7 +86,10 @@ func (e *Engine) Evaluate(ctx context.Context, snap *rules.Snapshot, req Request
 		op:         req.Operation,
 		original:   root,
 		candidates: candidates,
-		d:          &Decision{Trace: make([]RuleTrace, 0, len(candidates))},
+		d:          &Decision{},
+	}
+	if !e.noTrace {
+		ev.d.Trace = make([]RuleTrace, 0, len(candidates))
 	}
 	if err := ev.run(); err != nil {
 		return nil, err
@@ -105,6 +114,22 @@ type evaluation struct {
 	data     template.Data    // reused for every template execution
 	criteria []CriterionTrace // slab the rule traces' Criteria are cut from
 	values   []any            // slab the criteria's selected values are stored in
+	scratch  RuleTrace        // the trace of the current rule, without NoTrace
+}
+
+// traceFor starts the trace of a rule: a new entry of Decision.Trace, or,
+// with NoTrace, the scratch entry, whose criteria storage is reused.
+func (ev *evaluation) traceFor(r *rules.Rule) *RuleTrace {
+	if ev.e.noTrace {
+		ev.scratch = RuleTrace{Rule: r.Key, Type: r.Type, Tier: r.Tier}
+		clear(ev.criteria)
+		ev.criteria = ev.criteria[:0]
+		clear(ev.values)
+		ev.values = ev.values[:0]
+		return &ev.scratch
+	}
+	ev.d.Trace = append(ev.d.Trace, RuleTrace{Rule: r.Key, Type: r.Type, Tier: r.Tier})
+	return &ev.d.Trace[len(ev.d.Trace)-1]
 }
 
 func (ev *evaluation) run() error {
@@ -127,7 +152,7 @@ func (ev *evaluation) run() error {
 	var rejects []*rules.Rule
 	type hit struct {
 		r  *rules.Rule
-		ti int
+		tr *RuleTrace // stable: Decision.Trace has its final capacity
 	}
 	var matched []hit
 	for start := 0; start < len(ev.candidates); {
@@ -141,8 +166,7 @@ func (ev *evaluation) run() error {
 				rejects = append(rejects, r)
 				continue
 			}
-			ev.d.Trace = append(ev.d.Trace, RuleTrace{Rule: r.Key, Type: r.Type, Tier: r.Tier})
-			tr := &ev.d.Trace[len(ev.d.Trace)-1]
+			tr := ev.traceFor(r)
 			if ev.op == rules.Delete {
 				tr.Outcome, tr.Reason = Skipped, "Patch rules do not run on DELETE"
 				continue
@@ -152,22 +176,26 @@ func (ev *evaluation) run() error {
 				return err
 			}
 			if ok {
-				matched = append(matched, hit{r, len(ev.d.Trace) - 1})
+				matched = append(matched, hit{r, tr})
 			}
 		}
 		for _, h := range matched {
 			if err := ev.ctx.Err(); err != nil {
 				return err
 			}
-			ev.apply(h.r, &ev.d.Trace[h.ti])
+			tr := h.tr
+			if ev.e.noTrace {
+				ev.scratch = RuleTrace{Rule: h.r.Key, Type: h.r.Type, Tier: h.r.Tier, Outcome: Matched}
+				tr = &ev.scratch
+			}
+			ev.apply(h.r, tr)
 		}
 		start = end
 	}
 
 	// Reject rules see the final object.
 	for _, r := range rejects {
-		ev.d.Trace = append(ev.d.Trace, RuleTrace{Rule: r.Key, Type: r.Type, Tier: r.Tier})
-		tr := &ev.d.Trace[len(ev.d.Trace)-1]
+		tr := ev.traceFor(r)
 		ok, err := ev.match(r, tr)
 		if err != nil {
 			return err

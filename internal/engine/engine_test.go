@@ -354,7 +354,24 @@ func TestPatchProperty(t *testing.T) {
 		if r.IntN(2) == 0 {
 			obj["a"] = []any{1, "x", 1, 2}
 		}
-		evaluate(t, eng, snap, engine.Request{Operation: rules.Create, Namespace: "ns", Object: obj})
+		req := engine.Request{Operation: rules.Create, Namespace: "ns", Object: obj}
+		sameWithoutTrace(t, evaluate(t, eng, snap, req), snap, req)
+	}
+}
+
+// sameWithoutTrace checks that an engine without trace decides the same.
+func sameWithoutTrace(t *testing.T, want *engine.Decision, snap *rules.Snapshot, req engine.Request) {
+	t.Helper()
+	got, err := engine.New(engine.Options{NoTrace: true}).Evaluate(context.Background(), snap, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Trace) != 0 {
+		t.Fatalf("NoTrace kept %d trace entries", len(got.Trace))
+	}
+	want.Trace = nil
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b error) bool { return a == b || (a != nil && b != nil && a.Error() == b.Error()) })); diff != "" {
+		t.Fatalf("NoTrace decides differently (-trace +notrace):\n%s", diff)
 	}
 }
 
@@ -373,6 +390,7 @@ func FuzzEngine(f *testing.F) {
 		if !ok {
 			return
 		}
-		evaluate(t, eng, snap, engine.Request{Operation: rules.Create, Namespace: "ns", Object: m})
+		req := engine.Request{Operation: rules.Create, Namespace: "ns", Object: m}
+		sameWithoutTrace(t, evaluate(t, eng, snap, req), snap, req)
 	})
 }
