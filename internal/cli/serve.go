@@ -39,6 +39,7 @@ type serveOptions struct {
 	clusterRules   string
 	maxReviewBytes int64
 	reviewTimeout  time.Duration
+	maxInFlight    int
 	failOpen       bool
 	pprof          bool
 	logFormat      string
@@ -105,6 +106,7 @@ ModRule status, webhook configuration management) is not available yet.`,
 	f.StringVar(&o.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 	f.Int64Var(&o.maxReviewBytes, "max-review-bytes", webhook.DefaultMaxReviewBytes, "largest AdmissionReview body accepted (HTTP 413 above)")
 	f.DurationVar(&o.reviewTimeout, "review-timeout", webhook.DefaultTimeout, "upper bound of one evaluation (the API server's own timeout applies when shorter)")
+	f.IntVar(&o.maxInFlight, "max-inflight-reviews", 0, "reviews evaluated at once; the others wait, unread, up to their deadline (0: 4 per CPU, at least 8)")
 	f.BoolVar(&o.failOpen, "fail-open", false, "admit objects unchanged (with a warning) when evaluation fails, instead of denying them")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
@@ -196,12 +198,13 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 		AllowEmpty: true,
 	}
 	dragnet := webhook.NewDragnet(webhook.Options{
-		Evaluator:      engine.New(engine.Options{}),
+		Evaluator:      engine.New(engine.Options{NoTrace: true}), // nobody reads the trace here
 		Snapshots:      store,
 		Log:            log.WithName("dragnet"),
 		Metrics:        m,
 		MaxReviewBytes: o.maxReviewBytes,
 		Timeout:        o.reviewTimeout,
+		MaxInFlight:    o.maxInFlight,
 		FailOpen:       o.failOpen,
 	})
 	srv, err := webhook.NewServer(webhook.ServerOptions{

@@ -21,6 +21,7 @@ const (
 type Metrics struct {
 	reviews    *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
+	inFlight   prometheus.Gauge
 	panics     *prometheus.CounterVec
 	ruleErrors *prometheus.CounterVec
 
@@ -41,8 +42,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "modwright_admission_duration_seconds",
 			Help:    "Time to answer one admission review, from the request's arrival to the response's encoding.",
-			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5},
+			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5},
 		}, []string{"webhook"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "modwright_admission_reviews_in_flight",
+			Help: "Reviews being evaluated now (bounded by --max-inflight-reviews; the others wait).",
+		}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "modwright_admission_panics_total",
 			Help: "Panics recovered while answering admission reviews (each one is a bug: see the log).",
@@ -72,7 +77,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "1 for every ModRule that does not compile (kept, reported, never applied).",
 		}, []string{"rule"}),
 	}
-	reg.MustRegister(m.reviews, m.duration, m.panics, m.ruleErrors, m.rules, m.buildSeconds, m.snapshotLoads, m.snapshotTime, m.brokenRuleInfo)
+	reg.MustRegister(m.reviews, m.duration, m.inFlight, m.panics, m.ruleErrors, m.rules, m.buildSeconds, m.snapshotLoads, m.snapshotTime, m.brokenRuleInfo)
 	return m
 }
 
@@ -83,6 +88,14 @@ func (m *Metrics) Review(webhook, operation, outcome string, took time.Duration)
 	}
 	m.reviews.WithLabelValues(webhook, operation, outcome).Inc()
 	m.duration.WithLabelValues(webhook).Observe(took.Seconds())
+}
+
+// InFlight adds delta to the reviews being evaluated.
+func (m *Metrics) InFlight(delta float64) {
+	if m == nil {
+		return
+	}
+	m.inFlight.Add(delta)
 }
 
 // Panic records a recovered panic.

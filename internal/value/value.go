@@ -1,31 +1,12 @@
 package value
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 )
-
-// Decode parses JSON text into a tree. Numbers become json.Number.
-// Trailing data after the first value is an error.
-func Decode(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("unexpected data after the JSON value")
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, fmt.Errorf("unexpected data after the JSON value")
-	}
-	return v, nil
-}
 
 // Encode renders a tree as compact JSON with sorted object keys and no HTML
 // escaping (see AppendJSON).

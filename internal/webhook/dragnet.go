@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/metrics"
@@ -60,19 +60,29 @@ type Options struct {
 	// the smaller one so that its answer arrives in time. 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
+	// MaxInFlight bounds the reviews evaluated at once; the others wait
+	// (their bodies unread, so memory stays bounded under overload) until a
+	// slot frees or their deadline passes (then HTTP 503). 0 means
+	// DefaultMaxInFlight().
+	MaxInFlight int
 	// FailOpen admits the object unchanged, with a warning, when
 	// evaluation fails (deadline, panic, undecodable object). The default
 	// denies it with code 500, so that no rule is silently skipped.
 	FailOpen bool
 }
 
+// DefaultMaxInFlight is 4 reviews per CPU (at least 8): evaluation is
+// CPU-bound, so more at once only costs memory and latency.
+func DefaultMaxInFlight() int { return max(8, 4*runtime.GOMAXPROCS(0)) }
+
 // Dragnet is the mutating admission webhook every object goes through. It is
 // an http.Handler, usable from the standalone server and from
 // controller-runtime's webhook server alike.
 type Dragnet struct {
-	opts Options
-	now  func() time.Time
-	bufs sync.Pool // *bytes.Buffer for request and response bodies
+	opts  Options
+	now   func() time.Time
+	bufs  sync.Pool     // *bytes.Buffer for request and response bodies
+	slots chan struct{} // evaluation slots
 }
 
 var _ http.Handler = (*Dragnet)(nil)
@@ -85,7 +95,10 @@ func NewDragnet(opts Options) *Dragnet {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	d := &Dragnet{opts: opts, now: opts.Now}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight()
+	}
+	d := &Dragnet{opts: opts, now: opts.Now, slots: make(chan struct{}, opts.MaxInFlight)}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -103,6 +116,13 @@ type httpError struct {
 
 func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := d.now()
+	timeout := d.deadline(r)
+	if !d.acquire(r.Context(), timeout) {
+		d.opts.Metrics.Review(webhookName, "", metrics.OutcomeError, d.now().Sub(start))
+		http.Error(w, "modwright: overloaded: no evaluation slot freed before the review's deadline", http.StatusServiceUnavailable)
+		return
+	}
+	defer d.release()
 	in := d.bufs.Get().(*bytes.Buffer)
 	out := d.bufs.Get().(*bytes.Buffer)
 	defer func() {
@@ -125,12 +145,12 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if snap == nil {
 		// Not ready: an error lets the API server apply the webhook's
 		// failurePolicy, as for an unreachable webhook.
-		d.opts.Metrics.Review(webhookName, string(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
+		d.opts.Metrics.Review(webhookName, opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
 		http.Error(w, "modwright: the rule snapshot is not loaded yet", http.StatusServiceUnavailable)
 		return
 	}
 
-	ctx, cancel := context.WithTimeout(r.Context(), d.deadline(r))
+	ctx, cancel := context.WithDeadline(r.Context(), start.Add(timeout))
 	defer cancel()
 	resp, outcome := d.review(ctx, snap, rv)
 	out.Write(appendResponse(out.AvailableBuffer(), resp))
@@ -138,7 +158,32 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, err := w.Write(out.Bytes()); err != nil {
 		d.opts.Log.V(1).Info("writing the admission response failed", "uid", rv.Request.UID, "error", err.Error())
 	}
-	d.opts.Metrics.Review(webhookName, string(rv.Request.Operation), outcome, d.now().Sub(start))
+	d.opts.Metrics.Review(webhookName, opLabel(rv.Request.Operation), outcome, d.now().Sub(start))
+}
+
+// acquire takes an evaluation slot, waiting at most timeout.
+func (d *Dragnet) acquire(ctx context.Context, timeout time.Duration) bool {
+	select {
+	case d.slots <- struct{}{}:
+		d.opts.Metrics.InFlight(1)
+		return true
+	default:
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case d.slots <- struct{}{}:
+		d.opts.Metrics.InFlight(1)
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+func (d *Dragnet) release() {
+	<-d.slots
+	d.opts.Metrics.InFlight(-1)
 }
 
 func (d *Dragnet) putBuffer(b *bytes.Buffer) {
@@ -194,7 +239,7 @@ func (d *Dragnet) deadline(r *http.Request) time.Duration {
 // review evaluates one request; it never panics.
 func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review) (resp *response, outcome string) {
 	req := rv.Request
-	resp = &response{APIVersion: rv.APIVersion, UID: string(req.UID)}
+	resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
 	defer func() {
 		if p := recover(); p != nil {
 			d.opts.Metrics.Panic(webhookName)
@@ -215,8 +260,8 @@ func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review) 
 		Operation:     op,
 		Namespace:     req.Namespace,
 		Kind:          req.Kind.Kind,
-		ObjectJSON:    req.Object.Raw,
-		OldObjectJSON: req.OldObject.Raw,
+		ObjectJSON:    req.Object,
+		OldObjectJSON: req.OldObject,
 	}
 	// A Namespace is cluster-scoped, but the API server names the namespace
 	// itself in UPDATE and DELETE requests; KubeMod treats it as
@@ -282,7 +327,7 @@ func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review) 
 // failure answers a review that could not be evaluated: denied with code,
 // or admitted with a warning when FailOpen.
 func (d *Dragnet) failure(rv *review, code int, msg string) (*response, string) {
-	resp := &response{APIVersion: rv.APIVersion, UID: string(rv.Request.UID)}
+	resp := &response{APIVersion: rv.APIVersion, UID: rv.Request.UID}
 	if d.opts.FailOpen {
 		resp.Allowed = true
 		resp.Warnings = []string{truncate(msg+"; admitted unchanged (fail-open)", maxWarningLen)}
@@ -298,7 +343,17 @@ func (d *Dragnet) failure(rv *review, code int, msg string) (*response, string) 
 	return resp, metrics.OutcomeError
 }
 
-func isNamespace(req *admissionv1.AdmissionRequest) bool {
+// opLabel bounds the metric label to the operations Kubernetes has, so that
+// junk requests cannot grow the metrics without limit.
+func opLabel(op string) string {
+	switch op {
+	case "CREATE", "UPDATE", "DELETE", "CONNECT":
+		return op
+	}
+	return "other"
+}
+
+func isNamespace(req *request) bool {
 	return req.Kind.Group == "" && req.Kind.Version == "v1" && req.Kind.Kind == "Namespace"
 }
 

@@ -364,3 +364,40 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+func TestDragnetBoundsInFlight(t *testing.T) {
+	s := slow{deadline: make(chan time.Duration, 2)}
+	h, reg := newTestDragnet(t, s, func(o *Options) { o.MaxInFlight = 1 })
+	body := reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod("", "x"), "")
+	first := make(chan *httptest.ResponseRecorder)
+	go func() { first <- post(t, h, DragnetPath+"?timeout=600ms", body) }()
+	<-s.deadline // the first review holds the only slot
+	rec := post(t, h, DragnetPath+"?timeout=100ms", body)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "overloaded") {
+		t.Fatalf("second review: %d %s", rec.Code, rec.Body)
+	}
+	if got := gaugeValue(t, reg, "modwright_admission_reviews_in_flight"); got != 1 {
+		t.Errorf("in flight %v, want 1", got)
+	}
+	if _, resp := decodeResponse(t, <-first); resp.Result.Code != 504 {
+		t.Errorf("first review: %+v", resp.Result)
+	}
+	if got := gaugeValue(t, reg, "modwright_admission_reviews_in_flight"); got != 0 {
+		t.Errorf("in flight %v after both, want 0", got)
+	}
+}
+
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}

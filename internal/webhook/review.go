@@ -2,12 +2,9 @@ package webhook
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-
-	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/modwright/modwright/internal/value"
 )
@@ -25,15 +22,45 @@ var ErrMalformedReview = errors.New("malformed AdmissionReview")
 
 // review is the part of an AdmissionReview request modwright reads.
 type review struct {
-	APIVersion string                        `json:"apiVersion"`
-	Kind       string                        `json:"kind"`
-	Request    *admissionv1.AdmissionRequest `json:"request"`
+	APIVersion string
+	Kind       string
+	Request    *request
 }
 
-// decodeReview parses and checks a request body.
+// request is the part of an AdmissionRequest modwright reads. The objects
+// stay JSON text: the engine decodes one only when a rule can apply to it.
+type request struct {
+	UID                        string
+	Kind                       groupVersionKind
+	Namespace, Name, Operation string
+	SubResource                string
+	Object, OldObject          []byte // nil when absent or null
+}
+
+type groupVersionKind struct{ Group, Version, Kind string }
+
+// decodeReview parses and checks a request body. It is hand-written on
+// value.ObjectMembers (one validating pass, no reflection, the objects left
+// undecoded): the API server sends every admission through it. Unknown
+// members are ignored, as encoding/json would.
 func decodeReview(body []byte) (*review, error) {
-	var rv review
-	if err := json.Unmarshal(body, &rv); err != nil {
+	rv := &review{}
+	err := value.ObjectMembers(body, func(key string, raw []byte) error {
+		var err error
+		switch key {
+		case "apiVersion":
+			rv.APIVersion, err = stringField(raw, key)
+		case "kind":
+			rv.Kind, err = stringField(raw, key)
+		case "request":
+			if string(raw) == "null" {
+				return nil
+			}
+			rv.Request, err = decodeRequest(raw)
+		}
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedReview, err)
 	}
 	switch {
@@ -46,7 +73,79 @@ func decodeReview(body []byte) (*review, error) {
 	case rv.Request.UID == "":
 		return nil, fmt.Errorf("%w: request.uid is empty", ErrMalformedReview)
 	}
-	return &rv, nil
+	return rv, nil
+}
+
+func decodeRequest(data []byte) (*request, error) {
+	req := &request{}
+	err := value.ObjectMembers(data, func(key string, raw []byte) error {
+		var err error
+		switch key {
+		case "uid":
+			req.UID, err = stringField(raw, "request.uid")
+		case "namespace":
+			req.Namespace, err = stringField(raw, "request.namespace")
+		case "name":
+			req.Name, err = stringField(raw, "request.name")
+		case "operation":
+			req.Operation, err = stringField(raw, "request.operation")
+		case "subResource":
+			req.SubResource, err = stringField(raw, "request.subResource")
+		case "kind":
+			if string(raw) == "null" {
+				return nil
+			}
+			err = value.ObjectMembers(raw, func(k string, raw []byte) error {
+				var err error
+				switch k {
+				case "group":
+					req.Kind.Group, err = stringField(raw, "request.kind.group")
+				case "version":
+					req.Kind.Version, err = stringField(raw, "request.kind.version")
+				case "kind":
+					req.Kind.Kind, err = stringField(raw, "request.kind.kind")
+				}
+				return err
+			})
+			if err != nil {
+				err = fmt.Errorf("request.kind: %w", err)
+			}
+		case "object":
+			req.Object = objectField(raw)
+		case "oldObject":
+			req.OldObject = objectField(raw)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// stringField decodes a string member; null counts as empty.
+func stringField(raw []byte, name string) (string, error) {
+	if string(raw) == "null" {
+		return "", nil
+	}
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", fmt.Errorf("%s: want a string, got %s", name, shorten(raw))
+	}
+	return value.DecodeString(raw)
+}
+
+func objectField(raw []byte) []byte {
+	if string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+func shorten(raw []byte) string {
+	if len(raw) > 40 {
+		return string(raw[:40]) + "…"
+	}
+	return string(raw)
 }
 
 // response is what modwright answers.

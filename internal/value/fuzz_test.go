@@ -1,0 +1,178 @@
+package value
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// fuzzSeeds are inputs every fuzz target of the package starts from. The
+// deeply nested table cases are left out: they would slow the fuzzers down
+// to a crawl, and the tables cover them.
+func fuzzSeeds(f *testing.F) {
+	for _, tt := range decodeCases {
+		if len(tt.in) < 1000 {
+			f.Add([]byte(tt.in))
+		}
+	}
+	for _, tt := range membersCases {
+		if len(tt.in) < 4000 {
+			f.Add([]byte(tt.in))
+		}
+	}
+	for _, s := range []string{
+		nest("[", "]", 50),
+		nest(`{"a":`, "}", 3),
+		`{"a":"\ud83d\ude00","b":[1,-0,1e400,"\u2028"],"c":{"d":null}}`,
+		"{\"\xff\\u00e9\":\"a\xc3(\\ud800\"}",
+		`{"kind":"AdmissionReview","request":{"uid":"u","object":{"a":[1,2,{"b":"c"}]},"oldObject":null}}`,
+		`{"x":1} `,
+		` {"x":[1,2]]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	data := readDeployment(f)
+	f.Add(data)
+	f.Add(append(append([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"0e5d","operation":"CREATE","object":`), data...), `,"oldObject":null,"dryRun":false}}`...))
+}
+
+// FuzzDecode checks Decode and DecodeString against encoding/json with
+// UseNumber: the same inputs accepted, the same trees built.
+func FuzzDecode(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := Decode(data)
+		want, wantErr := refDecode(data)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("Decode(%q) error = %v, encoding/json error = %v", data, err, wantErr)
+		}
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) || se.Offset < 0 || se.Offset > len(data) {
+				t.Fatalf("Decode(%q) error = %#v, want a *SyntaxError with an offset in the input", data, err)
+			}
+		} else if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Decode(%q) = %#v, encoding/json gives %#v", data, got, want)
+		}
+		s, err := DecodeString(data)
+		want, isString := want.(string)
+		if wantErr != nil || !isString {
+			if err == nil {
+				t.Fatalf("DecodeString(%q) = %q, want an error", data, s)
+			}
+		} else if err != nil || s != want {
+			t.Fatalf("DecodeString(%q) = %q, %v; want %q", data, s, err, want)
+		}
+	})
+}
+
+// member is one call of ObjectMembers' fn.
+type member struct {
+	key string
+	raw string
+}
+
+// refMembers lists the members of the object in data with encoding/json:
+// keys unescaped, values as raw text, in document order.
+func refMembers(data []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	var ms []member
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		ms = append(ms, member{k.(string), string(raw)})
+	}
+	return ms, nil
+}
+
+// FuzzObjectMembers checks ObjectMembers against encoding/json decoding into
+// map[string]json.RawMessage, and that the raw values decode to the members
+// of the tree Decode builds.
+func FuzzObjectMembers(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got []member
+		err := ObjectMembers(data, func(key string, raw []byte) error {
+			got = append(got, member{key, string(raw)})
+			return nil
+		})
+		var ref map[string]json.RawMessage
+		refErr := json.Unmarshal(data, &ref)
+		isObject := false
+		if i := skipSpace(data, 0); i < len(data) && data[i] == '{' {
+			isObject = true
+		}
+		if (err == nil) != (refErr == nil && isObject) {
+			t.Fatalf("ObjectMembers(%q) error = %v, encoding/json error = %v", data, err, refErr)
+		}
+
+		// fn's error comes back, unless data is not a valid object.
+		stop := errors.New("stop")
+		calls := 0
+		err2 := ObjectMembers(data, func(string, []byte) error {
+			calls++
+			return stop
+		})
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) || se.Offset < 0 || se.Offset > len(data) {
+				t.Fatalf("ObjectMembers(%q) error = %#v, want a *SyntaxError with an offset in the input", data, err)
+			}
+			if !reflect.DeepEqual(err2, err) {
+				t.Fatalf("ObjectMembers(%q) with a failing fn: error = %v, want %v", data, err2, err)
+			}
+			return
+		}
+		switch {
+		case len(got) == 0 && (err2 != nil || calls != 0):
+			t.Fatalf("ObjectMembers(%q) with a failing fn and no members: %d calls, error %v", data, calls, err2)
+		case len(got) > 0 && (err2 != stop || calls != 1):
+			t.Fatalf("ObjectMembers(%q) with a failing fn: %d calls, error %v", data, calls, err2)
+		}
+
+		want, err := refMembers(data)
+		if err != nil {
+			t.Fatalf("encoding/json token stream of %q: %v", data, err)
+		}
+		if !reflect.DeepEqual(got, want) && (len(got) > 0 || len(want) > 0) {
+			t.Fatalf("ObjectMembers(%q) = %q, want %q", data, got, want)
+		}
+		last := map[string]string{}
+		for _, m := range got {
+			last[m.key] = m.raw
+		}
+		if len(last) != len(ref) {
+			t.Fatalf("ObjectMembers(%q): %d distinct keys, encoding/json has %d", data, len(last), len(ref))
+		}
+		tree, err := Decode(data)
+		if err != nil {
+			t.Fatalf("Decode(%q): %v", data, err)
+		}
+		obj := tree.(map[string]any)
+		for k, raw := range last {
+			if string(ref[k]) != raw {
+				t.Fatalf("ObjectMembers(%q): %q is %q, encoding/json has %q", data, k, raw, ref[k])
+			}
+			v, err := Decode([]byte(raw))
+			if err != nil || !reflect.DeepEqual(v, obj[k]) {
+				t.Fatalf("ObjectMembers(%q): %q is %q, decoding to %#v, %v; want %#v", data, k, raw, v, err, obj[k])
+			}
+			if s, ok := obj[k].(string); ok {
+				if ds, err := DecodeString([]byte(raw)); err != nil || ds != s {
+					t.Fatalf("DecodeString(%q) = %q, %v; want %q", raw, ds, err, s)
+				}
+			}
+		}
+	})
+}

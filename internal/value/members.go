@@ -1,0 +1,264 @@
+package value
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// ObjectMembers reads a JSON object without decoding its members' values.
+// data must be exactly one JSON object, optionally surrounded by whitespace.
+// fn is called for each member in document order with the unescaped key and
+// the member's value as raw JSON text: a subslice of data without the
+// surrounding whitespace, validated but not decoded (see Decode and
+// DecodeString); fn must not modify it. Duplicate keys are passed as they
+// come.
+//
+// ObjectMembers returns a *SyntaxError if data is not a valid JSON object,
+// else the first error fn returns; after that error fn is not called again,
+// but the rest of data is still checked, and a syntax error there wins. fn
+// may have been called for members before a syntax error that follows them.
+// Skipped values cost no allocation.
+func ObjectMembers(data []byte, fn func(key string, raw []byte) error) error {
+	d := decoder{data: data, depth: 1}
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return d.invalid(i, "looking for beginning of object")
+	}
+	var fnErr error
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(data) || data[i] != '"' {
+				return d.invalid(i, "looking for beginning of object key string")
+			}
+			var key string
+			if fnErr == nil {
+				key, i = d.key(i)
+			} else {
+				i = d.skipString(i)
+			}
+			if i < 0 {
+				return d.err
+			}
+			if i = skipSpace(data, i); i >= len(data) || data[i] != ':' {
+				return d.invalid(i, "after object key")
+			}
+			start := skipSpace(data, i+1)
+			if i = d.skip(start); i < 0 {
+				return d.err
+			}
+			if fnErr == nil {
+				fnErr = fn(key, data[start:i:i])
+			}
+			if i = skipSpace(data, i); i < len(data) && data[i] == ',' {
+				i = skipSpace(data, i+1)
+				continue
+			}
+			if i < len(data) && data[i] == '}' {
+				i++
+				break
+			}
+			return d.invalid(i, "after object key:value pair")
+		}
+	}
+	if i = skipSpace(data, i); i < len(data) {
+		return d.invalid(i, "after top-level value")
+	}
+	return fnErr
+}
+
+// DecodeString decodes raw, one JSON string literal optionally surrounded
+// by whitespace, unescaping it as Decode does. Anything else is a
+// *SyntaxError.
+func DecodeString(raw []byte) (string, error) {
+	d := decoder{data: raw}
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '"' {
+		return "", d.invalid(i, "looking for beginning of string")
+	}
+	s, i := d.str(i)
+	if i < 0 {
+		return "", d.err
+	}
+	if i = skipSpace(raw, i); i < len(raw) {
+		return "", d.invalid(i, "after top-level value")
+	}
+	return s, nil
+}
+
+// skip checks the value starting at data[i] and returns the offset just
+// past it, without building anything. It is iterative: containers is a
+// stack of bits, 1 for an object and 0 for an array, innermost lowest,
+// spilling into more when deeper than 64.
+func (d *decoder) skip(i int) int {
+	data := d.data
+	var containers uint64
+	var more []uint64
+	depth := 0
+	for {
+		// A value starts at data[i].
+		if i >= len(data) {
+			return d.bad(i, "")
+		}
+		switch c := data[i]; c {
+		case '"':
+			if i = d.skipString(i); i < 0 {
+				return i
+			}
+		case '{', '[':
+			if d.depth+depth >= maxDepth {
+				return d.fail(i, "exceeded max depth")
+			}
+			i = skipSpace(data, i+1)
+			if i < len(data) && data[i] == c+2 { // ']' or '}': empty
+				i++
+				break
+			}
+			if depth > 0 && depth%64 == 0 {
+				more = append(more, containers)
+				containers = 0
+			}
+			depth++
+			containers <<= 1
+			if c == '[' {
+				continue // its first element
+			}
+			containers |= 1
+			if i = d.skipKey(i); i < 0 {
+				return i
+			}
+			continue // its first member's value
+		case 't':
+			if i = d.literal(i, "true"); i < 0 {
+				return i
+			}
+		case 'f':
+			if i = d.literal(i, "false"); i < 0 {
+				return i
+			}
+		case 'n':
+			if i = d.literal(i, "null"); i < 0 {
+				return i
+			}
+		default:
+			if c != '-' && (c < '0' || c > '9') {
+				return d.bad(i, "looking for beginning of value")
+			}
+			if i = d.number(i); i < 0 {
+				return i
+			}
+		}
+		// A value, or the end of a container, ends at data[i]: what comes
+		// next is a ',' or the end of the innermost container.
+		for {
+			if depth == 0 {
+				return i
+			}
+			i = skipSpace(data, i)
+			if i >= len(data) {
+				return d.bad(i, "")
+			}
+			c := data[i]
+			if containers&1 != 0 {
+				if c == ',' {
+					if i = d.skipKey(skipSpace(data, i+1)); i < 0 {
+						return i
+					}
+					break
+				}
+				if c != '}' {
+					return d.bad(i, "after object key:value pair")
+				}
+			} else {
+				if c == ',' {
+					i = skipSpace(data, i+1)
+					break
+				}
+				if c != ']' {
+					return d.bad(i, "after array element")
+				}
+			}
+			i++
+			depth--
+			containers >>= 1
+			if depth > 0 && depth%64 == 0 {
+				containers = more[len(more)-1]
+				more = more[:len(more)-1]
+			}
+		}
+	}
+}
+
+// skipKey checks the object key and colon starting at data[i] and returns
+// the offset of the value that follows.
+func (d *decoder) skipKey(i int) int {
+	data := d.data
+	if i >= len(data) || data[i] != '"' {
+		return d.bad(i, "looking for beginning of object key string")
+	}
+	if i = d.skipString(i); i < 0 {
+		return i
+	}
+	if i < len(data) && data[i] == ':' {
+		return skipSpace(data, i+1)
+	}
+	if i = skipSpace(data, i); i >= len(data) || data[i] != ':' {
+		return d.bad(i, "after object key")
+	}
+	return skipSpace(data, i+1)
+}
+
+// skipString checks the string literal whose opening quote is data[i]. Like
+// encoding/json's scanner it accepts any byte from 0x20 up outside escapes,
+// invalid UTF-8 included.
+func (d *decoder) skipString(i int) int {
+	data := d.data
+	j := i + 1
+	for {
+		if j = stringRun(data, j); j >= len(data) {
+			return d.bad(j, "")
+		}
+		switch data[j] {
+		case '"':
+			return j + 1
+		case '\\':
+			if j+1 >= len(data) {
+				return d.bad(j+1, "")
+			}
+			switch data[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if !d.checkHex4(j + 2) {
+					return -1
+				}
+				j += 6
+			default:
+				return d.bad(j+1, "in string escape code")
+			}
+		default:
+			return d.bad(j, "in string literal")
+		}
+	}
+}
+
+// stringRun returns the offset of the first byte at or after data[j] that
+// is a quote, a backslash or a control character, or len(data).
+func stringRun(data []byte, j int) int {
+	for ; j+8 <= len(data) && j >= 0; j += 8 {
+		x := binary.LittleEndian.Uint64(data[j : j+8])
+		// As in plainRun, but bytes from 0x80 up are not sought: their
+		// high bit is cleared by the &^ x.
+		if m := ((x - ones*' ') | (x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones)) &^ x & highs; m != 0 {
+			return j + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; j < len(data); j++ {
+		if c := data[j]; c < ' ' || c == '"' || c == '\\' {
+			return j
+		}
+	}
+	return j
+}

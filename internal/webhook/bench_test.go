@@ -1,0 +1,140 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-logr/logr"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/test/load"
+)
+
+// benchObjects is where the load test's objects live (a 3.3 KB Deployment
+// with a last-applied-configuration annotation, and others).
+const benchObjects = "../../testdata/bench/objects"
+
+func benchReview(b *testing.B, file, namespace string) []byte {
+	b.Helper()
+	obj, err := os.ReadFile(filepath.Join(benchObjects, file))
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := load.NewReview(obj, namespace)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body.Body("00000000-0000-0000-0000-000000000001")
+}
+
+// BenchmarkDecodeEncode is what any Go webhook pays per review with
+// encoding/json (the floor server's work): decode the review with the
+// object into a generic tree, encode an "allowed" response with a one-op
+// patch.
+func BenchmarkDecodeEncode(b *testing.B) {
+	body := benchReview(b, "deployment.json", "")
+	type floorReview struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Request    struct {
+			UID    string         `json:"uid"`
+			Object map[string]any `json:"object"`
+		} `json:"request"`
+	}
+	type floorResponse struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Response   struct {
+			UID       string `json:"uid"`
+			Allowed   bool   `json:"allowed"`
+			PatchType string `json:"patchType"`
+			Patch     []byte `json:"patch"`
+		} `json:"response"`
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var rv floorReview
+		if err := json.Unmarshal(body, &rv); err != nil {
+			b.Fatal(err)
+		}
+		patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/metadata/annotations/floor", "value": "yes"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var out floorResponse
+		out.APIVersion, out.Kind = rv.APIVersion, rv.Kind
+		out.Response.UID, out.Response.Allowed, out.Response.PatchType, out.Response.Patch = rv.Request.UID, true, "JSONPatch", patch
+		if _, err := json.Marshal(&out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHandler measures the dragnet handler without the network: body
+// in, response out, with the load test's rule sets.
+func BenchmarkHandler(b *testing.B) {
+	for _, bc := range []struct {
+		name            string
+		total, matching int
+		namespace       string
+	}{
+		{"rules=0", 0, 0, ""},
+		{"rules=100/matching=10", 100, 10, ""},
+		{"rules=1000/matching=10", 1000, 10, ""},
+		{"rules=1000/none-apply", 1000, 10, "quiet"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var rs []*rules.Rule
+			if bc.total > 0 {
+				docs, err := source.ParseManifest("rules.yaml", load.RuleSet(bc.total, bc.matching))
+				if err != nil {
+					b.Fatal(err)
+				}
+				res := source.LoadRules(docs)
+				if len(res.Errors) > 0 {
+					b.Fatal(res.Errors)
+				}
+				rs = res.Rules
+			}
+			st := &source.Store{}
+			st.Publish(rules.NewSnapshot(rs, rules.SnapshotOptions{}))
+			h := NewDragnet(Options{Evaluator: engine.New(engine.Options{NoTrace: true}), Snapshots: st, Log: logr.Discard()})
+			body := benchReview(b, "deployment.json", bc.namespace)
+			req := httptest.NewRequest(http.MethodPost, DragnetPath+"?timeout=10s", nil)
+			req.Header.Set("Content-Type", "application/json")
+			rec := &discardWriter{h: http.Header{}}
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				req.Body = readCloser{bytes.NewReader(body)}
+				req.ContentLength = int64(len(body))
+				rec.code = 0
+				h.ServeHTTP(rec, req)
+				if rec.code != 0 && rec.code != http.StatusOK {
+					b.Fatalf("HTTP %d", rec.code)
+				}
+			}
+		})
+	}
+}
+
+type readCloser struct{ *bytes.Reader }
+
+func (readCloser) Close() error { return nil }
+
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) WriteHeader(code int)        { w.code = code }
