@@ -5,7 +5,13 @@ BENCHTIME ?= 2s
 BENCHCOUNT ?= 6
 BENCHFLAGS ?=
 
-.PHONY: all build test lint unit fuzz bench bench-micro clean
+.PHONY: all build test lint unit tools fuzz bench bench-micro clean
+
+# Pinned tools (helm, controller-gen) built into .cache/tools/bin by
+# hack/tools.sh; tests find them on PATH. MODWRIGHT_REQUIRE_TOOLS=1 makes a
+# test that needs a missing tool fail instead of skipping.
+TOOLS_BIN := $(CURDIR)/.cache/tools/bin
+export PATH := $(TOOLS_BIN):$(PATH)
 
 all: build
 
@@ -14,7 +20,7 @@ build:
 
 # The test command (README, CI): formatting, vet, every unit test, the KubeMod
 # conformance cases, the testdata corpus, the examples, and the fuzz seeds.
-test: lint unit
+test: lint tools unit
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -22,7 +28,10 @@ lint:
 	$(GO) vet ./...
 
 unit:
-	$(GO) test -count=1 ./...
+	MODWRIGHT_REQUIRE_TOOLS=1 $(GO) test -count=1 ./...
+
+tools:
+	hack/tools.sh >/dev/null
 
 # Short fuzzing runs of every fuzz target (not part of make test).
 fuzz:
