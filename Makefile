@@ -5,7 +5,7 @@ BENCHTIME ?= 2s
 BENCHCOUNT ?= 6
 BENCHFLAGS ?=
 
-.PHONY: all build test lint unit tools fuzz bench bench-micro clean
+.PHONY: all build test lint unit tools generate fuzz bench bench-micro clean
 
 # Pinned tools (helm, controller-gen) built into .cache/tools/bin by
 # hack/tools.sh; tests find them on PATH. MODWRIGHT_REQUIRE_TOOLS=1 makes a
@@ -32,6 +32,14 @@ unit:
 
 tools:
 	hack/tools.sh >/dev/null
+
+# Regenerate the CRD from api/v1beta1 (deploy/crds, and the Helm chart's
+# copy). TestGeneratedCRD fails when the committed files are stale.
+generate:
+	hack/tools.sh controller-gen >/dev/null
+	controller-gen crd:crdVersions=v1 paths=./api/... output:crd:dir=deploy/crds
+	mkdir -p deploy/helm/modwright/crds
+	cp deploy/crds/api.kubemod.io_modrules.yaml deploy/helm/modwright/crds/
 
 # Short fuzzing runs of every fuzz target (not part of make test).
 fuzz:

@@ -53,6 +53,7 @@ const (
 )
 
 // MatchItem is one criterion of a rule's match section.
+// +kubebuilder:validation:XValidation:rule="(has(self.matchValue) ? 1 : 0) + (has(self.matchValues) && size(self.matchValues) > 0 ? 1 : 0) + (has(self.matchRegex) ? 1 : 0) <= 1",message="use only one of matchValue, matchValues and matchRegex"
 type MatchItem struct {
 	// Select is a JSONPath expression evaluated against the object.
 	// +kubebuilder:validation:MinLength=1
@@ -91,6 +92,7 @@ type PatchOperation struct {
 
 	// Path is a JSON pointer, with KubeMod's extensions (-1 appends, negative indices).
 	// +kubebuilder:validation:MinLength=1
+	// +required
 	Path string `json:"path"`
 
 	// Value is YAML text, rendered first as a Go template.
@@ -99,8 +101,12 @@ type PatchOperation struct {
 }
 
 // ModRuleSpec is what a rule matches and what it does.
+// +kubebuilder:validation:XValidation:rule="self.type != 'Patch' || (has(self.patch) && size(self.patch) > 0)",message="a Patch rule needs at least one operation",fieldPath=".patch"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Reject' || !has(self.patch) || size(self.patch) == 0",message="only Patch rules have patch operations",fieldPath=".patch"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Patch' || !has(self.rejectMessage)",message="only Reject rules have a rejectMessage",fieldPath=".rejectMessage"
 type ModRuleSpec struct {
 	// Type is Patch or Reject.
+	// +required
 	Type ModRuleType `json:"type"`
 
 	// ExecutionTier orders rules: lower tiers run first. Default 0.
@@ -112,6 +118,7 @@ type ModRuleSpec struct {
 
 	// AdmissionOperations the rule reacts to; default CREATE and UPDATE.
 	// +optional
+	// +listType=set
 	AdmissionOperations []ModRuleAdmissionOperation `json:"admissionOperations,omitempty"`
 
 	// Match lists the criteria; all must hold.
@@ -148,6 +155,7 @@ type ModRuleStatus struct {
 
 // ModRule patches or rejects the objects it matches.
 // +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,categories=kubemod
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Tier",type=integer,JSONPath=`.spec.executionTier`
