@@ -231,8 +231,8 @@ func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, error) {
 		if n := len(res.Values); n <= cap(free) {
 			ev.values = ev.values[:len(ev.values)+n] // stored in the slab: keep it
 		}
-		held := holds(c, res.Values, res.Single, err)
-		tr.Criteria = append(tr.Criteria, CriterionTrace{Criterion: c, Values: res.Values, Single: res.Single, Err: err, Held: held})
+		held, why, at := holds(c, res.Values, res.Single, err)
+		tr.Criteria = append(tr.Criteria, CriterionTrace{Criterion: c, Values: res.Values, Single: res.Single, Err: err, Held: held, Verdict: why, At: at})
 		if !held {
 			tr.Outcome = NotMatched
 			return false, nil
@@ -246,47 +246,52 @@ func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, error) {
 // (an error, nothing selected, a single null, a single empty array) is a
 // non-match; a single array is tested element by element, as KubeMod does;
 // otherwise each value's text is tested for Any or All values. Negate flips
-// the outcome in every case.
-func holds(c *rules.Criterion, vals []any, single bool, err error) bool {
+// the outcome in every case. The verdict says which of these decided, and at
+// the index of the deciding value among those tested (-1 when none did).
+func holds(c *rules.Criterion, vals []any, single bool, err error) (held bool, why Verdict, at int) {
 	if err != nil {
-		return c.Negate
+		return c.Negate, VerdictError, -1
 	}
 	if single && len(vals) == 1 {
 		switch v := vals[0].(type) {
 		case bool:
-			return v != c.Negate
+			return v != c.Negate, VerdictBoolean, 0
 		case nil:
-			return c.Negate
+			return c.Negate, VerdictNull, -1
 		case []any:
 			vals = v
 		}
 	}
 	if len(vals) == 0 {
-		return c.Negate
+		return c.Negate, VerdictNothing, -1
 	}
 	if !c.HasMatcher() {
-		return !c.Negate
+		return !c.Negate, VerdictExists, -1
 	}
 	if c.All {
-		for _, v := range vals {
+		for i, v := range vals {
 			if !c.Test(value.Text(v)) {
-				return c.Negate
+				return c.Negate, VerdictNotAll, i
 			}
 		}
-		return !c.Negate
+		return !c.Negate, VerdictAll, -1
 	}
-	for _, v := range vals {
+	for i, v := range vals {
 		if c.Test(value.Text(v)) {
-			return !c.Negate
+			return !c.Negate, VerdictAny, i
 		}
 	}
-	return c.Negate
+	return c.Negate, VerdictNone, -1
 }
 
 // apply builds all of a matching Patch rule's operations from the object as
 // the rule found it, then applies them atomically.
 func (ev *evaluation) apply(r *rules.Rule, tr *RuleTrace) {
-	ops, origin, field, err := ev.buildOps(r)
+	var sources *[]OpSource
+	if !ev.e.noTrace {
+		sources = &tr.OpSources
+	}
+	ops, origin, field, err := ev.buildOps(r, sources)
 	tr.Ops = ops
 	if err != nil {
 		ev.fail(r, tr, field, err)
@@ -311,8 +316,9 @@ func (ev *evaluation) fail(r *rules.Rule, tr *RuleTrace, field string, err error
 }
 
 // buildOps renders every operation of a rule; origin[i] is the index of the
-// patch item ops[i] came from.
-func (ev *evaluation) buildOps(r *rules.Rule) (ops []patch.Operation, origin []int, field string, err error) {
+// patch item ops[i] came from. When sources is not nil, it receives each
+// operation's patch item and captured keys (for the trace).
+func (ev *evaluation) buildOps(r *rules.Rule, sources *[]OpSource) (ops []patch.Operation, origin []int, field string, err error) {
 	root := ev.doc.Root()
 	ops = make([]patch.Operation, 0, len(r.Patches))
 	origin = make([]int, 0, len(r.Patches))
@@ -325,6 +331,9 @@ func (ev *evaluation) buildOps(r *rules.Rule) (ops []patch.Operation, origin []i
 			}
 			ops = append(ops, patch.Operation{Op: p.Op, Path: p.Path.Static, Value: v})
 			origin = append(origin, i)
+			if sources != nil {
+				*sources = append(*sources, OpSource{Field: p.Field})
+			}
 			continue
 		}
 		nodes, err := p.Select.Select(ev.ctx, root)
@@ -343,14 +352,35 @@ func (ev *evaluation) buildOps(r *rules.Rule) (ops []patch.Operation, origin []i
 			}
 			ops = append(ops, patch.Operation{Op: p.Op, Path: path, Value: v})
 			origin = append(origin, i)
+			if sources != nil {
+				*sources = append(*sources, OpSource{Field: p.Field, Keys: n.Keys})
+			}
 		}
 		if p.Op == patch.Remove {
 			// Remove from the highest index down so that every selected
 			// element goes, not every other one.
-			slices.SortStableFunc(ops[first:], func(a, b patch.Operation) int { return -comparePointers(a.Path, b.Path) })
+			if sources != nil {
+				sortRemovals(ops[first:], (*sources)[first:])
+			} else {
+				slices.SortStableFunc(ops[first:], func(a, b patch.Operation) int { return -comparePointers(a.Path, b.Path) })
+			}
 		}
 	}
 	return ops, origin, "", nil
+}
+
+// sortRemovals sorts removals from the highest index down, keeping each
+// operation's source beside it.
+func sortRemovals(ops []patch.Operation, sources []OpSource) {
+	idx := make([]int, len(ops))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return -comparePointers(ops[a].Path, ops[b].Path) })
+	o, s := slices.Clone(ops), slices.Clone(sources)
+	for i, j := range idx {
+		ops[i], sources[i] = o[j], s[j]
+	}
 }
 
 // comparePointers orders pointers token by token, numeric tokens by value.

@@ -117,6 +117,9 @@ type RuleTrace struct {
 	// Ops are the operations a matching Patch rule produced (applied unless
 	// the outcome is Failed).
 	Ops []patch.Operation
+	// OpSources has one entry per operation in Ops: the patch item it came
+	// from and the keys its select captured (the #N placeholder values).
+	OpSources []OpSource
 	// LastApplied is set when the rule's operations could not be mirrored
 	// into the last-applied-configuration annotation.
 	LastAppliedErr error
@@ -131,8 +134,56 @@ type CriterionTrace struct {
 	// Single is true when select yields at most one value by construction.
 	Single bool
 	Held   bool
+	// Verdict says what decided the outcome (before negation), and At is
+	// the index of the deciding value among those tested (the elements of
+	// a single array), or -1.
+	Verdict Verdict
+	At      int
 	// Err is set when select failed to evaluate (then the criterion has no result).
 	Err error
+}
+
+// Verdict says what decided a criterion, before negate flips the outcome.
+type Verdict uint8
+
+// Verdicts.
+const (
+	VerdictError   Verdict = iota + 1 // select failed: no result
+	VerdictBoolean                    // a single boolean decided alone
+	VerdictNull                       // a single null: no result
+	VerdictNothing                    // nothing selected (or an empty array): no result
+	VerdictExists                     // no matcher, and something was selected
+	VerdictAny                        // a value satisfied the matcher
+	VerdictNone                       // no value satisfied the matcher
+	VerdictAll                        // every value satisfied the matcher (matchFor: All)
+	VerdictNotAll                     // a value failed the matcher (matchFor: All)
+)
+
+var verdictText = [...]string{
+	VerdictError:   "select failed",
+	VerdictBoolean: "select yielded a single boolean, which decides alone",
+	VerdictNull:    "select yielded null (no result)",
+	VerdictNothing: "select yielded nothing (no result)",
+	VerdictExists:  "select yielded a value and there is no matcher",
+	VerdictAny:     "a value satisfied the matcher",
+	VerdictNone:    "no value satisfied the matcher",
+	VerdictAll:     "every value satisfied the matcher (matchFor: All)",
+	VerdictNotAll:  "a value failed the matcher (matchFor: All)",
+}
+
+func (v Verdict) String() string {
+	if int(v) < len(verdictText) && verdictText[v] != "" {
+		return verdictText[v]
+	}
+	return "unknown"
+}
+
+// OpSource is where one operation of a rule trace came from.
+type OpSource struct {
+	Field string // spec.patch[i]
+	// Keys are the keys the patch item's select captured for this
+	// operation (#0, #1, ...); nil without select.
+	Keys []any
 }
 
 // RuleError is a rule that failed while being applied.
