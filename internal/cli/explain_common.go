@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+)
+
+// Helpers shared by test, explain, lint and krm.
+
+// parseOperation checks an --operation value.
+func parseOperation(s string) (rules.Operation, error) {
+	op := rules.Operation(strings.ToUpper(s))
+	if op != rules.Create && op != rules.Update && op != rules.Delete {
+		return "", usageError("--operation must be CREATE, UPDATE or DELETE, not %q", s)
+	}
+	return op, nil
+}
+
+// admission is one object to evaluate and the namespace it is admitted in.
+type admission struct {
+	obj  map[string]any
+	kind string
+	ns   string // "" for cluster-scoped kinds
+	name string
+}
+
+// newAdmission takes a namespaced object without a namespace to be in
+// defaultNS, as apply does.
+func newAdmission(obj map[string]any, defaultNS string) admission {
+	a := admission{obj: obj}
+	a.kind, _ = obj["kind"].(string)
+	md, _ := obj["metadata"].(map[string]any)
+	a.ns, _ = md["namespace"].(string)
+	a.name, _ = md["name"].(string)
+	if a.ns == "" && !IsClusterScoped(a.kind) {
+		a.ns = defaultNS
+	}
+	return a
+}
+
+// String names the object as apply's messages do: Kind ns/name.
+func (a admission) String() string {
+	if a.ns == "" {
+		return a.kind + " " + a.name
+	}
+	return a.kind + " " + a.ns + "/" + a.name
+}
+
+// request builds the engine request: the object is the old object on DELETE.
+func (a admission) request(op rules.Operation) engine.Request {
+	req := engine.Request{Operation: op, Namespace: a.ns, Kind: a.kind}
+	if op == rules.Delete {
+		req.OldObject = a.obj
+	} else {
+		req.Object = a.obj
+	}
+	return req
+}
+
+// evaluate runs the engine on one admission.
+func (a admission) evaluate(ctx context.Context, eng *engine.Engine, snap *rules.Snapshot, op rules.Operation) (*engine.Decision, error) {
+	return eng.Evaluate(ctx, snap, a.request(op))
+}
+
+// resolverFor reads context objects (Namespaces, Nodes) into a resolver;
+// nil when there are none. Other kinds are reported as warnings.
+func resolverFor(paths []string, s Streams) (engine.Resolver, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	docs, err := source.ReadPaths(paths, s.In)
+	if err != nil {
+		return nil, &ExitError{Code: 2, Err: err}
+	}
+	r, ignored := newStaticResolver(docs)
+	for _, w := range ignored {
+		fmt.Fprintln(s.Err, "warning:", w)
+	}
+	return r, nil
+}
+
+// toYAML renders a value as YAML text.
+func toYAML(v any) string {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return string(b)
+}
+
+// isTerminal reports whether w is a terminal (for colour), honouring
+// NO_COLOR.
+func isTerminal(w io.Writer) bool {
+	if os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// checkStdin allows standard input (-) to be named once at most.
+func checkStdin(lists ...[]string) error {
+	used := false
+	for _, l := range lists {
+		for _, p := range l {
+			if p != "-" {
+				continue
+			}
+			if used {
+				return usageError("standard input (-) can be read only once")
+			}
+			used = true
+		}
+	}
+	return nil
+}

@@ -1,0 +1,359 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/suite"
+	"github.com/modwright/modwright/internal/value"
+)
+
+type testOptions struct {
+	format string
+	run    string
+}
+
+func newTestCmd(s Streams) *cobra.Command {
+	o := &testOptions{}
+	cmd := &cobra.Command{
+		Use:   "test PATH...",
+		Short: "Run rule test suites (" + suite.FileName + ") and report PASS/FAIL per case",
+		Long: `test runs test suites for ModRules: each suite names rule files, resources and
+optional context objects, and the outcome expected for each resource. PATH is a
+suite file, or a directory searched recursively for files named
+` + suite.FileName + `.
+
+A suite (paths are relative to the suite file):
+
+  apiVersion: modwright.io/v1alpha1
+  kind: TestSuite
+  rules: [rules]                 # ModRule files or directories (required)
+  resources: [manifests]         # objects cases refer to as Kind/name
+  context: [namespaces.yaml]     # Namespaces and Nodes for syntheticRefs
+  operation: CREATE              # default; a case may override it
+  namespace: default             # for namespaced objects that carry none
+  cases:
+    - resource: Deployment/web   # or Kind/namespace/name, or object: {...}
+      expect: patched            # admitted | unchanged | patched | rejected
+      result: expected/web.yaml  # or resultObject: {...}; compared as JSON
+    - resource: Service/web
+      expect: unchanged
+    - name: external IPs are refused
+      resource: Service/sneaky
+      expect: rejected
+      message: are not allowed   # must occur in the denial text
+      messageRegex: '203\.0\.113\.7'
+
+A rule that fails to apply to a case's object fails the case, unless the case
+lists the error under errors: [text, ...].
+
+Every case prints one line, PASS or FAIL, with what went wrong and a diff
+(- expected, + actual) for a failure, then a summary "N passed, M failed".
+--format json prints the same as one JSON document.
+
+Exit status: 0 when every case passed; 1 when any failed; 2 when a suite is
+invalid (the file and field are named) or its rules or resources cannot be
+loaded.`,
+		Example: `  modwright test examples
+  modwright test examples/modwright-test.yaml --format json
+  modwright test . --run 'Service/'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runTest(cmd.Context(), args, o, s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	f.StringVar(&o.run, "run", "", "run only the cases whose name contains this text")
+	return cmd
+}
+
+// caseResult is the outcome of one case.
+type caseResult struct {
+	Suite  string `json:"suite"`
+	Case   string `json:"case"`
+	Passed bool   `json:"passed"`
+	// Reason says why a case failed.
+	Reason string `json:"reason,omitempty"`
+	// Diff is a unified diff, expected to actual.
+	Diff string `json:"diff,omitempty"`
+}
+
+type testReport struct {
+	Results []caseResult `json:"results"`
+	Passed  int          `json:"passed"`
+	Failed  int          `json:"failed"`
+}
+
+func runTest(ctx context.Context, paths []string, o *testOptions, s Streams) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.format != "text" && o.format != "json" {
+		return usageError("--format must be text or json, not %q", o.format)
+	}
+	files, err := suite.Find(paths)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if len(files) == 0 {
+		return usageError("no %s found under %s", suite.FileName, strings.Join(paths, ", "))
+	}
+	// Every suite is validated before any runs.
+	suites := make([]*suite.Suite, 0, len(files))
+	var errs []error
+	for _, f := range files {
+		st, err := suite.Load(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		suites = append(suites, st)
+	}
+	if len(errs) > 0 {
+		return &ExitError{Code: 2, Err: errors.Join(errs...)}
+	}
+	var rep testReport
+	for _, st := range suites {
+		res, err := runSuite(ctx, st, o.run, s)
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			if r.Passed {
+				rep.Passed++
+			} else {
+				rep.Failed++
+			}
+			if o.format == "text" {
+				printCase(s, r)
+			}
+		}
+		rep.Results = append(rep.Results, res...)
+	}
+	if o.format == "json" {
+		if rep.Results == nil {
+			rep.Results = []caseResult{}
+		}
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rep); err != nil {
+			return &ExitError{Code: 2, Err: err}
+		}
+	} else {
+		fmt.Fprintf(s.Out, "%d passed, %d failed\n", rep.Passed, rep.Failed)
+	}
+	if rep.Failed > 0 {
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+func printCase(s Streams, r caseResult) {
+	if r.Passed {
+		fmt.Fprintf(s.Out, "PASS %s: %s\n", r.Suite, r.Case)
+		return
+	}
+	fmt.Fprintf(s.Out, "FAIL %s: %s: %s\n", r.Suite, r.Case, r.Reason)
+	if r.Diff != "" {
+		for _, l := range splitLines(r.Diff) {
+			fmt.Fprintln(s.Out, "    "+l)
+		}
+	}
+}
+
+// suiteError is an exit-2 error naming the suite.
+func suiteError(st *suite.Suite, field string, err error) error {
+	return &ExitError{Code: 2, Err: fmt.Errorf("%w: %s: %s: %v", suite.ErrInvalid, st.Path, field, err)}
+}
+
+// runSuite loads a suite's rules, resources and context and runs its cases.
+func runSuite(ctx context.Context, st *suite.Suite, filter string, s Streams) ([]caseResult, error) {
+	snap, err := loadSnapshot(st.ResolveAll(st.Rules), s, st.ClusterRulesNamespace)
+	if err != nil {
+		var ee *ExitError
+		if errors.As(err, &ee) {
+			return nil, suiteError(st, "rules", ee.Err)
+		}
+		return nil, err
+	}
+	docs, err := source.ReadPaths(st.ResolveAll(st.Resources), nil)
+	if err != nil {
+		return nil, suiteError(st, "resources", err)
+	}
+	resolver, err := resolverFor(st.ResolveAll(st.Context), Streams{Err: s.Err})
+	if err != nil {
+		return nil, suiteError(st, "context", errors.Unwrap(err))
+	}
+	eng := engine.New(engine.Options{Resolver: resolver, NoTrace: true})
+	name := st.Name
+	if name == "" {
+		name = st.Path
+	}
+	var out []caseResult
+	for i := range st.Cases {
+		c := &st.Cases[i]
+		title := c.Title(i)
+		if filter != "" && !strings.Contains(title, filter) {
+			continue
+		}
+		field := fmt.Sprintf("cases[%d]", i)
+		obj := c.Obj
+		if c.Resource != "" {
+			obj, err = findResource(docs, c)
+			if err != nil {
+				return nil, suiteError(st, field+".resource", err)
+			}
+		}
+		var want map[string]any
+		switch {
+		case c.ResultObj != nil:
+			want = c.ResultObj
+		case c.Result != "":
+			want, err = readResult(st.Resolve(c.Result), obj)
+			if err != nil {
+				return nil, suiteError(st, field+".result", err)
+			}
+		}
+		opName := st.Operation
+		if c.Operation != "" {
+			opName = c.Operation
+		}
+		ns := st.Namespace
+		if c.Namespace != "" {
+			ns = c.Namespace
+		}
+		op := rules.Operation(strings.ToUpper(opName))
+		a := newAdmission(obj, ns)
+		dec, err := a.evaluate(ctx, eng, snap, op)
+		if err != nil {
+			return nil, suiteError(st, field, err)
+		}
+		r := caseResult{Suite: name, Case: title}
+		r.Reason, r.Diff = check(c, obj, want, dec)
+		r.Passed = r.Reason == ""
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// findResource finds the one document a case refers to.
+func findResource(docs []source.Document, c *suite.Case) (map[string]any, error) {
+	kind, ns, name := c.Ref()
+	var found []*source.Document
+	for i := range docs {
+		d := &docs[i]
+		if d.Kind() == kind && d.Name() == name && (ns == "" || d.Namespace() == ns) {
+			found = append(found, d)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("no %s among the suite's resources", c.Resource)
+	case 1:
+		return found[0].Object, nil
+	}
+	origins := make([]string, len(found))
+	for i, d := range found {
+		origins[i] = d.Origin
+	}
+	return nil, fmt.Errorf("%s is ambiguous (%s); use Kind/namespace/name", c.Resource, strings.Join(origins, "; "))
+}
+
+// readResult reads an expected result: the file's only object, or the one
+// with the input's kind, namespace and name.
+func readResult(path string, in map[string]any) (map[string]any, error) {
+	docs, err := source.ReadPaths([]string{path}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) == 1 {
+		return docs[0].Object, nil
+	}
+	a := newAdmission(in, "")
+	for i := range docs {
+		d := &docs[i]
+		if d.Kind() == a.kind && d.Name() == a.name && d.Namespace() == a.ns {
+			return d.Object, nil
+		}
+	}
+	return nil, fmt.Errorf("%s holds %d objects and none is %s %s", path, len(docs), a.kind, a.name)
+}
+
+// check compares a decision with a case's expectation; the reason is empty
+// when the case passed.
+func check(c *suite.Case, in, want map[string]any, dec *engine.Decision) (reason, diff string) {
+	if r := checkErrors(c.Errors, dec.Errors); r != "" {
+		return r, ""
+	}
+	if c.Expect == suite.ExpectRejected {
+		if dec.Allowed() {
+			change := "unchanged"
+			if dec.Changed() {
+				change = "patched"
+			}
+			return "expected a rejection, but the object was admitted (" + change + ")", ""
+		}
+		text := dec.DenialText()
+		if c.Message != "" && !strings.Contains(text, c.Message) {
+			return fmt.Sprintf("the denial text does not contain %q", c.Message), unifiedDiff("expected message", "denial text", c.Message+"\n", text+"\n", false)
+		}
+		if c.Regex != nil && !c.Regex.MatchString(text) {
+			return fmt.Sprintf("the denial text does not match /%s/", c.MessageRegex), unifiedDiff("expected messageRegex", "denial text", c.MessageRegex+"\n", text+"\n", false)
+		}
+		return "", ""
+	}
+	if !dec.Allowed() {
+		return "expected admission, but rejected: " + dec.DenialText(), ""
+	}
+	switch c.Expect {
+	case suite.ExpectUnchanged:
+		if dec.Changed() {
+			return "expected no change, but the rules patched the object", unifiedDiff("input", "result", toYAML(in), toYAML(dec.Object), false)
+		}
+		return "", ""
+	case suite.ExpectPatched:
+		if !dec.Changed() {
+			return "expected a patch, but no rule changed the object", ""
+		}
+	}
+	if want != nil && !value.Equal(want, dec.Object) {
+		return "the result differs from the expected object", unifiedDiff("expected", "result", toYAML(want), toYAML(dec.Object), false)
+	}
+	return "", ""
+}
+
+// checkErrors requires every rule error to be expected and every expected
+// text to occur in some rule error.
+func checkErrors(expected []string, got []engine.RuleError) string {
+	var problems []string
+	for _, e := range got {
+		msg := e.Error()
+		ok := false
+		for _, x := range expected {
+			ok = ok || strings.Contains(msg, x)
+		}
+		if !ok {
+			problems = append(problems, "rule error: "+msg)
+		}
+	}
+	for _, x := range expected {
+		ok := false
+		for _, e := range got {
+			ok = ok || strings.Contains(e.Error(), x)
+		}
+		if !ok {
+			problems = append(problems, fmt.Sprintf("expected a rule error containing %q", x))
+		}
+	}
+	return strings.Join(problems, "; ")
+}

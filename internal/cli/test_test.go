@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+)
+
+// goldenDir holds the expected output of command lines, one txtar archive
+// per test case with the sections exit, stdout and stderr. Refresh them
+// with `go test ./internal/cli -run Golden -update` and review the diff.
+const goldenDir = "../../testdata/cli/golden"
+
+type goldenCase struct {
+	name  string
+	args  []string
+	stdin string
+}
+
+// runGolden runs each command line and compares its exit code and output
+// with the golden archive of the same name.
+func runGolden(t *testing.T, cases []goldenCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := ExecuteContext(context.Background(), tc.args,
+				Streams{In: strings.NewReader(tc.stdin), Out: &stdout, Err: &stderr})
+			got := &txtar.Archive{
+				Comment: []byte("modwright " + strings.Join(tc.args, " ") + "\n"),
+				Files: []txtar.File{
+					{Name: "exit", Data: []byte(strconv.Itoa(code) + "\n")},
+					{Name: "stdout", Data: stdout.Bytes()},
+					{Name: "stderr", Data: stderr.Bytes()},
+				},
+			}
+			path := filepath.Join(goldenDir, tc.name+".txtar")
+			if *update {
+				if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, txtar.Format(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(data), string(txtar.Format(got))); diff != "" {
+				t.Errorf("output differs from %s (-want +got):\n%s", path, diff)
+			}
+		})
+	}
+}
+
+func TestTestGolden(t *testing.T) {
+	const dir = "../../testdata/cli/test/"
+	runGolden(t, []goldenCase{
+		{name: "test-pass", args: []string{"test", dir + "pass"}},
+		{name: "test-fail", args: []string{"test", dir + "fail"}},
+		{name: "test-fail-json", args: []string{"test", "--format", "json", dir + "fail/modwright-test.yaml"}},
+		{name: "test-run-filter", args: []string{"test", "--run", "message", dir + "fail"}},
+		{name: "test-invalid", args: []string{"test", dir}},
+		{name: "test-bad-rules", args: []string{"test", dir + "badrules"}},
+		{name: "test-missing-resource", args: []string{"test", dir + "missing"}},
+		{name: "test-no-suites", args: []string{"test", dir + "rules"}},
+		{name: "test-bad-format", args: []string{"test", "--format", "xml", dir + "pass"}},
+	})
+}
+
+// TestExampleSuites runs the suites shipped with examples/: they must pass.
+func TestExampleSuites(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := ExecuteContext(context.Background(), []string{"test", "../../examples"},
+		Streams{In: strings.NewReader(""), Out: &stdout, Err: &stderr})
+	if code != 0 {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.HasSuffix(stdout.String(), " passed, 0 failed\n") || strings.Contains(stdout.String(), "FAIL") {
+		t.Errorf("stdout:\n%s", stdout.String())
+	}
+}
