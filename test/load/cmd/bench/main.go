@@ -382,7 +382,7 @@ func pickMetrics(m load.Metrics) map[string]float64 {
 	out := map[string]float64{}
 	for k, v := range m {
 		for _, p := range []string{"modwright_admission_reviews_total", "modwright_rule_evaluation_errors_total", "modwright_admission_panics_total",
-			"modwright_rules{", "modwright_snapshot_build_seconds", "go_memstats_heap_inuse_bytes", "go_gc_duration_seconds_count", "process_resident_memory_bytes"} {
+			"modwright_rules{", "modwright_snapshot_build_seconds", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes", "go_gc_duration_seconds_count", "process_resident_memory_bytes"} {
 			if strings.HasPrefix(k, p) {
 				out[k] = v
 			}
@@ -450,7 +450,7 @@ func runSnapshot10k(ctx context.Context, o *options, e *env, rep *report) *snaps
 				return err
 			}
 			s.ReadySeconds = append(s.ReadySeconds, srv.ready.Seconds())
-			m, err := load.ScrapeMetrics(ctx, srv.client, srv.base)
+			m, err := scrapeSnapshotMetrics(ctx, srv)
 			if err != nil {
 				srv.kill()
 				return fmt.Errorf("scraping /metrics: %w", err)
@@ -492,6 +492,26 @@ func runSnapshot10k(ctx context.Context, o *options, e *env, rep *report) *snaps
 	return s
 }
 
+// scrapeSnapshotMetrics scrapes /metrics until the snapshot's build
+// metrics are there. /readyz turns ready as soon as the snapshot is
+// published, and the server records the build's metrics just after that,
+// so the first scrape can come too early; it waits at most 5 s.
+func scrapeSnapshotMetrics(ctx context.Context, srv *server) (load.Metrics, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m, err := load.ScrapeMetrics(ctx, srv.client, srv.base)
+		if err != nil {
+			return nil, err
+		}
+		_, built := m.Get("modwright_snapshot_build_seconds", "phase", "index")
+		_, counted := m.Get("modwright_rules", "state", "ready")
+		if (built && counted) || time.Now().After(deadline) || ctx.Err() != nil {
+			return m, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // soakResult samples the server's memory over a long run.
 type soakResult struct {
 	Reviews    int          `json:"reviews"`
@@ -501,11 +521,11 @@ type soakResult struct {
 	Failed     string       `json:"failed,omitempty"`
 	// Baseline and Final are the largest samples of the warm part (samples
 	// 2-5) and of the second half (6-10); Flat says whether Final stays
-	// within 10% of Baseline for both RSS and heap.
+	// within 10% of Baseline for both RSS and the heap goal.
 	BaselineRSS  int64   `json:"baseline_rss_bytes"`
 	FinalRSS     int64   `json:"final_rss_bytes"`
-	BaselineHeap float64 `json:"baseline_heap_inuse_bytes"`
-	FinalHeap    float64 `json:"final_heap_inuse_bytes"`
+	BaselineHeap float64 `json:"baseline_heap_goal_bytes"`
+	FinalHeap    float64 `json:"final_heap_goal_bytes"`
 	Growth       float64 `json:"growth"`
 	Flat         bool    `json:"flat"`
 	Criterion    string  `json:"criterion"`
@@ -515,11 +535,16 @@ type soakSample struct {
 	After     int64   `json:"after_reviews"`
 	RSS       int64   `json:"rss_bytes"`
 	HeapInuse float64 `json:"heap_inuse_bytes"`
-	P99       float64 `json:"p99_ms"`
+	// HeapGoal is go_memstats_next_gc_bytes: twice the heap the last
+	// collection found live (GOGC=100). Heap in use, sampled at a random
+	// point of the collection cycle, swings between the live heap and the
+	// goal; the goal moves only when what survives a collection does.
+	HeapGoal float64 `json:"heap_goal_bytes"`
+	P99      float64 `json:"p99_ms"`
 }
 
 // soakCriterion explains how Flat is decided.
-const soakCriterion = "memory is flat when, for both VmRSS and go_memstats_heap_inuse_bytes, the largest of the samples taken after 6/10..10/10 of the reviews is within 10% of the largest of those after 2/10..5/10 (the first tenth is warm-up)"
+const soakCriterion = "memory is flat when, for both VmRSS and the heap goal (go_memstats_next_gc_bytes, twice the heap found live by the last collection), the largest of the samples taken after 6/10..10/10 of the reviews is within 10% of the largest of those after 2/10..5/10 (the first tenth is warm-up)"
 
 func runSoak(ctx context.Context, o *options, e *env, rep *report) *soakResult {
 	s := &soakResult{Reviews: o.soak, Criterion: soakCriterion}
@@ -574,8 +599,12 @@ func runSoak(ctx context.Context, o *options, e *env, rep *report) *soakResult {
 			if !ok {
 				return errors.New("/metrics has no go_memstats_heap_inuse_bytes")
 			}
-			s.Samples = append(s.Samples, soakSample{After: done, RSS: p.RSS, HeapInuse: heap, P99: r.Latency.P99})
-			progress("soak: %d reviews, %.0f reviews/s, RSS %.1f MiB, heap in use %.1f MiB", done, r.Throughput, mib(p.RSS), heap/(1<<20))
+			goal, ok := m.Get("go_memstats_next_gc_bytes")
+			if !ok {
+				return errors.New("/metrics has no go_memstats_next_gc_bytes")
+			}
+			s.Samples = append(s.Samples, soakSample{After: done, RSS: p.RSS, HeapInuse: heap, HeapGoal: goal, P99: r.Latency.P99})
+			progress("soak: %d reviews, %.0f reviews/s, RSS %.1f MiB, heap in use %.1f MiB, heap goal %.1f MiB", done, r.Throughput, mib(p.RSS), heap/(1<<20), goal/(1<<20))
 		}
 		if elapsed > 0 {
 			s.Throughput = float64(done) / elapsed
@@ -595,9 +624,9 @@ func runSoak(ctx context.Context, o *options, e *env, rep *report) *soakResult {
 		for i, x := range s.Samples {
 			switch {
 			case i >= 1 && i <= 4:
-				s.BaselineRSS, s.BaselineHeap = max(s.BaselineRSS, x.RSS), max(s.BaselineHeap, x.HeapInuse)
+				s.BaselineRSS, s.BaselineHeap = max(s.BaselineRSS, x.RSS), max(s.BaselineHeap, x.HeapGoal)
 			case i >= 5:
-				s.FinalRSS, s.FinalHeap = max(s.FinalRSS, x.RSS), max(s.FinalHeap, x.HeapInuse)
+				s.FinalRSS, s.FinalHeap = max(s.FinalRSS, x.RSS), max(s.FinalHeap, x.HeapGoal)
 			}
 		}
 		if s.BaselineRSS > 0 && s.BaselineHeap > 0 {
