@@ -89,3 +89,19 @@ func TestExampleSuites(t *testing.T) {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
 }
+
+func TestExplainGolden(t *testing.T) {
+	const dir = "../../testdata/cli/explain/"
+	base := []string{"explain", "--rules", dir + "rules.yaml", "-f", dir + "objects.yaml", "--context", dir + "context.yaml"}
+	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
+	runGolden(t, []goldenCase{
+		{name: "explain-examples", args: []string{"explain", "--rules", "../../examples/rules", "-f", "../../examples/manifests"}},
+		{name: "explain-scopes", args: with()},
+		{name: "explain-json", args: with("-o", "json")},
+		{name: "explain-delete", args: with("--operation", "delete")},
+		{name: "explain-color", args: []string{"explain", "--color", "always", "--rules", "../../examples/rules", "-f", "-"},
+			stdin: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {template: {spec: {containers: [{name: c, image: redis}]}}}\n"},
+		{name: "explain-bad-output", args: with("-o", "yaml")},
+		{name: "explain-bad-rules", args: []string{"explain", "--rules", "../../testdata/cli/test/badrules/rules.yaml", "-f", dir + "objects.yaml"}},
+	})
+}
