@@ -105,3 +105,16 @@ func TestExplainGolden(t *testing.T) {
 		{name: "explain-bad-rules", args: []string{"explain", "--rules", "../../testdata/cli/test/badrules/rules.yaml", "-f", dir + "objects.yaml"}},
 	})
 }
+
+func TestLintGolden(t *testing.T) {
+	const dir = "../../testdata/cli/lint/"
+	runGolden(t, []goldenCase{
+		{name: "lint-examples", args: []string{"lint", "../../examples/rules", "--strict"}},
+		{name: "lint-warnings", args: []string{"lint", dir + "warnings", "-f", dir + "samples.yaml"}},
+		{name: "lint-warnings-strict", args: []string{"lint", "--strict", dir + "warnings/dup.yaml", dir + "warnings/rules.yaml"}},
+		{name: "lint-errors", args: []string{"lint", dir + "errors"}},
+		{name: "lint-errors-json", args: []string{"lint", "-o", "json", dir + "errors"}},
+		{name: "lint-missing-path", args: []string{"lint", dir + "nope"}},
+		{name: "lint-cluster-namespace-flag", args: []string{"lint", "--cluster-rules-namespace", "other", dir + "warnings/rules.yaml"}},
+	})
+}
