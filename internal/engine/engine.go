@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
+	"unsafe"
 
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/patch"
@@ -30,6 +32,16 @@ type Options struct {
 type Engine struct {
 	resolver Resolver
 	noTrace  bool
+	// slabs recycles the criteria and values storage of evaluations
+	// under NoTrace, where nothing refers to it once Evaluate returns.
+	slabs sync.Pool // *slabs
+}
+
+// slabs is the storage an evaluation cuts its criteria traces and selected
+// values from.
+type slabs struct {
+	criteria []CriterionTrace
+	values   []any
 }
 
 // New returns an Engine.
@@ -90,6 +102,20 @@ func (e *Engine) Evaluate(ctx context.Context, snap *rules.Snapshot, req Request
 	}
 	if !e.noTrace {
 		ev.d.Trace = make([]RuleTrace, 0, len(candidates))
+	} else {
+		s, _ := e.slabs.Get().(*slabs)
+		if s == nil {
+			s = &slabs{criteria: make([]CriterionTrace, 0, 64), values: make([]any, 0, 256)}
+		}
+		ev.criteria, ev.values = s.criteria, s.values
+		defer func() {
+			// Drop every reference into the object before recycling.
+			s.criteria, s.values = ev.criteria[:0], ev.values[:0]
+			clear(s.criteria[:cap(s.criteria)])
+			clear(s.values[:cap(s.values)])
+			ev.scratch = RuleTrace{}
+			e.slabs.Put(s)
+		}()
 	}
 	if err := ev.run(); err != nil {
 		return nil, err
@@ -602,11 +628,14 @@ func (ev *evaluation) writeLastApplied() {
 	if !ok || now != before {
 		return
 	}
-	b, err := value.Encode(ev.la.Root())
-	if err != nil {
+	// Sized for the usual case (the rules added a little to it), so that
+	// encoding does not grow the buffer step by step; the string shares
+	// the buffer, which nothing else holds.
+	b, err := value.AppendJSON(make([]byte, 0, len(before)+len(before)/4+256), ev.la.Root())
+	if err != nil || len(b) == 0 {
 		return
 	}
-	ev.must(ev.doc.Put(lastAppliedPath, string(b)))
+	ev.must(ev.doc.Put(lastAppliedPath, unsafe.String(unsafe.SliceData(b), len(b))))
 }
 
 func lookup(v any, path ...string) (any, bool) {

@@ -45,7 +45,11 @@ func Diff(original, modified any) []Operation {
 type differ struct {
 	path  []string    // tokens of the current position
 	ops   []Operation // result so far
-	sizes []int       // estimated encoded size of each op
+	sizes []int       // estimated encoded size of each op (0 outside arrays)
+	// arrays counts the arrays being diffed around the current position:
+	// only there are sizes compared (see diffArray), so outside any array
+	// they are not computed.
+	arrays int
 	keys  []string    // stack of added object keys, shared by all levels
 
 	groups       []group // stack of member groups, shared by all levels
@@ -76,14 +80,17 @@ func (d *differ) emit(op OpType, extra string, hasExtra bool, v any) {
 	if hasExtra {
 		p[n-1] = extra
 	}
-	size := pathSize(p)
-	switch op {
-	case Remove:
-		size += removeOverhead
-	case Add:
-		size += addOverhead + sizeOf(v, -1)
-	default:
-		size += opOverhead + sizeOf(v, -1)
+	size := 0
+	if d.arrays > 0 {
+		size = pathSize(p)
+		switch op {
+		case Remove:
+			size += removeOverhead
+		case Add:
+			size += addOverhead + sizeOf(v, -1)
+		default:
+			size += opOverhead + sizeOf(v, -1)
+		}
 	}
 	d.ops = append(d.ops, Operation{Op: op, Path: p, Value: v})
 	d.sizes = append(d.sizes, size)
@@ -194,6 +201,7 @@ func (d *differ) diffArray(x, y []any) {
 		return
 	}
 	start := len(d.ops)
+	d.arrays++
 	n := min(len(xm), len(ym))
 	for i := 0; i < n; i++ {
 		d.path = append(d.path, strconv.Itoa(p+i))
@@ -206,6 +214,7 @@ func (d *differ) diffArray(x, y []any) {
 	for i := n; i < len(ym); i++ {
 		d.emit(Add, strconv.Itoa(p+i), true, ym[i])
 	}
+	d.arrays--
 	// One replace of the whole array instead, when that is smaller.
 	cost := 0
 	for _, c := range d.sizes[start:] {

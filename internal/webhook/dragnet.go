@@ -125,9 +125,11 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer d.release()
 	in := d.bufs.Get().(*bytes.Buffer)
 	out := d.bufs.Get().(*bytes.Buffer)
+	patchBuf := d.bufs.Get().(*bytes.Buffer)
 	defer func() {
 		d.putBuffer(in)
 		d.putBuffer(out)
+		d.putBuffer(patchBuf)
 	}()
 
 	if herr := d.readBody(w, r, in); herr != nil {
@@ -152,7 +154,7 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(timeout))
 	defer cancel()
-	resp, outcome := d.review(ctx, snap, rv)
+	resp, outcome := d.review(ctx, snap, rv, patchBuf)
 	out.Write(appendResponse(out.AvailableBuffer(), resp))
 	w.Header().Set("Content-Type", "application/json")
 	if _, err := w.Write(out.Bytes()); err != nil {
@@ -236,8 +238,10 @@ func (d *Dragnet) deadline(r *http.Request) time.Duration {
 	return t * 9 / 10
 }
 
-// review evaluates one request; it never panics.
-func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review) (resp *response, outcome string) {
+// review evaluates one request; it never panics. The patch is encoded into
+// patchBuf's storage, so the response is only valid until patchBuf is
+// reused.
+func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review, patchBuf *bytes.Buffer) (resp *response, outcome string) {
 	req := rv.Request
 	resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
 	defer func() {
@@ -310,12 +314,16 @@ func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review) 
 	}
 	resp.Allowed = true
 	if dec.Changed() {
-		p, err := patch.AppendPatch(make([]byte, 0, 64*len(dec.Patch)), dec.Patch)
+		p, err := patch.AppendPatch(patchBuf.AvailableBuffer(), dec.Patch)
 		if err != nil { // trees from the engine always encode
 			d.opts.Log.Error(err, "encoding the patch failed", "uid", req.UID)
 			return d.failure(rv, http.StatusInternalServerError, "modwright: encoding the patch: "+err.Error())
 		}
-		resp.Patch = p
+		// Keep the patch in patchBuf, which then keeps the capacity it
+		// needed for the next review (Write copies p onto itself when it
+		// fitted).
+		patchBuf.Write(p)
+		resp.Patch = patchBuf.Bytes()
 		if log := d.opts.Log.V(1); log.Enabled() {
 			log.Info("patched", "patch", string(resp.Patch), "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
 		}
