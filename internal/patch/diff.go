@@ -50,7 +50,7 @@ type differ struct {
 	// only there are sizes compared (see diffArray), so outside any array
 	// they are not computed.
 	arrays int
-	keys  []string    // stack of added object keys, shared by all levels
+	keys   []string // stack of added object keys, shared by all levels
 
 	groups       []group // stack of member groups, shared by all levels
 	scratch      []Operation
