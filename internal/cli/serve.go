@@ -44,6 +44,7 @@ type serveOptions struct {
 	pprof          bool
 	logFormat      string
 	verbosity      int
+	operator       operatorOptions
 }
 
 // envPrefix prefixes the environment variables that set serve's flags:
@@ -53,9 +54,28 @@ const envPrefix = "MODWRIGHT_"
 func newServeCmd(s Streams) *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
-		Use:   "serve --standalone --rules PATH [--rules PATH]... [flags]",
+		Use:   "serve [--standalone --rules PATH [--rules PATH]...] [flags]",
 		Short: "Serve the admission webhooks",
 		Long: `serve answers Kubernetes admission reviews with ModRules.
+
+Without --standalone it is the in-cluster operator (see docs/operator.md):
+ModRules come from the API server through an informer and are compiled once
+per generation into the serving snapshot, swapped atomically; every replica
+serves from its own snapshot. It serves, on --webhook-port (TLS 1.2+):
+  /dragnet-webhook      the mutating webhook every targeted object goes through
+  /podbinding-webhook   records a bound Pod's node (ref.kubemod.io/nodename)
+                        when it is annotated ref.kubemod.io/inject-node-ref: "true"
+  /validate-modrule     refuses ModRules that do not compile, with field errors
+plus /metrics on --metrics-bind-address and /healthz, /readyz on
+--health-probe-bind-address (ready once the ModRule, Namespace and Node caches
+have synced, the first snapshot is published and a serving certificate
+exists). The elected leader writes ModRule status (observedGeneration, a Ready
+condition, Warning events for rules that do not compile), keeps a CA and
+serving certificate in --cert-secret (renewed before expiry) and keeps the
+caBundle and the dragnet's --target-resources of the named webhook
+configurations correct, re-applying them when something overwrites them.
+With --cert-management external, cert-manager provides the Secret and the
+caBundle instead.
 
 With --standalone it needs no Kubernetes API at all: rules come from files and
 directories (read as 'modwright apply --rules' reads them), and the dragnet
@@ -83,10 +103,12 @@ error) is denied with code 500 so that no rule is silently skipped; use
 Every flag can also be set from the environment: MODWRIGHT_ followed by the
 flag name in upper case with - as _ (MODWRIGHT_WEBHOOK_PORT=8443); repeatable
 flags take a comma-separated list. Flags given on the command line win.
+`,
+		Example: `  # in a cluster (deploy/ sets these flags):
+  modwright serve --namespace modwright-system --cluster-rules-namespace kubemod-system
 
-In-cluster operator mode (without --standalone: rules from the API server,
-ModRule status, webhook configuration management) is not available yet.`,
-		Example: `  modwright serve --standalone --rules examples/rules --cert-dir /tmp/modwright-certs
+  # without a cluster:
+  modwright serve --standalone --rules examples/rules --cert-dir /tmp/modwright-certs
   curl --cacert /tmp/modwright-certs/ca.crt https://localhost:9443/readyz`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -111,6 +133,7 @@ ModRule status, webhook configuration management) is not available yet.`,
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity: 0 logs errors, denials and rule loads; 1 adds every patch")
+	addOperatorFlags(f, &o.operator)
 	return cmd
 }
 
@@ -154,10 +177,10 @@ func newLogger(format string, verbosity int, w io.Writer) (logr.Logger, error) {
 }
 
 func runServe(ctx context.Context, o *serveOptions, s Streams) error {
-	if !o.standalone {
-		return usageError("serve without --standalone (the in-cluster operator) is not available yet; use --standalone --rules PATH")
+	if !o.standalone && len(o.rules) > 0 {
+		return usageError("--rules needs --standalone (the operator reads ModRules from the API server)")
 	}
-	if len(o.rules) == 0 {
+	if o.standalone && len(o.rules) == 0 {
 		return usageError("--standalone needs at least one --rules PATH")
 	}
 	if o.port < 0 || o.port > 65535 {
@@ -169,6 +192,9 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	}
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if !o.standalone {
+		return runOperator(ctx, o, log)
 	}
 
 	reg := prometheus.NewRegistry()

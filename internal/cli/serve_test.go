@@ -201,7 +201,9 @@ func TestServeUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"serve"}, "not available yet; use --standalone"},
+		{[]string{"serve", "--rules", dir}, "--rules needs --standalone"},
+		{[]string{"serve", "--cert-management", "manual"}, "--cert-management must be self or external"},
+		{[]string{"serve", "--target-resources", "a b"}, "--target-resources"},
 		{[]string{"serve", "--standalone"}, "needs at least one --rules"},
 		{[]string{"serve", "--standalone", "--rules", dir, "--webhook-port", "70000"}, "not a port"},
 		{[]string{"serve", "--standalone", "--rules", dir, "--log-format", "xml"}, "--log-format must be json or text"},

@@ -1,0 +1,289 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	cradmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/controller"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/metrics"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/source/cluster"
+	"github.com/modwright/modwright/internal/webhook"
+)
+
+// operatorOptions are serve's flags for the in-cluster operator.
+type operatorOptions struct {
+	kubeconfig       string
+	namespace        string
+	serviceName      string
+	certSecret       string
+	certManagement   string
+	certTTL          time.Duration
+	mutatingConfig   string
+	validatingConfig string
+	dragnetWebhook   string
+	targetResources  []string
+	metricsAddr      string
+	probeAddr        string
+	leaderElect      bool
+	leaderElectionID string
+}
+
+// Names the deploy/ bundle and Helm chart use; the flags' defaults.
+const (
+	defaultNamespace      = "modwright-system"
+	defaultServiceName    = "modwright-webhook"
+	defaultCertSecret     = "modwright-webhook-cert"
+	defaultWebhookConfigs = "modwright"
+	defaultDragnetWebhook = "dragnet.modwright.io"
+)
+
+func addOperatorFlags(f interface {
+	StringVar(*string, string, string, string)
+	StringArrayVar(*[]string, string, []string, string)
+	BoolVar(*bool, string, bool, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
+}, o *operatorOptions) {
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (empty: $KUBECONFIG, the in-cluster configuration, or ~/.kube/config)")
+	f.StringVar(&o.namespace, "namespace", defaultNamespace, "namespace modwright runs in (its Secret, Service and leader-election lease)")
+	f.StringVar(&o.serviceName, "service-name", defaultServiceName, "Service in front of the webhooks (the serving certificate covers its DNS names)")
+	f.StringVar(&o.certSecret, "cert-secret", defaultCertSecret, "Secret holding the webhook serving certificate (tls.crt, tls.key, ca.crt)")
+	f.StringVar(&o.certManagement, "cert-management", "self", "self: generate, rotate and inject the certificate; external: cert-manager (or another tool) writes the Secret and injects the caBundle")
+	f.DurationVar(&o.certTTL, "cert-ttl", 365*24*time.Hour, "lifetime of a generated serving certificate (renewed after two thirds of it)")
+	f.StringVar(&o.mutatingConfig, "mutating-webhook-configuration", defaultWebhookConfigs, "MutatingWebhookConfiguration kept correct (caBundle, dragnet target resources); empty: none")
+	f.StringVar(&o.validatingConfig, "validating-webhook-configuration", defaultWebhookConfigs, "ValidatingWebhookConfiguration kept correct (caBundle); empty: none")
+	f.StringVar(&o.dragnetWebhook, "dragnet-webhook-name", defaultDragnetWebhook, "name of the dragnet webhook inside the MutatingWebhookConfiguration")
+	f.StringArrayVar(&o.targetResources, "target-resources", controller.DefaultTargetResources(), "resources the dragnet intercepts: plural names in any group, or name.group (repeatable or comma-separated)")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0: off)")
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz (0: off)")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader for the singleton writers (status, certificates); every replica serves admission regardless")
+	f.StringVar(&o.leaderElectionID, "leader-election-id", "modwright.api.kubemod.io", "name of the leader-election Lease")
+}
+
+// serviceHosts are the DNS names of a Service.
+func serviceHosts(service, namespace string) []string {
+	return []string{
+		service,
+		service + "." + namespace,
+		service + "." + namespace + ".svc",
+		service + "." + namespace + ".svc.cluster.local",
+	}
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+// runOperator is serve without --standalone: the in-cluster operator.
+func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
+	op := &o.operator
+	if op.certManagement != "self" && op.certManagement != "external" {
+		return usageError("--cert-management must be self or external, not %q", op.certManagement)
+	}
+	var targets []string
+	for _, t := range op.targetResources {
+		targets = append(targets, splitList(t)...)
+	}
+	dragnetRules, err := controller.TargetRules(targets)
+	if err != nil {
+		return usageError("--target-resources: %v", err)
+	}
+	cfg, err := restConfig(op.kubeconfig)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+	}
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1beta1.AddToScheme(scheme)); err != nil {
+		return err
+	}
+	ctrl.SetLogger(log) // controller-runtime's internal log sink
+	secret := types.NamespacedName{Namespace: op.namespace, Name: op.certSecret}
+	byName := func(name string) fields.Selector { return fields.OneTermEqualSelector("metadata.name", name) }
+	byObject := map[client.Object]cache.ByObject{
+		// Only modwright's own Secret, so no cluster-wide Secret access.
+		&corev1.Secret{}: {Namespaces: map[string]cache.Config{op.namespace: {}}, Field: byName(op.certSecret)},
+		// Related objects for syntheticRefs, without managedFields
+		// (rules never see them).
+		&corev1.Namespace{}: {Transform: cache.TransformStripManagedFields()},
+		&corev1.Node{}:      {Transform: cache.TransformStripManagedFields()},
+	}
+	if op.mutatingConfig != "" {
+		byObject[&admissionregv1.MutatingWebhookConfiguration{}] = cache.ByObject{Field: byName(op.mutatingConfig)}
+	}
+	if op.validatingConfig != "" {
+		byObject[&admissionregv1.ValidatingWebhookConfiguration{}] = cache.ByObject{Field: byName(op.validatingConfig)}
+	}
+
+	certs := &controller.CertProvider{Secret: secret}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        log,
+		Cache:                         cache.Options{ByObject: byObject},
+		Metrics:                       metricsserver.Options{BindAddress: op.metricsAddr},
+		HealthProbeBindAddress:        op.probeAddr,
+		LeaderElection:                op.leaderElect,
+		LeaderElectionID:              op.leaderElectionID,
+		LeaderElectionNamespace:       op.namespace,
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Host: o.bindAddress,
+			Port: o.port,
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+				c.MinVersion = tls.VersionTLS12
+				c.GetCertificate = certs.GetCertificate
+			}},
+		}),
+	})
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("creating the manager: %w", err)}
+	}
+	certs.Reader = mgr.GetCache()
+	m := metrics.New(lenientRegisterer{ctrlmetrics.Registry})
+
+	// Informers for the related objects, created now so that readiness can
+	// wait for them.
+	var informers []cache.Informer
+	for _, obj := range []client.Object{&corev1.Namespace{}, &corev1.Node{}} {
+		inf, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("informer for %T: %w", obj, err)}
+		}
+		informers = append(informers, inf)
+	}
+
+	store := &source.Store{}
+	ruleSource := &cluster.RuleSource{
+		Cache:    mgr.GetCache(),
+		Store:    store,
+		Snapshot: rules.SnapshotOptions{ClusterRulesNamespace: o.clusterRules},
+		Log:      log.WithName("rules"),
+		Metrics:  m,
+	}
+	resolver := &cluster.Resolver{Reader: mgr.GetCache()}
+	dragnet := webhook.NewDragnet(webhook.Options{
+		Evaluator:      engine.New(engine.Options{Resolver: resolver, NoTrace: true}),
+		Snapshots:      store,
+		Log:            log.WithName("dragnet"),
+		Metrics:        m,
+		MaxReviewBytes: o.maxReviewBytes,
+		Timeout:        o.reviewTimeout,
+		MaxInFlight:    o.maxInFlight,
+		FailOpen:       o.failOpen,
+	})
+	srv := mgr.GetWebhookServer()
+	srv.Register(webhook.DragnetPath, dragnet)
+	srv.Register(controller.NodeRefPath, &cradmission.Webhook{Handler: &controller.NodeRefHandler{
+		Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Log: log.WithName("node-ref"),
+	}})
+	srv.Register(controller.ValidatePath, &cradmission.Webhook{Handler: controller.ValidateHandler{}})
+
+	if err := mgr.Add(ruleSource); err != nil {
+		return err
+	}
+	status := &controller.StatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("modwright"), Log: log.WithName("status")}
+	if err := status.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	hosts := append(serviceHosts(op.serviceName, op.namespace), o.certHosts...)
+	if err := mgr.Add(&controller.CertManager{
+		Client:      mgr.GetClient(),
+		Informers:   mgr.GetCache(),
+		Secret:      secret,
+		Hosts:       hosts,
+		Generate:    op.certManagement == "self",
+		TTL:         op.certTTL,
+		RenewBefore: op.certTTL / 3,
+		Configs: controller.WebhookConfigs{
+			Mutating: op.mutatingConfig, Validating: op.validatingConfig,
+			DragnetWebhook: op.dragnetWebhook, DragnetRules: dragnetRules,
+		},
+		Log: log.WithName("certificates"),
+	}); err != nil {
+		return err
+	}
+
+	if err := errors.Join(
+		mgr.AddHealthzCheck("ping", healthz.Ping),
+		mgr.AddReadyzCheck("webhook-server", srv.StartedChecker()),
+		mgr.AddReadyzCheck("certificate", func(*http.Request) error { return certs.Ready() }),
+		mgr.AddReadyzCheck("rules", func(*http.Request) error {
+			if !ruleSource.Synced() {
+				return errors.New("the ModRule cache has not synced or no rule snapshot is published yet")
+			}
+			return nil
+		}),
+		mgr.AddReadyzCheck("related-objects", func(*http.Request) error {
+			if !slices.ContainsFunc(informers, func(i cache.Informer) bool { return !i.HasSynced() }) {
+				return nil
+			}
+			return errors.New("the Namespace and Node caches have not synced yet")
+		}),
+	); err != nil {
+		return err
+	}
+	log.Info("starting the operator", "webhookPort", o.port, "namespace", op.namespace,
+		"clusterRulesNamespace", o.clusterRules, "certManagement", op.certManagement, "leaderElection", op.leaderElect)
+	if err := mgr.Start(ctx); err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// lenientRegisterer registers collectors into controller-runtime's global
+// registry and tolerates a second registration (two operators in one
+// process, as in the end-to-end tests): the first one's metrics are served.
+type lenientRegisterer struct{ prometheus.Registerer }
+
+func (r lenientRegisterer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic(err)
+			}
+		}
+	}
+}
+
+// splitList splits a comma-separated flag value, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

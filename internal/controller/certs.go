@@ -1,0 +1,376 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/modwright/modwright/internal/certs"
+)
+
+// Keys of the serving-certificate Secret (the kubernetes.io/tls layout
+// cert-manager also writes, plus the CA key when modwright manages it).
+const (
+	SecretCAKey    = "ca.crt"
+	SecretCAKeyKey = "ca.key"
+)
+
+// ErrNoCertificate is returned by CertProvider before a usable serving
+// certificate exists in the Secret.
+var ErrNoCertificate = errors.New("no serving certificate yet")
+
+// CertProvider gives every replica's webhook server its serving
+// certificate, read from the Secret through the (namespace- and
+// name-restricted) informer cache, so a rotation reaches all replicas
+// within seconds and no file mount is needed.
+type CertProvider struct {
+	Reader client.Reader
+	Secret types.NamespacedName
+
+	mu   sync.Mutex
+	rv   string
+	cert *tls.Certificate
+}
+
+// GetCertificate is a tls.Config.GetCertificate.
+func (p *CertProvider) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return p.load(context.Background())
+}
+
+// Ready reports an error until a serving certificate is available (for
+// the readiness check).
+func (p *CertProvider) Ready() error {
+	_, err := p.load(context.Background())
+	return err
+}
+
+func (p *CertProvider) load(ctx context.Context) (*tls.Certificate, error) {
+	var s corev1.Secret
+	if err := p.Reader.Get(ctx, p.Secret, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: Secret %s not found", ErrNoCertificate, p.Secret)
+		}
+		return nil, fmt.Errorf("%w: Secret %s: %v", ErrNoCertificate, p.Secret, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cert != nil && p.rv == s.ResourceVersion {
+		return p.cert, nil
+	}
+	pair, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return nil, fmt.Errorf("%w: Secret %s: %v", ErrNoCertificate, p.Secret, err)
+	}
+	p.cert, p.rv = &pair, s.ResourceVersion
+	return p.cert, nil
+}
+
+// WebhookConfigs name the webhook configurations the operator keeps correct.
+type WebhookConfigs struct {
+	Mutating   string // MutatingWebhookConfiguration name ("" : none)
+	Validating string // ValidatingWebhookConfiguration name ("" : none)
+	// DragnetWebhook is the name of the dragnet webhook inside Mutating;
+	// its rules are set to DragnetRules when DragnetRules is not nil.
+	DragnetWebhook string
+	DragnetRules   []admissionv1.RuleWithOperations
+}
+
+// CertManager (leader only) keeps a CA and serving certificate in the
+// Secret, renews them RenewBefore their expiry, and keeps the caBundle of
+// every webhook in the named configurations (and the dragnet's target
+// resources) correct, re-injecting them whenever someone overwrites them.
+// On renewal the previous CA stays in the bundle while it is valid, so
+// that replicas still serving the old certificate keep working.
+type CertManager struct {
+	// Client reads (from the informer cache, in the operator) and writes.
+	Client client.Client
+	// Informers signal changes of the Secret and configurations.
+	Informers cache.Informers
+	Secret  types.NamespacedName
+	Hosts   []string
+	Configs WebhookConfigs
+	// Generate: false leaves the Secret to someone else (cert-manager) and
+	// only keeps the configurations' rules correct (cert-manager's CA
+	// injector sets the caBundle).
+	Generate    bool
+	TTL         time.Duration
+	RenewBefore time.Duration
+	Log         logr.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Resync bounds the time between two checks; 0 means 10 minutes.
+	Resync time.Duration
+}
+
+var (
+	_ manager.Runnable               = (*CertManager)(nil)
+	_ manager.LeaderElectionRunnable = (*CertManager)(nil)
+)
+
+// NeedLeaderElection is true: one replica writes.
+func (m *CertManager) NeedLeaderElection() bool { return true }
+
+func (m *CertManager) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// Start runs until ctx ends, reconciling on every change of the watched
+// objects, on a timer, and before the certificate needs renewal.
+func (m *CertManager) Start(ctx context.Context) error {
+	wake := make(chan struct{}, 1)
+	poke := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify(wake) },
+		UpdateFunc: func(any, any) { notify(wake) },
+		DeleteFunc: func(any) { notify(wake) },
+	}
+	watched := []client.Object{&corev1.Secret{}}
+	if m.Configs.Mutating != "" {
+		watched = append(watched, &admissionv1.MutatingWebhookConfiguration{})
+	}
+	if m.Configs.Validating != "" {
+		watched = append(watched, &admissionv1.ValidatingWebhookConfiguration{})
+	}
+	for _, obj := range watched {
+		inf, err := m.Informers.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("certificate manager: informer for %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(poke); err != nil {
+			return fmt.Errorf("certificate manager: %w", err)
+		}
+	}
+	if !m.Informers.WaitForCacheSync(ctx) {
+		return ctx.Err()
+	}
+	resync := m.Resync
+	if resync <= 0 {
+		resync = 10 * time.Minute
+	}
+	backoff := time.Second
+	for {
+		next, err := m.Reconcile(ctx)
+		wait := min(resync, next)
+		if err != nil && ctx.Err() == nil {
+			m.Log.Error(err, "keeping the webhook certificate and configurations correct failed; retrying", "in", backoff.String())
+			wait = backoff
+			backoff = min(2*backoff, time.Minute)
+		} else {
+			backoff = time.Second
+		}
+		t := time.NewTimer(max(wait, 100*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// Reconcile makes one pass: ensure the certificate, then the
+// configurations. It returns when the certificate next needs a look.
+func (m *CertManager) Reconcile(ctx context.Context) (time.Duration, error) {
+	next := time.Hour
+	var caBundle []byte
+	if m.Generate {
+		b, err := m.ensureSecret(ctx)
+		if err != nil {
+			return 0, err
+		}
+		caBundle = b.CAPEM
+		next = b.NotAfter.Add(-m.RenewBefore).Sub(m.now())
+	}
+	var errs []error
+	if m.Configs.Mutating != "" {
+		errs = append(errs, m.updateMutating(ctx, caBundle))
+	}
+	if m.Configs.Validating != "" {
+		errs = append(errs, m.updateValidating(ctx, caBundle))
+	}
+	return next, errors.Join(errs...)
+}
+
+// ensureSecret returns the valid bundle in the Secret, creating or renewing
+// it when needed.
+func (m *CertManager) ensureSecret(ctx context.Context) (*certs.Bundle, error) {
+	now := m.now()
+	var s corev1.Secret
+	err := m.Client.Get(ctx, m.Secret, &s)
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading Secret %s: %w", m.Secret, err)
+	}
+	var old *certs.Bundle
+	if exists {
+		old = &certs.Bundle{
+			CertPEM: s.Data[corev1.TLSCertKey], KeyPEM: s.Data[corev1.TLSPrivateKeyKey],
+			CAPEM: s.Data[SecretCAKey], CAKeyPEM: s.Data[SecretCAKeyKey],
+		}
+		checkErr := old.Check(m.Hosts, now, m.RenewBefore)
+		if checkErr == nil {
+			return old, nil
+		}
+		m.Log.Info("renewing the webhook serving certificate", "secret", m.Secret.String(), "reason", checkErr.Error())
+	}
+	b, err := certs.Generate(certs.Options{Hosts: m.Hosts, Now: now, TTL: m.TTL})
+	if err != nil {
+		return nil, err
+	}
+	if old != nil {
+		// Keep the previous CAs that are still valid in the bundle, so the
+		// API server trusts the old certificate until every replica serves
+		// the new one.
+		b.CAPEM = append(b.CAPEM, validCAs(old.CAPEM, now)...)
+	}
+	data := map[string][]byte{
+		corev1.TLSCertKey:       b.CertPEM,
+		corev1.TLSPrivateKeyKey: b.KeyPEM,
+		SecretCAKey:             b.CAPEM,
+		SecretCAKeyKey:          b.CAKeyPEM,
+	}
+	if exists {
+		s.Data = data
+		s.Type = corev1.SecretTypeTLS
+		if err := m.Client.Update(ctx, &s); err != nil {
+			return nil, fmt.Errorf("renewing Secret %s: %w", m.Secret, err)
+		}
+	} else {
+		s = corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: m.Secret.Namespace, Name: m.Secret.Name,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "modwright"}},
+			Type: corev1.SecretTypeTLS,
+			Data: data,
+		}
+		if err := m.Client.Create(ctx, &s); err != nil {
+			return nil, fmt.Errorf("creating Secret %s: %w", m.Secret, err)
+		}
+	}
+	m.Log.Info("wrote the webhook serving certificate", "secret", m.Secret.String(), "notAfter", b.NotAfter.Format(time.RFC3339), "hosts", m.Hosts)
+	return b, nil
+}
+
+// validCAs returns the certificates in bundle that are still valid at now,
+// PEM encoded.
+func validCAs(bundle []byte, now time.Time) []byte {
+	var out []byte
+	for {
+		var blk *pem.Block
+		blk, bundle = pem.Decode(bundle)
+		if blk == nil {
+			return out
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil || now.After(c.NotAfter) {
+			continue
+		}
+		out = append(out, pem.EncodeToMemory(blk)...)
+	}
+}
+
+func (m *CertManager) updateMutating(ctx context.Context, caBundle []byte) error {
+	var c admissionv1.MutatingWebhookConfiguration
+	if err := m.Client.Get(ctx, client.ObjectKey{Name: m.Configs.Mutating}, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			m.Log.V(1).Info("MutatingWebhookConfiguration not found; nothing to update", "name", m.Configs.Mutating)
+			return nil
+		}
+		return err
+	}
+	orig := c.DeepCopy()
+	for i := range c.Webhooks {
+		w := &c.Webhooks[i]
+		if caBundle != nil {
+			w.ClientConfig.CABundle = caBundle
+		}
+		if w.Name == m.Configs.DragnetWebhook && m.Configs.DragnetRules != nil {
+			w.Rules = m.Configs.DragnetRules
+		}
+	}
+	if equalMutating(orig, &c) {
+		return nil
+	}
+	if err := m.Client.Patch(ctx, &c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating MutatingWebhookConfiguration %s: %w", c.Name, err)
+	}
+	m.Log.Info("updated the webhook configuration", "kind", "MutatingWebhookConfiguration", "name", c.Name)
+	return nil
+}
+
+func (m *CertManager) updateValidating(ctx context.Context, caBundle []byte) error {
+	if caBundle == nil {
+		return nil
+	}
+	var c admissionv1.ValidatingWebhookConfiguration
+	if err := m.Client.Get(ctx, client.ObjectKey{Name: m.Configs.Validating}, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			m.Log.V(1).Info("ValidatingWebhookConfiguration not found; nothing to update", "name", m.Configs.Validating)
+			return nil
+		}
+		return err
+	}
+	orig := c.DeepCopy()
+	changed := false
+	for i := range c.Webhooks {
+		if !bytes.Equal(c.Webhooks[i].ClientConfig.CABundle, caBundle) {
+			c.Webhooks[i].ClientConfig.CABundle = caBundle
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := m.Client.Patch(ctx, &c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating ValidatingWebhookConfiguration %s: %w", c.Name, err)
+	}
+	m.Log.Info("updated the webhook configuration", "kind", "ValidatingWebhookConfiguration", "name", c.Name)
+	return nil
+}
+
+func equalMutating(a, b *admissionv1.MutatingWebhookConfiguration) bool {
+	return slices.EqualFunc(a.Webhooks, b.Webhooks, func(x, y admissionv1.MutatingWebhook) bool {
+		return bytes.Equal(x.ClientConfig.CABundle, y.ClientConfig.CABundle) &&
+			slices.EqualFunc(x.Rules, y.Rules, equalRule)
+	})
+}
+
+func equalRule(x, y admissionv1.RuleWithOperations) bool {
+	scope := func(s *admissionv1.ScopeType) admissionv1.ScopeType {
+		if s == nil {
+			return admissionv1.AllScopes
+		}
+		return *s
+	}
+	return slices.Equal(x.Operations, y.Operations) && slices.Equal(x.APIGroups, y.APIGroups) &&
+		slices.Equal(x.APIVersions, y.APIVersions) && slices.Equal(x.Resources, y.Resources) &&
+		scope(x.Scope) == scope(y.Scope)
+}

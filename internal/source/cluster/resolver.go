@@ -1,0 +1,82 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Resolver serves syntheticRefs.namespace and syntheticRefs.node from an
+// informer cache. Each object is turned into a JSON tree once per
+// resourceVersion and shared, read-only, by every request.
+type Resolver struct {
+	Reader client.Reader // the manager's cache
+
+	mu    sync.Mutex
+	trees map[string]tree // "ns/NAME" or "node/NAME"
+}
+
+type tree struct {
+	resourceVersion string
+	obj             map[string]any
+}
+
+var _ engine.Resolver = (*Resolver)(nil)
+
+// Namespace returns the named Namespace, or nil when it does not exist.
+func (r *Resolver) Namespace(ctx context.Context, name string) (map[string]any, error) {
+	var ns corev1.Namespace
+	return r.get(ctx, "ns/", name, &ns, "Namespace")
+}
+
+// Node returns the named Node, or nil when it does not exist.
+func (r *Resolver) Node(ctx context.Context, name string) (map[string]any, error) {
+	var n corev1.Node
+	return r.get(ctx, "node/", name, &n, "Node")
+}
+
+func (r *Resolver) get(ctx context.Context, prefix, name string, obj client.Object, kind string) (map[string]any, error) {
+	if name == "" {
+		return nil, nil
+	}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	k := prefix + name
+	rv := obj.GetResourceVersion()
+	r.mu.Lock()
+	t, ok := r.trees[k]
+	r.mu.Unlock()
+	if ok && t.resourceVersion == rv {
+		return t.obj, nil
+	}
+	// Objects from the cache carry no type meta; the API server's JSON does.
+	obj.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	v, err := value.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	m, _ := v.(map[string]any)
+	r.mu.Lock()
+	if r.trees == nil {
+		r.trees = map[string]tree{}
+	}
+	r.trees[k] = tree{resourceVersion: rv, obj: m}
+	r.mu.Unlock()
+	return m, nil
+}
