@@ -1,0 +1,3 @@
+#!/bin/sh
+# Runs modwright (from PATH) as a KRM function.
+exec modwright krm "$@"

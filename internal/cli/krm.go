@@ -1,0 +1,391 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// KRM function protocol (config.kubernetes.io/v1).
+const (
+	resourceListAPIVersion = "config.kubernetes.io/v1"
+	resourceListKind       = "ResourceList"
+)
+
+type krmOptions struct {
+	operation    string
+	namespace    string
+	clusterRules string
+}
+
+func newKRMCmd(s Streams) *cobra.Command {
+	o := &krmOptions{}
+	cmd := &cobra.Command{
+		Use:   "krm [flags] < resource-list.yaml",
+		Short: "Run as a KRM function: patch or reject the items of a ResourceList",
+		Long: `krm is a KRM function (the config.kubernetes.io/v1 function protocol used by
+kustomize and kpt). It reads a ResourceList on standard input, admits every
+item through the ModRules as apply does, and writes the ResourceList back:
+
+  - ModRules come from functionConfig (one ModRule, or a List of them) and
+    from the items. ModRules among the items are rules and stay in the
+    output unchanged (they are meant for the cluster too); functionConfig
+    is never part of the output.
+  - Namespace items serve as syntheticRefs.namespace for the others.
+  - Patched items replace the originals, in place. The annotations kustomize
+    and kpt add to items (config.kubernetes.io/*,
+    internal.config.kubernetes.io/*) are hidden from the rules, as the
+    cluster would never see them, and kept in the output.
+  - A rejected item is dropped from the output and reported in results with
+    severity error (with a resourceRef); a rule that fails to apply is a
+    warning; an invalid rule is an error naming the field and position.
+
+Exit status: 0 when no result is an error; 1 otherwise (the ResourceList,
+with its results, is still written); 2 when the input is not a ResourceList.
+
+With kustomize (exec functions need kustomize's --enable-alpha-plugins and
+--enable-exec), put the rule in a transformer file:
+
+  # kustomization.yaml
+  resources: [deployment.yaml]
+  transformers: [modrule.yaml]
+
+  # modrule.yaml: a ModRule with the function annotation
+  apiVersion: api.kubemod.io/v1beta1
+  kind: ModRule
+  metadata:
+    name: harden
+    annotations:
+      config.kubernetes.io/function: |
+        exec:
+          path: ./modwright-krm.sh   # a script running: modwright krm
+  spec: ...`,
+		Example: `  kustomize build --enable-alpha-plugins --enable-exec examples/kustomize
+  kpt fn eval --exec "modwright krm" --fn-config rules.yaml
+  modwright krm < resource-list.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runKRM(cmd.Context(), o, s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.operation, "operation", "CREATE", "admission operation: CREATE, UPDATE or DELETE")
+	f.StringVar(&o.namespace, "namespace", "default", "namespace assumed for namespaced items that carry none")
+	f.StringVar(&o.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	return cmd
+}
+
+// krmResult is one entry of a ResourceList's results.
+type krmResult struct {
+	Message     string         `json:"message"`
+	Severity    string         `json:"severity"`
+	ResourceRef map[string]any `json:"resourceRef,omitempty"`
+	Field       map[string]any `json:"field,omitempty"`
+	File        map[string]any `json:"file,omitempty"`
+}
+
+func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	op, err := parseOperation(o.operation)
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(s.In)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	list, err := decodeResourceList(data)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	items, _ := list["items"].([]any)
+
+	var results []krmResult
+	fail := func(msg string, ref map[string]any, field string) {
+		r := krmResult{Message: msg, Severity: "error", ResourceRef: ref}
+		if field != "" {
+			r.Field = map[string]any{"path": field}
+		}
+		results = append(results, r)
+	}
+
+	// Rules: functionConfig first, then the items.
+	var ruleDocs []source.Document
+	switch fc := list["functionConfig"].(type) {
+	case nil:
+	case map[string]any:
+		docs, err := functionConfigRules(fc)
+		if err != nil {
+			return &ExitError{Code: 2, Err: err}
+		}
+		ruleDocs = append(ruleDocs, docs...)
+	default:
+		return &ExitError{Code: 2, Err: fmt.Errorf("functionConfig must be an object, not a JSON %s", value.TypeName(fc))}
+	}
+	var contextDocs []source.Document
+	for i, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return &ExitError{Code: 2, Err: fmt.Errorf("items[%d] must be an object, not a JSON %s", i, value.TypeName(it))}
+		}
+		d := source.Document{Origin: itemOrigin(m, i), Object: m}
+		if source.IsModRule(&d) {
+			d.Object = withoutKRMAnnotations(m)
+			if d.JSON, err = value.Encode(d.Object); err != nil {
+				return &ExitError{Code: 2, Err: err}
+			}
+			ruleDocs = append(ruleDocs, d)
+		}
+		if d.Kind() == "Namespace" {
+			contextDocs = append(contextDocs, source.Document{Origin: d.Origin, Object: withoutKRMAnnotations(m)})
+		}
+	}
+	res := source.LoadRules(ruleDocs)
+	for _, e := range res.Errors {
+		fail(e.Error(), nil, "")
+	}
+	var resolver engine.Resolver
+	if len(contextDocs) > 0 {
+		resolver, _ = newStaticResolver(contextDocs)
+	}
+	snap := rules.NewSnapshot(res.Rules, rules.SnapshotOptions{ClusterRulesNamespace: o.clusterRules})
+	eng := engine.New(engine.Options{Resolver: resolver, NoTrace: true})
+
+	out := make([]any, 0, len(items))
+	for i, it := range items {
+		m := it.(map[string]any)
+		d := source.Document{Object: m}
+		if source.IsModRule(&d) || len(res.Errors) > 0 {
+			out = append(out, m) // rules stay as they are; with broken rules nothing is admitted
+			continue
+		}
+		hidden := krmAnnotations(m)
+		a := newAdmission(withoutKRMAnnotations(m), o.namespace)
+		dec, err := a.evaluate(ctx, eng, snap, op)
+		if err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", itemOrigin(m, i), err)}
+		}
+		ref := resourceRef(m)
+		for _, re := range dec.Errors {
+			results = append(results, krmResult{Message: re.Error(), Severity: "warning", ResourceRef: ref, Field: fieldOf(re)})
+		}
+		if !dec.Allowed() {
+			fail("operation rejected by the following ModRule(s): "+dec.DenialText(), ref, "")
+			continue
+		}
+		if !dec.Changed() {
+			out = append(out, m)
+			continue
+		}
+		out = append(out, withAnnotations(dec.Object.(map[string]any), hidden))
+	}
+
+	outList := maps.Clone(list)
+	delete(outList, "functionConfig")
+	outList["items"] = out
+	if len(results) > 0 {
+		rs := make([]any, len(results))
+		for i, r := range results {
+			rs[i] = r
+		}
+		outList["results"] = rs
+	}
+	b, err := yaml.Marshal(outList)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if _, err := s.Out.Write(b); err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	errs := 0
+	for _, r := range results {
+		if r.Severity == "error" {
+			errs++
+			fmt.Fprintln(s.Err, "error:", r.Message)
+		}
+	}
+	if errs > 0 {
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+// decodeResourceList decodes a ResourceList (YAML or JSON), numbers kept
+// exact.
+func decodeResourceList(data []byte) (map[string]any, error) {
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("standard input is not a ResourceList: %v", err)
+	}
+	v, err := value.Decode(j)
+	if err != nil {
+		return nil, fmt.Errorf("standard input is not a ResourceList: %v", err)
+	}
+	list, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("standard input is not a ResourceList but a JSON %s", value.TypeName(v))
+	}
+	if k, _ := list["kind"].(string); k != resourceListKind {
+		return nil, fmt.Errorf("standard input is not a ResourceList: kind is %q", k)
+	}
+	if av, _ := list["apiVersion"].(string); av != resourceListAPIVersion && av != "config.kubernetes.io/v1alpha1" {
+		return nil, fmt.Errorf("ResourceList apiVersion %q is not supported; use %s", av, resourceListAPIVersion)
+	}
+	if it, ok := list["items"]; ok && it != nil {
+		if _, ok := it.([]any); !ok {
+			return nil, fmt.Errorf("ResourceList items must be a list, not a JSON %s", value.TypeName(it))
+		}
+	}
+	return list, nil
+}
+
+// functionConfigRules returns the ModRules of a functionConfig: a ModRule,
+// or a List of them.
+func functionConfigRules(fc map[string]any) ([]source.Document, error) {
+	kind, _ := fc["kind"].(string)
+	var objs []map[string]any
+	switch {
+	case kind == "ModRule":
+		objs = append(objs, fc)
+	case strings.HasSuffix(kind, "List"):
+		items, _ := fc["items"].([]any)
+		for i, it := range items {
+			m, ok := it.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("functionConfig items[%d] must be an object, not a JSON %s", i, value.TypeName(it))
+			}
+			objs = append(objs, m)
+		}
+	default:
+		return nil, fmt.Errorf("functionConfig must be a ModRule or a List of ModRules, not %q", kind)
+	}
+	docs := make([]source.Document, 0, len(objs))
+	for i, m := range objs {
+		origin := "functionConfig"
+		if kind != "ModRule" {
+			origin = fmt.Sprintf("functionConfig items[%d]", i)
+		}
+		d := source.Document{Origin: origin, Object: withoutKRMAnnotations(m)}
+		if !source.IsModRule(&d) {
+			return nil, fmt.Errorf("%s is a %s, not a ModRule", origin, d.Kind())
+		}
+		j, err := value.Encode(d.Object)
+		if err != nil {
+			return nil, err
+		}
+		d.JSON = j
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// isKRMAnnotation reports whether an annotation is one kustomize or kpt
+// adds for its own book-keeping.
+func isKRMAnnotation(k string) bool {
+	return strings.HasPrefix(k, "config.kubernetes.io/") || strings.HasPrefix(k, "internal.config.kubernetes.io/") ||
+		strings.HasPrefix(k, "config.k8s.io/")
+}
+
+func krmAnnotations(obj map[string]any) map[string]any {
+	md, _ := obj["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	out := map[string]any{}
+	for k, v := range ann {
+		if isKRMAnnotation(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// withoutKRMAnnotations returns obj without the function annotations (a
+// shallow copy where it differs; obj is not modified).
+func withoutKRMAnnotations(obj map[string]any) map[string]any {
+	md, _ := obj["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	if len(krmAnnotations(obj)) == 0 {
+		return obj
+	}
+	kept := map[string]any{}
+	for k, v := range ann {
+		if !isKRMAnnotation(k) {
+			kept[k] = v
+		}
+	}
+	md2 := maps.Clone(md)
+	if len(kept) == 0 {
+		delete(md2, "annotations")
+	} else {
+		md2["annotations"] = kept
+	}
+	out := maps.Clone(obj)
+	out["metadata"] = md2
+	return out
+}
+
+// withAnnotations returns obj with the annotations added (obj is not
+// modified).
+func withAnnotations(obj map[string]any, add map[string]any) map[string]any {
+	if len(add) == 0 {
+		return obj
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	md2 := maps.Clone(md)
+	if md2 == nil {
+		md2 = map[string]any{}
+	}
+	ann, _ := md2["annotations"].(map[string]any)
+	ann2 := maps.Clone(ann)
+	if ann2 == nil {
+		ann2 = map[string]any{}
+	}
+	maps.Copy(ann2, add)
+	md2["annotations"] = ann2
+	out := maps.Clone(obj)
+	out["metadata"] = md2
+	return out
+}
+
+func resourceRef(obj map[string]any) map[string]any {
+	ref := map[string]any{}
+	for _, k := range []string{"apiVersion", "kind"} {
+		if v, ok := obj[k].(string); ok {
+			ref[k] = v
+		}
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	for _, k := range []string{"name", "namespace"} {
+		if v, ok := md[k].(string); ok && v != "" {
+			ref[k] = v
+		}
+	}
+	return ref
+}
+
+func itemOrigin(obj map[string]any, i int) string {
+	ref := resourceRef(obj)
+	name, _ := ref["name"].(string)
+	if ns, _ := ref["namespace"].(string); ns != "" {
+		name = ns + "/" + name
+	}
+	return fmt.Sprintf("items[%d] (%v %s)", i, ref["kind"], name)
+}
+
+func fieldOf(re engine.RuleError) map[string]any {
+	if re.Field == "" {
+		return nil
+	}
+	return map[string]any{"path": re.Field}
+}
