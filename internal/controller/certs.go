@@ -104,9 +104,9 @@ type CertManager struct {
 	Client client.Client
 	// Informers signal changes of the Secret and configurations.
 	Informers cache.Informers
-	Secret  types.NamespacedName
-	Hosts   []string
-	Configs WebhookConfigs
+	Secret    types.NamespacedName
+	Hosts     []string
+	Configs   WebhookConfigs
 	// Generate: false leaves the Secret to someone else (cert-manager) and
 	// only keeps the configurations' rules correct (cert-manager's CA
 	// injector sets the caBundle).
