@@ -2,6 +2,7 @@ package patch
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"unsafe"
 
@@ -146,11 +147,9 @@ func (d *Doc) own(s slot, v any) any {
 	var c any
 	switch x := v.(type) {
 	case map[string]any:
-		m := make(map[string]any, len(x)+1)
-		for k, e := range x {
-			m[k] = e
-		}
-		c = m
+		// maps.Clone copies the table as it is, without rehashing every
+		// member.
+		c = maps.Clone(x)
 	case []any:
 		c = append(make([]any, 0, len(x)), x...)
 	}

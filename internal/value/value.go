@@ -3,6 +3,7 @@ package value
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -18,9 +19,17 @@ func Encode(v any) ([]byte, error) {
 func DeepCopy(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			m[k] = DeepCopy(e)
+		if t == nil {
+			return map[string]any{}
+		}
+		// maps.Clone copies the table without rehashing; only the
+		// containers among the members need replacing.
+		m := maps.Clone(t)
+		for k, e := range m {
+			switch e.(type) {
+			case map[string]any, []any:
+				m[k] = DeepCopy(e)
+			}
 		}
 		return m
 	case []any:
