@@ -5,7 +5,7 @@ BENCHTIME ?= 2s
 BENCHCOUNT ?= 6
 BENCHFLAGS ?=
 
-.PHONY: all build test lint unit tools generate fuzz bench bench-micro clean
+.PHONY: all build test lint unit e2e envtest-assets tools generate fuzz bench bench-micro clean
 
 # Pinned tools (helm, controller-gen) built into .cache/tools/bin by
 # hack/tools.sh; tests find them on PATH. MODWRIGHT_REQUIRE_TOOLS=1 makes a
@@ -19,8 +19,9 @@ build:
 	$(GO) build -o bin/modwright ./cmd/modwright
 
 # The test command (README, CI): formatting, vet, every unit test, the KubeMod
-# conformance cases, the testdata corpus, the examples, and the fuzz seeds.
-test: lint tools unit
+# conformance cases, the testdata corpus, the examples, the fuzz seeds, and
+# the end-to-end tests on a real kube-apiserver and etcd.
+test: lint tools unit e2e
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -28,7 +29,16 @@ lint:
 	$(GO) vet ./...
 
 unit:
-	MODWRIGHT_REQUIRE_TOOLS=1 $(GO) test -count=1 ./...
+	MODWRIGHT_REQUIRE_TOOLS=1 $(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+
+# End-to-end tests (test/e2e): etcd from Debian and kube-apiserver built from
+# the module proxy by hack/envtest-assets.sh, cached in .cache/envtest (the
+# first build takes several minutes).
+e2e: tools
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh | tail -n1)" MODWRIGHT_E2E=1 MODWRIGHT_REQUIRE_TOOLS=1 $(GO) test -count=1 ./test/e2e/...
+
+envtest-assets:
+	hack/envtest-assets.sh
 
 tools:
 	hack/tools.sh >/dev/null

@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -156,6 +157,10 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		LeaderElectionID:              op.leaderElectionID,
 		LeaderElectionNamespace:       op.namespace,
 		LeaderElectionReleaseOnCancel: true,
+		// Controller names are checked for uniqueness process-wide (for
+		// their metrics); two operators in one process (the end-to-end
+		// tests' replicas) share the name.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptrTo(true)},
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
 			Host: o.bindAddress,
 			Port: o.port,
@@ -287,3 +292,5 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -85,9 +86,9 @@ func (s *RuleSource) init() {
 // is published once the cache has synced.
 func (s *RuleSource) Start(ctx context.Context) error {
 	s.init()
-	inf, err := s.Cache.GetInformer(ctx, &v1beta1.ModRule{})
+	inf, err := s.informer(ctx)
 	if err != nil {
-		return fmt.Errorf("ModRule informer: %w", err)
+		return err
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    s.enqueue,
@@ -116,6 +117,27 @@ func (s *RuleSource) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-s.wake:
+		}
+	}
+}
+
+// informer returns the ModRule informer, waiting for the CRD while it is not
+// installed (an operator applied before its CRD, as GitOps tools may do,
+// stays not ready instead of failing).
+func (s *RuleSource) informer(ctx context.Context) (cache.Informer, error) {
+	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
+		inf, err := s.Cache.GetInformer(ctx, &v1beta1.ModRule{}, cache.BlockUntilSynced(false))
+		if err == nil {
+			return inf, nil
+		}
+		if !meta.IsNoMatchError(err) {
+			return nil, fmt.Errorf("ModRule informer: %w", err)
+		}
+		s.Log.Info("the ModRule CRD (modrules.api.kubemod.io) is not installed; waiting for it", "retryIn", wait.String())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
 		}
 	}
 }
