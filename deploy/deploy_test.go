@@ -145,7 +145,7 @@ func TestHelmValues(t *testing.T) {
 					"readOnlyRootFilesystem: true", "runAsNonRoot: true", "path: /readyz", "path: /healthz", "memory: 64Mi"},
 				"MutatingWebhookConfiguration modwright": {"path: /dragnet-webhook", "failurePolicy: Fail", "path: /podbinding-webhook",
 					"failurePolicy: Ignore", "sideEffects: NoneOnDryRun", "key: admission.kubemod.io/ignore", "resources: [pods/binding]"},
-				"ValidatingWebhookConfiguration modwright": {"path: /validate-modrule"},
+				"ValidatingWebhookConfiguration modwright":       {"path: /validate-modrule"},
 				"PodDisruptionBudget modwright-system/modwright": {"minAvailable: 1"},
 			},
 			absent: map[string][]string{"MutatingWebhookConfiguration modwright": {"cert-manager.io"}},
@@ -154,9 +154,9 @@ func TestHelmValues(t *testing.T) {
 			name: "cert-manager and custom resources",
 			args: []string{"--set", "certManager.enabled=true", "--set", "targetResources={pods,widgets.example.com}", "--set", "dragnet.failurePolicy=Ignore", "--set", "nodeRef.enabled=false"},
 			contains: map[string][]string{
-				"Deployment modwright-system/modwright":    {"--cert-management=external", "--target-resources=pods,widgets.example.com"},
-				"MutatingWebhookConfiguration modwright":   {"cert-manager.io/inject-ca-from: modwright-system/modwright-webhook-cert", "- widgets.example.com", "failurePolicy: Ignore"},
-				"ValidatingWebhookConfiguration modwright": {"cert-manager.io/inject-ca-from: modwright-system/modwright-webhook-cert"},
+				"Deployment modwright-system/modwright":               {"--cert-management=external", "--target-resources=pods,widgets.example.com"},
+				"MutatingWebhookConfiguration modwright":              {"cert-manager.io/inject-ca-from: modwright-system/modwright-webhook-cert", "- widgets.example.com", "failurePolicy: Ignore"},
+				"ValidatingWebhookConfiguration modwright":            {"cert-manager.io/inject-ca-from: modwright-system/modwright-webhook-cert"},
 				"Certificate modwright-system/modwright-webhook-cert": {"secretName: modwright-webhook-cert", "modwright-webhook.modwright-system.svc"},
 			},
 			absent: map[string][]string{

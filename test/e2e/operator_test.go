@@ -124,7 +124,6 @@ func TestOperator(t *testing.T) {
 		}
 	}
 
-
 	t.Run("certificate and caBundle", func(t *testing.T) {
 		var s corev1.Secret
 		if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: "modwright-webhook-cert"}, &s); err != nil {
