@@ -56,6 +56,8 @@ type operatorOptions struct {
 	probeAddr        string
 	leaderElect      bool
 	leaderElectionID string
+	// restConfig, when set (the sandbox), is used instead of --kubeconfig.
+	restConfig *rest.Config
 }
 
 // Names the deploy/ bundle and Helm chart use; the flags' defaults.
@@ -120,7 +122,10 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	if err != nil {
 		return usageError("--target-resources: %v", err)
 	}
-	cfg, err := restConfig(op.kubeconfig)
+	cfg, err := op.restConfig, error(nil)
+	if cfg == nil {
+		cfg, err = restConfig(op.kubeconfig)
+	}
 	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 	}

@@ -44,7 +44,7 @@ run offline with 'modwright apply' (in CI, or as a Helm post-renderer).`,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newApplyCmd(s), newServeCmd(s), newTestCmd(s), newExplainCmd(s), newLintCmd(s), newKRMCmd(s))
+	root.AddCommand(newApplyCmd(s), newServeCmd(s), newTestCmd(s), newExplainCmd(s), newLintCmd(s), newKRMCmd(s), newSandboxCmd(s))
 	return root
 }
 

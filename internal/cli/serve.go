@@ -51,8 +51,10 @@ type serveOptions struct {
 // --webhook-port is MODWRIGHT_WEBHOOK_PORT.
 const envPrefix = "MODWRIGHT_"
 
-func newServeCmd(s Streams) *cobra.Command {
-	o := &serveOptions{}
+func newServeCmd(s Streams) *cobra.Command { return newServeCmdWith(s, &serveOptions{}) }
+
+// newServeCmdWith is serve with its flags bound to o.
+func newServeCmdWith(s Streams, o *serveOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--standalone --rules PATH [--rules PATH]...] [flags]",
 		Short: "Serve the admission webhooks",

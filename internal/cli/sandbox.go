@@ -1,0 +1,308 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/spf13/cobra"
+
+	"github.com/modwright/modwright/deploy"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+type sandboxOptions struct {
+	kubeconfigOut string
+	assets        string
+	webhookPort   int
+	logFormat     string
+	verbosity     int
+}
+
+func newSandboxCmd(s Streams) *cobra.Command {
+	o := &sandboxOptions{}
+	cmd := &cobra.Command{
+		Use:   "sandbox [--kubeconfig-out PATH]",
+		Short: "Run a throwaway control plane with modwright's admission wired in",
+		Long: `sandbox starts a throwaway Kubernetes control plane (etcd and kube-apiserver,
+no nodes, no controllers) with modwright's operator running in this process
+behind real webhook configurations (the ones deploy/ installs, pointed at
+127.0.0.1), installs the ModRule CRD, writes an administrator kubeconfig to
+--kubeconfig-out and runs until interrupted; then it stops everything and
+removes the kubeconfig and the control plane's data.
+
+The control plane binaries are the ones 'make test' uses: --assets, else
+$KUBEBUILDER_ASSETS, else <repo>/.cache/envtest/bin, built by
+hack/envtest-assets.sh when missing (several minutes the first time; run it
+from a modwright clone).
+
+Nothing runs pods here: use it to try rules on objects you create, update
+and delete (Deployments, ConfigMaps, Namespaces, ...). Cluster-wide rules go
+in the kubemod-system namespace, which the sandbox creates.`,
+		Example: `  modwright sandbox &
+  export KUBECONFIG=$PWD/sandbox.kubeconfig
+  kubectl apply -f examples/rules/harden-nginx.yaml
+  kubectl apply -f examples/manifests/web.yaml
+  kubectl get deployment web -o yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSandbox(cmd.Context(), o, s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "sandbox.kubeconfig", "where to write the administrator kubeconfig")
+	f.StringVar(&o.assets, "assets", "", "directory holding etcd and kube-apiserver (default: $KUBEBUILDER_ASSETS, else <repo>/.cache/envtest/bin)")
+	f.IntVar(&o.webhookPort, "webhook-port", 0, "port of the webhooks on 127.0.0.1 (0: any free port)")
+	f.StringVar(&o.logFormat, "log-format", "text", "operator log format: json or text")
+	f.IntVarP(&o.verbosity, "v", "v", 0, "operator log verbosity")
+	return cmd
+}
+
+// sandboxAssets finds (or builds) the etcd and kube-apiserver binaries.
+func sandboxAssets(o *sandboxOptions, stderr io.Writer) (string, error) {
+	if o.assets != "" {
+		return o.assets, nil
+	}
+	if a := os.Getenv("KUBEBUILDER_ASSETS"); a != "" {
+		return a, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		script := filepath.Join(dir, "hack", "envtest-assets.sh")
+		if _, err := os.Stat(script); err == nil {
+			bin := filepath.Join(dir, ".cache", "envtest", "bin")
+			if hasBinaries(bin) {
+				return bin, nil
+			}
+			fmt.Fprintln(stderr, "sandbox: building the control plane binaries with hack/envtest-assets.sh (several minutes the first time)...")
+			var out bytes.Buffer
+			cmd := exec.Command(script)
+			cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &out, stderr
+			if err := cmd.Run(); err != nil {
+				return "", fmt.Errorf("hack/envtest-assets.sh: %w", err)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			return lines[len(lines)-1], nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", usageError("no control plane binaries: pass --assets DIR or set KUBEBUILDER_ASSETS, or run from a modwright clone (hack/envtest-assets.sh builds them)")
+		}
+		dir = parent
+	}
+}
+
+func hasBinaries(dir string) bool {
+	for _, b := range []string{"etcd", "kube-apiserver"} {
+		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+func runSandbox(ctx context.Context, o *sandboxOptions, s Streams) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	log, err := newLogger(o.logFormat, o.verbosity, s.Err)
+	if err != nil {
+		return err
+	}
+	assets, err := sandboxAssets(o, s.Err)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	if err != nil {
+		return &ExitError{Code: 1, Err: fmt.Errorf("starting the control plane (assets in %s): %w", assets, err)}
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			log.Error(err, "stopping the control plane")
+		}
+	}()
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), apiextv1.AddToScheme(scheme)); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	var crd apiextv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(deploy.CRD, &crd); err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{&crd}}); err != nil {
+		return &ExitError{Code: 1, Err: fmt.Errorf("installing the ModRule CRD: %w", err)}
+	}
+	for _, ns := range []corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: defaultNamespace, Labels: map[string]string{"admission.kubemod.io/ignore": "true"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: rules.DefaultClusterRulesNamespace}},
+	} {
+		if err := c.Create(ctx, &ns); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+		}
+	}
+
+	port := o.webhookPort
+	if port == 0 {
+		if port, err = freeLocalPort(); err != nil {
+			return err
+		}
+	}
+	probePort, err := freeLocalPort()
+	if err != nil {
+		return err
+	}
+	// serve's own flags and defaults, as a cluster would have them.
+	so := &serveOptions{}
+	if err := newServeCmdWith(s, so).ParseFlags([]string{
+		"--webhook-port", strconv.Itoa(port), "--bind-address", "127.0.0.1", "--cert-host", "127.0.0.1",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
+		"--leader-elect=false", "--log-format", o.logFormat, "--v", strconv.Itoa(o.verbosity),
+	}); err != nil {
+		return err
+	}
+	so.operator.restConfig = cfg
+
+	opCtx, stopOperator := context.WithCancel(ctx)
+	defer stopOperator()
+	opDone := make(chan error, 1)
+	go func() { opDone <- runOperator(opCtx, so, log.WithName("operator")) }()
+
+	// The webhook configurations deploy/ installs, pointed at this process.
+	for _, u := range bundleObjects(deploy.Bundle) {
+		if k := u.GetKind(); k != "MutatingWebhookConfiguration" && k != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		pointAt(u, "https://127.0.0.1:"+strconv.Itoa(port))
+		if err := c.Create(ctx, u); err != nil {
+			return fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	if err := waitReady(ctx, "http://"+so.operator.probeAddr+"/readyz", opDone); err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	user, err := env.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	out, err := filepath.Abs(o.kubeconfigOut)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, kc, 0o600); err != nil {
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	defer os.Remove(out)
+	fmt.Fprintf(s.Out, `modwright sandbox is ready (%s): Kubernetes API at %s, admission by this process on 127.0.0.1:%d.
+
+  export KUBECONFIG=%s
+  kubectl apply -f examples/rules/harden-nginx.yaml      # a ModRule (namespace default)
+  kubectl apply -f examples/manifests/web.yaml           # patched on its way in
+  kubectl get modrules -A                                # Ready column from the rule status
+
+Cluster-wide rules go in namespace %s. Press Ctrl-C to stop; everything is removed.
+`, time.Since(started).Round(100*time.Millisecond), cfg.Host, port, out, rules.DefaultClusterRulesNamespace)
+
+	select {
+	case <-ctx.Done():
+	case err := <-opDone:
+		if err != nil {
+			return &ExitError{Code: 1, Err: fmt.Errorf("the operator stopped: %w", err)}
+		}
+	}
+	fmt.Fprintln(s.Err, "sandbox: stopping")
+	stopOperator()
+	if err := <-opDone; err != nil {
+		log.Error(err, "operator shutdown")
+	}
+	return nil
+}
+
+func freeLocalPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitReady(ctx context.Context, url string, done <-chan error) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			return fmt.Errorf("the operator stopped before it was ready: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+	return errors.New("the operator was not ready after 2 minutes")
+}
+
+// bundleObjects decodes the YAML documents of deploy's bundle.
+func bundleObjects(data []byte) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, doc := range bytes.Split(data, []byte("\n---")) {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil || len(u.Object) == 0 {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// pointAt makes a webhook configuration call base+path instead of the Service.
+func pointAt(u *unstructured.Unstructured, base string) {
+	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+	for _, h := range hooks {
+		cc, _ := h.(map[string]any)["clientConfig"].(map[string]any)
+		svc, _ := cc["service"].(map[string]any)
+		path, _ := svc["path"].(string)
+		cc["url"] = base + path
+		delete(cc, "service")
+	}
+	_ = unstructured.SetNestedSlice(u.Object, hooks, "webhooks")
+}
