@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -89,6 +88,3 @@ func (h *NodeRefHandler) annotate(ctx context.Context, key types.NamespacedName,
 	h.Log.V(1).Info("recorded the node of a Pod", "pod", key.String(), "node", node)
 	return nil
 }
-
-// statusCode is the code of an HTTP-level failure in a denial.
-const statusCode = http.StatusUnprocessableEntity

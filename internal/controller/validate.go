@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +50,7 @@ func (ValidateHandler) Handle(_ context.Context, req admission.Request) admissio
 func Invalid(mr *v1beta1.ModRule, err error) admission.Response {
 	st := &metav1.Status{
 		Status:  metav1.StatusFailure,
-		Code:    statusCode,
+		Code:    http.StatusUnprocessableEntity,
 		Reason:  metav1.StatusReasonInvalid,
 		Message: fmt.Sprintf("ModRule %s is invalid: %s", mr.NamespacedName(), FieldErrors(err)),
 		Details: &metav1.StatusDetails{Name: mr.Name, Group: v1beta1.Group, Kind: "ModRule"},
