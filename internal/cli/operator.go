@@ -32,7 +32,6 @@ import (
 
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/controller"
-	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/metrics"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
@@ -200,17 +199,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		Log:      log.WithName("rules"),
 		Metrics:  m,
 	}
-	resolver := &cluster.Resolver{Reader: mgr.GetCache()}
-	dragnet := webhook.NewDragnet(webhook.Options{
-		Evaluator:      engine.New(engine.Options{Resolver: resolver, NoTrace: true}),
-		Snapshots:      store,
-		Log:            log.WithName("dragnet"),
-		Metrics:        m,
-		MaxReviewBytes: o.maxReviewBytes,
-		Timeout:        o.reviewTimeout,
-		MaxInFlight:    o.maxInFlight,
-		FailOpen:       o.failOpen,
-	})
+	dragnet := o.dragnet(store, &cluster.Resolver{Reader: mgr.GetCache()}, log, m)
 	srv := mgr.GetWebhookServer()
 	srv.Register(webhook.DragnetPath, dragnet)
 	srv.Register(controller.NodeRefPath, &cradmission.Webhook{Handler: &controller.NodeRefHandler{

@@ -225,16 +225,7 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 		// later, with a reload); it is logged as a warning.
 		AllowEmpty: true,
 	}
-	dragnet := webhook.NewDragnet(webhook.Options{
-		Evaluator:      engine.New(engine.Options{NoTrace: true}), // nobody reads the trace here
-		Snapshots:      store,
-		Log:            log.WithName("dragnet"),
-		Metrics:        m,
-		MaxReviewBytes: o.maxReviewBytes,
-		Timeout:        o.reviewTimeout,
-		MaxInFlight:    o.maxInFlight,
-		FailOpen:       o.failOpen,
-	})
+	dragnet := o.dragnet(store, nil, log, m)
 	srv, err := webhook.NewServer(webhook.ServerOptions{
 		Addr:     net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port)),
 		CertFile: filepath.Join(o.certDir, certs.CertFile),
@@ -281,4 +272,19 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 			return nil
 		}
 	}
+}
+
+// dragnet is the dragnet handler as serve's flags configure it; resolver
+// serves syntheticRefs (nil: none).
+func (o *serveOptions) dragnet(store webhook.Snapshots, resolver engine.Resolver, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
+	return webhook.NewDragnet(webhook.Options{
+		Evaluator:      engine.New(engine.Options{Resolver: resolver, NoTrace: true}), // nobody reads the trace here
+		Snapshots:      store,
+		Log:            log.WithName("dragnet"),
+		Metrics:        m,
+		MaxReviewBytes: o.maxReviewBytes,
+		Timeout:        o.reviewTimeout,
+		MaxInFlight:    o.maxInFlight,
+		FailOpen:       o.failOpen,
+	})
 }
