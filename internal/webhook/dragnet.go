@@ -83,6 +83,9 @@ type Dragnet struct {
 	now   func() time.Time
 	bufs  sync.Pool     // *bytes.Buffer for request and response bodies
 	slots chan struct{} // evaluation slots
+	// jobs hands reviews to idle evaluation workers (see evaluate).
+	jobs    chan *evalJob
+	jobPool sync.Pool // *evalJob
 }
 
 var _ http.Handler = (*Dragnet)(nil)
@@ -98,12 +101,78 @@ func NewDragnet(opts Options) *Dragnet {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight()
 	}
-	d := &Dragnet{opts: opts, now: opts.Now, slots: make(chan struct{}, opts.MaxInFlight)}
+	d := &Dragnet{opts: opts, now: opts.Now, slots: make(chan struct{}, opts.MaxInFlight), jobs: make(chan *evalJob)}
 	if d.now == nil {
 		d.now = time.Now
 	}
 	d.bufs.New = func() any { return new(bytes.Buffer) }
+	d.jobPool.New = func() any { return &evalJob{done: make(chan struct{}, 1)} }
 	return d
+}
+
+// evalJob is one review handed to an evaluation worker.
+type evalJob struct {
+	ctx      context.Context
+	snap     *rules.Snapshot
+	rv       *review
+	patchBuf *bytes.Buffer
+	resp     *response
+	outcome  string
+	panicked any
+	done     chan struct{}
+}
+
+// workerIdle is how long an evaluation worker waits for another review
+// before it exits.
+const workerIdle = time.Minute
+
+// evaluate runs review on an evaluation worker and waits for it.
+//
+// Evaluating a review needs a deep stack (decoding, the rules, encoding).
+// net/http serves every HTTP/2 request on a new goroutine, whose small
+// stack would grow by copying, several times per review; a worker keeps
+// its grown stack from one review to the next. There is at most one busy
+// worker per evaluation slot; idle ones exit after workerIdle.
+func (d *Dragnet) evaluate(ctx context.Context, snap *rules.Snapshot, rv *review, patchBuf *bytes.Buffer) (*response, string) {
+	j := d.jobPool.Get().(*evalJob)
+	j.ctx, j.snap, j.rv, j.patchBuf = ctx, snap, rv, patchBuf
+	select {
+	case d.jobs <- j: // an idle worker took it
+	default:
+		go d.worker(j)
+	}
+	<-j.done
+	resp, outcome, p := j.resp, j.outcome, j.panicked
+	*j = evalJob{done: j.done}
+	d.jobPool.Put(j)
+	if p != nil {
+		panic(p) // on the request's goroutine, as if evaluated there
+	}
+	return resp, outcome
+}
+
+func (d *Dragnet) worker(j *evalJob) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		d.runJob(j)
+		idle.Reset(workerIdle)
+		select {
+		case j = <-d.jobs:
+		case <-idle.C:
+			return
+		}
+	}
+}
+
+func (d *Dragnet) runJob(j *evalJob) {
+	defer func() {
+		if p := recover(); p != nil {
+			j.panicked = p
+		}
+		j.done <- struct{}{}
+	}()
+	j.resp, j.outcome = d.review(j.ctx, j.snap, j.rv, j.patchBuf)
 }
 
 const webhookName = "dragnet"
@@ -154,7 +223,7 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(timeout))
 	defer cancel()
-	resp, outcome := d.review(ctx, snap, rv, patchBuf)
+	resp, outcome := d.evaluate(ctx, snap, rv, patchBuf)
 	out.Write(appendResponse(out.AvailableBuffer(), resp))
 	w.Header().Set("Content-Type", "application/json")
 	if _, err := w.Write(out.Bytes()); err != nil {
