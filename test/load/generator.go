@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -310,23 +309,6 @@ func (r *run) uid(n uint64) string {
 	return string(append(b, h...))
 }
 
-// reviewResponse is the part of an AdmissionReview response checked.
-type reviewResponse struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Response   *struct {
-		UID     string `json:"uid"`
-		Allowed bool   `json:"allowed"`
-		// Patch stays base64 text: checking it is there is enough.
-		Patch    string   `json:"patch"`
-		Warnings []string `json:"warnings"`
-		Status   *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"status"`
-	} `json:"response"`
-}
-
 // classError is a failed review with its class.
 type classError struct {
 	class string
@@ -357,8 +339,12 @@ func (r *run) send(ctx context.Context, i int) (patched bool, err error) {
 		}
 		return false, errClass("transport", "%v", err)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	buf := responseBufs.Get().(*bytes.Buffer)
+	defer responseBufs.Put(buf)
+	buf.Reset()
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, 16<<20))
 	resp.Body.Close()
+	data := buf.Bytes()
 	if err != nil {
 		return false, errClass("transport", "reading the response: %v", err)
 	}
@@ -368,8 +354,8 @@ func (r *run) send(ctx context.Context, i int) (patched bool, err error) {
 	if resp.StatusCode != http.StatusOK {
 		return false, errClass("http-"+strconv.Itoa(resp.StatusCode), "%s %s: %.200s", it.Review.Kind, it.Review.Name, bytes.TrimSpace(data))
 	}
-	var rv reviewResponse
-	if err := json.Unmarshal(data, &rv); err != nil {
+	rv, err := decodeResponse(data)
+	if err != nil {
 		return false, errClass("decode", "%v: %.200s", err, data)
 	}
 	switch {
@@ -386,8 +372,11 @@ func (r *run) send(ctx context.Context, i int) (patched bool, err error) {
 	case len(rv.Response.Warnings) > 0:
 		return false, errClass("warning", "%s %s: %s", it.Review.Kind, it.Review.Name, strings.Join(rv.Response.Warnings, "; "))
 	}
-	return rv.Response.Patch != "", nil
+	return rv.Response.Patched, nil
 }
+
+// responseBufs holds the buffers responses are read into.
+var responseBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // tally accumulates one worker's (or the whole run's) outcomes.
 type tally struct {

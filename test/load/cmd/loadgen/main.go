@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -41,6 +42,7 @@ func main() {
 		objects     = flag.String("objects", "testdata/bench/objects", "directory of the mix's objects")
 		pid         = flag.Int("server-pid", 0, "server process to report CPU and memory of (from /proc)")
 		asJSON      = flag.Bool("json", false, "print the result as JSON")
+		cpuProfile  = flag.String("cpuprofile", "", "write the generator's own CPU profile to this file")
 	)
 	flag.Parse()
 	if *ca == "" {
@@ -65,6 +67,21 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	client := load.NewClient(roots)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+			os.Exit(2)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+			os.Exit(2)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	res, err := load.Run(ctx, load.Config{
 		URL: *url, Client: client, Items: items,
 		Rate: *rate, Concurrency: *concurrency,
