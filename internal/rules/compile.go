@@ -199,7 +199,7 @@ func fieldError(fe *field.Error) FieldError {
 func mentionsRefs(s string) bool { return strings.Contains(s, "syntheticRefs") }
 
 func (c *compiler) compileExpr(fieldPath, src string) *jsonpath.Expr {
-	e, err := jsonpath.Parse(src)
+	e, err := exprCache.get(src)
 	if err != nil {
 		var se *jsonpath.SyntaxError
 		if errors.As(err, &se) {
@@ -238,7 +238,7 @@ func (c *compiler) compileCriterion(i int, m *v1beta1.MatchItem) {
 // compileRegex compiles an RE2 expression and locates the offending part of
 // a bad one.
 func compileRegex(src string) (*regexp.Regexp, int, error) {
-	re, err := regexp.Compile(src)
+	re, err := regexCache.get(src)
 	if err == nil {
 		return re, -1, nil
 	}

@@ -83,7 +83,10 @@ func Compile(name, text string) (*Template, error) {
 		t.static = true
 		return t, nil
 	}
-	src := placeholder.ReplaceAllString(text, "(index .SelectKeyParts $1)")
+	src := text
+	if strings.Contains(text, ".#") {
+		src = placeholder.ReplaceAllString(text, "(index .SelectKeyParts $1)")
+	}
 	// Give the template only the functions it calls: text/template copies
 	// (and reflects over) every function it is given, which made compiling
 	// a rule cost ~100 µs with Sprig's ~170 functions.
