@@ -125,13 +125,30 @@ func buildIndex(rules []*Rule) *opIndex {
 		if len(pinned) > 0 {
 			ki.byKind = make(map[string][]*Rule, len(pinned))
 			for k, rs := range pinned {
-				merged := append(append(make([]*Rule, 0, len(rs)+len(ki.anyKind)), rs...), ki.anyKind...)
-				slices.SortFunc(merged, Less)
-				ki.byKind[k] = merged
+				slices.SortFunc(rs, Less)
+				ki.byKind[k] = mergeSorted(rs, ki.anyKind)
 			}
 		}
 	}
 	return idx
+}
+
+// mergeSorted merges two lists sorted by Less into a new one. Less is a
+// total order on the rules of an index (their keys are unique), so the
+// result is what sorting the concatenation would give, in linear time: an
+// index of thousands of rules not pinned to a kind merges them into the
+// list of every pinned kind.
+func mergeSorted(a, b []*Rule) []*Rule {
+	out := make([]*Rule, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if Less(b[0], a[0]) < 0 {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	out = append(out, a...)
+	return append(out, b...)
 }
 
 func (idx *opIndex) lookup(slot int, kind string) []*Rule {
