@@ -237,6 +237,8 @@ type scenario struct {
 	Rate      float64 `json:"rate,omitempty"` // 0: flat out
 	Namespace string  `json:"namespace,omitempty"`
 	Mix       string  `json:"mix,omitempty"`
+	// Env is added to the server's environment.
+	Env []string `json:"env,omitempty"`
 }
 
 // namespacedMix sends only the namespaced objects (for the quiet
@@ -252,6 +254,8 @@ func scenarios(o *options) []scenario {
 		{ID: "mw0-flat", Title: "modwright, 0 rules, flat out", Server: "modwright", Rules: 0},
 		{ID: "mw100-flat", Title: "modwright, 100 rules (10 matching), flat out", Server: "modwright", Rules: 100},
 		{ID: "mw100-rate", Title: fmt.Sprintf("modwright, 100 rules (10 matching), %s/s", count(r)), Server: "modwright", Rules: 100, Rate: r},
+		{ID: "mw100-rate-gogc400", Title: fmt.Sprintf("modwright, 100 rules (10 matching), %s/s, GOGC=400 (reference)", count(r)), Server: "modwright", Rules: 100, Rate: r,
+			Env: []string{"GOGC=400"}},
 		{ID: "mw1000-flat", Title: "modwright, 1,000 rules (10 matching), flat out", Server: "modwright", Rules: 1000},
 		{ID: "mw1000-rate", Title: fmt.Sprintf("modwright, 1,000 rules (10 matching), %s/s", count(r)), Server: "modwright", Rules: 1000, Rate: r},
 		{ID: "mw1000-quiet", Title: "modwright, 1,000 rules, none can apply (namespace quiet), flat out", Server: "modwright", Rules: 1000,
@@ -260,11 +264,11 @@ func scenarios(o *options) []scenario {
 }
 
 // startFor starts the server of a scenario.
-func startFor(ctx context.Context, e *env, server string, rules int, name string) (*server, error) {
+func startFor(ctx context.Context, e *env, server string, rules int, name string, environ ...string) (*server, error) {
 	if server == "floor" {
-		return startServer(ctx, name, e.tmp, e.floor, nil, "-port", "-cert-dir")
+		return startServer(ctx, name, e.tmp, e.floor, nil, environ, "-port", "-cert-dir")
 	}
-	return startServer(ctx, name, e.tmp, e.modwright, []string{"serve", "--standalone", "--rules", e.rules[rules]}, "--webhook-port", "--cert-dir")
+	return startServer(ctx, name, e.tmp, e.modwright, []string{"serve", "--standalone", "--rules", e.rules[rules]}, environ, "--webhook-port", "--cert-dir")
 }
 
 // scenarioResult is a scenario's runs and their medians.
@@ -335,7 +339,7 @@ func runScenario(ctx context.Context, o *options, e *env, sc scenario, rep *repo
 }
 
 func oneRun(ctx context.Context, o *options, e *env, sc scenario, items []load.Item, res *scenarioResult) error {
-	srv, err := startFor(ctx, e, sc.Server, sc.Rules, sc.ID)
+	srv, err := startFor(ctx, e, sc.Server, sc.Rules, sc.ID, sc.Env...)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func freePort() (int, error) {
 // startServer starts the binary with args (the port and the cert dir are
 // passed by portFlag and certFlag) in a fresh directory under dir, and waits
 // for /readyz.
-func startServer(ctx context.Context, name, dir, bin string, args []string, portFlag, certFlag string) (*server, error) {
+func startServer(ctx context.Context, name, dir, bin string, args, environ []string, portFlag, certFlag string) (*server, error) {
 	runDir, err := os.MkdirTemp(dir, name+"-")
 	if err != nil {
 		return nil, err
@@ -67,6 +67,9 @@ func startServer(ctx context.Context, name, dir, bin string, args []string, port
 	defer logf.Close()
 	args = append(append([]string{}, args...), portFlag, strconv.Itoa(port), certFlag, s.certDir)
 	s.cmd = exec.Command(bin, args...)
+	if len(environ) > 0 {
+		s.cmd.Env = append(os.Environ(), environ...)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	s.started = time.Now()
 	if err := s.cmd.Start(); err != nil {
