@@ -114,7 +114,10 @@ func findBench(bs []*microBench, name string) *microBench {
 // runMicroBenchmarks runs the engine and webhook benchmarks. A failing
 // `go test` returns its error with the benchmarks it did produce.
 func runMicroBenchmarks(ctx context.Context, o *options, root, logPath string) ([]*microBench, error) {
-	args := []string{"test", "./internal/engine", "./internal/webhook", "-run", "^$",
+	// -p 1: go test runs the packages' test binaries in parallel
+	// otherwise, and the engine's benchmarks would share the 2 CPUs with
+	// the webhook's.
+	args := []string{"test", "-p", "1", "./internal/engine", "./internal/webhook", "-run", "^$",
 		"-bench", "Evaluate|Snapshot10k|Compile|DecodeEncode|Handler", "-benchmem",
 		"-count", strconv.Itoa(o.benchCount), "-benchtime", o.benchTime}
 	progress("micro-benchmarks: %s %s", o.goCmd, strings.Join(args, " "))
