@@ -8,6 +8,7 @@
 # Tools (name, module path, version):
 #   helm            helm.sh/helm/v3/cmd/helm                       v3.22.0
 #   controller-gen  sigs.k8s.io/controller-tools/cmd/controller-gen v0.23.0
+#   kustomize       sigs.k8s.io/kustomize/kustomize/v5             v5.5.0
 #
 # A tool is rebuilt only when its stamp (.cache/tools/bin/NAME.version) does
 # not name the pinned version. Progress goes to stderr. GO overrides the go
@@ -26,10 +27,12 @@ mkdir -p -- "$bin_dir"
 declare -A pkg=(
 	[helm]=helm.sh/helm/v3/cmd/helm
 	[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
+	[kustomize]=sigs.k8s.io/kustomize/kustomize/v5
 )
 declare -A ver=(
 	[helm]=v3.22.0
 	[controller-gen]=v0.23.0
+	[kustomize]=v5.5.0
 )
 
 install_tool() { # name

@@ -46,38 +46,14 @@ func buildModwright(t *testing.T) string {
 	return bin
 }
 
-// kustomizeCommand returns a command line that runs kustomize with exec
-// KRM functions enabled: a kustomize binary (PATH, or .cache/tools/bin),
-// or kubectl when its kustomize has --enable-exec. kubectl v1.32's has
-// not (exec functions are then silently not run), so without kustomize the
-// test is skipped, saying why.
+// kustomizeCommand returns a command line that runs the standalone
+// kustomize (PATH, or .cache/tools/bin where hack/tools.sh builds it) with
+// exec KRM functions enabled. kubectl's embedded kustomize is no substitute:
+// kubectl v1.32's has no --enable-exec, and exec functions are then silently
+// not run.
 func kustomizeCommand(t *testing.T) []string {
 	t.Helper()
-	if p, err := exec.LookPath("kustomize"); err == nil {
-		return []string{p, "build", "--enable-alpha-plugins", "--enable-exec"}
-	}
-	if p := filepath.Join(testtool.RepoRoot(t), ".cache", "tools", "bin", "kustomize"); fileExists(p) {
-		return []string{p, "build", "--enable-alpha-plugins", "--enable-exec"}
-	}
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		if testtool.Required() {
-			t.Fatal("neither kustomize nor kubectl found (MODWRIGHT_REQUIRE_TOOLS=1)")
-		}
-		t.Skip("neither kustomize nor kubectl found")
-	}
-	help, _ := exec.Command(kubectl, "kustomize", "--help").CombinedOutput()
-	if bytes.Contains(help, []byte("--enable-exec")) {
-		return []string{kubectl, "kustomize", "--enable-alpha-plugins", "--enable-exec"}
-	}
-	t.Skip("kubectl's kustomize has no --enable-exec, so it cannot run exec KRM functions; " +
-		"install kustomize v5 (GOBIN=$PWD/.cache/tools/bin go install sigs.k8s.io/kustomize/kustomize/v5@v5.5.0)")
-	return nil
-}
-
-func fileExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir()
+	return []string{testtool.Find(t, "kustomize"), "build", "--enable-alpha-plugins", "--enable-exec"}
 }
 
 // TestKustomizeExecFunction runs examples/kustomize through kustomize with
