@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/engine"
@@ -17,14 +17,27 @@ import (
 	"github.com/modwright/modwright/internal/source"
 )
 
-type applyOptions struct {
-	rules        []string
-	files        []string
-	contexts     []string
+// admissionFlags are the flags of every command that admits objects
+// offline (apply, explain, krm): the operation and where objects are.
+type admissionFlags struct {
 	operation    string
 	namespace    string
 	clusterRules string
-	output       string
+}
+
+// add declares them; what names the objects in the --namespace usage.
+func (a *admissionFlags) add(f *pflag.FlagSet, what string) {
+	f.StringVar(&a.operation, "operation", "CREATE", "admission operation: CREATE, UPDATE or DELETE")
+	f.StringVar(&a.namespace, "namespace", "default", "namespace assumed for namespaced "+what+" that carry none")
+	f.StringVar(&a.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+}
+
+type applyOptions struct {
+	rules    []string
+	files    []string
+	contexts []string
+	admissionFlags
+	output string
 }
 
 func newApplyCmd(s Streams) *cobra.Command {
@@ -60,17 +73,55 @@ position; nothing is printed on stdout).`,
 			return runApply(cmd.Context(), o, s)
 		},
 	}
+	o.addFlags(cmd, "objects to admit", "yaml", "output format: yaml or json")
+	return cmd
+}
+
+// addFlags declares the flags apply and explain share: the rules, the
+// objects (described by what), the context, the admission and the output.
+func (o *applyOptions) addFlags(cmd *cobra.Command, what, output, outputUsage string) {
 	f := cmd.Flags()
 	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory (repeatable)")
-	f.StringArrayVarP(&o.files, "filename", "f", nil, "objects to admit: file, directory or - for stdin (repeatable)")
+	f.StringArrayVarP(&o.files, "filename", "f", nil, what+": file, directory or - for stdin (repeatable)")
 	f.StringArrayVar(&o.contexts, "context", nil, "Namespace and Node objects served as syntheticRefs (repeatable)")
-	f.StringVar(&o.operation, "operation", "CREATE", "admission operation: CREATE, UPDATE or DELETE")
-	f.StringVar(&o.namespace, "namespace", "default", "namespace assumed for namespaced objects that carry none")
-	f.StringVar(&o.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
-	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
+	o.admissionFlags.add(f, "objects")
+	f.StringVarP(&o.output, "output", "o", output, outputUsage)
 	_ = cmd.MarkFlagRequired("rules")
 	_ = cmd.MarkFlagRequired("filename")
-	return cmd
+}
+
+// parse checks --operation, then --output: format or json.
+func (o *applyOptions) parse(format string) (rules.Operation, error) {
+	op, err := parseOperation(o.operation)
+	if err != nil {
+		return "", err
+	}
+	if o.output != format && o.output != "json" {
+		return "", usageError("--output must be %s or json, not %q", format, o.output)
+	}
+	return op, nil
+}
+
+// load reads what apply and explain take, in this order: the rules
+// (compiled), the objects and the context objects (as a resolver, nil when
+// there are none). Standard input may be named once.
+func (o *applyOptions) load(s Streams) (*rules.Snapshot, []source.Document, engine.Resolver, error) {
+	if err := checkStdin(o.rules, o.files, o.contexts); err != nil {
+		return nil, nil, nil, err
+	}
+	snap, err := loadSnapshot(o.rules, s, o.clusterRules)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	objs, err := source.ReadPaths(o.files, s.In)
+	if err != nil {
+		return nil, nil, nil, &ExitError{Code: 2, Err: err}
+	}
+	resolver, err := resolverFor(o.contexts, s)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return snap, objs, resolver, nil
 }
 
 func usageError(format string, args ...any) error {
@@ -81,42 +132,13 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	op := rules.Operation(strings.ToUpper(o.operation))
-	if op != rules.Create && op != rules.Update && op != rules.Delete {
-		return usageError("--operation must be CREATE, UPDATE or DELETE, not %q", o.operation)
-	}
-	if o.output != "yaml" && o.output != "json" {
-		return usageError("--output must be yaml or json, not %q", o.output)
-	}
-	stdinUsed := false
-	for _, p := range append(append(append([]string{}, o.rules...), o.files...), o.contexts...) {
-		if p == "-" {
-			if stdinUsed {
-				return usageError("standard input (-) can be read only once")
-			}
-			stdinUsed = true
-		}
-	}
-
-	snap, err := loadSnapshot(o.rules, s, o.clusterRules)
+	op, err := o.parse("yaml")
 	if err != nil {
 		return err
 	}
-	objs, err := source.ReadPaths(o.files, s.In)
+	snap, objs, resolver, err := o.load(s)
 	if err != nil {
-		return &ExitError{Code: 2, Err: err}
-	}
-	var resolver engine.Resolver
-	if len(o.contexts) > 0 {
-		ctxDocs, err := source.ReadPaths(o.contexts, s.In)
-		if err != nil {
-			return &ExitError{Code: 2, Err: err}
-		}
-		r, ignored := newStaticResolver(ctxDocs)
-		for _, w := range ignored {
-			fmt.Fprintln(s.Err, "warning:", w)
-		}
-		resolver = r
+		return err
 	}
 	eng := engine.New(engine.Options{Resolver: resolver, NoTrace: true})
 
@@ -124,26 +146,17 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	rejected := 0
 	for i := range objs {
 		d := &objs[i]
-		ns := d.Namespace()
-		if ns == "" && !IsClusterScoped(d.Kind()) {
-			ns = o.namespace
-		}
-		req := engine.Request{Operation: op, Namespace: ns, Kind: d.Kind()}
-		if op == rules.Delete {
-			req.OldObject = d.Object
-		} else {
-			req.Object = d.Object
-		}
-		dec, err := eng.Evaluate(ctx, snap, req)
+		a := newAdmission(d.Object, o.namespace)
+		dec, err := a.evaluate(ctx, eng, snap, op)
 		if err != nil {
-			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %s %q: %w", d.Origin, d.Kind(), d.Name(), err)}
+			return evaluationError(d, err)
 		}
 		for _, re := range dec.Errors {
-			fmt.Fprintf(s.Err, "warning: %s: %s %s: %v\n", d.Origin, d.Kind(), objectName(d, ns), re)
+			fmt.Fprintf(s.Err, "warning: %s: %s: %v\n", d.Origin, a, re)
 		}
 		if !dec.Allowed() {
 			rejected++
-			fmt.Fprintf(s.Err, "rejected: %s: %s %s: operation rejected by the following ModRule(s): %s\n", d.Origin, d.Kind(), objectName(d, ns), dec.DenialText())
+			fmt.Fprintf(s.Err, "rejected: %s: %s: operation rejected by the following ModRule(s): %s\n", d.Origin, a, dec.DenialText())
 			continue
 		}
 		out = append(out, dec.Object)
@@ -157,11 +170,10 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	return nil
 }
 
-func objectName(d *source.Document, ns string) string {
-	if ns == "" {
-		return d.Name()
-	}
-	return ns + "/" + d.Name()
+// evaluationError is the exit-2 error for an object the engine could not
+// evaluate.
+func evaluationError(d *source.Document, err error) error {
+	return &ExitError{Code: 2, Err: fmt.Errorf("%s: %s %q: %w", d.Origin, d.Kind(), d.Name(), err)}
 }
 
 // loadSnapshot reads and compiles the rules; any invalid rule is an exit-2

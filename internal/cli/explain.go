@@ -14,7 +14,6 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
-	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -61,17 +60,8 @@ for invalid rules or input, as with apply.`,
 			return runExplain(cmd.Context(), o, s)
 		},
 	}
-	f := cmd.Flags()
-	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory (repeatable)")
-	f.StringArrayVarP(&o.files, "filename", "f", nil, "objects to explain: file, directory or - for stdin (repeatable)")
-	f.StringArrayVar(&o.contexts, "context", nil, "Namespace and Node objects served as syntheticRefs (repeatable)")
-	f.StringVar(&o.operation, "operation", "CREATE", "admission operation: CREATE, UPDATE or DELETE")
-	f.StringVar(&o.namespace, "namespace", "default", "namespace assumed for namespaced objects that carry none")
-	f.StringVar(&o.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
-	f.StringVar(&o.color, "color", "auto", "colour the diff: auto (on a terminal), always or never")
-	_ = cmd.MarkFlagRequired("rules")
-	_ = cmd.MarkFlagRequired("filename")
+	o.addFlags(cmd, "objects to explain", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.color, "color", "auto", "colour the diff: auto (on a terminal), always or never")
 	return cmd
 }
 
@@ -145,12 +135,9 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	op, err := parseOperation(o.operation)
+	op, err := o.parse("text")
 	if err != nil {
 		return err
-	}
-	if o.output != "text" && o.output != "json" {
-		return usageError("--output must be text or json, not %q", o.output)
 	}
 	var color bool
 	switch o.color {
@@ -162,18 +149,7 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	default:
 		return usageError("--color must be auto, always or never, not %q", o.color)
 	}
-	if err := checkStdin(o.rules, o.files, o.contexts); err != nil {
-		return err
-	}
-	snap, err := loadSnapshot(o.rules, s, o.clusterRules)
-	if err != nil {
-		return err
-	}
-	objs, err := source.ReadPaths(o.files, s.In)
-	if err != nil {
-		return &ExitError{Code: 2, Err: err}
-	}
-	resolver, err := resolverFor(o.contexts, s)
+	snap, objs, resolver, err := o.load(s)
 	if err != nil {
 		return err
 	}
@@ -184,7 +160,7 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 		a := newAdmission(d.Object, o.namespace)
 		dec, err := a.evaluate(ctx, eng, snap, op)
 		if err != nil {
-			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %s %q: %w", d.Origin, d.Kind(), d.Name(), err)}
+			return evaluationError(d, err)
 		}
 		out = append(out, explain(snap, d.Origin, a, op, dec))
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/modwright/modwright/internal/source"
 )
 
-// Helpers shared by test, explain, lint and krm.
+// Helpers shared by apply, test, explain, lint and krm.
 
 // parseOperation checks an --operation value.
 func parseOperation(s string) (rules.Operation, error) {

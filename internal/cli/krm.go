@@ -23,9 +23,7 @@ const (
 )
 
 type krmOptions struct {
-	operation    string
-	namespace    string
-	clusterRules string
+	admissionFlags
 }
 
 func newKRMCmd(s Streams) *cobra.Command {
@@ -78,10 +76,7 @@ With kustomize (exec functions need kustomize's --enable-alpha-plugins and
 			return runKRM(cmd.Context(), o, s)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.operation, "operation", "CREATE", "admission operation: CREATE, UPDATE or DELETE")
-	f.StringVar(&o.namespace, "namespace", "default", "namespace assumed for namespaced items that carry none")
-	f.StringVar(&o.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	o.admissionFlags.add(cmd.Flags(), "items")
 	return cmd
 }
 

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,6 +18,7 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/suite"
 )
 
 // Lint codes. They are stable: scripts and docs may refer to them.
@@ -228,36 +227,13 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 // manifestFiles lists the files at the given paths: files as given, and
 // the .yaml, .yml and .json files under directories, in lexical order.
 func manifestFiles(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
+	return suite.FindFiles(paths, func(path string) bool {
+		switch strings.ToLower(filepath.Ext(path)) {
+		case ".yaml", ".yml", ".json":
+			return true
 		}
-		if !st.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		var found []string
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			switch strings.ToLower(filepath.Ext(path)) {
-			case ".yaml", ".yml", ".json":
-				if !d.IsDir() {
-					found = append(found, path)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		slices.Sort(found)
-		out = append(out, found...)
-	}
-	return out, nil
+		return false
+	})
 }
 
 func ruleKey(d *source.Document) string {

@@ -136,11 +136,24 @@ func (c *Case) Title(i int) string {
 // Find returns the suite files at the given paths: files as given, and
 // every file named FileName under directories, in lexical order.
 func Find(paths []string) ([]string, error) {
+	out, err := FindFiles(paths, func(path string) bool { return filepath.Base(path) == FileName })
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return out, nil
+}
+
+// FindFiles returns the files at the given paths: files as given, whatever
+// their names, and the files under directories (searched recursively,
+// symbolic links not followed) whose path match accepts, in lexical order
+// for each directory. A path that does not exist, or a directory that
+// cannot be read, is an error.
+func FindFiles(paths []string, match func(path string) bool) ([]string, error) {
 	var out []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return nil, err
 		}
 		if !st.IsDir() {
 			out = append(out, p)
@@ -151,13 +164,13 @@ func Find(paths []string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if !d.IsDir() && d.Name() == FileName {
+			if !d.IsDir() && match(path) {
 				found = append(found, path)
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return nil, err
 		}
 		slices.Sort(found)
 		out = append(out, found...)

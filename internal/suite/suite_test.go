@@ -94,6 +94,36 @@ func TestFind(t *testing.T) {
 	}
 }
 
+func TestFindFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"b.yaml", "a/z.json", "a/y.txt", "a/x.yml", "d.yaml/e.txt"} {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yaml := func(p string) bool { return filepath.Ext(p) == ".yaml" || filepath.Ext(p) == ".yml" }
+	// A file given by name is taken whatever its name; directories matching
+	// by name (d.yaml) are searched, not taken.
+	got, err := FindFiles([]string{filepath.Join(dir, "a", "y.txt"), dir}, yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		got[i], _ = filepath.Rel(dir, got[i])
+	}
+	want := []string{"a/y.txt", "a/x.yml", "b.yaml"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("FindFiles (-want +got):\n%s", diff)
+	}
+	if _, err := FindFiles([]string{filepath.Join(dir, "nope")}, yaml); !errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrInvalid) {
+		t.Errorf("missing path: %v", err)
+	}
+}
+
 func TestTitle(t *testing.T) {
 	s, err := Parse(FileName, []byte(header+`cases:
   - {name: named, resource: Pod/p, expect: admitted}
