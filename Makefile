@@ -7,7 +7,7 @@ BENCHFLAGS ?=
 
 .PHONY: all build test lint unit e2e envtest-assets tools generate fuzz bench bench-micro clean
 
-# Pinned tools (helm, controller-gen) built into .cache/tools/bin by
+# Pinned tools (helm, controller-gen, kustomize) built into .cache/tools/bin by
 # hack/tools.sh; tests find them on PATH. MODWRIGHT_REQUIRE_TOOLS=1 makes a
 # test that needs a missing tool fail instead of skipping.
 TOOLS_BIN := $(CURDIR)/.cache/tools/bin
