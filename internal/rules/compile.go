@@ -120,8 +120,14 @@ type PatchOp struct {
 // Compile compiles one ModRule. The rule is copied and defaulted first; the
 // argument is not modified. On failure the returned Rule still describes the
 // rule (Key, Type, Tier) and carries the error in Err, and the error is
-// returned too (a *CompileError wrapping ErrInvalidRule).
-func Compile(mr *v1beta1.ModRule) (*Rule, error) {
+// returned too (a *CompileError wrapping ErrInvalidRule). Compile caches
+// nothing; CompileWith shares parsed expressions among many rules.
+func Compile(mr *v1beta1.ModRule) (*Rule, error) { return CompileWith(mr, nil) }
+
+// CompileWith is Compile, taking the rule's select expressions and regular
+// expressions from cache and adding them to it; cache may be nil (none).
+// Loaders that compile many rules keep a Cache (see Cache).
+func CompileWith(mr *v1beta1.ModRule, cache *Cache) (*Rule, error) {
 	src := mr.DeepCopy()
 	src.Default()
 	r := &Rule{
@@ -132,7 +138,7 @@ func Compile(mr *v1beta1.ModRule) (*Rule, error) {
 		Type:      src.Spec.Type,
 		Tier:      src.Spec.ExecutionTier,
 	}
-	c := compiler{rule: r}
+	c := compiler{rule: r, cache: cache}
 	c.compile()
 	if len(c.errs) > 0 {
 		r.Err = &CompileError{Rule: r.Key, Errors: c.errs}
@@ -143,8 +149,9 @@ func Compile(mr *v1beta1.ModRule) (*Rule, error) {
 }
 
 type compiler struct {
-	rule *Rule
-	errs []FieldError
+	rule  *Rule
+	cache *Cache // nil: none
+	errs  []FieldError
 }
 
 func (c *compiler) add(fieldPath string, pos int, format string, args ...any) {
@@ -183,7 +190,7 @@ func (c *compiler) compile() {
 		r.UsesSyntheticRefs = r.UsesSyntheticRefs || mentionsRefs(*spec.RejectMessage)
 	}
 	if spec.TargetNamespaceRegex != nil && *spec.TargetNamespaceRegex != "" {
-		re, pos, err := compileRegex(*spec.TargetNamespaceRegex)
+		re, pos, err := c.compileRegex(*spec.TargetNamespaceRegex)
 		if err != nil {
 			c.add("spec.targetNamespaceRegex", pos, "%v", err)
 		}
@@ -199,7 +206,7 @@ func fieldError(fe *field.Error) FieldError {
 func mentionsRefs(s string) bool { return strings.Contains(s, "syntheticRefs") }
 
 func (c *compiler) compileExpr(fieldPath, src string) *jsonpath.Expr {
-	e, err := exprCache.get(src)
+	e, err := c.cache.expr(src)
 	if err != nil {
 		var se *jsonpath.SyntaxError
 		if errors.As(err, &se) {
@@ -226,7 +233,7 @@ func (c *compiler) compileCriterion(i int, m *v1beta1.MatchItem) {
 		cr.Select = c.compileExpr(f+".select", m.Select)
 	}
 	if m.MatchRegex != nil {
-		re, pos, err := compileRegex(*m.MatchRegex)
+		re, pos, err := c.compileRegex(*m.MatchRegex)
 		if err != nil {
 			c.add(f+".matchRegex", pos, "%v", err)
 		}
@@ -237,8 +244,8 @@ func (c *compiler) compileCriterion(i int, m *v1beta1.MatchItem) {
 
 // compileRegex compiles an RE2 expression and locates the offending part of
 // a bad one.
-func compileRegex(src string) (*regexp.Regexp, int, error) {
-	re, err := regexCache.get(src)
+func (c *compiler) compileRegex(src string) (*regexp.Regexp, int, error) {
+	re, err := c.cache.regex(src)
 	if err == nil {
 		return re, -1, nil
 	}

@@ -27,6 +27,13 @@ type FileSource struct {
 	Now func() time.Time
 	// AllowEmpty accepts paths without any ModRule (an empty snapshot).
 	AllowEmpty bool
+
+	// cache holds the parsed select expressions and regular expressions
+	// of the rules, kept from one Load to the next: a reload (SIGHUP)
+	// re-reads and recompiles every rule, and most of its expressions are
+	// those of the previous load. It is bounded (rules.CacheLimit), so
+	// what removed rules leave in it cannot grow without end.
+	cache rules.Cache
 }
 
 // LoadReport describes one build.
@@ -66,7 +73,7 @@ func (f *FileSource) Load() (*LoadReport, error) {
 		return nil, err
 	}
 	t1 := f.now()
-	res := LoadRules(docs)
+	res := loadRules(docs, &f.cache)
 	t2 := f.now()
 	snap := rules.NewSnapshot(res.Rules, f.Snapshot)
 	t3 := f.now()
@@ -88,14 +95,16 @@ func (f *FileSource) Load() (*LoadReport, error) {
 	for _, e := range res.Errors {
 		f.Log.Error(e, "ModRule failed to load; it is kept, reported, and never applied")
 	}
-	f.Store.Publish(snap)
-	rep.PublishedAt = f.now()
+	// The metrics describe the snapshot before it serves (and turns
+	// /readyz ready): whoever sees it published finds its build recorded.
 	broken := make([]string, 0, rep.Broken)
 	for _, r := range snap.Broken() {
 		broken = append(broken, r.Key)
 	}
 	f.Metrics.SnapshotBuild(rep.Read, rep.Compile, rep.Index)
+	rep.PublishedAt = f.now()
 	f.Metrics.SnapshotPublished(rep.PublishedAt, rep.Ready, rep.Undecodable, broken)
+	f.Store.Publish(snap)
 	f.Log.Info("rule snapshot published", "ready", rep.Ready, "broken", rep.Broken, "undecodable", rep.Undecodable,
 		"read", rep.Read.String(), "compile", rep.Compile.String(), "index", rep.Index.String())
 	return rep, nil

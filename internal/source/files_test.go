@@ -99,3 +99,36 @@ func expectMetrics(t *testing.T, reg *prometheus.Registry, samples string, name 
 		t.Error(err)
 	}
 }
+
+// A FileSource keeps its parsed expressions from one Load to the next: the
+// reloaded rule shares them with the first load's; LoadRules, one cache per
+// call, does not.
+func TestFileSourceReloadSharesExpressions(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(goodRule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := &Store{}
+	fs := &FileSource{Paths: []string{dir}, Store: store, Log: logr.Discard()}
+	selectOf := func() any {
+		t.Helper()
+		if _, err := fs.Load(); err != nil {
+			t.Fatal(err)
+		}
+		return store.Current().Rules()[0].Criteria[0].Select
+	}
+	first, second := selectOf(), selectOf()
+	if first != second {
+		t.Error("a reload parsed the rule's select expression again")
+	}
+	if e, r := fs.cache.Len(); e != 1 || r != 0 {
+		t.Errorf("cache: %d expressions, %d regexes; want 1, 0", e, r)
+	}
+	docs, err := ReadPaths([]string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := LoadRules(docs); res.Rules[0].Criteria[0].Select == first {
+		t.Error("LoadRules shares the FileSource's cache")
+	}
+}

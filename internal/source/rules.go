@@ -52,8 +52,13 @@ type LoadResult struct {
 
 // LoadRules decodes and compiles every ModRule among docs. Rules that fail
 // are reported in Errors and also returned (with Err set) when they could be
-// decoded, so that callers can keep them visible.
-func LoadRules(docs []Document) LoadResult {
+// decoded, so that callers can keep them visible. The rules share their
+// parsed select expressions and regular expressions (one rules.Cache per
+// call).
+func LoadRules(docs []Document) LoadResult { return loadRules(docs, rules.NewCache()) }
+
+// loadRules is LoadRules compiling with cache (nil: none).
+func loadRules(docs []Document, cache *rules.Cache) LoadResult {
 	// Decoding and compiling are independent per document: done in
 	// parallel, reported in document order.
 	type outcome struct {
@@ -73,7 +78,7 @@ func LoadRules(docs []Document) LoadResult {
 			o.err = err
 			return
 		}
-		o.rule, err = rules.Compile(mr)
+		o.rule, err = rules.CompileWith(mr, cache)
 		if err != nil {
 			o.err = fmt.Errorf("%s: %w", d.Origin, err)
 		}

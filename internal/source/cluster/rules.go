@@ -44,6 +44,11 @@ type RuleSource struct {
 	// (namespace/name) whose compiled form changed or was removed.
 	OnChange func(keys []string)
 
+	// parsed holds the select expressions and regular expressions of the
+	// compiled rules, shared among them and kept from one rebuild to the
+	// next (bounded: rules.CacheLimit).
+	parsed rules.Cache
+
 	mu       sync.Mutex
 	compiled map[string]*entry // by namespace/name
 	dirty    map[string]struct{}
@@ -214,7 +219,7 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 			}
 		}
 	}
-	compiled := compileAll(toCompile)
+	compiled := compileAll(toCompile, &s.parsed)
 	compileTook := s.now().Sub(start)
 
 	s.mu.Lock()
@@ -240,14 +245,15 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 	}
 	indexStart := s.now()
 	snap := rules.NewSnapshot(all, s.Snapshot)
-	s.Store.Publish(snap)
 	published := s.now()
+	// The metrics describe the snapshot before it serves.
 	s.Metrics.SnapshotBuild(0, compileTook, published.Sub(indexStart))
 	var broken []string
 	for _, r := range snap.Broken() {
 		broken = append(broken, r.Key)
 	}
 	s.Metrics.SnapshotPublished(published, len(all)-len(broken), 0, broken)
+	s.Store.Publish(snap)
 	s.Log.V(1).Info("published rule snapshot", "rules", len(all), "broken", len(broken),
 		"compiled", len(toCompile), "removed", len(removed), "took", published.Sub(start).String())
 	if s.OnChange != nil && len(changed) > 0 {
@@ -257,8 +263,9 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 	return readErr
 }
 
-// compileAll compiles rules on every CPU, keeping their order.
-func compileAll(mrs []*v1beta1.ModRule) []*rules.Rule {
+// compileAll compiles rules on every CPU, keeping their order; the workers
+// share cache.
+func compileAll(mrs []*v1beta1.ModRule, cache *rules.Cache) []*rules.Rule {
 	out := make([]*rules.Rule, len(mrs))
 	workers := min(runtime.GOMAXPROCS(0), len(mrs))
 	var wg sync.WaitGroup
@@ -266,7 +273,7 @@ func compileAll(mrs []*v1beta1.ModRule) []*rules.Rule {
 	for range workers {
 		wg.Go(func() {
 			for i := range next {
-				out[i], _ = rules.Compile(mrs[i]) // the error is in out[i].Err
+				out[i], _ = rules.CompileWith(mrs[i], cache) // the error is in out[i].Err
 			}
 		})
 	}
