@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"bytes"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+// serve's --gc-percent applies unless GOGC is set; the log says which, and
+// MODWRIGHT_GC_PERCENT sets the flag.
+func TestServeGCPercent(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	current := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+
+	cmd := newServeCmdWith(Streams{}, &serveOptions{})
+	if got := cmd.Flags().Lookup("gc-percent").DefValue; got != "400" {
+		t.Errorf("--gc-percent defaults to %s", got)
+	}
+	o := &serveOptions{}
+	cmd = newServeCmdWith(Streams{}, o)
+	env := map[string]string{"MODWRIGHT_GC_PERCENT": "250"}
+	if err := bindEnv(cmd.Flags(), func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil || o.gcPercent != 250 {
+		t.Fatalf("MODWRIGHT_GC_PERCENT: %d, %v", o.gcPercent, err)
+	}
+
+	for _, tc := range []struct {
+		gogc   map[string]string
+		want   int
+		logged string
+	}{
+		{nil, 400, `"gcPercent":400`},
+		{map[string]string{"GOGC": ""}, 400, `"gcPercent":400`}, // empty: Go's default, as if unset
+		{map[string]string{"GOGC": "150"}, 100, `"GOGC":"150"`},
+	} {
+		debug.SetGCPercent(100)
+		var logs bytes.Buffer
+		log, err := newLogger("json", 0, &logs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applyGCPercent(400, func(k string) (string, bool) { v, ok := tc.gogc[k]; return v, ok }, log)
+		if got := current(); got != tc.want || !strings.Contains(logs.String(), tc.logged) {
+			t.Errorf("GOGC %v: GC percent %d, want %d; log %s", tc.gogc, got, tc.want, logs.String())
+		}
+	}
+}
