@@ -350,7 +350,7 @@ func (r *report) print(w io.Writer) {
 	p("\n\"0 rules\": an empty rule file (the server warns and serves no rules). ")
 	p("\"Saturated\": the server could not sustain the fixed rate, so requests queued and latencies grew without bound while the run lasted. ")
 	p("\"Namespaced objects only\" is the floor with the same objects as the quiet scenario (the Namespace object is left out of both). ")
-	p("\"GOGC=400\" is for reference only (no target reads it): the same server with the garbage collector's GOGC at 400 instead of 100, which trades a larger heap for fewer collections.\n")
+	p("\"GOGC=100\" is for reference only (no target reads it): the same server with Go's default garbage collector target (GOGC=100, which overrides serve's --gc-percent 400): a smaller heap, more collections.\n")
 
 	if s := r.Snapshot; s != nil {
 		p("\n## 10,000 rules at start-up\n\n")
