@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modwright/modwright/internal/testtool"
+)
+
+// docCommand is one shell command from a ```sh block of a document.
+type docCommand struct {
+	line int    // where it starts
+	text string // continuation lines joined
+}
+
+// docCommands returns the commands of the ```sh blocks in the markdown file
+// path: continuation lines (ending in a backslash) joined, comments and
+// blank lines left out.
+func docCommands(t *testing.T, path string) []docCommand {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		cmds    []docCommand
+		inBlock bool
+		cur     *docCommand
+	)
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case !inBlock:
+			inBlock = trimmed == "```sh"
+			continue
+		case trimmed == "```":
+			if cur != nil {
+				t.Fatalf("%s:%d: a command continues past the end of its block", path, cur.line)
+			}
+			inBlock = false
+			continue
+		case cur == nil && (trimmed == "" || strings.HasPrefix(trimmed, "#")):
+			continue
+		}
+		if cur == nil {
+			cur = &docCommand{line: n}
+		}
+		if rest, ok := strings.CutSuffix(trimmed, `\`); ok {
+			cur.text += rest
+			continue
+		}
+		cur.text += trimmed
+		cmds = append(cmds, *cur)
+		cur = nil
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if inBlock {
+		t.Fatalf("%s: an unterminated ```sh block", path)
+	}
+	return cmds
+}
+
+// TestDocsCLIExamples runs every shell command docs/cli.md shows, from the
+// repository's root as the document says, and checks its exit status: 0
+// unless the table below says otherwise. The only rewrites: `go run
+// ./cmd/modwright`, `./bin/modwright` and `$PWD/bin` name a modwright built
+// once for the test, and `go build -o bin/modwright ./cmd/modwright` is that
+// build (the repository's bin/ is not written). Commands that need helm or
+// kustomize skip without them (fail under MODWRIGHT_REQUIRE_TOOLS=1, as in
+// make test).
+func TestDocsCLIExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds modwright and runs the documented commands")
+	}
+	root := testtool.RepoRoot(t)
+	// Commands whose documented outcome is a failure, and the exit status
+	// (or, for helm, a text its error output must hold).
+	wantFail := map[string]struct {
+		code   int
+		stderr string
+	}{
+		"modwright lint testdata/cli/lint/errors -o json": {code: 1},
+		"modwright krm < testdata/cli/krm/resource-list.yaml": {
+			code: 1, stderr: `operation rejected by the following ModRule(s): shop/no-latest: "bad uses :latest"`},
+		"helm template web testdata/cli/helm/chart --set 'externalIPs={203.0.113.7}' --post-renderer ./bin/modwright --post-renderer-args apply --post-renderer-args --rules=examples/rules --post-renderer-args -f --post-renderer-args -": {
+			code: 1, stderr: `reject-external-ips: "external IPs [203.0.113.7] are not allowed"`},
+	}
+	cmds := docCommands(t, filepath.Join(root, "docs", "cli.md"))
+	if len(cmds) < 10 {
+		t.Fatalf("found %d commands in docs/cli.md; the parser is broken", len(cmds))
+	}
+	bin := buildModwright(t)
+	binDir := filepath.Dir(bin)
+	seen := map[string]bool{}
+	for _, c := range cmds {
+		shown := strings.ReplaceAll(c.text, "go run ./cmd/modwright", "modwright")
+		seen[shown] = true
+		if shown == "go build -o bin/modwright ./cmd/modwright" {
+			continue
+		}
+		t.Run(shown, func(t *testing.T) {
+			path := binDir
+			for _, tool := range []string{"helm", "kustomize"} {
+				if strings.Contains(shown, tool+" ") || strings.Contains(shown, "tools.sh "+tool) {
+					path += string(os.PathListSeparator) + filepath.Dir(testtool.Find(t, tool))
+				}
+			}
+			script := strings.ReplaceAll(shown, "./bin/modwright", bin)
+			script = strings.ReplaceAll(script, "$PWD/bin", binDir)
+			cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "PATH="+path+string(os.PathListSeparator)+os.Getenv("PATH"),
+				"HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			if err != nil {
+				exitErr, ok := err.(*exec.ExitError)
+				if !ok {
+					t.Fatalf("docs/cli.md:%d: %v", c.line, err)
+				}
+				code = exitErr.ExitCode()
+			}
+			want := wantFail[shown]
+			if code != want.code {
+				t.Fatalf("docs/cli.md:%d: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", c.line, code, want.code, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stderr.String(), want.stderr) {
+				t.Errorf("docs/cli.md:%d: stderr lacks %q:\n%s", c.line, want.stderr, stderr.String())
+			}
+			if code == 0 && stdout.Len() == 0 {
+				t.Errorf("docs/cli.md:%d: no output", c.line)
+			}
+		})
+	}
+	for shown := range wantFail {
+		if !seen[shown] {
+			t.Errorf("docs/cli.md no longer shows %q; update the test's table", shown)
+		}
+	}
+}
