@@ -142,7 +142,8 @@ func TestHelmValues(t *testing.T) {
 			contains: map[string][]string{
 				"Deployment modwright-system/modwright": {"replicas: 2", "--cert-management=self", "--cluster-rules-namespace=kubemod-system",
 					"--target-resources=namespaces,nodes,configmaps,persistentvolumeclaims,persistentvolumes,secrets,services,daemonsets,deployments,replicasets,statefulsets,horizontalpodautoscalers,ingresses,pods,cronjobs,jobs,serviceaccounts,clusterrolebindings,clusterroles,rolebindings,roles",
-					"readOnlyRootFilesystem: true", "runAsNonRoot: true", "path: /readyz", "path: /healthz", "memory: 64Mi"},
+					"readOnlyRootFilesystem: true", "runAsNonRoot: true", "path: /readyz", "path: /healthz", "memory: 64Mi",
+					"--gc-percent=400", "name: GOMEMLIMIT\n              value: \"230MiB\""},
 				"MutatingWebhookConfiguration modwright": {"path: /dragnet-webhook", "failurePolicy: Fail", "path: /podbinding-webhook",
 					"failurePolicy: Ignore", "sideEffects: NoneOnDryRun", "key: admission.kubemod.io/ignore", "resources: [pods/binding]"},
 				"ValidatingWebhookConfiguration modwright":       {"path: /validate-modrule"},
@@ -152,9 +153,10 @@ func TestHelmValues(t *testing.T) {
 		},
 		{
 			name: "cert-manager and custom resources",
-			args: []string{"--set", "certManager.enabled=true", "--set", "targetResources={pods,widgets.example.com}", "--set", "dragnet.failurePolicy=Ignore", "--set", "nodeRef.enabled=false"},
+			args: []string{"--set", "certManager.enabled=true", "--set", "targetResources={pods,widgets.example.com}", "--set", "dragnet.failurePolicy=Ignore", "--set", "nodeRef.enabled=false",
+				"--set", "gcPercent=200", "--set", "goMemLimit="},
 			contains: map[string][]string{
-				"Deployment modwright-system/modwright":               {"--cert-management=external", "--target-resources=pods,widgets.example.com"},
+				"Deployment modwright-system/modwright":               {"--cert-management=external", "--target-resources=pods,widgets.example.com", "--gc-percent=200"},
 				"MutatingWebhookConfiguration modwright":              {"cert-manager.io/inject-ca-from: modwright-system/modwright-webhook-cert", "- widgets.example.com", "failurePolicy: Ignore"},
 				"ValidatingWebhookConfiguration modwright":            {"cert-manager.io/inject-ca-from: modwright-system/modwright-webhook-cert"},
 				"Certificate modwright-system/modwright-webhook-cert": {"secretName: modwright-webhook-cert", "modwright-webhook.modwright-system.svc"},
@@ -162,6 +164,7 @@ func TestHelmValues(t *testing.T) {
 			absent: map[string][]string{
 				"MutatingWebhookConfiguration modwright": {"podbinding"},
 				"Role modwright-system/modwright":        {"verbs: [create]\n  - apiGroups: [coordination"},
+				"Deployment modwright-system/modwright":  {"GOMEMLIMIT"},
 			},
 			extra: []string{"Certificate modwright-system/modwright-webhook-cert", "Issuer modwright-system/modwright-selfsigned"},
 		},
