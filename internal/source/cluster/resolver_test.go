@@ -1,0 +1,277 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/source/cluster"
+)
+
+var _ engine.Resolver = (*cluster.Resolver)(nil)
+
+func resolverObjects() []client.Object {
+	return []client.Object{
+		&corev1.Namespace{
+			ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{"env": "prod"}, Annotations: map[string]string{"owner": "a"}},
+			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
+		},
+		&corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"topology.kubernetes.io/zone": "z1"}},
+			Spec:       corev1.NodeSpec{Unschedulable: true},
+			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("4"),
+			}},
+		},
+		// A Namespace and a Node of the same name must not be mixed up.
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shared", Labels: map[string]string{"is": "namespace"}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "shared", Labels: map[string]string{"is": "node"}}},
+	}
+}
+
+// resolverClient returns a fake client holding resolverObjects, and a count
+// of its Get calls.
+func resolverClient(t *testing.T, getErr error) (client.WithWatch, *atomic.Int32) {
+	t.Helper()
+	var gets atomic.Int32
+	cl := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(resolverObjects()...).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				gets.Add(1)
+				if getErr != nil {
+					return getErr
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		}).Build()
+	return cl, &gets
+}
+
+// jsonOf returns obj as the API server would serve it, as a JSON tree
+// decoded with numbers as json.Number (what value.Decode builds).
+func jsonOf(t *testing.T, obj client.Object, kind string) map[string]any {
+	t.Helper()
+	obj = obj.DeepCopyObject().(client.Object)
+	obj.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	data, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestResolver(t *testing.T) {
+	ctx := t.Context()
+	cl, _ := resolverClient(t, nil)
+	r := &cluster.Resolver{Reader: cl}
+
+	stored := func(obj client.Object) client.Object {
+		t.Helper()
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+
+	tests := []struct {
+		name    string
+		resolve func(context.Context, string) (map[string]any, error)
+		arg     string
+		want    map[string]any // nil: not found
+	}{
+		{"namespace", r.Namespace, "team-a", jsonOf(t, stored(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}), "Namespace")},
+		{"node", r.Node, "node-1", jsonOf(t, stored(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}), "Node")},
+		{"namespace sharing a node's name", r.Namespace, "shared", jsonOf(t, stored(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}), "Namespace")},
+		{"node sharing a namespace's name", r.Node, "shared", jsonOf(t, stored(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}), "Node")},
+		{"missing namespace", r.Namespace, "nope", nil},
+		{"missing node", r.Node, "nope", nil},
+		{"namespace named like a node", r.Namespace, "node-1", nil},
+		{"node named like a namespace", r.Node, "team-a", nil},
+		{"no namespace", r.Namespace, "", nil},
+		{"no node", r.Node, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Twice: the second answer comes from the resolver's tree cache.
+			for range 2 {
+				got, err := tt.resolve(ctx, tt.arg)
+				if err != nil {
+					t.Fatalf("error %v", err)
+				}
+				if tt.want == nil {
+					if got != nil {
+						t.Fatalf("got %v, want nil for a missing object", got)
+					}
+					continue
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Fatalf("(-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+
+	// Spot checks of the shape rules select from.
+	ns, _ := r.Namespace(ctx, "team-a")
+	node, _ := r.Node(ctx, "node-1")
+	for _, c := range []struct {
+		tree map[string]any
+		path []string
+		want any
+	}{
+		{ns, []string{"apiVersion"}, "v1"},
+		{ns, []string{"kind"}, "Namespace"},
+		{ns, []string{"metadata", "name"}, "team-a"},
+		{ns, []string{"metadata", "labels", "env"}, "prod"},
+		{ns, []string{"metadata", "annotations", "owner"}, "a"},
+		{ns, []string{"status", "phase"}, "Active"},
+		{node, []string{"kind"}, "Node"},
+		{node, []string{"metadata", "labels", "topology.kubernetes.io/zone"}, "z1"},
+		{node, []string{"spec", "unschedulable"}, true},
+		{node, []string{"status", "capacity", "cpu"}, "4"},
+	} {
+		if got := lookup(c.tree, c.path...); got != c.want {
+			t.Errorf("%v = %#v, want %#v", c.path, got, c.want)
+		}
+	}
+}
+
+func TestResolverEmptyNameReadsNothing(t *testing.T) {
+	cl, gets := resolverClient(t, nil)
+	r := &cluster.Resolver{Reader: cl}
+	for _, f := range []func(context.Context, string) (map[string]any, error){r.Namespace, r.Node} {
+		if m, err := f(t.Context(), ""); m != nil || err != nil {
+			t.Errorf("got %v, %v for an empty name, want nil, nil", m, err)
+		}
+	}
+	if n := gets.Load(); n != 0 {
+		t.Errorf("an empty name read the cache %d times, want none", n)
+	}
+}
+
+func TestResolverFollowsResourceVersion(t *testing.T) {
+	ctx := t.Context()
+	cl, _ := resolverClient(t, nil)
+	r := &cluster.Resolver{Reader: cl}
+
+	first, err := r.Namespace(ctx, "team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := r.Namespace(ctx, "team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.ValueOf(first).UnsafePointer() != reflect.ValueOf(again).UnsafePointer() {
+		t.Error("the same resourceVersion built a new tree; want the shared one")
+	}
+
+	var ns corev1.Namespace
+	if err := cl.Get(ctx, client.ObjectKey{Name: "team-a"}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["env"] = "staging"
+	if err := cl.Update(ctx, &ns); err != nil {
+		t.Fatal(err)
+	}
+	updated, err := r.Namespace(ctx, "team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(updated, "metadata", "labels", "env"); got != "staging" {
+		t.Errorf("after the update metadata.labels.env = %v, want staging", got)
+	}
+	if got := lookup(updated, "metadata", "resourceVersion"); got != ns.ResourceVersion {
+		t.Errorf("metadata.resourceVersion = %v, want %s", got, ns.ResourceVersion)
+	}
+	if got := lookup(first, "metadata", "labels", "env"); got != "prod" {
+		t.Errorf("the tree served before the update changed: metadata.labels.env = %v, want prod", got)
+	}
+
+	// Deleted: not found, even though a tree was built before.
+	if err := cl.Delete(ctx, &ns); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := r.Namespace(ctx, "team-a"); m != nil || err != nil {
+		t.Errorf("after the deletion got %v, %v; want nil, nil", m, err)
+	}
+}
+
+func TestResolverReadError(t *testing.T) {
+	injected := errors.New("injected read error")
+	cl, _ := resolverClient(t, injected)
+	r := &cluster.Resolver{Reader: cl}
+	for name, f := range map[string]func(context.Context, string) (map[string]any, error){"Namespace": r.Namespace, "Node": r.Node} {
+		m, err := f(t.Context(), "team-a")
+		if !errors.Is(err, injected) || m != nil {
+			t.Errorf("%s with a failing cache = %v, %v; want nil and an error wrapping %v", name, m, err, injected)
+		}
+	}
+}
+
+func TestResolverConcurrent(t *testing.T) {
+	cl, _ := resolverClient(t, nil)
+	r := &cluster.Resolver{Reader: cl}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*50)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				var m map[string]any
+				var err error
+				var want string
+				if (g+i)%2 == 0 {
+					m, err = r.Namespace(t.Context(), "shared")
+					want = "namespace"
+				} else {
+					m, err = r.Node(t.Context(), "shared")
+					want = "node"
+				}
+				if got := lookup(m, "metadata", "labels", "is"); err != nil || got != want {
+					errs <- fmt.Errorf("goroutine %d call %d: got %v, %v; want %s", g, i, got, err, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// lookup follows path through nested maps; nil when absent.
+func lookup(v any, path ...string) any {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	if n, ok := v.(json.Number); ok {
+		return n.String()
+	}
+	return v
+}

@@ -1,0 +1,574 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source/cluster"
+)
+
+func TestRuleSourceNeedsNoLeaderElection(t *testing.T) {
+	if (&cluster.RuleSource{}).NeedLeaderElection() {
+		t.Error("NeedLeaderElection() = true; every replica must keep its own snapshot")
+	}
+}
+
+func TestRuleSourceFirstSnapshotAfterSync(t *testing.T) {
+	t.Run("empty", func(t *testing.T) {
+		h := newHarness(t, harnessOptions{unsynced: true})
+		if h.src.Synced() {
+			t.Fatal("Synced() = true before Start")
+		}
+		h.startAndWaitRegistered()
+		if h.src.Synced() {
+			t.Error("Synced() = true before the informer synced")
+		}
+		if s := h.store.Current(); s != nil {
+			t.Errorf("a snapshot of %d rules was published before the informer synced", s.Len())
+		}
+
+		h.inf.Synced()
+		eventually(t, "Synced()", h.src.Synced)
+		snap := h.store.Current()
+		if snap == nil {
+			t.Fatal("Synced() = true but no snapshot is published")
+		}
+		if snap.Len() != 0 {
+			t.Errorf("the first snapshot holds %q, want no rules", snapshotKeys(snap))
+		}
+		if got := snap.ClusterRulesNamespace(); got != "kubemod-system" {
+			t.Errorf("ClusterRulesNamespace() = %q, want the configured kubemod-system", got)
+		}
+		for _, m := range []struct {
+			name   string
+			labels []string
+			want   float64
+		}{
+			{"modwright_rules", []string{"state", "ready"}, 0},
+			{"modwright_rules", []string{"state", "broken"}, 0},
+			{"modwright_snapshot_builds_total", []string{"result", "published"}, 1},
+			{"modwright_snapshot_published_timestamp_seconds", nil, float64(publishedAt.Unix())},
+		} {
+			if got, ok := h.metric(m.name, m.labels...); !ok || got != m.want {
+				t.Errorf("%s%q = %v (present: %v), want %v", m.name, m.labels, got, ok, m.want)
+			}
+		}
+		h.barrier()
+		if got := h.changed(); len(got) != 0 {
+			t.Errorf("OnChange reported %q for an empty cluster", got)
+		}
+	})
+
+	t.Run("rules listed before the sync are all in the first snapshot", func(t *testing.T) {
+		h := newHarness(t, harnessOptions{unsynced: true})
+		h.startAndWaitRegistered()
+		want := []string{"team-a/r1", "team-a/r2", "team-b/r1"}
+		for i, k := range want {
+			ns, name, _ := cutKey(k)
+			h.add(modRule(ns, name, types.UID(fmt.Sprint("uid-", i)), 1, "Pod"))
+		}
+		if h.src.Synced() || h.store.Current() != nil {
+			t.Error("a snapshot was published before the informer synced")
+		}
+
+		h.inf.Synced()
+		eventually(t, "Synced()", h.src.Synced)
+		if got := snapshotKeys(h.store.Current()); !slices.Equal(got, want) {
+			t.Errorf("the first snapshot holds %q, want %q", got, want)
+		}
+		h.waitChanged(want...)
+	})
+
+	t.Run("not synced while the first snapshot is being built", func(t *testing.T) {
+		entered := make(chan struct{}, 1)
+		release := make(chan struct{})
+		var blocked atomic.Bool
+		blocked.Store(true)
+		h := newHarness(t, harnessOptions{unsynced: true, funcs: &interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if blocked.Load() {
+					select {
+					case entered <- struct{}{}:
+					default:
+					}
+					<-release
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		}})
+		h.startAndWaitRegistered()
+		h.add(modRule("team-a", "r", "uid", 1, "Pod"))
+		h.inf.Synced()
+		receive(t, "the first rebuild to read the rule", entered)
+		if h.src.Synced() {
+			t.Error("Synced() = true while the first snapshot is still being built")
+		}
+		blocked.Store(false)
+		close(release)
+		eventually(t, "Synced()", h.src.Synced)
+		if got := snapshotKeys(h.store.Current()); !slices.Equal(got, []string{"team-a/r"}) {
+			t.Errorf("the first snapshot holds %q, want [team-a/r]", got)
+		}
+	})
+
+	t.Run("canceled before the sync", func(t *testing.T) {
+		h := newHarness(t, harnessOptions{unsynced: true})
+		h.startAndWaitRegistered()
+		h.add(modRule("team-a", "r", "uid", 1, "Pod"))
+		if err := h.stop(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Start() = %v, want nil or context.Canceled", err)
+		}
+		if h.src.Synced() || h.store.Current() != nil {
+			t.Error("a snapshot was published although the informer never synced")
+		}
+	})
+}
+
+func TestRuleSourceAddAndUpdate(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.startAndWaitSynced()
+	const k = "team-a/r"
+
+	h.add(modRule("team-a", "r", "uid-1", 1, "Pod"))
+	snap := h.waitKeys(k)
+	h.waitChanged(k)
+	r1, ok := h.src.Compiled(k, "uid-1", 1)
+	if !ok {
+		t.Fatalf("Compiled(%q, uid-1, 1) found nothing after the rule was published", k)
+	}
+	if r1.Err != nil {
+		t.Fatalf("valid rule compiled with error: %v", r1.Err)
+	}
+	if got := ruleByKey(snap, k); got != r1 {
+		t.Error("the snapshot's rule is not the one Compiled returns")
+	}
+	if got := snap.Candidates("team-a", rules.Create, "Pod", nil); !slices.Equal(got, []*rules.Rule{r1}) {
+		t.Errorf("Candidates(team-a, CREATE, Pod) = %v, want the new rule", got)
+	}
+	if got := snap.Candidates("team-a", rules.Create, "Deployment", nil); len(got) != 0 {
+		t.Errorf("Candidates(team-a, CREATE, Deployment) = %v, want none", got)
+	}
+	for _, c := range []struct {
+		uid types.UID
+		gen int64
+	}{{"uid-1", 2}, {"uid-1", 0}, {"uid-2", 1}} {
+		if r, ok := h.src.Compiled(k, c.uid, c.gen); ok || r != nil {
+			t.Errorf("Compiled(%q, %s, %d) = %v, %v; want nothing (another uid or generation)", k, c.uid, c.gen, r, ok)
+		}
+	}
+	if r, ok := h.src.Compiled("team-a/other", "uid-1", 1); ok || r != nil {
+		t.Errorf("Compiled of an unknown key = %v, %v; want nothing", r, ok)
+	}
+
+	// Changes that keep the generation do not recompile.
+	for _, c := range []struct {
+		name string
+		mod  func(*v1beta1.ModRule)
+	}{
+		{"label", func(mr *v1beta1.ModRule) { mr.Labels = map[string]string{"team": "a"} }},
+		{"status", func(mr *v1beta1.ModRule) { mr.Status.ObservedGeneration = 1 }},
+		{"annotation", func(mr *v1beta1.ModRule) { mr.Annotations = map[string]string{"note": "x"} }},
+	} {
+		h.resetChanges()
+		h.update("team-a", "r", c.mod)
+		h.barrier()
+		if got, ok := h.src.Compiled(k, "uid-1", 1); !ok || got != r1 {
+			t.Errorf("after a %s change: Compiled(%q, uid-1, 1) = %p, %v; want the same rule %p", c.name, k, got, ok, r1)
+		}
+		if got := ruleByKey(h.store.Current(), k); got != r1 {
+			t.Errorf("after a %s change: the snapshot holds %p, want the same rule %p", c.name, got, r1)
+		}
+		if got := h.changed(); len(got) != 0 {
+			t.Errorf("after a %s change: OnChange reported %q, want nothing", c.name, got)
+		}
+	}
+
+	// A new generation recompiles.
+	h.resetChanges()
+	h.update("team-a", "r", func(mr *v1beta1.ModRule) {
+		mr.Generation = 2
+		mr.Spec.Match[0].MatchValue = ptr("Deployment")
+	})
+	eventually(t, "generation 2 to be compiled", func() bool { _, ok := h.src.Compiled(k, "uid-1", 2); return ok })
+	r2, _ := h.src.Compiled(k, "uid-1", 2)
+	if r2 == r1 {
+		t.Fatal("a new generation returned the old compiled rule")
+	}
+	if r2.Err != nil || r2.Source.Generation != 2 {
+		t.Errorf("generation 2 compiled to generation %d, error %v", r2.Source.Generation, r2.Err)
+	}
+	if r, ok := h.src.Compiled(k, "uid-1", 1); ok {
+		t.Errorf("Compiled(%q, uid-1, 1) = %p after generation 2 was compiled; want nothing", k, r)
+	}
+	eventually(t, "generation 2 to be published", func() bool { return ruleByKey(h.store.Current(), k) == r2 })
+	h.waitChanged(k)
+	snap = h.store.Current()
+	if got := snap.Candidates("team-a", rules.Create, "Deployment", nil); !slices.Equal(got, []*rules.Rule{r2}) {
+		t.Errorf("Candidates(team-a, CREATE, Deployment) = %v, want the new generation", got)
+	}
+	if got := snap.Candidates("team-a", rules.Create, "Pod", nil); len(got) != 0 {
+		t.Errorf("Candidates(team-a, CREATE, Pod) = %v, want none: the old generation must be gone", got)
+	}
+
+	// A new uid at the same generation (the rule was deleted and created
+	// again while the watch was down; the relist reports an update)
+	// recompiles too.
+	h.resetChanges()
+	old := h.get("team-a", "r")
+	if err := h.client.Delete(h.ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	recreated := modRule("team-a", "r", "uid-2", 2, "StatefulSet")
+	if err := h.client.Create(h.ctx, recreated); err != nil {
+		t.Fatal(err)
+	}
+	h.inf.Update(old, recreated.DeepCopy())
+	eventually(t, "the new uid to be compiled", func() bool { _, ok := h.src.Compiled(k, "uid-2", 2); return ok })
+	r3, _ := h.src.Compiled(k, "uid-2", 2)
+	if r3 == r2 || r3.Source.UID != "uid-2" {
+		t.Errorf("the new uid compiled to %p (uid %s); want a new rule from uid-2", r3, r3.Source.UID)
+	}
+	if _, ok := h.src.Compiled(k, "uid-1", 2); ok {
+		t.Error("Compiled still returns the rule of the old uid")
+	}
+	eventually(t, "the new uid to be published", func() bool { return ruleByKey(h.store.Current(), k) == r3 })
+	h.waitChanged(k)
+	if got := h.store.Current().Candidates("team-a", rules.Create, "StatefulSet", nil); !slices.Equal(got, []*rules.Rule{r3}) {
+		t.Errorf("Candidates(team-a, CREATE, StatefulSet) = %v, want the recreated rule", got)
+	}
+}
+
+func TestRuleSourceBrokenRule(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.startAndWaitSynced()
+	const good, bad = "team-a/good", "team-a/bad"
+
+	h.add(modRule("team-a", "good", "uid-good", 1, "Pod"))
+	h.add(brokenRule("team-a", "bad", "uid-bad", 1))
+	snap := h.waitKeys(bad, good)
+	h.waitChanged(bad, good)
+
+	b := ruleByKey(snap, bad)
+	if b.Err == nil {
+		t.Fatalf("the rule with select %q compiled without error", brokenSelect)
+	}
+	if !errors.Is(b.Err, rules.ErrInvalidRule) {
+		t.Errorf("the broken rule's error %v is not rules.ErrInvalidRule", b.Err)
+	}
+	var ce *rules.CompileError
+	if !errors.As(b.Err, &ce) {
+		t.Fatalf("the broken rule's error is %T, want *rules.CompileError", b.Err)
+	}
+	if ce.Rule != bad || len(ce.Errors) != 1 || ce.Errors[0].Field != "spec.match[0].select" {
+		t.Errorf("CompileError = {Rule: %q, Errors: %+v}, want one error on spec.match[0].select of %s", ce.Rule, ce.Errors, bad)
+	}
+	if got := snap.Broken(); !slices.Equal(got, []*rules.Rule{b}) {
+		t.Errorf("Broken() = %v, want the broken rule", got)
+	}
+	if got, ok := h.src.Compiled(bad, "uid-bad", 1); !ok || got != b {
+		t.Errorf("Compiled(%q) = %p, %v; want the broken rule %p with its error", bad, got, ok, b)
+	}
+	// It is never a candidate.
+	if got := snap.Candidates("team-a", rules.Create, "Pod", nil); !slices.Equal(got, []*rules.Rule{ruleByKey(snap, good)}) {
+		t.Errorf("Candidates(team-a, CREATE, Pod) = %v, want only the good rule", got)
+	}
+	h.wantRuleMetrics(1, bad)
+
+	// Not recompiled without a new generation: still broken, same rule.
+	h.update("team-a", "bad", func(mr *v1beta1.ModRule) { mr.Labels = map[string]string{"x": "y"} })
+	h.barrier()
+	if got, ok := h.src.Compiled(bad, "uid-bad", 1); !ok || got != b {
+		t.Errorf("after a label change Compiled(%q) = %p, %v; want the same broken rule %p", bad, got, ok, b)
+	}
+	h.wantRuleMetrics(1, bad)
+
+	// Fixed in generation 2.
+	h.update("team-a", "bad", func(mr *v1beta1.ModRule) {
+		mr.Generation = 2
+		mr.Spec.Match[0].Select = "$.kind"
+	})
+	eventually(t, "the fixed rule to be published", func() bool {
+		r := ruleByKey(h.store.Current(), bad)
+		return r != nil && r.Source.Generation == 2
+	})
+	snap = h.store.Current()
+	if r := ruleByKey(snap, bad); r.Err != nil {
+		t.Errorf("the fixed rule still has error %v", r.Err)
+	}
+	if got := snap.Broken(); len(got) != 0 {
+		t.Errorf("Broken() = %v after the fix, want none", got)
+	}
+	h.wantRuleMetrics(2)
+
+	// Broken again, then deleted: the broken metric follows.
+	h.update("team-a", "bad", func(mr *v1beta1.ModRule) {
+		mr.Generation = 3
+		mr.Spec.Match[0].Select = brokenSelect
+	})
+	eventually(t, "the broken generation 3 to be published", func() bool {
+		r := ruleByKey(h.store.Current(), bad)
+		return r != nil && r.Source.Generation == 3 && errors.Is(r.Err, rules.ErrInvalidRule)
+	})
+	h.wantRuleMetrics(1, bad)
+	h.remove("team-a", "bad")
+	h.waitKeys(good)
+	h.wantRuleMetrics(1)
+}
+
+// wantRuleMetrics checks the rule gauges of the serving snapshot.
+func (h *harness) wantRuleMetrics(ready int, broken ...string) {
+	h.t.Helper()
+	if got, _ := h.metric("modwright_rules", "state", "ready"); got != float64(ready) {
+		h.t.Errorf("modwright_rules{state=ready} = %v, want %d", got, ready)
+	}
+	if got, _ := h.metric("modwright_rules", "state", "broken"); got != float64(len(broken)) {
+		h.t.Errorf("modwright_rules{state=broken} = %v, want %d", got, len(broken))
+	}
+	families, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var got []string
+	for _, f := range families {
+		if f.GetName() != "modwright_rule_broken" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetGauge().GetValue() == 1 && len(m.GetLabel()) == 1 {
+				got = append(got, m.GetLabel()[0].GetValue())
+			}
+		}
+	}
+	if diff := cmp.Diff(broken, got); diff != "" {
+		h.t.Errorf("modwright_rule_broken rules (-want +got):\n%s", diff)
+	}
+}
+
+func TestRuleSourceWithoutMetrics(t *testing.T) {
+	h := newHarness(t, harnessOptions{noMetrics: true})
+	h.startAndWaitSynced()
+	h.add(brokenRule("team-a", "bad", "uid", 1))
+	h.add(modRule("team-a", "good", "uid", 1, "Pod"))
+	snap := h.waitKeys("team-a/bad", "team-a/good")
+	if got := snap.Broken(); len(got) != 1 || got[0].Key != "team-a/bad" {
+		t.Errorf("Broken() = %v, want team-a/bad", got)
+	}
+}
+
+func TestRuleSourceDelete(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.startAndWaitSynced()
+	const a, b = "team-a/a", "team-b/b"
+	h.add(modRule("team-a", "a", "uid-a", 1, "Pod"))
+	h.add(modRule("team-b", "b", "uid-b", 1, "Pod"))
+	h.waitKeys(a, b)
+	rb, ok := h.src.Compiled(b, "uid-b", 1)
+	if !ok {
+		t.Fatalf("Compiled(%q) found nothing", b)
+	}
+
+	h.resetChanges()
+	h.remove("team-a", "a")
+	snap := h.waitKeys(b)
+	h.waitChanged(a)
+	if r, ok := h.src.Compiled(a, "uid-a", 1); ok {
+		t.Errorf("Compiled(%q) = %p after the rule was deleted, want nothing", a, r)
+	}
+	if got := ruleByKey(snap, b); got != rb {
+		t.Errorf("deleting %s recompiled %s", a, b)
+	}
+	if got := snap.Candidates("team-a", rules.Create, "Pod", nil); len(got) != 0 {
+		t.Errorf("Candidates(team-a, CREATE, Pod) = %v after the deletion, want none", got)
+	}
+	h.barrier()
+	if got := h.changed(); !slices.Equal(got, []string{a}) {
+		t.Errorf("OnChange reported %q for the deletion of %s, want only it", got, a)
+	}
+
+	// A deletion the informer only learned from a relist comes as a
+	// tombstone.
+	h.resetChanges()
+	mb := h.get("team-b", "b")
+	if err := h.client.Delete(h.ctx, mb); err != nil {
+		t.Fatal(err)
+	}
+	for _, hd := range h.cache.liveHandlers() {
+		hd.OnDelete(toolscache.DeletedFinalStateUnknown{Key: b, Obj: mb})
+	}
+	h.waitKeys()
+	h.waitChanged(b)
+	if r, ok := h.src.Compiled(b, "uid-b", 1); ok {
+		t.Errorf("Compiled(%q) = %p after its tombstone, want nothing", b, r)
+	}
+	h.wantRuleMetrics(0)
+}
+
+func TestRuleSourceReadError(t *testing.T) {
+	injected := errors.New("injected read error")
+	var failing atomic.Value // the key whose reads fail, "" for none
+	failing.Store("")
+	h := newHarness(t, harnessOptions{funcs: &interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*v1beta1.ModRule); ok && key.String() == failing.Load().(string) {
+				return injected
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}})
+	h.startAndWaitSynced()
+	const k, other = "team-a/r", "team-a/other"
+	failedBuilds := func() float64 { v, _ := h.metric("modwright_snapshot_builds_total", "result", "failed"); return v }
+
+	// A rule that cannot be read is not published; it stays dirty and the
+	// next event retries it.
+	failing.Store(k)
+	h.add(modRule("team-a", "r", "uid-r", 1, "Pod"))
+	eventually(t, "a failed build to be counted", func() bool { return failedBuilds() == 1 })
+	if r := ruleByKey(h.store.Current(), k); r != nil {
+		t.Errorf("the unreadable rule %s was published", k)
+	}
+	failing.Store("")
+	h.add(modRule("team-a", "other", "uid-o", 1, "Pod"))
+	h.waitKeys(other, k)
+	r1, ok := h.src.Compiled(k, "uid-r", 1)
+	if !ok {
+		t.Fatalf("Compiled(%q) found nothing after the retry", k)
+	}
+
+	// When a compiled rule cannot be read again, the previous compiled
+	// form keeps serving until a later event retries the read.
+	failing.Store(k)
+	h.update("team-a", "r", func(mr *v1beta1.ModRule) {
+		mr.Generation = 2
+		mr.Spec.Match[0].MatchValue = ptr("Deployment")
+	})
+	eventually(t, "a second failed build to be counted", func() bool { return failedBuilds() == 2 })
+	if got := ruleByKey(h.store.Current(), k); got != r1 {
+		t.Errorf("the snapshot holds %p for %s after a failed read, want the previous rule %p", got, k, r1)
+	}
+	failing.Store("")
+	h.update("team-a", "other", func(mr *v1beta1.ModRule) { mr.Labels = map[string]string{"poke": "1"} })
+	eventually(t, "generation 2 to be published after the retry", func() bool {
+		r := ruleByKey(h.store.Current(), k)
+		return r != nil && r.Source.Generation == 2
+	})
+}
+
+func TestRuleSourceWaitsForTheCRD(t *testing.T) {
+	noMatch := &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: v1beta1.Group, Kind: v1beta1.Kind}, SearchedVersions: []string{v1beta1.Version}}
+
+	t.Run("installed later", func(t *testing.T) {
+		var calls atomic.Int32
+		h := newHarness(t, harnessOptions{informerErr: func() error {
+			if calls.Add(1) == 1 {
+				return noMatch
+			}
+			return nil
+		}})
+		h.startAndWaitSynced()
+		if n := calls.Load(); n < 2 {
+			t.Errorf("GetInformer was called %d times, want a retry after the missing CRD", n)
+		}
+		h.add(modRule("team-a", "r", "uid", 1, "Pod"))
+		h.waitKeys("team-a/r")
+	})
+
+	t.Run("never installed", func(t *testing.T) {
+		var calls atomic.Int32
+		h := newHarness(t, harnessOptions{informerErr: func() error { calls.Add(1); return noMatch }})
+		h.start()
+		eventually(t, "GetInformer to be called", func() bool { return calls.Load() > 0 })
+		if h.src.Synced() {
+			t.Error("Synced() = true without the CRD")
+		}
+		if err := h.stop(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Start() = %v after cancel, want nil or context.Canceled", err)
+		}
+		if h.store.Current() != nil {
+			t.Error("a snapshot was published without the CRD")
+		}
+	})
+
+	t.Run("other error", func(t *testing.T) {
+		boom := errors.New("boom")
+		h := newHarness(t, harnessOptions{informerErr: func() error { return boom }})
+		h.startFails = true
+		h.start()
+		err := h.result()
+		if !errors.Is(err, boom) {
+			t.Errorf("Start() = %v, want an error wrapping %v", err, boom)
+		}
+		if h.src.Synced() || h.store.Current() != nil {
+			t.Error("a snapshot was published although the informer could not be had")
+		}
+	})
+}
+
+// TestRuleSourceBurst adds many rules, some before the sync and some after,
+// some broken, in several namespaces, so that several compile workers run.
+func TestRuleSourceBurst(t *testing.T) {
+	h := newHarness(t, harnessOptions{unsynced: true})
+	h.startAndWaitRegistered()
+	var want []string
+	add := func(i int) {
+		ns, name := fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("r-%02d", i)
+		if i%7 == 0 {
+			h.add(brokenRule(ns, name, types.UID(name), int64(i+1)))
+		} else {
+			h.add(modRule(ns, name, types.UID(name), int64(i+1), fmt.Sprint("Kind", i%4)))
+		}
+		want = append(want, ns+"/"+name)
+	}
+	for i := range 30 {
+		add(i)
+	}
+	h.inf.Synced()
+	for i := 30; i < 60; i++ {
+		add(i)
+	}
+	slices.Sort(want)
+	snap := h.waitKeys(want...)
+	var broken int
+	for i, r := range snap.Rules() {
+		_, name, _ := cutKey(r.Key)
+		got, ok := h.src.Compiled(r.Key, types.UID(name), r.Source.Generation)
+		if !ok || got != r {
+			t.Errorf("rule %d %s: Compiled = %p, %v; want the snapshot's %p", i, r.Key, got, ok, r)
+		}
+		if r.Err != nil {
+			broken++
+		}
+	}
+	if broken != 9 || len(snap.Broken()) != 9 {
+		t.Errorf("%d rules have errors and Broken() holds %d, want 9", broken, len(snap.Broken()))
+	}
+	h.waitChanged(want...)
+	h.wantRuleMetricsCount(51, 9)
+}
+
+func (h *harness) wantRuleMetricsCount(ready, broken int) {
+	h.t.Helper()
+	if got, _ := h.metric("modwright_rules", "state", "ready"); got != float64(ready) {
+		h.t.Errorf("modwright_rules{state=ready} = %v, want %d", got, ready)
+	}
+	if got, _ := h.metric("modwright_rules", "state", "broken"); got != float64(broken) {
+		h.t.Errorf("modwright_rules{state=broken} = %v, want %d", got, broken)
+	}
+}
+
+func cutKey(k string) (ns, name string, ok bool) { return strings.Cut(k, "/") }
