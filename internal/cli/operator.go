@@ -199,7 +199,11 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		Log:      log.WithName("rules"),
 		Metrics:  m,
 	}
-	dragnet := o.dragnet(store, &cluster.Resolver{Reader: mgr.GetCache()}, log, m)
+	resolver := &cluster.Resolver{Reader: mgr.GetCache()}
+	if err := resolver.Watch(informers[0], informers[1]); err != nil {
+		return err
+	}
+	dragnet := o.dragnet(store, resolver, log, m)
 	srv := mgr.GetWebhookServer()
 	srv.Register(webhook.DragnetPath, dragnet)
 	srv.Register(controller.NodeRefPath, &cradmission.Webhook{Handler: &controller.NodeRefHandler{

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,7 @@ type harnessOptions struct {
 	noMetrics   bool               // RuleSource.Metrics is nil
 	funcs       *interceptor.Funcs // wraps the fake client for the RuleSource's reads only
 	informerErr func() error       // see testCache.informerErr
+	retryDelay  time.Duration      // RuleSource.RetryDelay; zero: an hour (no timed retry within a test)
 }
 
 // harness runs one RuleSource over a testCache. The test changes ModRules
@@ -85,12 +87,13 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		done:   make(chan error, 1),
 	}
 	h.src = &cluster.RuleSource{
-		Cache:    c,
-		Store:    h.store,
-		Snapshot: rules.SnapshotOptions{ClusterRulesNamespace: "kubemod-system"},
-		Log:      testr.NewWithOptions(t, testr.Options{Verbosity: 1}),
-		Now:      func() time.Time { return publishedAt },
-		OnChange: h.onChange,
+		Cache:      c,
+		Store:      h.store,
+		Snapshot:   rules.SnapshotOptions{ClusterRulesNamespace: "kubemod-system"},
+		Log:        testr.NewWithOptions(t, testr.Options{Verbosity: 1}),
+		Now:        func() time.Time { return publishedAt },
+		OnChange:   h.onChange,
+		RetryDelay: cmp.Or(opts.retryDelay, time.Hour),
 	}
 	if !opts.noMetrics {
 		h.reg = prometheus.NewRegistry()

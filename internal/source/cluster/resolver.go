@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/modwright/modwright/internal/engine"
@@ -16,7 +18,9 @@ import (
 
 // Resolver serves syntheticRefs.namespace and syntheticRefs.node from an
 // informer cache. Each object is turned into a JSON tree once per
-// resourceVersion and shared, read-only, by every request.
+// resourceVersion and shared, read-only, by every request. The tree of a
+// deleted object is dropped when a read finds it gone or, after Watch, when
+// its informer reports the deletion.
 type Resolver struct {
 	Reader client.Reader // the manager's cache
 
@@ -49,6 +53,7 @@ func (r *Resolver) get(ctx context.Context, prefix, name string, obj client.Obje
 	}
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.forget(prefix + name)
 			return nil, nil
 		}
 		return nil, fmt.Errorf("%s %s: %w", kind, name, err)
@@ -79,4 +84,35 @@ func (r *Resolver) get(ctx context.Context, prefix, name string, obj client.Obje
 	r.trees[k] = tree{resourceVersion: rv, obj: m}
 	r.mu.Unlock()
 	return m, nil
+}
+
+// Watch makes the resolver drop the trees of Namespaces and Nodes as their
+// informers report them deleted, so that its memory follows the cluster's.
+func (r *Resolver) Watch(namespaces, nodes cache.Informer) error {
+	for _, w := range []struct {
+		prefix string
+		inf    cache.Informer
+	}{{"ns/", namespaces}, {"node/", nodes}} {
+		prefix := w.prefix
+		_, err := w.inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj any) {
+				if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+					obj = d.Obj
+				}
+				if o, ok := obj.(interface{ GetName() string }); ok {
+					r.forget(prefix + o.GetName())
+				}
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("watching deletions for syntheticRefs: %w", err)
+		}
+	}
+	return nil
+}
+
+func (r *Resolver) forget(k string) {
+	r.mu.Lock()
+	delete(r.trees, k)
+	r.mu.Unlock()
 }

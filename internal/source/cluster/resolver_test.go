@@ -15,9 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/source/cluster"
@@ -216,6 +218,79 @@ func TestResolverFollowsResourceVersion(t *testing.T) {
 	if m, err := r.Namespace(ctx, "team-a"); m != nil || err != nil {
 		t.Errorf("after the deletion got %v, %v; want nil, nil", m, err)
 	}
+}
+
+// TestResolverForgetsDeleted checks that the trees of deleted objects are
+// dropped, both when a read finds the object gone and when the informer
+// reports the deletion (directly or as a tombstone).
+func TestResolverForgetsDeleted(t *testing.T) {
+	ctx := t.Context()
+	cl, _ := resolverClient(t, nil)
+	r := &cluster.Resolver{Reader: cl}
+	nsInf, nodeInf := &handlerInformer{}, &handlerInformer{}
+	if err := r.Watch(nsInf, nodeInf); err != nil {
+		t.Fatal(err)
+	}
+	get := func(obj client.Object) client.Object {
+		t.Helper()
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	for _, f := range []func(context.Context, string) (map[string]any, error){r.Namespace, r.Node} {
+		for _, name := range []string{"team-a", "node-1", "shared"} {
+			if _, err := f(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := r.Cached(); n != 4 {
+		t.Fatalf("%d trees cached, want 4 (two namespaces, two nodes)", n)
+	}
+
+	// Deleted in the cache: the next read drops the tree.
+	ns := get(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
+	if err := cl.Delete(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := r.Namespace(ctx, "team-a"); m != nil || err != nil {
+		t.Fatalf("Namespace(team-a) after its deletion = %v, %v", m, err)
+	}
+	if n := r.Cached(); n != 3 {
+		t.Errorf("%d trees cached after reading a deleted namespace, want 3", n)
+	}
+
+	// Deletions reported by the informers, never read again; the node
+	// named like a namespace goes, the namespace stays.
+	nodeInf.Delete(get(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}))
+	if n := r.Cached(); n != 2 {
+		t.Errorf("%d trees cached after the node shared was deleted, want 2", n)
+	}
+	if m, err := r.Namespace(ctx, "shared"); lookup(m, "metadata", "labels", "is") != "namespace" || err != nil {
+		t.Errorf("Namespace(shared) = %v, %v after the node of that name was deleted", m, err)
+	}
+	// A deletion learned from a relist comes as a tombstone.
+	node1 := get(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}})
+	for _, h := range nodeInf.handlers {
+		h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "node-1", Obj: node1})
+	}
+	nsInf.Delete(get(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}))
+	if n := r.Cached(); n != 0 {
+		t.Errorf("%d trees cached after every object was deleted, want 0", n)
+	}
+}
+
+// handlerInformer is a FakeInformer that keeps its handlers, so that a
+// test can send what FakeInformer cannot (a tombstone).
+type handlerInformer struct {
+	controllertest.FakeInformer
+	handlers []toolscache.ResourceEventHandler
+}
+
+func (f *handlerInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	f.handlers = append(f.handlers, h)
+	return f.FakeInformer.AddEventHandler(h)
 }
 
 func TestResolverReadError(t *testing.T) {

@@ -43,6 +43,10 @@ type RuleSource struct {
 	// OnChange, if set, is called after each publish with the keys
 	// (namespace/name) whose compiled form changed or was removed.
 	OnChange func(keys []string)
+	// RetryDelay is the first wait before re-reading rules whose cache read
+	// failed, doubled on each further failure up to 30 s; zero means 1 s.
+	// (A later event for any rule retries sooner.)
+	RetryDelay time.Duration
 
 	// parsed holds the select expressions and regular expressions of the
 	// compiled rules, shared among them and kept from one rebuild to the
@@ -111,17 +115,30 @@ func (s *RuleSource) Start(ctx context.Context) error {
 	s.synced = true
 	s.mu.Unlock()
 	s.Log.Info("ModRule cache synced")
+	first := s.RetryDelay
+	if first <= 0 {
+		first = time.Second
+	}
+	var retry <-chan time.Time // nil: nothing to retry
+	delay := first
 	for {
 		if err := s.rebuild(ctx); err != nil && ctx.Err() == nil {
 			// Cache reads do not fail once synced; if one does, the
-			// rules stay dirty and the next event retries.
-			s.Log.Error(err, "rebuilding the rule snapshot failed; the previous one keeps serving")
+			// unread rules stay dirty (their previous compiled form keeps
+			// serving) and are read again after a backoff or on the
+			// next event, whichever comes first.
+			s.Log.Error(err, "reading ModRules from the cache failed; their previous form keeps serving", "retryIn", delay.String())
 			s.Metrics.SnapshotFailed()
+			retry = time.After(delay)
+			delay = min(2*delay, 30*time.Second)
+		} else {
+			retry, delay = nil, first
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.wake:
+		case <-retry:
 		}
 	}
 }
@@ -223,14 +240,23 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 	compileTook := s.now().Sub(start)
 
 	s.mu.Lock()
-	changed := removed
+	var changed []string
 	for _, k := range removed {
-		delete(s.compiled, k)
+		if _, ok := s.compiled[k]; ok {
+			delete(s.compiled, k)
+			changed = append(changed, k)
+		}
 	}
 	for i, mr := range toCompile {
 		k := key(mr.Namespace, mr.Name)
 		s.compiled[k] = &entry{uid: mr.UID, generation: mr.Generation, rule: compiled[i]}
 		changed = append(changed, k)
+	}
+	if len(changed) == 0 && !first {
+		// Nothing to publish: the dirty rules were unreadable, unchanged
+		// (a status or label update), or gone before they were compiled.
+		s.mu.Unlock()
+		return readErr
 	}
 	all := make([]*rules.Rule, 0, len(s.compiled))
 	for _, e := range s.compiled {

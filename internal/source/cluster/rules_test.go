@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -467,6 +468,59 @@ func TestRuleSourceReadError(t *testing.T) {
 		r := ruleByKey(h.store.Current(), k)
 		return r != nil && r.Source.Generation == 2
 	})
+}
+
+// TestRuleSourceReadErrorRetried checks that an unreadable rule is read
+// again after RetryDelay, with no further event, and that each failure is
+// counted.
+func TestRuleSourceReadErrorRetried(t *testing.T) {
+	injected := errors.New("injected read error")
+	var fails atomic.Int32 // reads of team-a/r still to fail
+	h := newHarness(t, harnessOptions{retryDelay: 5 * time.Millisecond, funcs: &interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*v1beta1.ModRule); ok && key.String() == "team-a/r" && fails.Add(-1) >= 0 {
+				return injected
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}})
+	h.startAndWaitSynced()
+	fails.Store(3)
+	h.add(modRule("team-a", "r", "uid-r", 1, "Pod"))
+	h.waitKeys("team-a/r") // published without another event
+	if n := fails.Load(); n >= 0 {
+		t.Errorf("%d injected failures left; the rule was published before they were used", n+1)
+	}
+	if v, _ := h.metric("modwright_snapshot_builds_total", "result", "failed"); v != 3 {
+		t.Errorf("failed builds = %v, want 3 (one per failed read)", v)
+	}
+}
+
+// TestRuleSourceNoOpEvents checks that events which change no compiled rule
+// (an update of labels or status, a rule deleted before it was read) publish
+// no new snapshot and report no change.
+func TestRuleSourceNoOpEvents(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.startAndWaitSynced()
+	const k = "team-a/r"
+	h.add(modRule("team-a", "r", "uid-r", 1, "Pod"))
+	snap := h.waitKeys(k)
+	h.resetChanges()
+
+	h.update("team-a", "r", func(mr *v1beta1.ModRule) { mr.Labels = map[string]string{"poke": "1"} })
+	// A rule the source never read: its add and delete events arrive
+	// together, after the object is gone.
+	gone := modRule("team-a", "gone", "uid-gone", 1, "Pod")
+	for _, hd := range h.cache.liveHandlers() {
+		hd.OnDelete(gone)
+	}
+	h.barrier()
+	if got := h.changed(); len(got) != 0 {
+		t.Errorf("OnChange reported %q, want nothing", got)
+	}
+	if got := ruleByKey(h.store.Current(), k); got != ruleByKey(snap, k) {
+		t.Errorf("the label update recompiled %s", k)
+	}
 }
 
 func TestRuleSourceWaitsForTheCRD(t *testing.T) {
