@@ -506,6 +506,8 @@ func TestRuleSourceNoOpEvents(t *testing.T) {
 	h.add(modRule("team-a", "r", "uid-r", 1, "Pod"))
 	snap := h.waitKeys(k)
 	h.resetChanges()
+	published := func() float64 { v, _ := h.metric("modwright_snapshot_builds_total", "result", "published"); return v }
+	before := published()
 
 	h.update("team-a", "r", func(mr *v1beta1.ModRule) { mr.Labels = map[string]string{"poke": "1"} })
 	// A rule the source never read: its add and delete events arrive
@@ -517,6 +519,9 @@ func TestRuleSourceNoOpEvents(t *testing.T) {
 	h.barrier()
 	if got := h.changed(); len(got) != 0 {
 		t.Errorf("OnChange reported %q, want nothing", got)
+	}
+	if n := published() - before; n != 2 {
+		t.Errorf("%v snapshots published, want 2 (the barrier rule's add and delete)", n)
 	}
 	if got := ruleByKey(h.store.Current(), k); got != ruleByKey(snap, k) {
 		t.Errorf("the label update recompiled %s", k)
