@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,8 +126,8 @@ func TestDocsCLIExamples(t *testing.T) {
 			err := cmd.Run()
 			code := 0
 			if err != nil {
-				exitErr, ok := err.(*exec.ExitError)
-				if !ok {
+				var exitErr *exec.ExitError
+				if !errors.As(err, &exitErr) {
 					t.Fatalf("docs/cli.md:%d: %v", c.line, err)
 				}
 				code = exitErr.ExitCode()
