@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"strings"
 
@@ -97,7 +96,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	data, err := io.ReadAll(s.In)
+	data, err := source.ReadLimited("standard input", s.In)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
@@ -228,9 +227,12 @@ func decodeResourceList(data []byte) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("standard input is not a ResourceList: %v", err)
 	}
+	if v == nil {
+		return nil, fmt.Errorf("standard input is empty: krm reads a ResourceList (%s) on standard input", resourceListAPIVersion)
+	}
 	list, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("standard input is not a ResourceList but a JSON %s", value.TypeName(v))
+		return nil, fmt.Errorf("standard input is not a ResourceList (%s) but a JSON %s", resourceListAPIVersion, value.TypeName(v))
 	}
 	if k, _ := list["kind"].(string); k != resourceListKind {
 		return nil, fmt.Errorf("standard input is not a ResourceList: kind is %q", k)

@@ -30,6 +30,7 @@ func TestKRMGolden(t *testing.T) {
 		{name: "krm-not-a-resource-list", args: []string{"krm"}, stdin: "apiVersion: v1\nkind: List\nitems: []\n"},
 		{name: "krm-bad-function-config", args: []string{"krm"}, stdin: "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nfunctionConfig: {apiVersion: v1, kind: ConfigMap}\nitems: []\n"},
 		{name: "krm-empty", args: []string{"krm"}, stdin: "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"},
+		{name: "krm-empty-stdin", args: []string{"krm"}, stdin: ""},
 	})
 }
 

@@ -32,10 +32,13 @@ const (
 	codeQuotedValue   = "W103" // a quoted matchValue can never equal a value's text
 	codeClusterRule   = "W104" // a cluster rule without targetNamespaceRegex pinned to namespaced kinds
 	codeKindsNever    = "W105" // $.kind criteria that can never hold together
-	codeDuplicate     = "W106" // two documents define the same rule
+	codeDuplicate     = "E005" // two documents define the same rule
+	codeNotAString    = "W107" // a label or annotation value that is (or may render as) no string
+	codeNoValue       = "W108" // a template rendered "<no value>": it read a missing key
 )
 
 type lintOptions struct {
+	rules        []string
 	files        []string
 	clusterRules string
 	strict       bool
@@ -45,10 +48,10 @@ type lintOptions struct {
 func newLintCmd(s Streams) *cobra.Command {
 	o := &lintOptions{}
 	cmd := &cobra.Command{
-		Use:   "lint PATH... [-f SAMPLES]... [flags]",
+		Use:   "lint [PATH]... [--rules PATH]... [-f SAMPLES]... [flags]",
 		Short: "Validate ModRules as the webhook would, and warn about common mistakes",
-		Long: `lint validates the ModRules in PATH (files or directories, recursive; .yaml,
-.yml, .json) exactly as the webhook and apply load them, reporting every
+		Long: `lint validates the ModRules in PATH and --rules PATH (files or directories,
+recursive; .yaml, .yml, .json) exactly as the webhook and apply load them, reporting every
 error with its file, document, rule, field and position, and warns about
 rules that load but will not do what their author meant. Each finding has a
 stable code and a hint:
@@ -59,6 +62,8 @@ stable code and a hint:
         a bad path)
   E004  a path placeholder #N that the patch item's select cannot capture
         (KubeMod leaves it in the path; the webhook refuses the rule)
+  E005  two documents define the same rule (namespace/name): apply and serve
+        refuse to load such a set, since one would silently replace the other
   W101  a Patch rule is not idempotent: applied a second time to its own
         result it changes the object again (KubeMod re-applies rules on
         every UPDATE, so an append to /-1 without a negated guard grows the
@@ -72,8 +77,15 @@ stable code and a hint:
         that targets namespaced kinds: it only ever sees cluster-scoped
         objects, so it never fires for them
   W105  $.kind criteria that can never hold together
-  W106  two documents define the same rule (the later one wins)
+  W107  a label or annotation set to a value that is not a string (value:
+        true, 8080), or to a template alone (value: '{{ ... }}') whose text
+        becomes a number or boolean when it looks like one (a namespace
+        label such as "8080"): the API server rejects the object. Quote it:
+        value: '"{{ ... }}"'
+  W108  a template rendered "<no value>" on a sample: it reads a key the
+        object does not have (guard it with 'with', 'default' or 'hasKey')
 
+Rule templates run under the same bounds as in admission (docs/serve.md).
 Documents that are not ModRules are ignored.
 
 Exit status: 0 when no rule has an error (warnings are printed), or, with
@@ -82,12 +94,16 @@ be read.`,
 		Example: `  modwright lint examples/rules
   modwright lint rules/ -f manifests/ --strict
   modwright lint rules/ -o json`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLint(cmd.Context(), args, o, s)
+			paths := append(args, o.rules...)
+			if len(paths) == 0 {
+				return usageError("give the rules to lint: PATH arguments or --rules PATH")
+			}
+			return runLint(cmd.Context(), paths, o, s)
 		},
 	}
 	f := cmd.Flags()
+	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory, as apply takes it (repeatable; same as a PATH argument)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "sample objects for the idempotency check: file or directory (repeatable)")
 	f.StringVar(&o.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 	f.BoolVar(&o.strict, "strict", false, "exit 1 on warnings too")
@@ -174,6 +190,13 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		if !source.IsModRule(d) {
 			continue
 		}
+		if prev, ok := seen[ruleKey(d)]; ok {
+			add(Finding{Severity: "error", Code: codeDuplicate, Origin: d.Origin, Rule: ruleKey(d),
+				Message: "the rule is also defined in " + prev + ": apply and serve refuse to load both",
+				Hint:    "give each rule its own name"})
+			continue
+		}
+		seen[ruleKey(d)] = d.Origin
 		mr, err := source.DecodeModRule(d)
 		if err != nil {
 			add(Finding{Severity: "error", Code: codeUndecodable, Origin: d.Origin, Rule: ruleKey(d),
@@ -194,12 +217,6 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 			}
 			continue
 		}
-		if prev, ok := seen[r.Key]; ok {
-			add(Finding{Severity: "warning", Code: codeDuplicate, Origin: d.Origin, Rule: r.Key,
-				Message: "the rule is also defined in " + prev + "; this definition replaces it",
-				Hint:    "give each rule its own name"})
-		}
-		seen[r.Key] = d.Origin
 		linted = append(linted, lintedRule{origin: d.Origin, rule: r})
 	}
 
@@ -311,6 +328,7 @@ func lintRule(ctx context.Context, lr lintedRule, samples []source.Document, clu
 		if f, ok := checkIdempotent(ctx, lr, objs, clusterNS); ok {
 			out = append(out, f)
 		}
+		out = append(out, lintValues(ctx, lr, objs, clusterNS)...)
 	}
 	return out
 }

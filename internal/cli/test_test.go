@@ -74,6 +74,7 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-missing-resource", args: []string{"test", dir + "missing"}},
 		{name: "test-no-suites", args: []string{"test", dir + "rules"}},
 		{name: "test-bad-format", args: []string{"test", "--format", "xml", dir + "pass"}},
+		{name: "test-scalar", args: []string{"test", dir + "scalar"}},
 	})
 }
 
@@ -111,7 +112,9 @@ func TestLintGolden(t *testing.T) {
 	runGolden(t, []goldenCase{
 		{name: "lint-examples", args: []string{"lint", "../../examples/rules", "--strict"}},
 		{name: "lint-warnings", args: []string{"lint", dir + "warnings", "-f", dir + "samples.yaml"}},
-		{name: "lint-warnings-strict", args: []string{"lint", "--strict", dir + "warnings/dup.yaml", dir + "warnings/rules.yaml"}},
+		{name: "lint-warnings-strict", args: []string{"lint", "--strict", dir + "warnings/rules.yaml"}},
+		{name: "lint-rules-flag", args: []string{"lint", "--rules", dir + "errors/dup.yaml", "--rules", dir + "errors/rules.yaml"}},
+		{name: "lint-no-paths", args: []string{"lint"}},
 		{name: "lint-errors", args: []string{"lint", dir + "errors"}},
 		{name: "lint-errors-json", args: []string{"lint", "-o", "json", dir + "errors"}},
 		{name: "lint-missing-path", args: []string{"lint", dir + "nope"}},

@@ -61,9 +61,9 @@ func (f *FileSource) now() time.Time {
 // Rules that fail to compile are kept in the snapshot (never applied) and
 // reported in the log, the metrics and the report; documents that cannot
 // be decoded as ModRules are reported too. The error is non-nil only when
-// the files cannot be read or parsed at all (or hold no rule when
-// AllowEmpty is false): then nothing is published and the previous
-// snapshot keeps serving.
+// the files cannot be read or parsed at all, define a ModRule twice
+// (ErrDuplicateRule) or hold no rule when AllowEmpty is false: then nothing
+// is published and the previous snapshot keeps serving.
 func (f *FileSource) Load() (*LoadReport, error) {
 	rep := &LoadReport{}
 	t0 := f.now()
@@ -74,6 +74,11 @@ func (f *FileSource) Load() (*LoadReport, error) {
 	}
 	t1 := f.now()
 	res := loadRules(docs, &f.cache)
+	if len(res.Duplicates) > 0 {
+		// Serving either definition could drop a Reject rule unseen.
+		f.Metrics.SnapshotFailed()
+		return nil, errors.Join(res.Duplicates...)
+	}
 	t2 := f.now()
 	snap := rules.NewSnapshot(res.Rules, f.Snapshot)
 	t3 := f.now()

@@ -63,9 +63,9 @@ func ReadPaths(paths []string, stdin io.Reader) ([]Document, error) {
 			if stdin == nil {
 				return nil, fmt.Errorf("%w: standard input is not available", ErrInvalidManifest)
 			}
-			data, err := io.ReadAll(stdin)
+			data, err := ReadLimited("standard input", stdin)
 			if err != nil {
-				return nil, fmt.Errorf("%w: reading standard input: %v", ErrInvalidManifest, err)
+				return nil, err
 			}
 			d, err := ParseManifest("<stdin>", data)
 			if err != nil {
@@ -79,9 +79,9 @@ func ReadPaths(paths []string, stdin io.Reader) ([]Document, error) {
 			return nil, err
 		}
 		for _, f := range files {
-			data, err := os.ReadFile(f)
+			data, err := ReadFile(f)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
+				return nil, err
 			}
 			d, err := ParseManifest(f, data)
 			if err != nil {
@@ -99,6 +99,9 @@ func expand(p string) ([]string, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
 	}
 	if !st.IsDir() {
+		if err := checkRegular(p, st); err != nil {
+			return nil, err
+		}
 		return []string{p}, nil
 	}
 	var files []string

@@ -1,13 +1,16 @@
 package source
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
 )
 
 // IsModRule reports whether a document is a ModRule of api.kubemod.io.
@@ -28,6 +31,11 @@ func DecodeModRule(d *Document) (*v1beta1.ModRule, error) {
 	var mr v1beta1.ModRule
 	strict, err := sigsjson.UnmarshalStrict(d.JSON, &mr)
 	if err != nil {
+		// encoding/json names the Go struct and type; say which field
+		// of the manifest, with its indices, and what it must be.
+		if m := value.FindMismatch(d.Object, reflect.TypeFor[v1beta1.ModRule]()); m != nil {
+			return nil, fmt.Errorf("%s: ModRule %s: %w", d.Origin, name, m)
+		}
 		return nil, fmt.Errorf("%s: ModRule %s: %v", d.Origin, name, err)
 	}
 	if len(strict) > 0 {
@@ -40,6 +48,16 @@ func DecodeModRule(d *Document) (*v1beta1.ModRule, error) {
 	return &mr, nil
 }
 
+// ruleKey is a ModRule document's namespace/name (name alone without a
+// namespace), as rules.Rule.Key says it, read before decoding so that
+// undecodable documents count too.
+func ruleKey(d *Document) string {
+	if ns := d.Namespace(); ns != "" {
+		return ns + "/" + d.Name()
+	}
+	return d.Name()
+}
+
 // LoadResult is what LoadRules found.
 type LoadResult struct {
 	Rules []*rules.Rule
@@ -47,8 +65,18 @@ type LoadResult struct {
 	Skipped []string
 	// Errors holds one error per rule (or document) that failed to load;
 	// each names the document, the rule, the field and the position.
+	// Duplicates are among them too.
 	Errors []error
+	// Duplicates holds one error (ErrDuplicateRule) per ModRule defined
+	// again with the namespace/name of an earlier document; the later
+	// definitions are not in Rules. A set of rules with duplicates must not
+	// serve: which definition the author meant cannot be known.
+	Duplicates []error
 }
+
+// ErrDuplicateRule marks two documents that define the same ModRule
+// (namespace/name): one would silently replace the other.
+var ErrDuplicateRule = errors.New("duplicate ModRule")
 
 // LoadRules decodes and compiles every ModRule among docs. Rules that fail
 // are reported in Errors and also returned (with Err set) when they could be
@@ -84,10 +112,20 @@ func loadRules(docs []Document, cache *rules.Cache) LoadResult {
 		}
 	})
 	var res LoadResult
-	for _, o := range out {
+	seen := map[string]string{} // namespace/name -> origin of its first definition
+	for i, o := range out {
 		if o.skipped != "" {
 			res.Skipped = append(res.Skipped, o.skipped)
+			continue
 		}
+		key := ruleKey(&docs[i])
+		if first, dup := seen[key]; dup {
+			err := fmt.Errorf("%w: ModRule %s is defined twice: in %s and in %s", ErrDuplicateRule, key, first, docs[i].Origin)
+			res.Errors = append(res.Errors, err)
+			res.Duplicates = append(res.Duplicates, err)
+			continue
+		}
+		seen[key] = docs[i].Origin
 		if o.err != nil {
 			res.Errors = append(res.Errors, o.err)
 		}

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -181,11 +183,29 @@ func FindFiles(paths []string, match func(path string) bool) ([]string, error) {
 // Load reads and validates one suite file. Every problem is reported,
 // each naming the file and the field.
 func Load(path string) (*Suite, error) {
-	data, err := os.ReadFile(path)
+	data, err := source.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return Parse(path, data)
+}
+
+// describeTop names what a file held instead of a mapping.
+func describeTop(v any) string {
+	switch v.(type) {
+	case nil:
+		return "an empty document"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprintf("a single %s (%s)", value.TypeName(v), truncate(fmt.Sprint(v), 40))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // Parse decodes and validates a suite; path names it in errors and
@@ -198,6 +218,14 @@ func Parse(path string, data []byte) (*Suite, error) {
 	}
 	strict, err := sigsjson.UnmarshalStrict(j, &s)
 	if err != nil {
+		if v, derr := value.Decode(j); derr == nil {
+			if _, ok := v.(map[string]any); !ok {
+				return nil, fmt.Errorf("%w: %s: a test suite is a YAML mapping (apiVersion: %s, kind: %s, rules, cases), not %s", ErrInvalid, path, APIVersion, Kind, describeTop(v))
+			}
+			if m := value.FindMismatch(v, reflect.TypeFor[Suite]()); m != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, path, m)
+			}
+		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	if len(strict) > 0 {
