@@ -296,8 +296,9 @@ func TestApplyCopiesValue(t *testing.T) {
 }
 
 // TestApplyKeepsSlices checks that inserting and removing never write into
-// the backing array of a slice of the tree: a slice obtained before the
-// operations still holds its elements afterwards.
+// the backing array of a slice of the input tree (only into arrays the Doc
+// copied): a slice obtained before the operations still holds its elements
+// afterwards.
 func TestApplyKeepsSlices(t *testing.T) {
 	root := mustDecode(t, `{"l":[1,2,3,4],"m":[[1,2],[3]]}`)
 	l := root.(map[string]any)["l"].([]any)
