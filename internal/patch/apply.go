@@ -339,9 +339,10 @@ func (d *Doc) set(s slot, v any) {
 // Apply applies one operation with KubeMod's semantics:
 //
 //   - add creates missing parents: a missing (or null) parent becomes an
-//     array when the token after it is a non-negative integer, "-" or "-1",
-//     and an object otherwise; a new array can only be added to at index 0,
-//     "-" or "-1". On an object add sets the member. On an array "-" and "-1"
+//     array when the token after it is "0", "-" or "-1", and an object when
+//     it is not an integer; any other integer token in the missing part is
+//     ErrInvalidIndex (a new array can only be added to at index 0, "-" or
+//     "-1"). On an object add sets the member. On an array "-" and "-1"
 //     append, an index in [0, len] inserts before it, and an index i < -1
 //     inserts at len+1+i, which must be in [0, len]. An intermediate array
 //     token selects an existing element (negative counts from the end), or
@@ -527,12 +528,13 @@ func insertPos(n, kind, length int, strict bool) (int, bool) {
 // build returns the subtree that add creates for the missing part
 // op.Path[from:] of a path: a copy of the value wrapped, innermost first, in
 // a one-element array for each token "-", "0" or "-1" and in a one-member
-// object for every other token except positive integers, which would need
-// padding and are ErrInvalidIndex.
+// object for every other token except other integers, which are
+// ErrInvalidIndex: positive ones would need padding (KubeMod pads with
+// nulls), negative ones below -1 have no position (KubeMod fails them too).
 func build(op Operation, from int) (any, error) {
 	for j := len(op.Path) - 1; j >= from; j-- {
-		if n, kind := parseIndex(op.Path[j]); kind == idxNumber && n > 0 {
-			return nil, opErr(op, ErrInvalidIndex, fmt.Sprintf("index %d in new array at %s (only 0, - and -1 can create an array)", n, at(op.Path, j)))
+		if n, kind := parseIndex(op.Path[j]); kind == idxNumber && n != 0 && n != -1 {
+			return nil, opErr(op, ErrInvalidIndex, fmt.Sprintf("index %s in new array at %s (only 0, - and -1 can create an array)", op.Path[j], at(op.Path, j)))
 		}
 	}
 	v := copyValue(op.Value)
