@@ -126,9 +126,9 @@ func TestManyArrayOpsLinearMemory(t *testing.T) {
 // input against its original, and the diff against the result.
 func TestArrayChurnRollback(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 1))
-	iterations := 200
+	iterations := 100
 	if testing.Short() {
-		iterations = 40
+		iterations = 20
 	}
 	type snap struct {
 		mark int
