@@ -254,26 +254,28 @@ func (d *Doc) deleteMember(m map[string]any, k string, old any) {
 }
 
 // store puts v in the entry's slot, without journalling (undo).
-func (e *entry) store(v []any) {
-	if e.ptr != nil {
-		*e.ptr = v
+func (e *entry) store(v []any) { slot{ptr: e.ptr, m: e.m, key: e.key}.store(v) }
+
+// store puts v in the slot, without journalling.
+func (s slot) store(v []any) {
+	if s.ptr != nil {
+		*s.ptr = v
 		return
 	}
-	e.m[e.key] = v
+	s.m[s.key] = v
 }
 
-// ownsArray reports whether the backing array of c is the Doc's, so that
-// elements may be shifted in place within its capacity.
+// ownsArray reports whether the Doc allocated the backing array of c, so
+// that it may use c's spare capacity. Not even a Doc made by NewOwnedDoc
+// assumes it for the arrays it was given: their spare capacity may be
+// another slice's elements.
 func (d *Doc) ownsArray(c []any) bool {
-	if d.adopted {
-		return true
-	}
 	return cap(c) > 0 && d.isOwned(unsafe.Pointer(unsafe.SliceData(c)))
 }
 
 // insert inserts v before index pos of c, the array in slot s: in place
-// when the Doc owns c and it has room, else into a new backing array of
-// twice the capacity, which the Doc then owns.
+// when the Doc allocated c and it has room, else into a new backing array
+// of twice the capacity, which the Doc then owns.
 func (d *Doc) insert(s slot, c []any, pos int, v any) {
 	n := len(c)
 	if n < cap(c) && d.ownsArray(c) {
@@ -288,14 +290,13 @@ func (d *Doc) insert(s slot, c []any, pos int, v any) {
 	copy(x, c[:pos])
 	x[pos] = v
 	copy(x[pos+1:], c[pos:])
-	if !d.adopted {
-		d.addOwned(unsafe.Pointer(unsafe.SliceData(x)))
-	}
+	d.addOwned(unsafe.Pointer(unsafe.SliceData(x)))
 	d.set(s, x)
 }
 
 // removeAt removes the element at index pos of c, the array in slot s,
-// which the Doc owns, shifting the shorter side in place.
+// which the Doc owns (or was given by NewOwnedDoc), shifting the shorter
+// side in place.
 func (d *Doc) removeAt(s slot, c []any, pos int) {
 	n := len(c)
 	front := pos < n-1-pos
@@ -307,7 +308,7 @@ func (d *Doc) removeAt(s slot, c []any, pos int) {
 		x = c[1:]
 		// The array now starts one element further: record that
 		// identity too.
-		if !d.adopted && cap(x) > 0 {
+		if cap(x) > 0 && d.ownsArray(c) {
 			if id := unsafe.Pointer(unsafe.SliceData(x)); !d.isOwned(id) {
 				d.addOwned(id)
 			}
@@ -318,14 +319,6 @@ func (d *Doc) removeAt(s slot, c []any, pos int) {
 		x = c[:n-1]
 	}
 	s.store(x)
-}
-
-func (s slot) store(v []any) {
-	if s.ptr != nil {
-		*s.ptr = v
-		return
-	}
-	s.m[s.key] = v
 }
 
 func (d *Doc) set(s slot, v any) {

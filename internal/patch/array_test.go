@@ -224,3 +224,26 @@ func TestArrayChurnRollback(t *testing.T) {
 
 // num returns i as the decoder would.
 func num(i int) any { return json.Number(strconv.Itoa(i)) }
+
+// TestOwnedDocSpareCapacity checks that even a Doc made by NewOwnedDoc
+// never inserts into the spare capacity of an array it was given, which may
+// hold another array's elements.
+func TestOwnedDocSpareCapacity(t *testing.T) {
+	buf := []any{"a0", "a1", "b0", "b1"}
+	root := map[string]any{"a": buf[0:2], "b": buf[2:4]}
+	d := NewOwnedDoc(root)
+	for _, op := range []Operation{
+		{Op: Add, Path: Pointer{"a", "-"}, Value: "x"},
+		{Op: Add, Path: Pointer{"a", "0"}, Value: "y"},
+		{Op: Remove, Path: Pointer{"a", "0"}},
+		{Op: Add, Path: Pointer{"a", "-"}, Value: "z"},
+	} {
+		if err := d.Apply(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]any{"a": []any{"a0", "a1", "x", "z"}, "b": []any{"b0", "b1"}}
+	if diff := cmp.Diff(want, d.Root()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
