@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,11 +29,15 @@ func parseSeeds() []string {
 }
 
 // FuzzParse checks that Parse never panics and that the canonical form of
-// every valid expression parses back to itself.
+// every valid expression is within MaxSourceLen and parses back to itself.
 func FuzzParse(f *testing.F) {
 	for _, s := range parseSeeds() {
 		f.Add(s)
 	}
+	// Issue 13: raw control characters, each a 6-byte \u escape in the
+	// canonical form, which then exceeded MaxSourceLen.
+	f.Add(`$["` + strings.Repeat("\x01", 3000) + `"]`)
+	f.Add("1" + strings.Repeat("+1", MaxSourceLen/2-1))
 	f.Fuzz(func(t *testing.T, src string) {
 		e, err := Parse(src)
 		if err != nil {
@@ -46,6 +51,9 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		canon := e.String()
+		if len(canon) > MaxSourceLen {
+			t.Fatalf("Parse(%.200q): canonical form of %d bytes, over MaxSourceLen", src, len(canon))
+		}
 		e2, err := Parse(canon)
 		if err != nil {
 			t.Fatalf("Parse(%q) -> %q does not parse: %v", src, canon, err)

@@ -317,6 +317,57 @@ func TestLimits(t *testing.T) {
 	}
 }
 
+// TestCanonicalFormLimit checks that every expression Parse accepts has a
+// canonical form within MaxSourceLen, so that String parses back. Issue 13:
+// FuzzParse found a 3,009-byte expression of raw control characters whose
+// canonical form, a 6-byte \u escape for each, was 18,009 bytes and did not
+// parse back. An expression whose canonical form would exceed the limit is
+// a syntax error.
+func TestCanonicalFormLimit(t *testing.T) {
+	ctl := func(n int) string { return `$.a[?(@ == "` + strings.Repeat("\x01", n) + `")]` }
+	ops := func(n int) string { return "1" + strings.Repeat("+1", n) } // canonical "1 + 1 + ..."
+	tests := []struct {
+		name string
+		src  string
+		ok   bool
+	}{
+		{"3,000 control characters", ctl(3000), false},
+		{"control characters within the limit", ctl((MaxSourceLen - 20) / 6), true},
+		{"control characters just over the limit", ctl((MaxSourceLen-20)/6 + 2), false},
+		{"operators spaced out over the limit", ops(MaxSourceLen / 4), false},
+		{"operators spaced out within the limit", ops((MaxSourceLen - 1) / 4), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if len(tt.src) > MaxSourceLen {
+				t.Fatalf("bad test: source of %d bytes", len(tt.src))
+			}
+			e, err := Parse(tt.src)
+			if !tt.ok {
+				var se *SyntaxError
+				if !errors.As(err, &se) || !strings.Contains(se.Msg, "canonical form") || se.Pos != 0 {
+					t.Fatalf("Parse(%d bytes) = %v, want a syntax error at 0 about the canonical form", len(tt.src), err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%d bytes): %v", len(tt.src), err)
+			}
+			canon := e.String()
+			if len(canon) > MaxSourceLen {
+				t.Fatalf("canonical form of %d bytes, over MaxSourceLen", len(canon))
+			}
+			e2, err := Parse(canon)
+			if err != nil {
+				t.Fatalf("the canonical form (%d bytes) does not parse back: %v", len(canon), err)
+			}
+			if e2.String() != canon {
+				t.Fatal("canonical form not stable")
+			}
+		})
+	}
+}
+
 func TestQueryProperties(t *testing.T) {
 	tests := []struct {
 		src             string

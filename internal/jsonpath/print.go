@@ -6,10 +6,22 @@ import (
 	"strings"
 )
 
-// format renders an expression tree in canonical form.
+// format renders an expression tree in canonical form. It is called by
+// Parse (through newExpr), whose recover turns its panic into the error.
+//
+// The canonical form can be longer than the source: operators are spaced
+// out, filters parenthesised, and control characters in strings written as
+// 6-byte \u00XX escapes (never raw, so that printing an expression cannot
+// put control characters in a log or a terminal). So that String stays
+// re-parsable, as it promises, for every expression Parse accepts, an
+// expression whose canonical form exceeds MaxSourceLen is a syntax error;
+// this also bounds the canonical text every Expr keeps.
 func format(n exprNode) string {
 	var b strings.Builder
 	writeExpr(&b, n)
+	if b.Len() > MaxSourceLen {
+		panic(syntaxErr(0, "expression too long in canonical form (%d bytes, at most %d allowed; each control character in a string counts 6 bytes, as a \\u escape)", b.Len(), MaxSourceLen))
+	}
 	return b.String()
 }
 

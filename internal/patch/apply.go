@@ -12,18 +12,29 @@ import (
 // Doc is a mutable JSON tree that journals every change so that a group of
 // operations can be undone.
 //
-// Every change to the tree is one of three primitive writes, each journalled
-// with what it overwrote: storing into a slot of a slice's backing array (or
-// the root), setting a map member, deleting a map member. Slices never change
-// length in place: inserting or removing an element builds a new slice and
-// stores it in the parent's slot, so the old slice, kept by the journal, is
-// still intact when it is put back.
+// Every change to the tree is one of five primitive writes, each journalled
+// with what undoes it: storing into a slot of a slice's backing array (or
+// the root), setting a map member, deleting a map member (journalled with
+// what they overwrote), and inserting into or removing from an array the Doc
+// owns (journalled as their inverse: the position, the removed element and
+// the slice header from before). Inserting and removing shift the elements
+// of the owned array in place, within its capacity: a removal shifts the
+// shorter side (so removing the first or the last element moves nothing), an
+// insertion the elements after it, and an insertion into a full array moves
+// the elements to a new backing array of twice the capacity, journalled as a
+// store of the old slice header, so the old array, never written again, is
+// intact when it is put back. Many operations of a rule on one array of n
+// elements thus cost O(n) memory in all (the copies double in size), instead
+// of a copy of the array per operation. Because the journal is undone in
+// reverse order, each undo finds the array exactly as its operation left it.
 //
 // A Doc never modifies the tree it was given: it is copy-on-write. Before
 // changing a container (object or array), it replaces it, in its parent, by
 // a shallow copy that the Doc owns, and so on up to the root; containers
 // that no operation touched stay shared with the original tree. Diff relies
-// on that sharing to skip unchanged subtrees without walking them.
+// on that sharing to skip unchanged subtrees without walking them. The
+// containers the Doc owns are changed in place, so a slice or map obtained
+// from Root() may change under later operations and rollbacks.
 //
 // A Doc is not safe for concurrent use.
 type Doc struct {
@@ -49,9 +60,22 @@ type entry struct {
 	ptr     *any // the overwritten slot (slice element or root); nil for a map member
 	m       map[string]any
 	key     string
-	old     any
+	old     any  // the overwritten value; for entryRemove, the removed element
 	present bool // map members: whether key was present before
+	kind    entryKind
+	front   bool  // entryRemove: the elements before pos were shifted
+	pos     int   // entryInsert, entryRemove: the index
+	hdr     []any // entryInsert, entryRemove: the slot's slice before
 }
+
+// entryKind tells what undoes an entry.
+type entryKind uint8
+
+const (
+	entrySet    entryKind = iota // put old back (or delete the member)
+	entryInsert                  // remove the element at pos from hdr[:len(hdr)+1]
+	entryRemove                  // put old back at pos in hdr
+)
 
 // slot is where a value lives: a pointer to a slice element or the root, or
 // a map member.
@@ -177,6 +201,22 @@ func (d *Doc) Rollback(mark int) {
 	for i := len(d.journal) - 1; i >= n; i-- {
 		e := &d.journal[i]
 		switch {
+		case e.kind == entryInsert:
+			h := e.hdr
+			n := len(h)
+			x := h[:n+1]
+			copy(x[e.pos:n], x[e.pos+1:])
+			x[n] = nil
+			e.store(h)
+		case e.kind == entryRemove:
+			h := e.hdr
+			if e.front {
+				copy(h[:e.pos], h[1:e.pos+1])
+			} else {
+				copy(h[e.pos+1:], h[e.pos:len(h)-1])
+			}
+			h[e.pos] = e.old
+			e.store(h)
 		case e.ptr != nil:
 			*e.ptr = e.old
 		case e.present:
@@ -213,6 +253,74 @@ func (d *Doc) deleteMember(m map[string]any, k string, old any) {
 	delete(m, k)
 }
 
+// store puts v in the entry's slot, without journalling (undo).
+func (e *entry) store(v []any) { slot{ptr: e.ptr, m: e.m, key: e.key}.store(v) }
+
+// store puts v in the slot, without journalling.
+func (s slot) store(v []any) {
+	if s.ptr != nil {
+		*s.ptr = v
+		return
+	}
+	s.m[s.key] = v
+}
+
+// ownsArray reports whether the Doc allocated the backing array of c, so
+// that it may use c's spare capacity. Not even a Doc made by NewOwnedDoc
+// assumes it for the arrays it was given: their spare capacity may be
+// another slice's elements.
+func (d *Doc) ownsArray(c []any) bool {
+	return cap(c) > 0 && d.isOwned(unsafe.Pointer(unsafe.SliceData(c)))
+}
+
+// insert inserts v before index pos of c, the array in slot s: in place
+// when the Doc allocated c and it has room, else into a new backing array
+// of twice the capacity, which the Doc then owns.
+func (d *Doc) insert(s slot, c []any, pos int, v any) {
+	n := len(c)
+	if n < cap(c) && d.ownsArray(c) {
+		d.journal = append(d.journal, entry{ptr: s.ptr, m: s.m, key: s.key, kind: entryInsert, pos: pos, hdr: c})
+		x := c[:n+1]
+		copy(x[pos+1:], x[pos:n])
+		x[pos] = v
+		s.store(x)
+		return
+	}
+	x := make([]any, n+1, max(2*n, 1))
+	copy(x, c[:pos])
+	x[pos] = v
+	copy(x[pos+1:], c[pos:])
+	d.addOwned(unsafe.Pointer(unsafe.SliceData(x)))
+	d.set(s, x)
+}
+
+// removeAt removes the element at index pos of c, the array in slot s,
+// which the Doc owns (or was given by NewOwnedDoc), shifting the shorter
+// side in place.
+func (d *Doc) removeAt(s slot, c []any, pos int) {
+	n := len(c)
+	front := pos < n-1-pos
+	d.journal = append(d.journal, entry{ptr: s.ptr, m: s.m, key: s.key, old: c[pos], kind: entryRemove, front: front, pos: pos, hdr: c})
+	var x []any
+	if front {
+		copy(c[1:pos+1], c[:pos])
+		c[0] = nil
+		x = c[1:]
+		// The array now starts one element further: record that
+		// identity too.
+		if cap(x) > 0 && d.ownsArray(c) {
+			if id := unsafe.Pointer(unsafe.SliceData(x)); !d.isOwned(id) {
+				d.addOwned(id)
+			}
+		}
+	} else {
+		copy(c[pos:], c[pos+1:])
+		c[n-1] = nil
+		x = c[:n-1]
+	}
+	s.store(x)
+}
+
 func (d *Doc) set(s slot, v any) {
 	if s.ptr != nil {
 		d.setPtr(s.ptr, v)
@@ -224,9 +332,10 @@ func (d *Doc) set(s slot, v any) {
 // Apply applies one operation with KubeMod's semantics:
 //
 //   - add creates missing parents: a missing (or null) parent becomes an
-//     array when the token after it is a non-negative integer, "-" or "-1",
-//     and an object otherwise; a new array can only be added to at index 0,
-//     "-" or "-1". On an object add sets the member. On an array "-" and "-1"
+//     array when the token after it is "0", "-" or "-1", and an object when
+//     it is not an integer; any other integer token in the missing part is
+//     ErrInvalidIndex (a new array can only be added to at index 0, "-" or
+//     "-1"). On an object add sets the member. On an array "-" and "-1"
 //     append, an index in [0, len] inserts before it, and an index i < -1
 //     inserts at len+1+i, which must be in [0, len]. An intermediate array
 //     token selects an existing element (negative counts from the end), or
@@ -343,7 +452,7 @@ func (d *Doc) add(op Operation) error {
 				if !ok {
 					return outOfRange(op, ErrInvalidIndex, i, len(c))
 				}
-				d.set(s, inserted(c, pos, copyValue(op.Value)))
+				d.insert(s, c, pos, copyValue(op.Value))
 				return nil
 			}
 			if kind == idxDash || n == len(c) {
@@ -354,7 +463,7 @@ func (d *Doc) add(op Operation) error {
 				if err != nil {
 					return err
 				}
-				d.set(s, inserted(c, len(c), sub))
+				d.insert(s, c, len(c), sub)
 				return nil
 			}
 			if n < 0 {
@@ -412,12 +521,13 @@ func insertPos(n, kind, length int, strict bool) (int, bool) {
 // build returns the subtree that add creates for the missing part
 // op.Path[from:] of a path: a copy of the value wrapped, innermost first, in
 // a one-element array for each token "-", "0" or "-1" and in a one-member
-// object for every other token except positive integers, which would need
-// padding and are ErrInvalidIndex.
+// object for every other token except other integers, which are
+// ErrInvalidIndex: positive ones would need padding (KubeMod pads with
+// nulls), negative ones below -1 have no position (KubeMod fails them too).
 func build(op Operation, from int) (any, error) {
 	for j := len(op.Path) - 1; j >= from; j-- {
-		if n, kind := parseIndex(op.Path[j]); kind == idxNumber && n > 0 {
-			return nil, opErr(op, ErrInvalidIndex, fmt.Sprintf("index %d in new array at %s (only 0, - and -1 can create an array)", n, at(op.Path, j)))
+		if n, kind := parseIndex(op.Path[j]); kind == idxNumber && n != 0 && n != -1 {
+			return nil, opErr(op, ErrInvalidIndex, fmt.Sprintf("index %s in new array at %s (only 0, - and -1 can create an array)", op.Path[j], at(op.Path, j)))
 		}
 	}
 	v := copyValue(op.Value)
@@ -430,23 +540,6 @@ func build(op Operation, from int) (any, error) {
 		}
 	}
 	return v, nil
-}
-
-// inserted returns a new slice: s with v inserted before index pos.
-func inserted(s []any, pos int, v any) []any {
-	out := make([]any, len(s)+1)
-	copy(out, s[:pos])
-	out[pos] = v
-	copy(out[pos+1:], s[pos:])
-	return out
-}
-
-// removed returns a new slice: s without its element at index pos.
-func removed(s []any, pos int) []any {
-	out := make([]any, len(s)-1)
-	copy(out, s[:pos])
-	copy(out[pos:], s[pos+1:])
-	return out
 }
 
 func (d *Doc) replace(op Operation) error {
@@ -557,7 +650,7 @@ func (d *Doc) removeWalk(op Operation, dry bool) (found bool, err error) {
 			}
 			if last {
 				if !dry {
-					d.set(s, removed(c, n))
+					d.removeAt(s, c, n)
 				}
 				return true, nil
 			}

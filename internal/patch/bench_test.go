@@ -2,6 +2,7 @@ package patch
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/modwright/modwright/internal/value"
@@ -138,5 +139,37 @@ func BenchmarkApplyRFC6902(b *testing.B) {
 		if _, err := ApplyRFC6902(orig, ops); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkArrayOps applies, as one rule does (one mark, then Release), one
+// operation per element of a 20,000-element array: the scenario of issue 13,
+// which copied the array per operation (quadratic memory).
+func BenchmarkArrayOps(b *testing.B) {
+	const n = 20000
+	elems := make([]any, n)
+	for i := range elems {
+		elems[i] = strconv.Itoa(i)
+	}
+	ops := map[string][]Operation{}
+	for i := 0; i < n; i++ {
+		ops["remove-from-end"] = append(ops["remove-from-end"], Operation{Op: Remove, Path: Pointer{"data", "a", strconv.Itoa(n - 1 - i)}})
+		ops["append"] = append(ops["append"], Operation{Op: Add, Path: Pointer{"data", "b", "-1"}, Value: elems[i]})
+		ops["prepend"] = append(ops["prepend"], Operation{Op: Add, Path: Pointer{"data", "b", "0"}, Value: elems[i]})
+	}
+	doc := map[string]any{"data": map[string]any{"a": elems}}
+	for _, name := range []string{"remove-from-end", "append", "prepend"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				d := NewDoc(doc)
+				for _, op := range ops[name] {
+					if err := d.Apply(op); err != nil {
+						b.Fatal(err)
+					}
+				}
+				d.Release()
+			}
+		})
 	}
 }

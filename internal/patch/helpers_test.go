@@ -293,8 +293,8 @@ func refCreate(path []string, v any) (any, error) {
 	if path[0] == "-" || path[0] == "-1" || path[0] == "0" {
 		return []any{sub}, nil
 	}
-	if n, ok := refIndex(path[0]); ok && n > 0 {
-		return nil, ErrInvalidIndex
+	if _, ok := refIndex(path[0]); ok {
+		return nil, ErrInvalidIndex // an integer other than 0 and -1
 	}
 	return map[string]any{path[0]: sub}, nil
 }
