@@ -325,7 +325,13 @@ func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review, 
 	op := rules.Operation(req.Operation)
 	switch op {
 	case rules.Create, rules.Update, rules.Delete:
-	default: // CONNECT: nothing to evaluate
+	default:
+		// CONNECT (decodeReview refuses any other operation). The object
+		// of a CONNECT is the connection's options (PodExecOptions, ...),
+		// not a resource, and no ModRule can select it: admissionOperations
+		// only takes CREATE, UPDATE and DELETE, and the dragnet's webhook
+		// registration (deploy/) asks for those three only. A CONNECT
+		// sent anyway (a hand-made registration) is admitted unchanged.
 		resp.Allowed = true
 		return resp, metrics.OutcomeAllowed
 	}
