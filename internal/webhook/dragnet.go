@@ -16,7 +16,6 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/metrics"
-	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -381,10 +380,26 @@ func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review, 
 	}
 	resp.Allowed = true
 	if dec.Changed() {
-		p, err := patch.AppendPatch(patchBuf.AvailableBuffer(), dec.Patch)
+		p, bound, err := appendBoundedPatch(patchBuf.AvailableBuffer(), dec.Patch)
 		if err != nil { // trees from the engine always encode
 			d.opts.Log.Error(err, "encoding the patch failed", "uid", req.UID)
 			return d.failure(rv, http.StatusInternalServerError, "modwright: encoding the patch: "+err.Error())
+		}
+		if bound != nil {
+			// The API server could not decode or store the patched
+			// object: fail the review, naming the bound and the rules.
+			by := patchRules(dec)
+			for _, t := range dec.Trace {
+				if t.Outcome == engine.Matched && len(t.Ops) > 0 {
+					d.opts.Metrics.RuleError(t.Rule)
+				}
+			}
+			d.opts.Log.Error(bound, "the patch the ModRules built is beyond what the API server accepts; the review fails",
+				"rules", by, "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operations", len(dec.Patch))
+			if by == "" {
+				by = "the Patch rules that matched this object"
+			}
+			return d.failure(rv, http.StatusInternalServerError, "modwright: the patch built by "+truncate(by, 500)+" cannot be returned: "+bound.Error())
 		}
 		// Keep the patch in patchBuf, which then keeps the capacity it
 		// needed for the next review (Write copies p onto itself when it
