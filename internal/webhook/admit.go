@@ -23,7 +23,9 @@ import (
 //  1. Its body is read, before anything else is taken, within the review's
 //     deadline (the connection's read deadline is set to it), into memory
 //     reserved from the body budget as the bytes arrive: a client sending
-//     slowly holds only what it has sent, and no evaluation slot.
+//     slowly holds only what it has sent, and no evaluation slot. A review
+//     whose next bytes do not fit the body budget is answered 503 at once
+//     (it never waits holding part of its body: see readBody).
 //  2. Its evaluation cost (reviewCost, an estimate from the body) is
 //     reserved from the evaluation budget, then an evaluation slot is
 //     taken; its body reservation is then given back (the cost includes
@@ -33,8 +35,8 @@ import (
 // The two budgets are separate so that bodies waiting in stage 2 can never
 // starve the evaluations they wait for: the evaluation budget is only ever
 // held by reviews being evaluated, which finish. The memory reviews hold is
-// therefore at most MaxReviewMemory (evaluations) plus an eighth of it
-// (bodies read or waiting).
+// therefore at most MaxReviewMemory (evaluations) plus half of it (bodies
+// read or waiting).
 
 // Memory budget defaults.
 const (
@@ -47,7 +49,7 @@ const (
 	// minReviewMemory is the smallest budget derived from GOMEMLIMIT.
 	minReviewMemory = 16 << 20
 	// bodyBudgetShare: the body budget is MaxReviewMemory/bodyBudgetShare.
-	bodyBudgetShare = 8
+	bodyBudgetShare = 2
 	// readChunk is the first reservation of a body whose length is
 	// unknown or larger; each next one doubles what the body holds.
 	readChunk = 64 << 10
@@ -79,12 +81,13 @@ func reviewCost(body []byte) int64 {
 
 // DefaultMaxReviewMemory is the evaluation budget when Options leave it 0:
 // half the Go memory limit (GOMEMLIMIT, debug.SetMemoryLimit) when one is
-// set, else DefaultReviewMemory. The other half is for the rule snapshot,
-// the caches of the operator, the body budget (an eighth of this one) and
+// set, else DefaultReviewMemory. The other half is for the body budget
+// (half of this one), the rule snapshot, the caches of the operator and
 // the collector's headroom: a live heap close to the soft limit makes the
 // collector run continuously, and answers come late. With the chart's
 // GOMEMLIMIT of 230MiB (a 256Mi limit), reviews may use 115 MiB in
-// evaluation plus 14.4 MiB of bodies.
+// evaluation plus 57.5 MiB of bodies read or waiting, 172.5 MiB in all,
+// leaving 57.5 MiB for the rest.
 func DefaultMaxReviewMemory() int64 {
 	if limit := debug.SetMemoryLimit(-1); limit > 0 && limit < math.MaxInt64 {
 		return max(limit/2, minReviewMemory)
@@ -108,6 +111,10 @@ func newBudget(total int64) *budget {
 // overloaded is the answer to a review that could not be admitted before
 // its deadline.
 var overloaded = &httpError{http.StatusServiceUnavailable, "modwright: overloaded: the review could not be admitted (memory budget, evaluation slots) before its deadline"}
+
+// bodiesOverloaded is the answer to a review whose body does not fit the
+// body budget now.
+var bodiesOverloaded = &httpError{http.StatusServiceUnavailable, "modwright: overloaded: the bodies of the reviews being read fill their memory budget"}
 
 // readBody reads r's body into buf, within ctx's deadline and reserving
 // what it holds from the body budget first. It returns the body and the
@@ -153,10 +160,15 @@ func (d *Dragnet) readBody(ctx context.Context, w http.ResponseWriter, r *http.R
 			}
 			n = min(n, d.opts.MaxReviewBytes+1-int64(len(b)))
 			if held+n > d.mem.bodyCap {
-				return b, held, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is larger than the body memory budget of %d bytes (an eighth of the review memory budget)", d.mem.bodyCap)}
+				return b, held, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is larger than the body memory budget of %d bytes (half the review memory budget)", d.mem.bodyCap)}
 			}
-			if err := d.mem.body.Acquire(ctx, n); err != nil {
-				return b, held, overloaded
+			// Never wait here: a review holding part of its body while
+			// waiting for more memory could wait on others doing the same
+			// (and over HTTP/2, the bytes a waiting stream has not read
+			// fill the connection's flow-control window and stall every
+			// other stream on it, including those that hold memory).
+			if !d.mem.body.TryAcquire(n) {
+				return b, held, bodiesOverloaded
 			}
 			held += n
 			if int64(cap(b)) < held {

@@ -215,14 +215,16 @@ func TestDragnetMemoryBudget(t *testing.T) {
 }
 
 // TestDragnetBodyBudget: a body is read into memory reserved as it arrives,
-// from a budget separate from evaluation's: bodies larger than it are
-// refused, and reservations are given back whatever the outcome.
+// from a budget separate from evaluation's (half of it): bodies larger than
+// it are refused, a body that does not fit now is answered 503 at once
+// (never waiting while holding part of a body), and reservations are given
+// back whatever the outcome.
 func TestDragnetBodyBudget(t *testing.T) {
 	ev := &countingEvaluator{Evaluator: engine.New(engine.Options{})}
 	small := reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod("", "nginx:1"), "")
-	// The body budget is an eighth of the review budget.
-	h, _ := newTestDragnet(t, ev, func(o *Options) { o.MaxReviewMemory = 8 * int64(len(small)+100) })
-	bigLabel := `"x":"` + strings.Repeat("a", 2*len(small)) + `"`
+	budget := reviewCost([]byte(small))
+	h, _ := newTestDragnet(t, ev, func(o *Options) { o.MaxReviewMemory = budget })
+	bigLabel := `"x":"` + strings.Repeat("a", int(budget)) + `"`
 	for _, chunked := range []bool{false, true} {
 		req := httptest.NewRequest(http.MethodPost, DragnetPath, strings.NewReader(reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod(bigLabel, "nginx:1"), "")))
 		req.Header.Set("Content-Type", "application/json")
@@ -235,18 +237,38 @@ func TestDragnetBodyBudget(t *testing.T) {
 			t.Errorf("chunked %v: %d %s, want 413", chunked, rec.Code, rec.Body)
 		}
 	}
-	// Every reservation was given back: the whole budget is free.
-	if !h.mem.body.TryAcquire(h.mem.bodyCap) || !h.mem.eval.TryAcquire(h.mem.evalCap) {
+	allFree := func() bool {
+		if !h.mem.body.TryAcquire(h.mem.bodyCap) {
+			return false
+		}
+		h.mem.body.Release(h.mem.bodyCap)
+		if !h.mem.eval.TryAcquire(h.mem.evalCap) {
+			return false
+		}
+		h.mem.eval.Release(h.mem.evalCap)
+		return true
+	}
+	if !allFree() {
 		t.Fatal("a refused review kept its reservation")
 	}
-	h.mem.body.Release(h.mem.bodyCap)
-	h.mem.eval.Release(h.mem.evalCap)
+
+	// Other bodies hold all but a few bytes of the body budget: the review
+	// is answered at once, unevaluated, without waiting for them.
+	h.mem.body.TryAcquire(h.mem.bodyCap - 10)
+	if rec := post(t, h, DragnetPath+"?timeout=1h", small); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "bodies of the reviews being read") {
+		t.Errorf("body budget full: %d %s, want 503 at once", rec.Code, rec.Body)
+	}
+	h.mem.body.Release(h.mem.bodyCap - 10)
+	if ev.n.Load() != 0 {
+		t.Errorf("%d evaluations of refused reviews", ev.n.Load())
+	}
+
 	for range 3 {
 		if rec := post(t, h, DragnetPath, small); rec.Code != http.StatusOK {
 			t.Errorf("small review: %d %s", rec.Code, rec.Body)
 		}
 	}
-	if !h.mem.body.TryAcquire(h.mem.bodyCap) || !h.mem.eval.TryAcquire(h.mem.evalCap) {
+	if !allFree() {
 		t.Fatal("an answered review kept its reservation")
 	}
 }

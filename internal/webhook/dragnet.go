@@ -65,8 +65,8 @@ type Options struct {
 	MaxInFlight int
 	// MaxReviewMemory bounds, in bytes, the memory of the reviews being
 	// evaluated, as estimated from their bodies (reviewCost in admit.go);
-	// the bodies being read or waiting for admission may hold an eighth
-	// more. A review waits for its share until its deadline (then HTTP
+	// the bodies being read or waiting for admission may hold half as
+	// much more. A review waits for its share until its deadline (then HTTP
 	// 503); one that alone exceeds the budget is refused (HTTP 413). 0
 	// means DefaultMaxReviewMemory().
 	MaxReviewMemory int64
