@@ -205,8 +205,12 @@ func (d *Dragnet) admit(ctx context.Context, cost int64) *httpError {
 	if cost > d.mem.evalCap {
 		return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: evaluating this review would take about %d bytes, more than the review memory budget of %d", cost, d.mem.evalCap)}
 	}
-	if err := d.mem.eval.Acquire(ctx, cost); err != nil {
-		return overloaded
+	// TryAcquire first: Acquire calls ctx.Done(), which allocates the
+	// channel of a context nobody waited on yet.
+	if !d.mem.eval.TryAcquire(cost) {
+		if err := d.mem.eval.Acquire(ctx, cost); err != nil {
+			return overloaded
+		}
 	}
 	select {
 	case d.slots <- struct{}{}:
