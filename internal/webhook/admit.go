@@ -41,10 +41,10 @@ import (
 // Memory budget defaults.
 const (
 	// DefaultReviewMemory is the evaluation budget without GOMEMLIMIT:
-	// by reviewCost, room for a review of DefaultMaxReviewBytes of a
-	// typical Kubernetes object (an element every 10 to 20 bytes, 5 to 8
-	// times its size), and for one of 5.7 MiB of the densest JSON ([[],[],
-	// ...], 44 times).
+	// by reviewCost, room for a review of DefaultMaxReviewBytes of
+	// typical Kubernetes objects (the load test's Deployment, Pod,
+	// ConfigMap, Service and Namespace cost 4.1 to 5.1 times their size),
+	// and for one of 5.7 MiB of the densest JSON ([[],[],...], 44 times).
 	DefaultReviewMemory = 256 << 20
 	// minReviewMemory is the smallest budget derived from GOMEMLIMIT.
 	minReviewMemory = 16 << 20
