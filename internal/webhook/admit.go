@@ -231,3 +231,10 @@ func (d *Dragnet) release(cost int64) {
 	d.mem.eval.Release(cost)
 	d.opts.Metrics.InFlight(-1)
 }
+
+// MemoryBudget returns the budgets in force, in bytes: evaluations (the
+// MaxReviewMemory option or its default) and bodies read or waiting, for
+// the start-up log.
+func (d *Dragnet) MemoryBudget() (evaluation, bodies int64) {
+	return d.mem.evalCap, d.mem.bodyCap
+}

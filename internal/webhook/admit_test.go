@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -270,6 +272,22 @@ func TestDragnetBodyBudget(t *testing.T) {
 	}
 	if !allFree() {
 		t.Fatal("an answered review kept its reservation")
+	}
+}
+
+func TestMemoryBudgetDefault(t *testing.T) {
+	h, _ := newTestDragnet(t, engine.New(engine.Options{}), nil)
+	if eval, body := h.MemoryBudget(); eval != DefaultMaxReviewMemory() || body != eval/2 {
+		t.Errorf("budgets %d, %d; want %d and half", eval, body, DefaultMaxReviewMemory())
+	}
+	old := debug.SetMemoryLimit(230 << 20)
+	defer debug.SetMemoryLimit(old)
+	if got := DefaultMaxReviewMemory(); got != 115<<20 {
+		t.Errorf("with GOMEMLIMIT=230MiB: %d, want 115 MiB", got)
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
+	if got := DefaultMaxReviewMemory(); got != DefaultReviewMemory {
+		t.Errorf("without a memory limit: %d, want %d", got, DefaultReviewMemory)
 	}
 }
 
