@@ -1,8 +1,13 @@
 // Package webhook answers Kubernetes admission reviews: it decodes
 // AdmissionReview requests (admission.k8s.io/v1 and v1beta1), hands the
 // object to the engine, and encodes the decision as an AdmissionReview
-// response (a JSON patch, a denial, warnings). It also provides the
-// standalone HTTPS server (TLS 1.2+, HTTP/2, health, readiness, metrics).
+// response (a JSON patch, a denial, warnings). It owns admission control
+// (admit.go: a review's body is read within its deadline before it takes
+// anything, then the review is admitted by the memory its evaluation is
+// estimated to take and by count, or answered 503/413 in time) and the
+// bounds of what it returns (patchbound.go: the patch's depth and size).
+// It also provides the standalone HTTPS server (TLS 1.2+, HTTP/2, health,
+// readiness, metrics).
 //
 // It holds no rule logic: what a rule means is the engine's business, where
 // rules come from is the source's. It must not import the CLI or the

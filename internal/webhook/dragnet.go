@@ -16,7 +16,6 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/metrics"
-	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -60,11 +59,17 @@ type Options struct {
 	// the smaller one so that its answer arrives in time. 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
-	// MaxInFlight bounds the reviews evaluated at once; the others wait
-	// (their bodies unread, so memory stays bounded under overload) until a
-	// slot frees or their deadline passes (then HTTP 503). 0 means
-	// DefaultMaxInFlight().
+	// MaxInFlight bounds the reviews evaluated at once; the others wait,
+	// their bodies read, until a slot frees or their deadline passes (then
+	// HTTP 503). 0 means DefaultMaxInFlight().
 	MaxInFlight int
+	// MaxReviewMemory bounds, in bytes, the memory of the reviews being
+	// evaluated, as estimated from their bodies (reviewCost in admit.go);
+	// the bodies being read or waiting for admission may hold half as
+	// much more. A review waits for its share until its deadline (then HTTP
+	// 503); one that alone exceeds the budget is refused (HTTP 413). 0
+	// means DefaultMaxReviewMemory().
+	MaxReviewMemory int64
 	// FailOpen admits the object unchanged, with a warning, when
 	// evaluation fails (deadline, panic, undecodable object). The default
 	// denies it with code 500, so that no rule is silently skipped.
@@ -83,6 +88,7 @@ type Dragnet struct {
 	now   func() time.Time
 	bufs  sync.Pool     // *bytes.Buffer for request and response bodies
 	slots chan struct{} // evaluation slots
+	mem   *budget       // memory reservations (admit.go)
 	// jobs hands reviews to idle evaluation workers (see evaluate).
 	jobs    chan *evalJob
 	jobPool sync.Pool // *evalJob
@@ -101,7 +107,10 @@ func NewDragnet(opts Options) *Dragnet {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight()
 	}
-	d := &Dragnet{opts: opts, now: opts.Now, slots: make(chan struct{}, opts.MaxInFlight), jobs: make(chan *evalJob)}
+	if opts.MaxReviewMemory <= 0 {
+		opts.MaxReviewMemory = DefaultMaxReviewMemory()
+	}
+	d := &Dragnet{opts: opts, now: opts.Now, slots: make(chan struct{}, opts.MaxInFlight), mem: newBudget(opts.MaxReviewMemory), jobs: make(chan *evalJob)}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -185,28 +194,41 @@ type httpError struct {
 
 func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := d.now()
-	timeout := d.deadline(r)
-	if !d.acquire(r.Context(), timeout) {
-		d.opts.Metrics.Review(webhookName, "", metrics.OutcomeError, d.now().Sub(start))
-		http.Error(w, "modwright: overloaded: no evaluation slot freed before the review's deadline", http.StatusServiceUnavailable)
+	ctx, cancel := context.WithDeadline(r.Context(), start.Add(d.deadline(r)))
+	defer cancel()
+	if herr := checkRequest(w, r); herr != nil {
+		d.opts.Metrics.Review(webhookName, "", metrics.OutcomeInvalid, d.now().Sub(start))
+		http.Error(w, herr.msg, herr.code)
 		return
 	}
-	defer d.release()
 	in := d.bufs.Get().(*bytes.Buffer)
 	out := d.bufs.Get().(*bytes.Buffer)
 	patchBuf := d.bufs.Get().(*bytes.Buffer)
+	var bodyHeld, cost int64
 	defer func() {
+		d.mem.body.Release(bodyHeld)
 		d.putBuffer(in)
 		d.putBuffer(out)
 		d.putBuffer(patchBuf)
 	}()
 
-	if herr := d.readBody(w, r, in); herr != nil {
-		d.opts.Metrics.Review(webhookName, "", metrics.OutcomeInvalid, d.now().Sub(start))
+	// The body first, within the deadline: a slow client holds no
+	// evaluation slot and only the memory it has sent (admit.go).
+	body, held, herr := d.readBody(ctx, w, r, in.AvailableBuffer())
+	bodyHeld = held
+	if cap(body) > in.Cap() {
+		*in = *bytes.NewBuffer(body[:0]) // keep the grown storage for reuse
+	}
+	if herr != nil {
+		outcome := metrics.OutcomeInvalid
+		if herr.code == http.StatusServiceUnavailable || herr.code == http.StatusRequestTimeout {
+			outcome = metrics.OutcomeError
+		}
+		d.opts.Metrics.Review(webhookName, "", outcome, d.now().Sub(start))
 		http.Error(w, herr.msg, herr.code)
 		return
 	}
-	rv, err := decodeReview(in.Bytes())
+	rv, err := decodeReview(body)
 	if err != nil {
 		d.opts.Metrics.Review(webhookName, "", metrics.OutcomeInvalid, d.now().Sub(start))
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -221,8 +243,18 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ctx, cancel := context.WithDeadline(r.Context(), start.Add(timeout))
-	defer cancel()
+	cost = reviewCost(body)
+	if herr := d.admit(ctx, cost); herr != nil {
+		d.opts.Metrics.Review(webhookName, opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
+		d.opts.Log.V(1).Info("review not admitted", "uid", rv.Request.UID, "bytes", len(body), "cost", cost, "reason", herr.msg)
+		http.Error(w, herr.msg, herr.code)
+		return
+	}
+	defer d.release(cost)
+	// The evaluation's reservation covers the body.
+	d.mem.body.Release(bodyHeld)
+	bodyHeld = 0
+
 	resp, outcome := d.evaluate(ctx, snap, rv, patchBuf)
 	out.Write(appendResponse(out.AvailableBuffer(), resp))
 	w.Header().Set("Content-Type", "application/json")
@@ -230,31 +262,6 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.opts.Log.V(1).Info("writing the admission response failed", "uid", rv.Request.UID, "error", err.Error())
 	}
 	d.opts.Metrics.Review(webhookName, opLabel(rv.Request.Operation), outcome, d.now().Sub(start))
-}
-
-// acquire takes an evaluation slot, waiting at most timeout.
-func (d *Dragnet) acquire(ctx context.Context, timeout time.Duration) bool {
-	select {
-	case d.slots <- struct{}{}:
-		d.opts.Metrics.InFlight(1)
-		return true
-	default:
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case d.slots <- struct{}{}:
-		d.opts.Metrics.InFlight(1)
-		return true
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return false
-}
-
-func (d *Dragnet) release() {
-	<-d.slots
-	d.opts.Metrics.InFlight(-1)
 }
 
 func (d *Dragnet) putBuffer(b *bytes.Buffer) {
@@ -265,7 +272,8 @@ func (d *Dragnet) putBuffer(b *bytes.Buffer) {
 	d.bufs.Put(b)
 }
 
-func (d *Dragnet) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) *httpError {
+// checkRequest refuses what is not a review before its body is read.
+func checkRequest(w http.ResponseWriter, r *http.Request) *httpError {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		return &httpError{http.StatusMethodNotAllowed, "modwright: admission reviews are POSTed"}
@@ -274,23 +282,6 @@ func (d *Dragnet) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("modwright: Content-Type %q is not supported; send application/json", ct)}
 		}
-	}
-	if r.ContentLength > d.opts.MaxReviewBytes {
-		return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is %d bytes, more than the limit of %d", r.ContentLength, d.opts.MaxReviewBytes)}
-	}
-	body := http.MaxBytesReader(w, r.Body, d.opts.MaxReviewBytes)
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
-	}
-	if _, err := buf.ReadFrom(body); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is larger than the limit of %d bytes", d.opts.MaxReviewBytes)}
-		}
-		return &httpError{http.StatusBadRequest, "modwright: reading the review: " + err.Error()}
-	}
-	if buf.Len() == 0 {
-		return &httpError{http.StatusBadRequest, "modwright: empty body; expected an AdmissionReview"}
 	}
 	return nil
 }
@@ -325,7 +316,13 @@ func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review, 
 	op := rules.Operation(req.Operation)
 	switch op {
 	case rules.Create, rules.Update, rules.Delete:
-	default: // CONNECT: nothing to evaluate
+	default:
+		// CONNECT (decodeReview refuses any other operation). The object
+		// of a CONNECT is the connection's options (PodExecOptions, ...),
+		// not a resource, and no ModRule can select it: admissionOperations
+		// only takes CREATE, UPDATE and DELETE, and the dragnet's webhook
+		// registration (deploy/) asks for those three only. A CONNECT
+		// sent anyway (a hand-made registration) is admitted unchanged.
 		resp.Allowed = true
 		return resp, metrics.OutcomeAllowed
 	}
@@ -383,10 +380,26 @@ func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review, 
 	}
 	resp.Allowed = true
 	if dec.Changed() {
-		p, err := patch.AppendPatch(patchBuf.AvailableBuffer(), dec.Patch)
+		p, bound, err := appendBoundedPatch(patchBuf.AvailableBuffer(), dec.Patch)
 		if err != nil { // trees from the engine always encode
 			d.opts.Log.Error(err, "encoding the patch failed", "uid", req.UID)
 			return d.failure(rv, http.StatusInternalServerError, "modwright: encoding the patch: "+err.Error())
+		}
+		if bound != nil {
+			// The API server could not decode or store the patched
+			// object: fail the review, naming the bound and the rules.
+			by := patchRules(dec)
+			for _, t := range dec.Trace {
+				if t.Outcome == engine.Matched && len(t.Ops) > 0 {
+					d.opts.Metrics.RuleError(t.Rule)
+				}
+			}
+			d.opts.Log.Error(bound, "the patch the ModRules built is beyond what the API server accepts; the review fails",
+				"rules", by, "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operations", len(dec.Patch))
+			if by == "" {
+				by = "the Patch rules that matched this object"
+			}
+			return d.failure(rv, http.StatusInternalServerError, "modwright: the patch built by "+truncate(by, 500)+" cannot be returned: "+bound.Error())
 		}
 		// Keep the patch in patchBuf, which then keeps the capacity it
 		// needed for the next review (Write copies p onto itself when it

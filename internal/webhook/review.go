@@ -72,8 +72,24 @@ func decodeReview(body []byte) (*review, error) {
 		return nil, fmt.Errorf("%w: no request", ErrMalformedReview)
 	case rv.Request.UID == "":
 		return nil, fmt.Errorf("%w: request.uid is empty", ErrMalformedReview)
+	case rv.Request.Operation == "":
+		return nil, fmt.Errorf("%w: request.operation is missing (want CREATE, UPDATE, DELETE or CONNECT)", ErrMalformedReview)
+	case !knownOperation(rv.Request.Operation):
+		return nil, fmt.Errorf("%w: request.operation %q is not an admission operation (want CREATE, UPDATE, DELETE or CONNECT)", ErrMalformedReview, shorten([]byte(rv.Request.Operation)))
 	}
 	return rv, nil
+}
+
+// knownOperation reports whether op is one of the operations of
+// admission.k8s.io (spelled exactly: the API server sends them in upper
+// case). A review with any other operation is malformed: admitting it
+// unevaluated would let a forged or garbled review bypass every rule.
+func knownOperation(op string) bool {
+	switch op {
+	case "CREATE", "UPDATE", "DELETE", "CONNECT":
+		return true
+	}
+	return false
 }
 
 func decodeRequest(data []byte) (*request, error) {

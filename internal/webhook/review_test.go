@@ -1,12 +1,17 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
 )
 
 func TestDecodeReview(t *testing.T) {
@@ -76,4 +81,50 @@ func FuzzDecodeReview(f *testing.F) {
 			t.Fatalf("object %q is not valid JSON", rv.Request.Object)
 		}
 	})
+}
+
+// TestDragnetRefusesBadOperations: a review whose request.operation is not
+// one of admission.k8s.io's (exactly spelled) is malformed, answered 400,
+// and never evaluated nor admitted.
+func TestDragnetRefusesBadOperations(t *testing.T) {
+	obj := pod("", "nginx:latest")
+	for _, tc := range []struct {
+		name, request string
+		code          int
+		wantMessage   string
+	}{
+		{"missing", `{"uid":"u","kind":{"version":"v1","kind":"Pod"},"namespace":"ns1","object":` + obj + `}`, 400, "request.operation is missing"},
+		{"null", `{"uid":"u","kind":{"version":"v1","kind":"Pod"},"namespace":"ns1","operation":null,"object":` + obj + `}`, 400, "request.operation is missing"},
+		{"empty", `{"uid":"u","kind":{"version":"v1","kind":"Pod"},"namespace":"ns1","operation":"","object":` + obj + `}`, 400, "request.operation is missing"},
+		{"lowercase", `{"uid":"u","kind":{"version":"v1","kind":"Pod"},"namespace":"ns1","operation":"create","object":` + obj + `}`, 400, `request.operation "create" is not an admission operation`},
+		{"unknown", `{"uid":"u","kind":{"version":"v1","kind":"Pod"},"namespace":"ns1","operation":"PATCH","object":` + obj + `}`, 400, `request.operation "PATCH" is not`},
+		{"padded", `{"uid":"u","kind":{"version":"v1","kind":"Pod"},"namespace":"ns1","operation":" CREATE","object":` + obj + `}`, 400, `request.operation " CREATE" is not`},
+		{"not a string", `{"uid":"u","kind":{"version":"v1","kind":"Pod"},"namespace":"ns1","operation":1,"object":` + obj + `}`, 400, "request.operation: want a string"},
+		// CONNECT is an admission operation no ModRule can select.
+		{"CONNECT", `{"uid":"u","kind":{"version":"v1","kind":"PodExecOptions"},"namespace":"ns1","operation":"CONNECT","object":{"kind":"PodExecOptions"}}`, 200, `"allowed":true`},
+		{"CREATE", `{"uid":"u","kind":{"version":"v1","kind":"Pod"},"namespace":"ns1","operation":"CREATE","object":` + obj + `}`, 200, "operation rejected by the following ModRule(s): ns1/no-latest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := &countingEvaluator{Evaluator: engine.New(engine.Options{})}
+			h, _ := newTestDragnet(t, ev, nil)
+			rec := post(t, h, DragnetPath, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":`+tc.request+`}`)
+			if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.wantMessage) {
+				t.Errorf("got %d %s, want %d containing %q", rec.Code, rec.Body, tc.code, tc.wantMessage)
+			}
+			if wantEval := tc.name == "CREATE"; (ev.n.Load() > 0) != wantEval {
+				t.Errorf("evaluated %d times", ev.n.Load())
+			}
+		})
+	}
+}
+
+// countingEvaluator counts evaluations.
+type countingEvaluator struct {
+	Evaluator
+	n atomic.Int64
+}
+
+func (c *countingEvaluator) Evaluate(ctx context.Context, snap *rules.Snapshot, req engine.Request) (*engine.Decision, error) {
+	c.n.Add(1)
+	return c.Evaluator.Evaluate(ctx, snap, req)
 }
