@@ -64,8 +64,8 @@
 // compiles nothing: regular expressions are compiled by Parse. Its memory is
 // bounded whatever the query and the document: a query selects at most
 // MaxValues values and Select's nodes hold at most MaxKeys captured keys
-// (beyond, an error wrapping ErrTooManyValues), and the '..' steps active at
-// once go at most 10,000 levels down (an EvalError beyond); so is its time,
-// deadline or not: it visits at most MaxVisits nodes (ErrTooMuchWork). An
+// (beyond, an error wrapping ErrTooManyValues); so are its time and stack,
+// deadline or not: it visits at most MaxVisits nodes, and the '..' steps
+// active at once go at most 10,000 levels down (beyond, ErrTooMuchWork). An
 // Expr is safe for concurrent use.
 package jsonpath

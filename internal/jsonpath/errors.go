@@ -37,10 +37,11 @@ const MaxValues = 1 << 20
 const MaxKeys = 1 << 22
 
 // ErrTooMuchWork is wrapped by the error Evaluate and Select return when an
-// evaluation visits more than MaxVisits nodes: ".." after ".." after ".."
-// (cubic in the depth of the document) or filters nested over large arrays
-// can take minutes while selecting little, and a caller without a deadline
-// (the CLI) would wait for them.
+// evaluation visits more than MaxVisits nodes, or when its '..' steps go
+// more than 10,000 levels down in all: ".." after ".." after ".." (cubic in
+// the depth of the document) or filters nested over large arrays can take
+// minutes while selecting little, and a caller without a deadline (the CLI)
+// would wait for them.
 var ErrTooMuchWork = errors.New("jsonpath: too much work")
 
 // MaxVisits is the most nodes one evaluation may visit (each element or

@@ -796,7 +796,7 @@ func TestOddTrees(t *testing.T) {
 	for i := 0; i < maxTreeDepth+10; i++ {
 		deep = []any{deep}
 	}
-	if _, err := MustParse(`$..x`).Evaluate(context.Background(), deep); !errors.Is(err, ErrEval) {
+	if _, err := MustParse(`$..x`).Evaluate(context.Background(), deep); !errors.Is(err, ErrTooMuchWork) {
 		t.Errorf("deep tree: got %v", err)
 	}
 	if res, err := MustParse(`$[0][0][0]`).Evaluate(context.Background(), deep); err != nil || len(res.Values) != 1 {

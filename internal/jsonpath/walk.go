@@ -2,6 +2,7 @@ package jsonpath
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -376,7 +377,7 @@ func (ev *evaluator) descend(st *step, rest []step, v any, s *sink) error {
 // (through filters) cannot exhaust the stack together either.
 func (ev *evaluator) descendRec(st *step, rest []step, v any, s *sink, d int) error {
 	if ev.depth > maxTreeDepth {
-		return evalErr(st.pos, "recursive descent deeper than %d levels", maxTreeDepth)
+		return fmt.Errorf("%w: recursive descent at column %d goes deeper than %d levels", ErrTooMuchWork, st.pos+1, maxTreeDepth)
 	}
 	if err := ev.tick(); err != nil {
 		return err
