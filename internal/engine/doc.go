@@ -13,6 +13,12 @@
 // it might have rejected the object. No evaluation that ran out of time
 // returns a decision.
 //
+// syntheticRefs is context: the engine puts the real related objects there
+// (the client's own member is never believed), an operation whose rendered
+// path is under it fails its rule (ErrSyntheticRefs; a static one does not
+// load), and a rule that replaces the whole object gets them back, so every
+// rule, Reject rules included, sees the real ones.
+//
 // It knows nothing of HTTP, AdmissionReview, informers or files: objects come
 // in as JSON trees (or JSON text), related objects (a namespace, a node) come
 // through the small Resolver interface, and results go out as plain values.

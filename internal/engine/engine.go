@@ -59,6 +59,12 @@ var ErrInvalidRequest = errors.New("invalid admission request")
 // as if it had not (the webhook denies it, unless it fails open).
 var ErrUndecided = errors.New("a Reject rule could not be decided")
 
+// ErrSyntheticRefs is wrapped by the error of a Patch rule whose operation's
+// path, rendered from the keys its select captured, is under /syntheticRefs:
+// the related objects are context that rules read, never change (a static
+// path there does not load).
+var ErrSyntheticRefs = errors.New("rules cannot change syntheticRefs")
+
 // ErrTooMuchText is wrapped by the error of a rule whose criteria test more
 // than MaxMatchText bytes of text, or whose patch values render to more than
 // MaxRenderText bytes.
@@ -178,6 +184,24 @@ type evaluation struct {
 	values   []any            // slab the criteria's selected values are stored in
 	scratch  RuleTrace        // the trace of the current rule, without NoTrace
 	text     []byte           // reused for the text of values under test
+	// refs are the related objects rules see under syntheticRefs; nil when
+	// no candidate mentions syntheticRefs (then the object has none).
+	refs map[string]any
+}
+
+// installRefs puts the real syntheticRefs into the object, or removes any
+// syntheticRefs member when rules do not use them (the client's own is never
+// believed).
+func (ev *evaluation) installRefs() {
+	root, ok := ev.doc.Root().(map[string]any)
+	if !ok {
+		return
+	}
+	if ev.refs != nil {
+		ev.must(ev.doc.Put(syntheticRefsPath, ev.refs))
+	} else if _, ok := root[rules.SyntheticRefs]; ok {
+		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: syntheticRefsPath}))
+	}
 }
 
 // traceFor starts the trace of a rule: a new entry of Decision.Trace, or,
@@ -203,10 +227,9 @@ func (ev *evaluation) run() error {
 		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: managedFieldsPath}))
 	}
 	if slices.ContainsFunc(ev.candidates, func(r *rules.Rule) bool { return r.UsesSyntheticRefs }) {
-		ev.must(ev.doc.Put(syntheticRefsPath, ev.syntheticRefs(ev.original)))
-	} else if _, ok := ev.original["syntheticRefs"]; ok {
-		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: syntheticRefsPath}))
+		ev.refs = ev.syntheticRefs(ev.original)
 	}
+	ev.installRefs()
 	ev.doc.Release()
 	ev.parseLastApplied(ev.original)
 
@@ -433,6 +456,22 @@ func (ev *evaluation) apply(r *rules.Rule, tr *RuleTrace) error {
 		ev.fail(r, tr, field, err)
 		return nil
 	}
+	// syntheticRefs is context, not part of the object: a path rendered
+	// from captured keys must not land in it (a static one cannot load),
+	// and after a rule replaced the whole object the real one goes back.
+	wholeObject := false
+	for i, op := range ops {
+		if len(op.Path) == 0 {
+			wholeObject = true
+			if _, ok := op.Value.(map[string]any); !ok && op.Op != patch.Remove {
+				ev.fail(r, tr, r.Patches[origin[i]].Field+".path", fmt.Errorf("the operation replaces the whole object with a JSON %s", value.TypeName(op.Value)))
+				return nil
+			}
+		} else if op.Path[0] == rules.SyntheticRefs {
+			ev.fail(r, tr, r.Patches[origin[i]].Field+".path", fmt.Errorf("%w: the path %s is under /syntheticRefs", ErrSyntheticRefs, op.Path))
+			return nil
+		}
+	}
 	mark := ev.doc.Mark()
 	for i, op := range ops {
 		if err := ev.doc.Apply(op); err != nil {
@@ -440,6 +479,9 @@ func (ev *evaluation) apply(r *rules.Rule, tr *RuleTrace) error {
 			ev.fail(r, tr, r.Patches[origin[i]].Field, err)
 			return nil
 		}
+	}
+	if wholeObject {
+		ev.installRefs()
 	}
 	ev.doc.Release()
 	ev.mirrorLastApplied(r, tr, ops)
