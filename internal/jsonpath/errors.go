@@ -24,17 +24,18 @@ var ErrNotQuery = errors.New("jsonpath: not a query")
 // over, quadratically or worse in the size of the document.
 var ErrTooManyValues = errors.New("jsonpath: too many values")
 
-// MaxValues is the most values one query may select. A query that selects
-// every node at most once cannot reach it on an object the Kubernetes API
-// server stores (etcd's 1.5 MiB request limit allows fewer than 800,000
-// JSON values); only a query that selects nodes repeatedly can.
-const MaxValues = 1 << 20
+// MaxValues is the most values one query may select: 4 MB of values for
+// Evaluate. Rules select a few values (the broadest selects in published
+// ModRules are of the form $.spec.containers[*].image), and selecting every
+// element of a 20,000-element array (a 130 KB ConfigMap) stays far below
+// it; a query that selects the same nodes over and over reaches it first.
+const MaxValues = 1 << 18
 
-// MaxKeys is the most captured keys the nodes of one Select may hold in all,
-// counting each entry of a Descent: a '..' capture holds the whole relative
-// path it went down, so on a deep document each node costs its depth (nodes
-// that share a Descent share its storage, and count it once).
-const MaxKeys = 1 << 22
+// MaxKeys is the most captured keys the nodes of one Select may hold in all
+// (16 MB), counting each entry of a Descent: a '..' capture holds the whole
+// relative path it went down, so on a deep document each node costs its
+// depth (nodes that share a Descent share its storage, and count it once).
+const MaxKeys = 1 << 20
 
 // ErrTooMuchWork is wrapped by the error Evaluate and Select return when an
 // evaluation visits more than MaxVisits nodes, or when its '..' steps go
