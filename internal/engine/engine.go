@@ -189,13 +189,16 @@ type evaluation struct {
 	refs map[string]any
 }
 
-// installRefs puts the real syntheticRefs into the object, or removes any
-// syntheticRefs member when rules do not use them (the client's own is never
-// believed).
-func (ev *evaluation) installRefs() {
+// prepare puts the object in the shape rules see: without
+// metadata.managedFields, with the real syntheticRefs, or none when rules do
+// not use them (the client's own is never believed).
+func (ev *evaluation) prepare() {
 	root, ok := ev.doc.Root().(map[string]any)
 	if !ok {
 		return
+	}
+	if _, ok := lookup(root, "metadata", "managedFields"); ok {
+		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: managedFieldsPath}))
 	}
 	if ev.refs != nil {
 		ev.must(ev.doc.Put(syntheticRefsPath, ev.refs))
@@ -223,13 +226,10 @@ func (ev *evaluation) run() error {
 	// The Doc is copy-on-write: the input is never modified, and what no
 	// rule touched stays shared with it (so the final diff skips it).
 	ev.doc = patch.NewDoc(ev.original)
-	if _, ok := lookup(ev.original, "metadata", "managedFields"); ok {
-		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: managedFieldsPath}))
-	}
 	if slices.ContainsFunc(ev.candidates, func(r *rules.Rule) bool { return r.UsesSyntheticRefs }) {
 		ev.refs = ev.syntheticRefs(ev.original)
 	}
-	ev.installRefs()
+	ev.prepare()
 	ev.doc.Release()
 	ev.parseLastApplied(ev.original)
 
@@ -458,7 +458,8 @@ func (ev *evaluation) apply(r *rules.Rule, tr *RuleTrace) error {
 	}
 	// syntheticRefs is context, not part of the object: a path rendered
 	// from captured keys must not land in it (a static one cannot load),
-	// and after a rule replaced the whole object the real one goes back.
+	// and after a rule replaced the whole object the real one goes back
+	// (and managedFields go again).
 	wholeObject := false
 	for i, op := range ops {
 		if len(op.Path) == 0 {
@@ -481,7 +482,7 @@ func (ev *evaluation) apply(r *rules.Rule, tr *RuleTrace) error {
 		}
 	}
 	if wholeObject {
-		ev.installRefs()
+		ev.prepare()
 	}
 	ev.doc.Release()
 	ev.mirrorLastApplied(r, tr, ops)
