@@ -161,29 +161,45 @@ spec:
 	}
 }
 
-// TestRenderedTextBound: a Patch rule whose templates render more than
-// MaxRenderText bytes over all its operations fails.
+// TestRenderedTextBound: a Patch rule whose operations write values of more
+// than MaxRenderText bytes of text in all fails: templates rendering a big
+// value for each of many selected elements, or a static value copied to
+// each (a small object then makes the rule write a lot).
 func TestRenderedTextBound(t *testing.T) {
+	n := 1000
+	big := strings.Repeat("b", engine.MaxRenderText/n+1)
 	snap := snapshotOf(t, `
 apiVersion: api.kubemod.io/v1beta1
 kind: ModRule
-metadata: {name: big, namespace: ns1}
+metadata: {name: a-template, namespace: ns1}
 spec:
   type: Patch
   match: [{select: '$.kind', matchValue: ConfigMap}]
   patch:
     - {op: replace, select: '$.items[*]', path: '/items/#0', value: '{{ .Target.data.blob | quote }}'}
+---
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: b-static, namespace: ns1}
+spec:
+  type: Patch
+  match: [{select: '$.kind', matchValue: ConfigMap}]
+  patch:
+    - {op: replace, select: '$.items[*]', path: '/items/#0', value: '`+big+`'}
 `)
-	items := make([]any, 1000)
+	items := make([]any, n)
 	for i := range items {
 		items[i] = "x"
 	}
-	obj := map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": "c"},
-		"data":  map[string]any{"blob": strings.Repeat("b", engine.MaxRenderText/len(items)+1)},
-		"items": items}
+	obj := map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": "c"}, "data": map[string]any{"blob": big}, "items": items}
 	d := evaluate(t, engine.New(engine.Options{}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: obj})
-	if len(d.Errors) != 1 || d.Errors[0].Field != "spec.patch[0].value" || !errors.Is(d.Errors[0], engine.ErrTooMuchText) || d.Changed() {
+	if len(d.Errors) != 2 || d.Changed() {
 		t.Fatalf("errors %v, patch %d ops", d.Errors, len(d.Patch))
+	}
+	for _, e := range d.Errors {
+		if e.Field != "spec.patch[0].value" || !errors.Is(e, engine.ErrTooMuchText) {
+			t.Errorf("error %v", e)
+		}
 	}
 }
 

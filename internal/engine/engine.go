@@ -66,8 +66,8 @@ var ErrUndecided = errors.New("a Reject rule could not be decided")
 var ErrSyntheticRefs = errors.New("rules cannot change syntheticRefs")
 
 // ErrTooMuchText is wrapped by the error of a rule whose criteria test more
-// than MaxMatchText bytes of text, or whose patch values render to more than
-// MaxRenderText bytes.
+// than MaxMatchText bytes of text, or whose operations write values of more
+// than MaxRenderText bytes of text.
 var ErrTooMuchText = errors.New("too much text")
 
 // Bounds on the text one rule may build, whatever the object; the values a
@@ -79,9 +79,11 @@ const (
 	// are and other values as their JSON text. Testing every value of a
 	// 1.5 MiB object (select: '$..*') costs about ten times its size.
 	MaxMatchText = 64 << 20
-	// MaxRenderText bounds the text a Patch rule's value templates render
-	// for all its operations together.
-	MaxRenderText = 16 << 20
+	// MaxRenderText bounds the text of the values a Patch rule's
+	// operations write, all together: what templates render, and a static
+	// value's text once for each operation (each writes a copy). Rules
+	// write a few KB; setting a field of each of 20,000 elements, 2 MB.
+	MaxRenderText = 8 << 20
 )
 
 // IsBound reports whether err is a bound that evaluating a rule hit (too
@@ -497,8 +499,8 @@ func (ev *evaluation) fail(r *rules.Rule, tr *RuleTrace, field string, err error
 
 // buildOps renders every operation of a rule; origin[i] is the index of the
 // patch item ops[i] came from. When sources is not nil, it receives each
-// operation's patch item and captured keys (for the trace). The values
-// rendered for all the operations hold at most MaxRenderText bytes, and the
+// operation's patch item and captured keys (for the trace). The values of
+// all the operations hold at most MaxRenderText bytes of text, and the
 // context is checked before each.
 func (ev *evaluation) buildOps(r *rules.Rule, sources *[]OpSource) (ops []patch.Operation, origin []int, field string, err error) {
 	root := ev.doc.Root()
@@ -591,13 +593,19 @@ func comparePointers(a, b patch.Pointer) int {
 	return len(a) - len(b)
 }
 
-// render gives the value of one operation; *rendered counts the bytes the
-// rule's templates rendered so far.
+var errTooMuchRendered = fmt.Errorf("%w: the values of this rule's operations exceed %d bytes of text", ErrTooMuchText, MaxRenderText)
+
+// render gives the value of one operation; *rendered counts the text of the
+// values the rule's operations wrote so far.
 func (ev *evaluation) render(p *rules.PatchOp, root, item any, keys []any, rendered *int) (any, error) {
 	if p.Op == patch.Remove {
 		return nil, nil
 	}
 	if p.Value.Static() {
+		// Each operation writes its own copy.
+		if *rendered += len(p.Value.Text()); *rendered > MaxRenderText {
+			return nil, errTooMuchRendered
+		}
 		return p.StaticValue, nil
 	}
 	ev.data = template.Data{Target: root, Namespace: ev.ns, SelectedItem: item, SelectKeyParts: keys}
@@ -606,7 +614,7 @@ func (ev *evaluation) render(p *rules.PatchOp, root, item any, keys []any, rende
 		return nil, err
 	}
 	if *rendered += len(text); *rendered > MaxRenderText {
-		return nil, fmt.Errorf("%w: the values rendered for this rule's operations exceed %d bytes", ErrTooMuchText, MaxRenderText)
+		return nil, errTooMuchRendered
 	}
 	v, err := template.ParseValue(text)
 	if err != nil {
