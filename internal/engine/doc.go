@@ -6,7 +6,18 @@
 // object, applies each rule's operations through an undo journal (a rule is
 // atomic: all of its operations apply or none do), and diffs the result
 // against the original. It honours the context's deadline between rules and
-// inside expression evaluation.
+// inside selection, matching and rendering, and bounds what one rule may
+// build (values selected, text tested, text rendered: see MaxMatchText,
+// MaxRenderText and package jsonpath). A Patch rule that hits a bound fails
+// alone; a Reject rule that does fails the evaluation (ErrUndecided), since
+// it might have rejected the object. No evaluation that ran out of time
+// returns a decision.
+//
+// syntheticRefs is context: the engine puts the real related objects there
+// (the client's own member is never believed), an operation whose rendered
+// path is under it fails its rule (ErrSyntheticRefs; a static one does not
+// load), and a rule that replaces the whole object gets them back, so every
+// rule, Reject rules included, sees the real ones.
 //
 // It knows nothing of HTTP, AdmissionReview, informers or files: objects come
 // in as JSON trees (or JSON text), related objects (a namespace, a node) come

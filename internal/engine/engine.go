@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/jsonpath"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/template"
@@ -52,9 +53,52 @@ func New(opts Options) *Engine {
 // ErrInvalidRequest marks requests the engine cannot evaluate.
 var ErrInvalidRequest = errors.New("invalid admission request")
 
+// ErrUndecided is wrapped by the error Evaluate returns when a Reject rule
+// cannot be decided because evaluating it hit a bound (see IsBound): the
+// rule might have rejected the object, so the request must not be admitted
+// as if it had not (the webhook denies it, unless it fails open).
+var ErrUndecided = errors.New("a Reject rule could not be decided")
+
+// ErrSyntheticRefs is wrapped by the error of a Patch rule whose operation's
+// path, rendered from the keys its select captured, is under /syntheticRefs:
+// the related objects are context that rules read, never change (a static
+// path there does not load).
+var ErrSyntheticRefs = errors.New("rules cannot change syntheticRefs")
+
+// ErrTooMuchText is wrapped by the error of a rule whose criteria test more
+// than MaxMatchText bytes of text, or whose operations write values of more
+// than MaxRenderText bytes of text.
+var ErrTooMuchText = errors.New("too much text")
+
+// Bounds on the text one rule may build, whatever the object; the values a
+// select may yield and the nodes it may visit are bounded by package
+// jsonpath.
+const (
+	// MaxMatchText bounds the text a rule's criteria test: the values
+	// selected for matchValue, matchValues and matchRegex, strings as they
+	// are and other values as their JSON text. Testing every value of a
+	// 1.5 MiB object (select: '$..*') costs about ten times its size.
+	MaxMatchText = 64 << 20
+	// MaxRenderText bounds the text of the values a Patch rule's
+	// operations write, all together: what templates render, and a static
+	// value's text once for each operation (each writes a copy). Rules
+	// write a few KB; setting a field of each of 20,000 elements, 2 MB.
+	MaxRenderText = 8 << 20
+)
+
+// IsBound reports whether err is a bound that evaluating a rule hit (too
+// many values selected, too many nodes visited, too much text), rather
+// than a property of the rule and the object that KubeMod defines (a type
+// error in an expression is a criterion that does not hold).
+func IsBound(err error) bool {
+	return errors.Is(err, jsonpath.ErrTooManyValues) || errors.Is(err, jsonpath.ErrTooMuchWork) || errors.Is(err, ErrTooMuchText)
+}
+
 // Evaluate runs the snapshot's rules against one request. The error is
-// non-nil only for an invalid request or when ctx ends; rule failures are
-// reported in the Decision.
+// non-nil only for an invalid request (ErrInvalidRequest), when ctx ends
+// before the decision is made (it wraps ctx.Err()), or when a Reject rule
+// cannot be decided (ErrUndecided); other rule failures are reported in the
+// Decision.
 func (e *Engine) Evaluate(ctx context.Context, snap *rules.Snapshot, req Request) (*Decision, error) {
 	obj, raw := req.Object, req.ObjectJSON
 	if req.Operation == rules.Delete {
@@ -141,6 +185,28 @@ type evaluation struct {
 	criteria []CriterionTrace // slab the rule traces' Criteria are cut from
 	values   []any            // slab the criteria's selected values are stored in
 	scratch  RuleTrace        // the trace of the current rule, without NoTrace
+	text     []byte           // reused for the text of values under test
+	// refs are the related objects rules see under syntheticRefs; nil when
+	// no candidate mentions syntheticRefs (then the object has none).
+	refs map[string]any
+}
+
+// prepare puts the object in the shape rules see: without
+// metadata.managedFields, with the real syntheticRefs, or none when rules do
+// not use them (the client's own is never believed).
+func (ev *evaluation) prepare() {
+	root, ok := ev.doc.Root().(map[string]any)
+	if !ok {
+		return
+	}
+	if _, ok := lookup(root, "metadata", "managedFields"); ok {
+		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: managedFieldsPath}))
+	}
+	if ev.refs != nil {
+		ev.must(ev.doc.Put(syntheticRefsPath, ev.refs))
+	} else if _, ok := root[rules.SyntheticRefs]; ok {
+		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: syntheticRefsPath}))
+	}
 }
 
 // traceFor starts the trace of a rule: a new entry of Decision.Trace, or,
@@ -162,14 +228,10 @@ func (ev *evaluation) run() error {
 	// The Doc is copy-on-write: the input is never modified, and what no
 	// rule touched stays shared with it (so the final diff skips it).
 	ev.doc = patch.NewDoc(ev.original)
-	if _, ok := lookup(ev.original, "metadata", "managedFields"); ok {
-		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: managedFieldsPath}))
-	}
 	if slices.ContainsFunc(ev.candidates, func(r *rules.Rule) bool { return r.UsesSyntheticRefs }) {
-		ev.must(ev.doc.Put(syntheticRefsPath, ev.syntheticRefs(ev.original)))
-	} else if _, ok := ev.original["syntheticRefs"]; ok {
-		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: syntheticRefsPath}))
+		ev.refs = ev.syntheticRefs(ev.original)
 	}
+	ev.prepare()
 	ev.doc.Release()
 	ev.parseLastApplied(ev.original)
 
@@ -197,9 +259,13 @@ func (ev *evaluation) run() error {
 				tr.Outcome, tr.Reason = Skipped, "Patch rules do not run on DELETE"
 				continue
 			}
-			ok, err := ev.match(r, tr)
+			ok, field, err := ev.match(r, tr)
 			if err != nil {
-				return err
+				if ctxErr := ev.ctx.Err(); ctxErr != nil {
+					return ctxErr
+				}
+				ev.fail(r, tr, field, err) // a bound: the rule fails
+				continue
 			}
 			if ok {
 				matched = append(matched, hit{r, tr})
@@ -214,29 +280,46 @@ func (ev *evaluation) run() error {
 				ev.scratch = RuleTrace{Rule: h.r.Key, Type: h.r.Type, Tier: h.r.Tier, Outcome: Matched}
 				tr = &ev.scratch
 			}
-			ev.apply(h.r, tr)
+			if err := ev.apply(h.r, tr); err != nil {
+				return err
+			}
 		}
 		start = end
 	}
 
-	// Reject rules see the final object.
+	// Reject rules see the final object. One that cannot be decided fails
+	// the evaluation: it might have rejected the object.
 	for _, r := range rejects {
-		tr := ev.traceFor(r)
-		ok, err := ev.match(r, tr)
-		if err != nil {
+		if err := ev.ctx.Err(); err != nil {
 			return err
+		}
+		tr := ev.traceFor(r)
+		ok, field, err := ev.match(r, tr)
+		if err != nil {
+			if ctxErr := ev.ctx.Err(); ctxErr != nil {
+				return ctxErr
+			}
+			tr.Outcome, tr.Reason = Failed, fmt.Sprintf("%s: %v", field, err)
+			return fmt.Errorf("%w: %w", ErrUndecided, RuleError{Rule: r.Key, Field: field, Err: err})
 		}
 		if ok {
 			ev.d.Rejections = append(ev.d.Rejections, ev.rejection(r))
 		}
+	}
+	// A decision completed past the deadline is not one: a Patch rule may
+	// have failed on it.
+	if err := ev.ctx.Err(); err != nil {
+		return err
 	}
 	ev.finish()
 	return nil
 }
 
 // match evaluates the rule's criteria in order, stopping at the first that
-// fails. Only the end of ctx is returned as an error.
-func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, error) {
+// fails. The error is the end of ctx, or a bound that a criterion hit (see
+// IsBound), in the field named; a criterion whose select fails otherwise
+// does not hold, as in KubeMod.
+func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, string, error) {
 	root := ev.doc.Root()
 	n := len(r.Criteria)
 	if cap(ev.criteria)-len(ev.criteria) < n {
@@ -244,6 +327,8 @@ func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, error) {
 	}
 	tr.Criteria = ev.criteria[len(ev.criteria) : len(ev.criteria) : len(ev.criteria)+n]
 	ev.criteria = ev.criteria[:len(ev.criteria)+n]
+	tb := textBudget{ctx: ev.ctx, buf: ev.text}
+	defer func() { ev.text = tb.buf[:0] }()
 	for i := range r.Criteria {
 		c := &r.Criteria[i]
 		if cap(ev.values)-len(ev.values) < 8 {
@@ -251,21 +336,64 @@ func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, error) {
 		}
 		free := ev.values[len(ev.values):]
 		res, err := c.Select.EvaluateAppend(ev.ctx, root, free)
-		if err != nil && ev.ctx.Err() != nil {
-			return false, ev.ctx.Err()
+		if err != nil && (ev.ctx.Err() != nil || IsBound(err)) {
+			tr.Criteria = append(tr.Criteria, CriterionTrace{Criterion: c, Err: err, Verdict: VerdictError, At: -1})
+			return false, c.Field + ".select", err
 		}
 		if n := len(res.Values); n <= cap(free) {
 			ev.values = ev.values[:len(ev.values)+n] // stored in the slab: keep it
 		}
-		held, why, at := holds(c, res.Values, res.Single, err)
+		held, why, at, terr := holds(c, res.Values, res.Single, err, &tb)
+		if terr != nil {
+			tr.Criteria = append(tr.Criteria, CriterionTrace{Criterion: c, Values: res.Values, Single: res.Single, Err: terr, Verdict: VerdictError, At: -1})
+			return false, c.Field, terr
+		}
 		tr.Criteria = append(tr.Criteria, CriterionTrace{Criterion: c, Values: res.Values, Single: res.Single, Err: err, Held: held, Verdict: why, At: at})
 		if !held {
 			tr.Outcome = NotMatched
-			return false, nil
+			return false, "", nil
 		}
 	}
 	tr.Outcome = Matched
-	return true, nil
+	return true, "", nil
+}
+
+// textBudget gives the text of the values a rule's criteria test, built in
+// one reused buffer, and bounds it: MaxMatchText bytes in all, the context
+// checked every 1 MiB.
+type textBudget struct {
+	ctx       context.Context
+	buf       []byte
+	used      int
+	unchecked int
+}
+
+// text returns the text form of v (value.Text), valid until the next call.
+func (tb *textBudget) text(v any) (string, error) {
+	var s string
+	switch v.(type) {
+	case []any, map[string]any:
+		b, err := value.AppendJSON(tb.buf[:0], v)
+		if err != nil {
+			s = value.Text(v)
+		} else {
+			tb.buf = b
+			s = unsafe.String(unsafe.SliceData(b), len(b))
+		}
+	default:
+		s = value.Text(v)
+	}
+	tb.used += len(s)
+	if tb.used > MaxMatchText {
+		return "", fmt.Errorf("%w: the criteria test more than %d bytes of text", ErrTooMuchText, MaxMatchText)
+	}
+	if tb.unchecked += len(s) + 16; tb.unchecked >= 1<<20 {
+		tb.unchecked = 0
+		if err := tb.ctx.Err(); err != nil {
+			return "", err
+		}
+	}
+	return s, nil
 }
 
 // holds decides one criterion. A single boolean decides alone; no result
@@ -274,45 +402,49 @@ func (ev *evaluation) match(r *rules.Rule, tr *RuleTrace) (bool, error) {
 // otherwise each value's text is tested for Any or All values. Negate flips
 // the outcome in every case. The verdict says which of these decided, and at
 // the index of the deciding value among those tested (-1 when none did).
-func holds(c *rules.Criterion, vals []any, single bool, err error) (held bool, why Verdict, at int) {
+// The error is the text budget's.
+func holds(c *rules.Criterion, vals []any, single bool, err error, tb *textBudget) (held bool, why Verdict, at int, terr error) {
 	if err != nil {
-		return c.Negate, VerdictError, -1
+		return c.Negate, VerdictError, -1, nil
 	}
 	if single && len(vals) == 1 {
 		switch v := vals[0].(type) {
 		case bool:
-			return v != c.Negate, VerdictBoolean, 0
+			return v != c.Negate, VerdictBoolean, 0, nil
 		case nil:
-			return c.Negate, VerdictNull, -1
+			return c.Negate, VerdictNull, -1, nil
 		case []any:
 			vals = v
 		}
 	}
 	if len(vals) == 0 {
-		return c.Negate, VerdictNothing, -1
+		return c.Negate, VerdictNothing, -1, nil
 	}
 	if !c.HasMatcher() {
-		return !c.Negate, VerdictExists, -1
-	}
-	if c.All {
-		for i, v := range vals {
-			if !c.Test(value.Text(v)) {
-				return c.Negate, VerdictNotAll, i
-			}
-		}
-		return !c.Negate, VerdictAll, -1
+		return !c.Negate, VerdictExists, -1, nil
 	}
 	for i, v := range vals {
-		if c.Test(value.Text(v)) {
-			return !c.Negate, VerdictAny, i
+		text, err := tb.text(v)
+		if err != nil {
+			return false, VerdictError, -1, err
+		}
+		if ok := c.Test(text); ok != c.All {
+			if c.All {
+				return c.Negate, VerdictNotAll, i, nil
+			}
+			return !c.Negate, VerdictAny, i, nil
 		}
 	}
-	return c.Negate, VerdictNone, -1
+	if c.All {
+		return !c.Negate, VerdictAll, -1, nil
+	}
+	return c.Negate, VerdictNone, -1, nil
 }
 
 // apply builds all of a matching Patch rule's operations from the object as
-// the rule found it, then applies them atomically.
-func (ev *evaluation) apply(r *rules.Rule, tr *RuleTrace) {
+// the rule found it, then applies them atomically. The error is the end of
+// ctx; a rule that fails otherwise is recorded in the decision.
+func (ev *evaluation) apply(r *rules.Rule, tr *RuleTrace) error {
 	var sources *[]OpSource
 	if !ev.e.noTrace {
 		sources = &tr.OpSources
@@ -320,19 +452,43 @@ func (ev *evaluation) apply(r *rules.Rule, tr *RuleTrace) {
 	ops, origin, field, err := ev.buildOps(r, sources)
 	tr.Ops = ops
 	if err != nil {
+		if ctxErr := ev.ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
 		ev.fail(r, tr, field, err)
-		return
+		return nil
+	}
+	// syntheticRefs is context, not part of the object: a path rendered
+	// from captured keys must not land in it (a static one cannot load),
+	// and after a rule replaced the whole object the real one goes back
+	// (and managedFields go again).
+	wholeObject := false
+	for i, op := range ops {
+		if len(op.Path) == 0 {
+			wholeObject = true
+			if _, ok := op.Value.(map[string]any); !ok && op.Op != patch.Remove {
+				ev.fail(r, tr, r.Patches[origin[i]].Field+".path", fmt.Errorf("the operation replaces the whole object with a JSON %s", value.TypeName(op.Value)))
+				return nil
+			}
+		} else if op.Path[0] == rules.SyntheticRefs {
+			ev.fail(r, tr, r.Patches[origin[i]].Field+".path", fmt.Errorf("%w: the path %s is under /syntheticRefs", ErrSyntheticRefs, op.Path))
+			return nil
+		}
 	}
 	mark := ev.doc.Mark()
 	for i, op := range ops {
 		if err := ev.doc.Apply(op); err != nil {
 			ev.doc.Rollback(mark)
 			ev.fail(r, tr, r.Patches[origin[i]].Field, err)
-			return
+			return nil
 		}
+	}
+	if wholeObject {
+		ev.prepare()
 	}
 	ev.doc.Release()
 	ev.mirrorLastApplied(r, tr, ops)
+	return nil
 }
 
 func (ev *evaluation) fail(r *rules.Rule, tr *RuleTrace, field string, err error) {
@@ -343,15 +499,18 @@ func (ev *evaluation) fail(r *rules.Rule, tr *RuleTrace, field string, err error
 
 // buildOps renders every operation of a rule; origin[i] is the index of the
 // patch item ops[i] came from. When sources is not nil, it receives each
-// operation's patch item and captured keys (for the trace).
+// operation's patch item and captured keys (for the trace). The values of
+// all the operations hold at most MaxRenderText bytes of text, and the
+// context is checked before each.
 func (ev *evaluation) buildOps(r *rules.Rule, sources *[]OpSource) (ops []patch.Operation, origin []int, field string, err error) {
 	root := ev.doc.Root()
 	ops = make([]patch.Operation, 0, len(r.Patches))
 	origin = make([]int, 0, len(r.Patches))
+	rendered := 0
 	for i := range r.Patches {
 		p := &r.Patches[i]
 		if p.Select == nil {
-			v, err := ev.render(p, root, nil, nil)
+			v, err := ev.render(p, root, nil, nil, &rendered)
 			if err != nil {
 				return ops, origin, p.Field + ".value", err
 			}
@@ -368,11 +527,14 @@ func (ev *evaluation) buildOps(r *rules.Rule, sources *[]OpSource) (ops []patch.
 		}
 		first := len(ops)
 		for _, n := range nodes {
+			if err := ev.ctx.Err(); err != nil {
+				return ops, origin, p.Field, err
+			}
 			path, err := p.Path.Render(n.Keys)
 			if err != nil {
 				return ops, origin, p.Field + ".path", err
 			}
-			v, err := ev.render(p, root, n.Value, n.Keys)
+			v, err := ev.render(p, root, n.Value, n.Keys, &rendered)
 			if err != nil {
 				return ops, origin, p.Field + ".value", err
 			}
@@ -431,17 +593,28 @@ func comparePointers(a, b patch.Pointer) int {
 	return len(a) - len(b)
 }
 
-func (ev *evaluation) render(p *rules.PatchOp, root, item any, keys []any) (any, error) {
+var errTooMuchRendered = fmt.Errorf("%w: the values of this rule's operations exceed %d bytes of text", ErrTooMuchText, MaxRenderText)
+
+// render gives the value of one operation; *rendered counts the text of the
+// values the rule's operations wrote so far.
+func (ev *evaluation) render(p *rules.PatchOp, root, item any, keys []any, rendered *int) (any, error) {
 	if p.Op == patch.Remove {
 		return nil, nil
 	}
 	if p.Value.Static() {
+		// Each operation writes its own copy.
+		if *rendered += len(p.Value.Text()); *rendered > MaxRenderText {
+			return nil, errTooMuchRendered
+		}
 		return p.StaticValue, nil
 	}
 	ev.data = template.Data{Target: root, Namespace: ev.ns, SelectedItem: item, SelectKeyParts: keys}
 	text, err := p.Value.Execute(&ev.data)
 	if err != nil {
 		return nil, err
+	}
+	if *rendered += len(text); *rendered > MaxRenderText {
+		return nil, errTooMuchRendered
 	}
 	v, err := template.ParseValue(text)
 	if err != nil {

@@ -196,7 +196,6 @@ spec:
       negate: true
   patch:
     - {op: add, path: /metadata/labels/zone, value: '{{ .Target.syntheticRefs.node.metadata.labels.zone }}'}
-    - {op: add, path: /syntheticRefs/leak, value: "1"}
     - {op: remove, path: /metadata/managedFields}
 `)
 	obj := object(t, pod)

@@ -60,6 +60,12 @@
 // # Evaluation
 //
 // Evaluation never modifies the document (the values it returns alias it),
-// never panics, honours its context, and compiles nothing: regular
-// expressions are compiled by Parse. An Expr is safe for concurrent use.
+// never panics, honours its context (checked every 1,024 nodes visited), and
+// compiles nothing: regular expressions are compiled by Parse. Its memory is
+// bounded whatever the query and the document: a query selects at most
+// MaxValues values and Select's nodes hold at most MaxKeys captured keys
+// (beyond, an error wrapping ErrTooManyValues); so are its time and stack,
+// deadline or not: it visits at most MaxVisits nodes, and the '..' steps
+// active at once go at most 10,000 levels down (beyond, ErrTooMuchWork). An
+// Expr is safe for concurrent use.
 package jsonpath

@@ -25,7 +25,8 @@ type Node struct {
 	Value any
 	// Keys holds one entry per capturing step, in path order: an int for an
 	// array index, a string for an object key, a Descent for a '..' step.
-	// It is nil when the query has no capturing step.
+	// It is nil when the query has no capturing step. Nodes may share a
+	// Descent: treat Keys as read-only.
 	Keys []any
 }
 
@@ -39,7 +40,9 @@ type Descent []any
 // undefined.
 //
 // Evaluate never modifies root. Errors caused by the expression wrap ErrEval
-// (see EvalError); when ctx is done, the error wraps ctx.Err() instead.
+// (see EvalError); a query that selects more than MaxValues values fails
+// with an error wrapping ErrTooManyValues; when ctx is done, the error wraps
+// ctx.Err() instead.
 func (e *Expr) Evaluate(ctx context.Context, root any) (Result, error) {
 	return e.EvaluateAppend(ctx, root, nil)
 }
@@ -64,14 +67,14 @@ func (e *Expr) EvaluateAppend(ctx context.Context, root any, buf []any) (Result,
 			}
 			return Result{Values: append(buf, v), Single: true}, nil
 		}
-		ev := evaluator{ctx: ctx, root: root, cur: root}
+		ev := evaluator{ctx: ctx, root: root, cur: root, maxVisits: MaxVisits}
 		s := sink{mode: modeValues, vals: buf}
 		if err := ev.walk(pn.steps, root, &s); err != nil {
 			return Result{}, err
 		}
 		return Result{Values: s.vals}, nil
 	}
-	ev := evaluator{ctx: ctx, root: root, cur: root}
+	ev := evaluator{ctx: ctx, root: root, cur: root, maxVisits: MaxVisits}
 	v, ok, err := ev.eval(e.root)
 	if err != nil {
 		return Result{}, err
@@ -84,7 +87,8 @@ func (e *Expr) EvaluateAppend(ctx context.Context, root any, buf []any) (Result,
 
 // Select evaluates a query and returns the selected nodes with the keys their
 // capturing steps went through, in the same order as Evaluate. It returns
-// ErrNotQuery for a computed expression.
+// ErrNotQuery for a computed expression, and an error wrapping
+// ErrTooManyValues beyond MaxValues nodes or MaxKeys captured keys.
 func (e *Expr) Select(ctx context.Context, root any) ([]Node, error) {
 	pn := e.path
 	if pn == nil {
@@ -103,7 +107,7 @@ func (e *Expr) Select(ctx context.Context, root any) ([]Node, error) {
 		}
 		return []Node{{Value: v}}, nil
 	}
-	ev := evaluator{ctx: ctx, root: root, cur: root}
+	ev := evaluator{ctx: ctx, root: root, cur: root, maxVisits: MaxVisits}
 	s := sink{mode: modeNodes}
 	if err := ev.walk(pn.steps, root, &s); err != nil {
 		return nil, err
@@ -117,12 +121,19 @@ type evaluator struct {
 	root  any // $
 	cur   any // @
 	ticks uint
+	// maxVisits is MaxVisits (a field so that tests can lower it).
+	maxVisits uint
+	depth     int // levels of the active '..' steps
 }
 
-// tick counts a visited node and checks the context every 1024 of them.
+// tick counts a visited node and checks the context and MaxVisits every
+// 1024 of them.
 func (ev *evaluator) tick() error {
 	ev.ticks++
 	if ev.ticks&1023 == 0 {
+		if ev.ticks > ev.maxVisits {
+			return errTooMuchWork
+		}
 		if err := ev.ctx.Err(); err != nil {
 			return ctxError(err)
 		}

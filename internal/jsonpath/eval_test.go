@@ -566,7 +566,7 @@ func TestSelect(t *testing.T) {
 }
 
 // TestSelectKeysAreCopies checks that Keys and Descents are not shared
-// between nodes.
+// between calls (within one result, nodes may share a Descent).
 func TestSelectKeysAreCopies(t *testing.T) {
 	nodes, err := MustParse(`$..*`).Select(context.Background(), evalDoc(t, "pod"))
 	if err != nil {
@@ -586,6 +586,77 @@ func TestSelectKeysAreCopies(t *testing.T) {
 	nodes2, _ := MustParse(`$..*`).Select(context.Background(), evalDoc(t, "pod"))
 	if fmt.Sprint(nodes2) != snapshot {
 		t.Error("Select results depend on each other")
+	}
+}
+
+// deepArrays returns [[[...]]] nested depth levels.
+func deepArrays(depth int) any {
+	var v any = []any{}
+	for i := 1; i < depth; i++ {
+		v = []any{v}
+	}
+	return v
+}
+
+// TestTooManyValues checks that queries selecting nodes many times over
+// fail with ErrTooManyValues instead of claiming memory without bound:
+// ".." after ".." on a deep document is quadratic in its depth (2,000
+// levels: 2 million values, each node with a Descent as long as its
+// depth), and repeated union members multiply at every level.
+func TestTooManyValues(t *testing.T) {
+	// 2 million values; Select: each node holds a Descent as long as its
+	// depth (shared only by nodes found at the same place), MaxKeys after
+	// about a thousand nodes.
+	e, deep := MustParse(`$..*..*`), deepArrays(2000)
+	if _, err := e.Evaluate(context.Background(), deep); !errors.Is(err, ErrTooManyValues) {
+		t.Errorf("Evaluate: got %v, want ErrTooManyValues", err)
+	}
+	if _, err := e.Select(context.Background(), deep); !errors.Is(err, ErrTooManyValues) {
+		t.Errorf("Select: got %v, want ErrTooManyValues", err)
+	}
+	// Below the bounds, a quadratic query still works, and nodes found at
+	// the same place share their '..' path.
+	nodes, err := MustParse(`$..*..*`).Select(context.Background(), deepArrays(120))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 119 * 118 / 2; len(nodes) != want {
+		t.Errorf("$..*..* on 120 levels: %d nodes, want %d", len(nodes), want)
+	}
+	nodes, err = MustParse(`$..*`).Select(context.Background(), map[string]any{"m": map[string]any{"a": "1", "b": "2"}})
+	if err != nil || len(nodes) != 3 {
+		t.Fatalf("$..*: %v, %v", nodes, err)
+	}
+	if d1, d2 := nodes[1].Keys[0].(Descent), nodes[2].Keys[0].(Descent); &d1[0] != &d2[0] {
+		t.Errorf("siblings found by '..' do not share their Descent: %v, %v", d1, d2)
+	}
+}
+
+// TestTooMuchWork checks that an evaluation ends after maxVisits nodes
+// (lowered here: MaxVisits takes about a second) even when it selects
+// nothing, in every kind of step that visits several nodes.
+func TestTooMuchWork(t *testing.T) {
+	items := make([]any, 1000)
+	for i := range items {
+		items[i] = map[string]any{"x": json.Number("1"), "y": []any{"a", "b"}}
+	}
+	doc := map[string]any{"items": items, "deep": deepArrays(200)}
+	for _, src := range []string{`length($.deep..*..*..*) > 0`, `$.items[?(length($.items[*].y[*]) < 0)]`,
+		`$.items[::1][0,1][?(@ == 1)]`, `$..z`, `$.items[*]..x`} {
+		e := MustParse(src)
+		ev := evaluator{ctx: context.Background(), root: doc, cur: doc, maxVisits: 1500}
+		var err error
+		if e.IsQuery() {
+			err = ev.walk(e.path.steps, doc, &sink{mode: modeValues})
+		} else {
+			_, _, err = ev.eval(e.root)
+		}
+		if !errors.Is(err, ErrTooMuchWork) {
+			t.Errorf("%s, 1500 visits at most: got %v, want ErrTooMuchWork", src, err)
+		}
+		if _, err := e.Evaluate(context.Background(), doc); errors.Is(err, ErrTooMuchWork) {
+			t.Errorf("%s: %v", src, err)
+		}
 	}
 }
 
@@ -725,7 +796,7 @@ func TestOddTrees(t *testing.T) {
 	for i := 0; i < maxTreeDepth+10; i++ {
 		deep = []any{deep}
 	}
-	if _, err := MustParse(`$..x`).Evaluate(context.Background(), deep); !errors.Is(err, ErrEval) {
+	if _, err := MustParse(`$..x`).Evaluate(context.Background(), deep); !errors.Is(err, ErrTooMuchWork) {
 		t.Errorf("deep tree: got %v", err)
 	}
 	if res, err := MustParse(`$[0][0][0]`).Evaluate(context.Background(), deep); err != nil || len(res.Values) != 1 {

@@ -2,6 +2,7 @@ package jsonpath
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -23,23 +24,38 @@ type descentRef int
 
 // sink receives the values a walk selects.
 type sink struct {
-	mode   sinkMode
-	n      int
-	vals   []any
-	nodes  []Node
-	keys   []any   // capture stack (modeNodes)
-	dpaths [][]any // relative paths of the active '..' steps (modeNodes)
+	mode  sinkMode
+	n     int // values emitted
+	vals  []any
+	nodes []Node
+	keys  []any // capture stack (modeNodes)
+	// dpaths are the relative paths of the active '..' steps, and dsnap
+	// their materialized Descents, shared by the nodes emitted while a path
+	// stays the same; nil when dpaths[d] changed since (modeNodes).
+	dpaths [][]any
+	dsnap  []Descent
+	nkeys  int // captured keys allocated (modeNodes)
 }
 
 func (s *sink) emit(v any) error {
 	switch s.mode {
 	case modeValues:
+		if s.n++; s.n > MaxValues {
+			return limitErr("values", MaxValues)
+		}
 		if cap(s.vals) == 0 {
 			s.vals = make([]any, 0, 4)
 		}
 		s.vals = append(s.vals, v)
 	case modeNodes:
-		s.nodes = append(s.nodes, Node{Value: v, Keys: s.snapshot()})
+		if s.n++; s.n > MaxValues {
+			return limitErr("values", MaxValues)
+		}
+		keys, err := s.snapshot()
+		if err != nil {
+			return err
+		}
+		s.nodes = append(s.nodes, Node{Value: v, Keys: keys})
 	case modeCount:
 		s.n++
 	case modeExists:
@@ -49,19 +65,30 @@ func (s *sink) emit(v any) error {
 	return nil
 }
 
-func (s *sink) snapshot() []any {
+// snapshot copies the capture stack for a node, materializing the paths of
+// '..' captures (once per path: the nodes found while it stays the same
+// share it).
+func (s *sink) snapshot() ([]any, error) {
 	if len(s.keys) == 0 {
-		return nil
+		return nil, nil
 	}
 	k := make([]any, len(s.keys))
+	s.nkeys += len(k)
 	for i, x := range s.keys {
 		if d, ok := x.(descentRef); ok {
-			k[i] = append(Descent{}, s.dpaths[d]...)
+			if s.dsnap[d] == nil {
+				s.dsnap[d] = append(make(Descent, 0, len(s.dpaths[d])), s.dpaths[d]...)
+				s.nkeys += len(s.dpaths[d])
+			}
+			k[i] = s.dsnap[d]
 		} else {
 			k[i] = x
 		}
 	}
-	return k
+	if s.nkeys > MaxKeys {
+		return nil, limitErr("captured keys", MaxKeys)
+	}
+	return k, nil
 }
 
 // lookup follows a definite path (name and index steps only).
@@ -332,20 +359,25 @@ func (ev *evaluator) test(st *step, e any) (bool, error) {
 // descend applies rest to v and to every descendant of v, pre-order.
 func (ev *evaluator) descend(st *step, rest []step, v any, s *sink) error {
 	if s.mode != modeNodes {
-		return ev.descendRec(st, rest, v, s, -1, 0)
+		return ev.descendRec(st, rest, v, s, -1)
 	}
 	d := len(s.dpaths)
 	s.dpaths = append(s.dpaths, nil)
+	s.dsnap = append(s.dsnap, nil)
 	s.keys = append(s.keys, descentRef(d))
-	err := ev.descendRec(st, rest, v, s, d, 0)
+	err := ev.descendRec(st, rest, v, s, d)
 	s.keys = s.keys[:len(s.keys)-1]
 	s.dpaths = s.dpaths[:d]
+	s.dsnap = s.dsnap[:d]
 	return err
 }
 
-func (ev *evaluator) descendRec(st *step, rest []step, v any, s *sink, d, depth int) error {
-	if depth > maxTreeDepth {
-		return evalErr(st.pos, "document nested deeper than %d levels", maxTreeDepth)
+// descendRec is descend below the current level. ev.depth counts the levels
+// of every '..' step active in the evaluation, so that nested descents
+// (through filters) cannot exhaust the stack together either.
+func (ev *evaluator) descendRec(st *step, rest []step, v any, s *sink, d int) error {
+	if ev.depth > maxTreeDepth {
+		return fmt.Errorf("%w: recursive descent at column %d goes deeper than %d levels", ErrTooMuchWork, st.pos+1, maxTreeDepth)
 	}
 	if err := ev.tick(); err != nil {
 		return err
@@ -353,15 +385,19 @@ func (ev *evaluator) descendRec(st *step, rest []step, v any, s *sink, d, depth 
 	if err := ev.walk(rest, v, s); err != nil {
 		return err
 	}
+	ev.depth++
+	defer func() { ev.depth-- }()
 	switch c := v.(type) {
 	case []any:
 		for i, e := range c {
 			if d >= 0 {
 				s.dpaths[d] = append(s.dpaths[d], i)
+				s.dsnap[d] = nil
 			}
-			err := ev.descendRec(st, rest, e, s, d, depth+1)
+			err := ev.descendRec(st, rest, e, s, d)
 			if d >= 0 {
 				s.dpaths[d] = s.dpaths[d][:len(s.dpaths[d])-1]
+				s.dsnap[d] = nil
 			}
 			if err != nil {
 				return err
@@ -372,10 +408,12 @@ func (ev *evaluator) descendRec(st *step, rest []step, v any, s *sink, d, depth 
 		for _, k := range sortedKeys(c, buf[:]) {
 			if d >= 0 {
 				s.dpaths[d] = append(s.dpaths[d], k)
+				s.dsnap[d] = nil
 			}
-			err := ev.descendRec(st, rest, c[k], s, d, depth+1)
+			err := ev.descendRec(st, rest, c[k], s, d)
 			if d >= 0 {
 				s.dpaths[d] = s.dpaths[d][:len(s.dpaths[d])-1]
+				s.dsnap[d] = nil
 			}
 			if err != nil {
 				return err

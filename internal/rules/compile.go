@@ -274,6 +274,8 @@ func (c *compiler) compilePatch(i int, po *v1beta1.PatchOperation) {
 		pt, err := compilePath(po.Path, true)
 		if err != nil {
 			c.add(f+".path", err.pos, "%s", err.msg)
+		} else if pt.UnderSyntheticRefs() {
+			c.add(f+".path", 1, "%s is under /syntheticRefs, which holds the related objects (namespace, node) the rules read: rules cannot change it", po.Path)
 		} else {
 			op.Path = pt
 			if op.Select == nil && pt.MaxPlaceholder >= 0 {

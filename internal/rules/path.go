@@ -106,6 +106,22 @@ func compilePath(src string, placeholders bool) (PathTemplate, *pathError) {
 	return pt, nil
 }
 
+// SyntheticRefs is the top-level member of the object under evaluation that
+// holds the related objects (syntheticRefs.namespace, syntheticRefs.node).
+// Rules read it; they cannot change it.
+const SyntheticRefs = "syntheticRefs"
+
+// UnderSyntheticRefs reports whether the path's first token is, as written,
+// syntheticRefs. (A placeholder there may still render to it: the engine
+// checks rendered paths too.)
+func (p *PathTemplate) UnderSyntheticRefs() bool {
+	if p.tokens == nil {
+		return len(p.Static) > 0 && p.Static[0] == SyntheticRefs
+	}
+	first := p.tokens[0]
+	return len(first) == 1 && first[0].ph < 0 && first[0].lit == SyntheticRefs
+}
+
 func unescapeToken(s string) (string, string) {
 	if !strings.Contains(s, "~") {
 		return s, ""

@@ -79,6 +79,18 @@ func TestCompileErrors(t *testing.T) {
 			[]FieldError{{Field: "spec.patch[0].select", Pos: 0, Msg: "must be a path"}}},
 		{"disabled function", func(s *v1beta1.ModRuleSpec) { s.Patch[0].Value = p(`{{ env "HOME" }}`) },
 			[]FieldError{{Field: "spec.patch[0].value", Pos: -1, Msg: "env is disabled"}}},
+		{"patch under syntheticRefs", func(s *v1beta1.ModRuleSpec) {
+			s.Patch = append(s.Patch,
+				v1beta1.PatchOperation{Operation: "add", Path: "/syntheticRefs/namespace/metadata/labels/privileged-allowed", Value: p(`"true"`)},
+				v1beta1.PatchOperation{Operation: "remove", Path: "/syntheticRefs"},
+				v1beta1.PatchOperation{Operation: "replace", Select: p("$.spec.containers[*]"), Path: "/syntheticRefs/node/#0", Value: p("x")},
+				v1beta1.PatchOperation{Operation: "add", Path: "/metadata/syntheticRefs", Value: p("x")},                               // not the top-level member: fine
+				v1beta1.PatchOperation{Operation: "add", Select: p("$.spec.containers[*]"), Path: "/syntheticRefs#0/x", Value: p("x")}) // another member
+		}, []FieldError{
+			{Field: "spec.patch[1].path", Pos: 1, Msg: "under /syntheticRefs"},
+			{Field: "spec.patch[2].path", Pos: 1, Msg: "under /syntheticRefs"},
+			{Field: "spec.patch[3].path", Pos: 1, Msg: "under /syntheticRefs"},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,148 @@
+package engine_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+)
+
+// privilegedGuard is a cluster Reject rule that lets privileged pods only
+// into namespaces labelled privileged-allowed=true.
+const privilegedGuard = `
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: privileged-guard, namespace: kubemod-system}
+spec:
+  type: Reject
+  targetNamespaceRegex: '.*'
+  rejectMessage: privileged pods need a namespace labelled privileged-allowed=true
+  match:
+    - select: '$.kind'
+      matchValue: Pod
+    - select: '$.spec.containers[*].securityContext.privileged'
+      matchValue: 'true'
+    - select: '$.syntheticRefs.namespace.metadata.labels["privileged-allowed"]'
+      matchValue: 'true'
+      negate: true
+`
+
+const privilegedPod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns1}
+spec:
+  containers:
+    - name: a
+      image: busybox
+      securityContext: {privileged: true}
+`
+
+// forgingRules are namespace Patch rules that try to make the guard see a
+// forged label: statically (a load error), through a key captured at run
+// time, and by replacing the whole object ('$..apiVersion' selects the
+// object's own member only, with an empty '..' path: /#0 is the root).
+var forgingRules = []struct {
+	name, rule string
+	loads      bool
+}{
+	{"static path", `
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: forge, namespace: ns1}
+spec:
+  type: Patch
+  match: [{select: '$.kind', matchValue: Pod}]
+  patch:
+    - op: add
+      path: /syntheticRefs/namespace/metadata/labels/privileged-allowed
+      value: '"true"'
+`, false},
+	{"captured key", `
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: forge, namespace: ns1}
+spec:
+  type: Patch
+  match: [{select: '$.kind', matchValue: Pod}]
+  patch:
+    - op: add
+      select: '$[?(@.namespace.metadata)]'
+      path: /#0/namespace/metadata/labels/privileged-allowed
+      value: '"true"'
+`, true},
+	{"whole object", `
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: forge, namespace: ns1}
+spec:
+  type: Patch
+  match: [{select: '$.kind', matchValue: Pod}]
+  patch:
+    - op: replace
+      select: '$..apiVersion'
+      path: /#0
+      value: |
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns1"},
+         "spec": {"containers": [{"name": "a", "image": "busybox", "securityContext": {"privileged": true}}]},
+         "syntheticRefs": {"namespace": {"metadata": {"labels": {"privileged-allowed": "true"}}}}}
+`, true},
+}
+
+// TestSyntheticRefsCannotBeForged: a namespace's Patch rule must not disable
+// a cluster Reject rule by writing into syntheticRefs (it did, and the forged
+// value was stripped from the output, so nothing showed).
+func TestSyntheticRefsCannotBeForged(t *testing.T) {
+	for _, tt := range forgingRules {
+		t.Run(tt.name, func(t *testing.T) {
+			docs, err := source.ParseManifest("rules", []byte(privilegedGuard+"---"+tt.rule))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := source.LoadRules(docs)
+			if loaded := len(res.Errors) == 0; loaded != tt.loads {
+				t.Fatalf("load errors: %v", res.Errors)
+			}
+			if !tt.loads {
+				var ce *rules.CompileError
+				if !errors.As(res.Errors[0], &ce) || ce.Rule != "ns1/forge" || ce.Errors[0].Field != "spec.patch[0].path" {
+					t.Errorf("load error: %v", res.Errors[0])
+				}
+			}
+			// A rule that does not load is kept, never evaluated (serve).
+			snap := rules.NewSnapshot(res.Rules, rules.SnapshotOptions{})
+			d := evaluate(t, engine.New(engine.Options{Resolver: refs{}}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: object(t, privilegedPod)})
+			if d.Allowed() {
+				t.Fatalf("admitted; trace %+v", d.Trace)
+			}
+			if tt.loads {
+				if tt.name == "captured key" && (len(d.Errors) != 1 || d.Errors[0].Field != "spec.patch[0].path" || !errors.Is(d.Errors[0], engine.ErrSyntheticRefs)) {
+					t.Errorf("errors: %v", d.Errors)
+				}
+				if _, ok := d.Object.(map[string]any)["syntheticRefs"]; ok {
+					t.Error("syntheticRefs left in the object")
+				}
+			}
+		})
+	}
+}
+
+// TestWholeObjectReplacedByAScalar: a rule replacing the object with a
+// non-object fails.
+func TestWholeObjectReplacedByAScalar(t *testing.T) {
+	snap := snapshotOf(t, `
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: r, namespace: ns1}
+spec:
+  type: Patch
+  match: [{select: '$.kind', matchValue: Pod}]
+  patch: [{op: replace, select: '$..apiVersion', path: '/#0', value: '"gone"'}]
+`)
+	d := evaluate(t, engine.New(engine.Options{}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: object(t, privilegedPod)})
+	if len(d.Errors) != 1 || d.Errors[0].Field != "spec.patch[0].path" || d.Changed() {
+		t.Fatalf("errors %v, patch %v", d.Errors, d.Patch)
+	}
+}
