@@ -143,6 +143,7 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	eng := engine.New(engine.Options{Resolver: resolver, NoTrace: true})
 
 	var out []any
+	var origins []string // where each of out came from, for errors
 	rejected := 0
 	for i := range objs {
 		d := &objs[i]
@@ -160,8 +161,9 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 			continue
 		}
 		out = append(out, dec.Object)
+		origins = append(origins, fmt.Sprintf("%s: %s", d.Origin, a))
 	}
-	if err := write(s.Out, o.output, out); err != nil {
+	if err := write(s.Out, o.output, out, origins); err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
 	if rejected > 0 {
@@ -194,8 +196,8 @@ func loadSnapshot(paths []string, s Streams, clusterNS string) (*rules.Snapshot,
 }
 
 // write prints objects as YAML documents, or as JSON: one object alone, or
-// several as a v1 List.
-func write(w io.Writer, format string, objs []any) error {
+// several as a v1 List. origins name the objects in errors.
+func write(w io.Writer, format string, objs []any, origins []string) error {
 	if format == "json" {
 		var v any = map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
 		if len(objs) == 1 {
@@ -221,7 +223,7 @@ func write(w io.Writer, format string, objs []any) error {
 		}
 		b, err := yaml.Marshal(obj)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: the admitted object cannot be written as YAML (%v); run explain on it to see which rules changed it", origins[i], err)
 		}
 		buf.Write(b)
 	}

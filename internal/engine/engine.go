@@ -283,6 +283,9 @@ func (ev *evaluation) run() error {
 			if err := ev.apply(h.r, tr); err != nil {
 				return err
 			}
+			if tr.Outcome == Matched && len(tr.Ops) > 0 {
+				ev.d.Applied = append(ev.d.Applied, h.r.Key)
+			}
 		}
 		start = end
 	}

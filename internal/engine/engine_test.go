@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -392,4 +393,23 @@ func FuzzEngine(f *testing.F) {
 		req := engine.Request{Operation: rules.Create, Namespace: "ns", Object: m}
 		sameWithoutTrace(t, evaluate(t, eng, snap, req), snap, req)
 	})
+}
+
+// Decision.Applied names the Patch rules whose operations applied, with or
+// without a trace (the webhook names them when their patch cannot be
+// returned): not the ones that did not match or failed.
+func TestDecisionApplied(t *testing.T) {
+	rule := func(name, kind, path string) string {
+		return "apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata: {name: " + name + ", namespace: ns1}\nspec:\n  type: Patch\n" +
+			"  match: [{select: '$.kind', matchValue: " + kind + "}]\n  patch: [{op: replace, path: '" + path + "', value: '\"v\"'}]\n---\n"
+	}
+	snap := snapshotOf(t, rule("a", "Pod", "/metadata/name")+rule("b", "Service", "/metadata/name")+
+		rule("c", "Pod", "/spec/missing")+rule("d", "Pod", "/metadata/labels/x"))
+	obj := object(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns1, labels: {x: v}}\n")
+	for _, noTrace := range []bool{false, true} {
+		d := evaluate(t, engine.New(engine.Options{NoTrace: noTrace}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: obj})
+		if want := []string{"ns1/a", "ns1/d"}; !slices.Equal(d.Applied, want) {
+			t.Errorf("NoTrace %v: Applied = %v, want %v", noTrace, d.Applied, want)
+		}
+	}
 }

@@ -50,6 +50,9 @@ type Decision struct {
 	Object any
 	// Patch turns the input object into Object (RFC 6902).
 	Patch []patch.Operation
+	// Applied names the Patch rules whose operations were applied, in
+	// order, with or without a trace.
+	Applied []string
 	// Rejections lists the Reject rules that matched, in evaluation order.
 	Rejections []Rejection
 	// Trace has one entry per rule considered, in evaluation order.

@@ -389,10 +389,8 @@ func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review, 
 			// The API server could not decode or store the patched
 			// object: fail the review, naming the bound and the rules.
 			by := patchRules(dec)
-			for _, t := range dec.Trace {
-				if t.Outcome == engine.Matched && len(t.Ops) > 0 {
-					d.opts.Metrics.RuleError(t.Rule)
-				}
+			for _, r := range dec.Applied {
+				d.opts.Metrics.RuleError(r)
 			}
 			d.opts.Log.Error(bound, "the patch the ModRules built is beyond what the API server accepts; the review fails",
 				"rules", by, "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operations", len(dec.Patch))

@@ -102,17 +102,7 @@ func describeOp(op patch.Operation) string {
 	return truncate(string(op.Op)+" "+op.Path.String(), 120)
 }
 
-// patchRules lists the Patch rules that applied, when the decision carries
-// a trace.
+// patchRules lists the Patch rules that applied.
 func patchRules(dec *engine.Decision) string {
-	var names []string
-	for _, t := range dec.Trace {
-		if t.Outcome == engine.Matched && len(t.Ops) > 0 {
-			names = append(names, t.Rule)
-		}
-	}
-	if len(names) == 0 {
-		return ""
-	}
-	return strings.Join(names, ", ")
+	return strings.Join(dec.Applied, ", ")
 }

@@ -37,10 +37,6 @@ func TestDragnetBoundsPatch(t *testing.T) {
 	for i := range deepPath {
 		deepPath[i] = "x"
 	}
-	trace := []engine.RuleTrace{
-		{Rule: "ns1/deep", Outcome: engine.Matched, Ops: []patch.Operation{{Op: patch.Add}}},
-		{Rule: "ns1/other", Outcome: engine.NotMatched},
-	}
 	label := patch.Operation{Op: patch.Add, Path: patch.Pointer{"metadata", "labels", "a"}, Value: "b"}
 	for _, tc := range []struct {
 		name     string
@@ -61,7 +57,7 @@ func TestDragnetBoundsPatch(t *testing.T) {
 		{"largest allowed", []patch.Operation{{Op: patch.Add, Path: patch.Pointer{"data", "big"}, Value: strings.Repeat("a", MaxPatchBytes-len(`[{"op":"add","path":"/data/big","value":""}]`))}}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, reg := newTestDragnet(t, decided{&engine.Decision{Patch: tc.ops, Trace: trace}}, func(o *Options) { o.FailOpen = tc.failOpen })
+			h, reg := newTestDragnet(t, decided{&engine.Decision{Patch: tc.ops, Applied: []string{"ns1/deep"}}}, func(o *Options) { o.FailOpen = tc.failOpen })
 			_, resp := decodeResponse(t, post(t, h, DragnetPath, reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod("", "x"), "")))
 			if tc.want == "" {
 				if !resp.Allowed || resp.Patch == nil || !json.Valid(resp.Patch) {
@@ -133,12 +129,9 @@ spec:
 		h, _ := newTestDragnet(t, engine.New(engine.Options{NoTrace: noTrace}), func(o *Options) { o.Snapshots = st })
 		rec := post(t, h, DragnetPath, reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod("", "x"), ""))
 		_, resp := decodeResponse(t, rec)
-		// Without a trace (serve), the engine does not say which rules
-		// applied.
+		// With or without a trace (serve), the decision names the rules
+		// that applied.
 		by := "ns1/deep"
-		if noTrace {
-			by = "the Patch rules that matched this object"
-		}
 		if resp.Patch != nil || resp.Allowed || !strings.Contains(resp.Result.Message, "the patch built by "+by+" cannot be returned: operation 0 (add /spec/x)") ||
 			!strings.Contains(resp.Result.Message, "nests the object or the patch more than 10000 levels deep") {
 			t.Errorf("NoTrace %v: got allowed=%v, patch of %d bytes, %+v", noTrace, resp.Allowed, len(resp.Patch), resp.Result)
