@@ -61,7 +61,7 @@ var realworldDeviations = map[string]struct {
 		},
 	},
 	"repro-cases/add-positive-index-missing-array": {
-		reason: "docs/compatibility.md, new arrays: add .../args/2 on a missing array fails the rule (only 0, - and -1 create an array); KubeMod pads with nulls",
+		reason: "docs/compatibility.md deviation 11: add .../args/2 on a missing array fails the rule (only 0, - and -1 create an array); KubeMod pads with nulls",
 		check: func(e, m realworldResult) error {
 			if !m.Allowed || !strings.Contains(m.Stderr, "only 0, - and -1 can create an array") {
 				return fmt.Errorf("want the object admitted and the rule failed with \"only 0, - and -1 can create an array\"")
