@@ -73,7 +73,7 @@ func (e *limitError) Error() string {
 
 // units are the units of the limits, for messages.
 var units = map[string]string{
-	"MaxOutput": " bytes", "MaxList": " elements", "MaxSteps": " range iterations and template calls",
+	"MaxOutput": " bytes", "MaxList": " elements", "MaxSteps": "",
 	"MaxWork": " work units", "MaxRangeDepth": " levels", "MaxFormatWidth": " characters", "MaxValueDepth": " levels",
 }
 
