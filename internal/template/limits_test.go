@@ -223,3 +223,39 @@ func TestParseValueDepth(t *testing.T) {
 		t.Errorf("invalid YAML: %v", err)
 	}
 }
+
+// TestMethodCallsWithArguments: a method's work cannot be metered, so
+// calling one with arguments does not compile; other references still do.
+func TestMethodCallsWithArguments(t *testing.T) {
+	for _, text := range []string{
+		`{{ (now).Format .Target.layout }}`,
+		`{{ $t := now }}{{ $t.Format "2006" }}`,
+		`{{ "2006" | (now).Format }}`,
+		`{{ if true }}{{ range until 2 }}{{ (semver "1.2.3").SetMetadata $.Target.layout }}{{ end }}{{ end }}`,
+		`{{ define "x" }}{{ .Format "x" }}{{ end }}`,
+		`{{ upper ((now).Format "x") }}`,
+	} {
+		_, err := Compile("spec.patch[0].value", text)
+		if !errors.Is(err, ErrTemplate) || !strings.Contains(err.Error(), "calling a method with arguments") || !strings.Contains(err.Error(), "spec.patch[0].value:1:") {
+			t.Errorf("Compile(%q) = %v, want a method call error with its position", text, err)
+		}
+	}
+	data := &Data{Target: map[string]any{"a": map[string]any{"b": "c"}}}
+	for text, want := range map[string]string{
+		`{{ gt (now).Unix 0 }}`:                    "true",
+		`{{ (semver "1.2.3").Major }}`:             "1",
+		`{{ $x := .Target }}{{ $x.a.b }}`:          "c",
+		`{{ (index .Target "a").b }}`:              "c",
+		`{{ .Target.a.b | upper }}`:                "C",
+		`{{ date "2006" (toDate "2006" "2020") }}`: "2020",
+	} {
+		tpl, err := Compile("v", text)
+		if err != nil {
+			t.Errorf("Compile(%q): %v", text, err)
+			continue
+		}
+		if got, err := tpl.Execute(data); err != nil || got != want {
+			t.Errorf("%q = %q, %v; want %q", text, got, err, want)
+		}
+	}
+}

@@ -130,6 +130,9 @@ func Compile(name, text string) (*Template, error) {
 		if err := checkRangeDepth(tree, tree.Root, 0); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrTemplate, err)
 		}
+		if err := checkMethodCalls(tree, tree.Root); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrTemplate, err)
+		}
 	}
 	// Give the template only the functions it calls: text/template copies
 	// (and reflects over) every function it is given, which made compiling
@@ -173,7 +176,8 @@ func Compile(name, text string) (*Template, error) {
 // newInstance binds the trees to functions metered by a new meter.
 func (t *Template) newInstance() (*instance, error) {
 	m := &meter{}
-	fm := template.FuncMap{rangeFunc: m.rangeOver}
+	fm := m.comparisonFuncs()
+	fm[rangeFunc] = m.rangeOver
 	for _, name := range t.used {
 		fm[name] = m.wrap(name, funcs[name], hooks[name])
 	}
@@ -405,4 +409,75 @@ func checkBranchDepth(tree *parse.Tree, b *parse.BranchNode, depth int) error {
 		return err
 	}
 	return checkRangeDepth(tree, b.ElseList, depth)
+}
+
+// checkMethodCalls rejects method calls with arguments, such as
+// (now).Format "2006": a method's work cannot be metered, and those of the
+// values functions return (time.Time, *semver.Version) can take time in
+// the length of a string argument. Calls without arguments (.Unix, .Major)
+// and field and key references stay allowed.
+func checkMethodCalls(tree *parse.Tree, n parse.Node) error {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n != nil {
+			for _, c := range n.Nodes {
+				if err := checkMethodCalls(tree, c); err != nil {
+					return err
+				}
+			}
+		}
+	case *parse.ActionNode:
+		return checkMethodCalls(tree, n.Pipe)
+	case *parse.TemplateNode:
+		return checkMethodCalls(tree, n.Pipe)
+	case *parse.IfNode:
+		return checkBranchMethods(tree, &n.BranchNode)
+	case *parse.RangeNode:
+		return checkBranchMethods(tree, &n.BranchNode)
+	case *parse.WithNode:
+		return checkBranchMethods(tree, &n.BranchNode)
+	case *parse.ChainNode:
+		return checkMethodCalls(tree, n.Node)
+	case *parse.PipeNode:
+		if n == nil {
+			return nil
+		}
+		for i, cmd := range n.Cmds {
+			if len(cmd.Args) > 1 || i > 0 {
+				if isMethodRef(cmd.Args[0]) {
+					loc, ctx := tree.ErrorContext(cmd)
+					return fmt.Errorf("template: %s: calling a method with arguments (%s) is not supported: its cost cannot be bounded (format times with date or dateInZone)", loc, ctx)
+				}
+			}
+			for _, a := range cmd.Args {
+				if err := checkMethodCalls(tree, a); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func checkBranchMethods(tree *parse.Tree, b *parse.BranchNode) error {
+	for _, n := range []parse.Node{b.Pipe, b.List, b.ElseList} {
+		if err := checkMethodCalls(tree, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isMethodRef reports whether n names a field or method of a value: .X.Y,
+// $x.Y, (pipeline).Y.
+func isMethodRef(n parse.Node) bool {
+	switch n := n.(type) {
+	case *parse.FieldNode:
+		return true
+	case *parse.ChainNode:
+		return len(n.Field) > 0
+	case *parse.VariableNode:
+		return len(n.Ident) > 1
+	}
+	return false
 }
