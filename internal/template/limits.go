@@ -55,9 +55,11 @@ const (
 // Costs in work units, calibrated so that a unit takes about a nanosecond:
 // a byte copied or scanned costs 1.
 const (
-	nodeCost = 256   // one template node executed, or one function call (reflection)
-	elemCost = 32    // one list or map element handled through reflection
-	randCost = 1_000 // one random character (crypto/rand per character)
+	nodeCost = 256    // one template node executed, or one function call (reflection)
+	elemCost = 32     // one list or map element handled through reflection
+	strCost  = 8      // one byte of a string argument (scanned, mapped, escaped)
+	randCost = 1_000  // one random character (crypto/rand per character)
+	zoneCost = 50_000 // loading a time zone (dateInZone reads the zoneinfo database)
 )
 
 // limitError says which limit was exceeded and what exceeded it.

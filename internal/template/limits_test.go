@@ -30,7 +30,8 @@ func bigObject(n int) map[string]any {
 // of megabytes or ran for seconds with larger arguments; the arguments here
 // are just past each bound, so the test stays cheap even without them.
 func TestExecuteLimits(t *testing.T) {
-	data := &Data{Target: map[string]any{"small": bigObject(100), "deep": deepObject(8000), "big": strings.Repeat("a", 1_000_000)}}
+	data := &Data{Target: map[string]any{"small": bigObject(100), "deep": deepObject(8000), "deep2k": deepObject(2000),
+		"big": strings.Repeat("a", 1_000_000), "json": "[" + strings.Repeat("1,", 50_000) + "1]"}}
 	tests := []struct {
 		name, text, limit string
 	}{
@@ -72,6 +73,10 @@ func TestExecuteLimits(t *testing.T) {
 		{"work in a loop", `{{ range until 5000 }}{{ $x := toJson $.Target.small }}{{ end }}`, "MaxWork"},
 		{"printing the object in a loop", `{{ range until 5000 }}{{ $x := toString $.Target.small }}{{ end }}`, "MaxWork"},
 		{"appending in a loop", `{{ $l := list }}{{ range until 9000 }}{{ $l = append $l . }}{{ end }}{{ len $l }}`, "MaxWork"},
+		{"deepCopy of a deep object", `{{ range until 20 }}{{ $x := deepCopy $.Target.deep2k }}{{ end }}`, "MaxWork"},
+		{"fromJson in a loop", `{{ range until 100 }}{{ $x := fromJson $.Target.json }}{{ end }}`, "MaxWork"},
+		{"time zones in a loop", `{{ range until 5000 }}{{ $x := dateInZone "2006" now "UTC" }}{{ end }}`, "MaxWork"},
+		{"comparing long strings in a loop", `{{ range until 5000 }}{{ if eq $.Target.big (printf "%s" $.Target.big) }}{{ end }}{{ end }}`, "MaxWork"},
 		{"big loop body", `{{ range until 3000 }}` + strings.Repeat(`{{ $x := add 1 2 }}`, 200) + `{{ end }}`, "MaxWork"},
 	}
 	for _, tt := range tests {

@@ -117,6 +117,13 @@ func (m *meter) wrap(name string, f any, h hook) any {
 		for _, a := range args {
 			cost += shallow(a)
 		}
+		if variadic {
+			// The variadic arguments are each an argument of their own.
+			rest := args[len(args)-1]
+			for i := 0; i < rest.Len(); i++ {
+				cost += shallow(rest.Index(i))
+			}
+		}
 		m.charge(name, cost)
 		if h != nil {
 			h(m, name, args)
@@ -155,8 +162,8 @@ func (m *meter) result(name string, r reflect.Value) {
 	}
 }
 
-// shallow is the cost of handling a value: a string's bytes, elemCost per
-// element of a list or map.
+// shallow is the cost of handling a value: strCost per byte of a string,
+// elemCost per element of a list or map.
 func shallow(v reflect.Value) int64 {
 	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
 		if v.IsNil() {
@@ -166,17 +173,19 @@ func shallow(v reflect.Value) int64 {
 	}
 	switch v.Kind() {
 	case reflect.String:
-		return int64(v.Len())
+		return int64(v.Len()) * strCost
 	case reflect.Map, reflect.Slice, reflect.Array:
 		return int64(v.Len()) * elemCost
 	}
 	return 0
 }
 
-// deep charges the size of whole trees: what printing, encoding, copying or
-// comparing them costs. The walk stops once the budget is spent.
-func (m *meter) deep(name string, indent int64, vs ...reflect.Value) {
-	s := sizer{indent: indent, max: MaxWork - m.work}
+// deep charges for handling whole trees: perNode for each value, perLevel
+// more for each level it is nested at (pretty printing indents, deepCopy
+// is quadratic in depth), perByte for each byte of text. The walk stops
+// once the budget is spent.
+func (m *meter) deep(name string, c treeCost, vs ...reflect.Value) {
+	s := sizer{treeCost: c, max: MaxWork - m.work}
 	for _, v := range vs {
 		if v.IsValid() && v.CanInterface() {
 			s.walk(v.Interface(), 1)
@@ -185,25 +194,38 @@ func (m *meter) deep(name string, indent int64, vs ...reflect.Value) {
 	m.charge(name, s.n)
 }
 
+// treeCost is what handling a tree costs per node, level and byte.
+type treeCost struct{ perNode, perLevel, perByte int64 }
+
+var (
+	printCost  = treeCost{perNode: 2048, perByte: 8}              // fmt: reflection, map keys sorted
+	jsonCost   = treeCost{perNode: 512, perByte: 8}               // encoding/json, map keys sorted
+	prettyCost = treeCost{perNode: 512, perLevel: 16, perByte: 8} // and two spaces per level
+	copyCost   = treeCost{perNode: 512, perLevel: elemCost}       // copystructure: quadratic in depth
+	equalCost  = treeCost{perNode: elemCost, perByte: 1}          // reflect.DeepEqual
+)
+
 type sizer struct {
+	treeCost
 	n, max int64
-	indent int64 // extra bytes per level (pretty printing)
 }
+
+func (s *sizer) bytes(n int) { s.n += int64(n) * s.perByte }
 
 func (s *sizer) walk(v any, depth int64) {
 	if s.n > s.max {
 		return
 	}
-	s.n += elemCost + s.indent*depth
+	s.n += s.perNode + s.perLevel*depth
 	switch t := v.(type) {
 	case nil, bool, int, int64, float64:
 	case string:
-		s.n += int64(len(t))
+		s.bytes(len(t))
 	case json.Number:
-		s.n += int64(len(t))
+		s.bytes(len(t))
 	case map[string]any:
 		for k, e := range t {
-			s.n += int64(len(k))
+			s.bytes(len(k))
 			if s.walk(e, depth+1); s.n > s.max {
 				return
 			}
@@ -218,7 +240,7 @@ func (s *sizer) walk(v any, depth int64) {
 		rv := reflect.ValueOf(v)
 		switch rv.Kind() {
 		case reflect.String:
-			s.n += int64(rv.Len())
+			s.bytes(rv.Len())
 		case reflect.Pointer, reflect.Interface:
 			if !rv.IsNil() && rv.Elem().CanInterface() {
 				s.walk(rv.Elem().Interface(), depth)
@@ -234,7 +256,7 @@ func (s *sizer) walk(v any, depth int64) {
 				s.walk(it.Value().Interface(), depth+1)
 			}
 		case reflect.Struct:
-			s.n += 64
+			s.n += 64 * s.perNode
 		}
 	}
 }
@@ -385,8 +407,7 @@ var hooks = func() map[string]hook {
 			m.list(name, parts)
 		},
 		"chunk": chunkHook, "mustChunk": chunkHook,
-		"uniq":     func(m *meter, name string, a []reflect.Value) { n := shallow(a[0]); m.charge(name, sat(n, n)) },
-		"mustUniq": func(m *meter, name string, a []reflect.Value) { n := shallow(a[0]); m.charge(name, sat(n, n)) },
+		"uniq": quadraticHook, "mustUniq": quadraticHook,
 		"without": func(m *meter, name string, a []reflect.Value) {
 			m.charge(name, sat(shallow(a[0]), int64(a[1].Len())))
 		},
@@ -394,7 +415,7 @@ var hooks = func() map[string]hook {
 			m.charge(name, sat(shallow(a[0]), int64(a[1].Len())))
 		},
 		"sortAlpha": func(m *meter, name string, a []reflect.Value) {
-			m.deep(name, 0, a...)
+			m.deep(name, printCost, a...)
 			n := shallow(a[0])
 			m.charge(name, sat(n, int64(bits.Len64(uint64(n)))))
 		},
@@ -402,7 +423,7 @@ var hooks = func() map[string]hook {
 			if err := checkFormat(a[0].String(), a[1]); err != nil {
 				panic(err)
 			}
-			m.deep(name, 0, a...)
+			m.deep(name, printCost, a...)
 		},
 		"join": func(m *meter, name string, a []reflect.Value) {
 			sep := uint64(a[0].Len())
@@ -410,25 +431,48 @@ var hooks = func() map[string]hook {
 			if n > 0 && sep > 0 && sep > MaxOutput/n {
 				panic(exceeded(name, "MaxOutput", MaxOutput))
 			}
-			m.deep(name, 0, a...)
+			m.deep(name, printCost, a...)
 		},
-		"toPrettyJson":     func(m *meter, name string, a []reflect.Value) { m.deep(name, 2, a...) },
-		"mustToPrettyJson": func(m *meter, name string, a []reflect.Value) { m.deep(name, 2, a...) },
+		"fromJson": textHook(64), "mustFromJson": textHook(64), // encoding/json into interface{}
+		"dateInZone": zoneHook, "date_in_zone": zoneHook, "htmlDateInZone": zoneHook,
 	}
-	for _, name := range deepFuncs {
-		h[name] = deepHook
+	for costs, names := range map[treeCost][]string{
+		printCost:  {"toString", "cat", "quote", "squote", "toStrings", "print", "println", "html", "js", "urlquery"},
+		jsonCost:   {"toJson", "toRawJson", "mustToJson", "mustToRawJson"},
+		prettyCost: {"toPrettyJson", "mustToPrettyJson"},
+		copyCost:   {"deepCopy", "mustDeepCopy"},
+		equalCost:  {"deepEqual"},
+	} {
+		for _, name := range names {
+			h[name] = func(m *meter, name string, a []reflect.Value) { m.deep(name, costs, a...) }
+		}
+	}
+	// Text functions that take tens of nanoseconds per byte (per-rune
+	// case mapping, shuffling, parsing).
+	for _, name := range []string{"snakecase", "camelcase", "kebabcase", "shuffle", "swapcase", "untitle", "title", "nospace",
+		"initials", "urlParse", "semver", "semverCompare", "toDate", "mustToDate", "date", "htmlDate", "dateModify", "mustDateModify",
+		"date_modify", "must_date_modify", "duration", "toDecimal", "decryptAES", "encryptAES", "buildCustomCert"} {
+		h[name] = textHook(64)
 	}
 	return h
 }()
 
-// deepFuncs print, encode, copy or compare whole trees: they cost the size
-// of the trees they are given.
-var deepFuncs = []string{
-	"toString", "cat", "quote", "squote", "toStrings", "print", "println", "html", "js", "urlquery",
-	"toJson", "toRawJson", "mustToJson", "mustToRawJson", "deepCopy", "mustDeepCopy", "deepEqual",
+// textHook charges perByte for each byte of the string arguments (on top
+// of the strCost the wrapper charges).
+func textHook(perByte int64) hook {
+	return func(m *meter, name string, a []reflect.Value) {
+		n := int64(0)
+		for _, v := range a {
+			if v.Kind() == reflect.String {
+				n += int64(v.Len())
+			}
+		}
+		m.charge(name, sat(n, perByte))
+	}
 }
 
-func deepHook(m *meter, name string, a []reflect.Value) { m.deep(name, 0, a...) }
+// zoneHook charges for reading a time zone from the zoneinfo database.
+func zoneHook(m *meter, name string, a []reflect.Value) { m.charge(name, zoneCost) }
 
 // sat multiplies, saturating at MaxInt64.
 func sat(a, b int64) int64 {
