@@ -45,6 +45,9 @@ func (m *meter) compare(name string, a, b reflect.Value) (bool, error) {
 	if err := m.tryCharge(name, nodeCost+int64(min(stringLen(a), stringLen(b)))/8); err != nil {
 		return false, err
 	}
+	if ok, done := compareBasic(name, a, b); done {
+		return ok, nil
+	}
 	var out strings.Builder
 	if err := comparisons[name].Execute(&out, comparands{asAny(a), asAny(b)}); err != nil {
 		// Report the builtin's own error, as text/template would.
@@ -77,4 +80,65 @@ func (m *meter) comparisonFuncs() template.FuncMap {
 		},
 		"ne": two("ne"), "lt": two("lt"), "le": two("le"), "gt": two("gt"), "ge": two("ge"),
 	}
+}
+
+func indirect(v reflect.Value) reflect.Value {
+	if v.Kind() == reflect.Interface && !v.IsNil() {
+		return v.Elem()
+	}
+	return v
+}
+
+// compareBasic compares two strings, two signed integers or two booleans
+// directly, where the builtins' result is plain Go comparison; done is
+// false for anything else, which the builtin itself then compares.
+func compareBasic(name string, a, b reflect.Value) (result, done bool) {
+	a, b = indirect(a), indirect(b)
+	var c int
+	switch {
+	case a.Kind() == reflect.String && b.Kind() == reflect.String:
+		c = strings.Compare(a.String(), b.String())
+	case isInt(a.Kind()) && isInt(b.Kind()):
+		c = cmpInt(a.Int(), b.Int())
+	case a.Kind() == reflect.Bool && b.Kind() == reflect.Bool && (name == "eq" || name == "ne"):
+		c = 1
+		if a.Bool() == b.Bool() {
+			c = 0
+		}
+	default:
+		return false, false
+	}
+	switch name {
+	case "eq":
+		return c == 0, true
+	case "ne":
+		return c != 0, true
+	case "lt":
+		return c < 0, true
+	case "le":
+		return c <= 0, true
+	case "gt":
+		return c > 0, true
+	case "ge":
+		return c >= 0, true
+	}
+	return false, false
+}
+
+func isInt(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return true
+	}
+	return false
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -11,7 +11,7 @@ import (
 // TestComparisonsAgreeWithBuiltins: the metered eq, ne, lt, le, gt and ge
 // give exactly text/template's results and errors.
 func TestComparisonsAgreeWithBuiltins(t *testing.T) {
-	values := []any{nil, true, false, 0, 1, -1, int64(-5), uint(3), uint8(3), 3, 1.5, float32(1.5), "a", "b", "",
+	values := []any{nil, true, false, 0, 1, -1, int64(-5), int8(-3), int32(3), uint(3), uint8(3), 3, 1.5, float32(1.5), "a", "b", "",
 		json.Number("3"), complex(1, 2), []any{1}, map[string]any{}, &Data{}}
 	var texts []string
 	for _, op := range []string{"eq", "ne", "lt", "le", "gt", "ge"} {

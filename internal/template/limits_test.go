@@ -264,3 +264,19 @@ func TestMethodCallsWithArguments(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkExecuteMetered runs a template with functions, a comparison and
+// a range: the path the meter instruments.
+func BenchmarkExecuteMetered(b *testing.B) {
+	tpl, err := Compile("v", `{{ .Target.metadata.name | upper }}{{ if eq .Namespace "ns" }}-{{ end }}{{ range .Target.list }}{{ . }}{{ end }}`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := &Data{Namespace: "ns", Target: map[string]any{"metadata": map[string]any{"name": "web"}, "list": []any{"a", "b"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tpl.Execute(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -104,10 +104,10 @@ func (m *meter) build(what string, n uint64) {
 // hook checks a call's arguments before it runs, and may cap them.
 type hook func(m *meter, name string, args []reflect.Value)
 
-// wrap returns f metered: the call costs nodeCost plus the length of its
-// arguments (one level into lists), its hook runs first, and a string,
-// list or map it returns must stay within MaxOutput or MaxList and costs its
-// length.
+// wrap returns f metered: the call costs nodeCost, plus strCost per byte
+// of its string arguments and elemCost per element of its list and map
+// arguments; its hook runs first; a string, list or map it returns must
+// stay within MaxOutput or MaxList, and costs its length.
 func (m *meter) wrap(name string, f any, h hook) any {
 	fv := reflect.ValueOf(f)
 	ft := fv.Type()
