@@ -1,11 +1,13 @@
 package template
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"text/template"
 )
 
 // deepObject is a value nested depth maps deep.
@@ -277,6 +279,58 @@ func BenchmarkExecuteMetered(b *testing.B) {
 	for b.Loop() {
 		if _, err := tpl.Execute(data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestMeteringKeepsResults: instrumented templates render exactly what
+// text/template renders, errors included.
+func TestMeteringKeepsResults(t *testing.T) {
+	data := &Data{Namespace: "ns", SelectKeyParts: []any{0, "k"}, Target: map[string]any{
+		"m": map[string]any{"b": "2", "a": "1"}, "l": []any{"x", "y", "z"}, "n": json.Number("3"), "e": []any{}, "s": "str"}}
+	texts := []string{
+		`{{ range $i, $v := .Target.l }}{{ $i }}{{ $v }}{{ else }}none{{ end }}`,
+		`{{ range .Target.e }}x{{ else }}empty{{ end }}`,
+		`{{ range $k, $v := .Target.m }}{{ $k }}={{ $v }}{{ end }}`,
+		`{{ range .Target.l }}{{ if eq . "y" }}{{ continue }}{{ end }}{{ if eq . "z" }}{{ break }}{{ end }}{{ . }}{{ end }}`,
+		`{{ range $x := .Target.l }}{{ range $.Target.l }}{{ $x }}{{ . }}{{ end }}{{ end }}`,
+		`{{ $c := 0 }}{{ range .Target.l }}{{ $c = add1 $c }}{{ end }}{{ $c }}`,
+		`{{ range .Target.s }}{{ end }}`,
+		`{{ range .Target.missing }}x{{ end }}y`,
+		`{{ range 3 }}{{ . }}{{ end }}`,
+		`{{ with .Target.m }}{{ .a }}{{ else with .Target.l }}l{{ end }}`,
+		`{{ define "t" }}[{{ . }}]{{ end }}{{ range .Target.l }}{{ template "t" . }}{{ end }}{{ block "b" .Namespace }}<{{ . }}>{{ end }}`,
+		`{{ .Target.l | join "," | upper | printf "%s-%d" }}`,
+		`{{ printf "%s-%d" (.Target.l | join ",") 3 | quote }}`,
+		`{{ index .Target.m "a" | eq "1" }}{{ lt 1 2 }}{{ ne .Target.n "3" }}`,
+		`{{ toJson .Target }}{{ toPrettyJson .Target.m }}`,
+		`{{ .Target.l | toStrings | sortAlpha | reverse }}`,
+		`{{ index .SelectKeyParts 1 }}{{ len .Target.l }}{{ slice .Target.s 1 2 }}`,
+		`{{ html "<x>" }}{{ js "a'b" }}{{ urlquery "a b" }}{{ print 1 "a" }}{{ println 2 }}`,
+		`{{ until 3 }}{{ seq 3 }}{{ untilStep 0 10 4 }}{{ repeat 2 "ab" }}{{ indent 2 "a" }}{{ nindent 2 "b" }}`,
+		`{{ regexReplaceAll "a(.)" "abacad" "${1}x" }}{{ regexFindAll "a." "abacad" 2 }}{{ regexSplit "a" "xayaz" -1 }}`,
+		`{{ splitList "," "a,b" }}{{ split "," "a,b" }}{{ splitn "," 2 "a,b,c" }}{{ chunk 2 (list 1 2 3) }}{{ uniq (list 1 1 2) }}`,
+		`{{ replace "a" "bb" "aaa" }}{{ wrapWith 2 "|" "ab cd" }}{{ trunc 2 "abc" }}`,
+		`{{ index .Target 1 }}`,
+		`{{ fail "boom" }}`,
+		`{{ eq .Target.l .Target.l }}`,
+		`{{ chunk 0 .Target.l }}`,
+	}
+	for _, text := range texts {
+		tpl, err := Compile("v", text)
+		if err != nil {
+			t.Errorf("Compile(%q): %v", text, err)
+			continue
+		}
+		got, gotErr := tpl.Execute(data)
+		plain, err := template.New("v").Option("missingkey=default").Funcs(funcs).Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want strings.Builder
+		wantErr := plain.Execute(&want, data)
+		if (gotErr == nil) != (wantErr == nil) || wantErr == nil && got != want.String() {
+			t.Errorf("%s: got %q, %v; want %q, %v", text, got, gotErr, want.String(), wantErr)
 		}
 	}
 }
