@@ -334,3 +334,29 @@ func TestMeteringKeepsResults(t *testing.T) {
 		}
 	}
 }
+
+// FuzzExecute runs arbitrary templates: each compiles or not, and runs to a
+// result or an error within the bounds, never a crash.
+func FuzzExecute(f *testing.F) {
+	for _, s := range []string{
+		`{{ len (until 100) }}`, `{{ range $k, $v := .Target.m }}{{ $k }}{{ end }}`, `{{ repeat 3 "ab" | upper }}`,
+		`{{ define "r" }}{{ template "r" . }}{{ end }}{{ template "r" 1 }}`, `{{ printf "%*d" 5 3 }}`, `{{ regexReplaceAll "a" .Target.s "$0$0" }}`,
+		`{{ eq .Target.s "x" }}`, `{{ toPrettyJson .Target }}`, `{{ range until 10 }}{{ range until 10 }}{{ . }}{{ end }}{{ end }}`,
+	} {
+		f.Add(s)
+	}
+	data := &Data{Namespace: "ns", Target: map[string]any{"m": map[string]any{"a": "1"}, "l": []any{"x"}, "s": "abc", "n": json.Number("3")}}
+	f.Fuzz(func(t *testing.T, text string) {
+		tpl, err := Compile("v", text)
+		if err != nil {
+			return
+		}
+		out, err := tpl.Execute(data)
+		if err == nil && len(out) > MaxOutput {
+			t.Fatalf("%d bytes of output", len(out))
+		}
+		if v, err := ParseValue(out); err == nil && tooDeep(v, MaxValueDepth) {
+			t.Fatal("value too deep")
+		}
+	})
+}
