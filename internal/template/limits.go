@@ -50,6 +50,11 @@ const (
 	// value may parse into (the API server decodes JSON up to 10,000 levels;
 	// a patch value sits below the object's own path).
 	MaxValueDepth = 1_000
+
+	// MaxValueItems bounds the list items and map entries a rendered value
+	// may parse into, counted before parsing as its commas, brackets and
+	// lines (YAML parsing takes about a microsecond per item).
+	MaxValueItems = 100_000
 )
 
 // Costs in work units, calibrated so that a unit takes about a nanosecond:
@@ -77,6 +82,7 @@ func (e *limitError) Error() string {
 var units = map[string]string{
 	"MaxOutput": " bytes", "MaxList": " elements", "MaxSteps": "",
 	"MaxWork": " work units", "MaxRangeDepth": " levels", "MaxFormatWidth": " characters", "MaxValueDepth": " levels",
+	"MaxValueItems": "",
 }
 
 func (e *limitError) Is(target error) bool { return target == ErrLimit }

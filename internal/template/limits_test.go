@@ -222,6 +222,13 @@ func TestParseValueDepth(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrLimit naming MaxValueDepth", name, err)
 		}
 	}
+	// Many items are refused before parsing.
+	if _, err := ParseValue("[" + strings.Repeat("1,", MaxValueItems) + "1]"); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "MaxValueItems = 100000") {
+		t.Errorf("%d items: got %v, want ErrLimit naming MaxValueItems", MaxValueItems+1, err)
+	}
+	if v, err := ParseValue("[" + strings.Repeat("1,", MaxValueItems/2) + "1]"); err != nil || len(v.([]any)) != MaxValueItems/2+1 {
+		t.Errorf("%d items: %v", MaxValueItems/2+1, err)
+	}
 	// Brackets in quotes are text.
 	if v, err := ParseValue(`"` + strings.Repeat("[", 2000) + `"`); err != nil || v != strings.Repeat("[", 2000) {
 		t.Errorf("quoted brackets: %v", err)

@@ -3,6 +3,7 @@ package template
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -17,13 +18,20 @@ import (
 // recognised without running the YAML parser; FuzzParseValue checks that this
 // shortcut always agrees with sigs.k8s.io/yaml.
 //
-// A value nested deeper than MaxValueDepth is refused with an error carrying
-// ErrLimit. The parse itself is bounded: the text is at most MaxOutput bytes
-// when rendered, and the YAML parser refuses more than 10,000 levels and
-// excessive aliasing.
+// A value nested deeper than MaxValueDepth, or a text with more than
+// MaxValueItems separators, brackets and lines, is refused with an error
+// carrying ErrLimit. The parse itself is bounded: the text is at most
+// MaxOutput bytes when rendered, its items are counted first, and the YAML
+// parser refuses more than 10,000 levels and excessive aliasing.
 func ParseValue(text string) (any, error) {
 	if v, ok := fastScalar(text); ok {
 		return v, nil
+	}
+	// Parsing takes about a microsecond per list item or map entry: bound
+	// their number before parsing, counting every separator, bracket and
+	// line (quoted text included, so the count is never below the items).
+	if n := strings.Count(text, ",") + strings.Count(text, "\n") + strings.Count(text, "[") + strings.Count(text, "{"); n > MaxValueItems {
+		return nil, fmt.Errorf("invalid value: %w", exceeded(fmt.Sprintf("%d separators, brackets and lines", n), "MaxValueItems", MaxValueItems))
 	}
 	j, err := yaml.YAMLToJSON([]byte(text))
 	if err != nil {
