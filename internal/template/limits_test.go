@@ -79,6 +79,8 @@ func TestExecuteLimits(t *testing.T) {
 		{"fromJson in a loop", `{{ range until 100 }}{{ $x := fromJson $.Target.json }}{{ end }}`, "MaxWork"},
 		{"time zones in a loop", `{{ range until 5000 }}{{ $x := dateInZone "2006" now "UTC" }}{{ end }}`, "MaxWork"},
 		{"comparing long strings in a loop", `{{ range until 5000 }}{{ if eq $.Target.big (printf "%s" $.Target.big) }}{{ end }}{{ end }}`, "MaxWork"},
+		{"has with a big needle", `{{ has $.Target (until 100) }}`, "MaxWork"},
+		{"without on big values", `{{ without (list $.Target $.Target $.Target $.Target) 1 2 3 4 5 6 7 8 9 10 }}`, "MaxWork"},
 		{"big loop body", `{{ range until 3000 }}` + strings.Repeat(`{{ $x := add 1 2 }}`, 200) + `{{ end }}`, "MaxWork"},
 	}
 	for _, tt := range tests {

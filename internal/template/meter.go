@@ -185,13 +185,19 @@ func shallow(v reflect.Value) int64 {
 // is quadratic in depth), perByte for each byte of text. The walk stops
 // once the budget is spent.
 func (m *meter) deep(name string, c treeCost, vs ...reflect.Value) {
+	m.charge(name, m.size(c, vs...))
+}
+
+// size is what handling the trees costs, or a little more than the budget
+// left (the walk stops there).
+func (m *meter) size(c treeCost, vs ...reflect.Value) int64 {
 	s := sizer{treeCost: c, max: MaxWork - m.work}
 	for _, v := range vs {
 		if v.IsValid() && v.CanInterface() {
 			s.walk(v.Interface(), 1)
 		}
 	}
-	m.charge(name, s.n)
+	return s.n
 }
 
 // treeCost is what handling a tree costs per node, level and byte.
@@ -407,13 +413,9 @@ var hooks = func() map[string]hook {
 			m.list(name, parts)
 		},
 		"chunk": chunkHook, "mustChunk": chunkHook,
-		"uniq": quadraticHook, "mustUniq": quadraticHook,
-		"without": func(m *meter, name string, a []reflect.Value) {
-			m.charge(name, sat(shallow(a[0]), int64(a[1].Len())))
-		},
-		"mustWithout": func(m *meter, name string, a []reflect.Value) {
-			m.charge(name, sat(shallow(a[0]), int64(a[1].Len())))
-		},
+		"uniq": uniqHook, "mustUniq": uniqHook,
+		"without": withoutHook, "mustWithout": withoutHook,
+		"has": hasHook, "mustHas": hasHook,
 		"sortAlpha": func(m *meter, name string, a []reflect.Value) {
 			m.deep(name, printCost, a...)
 			n := shallow(a[0])
@@ -485,11 +487,42 @@ func sat(a, b int64) int64 {
 	return a * b
 }
 
-// quadraticHook charges uniq, which compares every element with those
-// kept before it.
-func quadraticHook(m *meter, name string, a []reflect.Value) {
-	n := shallow(a[0])
-	m.charge(name, sat(n, n/elemCost))
+// The list functions below compare elements with reflect.DeepEqual, which
+// costs at most the size of the smaller value compared.
+
+// uniqHook charges uniq, which compares every element with those kept
+// before it: at most the list's size for each element.
+func uniqHook(m *meter, name string, a []reflect.Value) {
+	n := int64(length(a[0]))
+	m.charge(name, sat(n, m.size(equalCost, a[0])))
+}
+
+// withoutHook charges without(list, omit...): each element against each
+// value to omit.
+func withoutHook(m *meter, name string, a []reflect.Value) {
+	k := int64(a[1].Len())
+	m.charge(name, sat(k, m.size(equalCost, a[0])))
+}
+
+// hasHook charges has(needle, list): the needle against each element.
+func hasHook(m *meter, name string, a []reflect.Value) {
+	n := int64(length(a[1]))
+	m.charge(name, sat(n, m.size(equalCost, a[0])))
+}
+
+// length is the length of a list, or 0.
+func length(v reflect.Value) int {
+	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return 0
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map, reflect.String:
+		return v.Len()
+	}
+	return 0
 }
 
 func randHook(m *meter, name string, a []reflect.Value) {
