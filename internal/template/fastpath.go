@@ -3,7 +3,6 @@ package template
 import (
 	"encoding/json"
 	"strings"
-	"text/template"
 	"text/template/parse"
 )
 
@@ -12,18 +11,19 @@ import (
 // JSON tree directly instead of through text/template's reflection. It
 // produces exactly what text/template would, and gives up (the caller then
 // runs text/template) on anything it does not handle identically: missing
-// members, values that are not strings, numbers or booleans.
+// members, values that are not strings, numbers or booleans, output longer
+// than MaxOutput.
 type fastPart struct {
 	text  string   // literal text, when field is nil
 	field []string // a field chain such as [Target metadata name]
 }
 
-func compileFast(t *template.Template) []fastPart {
-	if t.Tree == nil || t.Tree.Root == nil {
+func compileFast(t *parse.Tree) []fastPart {
+	if t == nil || t.Root == nil {
 		return nil
 	}
 	var parts []fastPart
-	for _, n := range t.Tree.Root.Nodes {
+	for _, n := range t.Root.Nodes {
 		switch n := n.(type) {
 		case *parse.TextNode:
 			parts = append(parts, fastPart{text: string(n.Text)})
@@ -92,6 +92,9 @@ func executeFast(parts []fastPart, d *Data) (string, bool) {
 			}
 		default:
 			return "", false
+		}
+		if b.Len() > MaxOutput {
+			return "", false // text/template reports the limit
 		}
 	}
 	return b.String(), true

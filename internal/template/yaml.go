@@ -3,6 +3,7 @@ package template
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -16,19 +17,87 @@ import (
 // Short plain words and integers, the common case on the admission path, are
 // recognised without running the YAML parser; FuzzParseValue checks that this
 // shortcut always agrees with sigs.k8s.io/yaml.
+//
+// A value nested deeper than MaxValueDepth, or a text with more than
+// MaxValueItems separators, brackets and lines, is refused with an error
+// carrying ErrLimit. The parse itself is bounded: the text is at most
+// MaxOutput bytes when rendered, its items are counted first, and the YAML
+// parser refuses more than 10,000 levels and excessive aliasing.
 func ParseValue(text string) (any, error) {
 	if v, ok := fastScalar(text); ok {
 		return v, nil
 	}
+	// Parsing takes about a microsecond per list item or map entry: bound
+	// their number before parsing, counting every separator, bracket and
+	// line (quoted text included, so the count is never below the items).
+	if n := strings.Count(text, ",") + strings.Count(text, "\n") + strings.Count(text, "[") + strings.Count(text, "{"); n > MaxValueItems {
+		return nil, fmt.Errorf("invalid value: %w", exceeded(fmt.Sprintf("%d separators, brackets and lines", n), "MaxValueItems", MaxValueItems))
+	}
 	j, err := yaml.YAMLToJSON([]byte(text))
 	if err != nil {
+		if flowDepth(text) > MaxValueDepth {
+			return nil, fmt.Errorf("invalid value: %w", exceeded("nesting", "MaxValueDepth", MaxValueDepth))
+		}
 		return nil, fmt.Errorf("invalid YAML: %w", err)
 	}
 	v, err := value.Decode(j)
 	if err != nil {
 		return nil, fmt.Errorf("invalid YAML: %w", err)
 	}
+	if tooDeep(v, MaxValueDepth) {
+		return nil, fmt.Errorf("invalid value: %w", exceeded("nesting", "MaxValueDepth", MaxValueDepth))
+	}
 	return v, nil
+}
+
+// tooDeep reports whether v nests lists and maps more than max levels.
+func tooDeep(v any, max int) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		if max == 0 {
+			return true
+		}
+		for _, e := range t {
+			if tooDeep(e, max-1) {
+				return true
+			}
+		}
+	case []any:
+		if max == 0 {
+			return true
+		}
+		for _, e := range t {
+			if tooDeep(e, max-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// flowDepth is the deepest nesting of YAML flow brackets in text outside
+// quotes: it tells a value refused for its depth from other invalid YAML.
+func flowDepth(text string) int {
+	depth, deepest := 0, 0
+	var quote byte
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '[' || c == '{':
+			if depth++; depth > deepest {
+				deepest = depth
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // fastScalar recognises texts whose YAML meaning is obvious: a decimal
