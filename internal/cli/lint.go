@@ -19,6 +19,7 @@ import (
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
+	"github.com/modwright/modwright/internal/template"
 )
 
 // Lint codes. They are stable: scripts and docs may refer to them.
@@ -33,6 +34,7 @@ const (
 	codeClusterRule   = "W104" // a cluster rule without targetNamespaceRegex pinned to namespaced kinds
 	codeKindsNever    = "W105" // $.kind criteria that can never hold together
 	codeDuplicate     = "E005" // two documents define the same rule
+	codeTemplateLimit = "E006" // a template exceeds a bound when the rule is applied to a sample
 	codeNotAString    = "W107" // a label or annotation value that is (or may render as) no string
 	codeNoValue       = "W108" // a template rendered "<no value>": it read a missing key
 )
@@ -64,6 +66,9 @@ stable code and a hint:
         (KubeMod leaves it in the path; the webhook refuses the rule)
   E005  two documents define the same rule (namespace/name): apply and serve
         refuse to load such a set, since one would silently replace the other
+  E006  a patch value template exceeds one of the bounds templates run
+        under (output size, generated list length, loop iterations, work,
+        value depth) when the rule is applied to a sample object
   W101  a Patch rule is not idempotent: applied a second time to its own
         result it changes the object again (KubeMod re-applies rules on
         every UPDATE, so an append to /-1 without a negated guard grows the
@@ -539,6 +544,15 @@ func checkIdempotent(ctx context.Context, lr lintedRule, objs []sample, clusterN
 		a := newAdmission(s.obj, "default")
 		a.ns = sampleNamespace(r, a, clusterNS)
 		first, err := a.evaluate(ctx, eng, snap, op)
+		if err == nil {
+			for _, e := range first.Errors {
+				if errors.Is(e, template.ErrLimit) {
+					return Finding{Severity: "error", Code: codeTemplateLimit, Origin: lr.origin, Rule: r.Key, Field: e.Field,
+						Message: fmt.Sprintf("applied to %s, %v", s.origin, e.Err),
+						Hint:    "templates run under fixed bounds (docs/serve.md#limits): build smaller values, or loop less"}, true
+				}
+			}
+		}
 		if err != nil || !first.Changed() || len(first.Errors) > 0 {
 			continue
 		}

@@ -95,8 +95,11 @@ func TestLintReportsTemplateLimits(t *testing.T) {
 	}
 	want := map[string]string{"default/until": "MaxList", "default/seq": "MaxList", "default/repeat": "MaxOutput", "default/loops": "MaxSteps"}
 	for _, f := range rep.Findings {
+		if f.Severity == "warning" {
+			continue // W107: these templates put numbers in labels, too
+		}
 		limit, ok := want[f.Rule]
-		if !ok || f.Code != "E005" || f.Severity != "error" || !strings.HasPrefix(f.Field, "spec.patch[0]") || !strings.Contains(f.Message, limit) {
+		if !ok || f.Code != "E006" || f.Severity != "error" || !strings.HasPrefix(f.Field, "spec.patch[0]") || !strings.Contains(f.Message, limit) {
 			t.Errorf("unexpected finding %+v", f)
 		}
 		delete(want, f.Rule)

@@ -621,7 +621,7 @@ func (ev *evaluation) render(p *rules.PatchOp, root, item any, keys []any, rende
 	}
 	v, err := template.ParseValue(text)
 	if err != nil {
-		return nil, fmt.Errorf("rendered value %q: %w", text, err)
+		return nil, fmt.Errorf("rendered value %s: %w", excerpt(text), err)
 	}
 	return v, nil
 }
@@ -835,4 +835,14 @@ func lookupString(v any, path ...string) (string, bool) {
 	}
 	s, ok := x.(string)
 	return s, ok
+}
+
+// excerpt quotes the start of a rendered value for an error message: a
+// value that fails to parse may be megabytes long.
+func excerpt(text string) string {
+	const n = 200
+	if len(text) <= n {
+		return strconv.Quote(text)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(text[:n]), len(text))
 }
