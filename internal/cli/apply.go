@@ -156,6 +156,11 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 			fmt.Fprintf(s.Err, "warning: %s: %s: %v\n", d.Origin, a, re)
 		}
 		if !dec.Allowed() {
+			for _, r := range dec.Rejections {
+				if r.MessageError != nil {
+					fmt.Fprintf(s.Err, "warning: %s: %s: %s spec.rejectMessage: %v (rejected without its message)\n", d.Origin, a, r.Rule, r.MessageError)
+				}
+			}
 			rejected++
 			fmt.Fprintf(s.Err, "rejected: %s: %s: operation rejected by the following ModRule(s): %s\n", d.Origin, a, dec.DenialText())
 			continue
