@@ -216,17 +216,21 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.started.Store(true)
 	select {
 	case err := <-errc:
-		return err
+		return closedOK(err)
 	case <-ctx.Done():
 	}
 	begin := s.opts.Now()
 	s.draining.Store(true)
-	s.opts.Log.Info("shutting down: not ready; serving until the shutdown delay has passed", "delay", s.opts.ShutdownDelay.String())
-	if s.opts.ShutdownDelay > 0 {
+	delay := s.opts.ShutdownDelay
+	if s.opts.Ready != nil && !s.opts.Ready() {
+		delay = 0 // never ready: nobody was sent here
+	}
+	s.opts.Log.Info("shutting down: not ready; serving until the shutdown delay has passed", "delay", delay.String())
+	if delay > 0 {
 		select {
-		case <-s.opts.After(s.opts.ShutdownDelay):
+		case <-s.opts.After(delay):
 		case err := <-errc:
-			return err
+			return closedOK(err)
 		}
 	}
 	s.opts.Log.Info("shutting down: no new connections; waiting for the requests in flight", "timeout", s.DrainTimeout().String())
@@ -241,6 +245,17 @@ func (s *Server) Serve(ctx context.Context) error {
 		err = errors.Join(err, serr)
 	}
 	s.opts.Log.Info("shut down", "took", s.opts.Now().Sub(begin).String())
+	return err
+}
+
+// Close stops the server at once, closing every connection (Serve then
+// returns nil); for a start that failed before serving anyone.
+func (s *Server) Close() error { return s.http.Close() }
+
+func closedOK(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
 	return err
 }
 
