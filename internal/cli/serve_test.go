@@ -186,16 +186,34 @@ func TestServeStandalone(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
+	// SIGTERM (main cancels the context): unready at once, still serving
+	// through --shutdown-delay (5s by default), then a clean exit.
 	cancel()
+	stopped := time.Now()
+	for {
+		resp, err := client.Get(base + "/readyz")
+		if err != nil {
+			t.Fatalf("/readyz %s after the stop, within the shutdown delay: %v", time.Since(stopped), err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := review(); !strings.Contains(got, `"two"`) {
+		t.Fatalf("review during the shutdown delay: patch %s", got)
+	}
 	select {
 	case code := <-exit:
 		if code != 0 {
 			t.Fatalf("exit %d; log:\n%s", code, logs)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("serve did not stop")
 	}
-	for _, want := range []string{`"msg":"serving certificate"`, `"generated":true`, `"msg":"rule snapshot published"`, `"ready":1`, `"msg":"stopped"`} {
+	for _, want := range []string{`"msg":"serving certificate"`, `"generated":true`, `"msg":"rule snapshot published"`, `"ready":1`,
+		`"msg":"shutting down: not ready; serving until the shutdown delay has passed"`, `"delay":"5s"`, `"msg":"shut down"`, `"msg":"stopped"`} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %s:\n%s", want, logs)
 		}
