@@ -341,3 +341,69 @@ func TestOperatorWebhookServerStop(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 }
+
+// serve's flags set the server's bounds: a request is read within
+// --review-timeout and answered within 5 seconds more; --shutdown-delay.
+func TestServerOptions(t *testing.T) {
+	o := &serveOptions{bindAddress: "127.0.0.1", port: 8443, reviewTimeout: 7 * time.Second, shutdownDelay: 3 * time.Second}
+	so := o.serverOptions(webhook.ServerOptions{Pprof: true})
+	if so.Addr != "127.0.0.1:8443" || so.ReadTimeout != 7*time.Second || so.WriteTimeout != 12*time.Second || so.ShutdownDelay != 3*time.Second || !so.Pprof {
+		t.Errorf("serverOptions = %+v", so)
+	}
+}
+
+// TestOperatorWebhookServerCutsSlowBody: the operator's webhook server
+// closes a request whose body trickles in past --review-timeout
+// (controller-runtime's server had no read timeout: such a request held
+// its connection, and an evaluation slot, for as long as the client liked).
+func TestOperatorWebhookServerCutsSlowBody(t *testing.T) {
+	b, err := certs.Generate(certs.Options{Hosts: []string{"127.0.0.1"}, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(b.CertPEM, b.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &serveOptions{bindAddress: "127.0.0.1", reviewTimeout: 300 * time.Millisecond}
+	ws, err := newWebhookServer(context.Background(), o.serverOptions(webhook.ServerOptions{
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, nil },
+		Log:            logr.Discard(),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.srv.Close() })
+	store := &source.Store{}
+	store.Publish(rules.NewSnapshot(nil, rules.SnapshotOptions{}))
+	ws.Register(webhook.DragnetPath, webhook.NewDragnet(webhook.Options{Evaluator: engine.New(engine.Options{}), Snapshots: store, Log: logr.Discard()}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = ws.Start(ctx) }()
+
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CAPEM)
+	conn, err := tls.Dial("tcp", ws.srv.Addr().String(), &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("POST " + webhook.DragnetPath + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, conn); close(ended) }()
+	for i := 0; ; i++ { // a byte every 50ms, for at most 30s
+		select {
+		case <-ended:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		if _, err := conn.Write([]byte(" ")); err != nil {
+			return
+		}
+		if i == 600 {
+			t.Fatal("the trickling request was not cut off in 30s")
+		}
+	}
+}
