@@ -40,7 +40,7 @@ e2e: tools
 # TestReplicaShutdown (a replica stopped during a stream of creates) 20 times
 # in a row with 2 CPU burners running; prints "N runs, F failures". Not part
 # of make test. RUNS=n and BURNERS=n change the counts.
-e2e-shutdown-stress: tools
+e2e-shutdown-stress:
 	GO=$(GO) test/e2e/shutdown-stress.sh
 
 envtest-assets:
