@@ -5,7 +5,7 @@ BENCHTIME ?= 2s
 BENCHCOUNT ?= 6
 BENCHFLAGS ?=
 
-.PHONY: all build test lint unit e2e envtest-assets tools generate fuzz bench bench-micro clean
+.PHONY: all build test lint unit e2e e2e-shutdown-stress envtest-assets tools generate fuzz bench bench-micro clean
 
 # Pinned tools (helm, controller-gen, kustomize) built into .cache/tools/bin by
 # hack/tools.sh; tests find them on PATH. MODWRIGHT_REQUIRE_TOOLS=1 makes a
@@ -36,6 +36,12 @@ unit:
 # first build takes several minutes).
 e2e: tools
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh | tail -n1)" MODWRIGHT_E2E=1 MODWRIGHT_REQUIRE_TOOLS=1 $(GO) test -count=1 ./test/e2e/...
+
+# TestReplicaShutdown (a replica stopped during a stream of creates) 20 times
+# in a row with 2 CPU burners running; prints "N runs, F failures". Not part
+# of make test. RUNS=n and BURNERS=n change the counts.
+e2e-shutdown-stress:
+	GO=$(GO) test/e2e/shutdown-stress.sh
 
 envtest-assets:
 	hack/envtest-assets.sh

@@ -143,7 +143,8 @@ func TestHelmValues(t *testing.T) {
 				"Deployment modwright-system/modwright": {"replicas: 2", "--cert-management=self", "--cluster-rules-namespace=kubemod-system",
 					"--target-resources=namespaces,nodes,configmaps,persistentvolumeclaims,persistentvolumes,secrets,services,daemonsets,deployments,replicasets,statefulsets,horizontalpodautoscalers,ingresses,pods,cronjobs,jobs,serviceaccounts,clusterrolebindings,clusterroles,rolebindings,roles",
 					"readOnlyRootFilesystem: true", "runAsNonRoot: true", "path: /readyz", "path: /healthz", "memory: 64Mi",
-					"--gc-percent=400", "name: GOMEMLIMIT\n              value: \"230MiB\""},
+					"--gc-percent=400", "name: GOMEMLIMIT\n              value: \"230MiB\"",
+					"terminationGracePeriodSeconds: 30", "--shutdown-delay=5s"},
 				"MutatingWebhookConfiguration modwright": {"path: /dragnet-webhook", "failurePolicy: Fail", "path: /podbinding-webhook",
 					"failurePolicy: Ignore", "sideEffects: NoneOnDryRun", "key: admission.kubemod.io/ignore", "resources: [pods/binding]"},
 				"ValidatingWebhookConfiguration modwright":       {"path: /validate-modrule"},
@@ -154,9 +155,9 @@ func TestHelmValues(t *testing.T) {
 		{
 			name: "cert-manager and custom resources",
 			args: []string{"--set", "certManager.enabled=true", "--set", "targetResources={pods,widgets.example.com}", "--set", "dragnet.failurePolicy=Ignore", "--set", "nodeRef.enabled=false",
-				"--set", "gcPercent=200", "--set", "goMemLimit="},
+				"--set", "gcPercent=200", "--set", "goMemLimit=", "--set", "shutdownDelaySeconds=10", "--set", "terminationGracePeriodSeconds=25"},
 			contains: map[string][]string{
-				"Deployment modwright-system/modwright":               {"--cert-management=external", "--target-resources=pods,widgets.example.com", "--gc-percent=200"},
+				"Deployment modwright-system/modwright":               {"--cert-management=external", "--target-resources=pods,widgets.example.com", "--gc-percent=200", "--shutdown-delay=10s", "terminationGracePeriodSeconds: 25"},
 				"MutatingWebhookConfiguration modwright":              {"cert-manager.io/inject-ca-from: modwright-system/modwright-webhook-cert", "- widgets.example.com", "failurePolicy: Ignore"},
 				"ValidatingWebhookConfiguration modwright":            {"cert-manager.io/inject-ca-from: modwright-system/modwright-webhook-cert"},
 				"Certificate modwright-system/modwright-webhook-cert": {"secretName: modwright-webhook-cert", "modwright-webhook.modwright-system.svc"},
@@ -196,5 +197,18 @@ func TestHelmValues(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHelmShutdownGrace: the chart refuses a terminationGracePeriodSeconds
+// that would kill a stopping replica before its reviews in flight finish.
+func TestHelmShutdownGrace(t *testing.T) {
+	helm := testtool.Find(t, "helm")
+	cmd := exec.Command(helm, "template", "modwright", "deploy/helm/modwright", "--namespace", "modwright-system",
+		"--set", "shutdownDelaySeconds=10", "--set", "terminationGracePeriodSeconds=24")
+	cmd.Dir = testtool.RepoRoot(t)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "terminationGracePeriodSeconds (24) must be at least shutdownDelaySeconds + 15 = 25") {
+		t.Errorf("helm template with too short a grace period: %v\n%s", err, out)
 	}
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -151,6 +150,35 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}
 
 	certs := &controller.CertProvider{Secret: secret}
+	// The webhooks are served by modwright's own server, not by
+	// controller-runtime's (see webhookServer).
+	ws, err := newWebhookServer(ctx, o.serverOptions(webhook.ServerOptions{
+		GetCertificate: certs.GetCertificate,
+		Log:            log.WithName("webhook-server"),
+	}))
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("webhook server: %w", err)}
+	}
+	defer ws.srv.Close() // when the manager did not start it
+	// The manager runs on a context of its own, cancelled once the webhook
+	// server has drained: the reviews in flight need the caches (the
+	// Resolver reads Namespaces and Nodes from them) until the last one is
+	// answered.
+	mgrCtx, stopMgr := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMgr()
+	go func() {
+		select {
+		case <-mgrCtx.Done():
+			return
+		case <-ctx.Done():
+		}
+		select {
+		case <-ws.done:
+		case <-time.After(o.shutdownDelay + ws.srv.DrainTimeout() + time.Second): // the manager never started it
+		}
+		stopMgr()
+	}()
+	gracefulShutdown := o.shutdownDelay + ws.srv.DrainTimeout() + 5*time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        log,
@@ -161,18 +189,12 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		LeaderElectionID:              op.leaderElectionID,
 		LeaderElectionNamespace:       op.namespace,
 		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &gracefulShutdown,
 		// Controller names are checked for uniqueness process-wide (for
 		// their metrics); two operators in one process (the end-to-end
 		// tests' replicas) share the name.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptrTo(true)},
-		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Host: o.bindAddress,
-			Port: o.port,
-			TLSOpts: []func(*tls.Config){func(c *tls.Config) {
-				c.MinVersion = tls.VersionTLS12
-				c.GetCertificate = certs.GetCertificate
-			}},
-		}),
+		Controller:    ctrlconfig.Controller{SkipNameValidation: ptrTo(true)},
+		WebhookServer: ws,
 	})
 	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("creating the manager: %w", err)}
@@ -239,6 +261,12 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	if err := errors.Join(
 		mgr.AddHealthzCheck("ping", healthz.Ping),
 		mgr.AddReadyzCheck("webhook-server", srv.StartedChecker()),
+		mgr.AddReadyzCheck("shutdown", func(*http.Request) error {
+			if ws.srv.Draining() {
+				return errors.New("shutting down")
+			}
+			return nil
+		}),
 		mgr.AddReadyzCheck("certificate", func(*http.Request) error { return certs.Ready() }),
 		mgr.AddReadyzCheck("rules", func(*http.Request) error {
 			if !ruleSource.Synced() {
@@ -257,11 +285,62 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}
 	log.Info("starting the operator", "webhookPort", o.port, "namespace", op.namespace,
 		"clusterRulesNamespace", o.clusterRules, "certManagement", op.certManagement, "leaderElection", op.leaderElect)
-	if err := mgr.Start(ctx); err != nil {
+	if err := mgr.Start(mgrCtx); err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// webhookServer runs modwright's HTTPS server (internal/webhook) as the
+// manager's webhook server, in place of controller-runtime's. That one
+// derives every request's context from the manager's, so a stopping
+// replica cancelled its reviews in flight (denied with "modwright: context
+// canceled"); it shuts down the moment the manager stops, without turning
+// unready first; and it sets no read or write timeout and no HTTP/2 limit,
+// with no option to (webhook.Options has only TLSOpts).
+//
+// The server stops when the process is told to (stop: SIGTERM), in steps
+// (webhook.Server.Serve), or when the manager stops it.
+type webhookServer struct {
+	srv  *webhook.Server
+	stop context.Context
+	done chan struct{} // closed when Start returns
+}
+
+var _ ctrlwebhook.Server = (*webhookServer)(nil)
+
+func newWebhookServer(stop context.Context, opts webhook.ServerOptions) (*webhookServer, error) {
+	srv, err := webhook.NewServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &webhookServer{srv: srv, stop: stop, done: make(chan struct{})}, nil
+}
+
+// NeedLeaderElection: every replica serves admission.
+func (*webhookServer) NeedLeaderElection() bool { return false }
+
+func (w *webhookServer) Register(path string, hook http.Handler) { w.srv.Handle(path, hook) }
+
+func (w *webhookServer) WebhookMux() *http.ServeMux { return w.srv.Mux() }
+
+func (w *webhookServer) StartedChecker() healthz.Checker {
+	return func(*http.Request) error {
+		if !w.srv.Started() {
+			return errors.New("the webhook server has not been started yet")
+		}
+		return nil
+	}
+}
+
+// Start serves until stop or ctx (the manager's) ends.
+func (w *webhookServer) Start(ctx context.Context) error {
+	defer close(w.done)
+	sctx, cancel := context.WithCancel(w.stop)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	return w.srv.Serve(sctx)
 }
 
 // lenientRegisterer registers collectors into controller-runtime's global

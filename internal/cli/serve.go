@@ -42,6 +42,7 @@ type serveOptions struct {
 	reviewTimeout  time.Duration
 	maxInFlight    int
 	failOpen       bool
+	shutdownDelay  time.Duration
 	pprof          bool
 	gcPercent      int
 	logFormat      string
@@ -56,6 +57,11 @@ type serveOptions struct {
 // reviews that met one made the tail latency (BENCHMARKS.md); 400 costs
 // about 10 MiB of RSS.
 const defaultGCPercent = 400
+
+// defaultShutdownDelay is --shutdown-delay's default: time for the
+// endpoints to drop a terminating replica and for the API server to move
+// its connections (it reconnects when a replica says GOAWAY).
+const defaultShutdownDelay = 5 * time.Second
 
 // envPrefix prefixes the environment variables that set serve's flags:
 // --webhook-port is MODWRIGHT_WEBHOOK_PORT.
@@ -108,6 +114,20 @@ modwright_rule_broken; the others serve. Paths without any ModRule serve no
 rules (with a warning in the log); paths that cannot be read stop the start. Send SIGHUP to reload the rules: a
 reload that cannot read the files keeps the previous rules serving.
 
+On SIGTERM (or SIGINT) serve stops in steps: /readyz fails at once; the
+webhooks are still served for --shutdown-delay (5s), while the Service's
+endpoints drop the replica and the API server moves its connections; then the
+server stops listening, tells HTTP/2 clients to go away and waits for the
+reviews in flight, which finish with their own deadlines (a shutdown never
+cancels them), for at most --review-timeout plus 5 seconds; then it exits.
+In a cluster, terminationGracePeriodSeconds must exceed --shutdown-delay plus
+the webhook's timeoutSeconds plus 5 seconds (the Helm chart checks it).
+
+Connections are bounded: request headers must arrive within 10 seconds, a
+whole request within --review-timeout and its answer within 5 seconds more;
+idle connections are closed after 90 seconds, and an HTTP/2 connection carries
+at most 100 concurrent streams (the API server opens another when one is full).
+
 A review that cannot be evaluated (deadline, undecodable object, internal
 error) is denied with code 500 so that no rule is silently skipped; use
 --fail-open to admit it unchanged with a warning instead.
@@ -150,6 +170,7 @@ flags take a comma-separated list. Flags given on the command line win.
 	f.DurationVar(&o.reviewTimeout, "review-timeout", webhook.DefaultTimeout, "upper bound of one evaluation (the API server's own timeout applies when shorter)")
 	f.IntVar(&o.maxInFlight, "max-inflight-reviews", 0, "reviews evaluated at once; the others wait, unread, up to their deadline (0: 4 per CPU, at least 8)")
 	f.BoolVar(&o.failOpen, "fail-open", false, "admit objects unchanged (with a warning) when evaluation fails, instead of denying them")
+	f.DurationVar(&o.shutdownDelay, "shutdown-delay", defaultShutdownDelay, "on SIGTERM, keep serving this long with /readyz failing (so that the API server and the Service stop sending here), then wait for the reviews in flight and exit")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work)")
 	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collection target: collect when the heap has grown by this many percent (ignored when GOGC is set)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
@@ -219,6 +240,9 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	if o.port < 0 || o.port > 65535 {
 		return usageError("--webhook-port %d is not a port", o.port)
 	}
+	if o.shutdownDelay < 0 {
+		return usageError("--shutdown-delay must not be negative, not %s", o.shutdownDelay)
+	}
 	if o.gcPercent < 1 {
 		return usageError("--gc-percent must be at least 1, not %d (GOGC=off turns the collector off)", o.gcPercent)
 	}
@@ -261,8 +285,7 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 		AllowEmpty: true,
 	}
 	dragnet := o.dragnet(store, nil, log, m)
-	srv, err := webhook.NewServer(webhook.ServerOptions{
-		Addr:     net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port)),
+	srv, err := webhook.NewServer(o.serverOptions(webhook.ServerOptions{
 		CertFile: filepath.Join(o.certDir, certs.CertFile),
 		KeyFile:  filepath.Join(o.certDir, certs.KeyFile),
 		Handlers: map[string]http.Handler{webhook.DragnetPath: dragnet},
@@ -270,7 +293,7 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 		Gatherer: reg,
 		Pprof:    o.pprof,
 		Log:      log.WithName("server"),
-	})
+	}))
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
@@ -284,7 +307,7 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	if _, err := files.Load(); err != nil {
-		cancel()
+		_ = srv.Close() // never ready: nothing to drain
 		<-served
 		return &ExitError{Code: 2, Err: err}
 	}
@@ -307,6 +330,24 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 			return nil
 		}
 	}
+}
+
+// serverOptions completes so with the listen address, the timeouts and
+// the shutdown delay serve's flags set. A request's body cannot usefully
+// arrive after the review's deadline, so --review-timeout bounds the
+// reading of a request; the answer must be written 5 seconds after that,
+// and a stopping server waits that long (DrainTimeout) for the reviews in
+// flight.
+func (o *serveOptions) serverOptions(so webhook.ServerOptions) webhook.ServerOptions {
+	so.Addr = net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port))
+	timeout := o.reviewTimeout
+	if timeout <= 0 {
+		timeout = webhook.DefaultTimeout
+	}
+	so.ReadTimeout = timeout
+	so.WriteTimeout = timeout + 5*time.Second
+	so.ShutdownDelay = o.shutdownDelay
+	return so
 }
 
 // dragnet is the dragnet handler as serve's flags configure it; resolver

@@ -19,7 +19,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+
+	"github.com/modwright/modwright/internal/certs"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/webhook"
 )
 
 func TestBindEnv(t *testing.T) {
@@ -179,16 +186,34 @@ func TestServeStandalone(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
+	// SIGTERM (main cancels the context): unready at once, still serving
+	// through --shutdown-delay (5s by default), then a clean exit.
 	cancel()
+	stopped := time.Now()
+	for {
+		resp, err := client.Get(base + "/readyz")
+		if err != nil {
+			t.Fatalf("/readyz %s after the stop, within the shutdown delay: %v", time.Since(stopped), err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := review(); !strings.Contains(got, `"two"`) {
+		t.Fatalf("review during the shutdown delay: patch %s", got)
+	}
 	select {
 	case code := <-exit:
 		if code != 0 {
 			t.Fatalf("exit %d; log:\n%s", code, logs)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("serve did not stop")
 	}
-	for _, want := range []string{`"msg":"serving certificate"`, `"generated":true`, `"msg":"rule snapshot published"`, `"ready":1`, `"msg":"stopped"`} {
+	for _, want := range []string{`"msg":"serving certificate"`, `"generated":true`, `"msg":"rule snapshot published"`, `"ready":1`,
+		`"msg":"shutting down: not ready; serving until the shutdown delay has passed"`, `"delay":"5s"`, `"msg":"shut down"`, `"msg":"stopped"`} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %s:\n%s", want, logs)
 		}
@@ -213,6 +238,172 @@ func TestServeUsageErrors(t *testing.T) {
 		code := ExecuteContext(context.Background(), tc.args, Streams{In: strings.NewReader(""), Out: io.Discard, Err: &stderr})
 		if code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
+
+// gatedEvaluator blocks each evaluation until the test closes the channel
+// it hands over, then answers allowed unless the review's context was
+// cancelled meanwhile (as the engine would: "context canceled").
+type gatedEvaluator struct{ entered chan chan struct{} }
+
+func (g gatedEvaluator) Evaluate(ctx context.Context, _ *rules.Snapshot, _ engine.Request) (*engine.Decision, error) {
+	release := make(chan struct{})
+	g.entered <- release
+	<-release
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &engine.Decision{}, nil
+}
+
+const reviewJSON = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"ConfigMap"},` +
+	`"namespace":"default","operation":"CREATE","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}}}}`
+
+// TestOperatorWebhookServerStop: when the manager stops the operator's
+// webhook server (it cancels the context it started it with), a review in
+// flight is answered with its own result. controller-runtime's webhook
+// server derived request contexts from the manager's, and answered
+// "modwright: context canceled".
+func TestOperatorWebhookServerStop(t *testing.T) {
+	b, err := certs.Generate(certs.Options{Hosts: []string{"127.0.0.1"}, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(b.CertPEM, b.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &serveOptions{bindAddress: "127.0.0.1", reviewTimeout: time.Minute}
+	ws, err := newWebhookServer(context.Background(), o.serverOptions(webhook.ServerOptions{
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, nil },
+		Log:            logr.Discard(),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.srv.Close() })
+	ev := gatedEvaluator{entered: make(chan chan struct{})}
+	store := &source.Store{}
+	store.Publish(rules.NewSnapshot(nil, rules.SnapshotOptions{}))
+	ws.Register(webhook.DragnetPath, webhook.NewDragnet(webhook.Options{Evaluator: ev, Snapshots: store, Log: logr.Discard(), Timeout: time.Minute}))
+
+	mgrCtx, stopMgr := context.WithCancel(context.Background())
+	started := make(chan error, 1)
+	go func() { started <- ws.Start(mgrCtx) }()
+	addr := ws.srv.Addr().String()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CAPEM)
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	for i := 0; ws.StartedChecker()(nil) != nil; i++ {
+		if i > 3000 {
+			t.Fatal("the webhook server did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	type answer struct {
+		allowed bool
+		body    string
+		err     error
+	}
+	inflight := make(chan answer, 1)
+	go func() {
+		resp, err := client.Post("https://"+addr+webhook.DragnetPath+"?timeout=30s", "application/json", strings.NewReader(reviewJSON))
+		if err != nil {
+			inflight <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		inflight <- answer{allowed: resp.StatusCode == 200 && strings.Contains(string(body), `"allowed":true`), body: string(body)}
+	}()
+	release := <-ev.entered
+
+	stopMgr()
+	// The server has stopped listening: it is shutting down.
+	for i := 0; ; i++ {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			break
+		}
+		conn.Close()
+		if i > 3000 {
+			t.Fatal("the webhook server still listens after the manager stopped it")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	if a := <-inflight; a.err != nil || !a.allowed {
+		t.Fatalf("the review in flight when the manager stopped: %+v", a)
+	}
+	if err := <-started; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+}
+
+// serve's flags set the server's bounds: a request is read within
+// --review-timeout and answered within 5 seconds more; --shutdown-delay.
+func TestServerOptions(t *testing.T) {
+	o := &serveOptions{bindAddress: "127.0.0.1", port: 8443, reviewTimeout: 7 * time.Second, shutdownDelay: 3 * time.Second}
+	so := o.serverOptions(webhook.ServerOptions{Pprof: true})
+	if so.Addr != "127.0.0.1:8443" || so.ReadTimeout != 7*time.Second || so.WriteTimeout != 12*time.Second || so.ShutdownDelay != 3*time.Second || !so.Pprof {
+		t.Errorf("serverOptions = %+v", so)
+	}
+}
+
+// TestOperatorWebhookServerCutsSlowBody: the operator's webhook server
+// closes a request whose body trickles in past --review-timeout
+// (controller-runtime's server had no read timeout: such a request held
+// its connection, and an evaluation slot, for as long as the client liked).
+func TestOperatorWebhookServerCutsSlowBody(t *testing.T) {
+	b, err := certs.Generate(certs.Options{Hosts: []string{"127.0.0.1"}, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(b.CertPEM, b.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &serveOptions{bindAddress: "127.0.0.1", reviewTimeout: 300 * time.Millisecond}
+	ws, err := newWebhookServer(context.Background(), o.serverOptions(webhook.ServerOptions{
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, nil },
+		Log:            logr.Discard(),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.srv.Close() })
+	store := &source.Store{}
+	store.Publish(rules.NewSnapshot(nil, rules.SnapshotOptions{}))
+	ws.Register(webhook.DragnetPath, webhook.NewDragnet(webhook.Options{Evaluator: engine.New(engine.Options{}), Snapshots: store, Log: logr.Discard()}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = ws.Start(ctx) }()
+
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CAPEM)
+	conn, err := tls.Dial("tcp", ws.srv.Addr().String(), &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("POST " + webhook.DragnetPath + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, conn); close(ended) }()
+	for i := 0; ; i++ { // a byte every 50ms, for at most 30s
+		select {
+		case <-ended:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		if _, err := conn.Write([]byte(" ")); err != nil {
+			return
+		}
+		if i == 600 {
+			t.Fatal("the trickling request was not cut off in 30s")
 		}
 	}
 }

@@ -219,13 +219,14 @@ func (op *operator) stop(t *testing.T) {
 		return
 	}
 	op.stopped = true
-	op.cancel()
+	op.cancel() // SIGTERM
+	// The shutdown delay (5s) plus the drain bound (--review-timeout + 5s).
 	select {
 	case code := <-op.done:
 		if code != 0 {
 			t.Errorf("operator %s exited with %d; log:\n%s", op.name, code, op.log.tail(40))
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Errorf("operator %s did not stop; log:\n%s", op.name, op.log.tail(40))
 	}
 	if t.Failed() {
@@ -289,6 +290,12 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func (s *syncBuffer) tail(n int) string {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -493,58 +491,9 @@ patch:
 		}
 	})
 
-	var b *operator
-	t.Run("two replicas, one stopped during a stream of creates", func(t *testing.T) {
-		b = cl.startOperator(t, "b")
-		b.waitReady(t)
-		cl.lb.add(b.webhook)
-		var created, failed atomic.Int64
-		var firstErr atomic.Value
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for w := range 4 {
-			wg.Go(func() {
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					cm := configMap("team-b", fmt.Sprintf("stream-%d-%d", w, i), nil)
-					if err := c.Create(ctx, cm); err != nil {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, err)
-						continue
-					}
-					if cm.Labels["scope"] != "cluster" {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, fmt.Errorf("%s not patched", cm.Name))
-					}
-					created.Add(1)
-				}
-			})
-		}
-		time.Sleep(time.Second)
-		a.stop(t) // the balancer keeps sending to it, as a Service briefly does
-		time.Sleep(2 * time.Second)
-		close(stop)
-		wg.Wait()
-		cl.lb.remove(a.webhook)
-		t.Logf("%d creates, %d failed", created.Load(), failed.Load())
-		if failed.Load() > 0 {
-			t.Errorf("%d creates failed; first: %v", failed.Load(), firstErr.Load())
-		}
-		if created.Load() < 10 {
-			t.Errorf("only %d creates", created.Load())
-		}
-	})
-
 	t.Run("webhook down with failurePolicy Ignore", func(t *testing.T) {
 		cl.setFailurePolicy(t, admissionregv1.Ignore)
 		// The operator keeps caBundle and rules correct, not the policy.
-		if b != nil {
-			b.stop(t)
-		}
 		a.stop(t)
 		cm := configMap("team-b", "while-down", nil)
 		if err := c.Create(ctx, cm); err != nil {
