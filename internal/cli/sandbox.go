@@ -187,6 +187,7 @@ func runSandbox(ctx context.Context, o *sandboxOptions, s Streams) error {
 		"--webhook-port", strconv.Itoa(port), "--bind-address", "127.0.0.1", "--cert-host", "127.0.0.1",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
 		"--leader-elect=false", "--log-format", o.logFormat, "--v", strconv.Itoa(o.verbosity),
+		"--shutdown-delay=0", // nothing balances traffic to a sandbox: stop at once
 	}); err != nil {
 		return err
 	}

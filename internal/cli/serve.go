@@ -41,6 +41,7 @@ type serveOptions struct {
 	maxReviewBytes int64
 	reviewTimeout  time.Duration
 	maxInFlight    int
+	maxMemory      int64
 	failOpen       bool
 	shutdownDelay  time.Duration
 	pprof          bool
@@ -168,7 +169,8 @@ flags take a comma-separated list. Flags given on the command line win.
 	f.StringVar(&o.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 	f.Int64Var(&o.maxReviewBytes, "max-review-bytes", webhook.DefaultMaxReviewBytes, "largest AdmissionReview body accepted (HTTP 413 above)")
 	f.DurationVar(&o.reviewTimeout, "review-timeout", webhook.DefaultTimeout, "upper bound of one evaluation (the API server's own timeout applies when shorter)")
-	f.IntVar(&o.maxInFlight, "max-inflight-reviews", 0, "reviews evaluated at once; the others wait, unread, up to their deadline (0: 4 per CPU, at least 8)")
+	f.IntVar(&o.maxInFlight, "max-inflight-reviews", 0, "reviews evaluated at once; the others wait, their bodies read, up to their deadline (0: 4 per CPU, at least 8)")
+	f.Int64Var(&o.maxMemory, "max-review-memory", 0, "memory budget, in bytes, of the reviews being evaluated, estimated from their bodies; reviews being read may hold half as much more (0: half of GOMEMLIMIT when set, else 256 MiB)")
 	f.BoolVar(&o.failOpen, "fail-open", false, "admit objects unchanged (with a warning) when evaluation fails, instead of denying them")
 	f.DurationVar(&o.shutdownDelay, "shutdown-delay", defaultShutdownDelay, "on SIGTERM, keep serving this long with /readyz failing (so that the API server and the Service stop sending here), then wait for the reviews in flight and exit")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work)")
@@ -353,14 +355,18 @@ func (o *serveOptions) serverOptions(so webhook.ServerOptions) webhook.ServerOpt
 // dragnet is the dragnet handler as serve's flags configure it; resolver
 // serves syntheticRefs (nil: none).
 func (o *serveOptions) dragnet(store webhook.Snapshots, resolver engine.Resolver, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
-	return webhook.NewDragnet(webhook.Options{
-		Evaluator:      engine.New(engine.Options{Resolver: resolver, NoTrace: true}), // nobody reads the trace here
-		Snapshots:      store,
-		Log:            log.WithName("dragnet"),
-		Metrics:        m,
-		MaxReviewBytes: o.maxReviewBytes,
-		Timeout:        o.reviewTimeout,
-		MaxInFlight:    o.maxInFlight,
-		FailOpen:       o.failOpen,
+	d := webhook.NewDragnet(webhook.Options{
+		Evaluator:       engine.New(engine.Options{Resolver: resolver, NoTrace: true}), // nobody reads the trace here
+		Snapshots:       store,
+		Log:             log.WithName("dragnet"),
+		Metrics:         m,
+		MaxReviewBytes:  o.maxReviewBytes,
+		Timeout:         o.reviewTimeout,
+		MaxInFlight:     o.maxInFlight,
+		MaxReviewMemory: o.maxMemory,
+		FailOpen:        o.failOpen,
 	})
+	eval, bodies := d.MemoryBudget()
+	log.Info("review admission", "maxReviewMemory", eval, "bodyMemory", bodies, "maxReviewBytes", o.maxReviewBytes)
+	return d
 }

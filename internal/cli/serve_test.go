@@ -407,3 +407,32 @@ func TestOperatorWebhookServerCutsSlowBody(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxReviewMemoryFlag: --max-review-memory (or MODWRIGHT_MAX_REVIEW_MEMORY)
+// sets the dragnet's memory budget; bodies get half as much again.
+func TestMaxReviewMemoryFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want int64
+	}{
+		{args: []string{"--max-review-memory", "100000000"}, want: 100000000},
+		{env: "50000000", want: 50000000},
+	} {
+		if tc.env != "" {
+			t.Setenv("MODWRIGHT_MAX_REVIEW_MEMORY", tc.env)
+		}
+		o := &serveOptions{}
+		cmd := newServeCmdWith(Streams{}, o)
+		if err := cmd.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := bindEnv(cmd.Flags(), os.LookupEnv); err != nil {
+			t.Fatal(err)
+		}
+		eval, bodies := o.dragnet(&source.Store{}, nil, logr.Discard(), nil).MemoryBudget()
+		if eval != tc.want || bodies != tc.want/2 {
+			t.Errorf("%v %s: budget %d (bodies %d), want %d", tc.args, tc.env, eval, bodies, tc.want)
+		}
+	}
+}

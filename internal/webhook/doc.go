@@ -6,8 +6,10 @@
 // anything, then the review is admitted by the memory its evaluation is
 // estimated to take and by count, or answered 503/413 in time) and the
 // bounds of what it returns (patchbound.go: the patch's depth and size).
-// It also provides the standalone HTTPS server (TLS 1.2+, HTTP/2, health,
-// readiness, metrics).
+// It also provides the HTTPS server, standalone and for the operator's
+// webhooks (TLS 1.2+, HTTP/2, health, readiness, metrics, read and idle
+// timeouts, and a shutdown in steps: unready, a delay, a drain in which
+// reviews keep their own deadlines).
 //
 // It holds no rule logic: what a rule means is the engine's business, where
 // rules come from is the source's. It must not import the CLI or the

@@ -268,7 +268,7 @@ func startFor(ctx context.Context, e *env, server string, rules int, name string
 	if server == "floor" {
 		return startServer(ctx, name, e.tmp, e.floor, nil, environ, "-port", "-cert-dir")
 	}
-	return startServer(ctx, name, e.tmp, e.modwright, []string{"serve", "--standalone", "--rules", e.rules[rules]}, environ, "--webhook-port", "--cert-dir")
+	return startServer(ctx, name, e.tmp, e.modwright, []string{"serve", "--standalone", "--shutdown-delay=0", "--rules", e.rules[rules]}, environ, "--webhook-port", "--cert-dir")
 }
 
 // scenarioResult is a scenario's runs and their medians.
