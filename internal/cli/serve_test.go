@@ -376,7 +376,7 @@ func TestOperatorWebhookServerCutsSlowBody(t *testing.T) {
 	t.Cleanup(func() { ws.srv.Close() })
 	store := &source.Store{}
 	store.Publish(rules.NewSnapshot(nil, rules.SnapshotOptions{}))
-	ws.Register(webhook.DragnetPath, webhook.NewDragnet(webhook.Options{Evaluator: engine.New(engine.Options{}), Snapshots: store, Log: logr.Discard()}))
+	ws.Register(webhook.DragnetPath, o.dragnet(store, nil, logr.Discard(), nil)) // as serve wires it
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = ws.Start(ctx) }()
