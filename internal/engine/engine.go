@@ -109,12 +109,9 @@ func (e *Engine) Evaluate(ctx context.Context, snap *rules.Snapshot, req Request
 		if obj != nil || raw == nil {
 			return nil
 		}
-		v, err := value.Decode(raw)
-		if err != nil {
-			return fmt.Errorf("%w: object: %v", ErrInvalidRequest, err)
-		}
+		v, err := decodeObject(raw)
 		obj = v
-		return nil
+		return err
 	}
 	if kind == "" {
 		if err := decode(); err != nil {
@@ -125,6 +122,9 @@ func (e *Engine) Evaluate(ctx context.Context, snap *rules.Snapshot, req Request
 	var buf [16]*rules.Rule
 	candidates := snap.Candidates(req.Namespace, req.Operation, kind, buf[:0])
 	if len(candidates) == 0 {
+		if obj == nil {
+			return &Decision{ObjectJSON: raw}, nil
+		}
 		return &Decision{Object: obj}, nil
 	}
 	if err := decode(); err != nil {
@@ -826,6 +826,15 @@ func lookup(v any, path ...string) (any, bool) {
 		}
 	}
 	return v, true
+}
+
+// decodeObject decodes the request's object from its JSON text.
+func decodeObject(raw []byte) (any, error) {
+	v, err := value.Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: object: %v", ErrInvalidRequest, err)
+	}
+	return v, nil
 }
 
 func lookupString(v any, path ...string) (string, bool) {

@@ -234,6 +234,72 @@ spec:
 	}
 }
 
+// TestDecodeObject: the Decision gives the input object back even when it
+// came as JSON text and no rule could apply, without Evaluate decoding it.
+func TestDecodeObject(t *testing.T) {
+	snap := snapshotOf(t, `
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: r, namespace: ns1}
+spec:
+  type: Patch
+  match: [{select: '$.kind', matchValue: Service}]
+  patch: [{op: add, path: /x, value: "1"}]
+`)
+	eng := engine.New(engine.Options{})
+	ctx := context.Background()
+	pod := []byte(`{"kind":"Pod","metadata":{"name":"p"}}`)
+	want := map[string]any{"kind": "Pod", "metadata": map[string]any{"name": "p"}}
+	for _, tt := range []struct {
+		name string
+		req  engine.Request
+	}{
+		{"json", engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: "Pod", ObjectJSON: pod}},
+		{"json without kind", engine.Request{Operation: rules.Create, Namespace: "ns1", ObjectJSON: pod}},
+		{"decoded", engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: "Pod", Object: want}},
+		{"delete json", engine.Request{Operation: rules.Delete, Namespace: "ns1", Kind: "Pod", OldObjectJSON: pod}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := eng.Evaluate(ctx, snap, tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.DecodeObject()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(any(want), got); diff != "" {
+				t.Errorf("DecodeObject (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(any(want), d.Object); diff != "" || d.ObjectJSON != nil {
+				t.Errorf("after DecodeObject: ObjectJSON %q, Object (-want +got):\n%s", d.ObjectJSON, diff)
+			}
+		})
+	}
+
+	d, err := eng.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: "Pod", ObjectJSON: []byte("not json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.DecodeObject(); !errors.Is(err, engine.ErrInvalidRequest) {
+		t.Errorf("DecodeObject of invalid JSON: want ErrInvalidRequest, got %v", err)
+	}
+
+	// Evaluate itself still decodes nothing: the JSON request costs the
+	// same allocations as the decoded one.
+	allocs := func(req engine.Request) float64 {
+		return testing.AllocsPerRun(100, func() {
+			if _, err := eng.Evaluate(ctx, snap, req); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	decoded := allocs(engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: "Pod", Object: want})
+	if got := allocs(engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: "Pod", ObjectJSON: pod}); got != decoded {
+		t.Errorf("Evaluate of JSON with no candidate rule: %v allocations, decoded input: %v", got, decoded)
+	}
+}
+
 func TestDeadline(t *testing.T) {
 	snap := snapshotOf(t, `
 apiVersion: api.kubemod.io/v1beta1

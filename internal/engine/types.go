@@ -46,7 +46,10 @@ type Decision struct {
 	// Object is the object after every applied rule: the input itself (not a
 	// copy) when nothing changed. It shares every subtree the rules did not
 	// touch with the input (and may share values with the rules), so treat
-	// it as read-only.
+	// it as read-only. It is nil when the request gave the object only as
+	// JSON text and no rule could apply: Evaluate does not decode what no
+	// rule reads (the webhook reads only Patch), and leaves that text in
+	// ObjectJSON. DecodeObject returns the object in every case.
 	Object any
 	// Patch turns the input object into Object (RFC 6902).
 	Patch []patch.Operation
@@ -60,6 +63,9 @@ type Decision struct {
 	// Errors lists what went wrong while applying rules: a rule that failed
 	// is skipped as a whole, and the others still run.
 	Errors []RuleError
+	// ObjectJSON is the request's JSON text of the object when Evaluate
+	// left it undecoded (Object is then nil); nil otherwise.
+	ObjectJSON []byte
 }
 
 // Allowed reports whether no Reject rule matched.
@@ -77,6 +83,22 @@ func (d *Decision) DenialText() string {
 		parts[i] = r.String()
 	}
 	return strings.Join(parts, ",")
+}
+
+// DecodeObject returns Object, after decoding ObjectJSON into it when
+// Evaluate left the object undecoded (given as JSON text, and no rule could
+// apply). The error wraps ErrInvalidRequest when that text is not JSON.
+// Like the rest of the Decision, it is not safe for concurrent use.
+func (d *Decision) DecodeObject() (any, error) {
+	if d.Object != nil || d.ObjectJSON == nil {
+		return d.Object, nil
+	}
+	v, err := decodeObject(d.ObjectJSON)
+	if err != nil {
+		return nil, err
+	}
+	d.Object, d.ObjectJSON = v, nil
+	return v, nil
 }
 
 // Rejection is one matching Reject rule.
