@@ -162,7 +162,7 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 				}
 			}
 			rejected++
-			fmt.Fprintf(s.Err, "rejected: %s: %s: operation rejected by the following ModRule(s): %s\n", d.Origin, a, dec.DenialText())
+			fmt.Fprintf(s.Err, "rejected: %s: %s: %s\n", d.Origin, a, dec.DenialMessage())
 			continue
 		}
 		out = append(out, dec.Object)

@@ -193,7 +193,7 @@ func explain(snap *rules.Snapshot, origin string, a admission, op rules.Operatio
 		Allowed: dec.Allowed(), Patch: dec.Patch, Result: dec.Object, input: a.obj,
 	}
 	if !dec.Allowed() {
-		ex.Denial = "operation rejected by the following ModRule(s): " + dec.DenialText()
+		ex.Denial = dec.DenialMessage()
 	}
 	if ex.Patch == nil {
 		ex.Patch = []patch.Operation{}

@@ -176,7 +176,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 			results = append(results, krmResult{Message: re.Error(), Severity: "warning", ResourceRef: ref, Field: fieldOf(re)})
 		}
 		if !dec.Allowed() {
-			fail("operation rejected by the following ModRule(s): "+dec.DenialText(), ref, "")
+			fail(dec.DenialMessage(), ref, "")
 			continue
 		}
 		if !dec.Changed() {

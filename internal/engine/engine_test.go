@@ -479,3 +479,21 @@ func TestDecisionApplied(t *testing.T) {
 		}
 	}
 }
+
+// TestDenialMessage: the one definition of KubeMod's denial message, which
+// the webhook, apply, explain and krm print.
+func TestDenialMessage(t *testing.T) {
+	for _, tt := range []struct {
+		rejections []engine.Rejection
+		want       string
+	}{
+		{[]engine.Rejection{{Rule: "ns1/protect"}}, `operation rejected by the following ModRule(s): ns1/protect`},
+		{[]engine.Rejection{{Rule: "ns1/a", Message: `no "latest"`}, {Rule: "ns2/b"}},
+			`operation rejected by the following ModRule(s): ns1/a: "no \"latest\"",ns2/b`},
+	} {
+		d := engine.Decision{Rejections: tt.rejections}
+		if got := d.DenialMessage(); got != tt.want {
+			t.Errorf("DenialMessage() = %q, want %q", got, tt.want)
+		}
+	}
+}

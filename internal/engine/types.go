@@ -85,6 +85,13 @@ func (d *Decision) DenialText() string {
 	return strings.Join(parts, ",")
 }
 
+// DenialMessage is the message a denied request gets, as KubeMod's webhook
+// words it: "operation rejected by the following ModRule(s): " and
+// DenialText.
+func (d *Decision) DenialMessage() string {
+	return "operation rejected by the following ModRule(s): " + d.DenialText()
+}
+
 // DecodeObject returns Object, after decoding ObjectJSON into it when
 // Evaluate left the object undecoded (given as JSON text, and no rule could
 // apply). The error wraps ErrInvalidRequest when that text is not JSON.

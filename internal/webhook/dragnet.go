@@ -374,7 +374,7 @@ func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review, 
 	}
 	if !dec.Allowed() {
 		resp.Code, resp.Reason = http.StatusForbidden, "Forbidden"
-		resp.Message = "operation rejected by the following ModRule(s): " + dec.DenialText()
+		resp.Message = dec.DenialMessage()
 		d.opts.Log.Info("rejected", "rejections", dec.DenialText(), "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operation", op)
 		return resp, metrics.OutcomeDenied
 	}
