@@ -20,6 +20,7 @@ import (
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 	"github.com/modwright/modwright/internal/template"
+	"github.com/modwright/modwright/internal/value"
 )
 
 // Lint codes. They are stable: scripts and docs may refer to them.
@@ -488,7 +489,7 @@ func satisfy(obj map[string]any, c *rules.Criterion) {
 	case len(c.Values) > 0:
 		val = c.Values[0]
 	default:
-		if _, ok := lookup(obj, path...); ok {
+		if _, ok := value.Lookup(obj, path...); ok {
 			return
 		}
 		val = "sample"
@@ -515,19 +516,6 @@ func removePath(obj map[string]any, path []string) {
 		m = next
 	}
 	delete(m, path[len(path)-1])
-}
-
-func lookup(v any, path ...string) (any, bool) {
-	for _, k := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if v, ok = m[k]; !ok {
-			return nil, false
-		}
-	}
-	return v, true
 }
 
 // checkIdempotent applies a Patch rule to each sample, then again to the

@@ -12,13 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/modwright/modwright/internal/engine"
 )
 
-// Node-reference annotations (KubeMod's).
-const (
-	InjectNodeRefAnnotation = "ref.kubemod.io/inject-node-ref"
-	NodeNameAnnotation      = "ref.kubemod.io/nodename"
-)
+// InjectNodeRefAnnotation asks for a Pod's node to be recorded in its
+// engine.NodeNameAnnotation (KubeMod's node-reference annotations).
+const InjectNodeRefAnnotation = "ref.kubemod.io/inject-node-ref"
 
 // NodeRefPath is where the pods/binding webhook is served.
 const NodeRefPath = "/podbinding-webhook"
@@ -75,10 +75,10 @@ func (h *NodeRefHandler) annotate(ctx context.Context, key types.NamespacedName,
 		}
 		return err
 	}
-	if p.Annotations[InjectNodeRefAnnotation] != "true" || p.Annotations[NodeNameAnnotation] == node {
+	if p.Annotations[InjectNodeRefAnnotation] != "true" || p.Annotations[engine.NodeNameAnnotation] == node {
 		return nil
 	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{NodeNameAnnotation: node}}})
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{engine.NodeNameAnnotation: node}}})
 	if err != nil {
 		return err
 	}

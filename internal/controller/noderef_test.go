@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/modwright/modwright/internal/engine"
 )
 
 func TestNodeRefHandler(t *testing.T) {
@@ -56,7 +58,7 @@ func TestNodeRefHandler(t *testing.T) {
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tt.pod), &got); err != nil {
 				t.Fatal(err)
 			}
-			if a := got.Annotations[NodeNameAnnotation]; a != tt.want {
+			if a := got.Annotations[engine.NodeNameAnnotation]; a != tt.want {
 				t.Errorf("nodename annotation %q, want %q", a, tt.want)
 			}
 		})

@@ -199,7 +199,7 @@ func (ev *evaluation) prepare() {
 	if !ok {
 		return
 	}
-	if _, ok := lookup(root, "metadata", "managedFields"); ok {
+	if _, ok := value.Lookup(root, "metadata", "managedFields"); ok {
 		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: managedFieldsPath}))
 	}
 	if ev.refs != nil {
@@ -753,7 +753,7 @@ func mirrored(p patch.Pointer) bool {
 func (ev *evaluation) finish() {
 	if _, ok := ev.doc.Root().(map[string]any); ok {
 		ev.restore(syntheticRefsPath)
-		if _, ok := lookup(ev.doc.Root(), "metadata"); ok {
+		if _, ok := value.Lookup(ev.doc.Root(), "metadata"); ok {
 			ev.restore(managedFieldsPath)
 		}
 		if ev.laChanged {
@@ -779,7 +779,7 @@ var (
 // restore puts the original's member at p (a top-level or metadata member)
 // back into the result, or removes it when the original had none.
 func (ev *evaluation) restore(p patch.Pointer) {
-	orig, had := lookup(ev.original, p...)
+	orig, had := value.Lookup(ev.original, p...)
 	if had {
 		ev.must(ev.doc.Put(p, orig))
 		return
@@ -814,20 +814,6 @@ func (ev *evaluation) writeLastApplied() {
 	ev.must(ev.doc.Put(lastAppliedPath, unsafe.String(unsafe.SliceData(b), len(b))))
 }
 
-func lookup(v any, path ...string) (any, bool) {
-	for _, k := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		v, ok = m[k]
-		if !ok {
-			return nil, false
-		}
-	}
-	return v, true
-}
-
 // decodeObject decodes the request's object from its JSON text.
 func decodeObject(raw []byte) (any, error) {
 	v, err := value.Decode(raw)
@@ -838,7 +824,7 @@ func decodeObject(raw []byte) (any, error) {
 }
 
 func lookupString(v any, path ...string) (string, bool) {
-	x, ok := lookup(v, path...)
+	x, ok := value.Lookup(v, path...)
 	if !ok {
 		return "", false
 	}
