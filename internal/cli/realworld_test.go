@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/modwright/modwright/internal/testtool"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -97,28 +98,10 @@ func sameItems(a, b string) bool {
 
 // realworldDir finds the data set: $MODWRIGHT_REALWORLD_DIR, or
 // shared/conformance/kubemod-realworld beside the repository. Absent, the
-// test is skipped, except in CI (CI=true), where it fails.
+// test skips, or fails under MODWRIGHT_REQUIRE_CONFORMANCE=1 (.ci/run).
 func realworldDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("MODWRIGHT_REALWORLD_DIR")
-	if dir == "" {
-		root, err := filepath.Abs("../..")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-			t.Fatalf("repository root not found at %s: %v", root, err)
-		}
-		dir = filepath.Join(filepath.Dir(root), "shared", "conformance", "kubemod-realworld")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "cases")); err != nil {
-		msg := fmt.Sprintf("KubeMod real-world data not found at %s (set MODWRIGHT_REALWORLD_DIR): %v", dir, err)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
+	return testtool.ConformanceDir(t, "kubemod-realworld", "MODWRIGHT_REALWORLD_DIR", "cases")
 }
 
 // realworldResult is one side of a case, in expected.json's terms.

@@ -14,31 +14,16 @@ import (
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/testtool"
 	"github.com/modwright/modwright/internal/value"
 )
 
 // conformanceDir finds KubeMod's conformance data: $MODWRIGHT_CONFORMANCE_DIR,
-// or shared/conformance/kubemod beside the repository.
+// or shared/conformance/kubemod beside the repository. Absent, the tests
+// skip, or fail under MODWRIGHT_REQUIRE_CONFORMANCE=1 (.ci/run).
 func conformanceDir(t testing.TB) string {
-	if d := os.Getenv("MODWRIGHT_CONFORMANCE_DIR"); d != "" {
-		return d
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			d := filepath.Join(filepath.Dir(dir), "shared", "conformance", "kubemod")
-			if _, err := os.Stat(d); err != nil {
-				t.Fatalf("KubeMod conformance data not found at %s (set MODWRIGHT_CONFORMANCE_DIR): %v", d, err)
-			}
-			return d
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("repository root not found")
-		}
-	}
+	t.Helper()
+	return testtool.ConformanceDir(t, "kubemod", "MODWRIGHT_CONFORMANCE_DIR", "patch-cases.json")
 }
 
 type patchCase struct {

@@ -1,12 +1,16 @@
 // Package testtool finds the external programs some tests need (helm,
-// controller-gen, kubectl) and the repository root. Tests that need a missing
-// program skip, unless MODWRIGHT_REQUIRE_TOOLS=1 (set by `make test`), when
-// they fail: a test that should have run is never silently skipped in CI.
+// controller-gen, kubectl), the peer conformance data sets beside the
+// repository, and the repository root. Tests that need a missing program
+// skip, unless MODWRIGHT_REQUIRE_TOOLS=1 (set by `make test`), when they
+// fail; tests that need missing conformance data skip, unless
+// MODWRIGHT_REQUIRE_CONFORMANCE=1 (set by .ci/run), when they fail: a test
+// that should have run is never silently skipped in CI.
 //
 // It is imported by tests only and must not know anything about rules.
 package testtool
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,4 +48,34 @@ func Find(t testing.TB, name string) string {
 	}
 	t.Skipf("%s not found (run hack/tools.sh %s, or make test)", name, name)
 	return ""
+}
+
+// ConformanceRequired reports whether missing conformance data fails tests
+// (MODWRIGHT_REQUIRE_CONFORMANCE=1, set by .ci/run).
+func ConformanceRequired() bool { return os.Getenv("MODWRIGHT_REQUIRE_CONFORMANCE") == "1" }
+
+// ConformanceDir returns the directory of the peer conformance data set
+// name: $env when set, else shared/conformance/<name> beside the
+// repository (../shared from its root). The data is not part of the
+// project. The directory must hold probe (a file or directory the data set
+// always has); when it does not, the test is skipped with a message saying
+// where the data was looked for, or failed when ConformanceRequired.
+func ConformanceDir(t testing.TB, name, env, probe string) string {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		root, err := filepath.Abs(RepoRoot(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(filepath.Dir(root), "shared", "conformance", name)
+	}
+	if _, err := os.Stat(filepath.Join(dir, probe)); err != nil {
+		msg := fmt.Sprintf("conformance data %s not found (%v): set %s, or put shared/conformance/%s beside the repository", name, err, env, name)
+		if ConformanceRequired() {
+			t.Fatalf("%s; it is required (MODWRIGHT_REQUIRE_CONFORMANCE=1)", msg)
+		}
+		t.Skipf("%s; skipped (MODWRIGHT_REQUIRE_CONFORMANCE=1 makes this a failure)", msg)
+	}
+	return dir
 }
