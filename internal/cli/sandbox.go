@@ -211,6 +211,12 @@ func runSandbox(ctx context.Context, o *sandboxOptions, s Streams) error {
 	if err := waitReady(ctx, "http://"+so.operator.probeAddr+"/readyz", opDone); err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
+	// Ready means the operator serves; the API server also has to trust it
+	// (the caBundle the operator injects reaches the API server's webhook
+	// cache a moment later): the sandbox is ready once admission works.
+	if err := waitAdmission(ctx, c, opDone); err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
 	user, err := env.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return err
@@ -280,6 +286,46 @@ func waitReady(ctx context.Context, url string, done <-chan error) error {
 		}
 	}
 	return errors.New("the operator was not ready after 2 minutes")
+}
+
+// waitAdmission waits until the API server calls modwright's webhooks
+// successfully: a server-side dry run of a ModRule (the validating webhook)
+// and of a ConfigMap (the dragnet) both succeed.
+func waitAdmission(ctx context.Context, c client.Client, done <-chan error) error {
+	probes := func() []client.Object {
+		rule := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "api.kubemod.io/v1beta1", "kind": "ModRule",
+			"metadata": map[string]any{"name": "sandbox-probe", "namespace": "default"},
+			"spec": map[string]any{"type": "Reject", "match": []any{map[string]any{"select": "$.kind", "matchValue": "SandboxProbe"}}},
+		}}
+		cm := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "sandbox-probe", "namespace": "default"},
+		}}
+		return []client.Object{rule, cm}
+	}
+	deadline := time.Now().Add(time.Minute)
+	var last error
+	for time.Now().Before(deadline) {
+		last = nil
+		for _, o := range probes() {
+			if err := c.Create(ctx, o, client.DryRunAll); err != nil {
+				last = err
+				break
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("the operator stopped before admission worked: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the API server could not call modwright's webhooks after a minute: %w", last)
 }
 
 // bundleObjects decodes the YAML documents of deploy's bundle.
