@@ -2,8 +2,9 @@
 // returns a Decision: the patched object, a minimal RFC 6902 patch, the
 // rejections and a trace of every rule considered.
 //
-// The engine never modifies its input: it works on one deep copy of the
-// object, applies each rule's operations through an undo journal (a rule is
+// The engine never modifies its input: it works on a copy-on-write
+// patch.Doc of the object (only the containers a rule changes are copied),
+// applies each rule's operations through its undo journal (a rule is
 // atomic: all of its operations apply or none do), and diffs the result
 // against the original. It honours the context's deadline between rules and
 // inside selection, matching and rendering, and bounds what one rule may

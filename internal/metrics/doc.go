@@ -1,5 +1,5 @@
 // Package metrics defines modwright's Prometheus metrics in one place, so
-// that their names and labels are documented together (docs/operations.md)
+// that their names and labels are documented together (docs/serve.md#metrics)
 // and every component receives them by injection instead of registering
 // globals.
 //

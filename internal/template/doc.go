@@ -11,5 +11,6 @@
 // execution that exceeds one fails with ErrLimit.
 //
 // Templates are compiled once when a rule loads; Execute never parses.
-// The package knows nothing of ModRules, JSONPath or admission.
+// The package imports no ModRule type, JSONPath or admission code; its Data
+// is the template context KubeMod defines (.Target, .Namespace, ...).
 package template
