@@ -296,7 +296,7 @@ func waitAdmission(ctx context.Context, c client.Client, done <-chan error) erro
 		rule := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "api.kubemod.io/v1beta1", "kind": "ModRule",
 			"metadata": map[string]any{"name": "sandbox-probe", "namespace": "default"},
-			"spec": map[string]any{"type": "Reject", "match": []any{map[string]any{"select": "$.kind", "matchValue": "SandboxProbe"}}},
+			"spec":     map[string]any{"type": "Reject", "match": []any{map[string]any{"select": "$.kind", "matchValue": "SandboxProbe"}}},
 		}}
 		cm := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
