@@ -113,7 +113,7 @@ func TestSyntheticRefsCannotBeForged(t *testing.T) {
 			}
 			// A rule that does not load is kept, never evaluated (serve).
 			snap := rules.NewSnapshot(res.Rules, rules.SnapshotOptions{})
-			d := evaluate(t, engine.New(engine.Options{Resolver: refs{}}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: object(t, privilegedPod)})
+			d := evaluate(t, engine.New(engine.Options{Objects: refs{}}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: object(t, privilegedPod)})
 			if d.Allowed() {
 				t.Fatalf("admitted; trace %+v", d.Trace)
 			}
