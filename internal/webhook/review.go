@@ -1,11 +1,16 @@
 package webhook
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -27,17 +32,53 @@ type review struct {
 	Request    *request
 }
 
-// request is the part of an AdmissionRequest modwright reads. The objects
-// stay JSON text: the engine decodes one only when a rule can apply to it.
+// request is an AdmissionRequest: every field of admission.k8s.io/v1 and
+// v1beta1 (the same JSON in both). The objects and the options stay JSON
+// text: the engine decodes an object only when a rule can apply to it.
 type request struct {
-	UID                        string
-	Kind                       groupVersionKind
-	Namespace, Name, Operation string
-	SubResource                string
-	Object, OldObject          []byte // nil when absent or null
+	UID                             string
+	Kind, RequestKind               engine.GroupVersionKind
+	Resource, RequestResource       engine.GroupVersionResource
+	SubResource, RequestSubResource string
+	Namespace, Name, Operation      string
+	UserInfo                        engine.UserInfo
+	DryRun                          bool
+	Object, OldObject               []byte // nil when absent or null
+	Options                         []byte // nil when absent or null
+
+	// text holds the text of every string above (see requestText), and
+	// groups the first few userInfo.groups: decoding a review allocates
+	// for these once, not once per string.
+	text   strings.Builder
+	groups [4]string
 }
 
-type groupVersionKind struct{ Group, Version, Kind string }
+// attributes returns the request as the engine takes it, sharing its
+// strings and JSON text.
+func (r *request) attributes() engine.Request {
+	return engine.Request{
+		UID:                r.UID,
+		Operation:          rules.Operation(r.Operation),
+		Name:               r.Name,
+		Namespace:          r.Namespace,
+		Kind:               r.Kind,
+		Resource:           r.Resource,
+		SubResource:        r.SubResource,
+		RequestKind:        r.RequestKind,
+		RequestResource:    r.RequestResource,
+		RequestSubResource: r.RequestSubResource,
+		UserInfo:           r.UserInfo,
+		DryRun:             r.DryRun,
+		Options:            r.Options,
+		ObjectJSON:         r.Object,
+		OldObjectJSON:      r.OldObject,
+	}
+}
+
+// requestText is the room a request's strings usually take (a uid, a name,
+// group, version, kind and resource twice, a username and a few groups);
+// more grows the buffer.
+const requestText = 384
 
 // decodeReview parses and checks a request body. It is hand-written on
 // value.ObjectMembers (one validating pass, no reflection, the objects left
@@ -49,9 +90,9 @@ func decodeReview(body []byte) (*review, error) {
 		var err error
 		switch key {
 		case "apiVersion":
-			rv.APIVersion, err = stringField(raw, key)
+			rv.APIVersion, err = constField(raw, key, ReviewV1, ReviewV1beta1)
 		case "kind":
-			rv.Kind, err = stringField(raw, key)
+			rv.Kind, err = constField(raw, key, "AdmissionReview")
 		case "request":
 			if string(raw) == "null" {
 				return nil
@@ -94,49 +135,249 @@ func knownOperation(op string) bool {
 
 func decodeRequest(data []byte) (*request, error) {
 	req := &request{}
+	req.text.Grow(requestText)
 	err := value.ObjectMembers(data, func(key string, raw []byte) error {
 		var err error
 		switch key {
 		case "uid":
-			req.UID, err = stringField(raw, "request.uid")
-		case "namespace":
-			req.Namespace, err = stringField(raw, "request.namespace")
-		case "name":
-			req.Name, err = stringField(raw, "request.name")
-		case "operation":
-			req.Operation, err = stringField(raw, "request.operation")
-		case "subResource":
-			req.SubResource, err = stringField(raw, "request.subResource")
+			req.UID, err = req.str(raw)
 		case "kind":
+			err = req.gvk(raw, &req.Kind)
+		case "resource":
+			err = req.gvr(raw, &req.Resource)
+		case "subResource":
+			req.SubResource, err = req.str(raw)
+		case "requestKind":
+			if string(raw) == "null" { // optional: null clears it
+				req.RequestKind = engine.GroupVersionKind{}
+			}
+			err = req.gvk(raw, &req.RequestKind)
+		case "requestResource":
 			if string(raw) == "null" {
-				return nil
+				req.RequestResource = engine.GroupVersionResource{}
 			}
-			err = value.ObjectMembers(raw, func(k string, raw []byte) error {
-				var err error
-				switch k {
-				case "group":
-					req.Kind.Group, err = stringField(raw, "request.kind.group")
-				case "version":
-					req.Kind.Version, err = stringField(raw, "request.kind.version")
-				case "kind":
-					req.Kind.Kind, err = stringField(raw, "request.kind.kind")
-				}
-				return err
-			})
-			if err != nil {
-				err = fmt.Errorf("request.kind: %w", err)
-			}
+			err = req.gvr(raw, &req.RequestResource)
+		case "requestSubResource":
+			req.RequestSubResource, err = req.str(raw)
+		case "name":
+			req.Name, err = req.str(raw)
+		case "namespace":
+			req.Namespace, err = req.str(raw)
+		case "operation":
+			req.Operation, err = operationField(raw)
+		case "userInfo":
+			err = req.userInfo(raw)
 		case "object":
 			req.Object = objectField(raw)
 		case "oldObject":
 			req.OldObject = objectField(raw)
+		case "dryRun":
+			req.DryRun, err = boolField(raw)
+		case "options":
+			req.Options = objectField(raw)
 		}
-		return err
+		if err != nil {
+			return fmt.Errorf("request.%s%w", key, err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return req, nil
+}
+
+// fieldError is a member's value of the wrong type; the members it is in
+// prefix their names as it goes up ("request.kind.kind: want a string").
+type fieldError struct {
+	want string
+	got  []byte
+}
+
+func (e *fieldError) Error() string { return ": want " + e.want + ", got " + shorten(e.got) }
+
+// members calls fn for each member of the object raw; null is an empty
+// object. An error is prefixed with ".key" (the member's name).
+func members(raw []byte, fn func(key string, raw []byte) error) error {
+	if string(raw) == "null" {
+		return nil
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return &fieldError{"an object", raw}
+	}
+	return value.ObjectMembers(raw, func(key string, raw []byte) error {
+		if err := fn(key, raw); err != nil {
+			return fmt.Errorf(".%s%w", key, err)
+		}
+		return nil
+	})
+}
+
+func (r *request) gvk(raw []byte, dst *engine.GroupVersionKind) error {
+	return members(raw, func(k string, raw []byte) error {
+		var err error
+		switch k {
+		case "group":
+			dst.Group, err = r.str(raw)
+		case "version":
+			dst.Version, err = r.str(raw)
+		case "kind":
+			dst.Kind, err = r.str(raw)
+		}
+		return err
+	})
+}
+
+func (r *request) gvr(raw []byte, dst *engine.GroupVersionResource) error {
+	return members(raw, func(k string, raw []byte) error {
+		var err error
+		switch k {
+		case "group":
+			dst.Group, err = r.str(raw)
+		case "version":
+			dst.Version, err = r.str(raw)
+		case "resource":
+			dst.Resource, err = r.str(raw)
+		}
+		return err
+	})
+}
+
+// userInfo decodes an authentication.k8s.io/v1 UserInfo.
+func (r *request) userInfo(raw []byte) error {
+	u := &r.UserInfo
+	return members(raw, func(k string, raw []byte) error {
+		var err error
+		switch k {
+		case "username":
+			u.Username, err = r.str(raw)
+		case "uid":
+			u.UID, err = r.str(raw)
+		case "groups":
+			u.Groups, err = r.strings(raw, r.groups[:0])
+		case "extra":
+			if string(raw) == "null" {
+				u.Extra = nil
+			}
+			err = members(raw, func(k string, raw []byte) error {
+				vals, err := r.strings(raw, nil)
+				if err != nil {
+					return err
+				}
+				if u.Extra == nil {
+					u.Extra = map[string][]string{}
+				}
+				u.Extra[k] = vals
+				return nil
+			})
+		}
+		return err
+	})
+}
+
+// strings decodes an array of strings, appending to dst; null is nil. raw
+// has been validated as JSON, so the scan only has to find each element.
+func (r *request) strings(raw []byte, dst []string) ([]string, error) {
+	if string(raw) == "null" {
+		return nil, nil
+	}
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, &fieldError{"an array of strings", raw}
+	}
+	for i := 1; i < len(raw); {
+		switch raw[i] {
+		case ' ', '\t', '\n', '\r', ',':
+			i++
+			continue
+		case ']':
+			if dst == nil {
+				dst = []string{}
+			}
+			return dst, nil
+		case '"':
+		default:
+			return nil, &fieldError{"an array of strings", raw}
+		}
+		j := i + 1
+		for j < len(raw) && raw[j] != '"' {
+			if raw[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j >= len(raw) {
+			break
+		}
+		s, err := r.str(raw[i : j+1])
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, s)
+		i = j + 1
+	}
+	return nil, &fieldError{"an array of strings", raw}
+}
+
+// str decodes a string member into the request's text; null counts as
+// empty. raw has been validated as JSON: a string without escapes, all
+// UTF-8, is its own text.
+func (r *request) str(raw []byte) (string, error) {
+	if string(raw) == "null" {
+		return "", nil
+	}
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", &fieldError{"a string", raw}
+	}
+	text := raw[1 : len(raw)-1]
+	if bytes.IndexByte(text, '\\') >= 0 || !utf8.Valid(text) {
+		s, err := value.DecodeString(raw) // rare: unescaping builds a new string
+		if err != nil {
+			return "", fmt.Errorf(": %w", err)
+		}
+		return s, nil
+	}
+	if len(text) == 0 {
+		return "", nil
+	}
+	// A strings.Builder never changes the text it has handed out: the
+	// strings taken before it grows keep the old storage.
+	n := r.text.Len()
+	r.text.Write(text)
+	return r.text.String()[n:], nil
+}
+
+// operationField decodes the operation without allocating when it is one
+// of admission.k8s.io's (decodeReview refuses any other).
+func operationField(raw []byte) (string, error) {
+	op, err := constField(raw, "", "CREATE", "UPDATE", "DELETE", "CONNECT")
+	if err != nil {
+		return "", &fieldError{"a string", raw}
+	}
+	return op, nil
+}
+
+// boolField decodes a boolean member; null counts as false.
+func boolField(raw []byte) (bool, error) {
+	switch string(raw) {
+	case "true":
+		return true, nil
+	case "false", "null":
+		return false, nil
+	}
+	return false, &fieldError{"a boolean", raw}
+}
+
+// constField decodes a string member, returning the one of consts it
+// spells without allocating.
+func constField(raw []byte, name string, consts ...string) (string, error) {
+	if len(raw) >= 2 && raw[0] == '"' {
+		for _, c := range consts {
+			if string(raw[1:len(raw)-1]) == c {
+				return c, nil
+			}
+		}
+	}
+	return stringField(raw, name)
 }
 
 // stringField decodes a string member; null counts as empty.
