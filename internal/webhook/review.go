@@ -136,27 +136,42 @@ func knownOperation(op string) bool {
 func decodeRequest(data []byte) (*request, error) {
 	req := &request{}
 	req.text.Grow(requestText)
+	// The kind and resource seen, once each so far: requestKind and
+	// requestResource repeat them unless the API server converted the
+	// request.
+	var kindRaw, resourceRaw []byte
+	var kinds, resources int
 	err := value.ObjectMembers(data, func(key string, raw []byte) error {
 		var err error
 		switch key {
 		case "uid":
 			req.UID, err = req.str(raw)
 		case "kind":
+			kinds, kindRaw = kinds+1, raw
 			err = req.gvk(raw, &req.Kind)
 		case "resource":
+			resources, resourceRaw = resources+1, raw
 			err = req.gvr(raw, &req.Resource)
 		case "subResource":
 			req.SubResource, err = req.str(raw)
 		case "requestKind":
-			if string(raw) == "null" { // optional: null clears it
+			switch {
+			case string(raw) == "null": // optional: null clears it
 				req.RequestKind = engine.GroupVersionKind{}
+			case kinds == 1 && req.RequestKind == (engine.GroupVersionKind{}) && bytes.Equal(raw, kindRaw):
+				req.RequestKind = req.Kind // usually the same text: decoded once
+			default:
+				err = req.gvk(raw, &req.RequestKind)
 			}
-			err = req.gvk(raw, &req.RequestKind)
 		case "requestResource":
-			if string(raw) == "null" {
+			switch {
+			case string(raw) == "null":
 				req.RequestResource = engine.GroupVersionResource{}
+			case resources == 1 && req.RequestResource == (engine.GroupVersionResource{}) && bytes.Equal(raw, resourceRaw):
+				req.RequestResource = req.Resource
+			default:
+				err = req.gvr(raw, &req.RequestResource)
 			}
-			err = req.gvr(raw, &req.RequestResource)
 		case "requestSubResource":
 			req.RequestSubResource, err = req.str(raw)
 		case "name":

@@ -316,3 +316,16 @@ func TestDecodeReviewAllocs(t *testing.T) {
 		t.Errorf("decoding a review with 17 strings took %v allocations, want at most 3", n)
 	}
 }
+
+// BenchmarkDecodeReview decodes the load test's Deployment review (every
+// attribute, as an API server sends it).
+func BenchmarkDecodeReview(b *testing.B) {
+	body := benchReview(b, "deployment.json", "")
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeReview(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
