@@ -29,7 +29,8 @@ var ErrMalformedReview = errors.New("malformed AdmissionReview")
 type review struct {
 	APIVersion string
 	Kind       string
-	Request    *request
+	Request    *request // nil when absent or null; else &req
+	req        request
 }
 
 // request is an AdmissionRequest: every field of admission.k8s.io/v1 and
@@ -46,9 +47,9 @@ type request struct {
 	Object, OldObject               []byte // nil when absent or null
 	Options                         []byte // nil when absent or null
 
-	// text holds the text of every string above (see requestText), and
-	// groups the first few userInfo.groups: decoding a review allocates
-	// for these once, not once per string.
+	// text holds the text of every string above, and groups the first
+	// few userInfo.groups: decoding a review allocates for these once,
+	// not once per string (see decodeRequest).
 	text   strings.Builder
 	groups [4]string
 }
@@ -75,11 +76,6 @@ func (r *request) attributes() engine.Request {
 	}
 }
 
-// requestText is the room a request's strings usually take (a uid, a name,
-// group, version, kind and resource twice, a username and a few groups);
-// more grows the buffer.
-const requestText = 384
-
 // decodeReview parses and checks a request body. It is hand-written on
 // value.ObjectMembers (one validating pass, no reflection, the objects left
 // undecoded): the API server sends every admission through it. Unknown
@@ -97,7 +93,10 @@ func decodeReview(body []byte) (*review, error) {
 			if string(raw) == "null" {
 				return nil
 			}
-			rv.Request, err = decodeRequest(raw)
+			rv.req = request{} // a repeated request replaces the first
+			if err = decodeRequest(raw, &rv.req); err == nil {
+				rv.Request = &rv.req
+			}
 		}
 		return err
 	})
@@ -133,55 +132,20 @@ func knownOperation(op string) bool {
 	return false
 }
 
-func decodeRequest(data []byte) (*request, error) {
-	req := &request{}
-	req.text.Grow(requestText)
-	// The kind and resource seen, once each so far: requestKind and
-	// requestResource repeat them unless the API server converted the
-	// request.
-	var kindRaw, resourceRaw []byte
-	var kinds, resources int
+// decodeRequest decodes an AdmissionRequest in two steps: one pass over its
+// members takes the objects and the scalars and sets aside the members
+// holding strings (up to a dozen; more are decoded in place, in order);
+// then, their size known, the request's text is allocated once and they
+// are decoded in document order.
+func decodeRequest(data []byte, req *request) error {
+	var st textMembers
 	err := value.ObjectMembers(data, func(key string, raw []byte) error {
 		var err error
 		switch key {
-		case "uid":
-			req.UID, err = req.str(raw)
-		case "kind":
-			kinds, kindRaw = kinds+1, raw
-			err = req.gvk(raw, &req.Kind)
-		case "resource":
-			resources, resourceRaw = resources+1, raw
-			err = req.gvr(raw, &req.Resource)
-		case "subResource":
-			req.SubResource, err = req.str(raw)
-		case "requestKind":
-			switch {
-			case string(raw) == "null": // optional: null clears it
-				req.RequestKind = engine.GroupVersionKind{}
-			case kinds == 1 && req.RequestKind == (engine.GroupVersionKind{}) && bytes.Equal(raw, kindRaw):
-				req.RequestKind = req.Kind // usually the same text: decoded once
-			default:
-				err = req.gvk(raw, &req.RequestKind)
-			}
-		case "requestResource":
-			switch {
-			case string(raw) == "null":
-				req.RequestResource = engine.GroupVersionResource{}
-			case resources == 1 && req.RequestResource == (engine.GroupVersionResource{}) && bytes.Equal(raw, resourceRaw):
-				req.RequestResource = req.Resource
-			default:
-				err = req.gvr(raw, &req.RequestResource)
-			}
-		case "requestSubResource":
-			req.RequestSubResource, err = req.str(raw)
-		case "name":
-			req.Name, err = req.str(raw)
-		case "namespace":
-			req.Namespace, err = req.str(raw)
+		case "uid", "kind", "resource", "subResource", "requestKind", "requestResource", "requestSubResource", "name", "namespace", "userInfo":
+			err = st.add(req, key, raw)
 		case "operation":
 			req.Operation, err = operationField(raw)
-		case "userInfo":
-			err = req.userInfo(raw)
 		case "object":
 			req.Object = objectField(raw)
 		case "oldObject":
@@ -196,10 +160,125 @@ func decodeRequest(data []byte) (*request, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = st.flush(req)
 	}
-	return req, nil
+	return err
+}
+
+// textMembers holds the members of a request whose strings go into its
+// text until their size is known.
+type textMembers struct {
+	held [12]struct {
+		key string
+		raw []byte
+	}
+	n    int
+	size int  // bytes of raw JSON held: about the text they hold
+	full bool // held was full: members are decoded as they come
+	// lastKind and lastResource are the kind and resource held last.
+	lastKind, lastResource []byte
+
+	// The kind and resource seen, once each so far: requestKind and
+	// requestResource repeat them unless the API server converted the
+	// request.
+	kindRaw, resourceRaw []byte
+	kinds, resources     int
+}
+
+func (t *textMembers) add(req *request, key string, raw []byte) error {
+	if t.full || t.n == len(t.held) {
+		if err := t.flush(req); err != nil {
+			return err
+		}
+		t.full = true
+		return t.decode(req, key, raw)
+	}
+	t.held[t.n].key, t.held[t.n].raw = key, raw
+	t.n++
+	switch key {
+	case "kind":
+		t.lastKind = raw
+	case "resource":
+		t.lastResource = raw
+	case "requestKind":
+		if bytes.Equal(raw, t.lastKind) {
+			return nil // most likely decoded as a copy of kind: no text
+		}
+	case "requestResource":
+		if bytes.Equal(raw, t.lastResource) {
+			return nil
+		}
+	}
+	t.size += len(raw)
+	return nil
+}
+
+// flush decodes the members held, in order.
+func (t *textMembers) flush(req *request) error {
+	if t.n == 0 {
+		return nil
+	}
+	req.text.Grow(t.size)
+	for _, m := range t.held[:t.n] {
+		if err := t.decode(req, m.key, m.raw); err != nil {
+			return fmt.Errorf("request.%s%w", m.key, err)
+		}
+	}
+	t.n = 0
+	return nil
+}
+
+func (t *textMembers) decode(req *request, key string, raw []byte) error {
+	switch key {
+	case "uid":
+		return req.setStr(&req.UID, raw)
+	case "kind":
+		t.kinds, t.kindRaw = t.kinds+1, raw
+		return req.gvk(raw, &req.Kind)
+	case "resource":
+		t.resources, t.resourceRaw = t.resources+1, raw
+		return req.gvr(raw, &req.Resource)
+	case "subResource":
+		return req.setStr(&req.SubResource, raw)
+	case "requestKind":
+		switch {
+		case string(raw) == "null": // optional: null clears it
+			req.RequestKind = engine.GroupVersionKind{}
+		case t.kinds == 1 && req.RequestKind == (engine.GroupVersionKind{}) && bytes.Equal(raw, t.kindRaw):
+			req.RequestKind = req.Kind // usually the same text: decoded once
+		default:
+			return req.gvk(raw, &req.RequestKind)
+		}
+	case "requestResource":
+		switch {
+		case string(raw) == "null":
+			req.RequestResource = engine.GroupVersionResource{}
+		case t.resources == 1 && req.RequestResource == (engine.GroupVersionResource{}) && bytes.Equal(raw, t.resourceRaw):
+			req.RequestResource = req.Resource
+		default:
+			return req.gvr(raw, &req.RequestResource)
+		}
+	case "requestSubResource":
+		return req.setStr(&req.RequestSubResource, raw)
+	case "name":
+		return req.setStr(&req.Name, raw)
+	case "namespace":
+		return req.setStr(&req.Namespace, raw)
+	case "userInfo":
+		return req.userInfo(raw)
+	}
+	return nil
+}
+
+// setStr decodes a string member into *dst.
+func (r *request) setStr(dst *string, raw []byte) error {
+	s, err := r.str(raw)
+	if err != nil {
+		return err
+	}
+	*dst = s
+	return nil
 }
 
 // fieldError is a member's value of the wrong type; the members it is in

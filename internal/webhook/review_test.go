@@ -107,6 +107,8 @@ func FuzzDecodeReview(f *testing.F) {
 			"operation", "userInfo", "username", "groups", "extra", "object", "oldObject", "dryRun", "options", "group", "version"} {
 			comparable = comparable && strings.Count(lower, `"`+strings.ToLower(k)+`"`) == strings.Count(string(body), `"`+k+`"`)
 		}
+		// A repeated request replaces the first; encoding/json merges them.
+		comparable = comparable && strings.Count(string(body), `"request"`) == 1
 		if comparable && json.Unmarshal(body, &typed) == nil && typed.Request != nil {
 			want, got := typedAttributes(typed.Request), rv.Request.attributes()
 			// A repeated null object leaves the earlier one in a RawExtension.
@@ -296,8 +298,8 @@ func TestReviewAttributes(t *testing.T) {
 	}
 }
 
-// TestDecodeReviewAllocs: the request's strings, however many, cost the
-// same few allocations (its text buffer, grown once here), not one each.
+// TestDecodeReviewAllocs: the request's strings, however many, cost one
+// allocation (its text, sized before they are decoded), not one each.
 func TestDecodeReviewAllocs(t *testing.T) {
 	small := fullRequest()
 	small.Name, small.UserInfo.Extra = "web", nil
@@ -307,13 +309,13 @@ func TestDecodeReviewAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The review, the request, its text.
+	// The review with its request, and the request's text.
 	if n := testing.AllocsPerRun(100, func() {
 		if _, err := decodeReview(body); err != nil {
 			t.Fatal(err)
 		}
-	}); n > 3 {
-		t.Errorf("decoding a review with 17 strings took %v allocations, want at most 3", n)
+	}); n > 2 {
+		t.Errorf("decoding a review with 17 strings took %v allocations, want at most 2", n)
 	}
 }
 
