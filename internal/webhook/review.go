@@ -143,7 +143,7 @@ func decodeRequest(data []byte, req *request) error {
 		var err error
 		switch key {
 		case "uid", "kind", "resource", "subResource", "requestKind", "requestResource", "requestSubResource", "name", "namespace", "userInfo":
-			err = st.add(req, key, raw)
+			return st.add(req, key, raw) // its errors name their member
 		case "operation":
 			req.Operation, err = operationField(raw)
 		case "object":
@@ -192,7 +192,10 @@ func (t *textMembers) add(req *request, key string, raw []byte) error {
 			return err
 		}
 		t.full = true
-		return t.decode(req, key, raw)
+		if err := t.decode(req, key, raw); err != nil {
+			return fmt.Errorf("request.%s%w", key, err)
+		}
+		return nil
 	}
 	t.held[t.n].key, t.held[t.n].raw = key, raw
 	t.n++

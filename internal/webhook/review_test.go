@@ -56,6 +56,10 @@ func TestDecodeReview(t *testing.T) {
 		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","userInfo":{"extra":{"scopes":"a"}}}}`, `request.userInfo.extra.scopes: want an array of strings`},
 		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","userInfo":{"extra":[]}}}`, `request.userInfo.extra: want an object`},
 		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","dryRun":"yes"}}`, `request.dryRun: want a boolean, got "yes"`},
+		// More string members than are set aside: decoded as they come.
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x"` + strings.Repeat(`,"name":"n"`, 12) + `,"namespace":1}}`, `request.namespace: want a string, got 1`},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","name":2` + strings.Repeat(`,"subResource":"n"`, 10) + `,"namespace":"n"}}`,
+			`AdmissionReview: request.name: want a string, got 2`},
 	} {
 		_, err := decodeReview([]byte(tc.body))
 		if !errors.Is(err, ErrMalformedReview) || !strings.Contains(err.Error(), tc.want) {
