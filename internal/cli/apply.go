@@ -105,7 +105,7 @@ func (o *applyOptions) parse(format string) (rules.Operation, error) {
 // load reads what apply and explain take, in this order: the rules
 // (compiled), the objects and the context objects (as a resolver, nil when
 // there are none). Standard input may be named once.
-func (o *applyOptions) load(s Streams) (*rules.Snapshot, []source.Document, engine.Resolver, error) {
+func (o *applyOptions) load(s Streams) (*rules.Snapshot, []source.Document, engine.ObjectReader, error) {
 	if err := checkStdin(o.rules, o.files, o.contexts); err != nil {
 		return nil, nil, nil, err
 	}
@@ -140,7 +140,7 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(engine.Options{Resolver: resolver, NoTrace: true})
+	eng := engine.New(engine.Options{Objects: resolver, NoTrace: true})
 
 	var out []any
 	var origins []string // where each of out came from, for errors

@@ -2,39 +2,53 @@ package cli
 
 import (
 	"context"
+	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/source"
 )
 
-// staticResolver serves syntheticRefs from objects given with --context.
+// staticResolver is the engine's ObjectReader offline: it serves the
+// objects given with --context, of any kind, by reference (the engine asks
+// for Namespaces and Nodes). An object is found under its API group, kind,
+// name and the namespace its metadata names (none for the cluster-scoped
+// kinds); a later object with the same reference replaces an earlier one.
 type staticResolver struct {
-	namespaces map[string]map[string]any
-	nodes      map[string]map[string]any
+	objects map[engine.ObjectRef]map[string]any
 }
 
-var _ engine.Resolver = (*staticResolver)(nil)
+var _ engine.ObjectReader = (*staticResolver)(nil)
 
+// newStaticResolver also returns warnings for the documents no reference
+// can name (no kind or no metadata.name).
 func newStaticResolver(docs []source.Document) (*staticResolver, []string) {
-	r := &staticResolver{namespaces: map[string]map[string]any{}, nodes: map[string]map[string]any{}}
+	r := &staticResolver{objects: map[engine.ObjectRef]map[string]any{}}
 	var ignored []string
 	for _, d := range docs {
-		switch d.Kind() {
-		case "Namespace":
-			r.namespaces[d.Name()] = d.Object
-		case "Node":
-			r.nodes[d.Name()] = d.Object
-		default:
-			ignored = append(ignored, d.Origin+": "+d.Kind()+" is not a Namespace or Node; ignored as context")
+		ref := engine.ObjectRef{Group: apiGroup(d.APIVersion()), Kind: d.Kind(), Namespace: d.Namespace(), Name: d.Name()}
+		if ref.Kind == "" || ref.Name == "" {
+			ignored = append(ignored, d.Origin+": an object without kind or metadata.name; ignored as context")
+			continue
 		}
+		if IsClusterScoped(ref.Kind) {
+			ref.Namespace = ""
+		}
+		r.objects[ref] = d.Object
 	}
 	return r, ignored
 }
 
-func (r *staticResolver) Namespace(_ context.Context, name string) (map[string]any, error) {
-	return r.namespaces[name], nil
+// Get returns the context object ref names, or nil.
+func (r *staticResolver) Get(_ context.Context, ref engine.ObjectRef) (map[string]any, error) {
+	return r.objects[ref], nil
 }
 
-func (r *staticResolver) Node(_ context.Context, name string) (map[string]any, error) {
-	return r.nodes[name], nil
+// apiGroup is the group of an apiVersion ("apps/v1": apps; "v1": the core
+// group, "").
+func apiGroup(apiVersion string) string {
+	group, _, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		return ""
+	}
+	return group
 }

@@ -153,7 +153,7 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(engine.Options{Resolver: resolver})
+	eng := engine.New(engine.Options{Objects: resolver})
 	var out []Explanation
 	for i := range objs {
 		d := &objs[i]

@@ -55,9 +55,19 @@ func (a admission) String() string {
 	return a.kind + " " + a.ns + "/" + a.name
 }
 
-// request builds the engine request: the object is the old object on DELETE.
+// request builds the engine request from what is known offline: the
+// operation, the object's name, namespace and kind (group and version from
+// its apiVersion). The object is the old object on DELETE. The resource,
+// the user, the uid and the options are unknown without an API server and
+// left empty; DryRun is false.
 func (a admission) request(op rules.Operation) engine.Request {
-	req := engine.Request{Operation: op, Namespace: a.ns, Kind: a.kind}
+	req := engine.Request{Operation: op, Name: a.name, Namespace: a.ns, Kind: engine.GroupVersionKind{Kind: a.kind}}
+	if av, _ := a.obj["apiVersion"].(string); av != "" {
+		req.Kind.Group, req.Kind.Version, _ = strings.Cut(av, "/")
+		if req.Kind.Version == "" {
+			req.Kind.Group, req.Kind.Version = "", av
+		}
+	}
 	if op == rules.Delete {
 		req.OldObject = a.obj
 	} else {
@@ -71,9 +81,9 @@ func (a admission) evaluate(ctx context.Context, eng *engine.Engine, snap *rules
 	return eng.Evaluate(ctx, snap, a.request(op))
 }
 
-// resolverFor reads context objects (Namespaces, Nodes) into a resolver;
-// nil when there are none. Other kinds are reported as warnings.
-func resolverFor(paths []string, s Streams) (engine.Resolver, error) {
+// resolverFor reads context objects into an ObjectReader; nil when there
+// are none. Objects without kind or name are reported as warnings.
+func resolverFor(paths []string, s Streams) (engine.ObjectReader, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}

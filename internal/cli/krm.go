@@ -150,12 +150,12 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 	for _, e := range res.Errors {
 		fail(e.Error(), nil, "")
 	}
-	var resolver engine.Resolver
+	var resolver engine.ObjectReader
 	if len(contextDocs) > 0 {
 		resolver, _ = newStaticResolver(contextDocs)
 	}
 	snap := rules.NewSnapshot(res.Rules, rules.SnapshotOptions{ClusterRulesNamespace: o.clusterRules})
-	eng := engine.New(engine.Options{Resolver: resolver, NoTrace: true})
+	eng := engine.New(engine.Options{Objects: resolver, NoTrace: true})
 
 	out := make([]any, 0, len(items))
 	for i, it := range items {

@@ -354,9 +354,9 @@ func (o *serveOptions) serverOptions(so webhook.ServerOptions) webhook.ServerOpt
 
 // dragnet is the dragnet handler as serve's flags configure it; resolver
 // serves syntheticRefs (nil: none).
-func (o *serveOptions) dragnet(store webhook.Snapshots, resolver engine.Resolver, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
+func (o *serveOptions) dragnet(store webhook.Snapshots, resolver engine.ObjectReader, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
 	d := webhook.NewDragnet(webhook.Options{
-		Evaluator:       engine.New(engine.Options{Resolver: resolver, NoTrace: true}), // nobody reads the trace here
+		Evaluator:       engine.New(engine.Options{Objects: resolver, NoTrace: true}), // nobody reads the trace here
 		Snapshots:       store,
 		Log:             log.WithName("dragnet"),
 		Metrics:         m,

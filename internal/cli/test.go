@@ -194,7 +194,7 @@ func runSuite(ctx context.Context, st *suite.Suite, filter string, s Streams) ([
 	if err != nil {
 		return nil, suiteError(st, "context", errors.Unwrap(err))
 	}
-	eng := engine.New(engine.Options{Resolver: resolver, NoTrace: true})
+	eng := engine.New(engine.Options{Objects: resolver, NoTrace: true})
 	name := st.Name
 	if name == "" {
 		name = st.Path

@@ -20,7 +20,10 @@
 // load), and a rule that replaces the whole object gets them back, so every
 // rule, Reject rules included, sees the real ones.
 //
-// It knows nothing of HTTP, AdmissionReview, informers or files: objects come
-// in as JSON trees (or JSON text), related objects (a namespace, a node) come
-// through the small Resolver interface, and results go out as plain values.
+// It knows nothing of HTTP, AdmissionReview, informers or files: a request
+// comes in as a Request (the admission attributes the API server sends, in
+// plain types: operation, objects as JSON trees or JSON text, name,
+// namespace, kind, resource, subresource, userInfo, dryRun, options),
+// related objects (a namespace, a node) are read by reference through the
+// small ObjectReader interface, and results go out as plain values.
 package engine

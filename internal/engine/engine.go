@@ -19,8 +19,9 @@ import (
 
 // Options configure an Engine.
 type Options struct {
-	// Resolver serves syntheticRefs; nil leaves them empty.
-	Resolver Resolver
+	// Objects reads the related objects exposed under syntheticRefs; nil
+	// leaves them empty.
+	Objects ObjectReader
 	// NoTrace leaves Decision.Trace empty, which saves its memory when
 	// nobody reads it (the webhook): with many rules in scope the trace is
 	// most of what an evaluation allocates. Errors, rejections and the
@@ -31,8 +32,8 @@ type Options struct {
 // Engine evaluates snapshots. It holds no per-request state and is safe for
 // concurrent use.
 type Engine struct {
-	resolver Resolver
-	noTrace  bool
+	objects ObjectReader
+	noTrace bool
 	// slabs recycles the criteria and values storage of evaluations
 	// under NoTrace, where nothing refers to it once Evaluate returns.
 	slabs sync.Pool // *slabs
@@ -47,7 +48,7 @@ type slabs struct {
 
 // New returns an Engine.
 func New(opts Options) *Engine {
-	return &Engine{resolver: opts.Resolver, noTrace: opts.NoTrace}
+	return &Engine{objects: opts.Objects, noTrace: opts.NoTrace}
 }
 
 // ErrInvalidRequest marks requests the engine cannot evaluate.
@@ -104,7 +105,7 @@ func (e *Engine) Evaluate(ctx context.Context, snap *rules.Snapshot, req Request
 	if req.Operation == rules.Delete {
 		obj, raw = req.OldObject, req.OldObjectJSON
 	}
-	kind := req.Kind
+	kind := req.Kind.Kind
 	decode := func() error {
 		if obj != nil || raw == nil {
 			return nil
@@ -642,19 +643,15 @@ func (ev *evaluation) rejection(r *rules.Rule) Rejection {
 }
 
 // syntheticRefs builds the related objects: the namespace, and the node of a
-// Pod annotated with ref.kubemod.io/nodename (or ref.kubemod.io/node).
+// Pod annotated with ref.kubemod.io/nodename (or ref.kubemod.io/node), read
+// by reference from the engine's ObjectReader.
 func (ev *evaluation) syntheticRefs(work map[string]any) map[string]any {
 	refs := map[string]any{}
-	if ev.e.resolver == nil {
+	if ev.e.objects == nil {
 		return refs
 	}
 	if ev.ns != "" {
-		ns, err := ev.e.resolver.Namespace(ev.ctx, ev.ns)
-		if err != nil {
-			ev.d.Errors = append(ev.d.Errors, RuleError{Field: "syntheticRefs.namespace", Err: err})
-		} else if ns != nil {
-			refs["namespace"] = cleanRef(ns)
-		}
+		ev.addRef(refs, "namespace", ObjectRef{Kind: "Namespace", Name: ev.ns})
 	}
 	if ev.kind == "Pod" {
 		node, _ := lookupString(work, "metadata", "annotations", NodeNameAnnotation)
@@ -662,15 +659,21 @@ func (ev *evaluation) syntheticRefs(work map[string]any) map[string]any {
 			node, _ = lookupString(work, "metadata", "annotations", NodeAnnotation)
 		}
 		if node != "" {
-			n, err := ev.e.resolver.Node(ev.ctx, node)
-			if err != nil {
-				ev.d.Errors = append(ev.d.Errors, RuleError{Field: "syntheticRefs.node", Err: err})
-			} else if n != nil {
-				refs["node"] = cleanRef(n)
-			}
+			ev.addRef(refs, "node", ObjectRef{Kind: "Node", Name: node})
 		}
 	}
 	return refs
+}
+
+// addRef reads one related object into refs[key]; an error is recorded
+// against syntheticRefs.<key> and leaves it out.
+func (ev *evaluation) addRef(refs map[string]any, key string, ref ObjectRef) {
+	obj, err := ev.e.objects.Get(ev.ctx, ref)
+	if err != nil {
+		ev.d.Errors = append(ev.d.Errors, RuleError{Field: "syntheticRefs." + key, Err: err})
+	} else if obj != nil {
+		refs[key] = cleanRef(obj)
+	}
 }
 
 // cleanRef copies a related object without managedFields and the

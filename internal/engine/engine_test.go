@@ -163,21 +163,23 @@ spec:
 	}
 }
 
+// refs is an ObjectReader holding a Namespace of every name and the Node
+// node-a.
 type refs struct{}
 
-func (refs) Namespace(_ context.Context, name string) (map[string]any, error) {
-	return map[string]any{"kind": "Namespace", "metadata": map[string]any{
-		"name": name, "labels": map[string]any{"team": "blue"},
-		"managedFields": []any{"x"},
-		"annotations":   map[string]any{engine.LastAppliedAnnotation: "{}", "keep": "me"},
-	}}, nil
-}
-
-func (refs) Node(_ context.Context, name string) (map[string]any, error) {
-	if name != "node-a" {
-		return nil, nil
+func (refs) Get(_ context.Context, ref engine.ObjectRef) (map[string]any, error) {
+	switch {
+	case ref.Group != "" || ref.Namespace != "":
+	case ref.Kind == "Namespace":
+		return map[string]any{"kind": "Namespace", "metadata": map[string]any{
+			"name": ref.Name, "labels": map[string]any{"team": "blue"},
+			"managedFields": []any{"x"},
+			"annotations":   map[string]any{engine.LastAppliedAnnotation: "{}", "keep": "me"},
+		}}, nil
+	case ref.Kind == "Node" && ref.Name == "node-a":
+		return map[string]any{"kind": "Node", "metadata": map[string]any{"name": ref.Name, "labels": map[string]any{"zone": "z1"}}}, nil
 	}
-	return map[string]any{"kind": "Node", "metadata": map[string]any{"name": name, "labels": map[string]any{"zone": "z1"}}}, nil
+	return nil, nil
 }
 
 func TestSyntheticRefsAndManagedFields(t *testing.T) {
@@ -200,7 +202,7 @@ spec:
     - {op: remove, path: /metadata/managedFields}
 `)
 	obj := object(t, pod)
-	d := evaluate(t, engine.New(engine.Options{Resolver: refs{}}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: obj})
+	d := evaluate(t, engine.New(engine.Options{Objects: refs{}}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: obj})
 	if d.Trace[0].Outcome != engine.Matched {
 		t.Fatalf("rule did not match: %+v", d.Trace[0])
 	}
@@ -221,13 +223,13 @@ spec:
   patch: [{op: add, path: /x, value: "1"}]
 `)
 	d, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, engine.Request{
-		Operation: rules.Create, Namespace: "ns1", Kind: "Pod", ObjectJSON: []byte("not json at all"),
+		Operation: rules.Create, Namespace: "ns1", Kind: engine.GroupVersionKind{Kind: "Pod"}, ObjectJSON: []byte("not json at all"),
 	})
 	if err != nil || !d.Allowed() || d.Changed() {
 		t.Fatalf("decision %+v, err %v", d, err)
 	}
 	_, err = engine.New(engine.Options{}).Evaluate(context.Background(), snap, engine.Request{
-		Operation: rules.Create, Namespace: "ns1", Kind: "Service", ObjectJSON: []byte("not json at all"),
+		Operation: rules.Create, Namespace: "ns1", Kind: engine.GroupVersionKind{Kind: "Service"}, ObjectJSON: []byte("not json at all"),
 	})
 	if !errors.Is(err, engine.ErrInvalidRequest) {
 		t.Fatalf("want ErrInvalidRequest, got %v", err)

@@ -1,8 +1,12 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
@@ -113,7 +117,7 @@ func TestSyntheticRefsCannotBeForged(t *testing.T) {
 			}
 			// A rule that does not load is kept, never evaluated (serve).
 			snap := rules.NewSnapshot(res.Rules, rules.SnapshotOptions{})
-			d := evaluate(t, engine.New(engine.Options{Resolver: refs{}}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: object(t, privilegedPod)})
+			d := evaluate(t, engine.New(engine.Options{Objects: refs{}}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: object(t, privilegedPod)})
 			if d.Allowed() {
 				t.Fatalf("admitted; trace %+v", d.Trace)
 			}
@@ -144,5 +148,59 @@ spec:
 	d := evaluate(t, engine.New(engine.Options{}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: object(t, privilegedPod)})
 	if len(d.Errors) != 1 || d.Errors[0].Field != "spec.patch[0].path" || d.Changed() {
 		t.Fatalf("errors %v, patch %v", d.Errors, d.Patch)
+	}
+}
+
+// recordingReader records the references it is asked for; it serves refs'
+// objects, or fails with err.
+type recordingReader struct {
+	asked []engine.ObjectRef
+	err   error
+}
+
+func (r *recordingReader) Get(ctx context.Context, ref engine.ObjectRef) (map[string]any, error) {
+	r.asked = append(r.asked, ref)
+	if r.err != nil {
+		return nil, r.err
+	}
+	return refs{}.Get(ctx, ref)
+}
+
+// TestSyntheticRefsByReference: the engine reads the namespace and the
+// node of an annotated Pod through the ObjectReader by reference, and a
+// reader's error is reported against the ref it concerns (errors.Is holds),
+// leaving that ref out.
+func TestSyntheticRefsByReference(t *testing.T) {
+	snap := snapshotOf(t, `
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: r, namespace: ns1}
+spec:
+  type: Patch
+  match: [{select: '$.kind', matchValue: Pod}]
+  patch: [{op: add, path: /metadata/labels/zone, value: '{{ .Target.syntheticRefs.node.metadata.labels.zone | default "none" }}'}]
+`)
+	pod := `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns1", "labels": {},
+	  "annotations": {"ref.kubemod.io/nodename": "node-a"}}}`
+	wantAsked := []engine.ObjectRef{{Kind: "Namespace", Name: "ns1"}, {Kind: "Node", Name: "node-a"}}
+
+	r := &recordingReader{}
+	d := evaluate(t, engine.New(engine.Options{Objects: r}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: object(t, pod)})
+	if diff := cmp.Diff(wantAsked, r.asked); diff != "" {
+		t.Errorf("asked (-want +got):\n%s", diff)
+	}
+	if len(d.Errors) != 0 || len(d.Patch) != 1 || d.Patch[0].Value != "z1" {
+		t.Errorf("errors %v, patch %v", d.Errors, d.Patch)
+	}
+
+	injected := fmt.Errorf("reading: %w", engine.ErrKindNotServed)
+	r = &recordingReader{err: injected}
+	d = evaluate(t, engine.New(engine.Options{Objects: r}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: object(t, pod)})
+	if diff := cmp.Diff(wantAsked, r.asked); diff != "" {
+		t.Errorf("asked (-want +got):\n%s", diff)
+	}
+	if len(d.Errors) != 2 || d.Errors[0].Field != "syntheticRefs.namespace" || d.Errors[1].Field != "syntheticRefs.node" ||
+		!errors.Is(d.Errors[0], engine.ErrKindNotServed) || d.Patch[0].Value != "none" {
+		t.Errorf("errors %v, patch %v", d.Errors, d.Patch)
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,27 +19,111 @@ const (
 	NodeAnnotation        = "ref.kubemod.io/node" // also accepted
 )
 
-// Resolver provides the related objects exposed under syntheticRefs. Both
-// methods return (nil, nil) when the object does not exist.
-type Resolver interface {
-	Namespace(ctx context.Context, name string) (map[string]any, error)
-	Node(ctx context.Context, name string) (map[string]any, error)
+// ObjectReader reads the objects related to the one under admission (its
+// Namespace, the Node a Pod is bound to) by reference. The engine asks it
+// for what it exposes under syntheticRefs; it is declared here, where it is
+// used, and implemented by the cluster's informer caches (package
+// source/cluster) and by the CLI's --context objects.
+//
+// Get returns (nil, nil) when the object does not exist. The tree it returns
+// is shared and read-only: the engine copies what it exposes. A reader that
+// cannot read a kind at all (it does not cache it, say) returns an error
+// wrapping ErrKindNotServed, which callers check with errors.Is.
+//
+// Later rule kinds will also want related objects by edge type (the Pods
+// of a ReplicaSet, the Service of an Ingress): that belongs on a second,
+// separate interface next to this one, so that readers serving only Get
+// stay as they are.
+type ObjectReader interface {
+	Get(ctx context.Context, ref ObjectRef) (map[string]any, error)
 }
 
-// Request is one object under admission.
+// ErrKindNotServed is wrapped by the error of an ObjectReader asked for a
+// kind it cannot read.
+var ErrKindNotServed = errors.New("the object reader does not serve this kind")
+
+// ObjectRef names one object. The version is the reader's: it returns the
+// object in the version it holds.
+type ObjectRef struct {
+	Group     string // API group; "" for the core group
+	Kind      string
+	Namespace string // "" for cluster-scoped objects
+	Name      string
+}
+
+func (r ObjectRef) String() string {
+	kind := r.Kind
+	if r.Group != "" {
+		kind += "." + r.Group
+	}
+	if r.Namespace == "" {
+		return kind + " " + r.Name
+	}
+	return kind + " " + r.Namespace + "/" + r.Name
+}
+
+// Request is one admission request: the attributes the API server sends
+// (admission.k8s.io/v1 AdmissionRequest, the same in v1beta1), in plain
+// types that know no rule kind. The webhook fills every field from the
+// review; the CLI fills what it knows offline (see each field). ModRules
+// read Operation, Namespace, Kind and the object; the other attributes are
+// there for the rule kinds and languages that read them.
 type Request struct {
+	// UID identifies the review; empty offline.
+	UID string
+	// Operation is CREATE, UPDATE, DELETE or CONNECT.
 	Operation rules.Operation
-	// Namespace of the object; empty for cluster-scoped objects.
-	Namespace string
-	// Kind of the object, when the caller knows it without decoding (the
-	// AdmissionRequest's kind). Empty: read from the object.
-	Kind string
-	// Object is the object for CREATE and UPDATE, OldObject the one for
-	// DELETE. Each may be given decoded (a JSON tree, never modified) or as
-	// JSON text in ObjectJSON / OldObjectJSON, decoded only when a rule can
-	// apply.
+	// Name and Namespace of the object; Namespace is empty for
+	// cluster-scoped objects (and for a Namespace itself), Name may be
+	// empty on CREATE when the server generates it.
+	Name, Namespace string
+	// Kind is the object's type as the request was converted for the
+	// webhook. An empty Kind.Kind is read from the object.
+	Kind GroupVersionKind
+	// Resource is the resource being admitted (apps/v1 deployments).
+	// Offline (the CLI) it is empty: mapping a kind to its resource
+	// takes the API server's discovery.
+	Resource GroupVersionResource
+	// SubResource is the subresource admitted ("status", "scale",
+	// "binding"), empty for the resource itself.
+	SubResource string
+	// RequestKind, RequestResource and RequestSubResource are what the
+	// client originally asked for, when the API server converted the
+	// request to the version the webhook registered for; empty offline.
+	RequestKind        GroupVersionKind
+	RequestResource    GroupVersionResource
+	RequestSubResource string
+	// UserInfo is who makes the request; empty offline.
+	UserInfo UserInfo
+	// DryRun is true when the request will not be persisted.
+	DryRun bool
+	// Options is the operation's options as JSON text (CreateOptions,
+	// UpdateOptions, DeleteOptions, or a CONNECT's options), nil when
+	// absent.
+	Options []byte
+	// Object is the object for CREATE and UPDATE, OldObject the existing
+	// one for UPDATE and DELETE; the engine evaluates Object, or OldObject
+	// on DELETE. Each may be given decoded (a JSON tree, never modified) or
+	// as JSON text in ObjectJSON / OldObjectJSON, decoded only when a rule
+	// can apply.
 	Object, OldObject         any
 	ObjectJSON, OldObjectJSON []byte
+}
+
+// GroupVersionKind names a type: group "" is the core group.
+type GroupVersionKind struct{ Group, Version, Kind string }
+
+// GroupVersionResource names a resource: group "" is the core group.
+type GroupVersionResource struct{ Group, Version, Resource string }
+
+// UserInfo is the identity of the requester, as the API server
+// authenticated it.
+type UserInfo struct {
+	Username string
+	UID      string
+	Groups   []string
+	// Extra holds the authenticator's other attributes (scopes, ...).
+	Extra map[string][]string
 }
 
 // Decision is the outcome of evaluating one request.

@@ -1,6 +1,8 @@
 // Package webhook answers Kubernetes admission reviews: it decodes
-// AdmissionReview requests (admission.k8s.io/v1 and v1beta1), hands the
-// object to the engine, and encodes the decision as an AdmissionReview
+// AdmissionReview requests (admission.k8s.io/v1 and v1beta1: every attribute
+// of the request, mapped to the engine's kind-neutral engine.Request, with
+// the objects left as JSON text), hands it to the engine, and encodes the
+// decision as an AdmissionReview
 // response (a JSON patch, a denial, warnings). It owns admission control
 // (admit.go: a review's body is read within its deadline before it takes
 // anything, then the review is admitted by the memory its evaluation is

@@ -326,13 +326,7 @@ func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review, 
 		resp.Allowed = true
 		return resp, metrics.OutcomeAllowed
 	}
-	ereq := engine.Request{
-		Operation:     op,
-		Namespace:     req.Namespace,
-		Kind:          req.Kind.Kind,
-		ObjectJSON:    req.Object,
-		OldObjectJSON: req.OldObject,
-	}
+	ereq := req.attributes()
 	// A Namespace is cluster-scoped, but the API server names the namespace
 	// itself in UPDATE and DELETE requests; KubeMod treats it as
 	// cluster-scoped, and so does modwright.

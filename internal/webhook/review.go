@@ -1,11 +1,16 @@
 package webhook
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -24,20 +29,52 @@ var ErrMalformedReview = errors.New("malformed AdmissionReview")
 type review struct {
 	APIVersion string
 	Kind       string
-	Request    *request
+	Request    *request // nil when absent or null; else &req
+	req        request
 }
 
-// request is the part of an AdmissionRequest modwright reads. The objects
-// stay JSON text: the engine decodes one only when a rule can apply to it.
+// request is an AdmissionRequest: every field of admission.k8s.io/v1 and
+// v1beta1 (the same JSON in both). The objects and the options stay JSON
+// text: the engine decodes an object only when a rule can apply to it.
 type request struct {
-	UID                        string
-	Kind                       groupVersionKind
-	Namespace, Name, Operation string
-	SubResource                string
-	Object, OldObject          []byte // nil when absent or null
+	UID                             string
+	Kind, RequestKind               engine.GroupVersionKind
+	Resource, RequestResource       engine.GroupVersionResource
+	SubResource, RequestSubResource string
+	Namespace, Name, Operation      string
+	UserInfo                        engine.UserInfo
+	DryRun                          bool
+	Object, OldObject               []byte // nil when absent or null
+	Options                         []byte // nil when absent or null
+
+	// text holds the text of every string above, and groups the first
+	// few userInfo.groups: decoding a review allocates for these once,
+	// not once per string (see decodeRequest).
+	text   strings.Builder
+	groups [4]string
 }
 
-type groupVersionKind struct{ Group, Version, Kind string }
+// attributes returns the request as the engine takes it, sharing its
+// strings and JSON text.
+func (r *request) attributes() engine.Request {
+	return engine.Request{
+		UID:                r.UID,
+		Operation:          rules.Operation(r.Operation),
+		Name:               r.Name,
+		Namespace:          r.Namespace,
+		Kind:               r.Kind,
+		Resource:           r.Resource,
+		SubResource:        r.SubResource,
+		RequestKind:        r.RequestKind,
+		RequestResource:    r.RequestResource,
+		RequestSubResource: r.RequestSubResource,
+		UserInfo:           r.UserInfo,
+		DryRun:             r.DryRun,
+		Options:            r.Options,
+		ObjectJSON:         r.Object,
+		OldObjectJSON:      r.OldObject,
+	}
+}
 
 // decodeReview parses and checks a request body. It is hand-written on
 // value.ObjectMembers (one validating pass, no reflection, the objects left
@@ -49,14 +86,17 @@ func decodeReview(body []byte) (*review, error) {
 		var err error
 		switch key {
 		case "apiVersion":
-			rv.APIVersion, err = stringField(raw, key)
+			rv.APIVersion, err = constField(raw, key, ReviewV1, ReviewV1beta1)
 		case "kind":
-			rv.Kind, err = stringField(raw, key)
+			rv.Kind, err = constField(raw, key, "AdmissionReview")
 		case "request":
 			if string(raw) == "null" {
 				return nil
 			}
-			rv.Request, err = decodeRequest(raw)
+			rv.req = request{} // a repeated request replaces the first
+			if err = decodeRequest(raw, &rv.req); err == nil {
+				rv.Request = &rv.req
+			}
 		}
 		return err
 	})
@@ -92,51 +132,349 @@ func knownOperation(op string) bool {
 	return false
 }
 
-func decodeRequest(data []byte) (*request, error) {
-	req := &request{}
+// decodeRequest decodes an AdmissionRequest in two steps: one pass over its
+// members takes the objects and the scalars and sets aside the members
+// holding strings (up to a dozen; more are decoded in place, in order);
+// then, their size known, the request's text is allocated once and they
+// are decoded in document order.
+func decodeRequest(data []byte, req *request) error {
+	var st textMembers
 	err := value.ObjectMembers(data, func(key string, raw []byte) error {
 		var err error
 		switch key {
-		case "uid":
-			req.UID, err = stringField(raw, "request.uid")
-		case "namespace":
-			req.Namespace, err = stringField(raw, "request.namespace")
-		case "name":
-			req.Name, err = stringField(raw, "request.name")
+		case "uid", "kind", "resource", "subResource", "requestKind", "requestResource", "requestSubResource", "name", "namespace", "userInfo":
+			return st.add(req, key, raw) // its errors name their member
 		case "operation":
-			req.Operation, err = stringField(raw, "request.operation")
-		case "subResource":
-			req.SubResource, err = stringField(raw, "request.subResource")
-		case "kind":
-			if string(raw) == "null" {
-				return nil
-			}
-			err = value.ObjectMembers(raw, func(k string, raw []byte) error {
-				var err error
-				switch k {
-				case "group":
-					req.Kind.Group, err = stringField(raw, "request.kind.group")
-				case "version":
-					req.Kind.Version, err = stringField(raw, "request.kind.version")
-				case "kind":
-					req.Kind.Kind, err = stringField(raw, "request.kind.kind")
-				}
-				return err
-			})
-			if err != nil {
-				err = fmt.Errorf("request.kind: %w", err)
-			}
+			req.Operation, err = operationField(raw)
 		case "object":
 			req.Object = objectField(raw)
 		case "oldObject":
 			req.OldObject = objectField(raw)
+		case "dryRun":
+			req.DryRun, err = boolField(raw)
+		case "options":
+			req.Options = objectField(raw)
+		}
+		if err != nil {
+			return fmt.Errorf("request.%s%w", key, err)
+		}
+		return nil
+	})
+	if err == nil {
+		err = st.flush(req)
+	}
+	return err
+}
+
+// textMembers holds the members of a request whose strings go into its
+// text until their size is known.
+type textMembers struct {
+	held [12]struct {
+		key string
+		raw []byte
+	}
+	n    int
+	size int  // bytes of raw JSON held: about the text they hold
+	full bool // held was full: members are decoded as they come
+	// lastKind and lastResource are the kind and resource held last.
+	lastKind, lastResource []byte
+
+	// The kind and resource seen, once each so far: requestKind and
+	// requestResource repeat them unless the API server converted the
+	// request.
+	kindRaw, resourceRaw []byte
+	kinds, resources     int
+}
+
+func (t *textMembers) add(req *request, key string, raw []byte) error {
+	if t.full || t.n == len(t.held) {
+		if err := t.flush(req); err != nil {
+			return err
+		}
+		t.full = true
+		if err := t.decode(req, key, raw); err != nil {
+			return fmt.Errorf("request.%s%w", key, err)
+		}
+		return nil
+	}
+	t.held[t.n].key, t.held[t.n].raw = key, raw
+	t.n++
+	switch key {
+	case "kind":
+		t.lastKind = raw
+	case "resource":
+		t.lastResource = raw
+	case "requestKind":
+		if bytes.Equal(raw, t.lastKind) {
+			return nil // most likely decoded as a copy of kind: no text
+		}
+	case "requestResource":
+		if bytes.Equal(raw, t.lastResource) {
+			return nil
+		}
+	}
+	t.size += len(raw)
+	return nil
+}
+
+// flush decodes the members held, in order.
+func (t *textMembers) flush(req *request) error {
+	if t.n == 0 {
+		return nil
+	}
+	req.text.Grow(t.size)
+	for _, m := range t.held[:t.n] {
+		if err := t.decode(req, m.key, m.raw); err != nil {
+			return fmt.Errorf("request.%s%w", m.key, err)
+		}
+	}
+	t.n = 0
+	return nil
+}
+
+func (t *textMembers) decode(req *request, key string, raw []byte) error {
+	switch key {
+	case "uid":
+		return req.setStr(&req.UID, raw)
+	case "kind":
+		t.kinds, t.kindRaw = t.kinds+1, raw
+		return req.gvk(raw, &req.Kind)
+	case "resource":
+		t.resources, t.resourceRaw = t.resources+1, raw
+		return req.gvr(raw, &req.Resource)
+	case "subResource":
+		return req.setStr(&req.SubResource, raw)
+	case "requestKind":
+		switch {
+		case string(raw) == "null": // optional: null clears it
+			req.RequestKind = engine.GroupVersionKind{}
+		case t.kinds == 1 && req.RequestKind == (engine.GroupVersionKind{}) && bytes.Equal(raw, t.kindRaw):
+			req.RequestKind = req.Kind // usually the same text: decoded once
+		default:
+			return req.gvk(raw, &req.RequestKind)
+		}
+	case "requestResource":
+		switch {
+		case string(raw) == "null":
+			req.RequestResource = engine.GroupVersionResource{}
+		case t.resources == 1 && req.RequestResource == (engine.GroupVersionResource{}) && bytes.Equal(raw, t.resourceRaw):
+			req.RequestResource = req.Resource
+		default:
+			return req.gvr(raw, &req.RequestResource)
+		}
+	case "requestSubResource":
+		return req.setStr(&req.RequestSubResource, raw)
+	case "name":
+		return req.setStr(&req.Name, raw)
+	case "namespace":
+		return req.setStr(&req.Namespace, raw)
+	case "userInfo":
+		return req.userInfo(raw)
+	}
+	return nil
+}
+
+// setStr decodes a string member into *dst.
+func (r *request) setStr(dst *string, raw []byte) error {
+	s, err := r.str(raw)
+	if err != nil {
+		return err
+	}
+	*dst = s
+	return nil
+}
+
+// fieldError is a member's value of the wrong type; the members it is in
+// prefix their names as it goes up ("request.kind.kind: want a string").
+type fieldError struct {
+	want string
+	got  []byte
+}
+
+func (e *fieldError) Error() string { return ": want " + e.want + ", got " + shorten(e.got) }
+
+// members calls fn for each member of the object raw; null is an empty
+// object. An error is prefixed with ".key" (the member's name).
+func members(raw []byte, fn func(key string, raw []byte) error) error {
+	if string(raw) == "null" {
+		return nil
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return &fieldError{"an object", raw}
+	}
+	return value.ObjectMembers(raw, func(key string, raw []byte) error {
+		if err := fn(key, raw); err != nil {
+			return fmt.Errorf(".%s%w", key, err)
+		}
+		return nil
+	})
+}
+
+func (r *request) gvk(raw []byte, dst *engine.GroupVersionKind) error {
+	return members(raw, func(k string, raw []byte) error {
+		var err error
+		switch k {
+		case "group":
+			dst.Group, err = r.str(raw)
+		case "version":
+			dst.Version, err = r.str(raw)
+		case "kind":
+			dst.Kind, err = r.str(raw)
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
+}
+
+func (r *request) gvr(raw []byte, dst *engine.GroupVersionResource) error {
+	return members(raw, func(k string, raw []byte) error {
+		var err error
+		switch k {
+		case "group":
+			dst.Group, err = r.str(raw)
+		case "version":
+			dst.Version, err = r.str(raw)
+		case "resource":
+			dst.Resource, err = r.str(raw)
+		}
+		return err
+	})
+}
+
+// userInfo decodes an authentication.k8s.io/v1 UserInfo.
+func (r *request) userInfo(raw []byte) error {
+	u := &r.UserInfo
+	return members(raw, func(k string, raw []byte) error {
+		var err error
+		switch k {
+		case "username":
+			u.Username, err = r.str(raw)
+		case "uid":
+			u.UID, err = r.str(raw)
+		case "groups":
+			u.Groups, err = r.strings(raw, r.groups[:0])
+		case "extra":
+			if string(raw) == "null" {
+				u.Extra = nil
+			}
+			err = members(raw, func(k string, raw []byte) error {
+				vals, err := r.strings(raw, nil)
+				if err != nil {
+					return err
+				}
+				if u.Extra == nil {
+					u.Extra = map[string][]string{}
+				}
+				u.Extra[k] = vals
+				return nil
+			})
+		}
+		return err
+	})
+}
+
+// strings decodes an array of strings, appending to dst; null is nil. raw
+// has been validated as JSON, so the scan only has to find each element.
+func (r *request) strings(raw []byte, dst []string) ([]string, error) {
+	if string(raw) == "null" {
+		return nil, nil
 	}
-	return req, nil
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, &fieldError{"an array of strings", raw}
+	}
+	for i := 1; i < len(raw); {
+		switch raw[i] {
+		case ' ', '\t', '\n', '\r', ',':
+			i++
+			continue
+		case ']':
+			if dst == nil {
+				dst = []string{}
+			}
+			return dst, nil
+		case '"':
+		default:
+			return nil, &fieldError{"an array of strings", raw}
+		}
+		j := i + 1
+		for j < len(raw) && raw[j] != '"' {
+			if raw[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j >= len(raw) {
+			break
+		}
+		s, err := r.str(raw[i : j+1])
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, s)
+		i = j + 1
+	}
+	return nil, &fieldError{"an array of strings", raw}
+}
+
+// str decodes a string member into the request's text; null counts as
+// empty. raw has been validated as JSON: a string without escapes, all
+// UTF-8, is its own text.
+func (r *request) str(raw []byte) (string, error) {
+	if string(raw) == "null" {
+		return "", nil
+	}
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", &fieldError{"a string", raw}
+	}
+	text := raw[1 : len(raw)-1]
+	if bytes.IndexByte(text, '\\') >= 0 || !utf8.Valid(text) {
+		s, err := value.DecodeString(raw) // rare: unescaping builds a new string
+		if err != nil {
+			return "", fmt.Errorf(": %w", err)
+		}
+		return s, nil
+	}
+	if len(text) == 0 {
+		return "", nil
+	}
+	// A strings.Builder never changes the text it has handed out: the
+	// strings taken before it grows keep the old storage.
+	n := r.text.Len()
+	r.text.Write(text)
+	return r.text.String()[n:], nil
+}
+
+// operationField decodes the operation without allocating when it is one
+// of admission.k8s.io's (decodeReview refuses any other).
+func operationField(raw []byte) (string, error) {
+	op, err := constField(raw, "", "CREATE", "UPDATE", "DELETE", "CONNECT")
+	if err != nil {
+		return "", &fieldError{"a string", raw}
+	}
+	return op, nil
+}
+
+// boolField decodes a boolean member; null counts as false.
+func boolField(raw []byte) (bool, error) {
+	switch string(raw) {
+	case "true":
+		return true, nil
+	case "false", "null":
+		return false, nil
+	}
+	return false, &fieldError{"a boolean", raw}
+}
+
+// constField decodes a string member, returning the one of consts it
+// spells without allocating.
+func constField(raw []byte, name string, consts ...string) (string, error) {
+	if len(raw) >= 2 && raw[0] == '"' {
+		for _, c := range consts {
+			if string(raw[1:len(raw)-1]) == c {
+				return c, nil
+			}
+		}
+	}
+	return stringField(raw, name)
 }
 
 // stringField decodes a string member; null counts as empty.

@@ -9,6 +9,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionv1beta1 "k8s.io/api/admission/v1beta1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
@@ -17,16 +23,21 @@ import (
 func TestDecodeReview(t *testing.T) {
 	got, err := decodeReview([]byte(`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1beta1","extra":[1,{"x":null}],
 	  "request":{"uid":"u\u0031","kind":{"group":"apps","version":"v1","kind":"Deployment","more":1},"resource":{"resource":"deployments"},
-	  "subResource":"","name":"n","namespace":"ns","operation":"UPDATE","userInfo":{"username":"a","groups":["g"]},
+	  "subResource":"","name":"n","namespace":"ns","operation":"UPDATE","userInfo":{"username":"a","groups":["g"],"more":{}},
 	  "object": {"kind":"Deployment", "spec":{}} ,"oldObject":null,"dryRun":false,"options":{"kind":"UpdateOptions"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &review{APIVersion: ReviewV1beta1, Kind: "AdmissionReview", Request: &request{
-		UID: "u1", Kind: groupVersionKind{"apps", "v1", "Deployment"}, Namespace: "ns", Name: "n", Operation: "UPDATE",
-		Object: []byte(`{"kind":"Deployment", "spec":{}}`),
-	}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if got.APIVersion != ReviewV1beta1 || got.Kind != "AdmissionReview" {
+		t.Errorf("apiVersion %q, kind %q", got.APIVersion, got.Kind)
+	}
+	want := engine.Request{
+		UID: "u1", Kind: engine.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+		Resource: engine.GroupVersionResource{Resource: "deployments"}, Namespace: "ns", Name: "n", Operation: rules.Update,
+		UserInfo:   engine.UserInfo{Username: "a", Groups: []string{"g"}},
+		ObjectJSON: []byte(`{"kind":"Deployment", "spec":{}}`), Options: []byte(`{"kind":"UpdateOptions"}`),
+	}
+	if diff := cmp.Diff(want, got.Request.attributes()); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
 
@@ -38,6 +49,17 @@ func TestDecodeReview(t *testing.T) {
 		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","object":{"a":}}}`, "malformed"},
 		{`[]`, "malformed"},
 		{`{"kind":1}`, "kind: want a string"},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","resource":[]}}`, "request.resource: want an object, got []"},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","requestKind":{"group":1}}}`, "request.requestKind.group: want a string, got 1"},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","userInfo":{"groups":["a",2]}}}`, `request.userInfo.groups: want an array of strings, got ["a",2]`},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","userInfo":{"groups":"a"}}}`, `request.userInfo.groups: want an array of strings`},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","userInfo":{"extra":{"scopes":"a"}}}}`, `request.userInfo.extra.scopes: want an array of strings`},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","userInfo":{"extra":[]}}}`, `request.userInfo.extra: want an object`},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","dryRun":"yes"}}`, `request.dryRun: want a boolean, got "yes"`},
+		// More string members than are set aside: decoded as they come.
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x"` + strings.Repeat(`,"name":"n"`, 12) + `,"namespace":1}}`, `request.namespace: want a string, got 1`},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","name":2` + strings.Repeat(`,"subResource":"n"`, 10) + `,"namespace":"n"}}`,
+			`AdmissionReview: request.name: want a string, got 2`},
 	} {
 		_, err := decodeReview([]byte(tc.body))
 		if !errors.Is(err, ErrMalformedReview) || !strings.Contains(err.Error(), tc.want) {
@@ -51,6 +73,12 @@ func TestDecodeReview(t *testing.T) {
 func FuzzDecodeReview(f *testing.F) {
 	f.Add([]byte(reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod(`"a":"b"`, "nginx:1"), "")))
 	f.Add([]byte(`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"\ud800x","object":null}}`))
+	full := fullRequest()
+	if body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: ReviewV1, Kind: "AdmissionReview"}, Request: &full}); err == nil {
+		f.Add(body)
+	}
+	f.Add([]byte(`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","operation":"CREATE","requestKind":{"kind":"a"},"requestKind":null,"requestResource":{"group":"a"},"requestResource":{"resource":"b"},` +
+		`"userInfo":{"groups":["a","b"],"extra":{"k":["v"]}},"userInfo":{"groups":null,"extra":null},"dryRun":null}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rv, err := decodeReview(body)
 		if err != nil {
@@ -76,6 +104,26 @@ func FuzzDecodeReview(f *testing.F) {
 			strings.Count(lower, `"request"`) == strings.Count(string(body), `"request"`)
 		if comparable && ref.Request.UID != rv.Request.UID {
 			t.Fatalf("uid %q, encoding/json reads %q", rv.Request.UID, ref.Request.UID)
+		}
+		// Every attribute, where the Kubernetes types read the body too.
+		var typed admissionv1.AdmissionReview
+		for _, k := range []string{"kind", "resource", "subResource", "requestKind", "requestResource", "requestSubResource", "name", "namespace",
+			"operation", "userInfo", "username", "groups", "extra", "object", "oldObject", "dryRun", "options", "group", "version"} {
+			comparable = comparable && strings.Count(lower, `"`+strings.ToLower(k)+`"`) == strings.Count(string(body), `"`+k+`"`)
+		}
+		// A repeated request replaces the first; encoding/json merges them.
+		comparable = comparable && strings.Count(string(body), `"request"`) == 1
+		if comparable && json.Unmarshal(body, &typed) == nil && typed.Request != nil {
+			want, got := typedAttributes(typed.Request), rv.Request.attributes()
+			// A repeated null object leaves the earlier one in a RawExtension.
+			for _, k := range []string{`"object"`, `"oldObject"`, `"options"`} {
+				if strings.Count(string(body), k) > 1 {
+					want.ObjectJSON, want.OldObjectJSON, want.Options = got.ObjectJSON, got.OldObjectJSON, got.Options
+				}
+			}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("attributes (-encoding/json +decodeReview):\n%s", diff)
+			}
 		}
 		if rv.Request.Object != nil && !json.Valid(rv.Request.Object) {
 			t.Fatalf("object %q is not valid JSON", rv.Request.Object)
@@ -127,4 +175,163 @@ type countingEvaluator struct {
 func (c *countingEvaluator) Evaluate(ctx context.Context, snap *rules.Snapshot, req engine.Request) (*engine.Decision, error) {
 	c.n.Add(1)
 	return c.Evaluator.Evaluate(ctx, snap, req)
+}
+
+// typedAttributes maps an AdmissionRequest as encoding/json decodes it.
+func typedAttributes(r *admissionv1.AdmissionRequest) engine.Request {
+	a := engine.Request{
+		UID: string(r.UID), Operation: rules.Operation(r.Operation), Name: r.Name, Namespace: r.Namespace,
+		Kind:               engine.GroupVersionKind{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind},
+		Resource:           engine.GroupVersionResource{Group: r.Resource.Group, Version: r.Resource.Version, Resource: r.Resource.Resource},
+		SubResource:        r.SubResource,
+		RequestSubResource: r.RequestSubResource,
+		UserInfo:           engine.UserInfo{Username: r.UserInfo.Username, UID: r.UserInfo.UID, Groups: r.UserInfo.Groups},
+		DryRun:             r.DryRun != nil && *r.DryRun,
+		Options:            r.Options.Raw, ObjectJSON: r.Object.Raw, OldObjectJSON: r.OldObject.Raw,
+	}
+	if k := r.RequestKind; k != nil {
+		a.RequestKind = engine.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+	}
+	if res := r.RequestResource; res != nil {
+		a.RequestResource = engine.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource}
+	}
+	for k, v := range r.UserInfo.Extra {
+		if a.UserInfo.Extra == nil {
+			a.UserInfo.Extra = map[string][]string{}
+		}
+		a.UserInfo.Extra[k] = v
+	}
+	return a
+}
+
+// fullRequest is an AdmissionRequest with every field set, as the API
+// server would send it for a Deployment's scale subresource converted from
+// apps/v1beta2. Its strings need escaping, its text is not all ASCII, and
+// together they overflow the request's first text buffer and group slots.
+func fullRequest() admissionv1.AdmissionRequest {
+	dryRun := true
+	return admissionv1.AdmissionRequest{
+		UID:                "705ab4f5-6393-11e8-b7cc-42010a800002",
+		Kind:               metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
+		Resource:           metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		SubResource:        "scale",
+		RequestKind:        &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1beta2", Kind: "Scale"},
+		RequestResource:    &metav1.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "deployments"},
+		RequestSubResource: "scale",
+		Name:               "web-" + strings.Repeat("x", 400),
+		Namespace:          "team-ä",
+		Operation:          admissionv1.Update,
+		UserInfo: authenticationv1.UserInfo{
+			Username: `system:serviceaccount:kube-system:"quoted"\backslash`,
+			UID:      "014fbff9a07c",
+			Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated", "g4", "g5", "g\u00e9\t6"},
+			Extra: map[string]authenticationv1.ExtraValue{
+				"authentication.kubernetes.io/pod-name": {"web-1"},
+				"scopes.example.com":                    {"read", "write"},
+			},
+		},
+		Object:    runtime.RawExtension{Raw: []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","spec":{"replicas":3}}`)},
+		OldObject: runtime.RawExtension{Raw: []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","spec":{"replicas":1}}`)},
+		DryRun:    &dryRun,
+		Options:   runtime.RawExtension{Raw: []byte(`{"apiVersion":"meta.k8s.io/v1","kind":"UpdateOptions","fieldManager":"kubectl"}`)},
+	}
+}
+
+// TestReviewAttributes: an admission.k8s.io/v1 and a v1beta1 review, as
+// the Kubernetes types encode them, give the same engine.Request, with
+// every attribute.
+func TestReviewAttributes(t *testing.T) {
+	full := fullRequest()
+	want := engine.Request{
+		UID:                "705ab4f5-6393-11e8-b7cc-42010a800002",
+		Operation:          rules.Update,
+		Name:               full.Name,
+		Namespace:          "team-ä",
+		Kind:               engine.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
+		Resource:           engine.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		SubResource:        "scale",
+		RequestKind:        engine.GroupVersionKind{Group: "autoscaling", Version: "v1beta2", Kind: "Scale"},
+		RequestResource:    engine.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "deployments"},
+		RequestSubResource: "scale",
+		UserInfo: engine.UserInfo{
+			Username: `system:serviceaccount:kube-system:"quoted"\backslash`,
+			UID:      "014fbff9a07c",
+			Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated", "g4", "g5", "g\u00e9\t6"},
+			Extra: map[string][]string{
+				"authentication.kubernetes.io/pod-name": {"web-1"},
+				"scopes.example.com":                    {"read", "write"},
+			},
+		},
+		DryRun:        true,
+		Options:       []byte(`{"apiVersion":"meta.k8s.io/v1","kind":"UpdateOptions","fieldManager":"kubectl"}`),
+		ObjectJSON:    []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","spec":{"replicas":3}}`),
+		OldObjectJSON: []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","spec":{"replicas":1}}`),
+	}
+
+	v1beta1 := admissionv1beta1.AdmissionRequest{
+		UID: full.UID, Kind: full.Kind, Resource: full.Resource, SubResource: full.SubResource,
+		RequestKind: full.RequestKind, RequestResource: full.RequestResource, RequestSubResource: full.RequestSubResource,
+		Name: full.Name, Namespace: full.Namespace, Operation: admissionv1beta1.Operation(full.Operation),
+		UserInfo: full.UserInfo, Object: full.Object, OldObject: full.OldObject, DryRun: full.DryRun, Options: full.Options,
+	}
+	minimal := admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}}
+	for _, tc := range []struct {
+		name   string
+		review any
+		want   engine.Request
+	}{
+		{"v1", admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: ReviewV1, Kind: "AdmissionReview"}, Request: &full}, want},
+		{"v1beta1", admissionv1beta1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: ReviewV1beta1, Kind: "AdmissionReview"}, Request: &v1beta1}, want},
+		// What the types leave out (omitempty) or send as null is empty.
+		{"minimal", admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: ReviewV1, Kind: "AdmissionReview"}, Request: &minimal},
+			engine.Request{UID: "u", Operation: rules.Create, Kind: engine.GroupVersionKind{Version: "v1", Kind: "Pod"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, err := json.Marshal(tc.review)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rv, err := decodeReview(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, rv.Request.attributes(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecodeReviewAllocs: the request's strings, however many, cost one
+// allocation (its text, sized before they are decoded), not one each.
+func TestDecodeReviewAllocs(t *testing.T) {
+	small := fullRequest()
+	small.Name, small.UserInfo.Extra = "web", nil
+	small.UserInfo.Groups = small.UserInfo.Groups[:3]
+	small.UserInfo.Username = "system:serviceaccount:kube-system:deployer"
+	body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: ReviewV1, Kind: "AdmissionReview"}, Request: &small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The review with its request, and the request's text.
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := decodeReview(body); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 2 {
+		t.Errorf("decoding a review with 17 strings took %v allocations, want at most 2", n)
+	}
+}
+
+// BenchmarkDecodeReview decodes the load test's Deployment review (every
+// attribute, as an API server sends it).
+func BenchmarkDecodeReview(b *testing.B) {
+	body := benchReview(b, "deployment.json", "")
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeReview(body); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

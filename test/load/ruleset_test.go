@@ -63,7 +63,7 @@ func TestRuleSetMatches(t *testing.T) {
 		snap := loadSnapshot(t, tc.total, tc.matching)
 		for _, d := range objs {
 			ns := d.Namespace()
-			dec, err := eng.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: ns, Kind: d.Kind(), Object: d.Object})
+			dec, err := eng.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: ns, Kind: engine.GroupVersionKind{Kind: d.Kind()}, Object: d.Object})
 			if err != nil {
 				t.Fatalf("(%d, %d) %s: %v", tc.total, tc.matching, d.Kind(), err)
 			}
@@ -107,7 +107,7 @@ func TestRuleSetMatches(t *testing.T) {
 			if d.Kind() == "Namespace" {
 				continue
 			}
-			dec, err = eng.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: QuietNamespace, Kind: d.Kind(), Object: d.Object})
+			dec, err = eng.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: QuietNamespace, Kind: engine.GroupVersionKind{Kind: d.Kind()}, Object: d.Object})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,11 +16,14 @@ import (
 	"github.com/modwright/modwright/internal/value"
 )
 
-// Resolver serves syntheticRefs.namespace and syntheticRefs.node from an
-// informer cache. Each object is turned into a JSON tree once per
-// resourceVersion and shared, read-only, by every request. The tree of a
-// deleted object is dropped when a read finds it gone or, after Watch, when
-// its informer reports the deletion.
+// Resolver is the engine's ObjectReader in the cluster: it reads
+// Namespaces and Nodes (what syntheticRefs.namespace and syntheticRefs.node
+// need) from the manager's informer caches, and no other kind: asking for
+// one is an error wrapping engine.ErrKindNotServed (each kind served is an
+// informer the operator must start and watch). Each object is turned into
+// a JSON tree once per resourceVersion and shared, read-only, by every
+// request. The tree of a deleted object is dropped when a read finds it
+// gone or, after Watch, when its informer reports the deletion.
 type Resolver struct {
 	Reader client.Reader // the manager's cache
 
@@ -33,18 +36,23 @@ type tree struct {
 	obj             map[string]any
 }
 
-var _ engine.Resolver = (*Resolver)(nil)
+var _ engine.ObjectReader = (*Resolver)(nil)
 
-// Namespace returns the named Namespace, or nil when it does not exist.
-func (r *Resolver) Namespace(ctx context.Context, name string) (map[string]any, error) {
-	var ns corev1.Namespace
-	return r.get(ctx, "ns/", name, &ns, "Namespace")
-}
-
-// Node returns the named Node, or nil when it does not exist.
-func (r *Resolver) Node(ctx context.Context, name string) (map[string]any, error) {
+// Get returns the object ref names, or nil when it does not exist. Only
+// Namespaces and Nodes (core group, cluster-scoped) are served.
+func (r *Resolver) Get(ctx context.Context, ref engine.ObjectRef) (map[string]any, error) {
+	if ref.Group != "" || (ref.Kind != "Namespace" && ref.Kind != "Node") {
+		return nil, fmt.Errorf("%s: %w (the cluster reader caches Namespaces and Nodes only)", ref, engine.ErrKindNotServed)
+	}
+	if ref.Namespace != "" { // both kinds are cluster-scoped
+		return nil, nil
+	}
+	if ref.Kind == "Namespace" {
+		var ns corev1.Namespace
+		return r.get(ctx, "ns/", ref.Name, &ns, "Namespace")
+	}
 	var n corev1.Node
-	return r.get(ctx, "node/", name, &n, "Node")
+	return r.get(ctx, "node/", ref.Name, &n, "Node")
 }
 
 func (r *Resolver) get(ctx context.Context, prefix, name string, obj client.Object, kind string) (map[string]any, error) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +26,21 @@ import (
 	"github.com/modwright/modwright/internal/source/cluster"
 )
 
-var _ engine.Resolver = (*cluster.Resolver)(nil)
+var _ engine.ObjectReader = (*cluster.Resolver)(nil)
+
+// getNS and getNode read a Namespace and a Node by reference, as the
+// engine does.
+func getNS(r engine.ObjectReader) func(context.Context, string) (map[string]any, error) {
+	return func(ctx context.Context, name string) (map[string]any, error) {
+		return r.Get(ctx, engine.ObjectRef{Kind: "Namespace", Name: name})
+	}
+}
+
+func getNode(r engine.ObjectReader) func(context.Context, string) (map[string]any, error) {
+	return func(ctx context.Context, name string) (map[string]any, error) {
+		return r.Get(ctx, engine.ObjectRef{Kind: "Node", Name: name})
+	}
+}
 
 func resolverObjects() []client.Object {
 	return []client.Object{
@@ -102,16 +117,16 @@ func TestResolver(t *testing.T) {
 		arg     string
 		want    map[string]any // nil: not found
 	}{
-		{"namespace", r.Namespace, "team-a", jsonOf(t, stored(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}), "Namespace")},
-		{"node", r.Node, "node-1", jsonOf(t, stored(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}), "Node")},
-		{"namespace sharing a node's name", r.Namespace, "shared", jsonOf(t, stored(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}), "Namespace")},
-		{"node sharing a namespace's name", r.Node, "shared", jsonOf(t, stored(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}), "Node")},
-		{"missing namespace", r.Namespace, "nope", nil},
-		{"missing node", r.Node, "nope", nil},
-		{"namespace named like a node", r.Namespace, "node-1", nil},
-		{"node named like a namespace", r.Node, "team-a", nil},
-		{"no namespace", r.Namespace, "", nil},
-		{"no node", r.Node, "", nil},
+		{"namespace", getNS(r), "team-a", jsonOf(t, stored(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}), "Namespace")},
+		{"node", getNode(r), "node-1", jsonOf(t, stored(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}), "Node")},
+		{"namespace sharing a node's name", getNS(r), "shared", jsonOf(t, stored(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}), "Namespace")},
+		{"node sharing a namespace's name", getNode(r), "shared", jsonOf(t, stored(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}), "Node")},
+		{"missing namespace", getNS(r), "nope", nil},
+		{"missing node", getNode(r), "nope", nil},
+		{"namespace named like a node", getNS(r), "node-1", nil},
+		{"node named like a namespace", getNode(r), "team-a", nil},
+		{"no namespace", getNS(r), "", nil},
+		{"no node", getNode(r), "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,8 +150,8 @@ func TestResolver(t *testing.T) {
 	}
 
 	// Spot checks of the shape rules select from.
-	ns, _ := r.Namespace(ctx, "team-a")
-	node, _ := r.Node(ctx, "node-1")
+	ns, _ := getNS(r)(ctx, "team-a")
+	node, _ := getNode(r)(ctx, "node-1")
 	for _, c := range []struct {
 		tree map[string]any
 		path []string
@@ -159,10 +174,43 @@ func TestResolver(t *testing.T) {
 	}
 }
 
+// TestResolverKinds: the cluster reader serves Namespaces and Nodes; any
+// other kind (or group) is an error wrapping engine.ErrKindNotServed, and
+// a namespaced reference to either kind finds nothing; neither reads the
+// cache.
+func TestResolverKinds(t *testing.T) {
+	cl, gets := resolverClient(t, nil)
+	r := &cluster.Resolver{Reader: cl}
+	for _, tc := range []struct {
+		ref     engine.ObjectRef
+		wantErr string // "": nil, nil
+	}{
+		{engine.ObjectRef{Kind: "Pod", Namespace: "team-a", Name: "p"}, "Pod team-a/p: the object reader does not serve this kind (the cluster reader caches Namespaces and Nodes only)"},
+		{engine.ObjectRef{Kind: "ConfigMap", Name: "team-a"}, "ConfigMap team-a: the object reader does not serve this kind"},
+		{engine.ObjectRef{Group: "apps", Kind: "Namespace", Name: "team-a"}, "Namespace.apps team-a: the object reader does not serve this kind"},
+		{engine.ObjectRef{Kind: "Namespace", Namespace: "team-a", Name: "team-a"}, ""},
+		{engine.ObjectRef{Kind: "Node", Namespace: "team-a", Name: "node-1"}, ""},
+	} {
+		m, err := r.Get(t.Context(), tc.ref)
+		if m != nil {
+			t.Errorf("Get(%v) = %v, want nil", tc.ref, m)
+		}
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("Get(%v): %v, want nil, nil", tc.ref, err)
+		case tc.wantErr != "" && (!errors.Is(err, engine.ErrKindNotServed) || !strings.HasPrefix(err.Error(), tc.wantErr)):
+			t.Errorf("Get(%v): %v, want an error wrapping engine.ErrKindNotServed starting %q", tc.ref, err, tc.wantErr)
+		}
+	}
+	if n := gets.Load(); n != 0 {
+		t.Errorf("%d reads of the cache, want none", n)
+	}
+}
+
 func TestResolverEmptyNameReadsNothing(t *testing.T) {
 	cl, gets := resolverClient(t, nil)
 	r := &cluster.Resolver{Reader: cl}
-	for _, f := range []func(context.Context, string) (map[string]any, error){r.Namespace, r.Node} {
+	for _, f := range []func(context.Context, string) (map[string]any, error){getNS(r), getNode(r)} {
 		if m, err := f(t.Context(), ""); m != nil || err != nil {
 			t.Errorf("got %v, %v for an empty name, want nil, nil", m, err)
 		}
@@ -177,11 +225,11 @@ func TestResolverFollowsResourceVersion(t *testing.T) {
 	cl, _ := resolverClient(t, nil)
 	r := &cluster.Resolver{Reader: cl}
 
-	first, err := r.Namespace(ctx, "team-a")
+	first, err := getNS(r)(ctx, "team-a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := r.Namespace(ctx, "team-a")
+	again, err := getNS(r)(ctx, "team-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +245,7 @@ func TestResolverFollowsResourceVersion(t *testing.T) {
 	if err := cl.Update(ctx, &ns); err != nil {
 		t.Fatal(err)
 	}
-	updated, err := r.Namespace(ctx, "team-a")
+	updated, err := getNS(r)(ctx, "team-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +263,7 @@ func TestResolverFollowsResourceVersion(t *testing.T) {
 	if err := cl.Delete(ctx, &ns); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := r.Namespace(ctx, "team-a"); m != nil || err != nil {
+	if m, err := getNS(r)(ctx, "team-a"); m != nil || err != nil {
 		t.Errorf("after the deletion got %v, %v; want nil, nil", m, err)
 	}
 }
@@ -238,7 +286,7 @@ func TestResolverForgetsDeleted(t *testing.T) {
 		}
 		return obj
 	}
-	for _, f := range []func(context.Context, string) (map[string]any, error){r.Namespace, r.Node} {
+	for _, f := range []func(context.Context, string) (map[string]any, error){getNS(r), getNode(r)} {
 		for _, name := range []string{"team-a", "node-1", "shared"} {
 			if _, err := f(ctx, name); err != nil {
 				t.Fatal(err)
@@ -254,7 +302,7 @@ func TestResolverForgetsDeleted(t *testing.T) {
 	if err := cl.Delete(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := r.Namespace(ctx, "team-a"); m != nil || err != nil {
+	if m, err := getNS(r)(ctx, "team-a"); m != nil || err != nil {
 		t.Fatalf("Namespace(team-a) after its deletion = %v, %v", m, err)
 	}
 	if n := r.Cached(); n != 3 {
@@ -267,7 +315,7 @@ func TestResolverForgetsDeleted(t *testing.T) {
 	if n := r.Cached(); n != 2 {
 		t.Errorf("%d trees cached after the node shared was deleted, want 2", n)
 	}
-	if m, err := r.Namespace(ctx, "shared"); lookup(m, "metadata", "labels", "is") != "namespace" || err != nil {
+	if m, err := getNS(r)(ctx, "shared"); lookup(m, "metadata", "labels", "is") != "namespace" || err != nil {
 		t.Errorf("Namespace(shared) = %v, %v after the node of that name was deleted", m, err)
 	}
 	// A deletion learned from a relist comes as a tombstone.
@@ -297,7 +345,7 @@ func TestResolverReadError(t *testing.T) {
 	injected := errors.New("injected read error")
 	cl, _ := resolverClient(t, injected)
 	r := &cluster.Resolver{Reader: cl}
-	for name, f := range map[string]func(context.Context, string) (map[string]any, error){"Namespace": r.Namespace, "Node": r.Node} {
+	for name, f := range map[string]func(context.Context, string) (map[string]any, error){"Namespace": getNS(r), "Node": getNode(r)} {
 		m, err := f(t.Context(), "team-a")
 		if !errors.Is(err, injected) || m != nil {
 			t.Errorf("%s with a failing cache = %v, %v; want nil and an error wrapping %v", name, m, err, injected)
@@ -317,10 +365,10 @@ func TestResolverConcurrent(t *testing.T) {
 				var err error
 				var want string
 				if (g+i)%2 == 0 {
-					m, err = r.Namespace(t.Context(), "shared")
+					m, err = getNS(r)(t.Context(), "shared")
 					want = "namespace"
 				} else {
-					m, err = r.Node(t.Context(), "shared")
+					m, err = getNode(r)(t.Context(), "shared")
 					want = "node"
 				}
 				if got := lookup(m, "metadata", "labels", "is"); err != nil || got != want {
