@@ -256,10 +256,10 @@ spec:
 		name string
 		req  engine.Request
 	}{
-		{"json", engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: "Pod", ObjectJSON: pod}},
+		{"json", engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: engine.GroupVersionKind{Kind: "Pod"}, ObjectJSON: pod}},
 		{"json without kind", engine.Request{Operation: rules.Create, Namespace: "ns1", ObjectJSON: pod}},
-		{"decoded", engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: "Pod", Object: want}},
-		{"delete json", engine.Request{Operation: rules.Delete, Namespace: "ns1", Kind: "Pod", OldObjectJSON: pod}},
+		{"decoded", engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: engine.GroupVersionKind{Kind: "Pod"}, Object: want}},
+		{"delete json", engine.Request{Operation: rules.Delete, Namespace: "ns1", Kind: engine.GroupVersionKind{Kind: "Pod"}, OldObjectJSON: pod}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d, err := eng.Evaluate(ctx, snap, tt.req)
@@ -279,7 +279,7 @@ spec:
 		})
 	}
 
-	d, err := eng.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: "Pod", ObjectJSON: []byte("not json")})
+	d, err := eng.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: engine.GroupVersionKind{Kind: "Pod"}, ObjectJSON: []byte("not json")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,8 +296,8 @@ spec:
 			}
 		})
 	}
-	decoded := allocs(engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: "Pod", Object: want})
-	if got := allocs(engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: "Pod", ObjectJSON: pod}); got != decoded {
+	decoded := allocs(engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: engine.GroupVersionKind{Kind: "Pod"}, Object: want})
+	if got := allocs(engine.Request{Operation: rules.Create, Namespace: "ns1", Kind: engine.GroupVersionKind{Kind: "Pod"}, ObjectJSON: pod}); got != decoded {
 		t.Errorf("Evaluate of JSON with no candidate rule: %v allocations, decoded input: %v", got, decoded)
 	}
 }
