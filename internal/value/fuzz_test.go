@@ -8,18 +8,26 @@ import (
 	"testing"
 )
 
-// fuzzSeeds are inputs every fuzz target of the package starts from. The
+// fuzzSeeds are inputs every fuzz target of the package starts from.
+func fuzzSeeds(f *testing.F) {
+	for _, data := range seedInputs(f) {
+		f.Add(data)
+	}
+}
+
+// seedInputs are the fuzz seeds, also the corpus of differential tests. The
 // deeply nested table cases are left out: they would slow the fuzzers down
 // to a crawl, and the tables cover them.
-func fuzzSeeds(f *testing.F) {
+func seedInputs(tb testing.TB) [][]byte {
+	var seeds [][]byte
 	for _, tt := range decodeCases {
 		if len(tt.in) < 1000 {
-			f.Add([]byte(tt.in))
+			seeds = append(seeds, []byte(tt.in))
 		}
 	}
 	for _, tt := range membersCases {
 		if len(tt.in) < 4000 {
-			f.Add([]byte(tt.in))
+			seeds = append(seeds, []byte(tt.in))
 		}
 	}
 	for _, s := range []string{
@@ -30,12 +38,14 @@ func fuzzSeeds(f *testing.F) {
 		`{"kind":"AdmissionReview","request":{"uid":"u","object":{"a":[1,2,{"b":"c"}]},"oldObject":null}}`,
 		`{"x":1} `,
 		` {"x":[1,2]]}`,
+		`{"a\\":"\\","b\"":"\\\"]}","c":["\\\\",{"d":"}\\"}],"e":-0.5E+2}`,
 	} {
-		f.Add([]byte(s))
+		seeds = append(seeds, []byte(s))
 	}
-	data := readDeployment(f)
-	f.Add(data)
-	f.Add(append(append([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"0e5d","operation":"CREATE","object":`), data...), `,"oldObject":null,"dryRun":false}}`...))
+	data := readDeployment(tb)
+	seeds = append(seeds, data)
+	seeds = append(seeds, append(append([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"0e5d","operation":"CREATE","object":`), data...), `,"oldObject":null,"dryRun":false}}`...))
+	return seeds
 }
 
 // FuzzDecode checks Decode and DecodeString against encoding/json with
@@ -115,6 +125,11 @@ func FuzzObjectMembers(f *testing.F) {
 		}
 		if (err == nil) != (refErr == nil && isObject) {
 			t.Fatalf("ObjectMembers(%q) error = %v, encoding/json error = %v", data, err, refErr)
+		}
+		if err == nil {
+			checkValidated(t, data)
+		} else {
+			validatedNoPanic(t, data)
 		}
 
 		// fn's error comes back, unless data is not a valid object.

@@ -1,6 +1,7 @@
 package value
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 )
@@ -67,6 +68,120 @@ func ObjectMembers(data []byte, fn func(key string, raw []byte) error) error {
 		return d.invalid(i, "after top-level value")
 	}
 	return fnErr
+}
+
+// ObjectMembersValidated is ObjectMembers for text already validated: data
+// MUST be a raw value handed out by ObjectMembers (or by
+// ObjectMembersValidated on such text) that starts with '{'. It calls fn
+// with the same keys, decoded the same way, and the same raw values, but
+// finds the end of each value without checking it again: strings by their
+// closing quote, containers by counting brackets outside strings, numbers
+// and literals by the next delimiter. It returns the first error fn
+// returns, at once.
+//
+// On any other input its result is undefined (members may be missed or
+// misread, an error may or may not come back, as a *SyntaxError), but it
+// never panics, never reads outside data and always ends.
+func ObjectMembersValidated(data []byte, fn func(key string, raw []byte) error) error {
+	d := decoder{data: data, depth: 1}
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return d.invalid(i, "looking for beginning of object")
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return d.invalid(i, "looking for beginning of object key string")
+		}
+		key, j := d.key(i)
+		if j < 0 {
+			return d.err
+		}
+		if i = skipSpace(data, j); i >= len(data) || data[i] != ':' {
+			return d.invalid(i, "after object key")
+		}
+		start := skipSpace(data, i+1)
+		end := skipValidated(data, start)
+		if end <= start {
+			return d.invalid(start, "looking for beginning of value")
+		}
+		if err := fn(key, data[start:end:end]); err != nil {
+			return err
+		}
+		if i = skipSpace(data, end); i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+			continue
+		}
+		if i < len(data) && data[i] == '}' {
+			return nil
+		}
+		return d.invalid(i, "after object key:value pair")
+	}
+}
+
+// skipValidated returns the offset just past the valid JSON value starting
+// at data[i], trusting it to be valid: it looks only for where the value
+// ends. On other input it returns some offset from i to len(data), or -1,
+// after at most a few passes over data.
+func skipValidated(data []byte, i int) int {
+	if i < 0 || i >= len(data) {
+		return -1
+	}
+	switch data[i] {
+	case '"':
+		return skipStringValidated(data, i)
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				if i = skipStringValidated(data, i); i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	// A number or a literal ends at a delimiter.
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// skipStringValidated returns the offset just past the string literal
+// whose opening quote is data[i]: past the first quote after it preceded
+// by an even number of backslashes. It returns -1 if there is none.
+func skipStringValidated(data []byte, i int) int {
+	for j := i + 1; j <= len(data); j++ {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		b := j - 1
+		for b > i && data[b] == '\\' {
+			b--
+		}
+		if (j-1-b)%2 == 0 {
+			return j + 1
+		}
+	}
+	return -1
 }
 
 // DecodeString decodes raw, one JSON string literal optionally surrounded

@@ -3,6 +3,7 @@ package value
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -238,4 +239,202 @@ func BenchmarkObjectMembers(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// collectMembers lists the calls members (ObjectMembers or
+// ObjectMembersValidated) makes on data.
+func collectMembers(members func([]byte, func(string, []byte) error) error, data []byte) ([]member, error) {
+	var ms []member
+	err := members(data, func(key string, raw []byte) error {
+		if cap(raw) != len(raw) {
+			return errors.New("raw has room to grow into data")
+		}
+		ms = append(ms, member{key, string(raw)})
+		return nil
+	})
+	return ms, err
+}
+
+// checkValidated checks that ObjectMembersValidated makes the same calls
+// as ObjectMembers on data, which ObjectMembers accepts, and on every
+// object among the raw values it hands out, at any depth; and that it
+// returns fn's first error at once.
+func checkValidated(t *testing.T, data []byte) {
+	t.Helper()
+	want, err := collectMembers(ObjectMembers, data)
+	if err != nil {
+		t.Fatalf("ObjectMembers(%q): %v", data, err)
+	}
+	got, err := collectMembers(ObjectMembersValidated, data)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ObjectMembersValidated(%q) = %q, %v; ObjectMembers gives %q", data, got, err, want)
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err = ObjectMembersValidated(data, func(string, []byte) error {
+		calls++
+		return stop
+	})
+	if len(want) == 0 && (err != nil || calls != 0) || len(want) > 0 && (err != stop || calls != 1) {
+		t.Fatalf("ObjectMembersValidated(%q) with a failing fn: %d calls, error %v", data, calls, err)
+	}
+	for _, m := range want {
+		for _, obj := range innerObjects([]byte(m.raw)) {
+			checkValidated(t, obj)
+		}
+	}
+}
+
+// innerObjects returns the objects in the valid JSON text raw that are
+// raw itself or elements of arrays in it, at any depth (the members of
+// objects are reached by checkValidated's recursion).
+func innerObjects(raw []byte) [][]byte {
+	switch {
+	case len(raw) > 0 && raw[0] == '{':
+		return [][]byte{raw}
+	case len(raw) > 0 && raw[0] == '[':
+		var elems []json.RawMessage
+		if err := json.Unmarshal(raw, &elems); err != nil {
+			return nil
+		}
+		var objs [][]byte
+		for _, e := range elems {
+			objs = append(objs, innerObjects(e)...)
+		}
+		return objs
+	}
+	return nil
+}
+
+// validatedNoPanic runs ObjectMembersValidated on data, valid or not: it
+// must end without panicking, hand out subslices of data and fail, if it
+// does, with a *SyntaxError at an offset in data.
+func validatedNoPanic(t *testing.T, data []byte) {
+	t.Helper()
+	err := ObjectMembersValidated(data, func(key string, raw []byte) error {
+		if len(raw) == 0 || cap(raw) != len(raw) {
+			t.Fatalf("ObjectMembersValidated(%q): raw %q is empty or can grow into data", data, raw)
+		}
+		return nil
+	})
+	var se *SyntaxError
+	if err != nil && (!errors.As(err, &se) || se.Offset < 0 || se.Offset > len(data)) {
+		t.Fatalf("ObjectMembersValidated(%q) error = %#v, want a *SyntaxError with an offset in the input", data, err)
+	}
+}
+
+// TestObjectMembersValidated is the differential test of
+// ObjectMembersValidated against ObjectMembers: over the table cases, the
+// fuzz seeds and generated documents, wherever ObjectMembers accepts the
+// input, the same (key, raw) calls at every level of objects.
+func TestObjectMembersValidated(t *testing.T) {
+	var corpus [][]byte
+	for _, tt := range membersCases {
+		corpus = append(corpus, []byte(tt.in))
+	}
+	for _, tt := range decodeCases {
+		corpus = append(corpus, []byte(tt.in))
+	}
+	corpus = append(corpus, seedInputs(t)...)
+	rng := rand.New(rand.NewPCG(14, 1))
+	for range 3000 {
+		corpus = append(corpus, genObject(rng, 0))
+	}
+	accepted := 0
+	for _, data := range corpus {
+		if err := ObjectMembers(data, func(string, []byte) error { return nil }); err != nil {
+			validatedNoPanic(t, data)
+			continue
+		}
+		accepted++
+		checkValidated(t, data)
+	}
+	if accepted < 3000 {
+		t.Errorf("only %d inputs of the corpus are objects ObjectMembers accepts", accepted)
+	}
+}
+
+// TestObjectMembersValidatedInvalid checks that ObjectMembersValidated
+// ends without panicking on text that breaks its contract, cut anywhere.
+func TestObjectMembersValidatedInvalid(t *testing.T) {
+	for _, s := range []string{
+		`{"a":"b\"`, `{"a":[1,{"b":"]"`, `{"a":}`, `{"a":,"b":1}`, `{"a"`, `{"a":"\`, `{"a":"\\`,
+		`{"a":1 "b"}`, `{"\ud8`, `{"a":]}`, `{"a":}}}}`, `{"a":"x"]`, `{,}`, `{"a":1,`,
+		`{"a":[[[[`, `{"a":` + "\x00" + `}`, "{\"a\":\"\\\\\\\\\\\"}",
+	} {
+		for n := range len(s) + 1 {
+			validatedNoPanic(t, []byte(s[:n]))
+		}
+	}
+}
+
+// genObject returns a random valid JSON object: keys and strings with
+// escapes (runs of backslashes before quotes among them), brackets and
+// delimiters inside strings, numbers of every form, literals, nested
+// containers and varied whitespace.
+func genObject(rng *rand.Rand, depth int) []byte {
+	var b []byte
+	b = append(b, genSpace(rng)...)
+	b = append(b, '{')
+	for i := range rng.IntN(6) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, genSpace(rng)...)
+		b = append(b, genString(rng)...)
+		b = append(b, genSpace(rng)...)
+		b = append(b, ':')
+		b = append(b, genSpace(rng)...)
+		b = append(b, genValue(rng, depth+1)...)
+		b = append(b, genSpace(rng)...)
+	}
+	b = append(b, '}')
+	return append(b, genSpace(rng)...)
+}
+
+func genValue(rng *rand.Rand, depth int) []byte {
+	n := 8
+	if depth > 5 {
+		n = 5 // scalars only
+	}
+	switch rng.IntN(n) {
+	case 0, 1:
+		return genString(rng)
+	case 2:
+		return []byte([]string{"0", "-0", "12", "-3.25", "1e9", "2E-3", "-0.5e+10", "123456789012345678901234567890"}[rng.IntN(8)])
+	case 3:
+		return []byte([]string{"true", "false", "null"}[rng.IntN(3)])
+	case 4:
+		return []byte(`""`)
+	case 5:
+		var b []byte
+		b = append(b, '[')
+		for i := range rng.IntN(5) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, genSpace(rng)...)
+			b = append(b, genValue(rng, depth+1)...)
+			b = append(b, genSpace(rng)...)
+		}
+		return append(b, ']')
+	default:
+		return genObject(rng, depth)
+	}
+}
+
+func genString(rng *rand.Rand) []byte {
+	pieces := []string{
+		"a", "kind", " ", "é", "\xff", "😀", `\"`, `\\`, `\\\"`, `\\\\`, `\/`, `\n`, `\t`, `\u0041`,
+		`\u00e9`, `\ud83d\ude00`, `\ud800`, `{`, `}`, `[`, `]`, `,`, `:`, `\"}`, `\\"`[:2], "\u2028",
+	}
+	b := []byte{'"'}
+	for range rng.IntN(8) {
+		b = append(b, pieces[rng.IntN(len(pieces))]...)
+	}
+	return append(b, '"')
+}
+
+func genSpace(rng *rand.Rand) []byte {
+	return []byte([]string{"", "", "", " ", "\n\t", "\r\n  "}[rng.IntN(6)])
 }
