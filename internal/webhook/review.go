@@ -137,9 +137,14 @@ func knownOperation(op string) bool {
 // holding strings (up to a dozen; more are decoded in place, in order);
 // then, their size known, the request's text is allocated once and they
 // are decoded in document order.
+//
+// data is a raw value handed out by the ObjectMembers call over the whole
+// body, which has validated it: it and the objects in it (kind, resource,
+// userInfo...) are read with value.ObjectMembersValidated, without checking
+// them again.
 func decodeRequest(data []byte, req *request) error {
 	var st textMembers
-	err := value.ObjectMembers(data, func(key string, raw []byte) error {
+	err := value.ObjectMembersValidated(data, func(key string, raw []byte) error {
 		var err error
 		switch key {
 		case "uid", "kind", "resource", "subResource", "requestKind", "requestResource", "requestSubResource", "name", "namespace", "userInfo":
@@ -294,7 +299,9 @@ type fieldError struct {
 func (e *fieldError) Error() string { return ": want " + e.want + ", got " + shorten(e.got) }
 
 // members calls fn for each member of the object raw; null is an empty
-// object. An error is prefixed with ".key" (the member's name).
+// object. An error is prefixed with ".key" (the member's name). raw is a
+// member of the request, validated with the whole body: it is not checked
+// again.
 func members(raw []byte, fn func(key string, raw []byte) error) error {
 	if string(raw) == "null" {
 		return nil
@@ -302,7 +309,7 @@ func members(raw []byte, fn func(key string, raw []byte) error) error {
 	if len(raw) == 0 || raw[0] != '{' {
 		return &fieldError{"an object", raw}
 	}
-	return value.ObjectMembers(raw, func(key string, raw []byte) error {
+	return value.ObjectMembersValidated(raw, func(key string, raw []byte) error {
 		if err := fn(key, raw); err != nil {
 			return fmt.Errorf(".%s%w", key, err)
 		}

@@ -68,6 +68,52 @@ func TestDecodeReview(t *testing.T) {
 	}
 }
 
+// TestDecodeReviewNested: the request and the objects in it are read
+// without validating their text again (the body's pass has), yet keys are
+// unescaped and strings holding quotes, backslashes and brackets end where
+// they do; and text that is not valid JSON anywhere in the request is still
+// refused, by the body's pass.
+func TestDecodeReviewNested(t *testing.T) {
+	body := `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"u\u0069d":"u\\","operation":"CREATE",` +
+		`"object":{"a":"}\\","b":["\"]",{"c":"\\\"}"}],"d":-1e3},"kind":{"gr\u006fup":"a\\\"}","version":"v1","kind":"K]"},` +
+		`"resource":{"resource":"r\"}","x":[{"y":"]"}]},"userInfo":{"username":"x\\","gr\u006fups":["a\"]","b\\"],"extra":{"k\"}":["v}"]},"uid":"i"},` +
+		`"name":"n","options":{"s":"{"}}}`
+	var typed admissionv1.AdmissionReview
+	if err := json.Unmarshal([]byte(body), &typed); err != nil {
+		t.Fatal(err)
+	}
+	rv, err := decodeReview([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := typedAttributes(typed.Request)
+	if want.UID != `u\` || want.UserInfo.Username != `x\` || len(want.UserInfo.Groups) != 2 || want.Kind.Group != `a\"}` {
+		t.Fatalf("bad test case: encoding/json reads %+v", want)
+	}
+	if diff := cmp.Diff(want, rv.Request.attributes(), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("(-encoding/json +decodeReview):\n%s", diff)
+	}
+
+	for _, bad := range []string{
+		`"userInfo":{"groups":["a",]}`,
+		`"kind":{"kind":"K",}`,
+		`"kind":{"kind":"K" "group":"g"}`,
+		`"resource":{"resource":"r\x"}`,
+		`"userInfo":{"extra":{"k":["v"]]}}`,
+		`"object":{"a":"\u12"}`,
+		`"options":{"a":tru}`,
+		`"name":"n` + "\t" + `"`,
+	} {
+		body := `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","operation":"CREATE",` + bad + `}}`
+		if json.Valid([]byte(body)) {
+			t.Fatalf("bad test case: %s is valid JSON", body)
+		}
+		if _, err := decodeReview([]byte(body)); !errors.Is(err, ErrMalformedReview) {
+			t.Errorf("%s: got %v, want ErrMalformedReview", body, err)
+		}
+	}
+}
+
 // FuzzDecodeReview: no input panics; what is accepted is valid JSON, and
 // its fields are what encoding/json reads.
 func FuzzDecodeReview(f *testing.F) {
