@@ -1,7 +1,6 @@
 package value
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math/bits"
 )
@@ -134,24 +133,7 @@ func skipValidated(data []byte, i int) int {
 	case '"':
 		return skipStringValidated(data, i)
 	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				if i = skipStringValidated(data, i); i < 0 {
-					return -1
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
+		return skipContainerValidated(data, i)
 	}
 	// A number or a literal ends at a delimiter.
 	for ; i < len(data); i++ {
@@ -164,24 +146,119 @@ func skipValidated(data []byte, i int) int {
 }
 
 // skipStringValidated returns the offset just past the string literal
-// whose opening quote is data[i]: past the first quote after it preceded
-// by an even number of backslashes. It returns -1 if there is none.
+// whose opening quote is data[i], or -1 if it does not end.
 func skipStringValidated(data []byte, i int) int {
-	for j := i + 1; j <= len(data); j++ {
-		k := bytes.IndexByte(data[j:], '"')
-		if k < 0 {
+	return endString(data, i+1)
+}
+
+// endString returns the offset just past the first quote at or after
+// data[j] that is not escaped, or -1 if there is none.
+func endString(data []byte, j int) int {
+	for ; ; j += 2 { // past a backslash and the byte it escapes
+		if j = quoteRun(data, j); j >= len(data) {
 			return -1
 		}
-		j += k
-		b := j - 1
-		for b > i && data[b] == '\\' {
-			b--
-		}
-		if (j-1-b)%2 == 0 {
+		if data[j] == '"' {
 			return j + 1
 		}
 	}
+}
+
+// quoteRun returns the offset of the first quote or backslash at or after
+// data[j] (j >= 0), or len(data) or more.
+func quoteRun(data []byte, j int) int {
+	for ; j+8 <= len(data); j += 8 {
+		x := binary.LittleEndian.Uint64(data[j : j+8])
+		// As in stringRun, without control characters.
+		if m := ((x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones)) &^ x & highs; m != 0 {
+			return j + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; j < len(data); j++ {
+		if c := data[j]; c == '"' || c == '\\' {
+			return j
+		}
+	}
+	return j
+}
+
+// skipContainerValidated returns the offset just past the object or array
+// whose opening bracket is data[i], counting the brackets outside strings.
+// It reads 8 bytes at a time: where they hold no backslash, the quotes
+// among them tell which bytes are in strings (a prefix XOR), and the
+// brackets outside are counted at once unless the closing ones could end
+// the container there. Else it goes a byte at a time, and a string from
+// escape to escape (endString). It returns -1 if the container
+// does not end.
+func skipContainerValidated(data []byte, i int) int {
+	depth, inStr := 1, false
+	j := i + 1
+	for j < len(data) {
+		if j+8 <= len(data) {
+			x := binary.LittleEndian.Uint64(data[j : j+8])
+			if eqBytes(x, '\\') == 0 {
+				y := x | ones*0x20 // '[' is now '{' and ']' is '}'
+				q, o, c := eqBytes(x, '"'), eqBytes(y, '{'), eqBytes(y, '}')
+				if q|o|c == 0 {
+					j += 8
+					continue
+				}
+				// Byte k of p: 1 where an odd number of quotes are at or
+				// before it in the word; with inStr, 1 where in a string.
+				p := q >> 7
+				p ^= p << 8
+				p ^= p << 16
+				p ^= p << 32
+				if inStr {
+					p ^= ones
+				}
+				out := ^p << 7 & highs
+				if (o|c)&out == 0 {
+					inStr = p>>56 != 0
+					j += 8
+					continue
+				}
+				opens, closes := bits.OnesCount64(o&out), bits.OnesCount64(c&out)
+				if closes < depth {
+					depth += opens - closes
+					inStr = p>>56 != 0
+					j += 8
+					continue
+				}
+			}
+		}
+		if inStr {
+			// The rest of a string begun in the words read.
+			if j = endString(data, j); j < 0 {
+				return -1
+			}
+			inStr = false
+			continue
+		}
+	bytewise:
+		for end := min(j+8, len(data)); j < end; j++ {
+			switch data[j] {
+			case '"':
+				if j = endString(data, j+1); j < 0 {
+					return -1
+				}
+				break bytewise
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+	}
 	return -1
+}
+
+// eqBytes returns the bytes of x equal to c as 0x80, the others as 0.
+func eqBytes(x uint64, c byte) uint64 {
+	v := x ^ ones*uint64(c)
+	return ^((v&^highs + ones*0x7f) | v) & highs
 }
 
 // DecodeString decodes raw, one JSON string literal optionally surrounded

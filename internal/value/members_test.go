@@ -438,3 +438,25 @@ func genString(rng *rand.Rand) []byte {
 func genSpace(rng *rand.Rand) []byte {
 	return []byte([]string{"", "", "", " ", "\n\t", "\r\n  "}[rng.IntN(6)])
 }
+
+// BenchmarkObjectMembersValidated compares reading an AdmissionReview's
+// request, validated already, with and without checking it again.
+func BenchmarkObjectMembersValidated(b *testing.B) {
+	data := readDeployment(b)
+	request := []byte(`{"uid":"0e5d3c1a-4b8e-4f6e-9f0e-6f1c2a7b9d10","kind":{"group":"apps","version":"v1","kind":"Deployment"},"operation":"UPDATE","object":` + string(data) + `,"oldObject":` + string(data) + `,"dryRun":false}`)
+	for _, bm := range []struct {
+		name    string
+		members func([]byte, func(string, []byte) error) error
+	}{{"ObjectMembers", ObjectMembers}, {"ObjectMembersValidated", ObjectMembersValidated}} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.SetBytes(int64(len(request)))
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				if err := bm.members(request, func(string, []byte) error { n++; return nil }); err != nil || n != 6 {
+					b.Fatal(err, n)
+				}
+			}
+		})
+	}
+}
