@@ -120,8 +120,15 @@ var bodiesOverloaded = &httpError{http.StatusServiceUnavailable, "modwright: ove
 // what it holds from the body budget first. It returns the body and the
 // bytes reserved, to give back whatever the error.
 func (d *Dragnet) readBody(ctx context.Context, w http.ResponseWriter, r *http.Request, buf []byte) (body []byte, held int64, herr *httpError) {
-	if r.ContentLength > d.opts.MaxReviewBytes {
-		return buf, 0, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is %d bytes, more than the limit of %d", r.ContentLength, d.opts.MaxReviewBytes)}
+	return readBody(ctx, w, r, buf, d.opts.MaxReviewBytes, d.mem)
+}
+
+// readBody reads r's body into buf, at most maxBytes, within ctx's
+// deadline, reserving what it holds from mem's body budget first (the
+// dragnet and the other webhooks' Handler share it).
+func readBody(ctx context.Context, w http.ResponseWriter, r *http.Request, buf []byte, maxBytes int64, mem *budget) (body []byte, held int64, herr *httpError) {
+	if r.ContentLength > maxBytes {
+		return buf, 0, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is %d bytes, more than the limit of %d", r.ContentLength, maxBytes)}
 	}
 	// net/http's body reads do not observe the request's context: bound
 	// them with the connection's (HTTP/1) or stream's (HTTP/2) read
@@ -148,7 +155,7 @@ func (d *Dragnet) readBody(ctx context.Context, w http.ResponseWriter, r *http.R
 			w.Header().Set("Connection", "close")
 		}
 	}()
-	in := http.MaxBytesReader(w, r.Body, d.opts.MaxReviewBytes)
+	in := http.MaxBytesReader(w, r.Body, maxBytes)
 	b := buf[:0]
 	for {
 		if int64(len(b)) == held {
@@ -158,16 +165,16 @@ func (d *Dragnet) readBody(ctx context.Context, w http.ResponseWriter, r *http.R
 			if r.ContentLength >= 0 {
 				n = min(n, r.ContentLength+1-int64(len(b)))
 			}
-			n = min(n, d.opts.MaxReviewBytes+1-int64(len(b)))
-			if held+n > d.mem.bodyCap {
-				return b, held, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is larger than the body memory budget of %d bytes (half the review memory budget)", d.mem.bodyCap)}
+			n = min(n, maxBytes+1-int64(len(b)))
+			if held+n > mem.bodyCap {
+				return b, held, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is larger than the body memory budget of %d bytes (half the review memory budget)", mem.bodyCap)}
 			}
 			// Never wait here: a review holding part of its body while
 			// waiting for more memory could wait on others doing the same
 			// (and over HTTP/2, the bytes a waiting stream has not read
 			// fill the connection's flow-control window and stall every
 			// other stream on it, including those that hold memory).
-			if !d.mem.body.TryAcquire(n) {
+			if !mem.body.TryAcquire(n) {
 				return b, held, bodiesOverloaded
 			}
 			held += n
@@ -186,7 +193,7 @@ func (d *Dragnet) readBody(ctx context.Context, w http.ResponseWriter, r *http.R
 			var tooBig *http.MaxBytesError
 			switch {
 			case errors.As(err, &tooBig):
-				return b, held, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is larger than the limit of %d bytes", d.opts.MaxReviewBytes)}
+				return b, held, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("modwright: the review is larger than the limit of %d bytes", maxBytes)}
 			case errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil:
 				return b, held, &httpError{http.StatusRequestTimeout, "modwright: the review's body did not arrive before its deadline"}
 			}

@@ -8,6 +8,9 @@
 // anything, then the review is admitted by the memory its evaluation is
 // estimated to take and by count, or answered 503/413 in time) and the
 // bounds of what it returns (patchbound.go: the patch's depth and size).
+// The other webhooks (the ModRule validating webhook, pods/binding) go
+// through the same codec with Handler (handler.go): the same request
+// checks, bounded body read, decoder and encoder, around an AdmitFunc.
 // It also provides the HTTPS server, standalone and for the operator's
 // webhooks (TLS 1.2+, HTTP/2, health, readiness, metrics, read and idle
 // timeouts, and a shutdown in steps: unready, a delay, a drain in which

@@ -289,7 +289,11 @@ func checkRequest(w http.ResponseWriter, r *http.Request) *httpError {
 // deadline is 90% of the smaller of the configured timeout and the API
 // server's (?timeout=10s on every webhook call).
 func (d *Dragnet) deadline(r *http.Request) time.Duration {
-	t := d.opts.Timeout
+	return reviewDeadline(d.opts.Timeout, r)
+}
+
+// reviewDeadline is 90% of the smaller of timeout and the API server's.
+func reviewDeadline(t time.Duration, r *http.Request) time.Duration {
 	if q := r.URL.Query().Get("timeout"); q != "" {
 		if apiserver, err := time.ParseDuration(q); err == nil && apiserver > 0 && apiserver < t {
 			t = apiserver

@@ -333,6 +333,12 @@ func TestResponseEncoding(t *testing.T) {
 		{APIVersion: ReviewV1, UID: "a", Allowed: true},
 		{APIVersion: ReviewV1beta1, UID: "b\"\\<>&\u2028", Allowed: true, Patch: []byte(`[{"op":"remove","path":"/a"}]`), Warnings: []string{"w1", "w\"2"}},
 		{APIVersion: ReviewV1, UID: "c", Code: 403, Reason: "Forbidden", Message: "no\nway \"quoted\" ✓"},
+		{APIVersion: ReviewV1, UID: "d", Code: 422, Reason: "Invalid", Message: "m", Details: &StatusDetails{Name: "r\"1", Group: "api.kubemod.io", Kind: "ModRule",
+			Causes: []StatusCause{{Type: "FieldValueInvalid", Field: "spec.match[0].select", Message: "column 7: <bad>"}, {Field: "spec.x"}, {Message: "only a message"}, {}}}},
+		{APIVersion: ReviewV1, UID: "e", Code: 422, Details: &StatusDetails{}},
+		{APIVersion: ReviewV1, UID: "f", Code: 422, Details: &StatusDetails{Kind: "ModRule"}},
+		{APIVersion: ReviewV1, UID: "g", Code: 422, Details: &StatusDetails{Causes: []StatusCause{{Type: "FieldValueRequired"}}}},
+		{APIVersion: ReviewV1, UID: "h", Allowed: true, Code: 200, Message: "dry run"},
 	} {
 		got := appendResponse(nil, &r)
 		var rv admissionv1.AdmissionReview
@@ -349,6 +355,28 @@ func TestResponseEncoding(t *testing.T) {
 		}
 		if r.Code != 0 {
 			want.Response.Result = &metav1.Status{Status: "Failure", Code: int32(r.Code), Reason: metav1.StatusReason(r.Reason), Message: r.Message}
+			if r.Allowed {
+				want.Response.Result.Status = ""
+			}
+			if d := r.Details; d != nil {
+				want.Response.Result.Details = &metav1.StatusDetails{Name: d.Name, Group: d.Group, Kind: d.Kind}
+				for _, c := range d.Causes {
+					want.Response.Result.Details.Causes = append(want.Response.Result.Details.Causes,
+						metav1.StatusCause{Type: metav1.CauseType(c.Type), Field: c.Field, Message: c.Message})
+				}
+			}
+		}
+		// The response member byte for byte as encoding/json writes the
+		// Kubernetes type (without its HTML escaping, which JSON does not
+		// need).
+		var enc bytes.Buffer
+		e := json.NewEncoder(&enc)
+		e.SetEscapeHTML(false)
+		if err := e.Encode(want.Response); err != nil {
+			t.Fatal(err)
+		}
+		if w := `"response":` + strings.TrimSuffix(enc.String(), "\n") + "}\n"; !strings.HasSuffix(string(got), w) {
+			t.Errorf("encoding differs from encoding/json:\n got %s\nwant …%s", got, w)
 		}
 		if diff := cmp.Diff(want, rv); diff != "" {
 			t.Errorf("(-want +got):\n%s\n%s", diff, got)

@@ -518,6 +518,9 @@ type response struct {
 	Code    int
 	Reason  string
 	Message string
+	// Details is the status's details (a validation denial), or nil;
+	// only with Code != 0.
+	Details *StatusDetails
 	// Patch is a JSON patch (an array), or nil.
 	Patch    []byte
 	Warnings []string
@@ -545,6 +548,9 @@ func appendResponse(b []byte, r *response) []byte {
 		if r.Reason != "" {
 			b = append(b, `,"reason":`...)
 			b = appendString(b, r.Reason)
+		}
+		if r.Details != nil {
+			b = appendDetails(b, r.Details)
 		}
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(r.Code), 10)
@@ -574,4 +580,47 @@ func appendString(b []byte, s string) []byte {
 		panic(err)
 	}
 	return out
+}
+
+// appendDetails encodes a status's details as encoding/json does
+// metav1.StatusDetails (its members in their order, empty ones omitted).
+func appendDetails(b []byte, d *StatusDetails) []byte {
+	b = append(b, `,"details":{`...)
+	sep := false
+	member := func(name, v string) {
+		if v == "" {
+			return
+		}
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, `":`...)
+		b = appendString(b, v)
+	}
+	member("name", d.Name)
+	member("group", d.Group)
+	member("kind", d.Kind)
+	if len(d.Causes) > 0 {
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, `"causes":[`...)
+		for i, c := range d.Causes {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			sep = false
+			member("reason", c.Type)
+			member("message", c.Message)
+			member("field", c.Field)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }
