@@ -27,7 +27,6 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
-	cradmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/controller"
@@ -228,10 +227,23 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	dragnet := o.dragnet(store, resolver, log, m)
 	srv := mgr.GetWebhookServer()
 	srv.Register(webhook.DragnetPath, dragnet)
-	srv.Register(controller.NodeRefPath, &cradmission.Webhook{Handler: &controller.NodeRefHandler{
-		Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Log: log.WithName("node-ref"),
-	}})
-	srv.Register(controller.ValidatePath, &cradmission.Webhook{Handler: controller.ValidateHandler{}})
+	// The other webhooks go through the dragnet's codec. Their bodies (a
+	// Binding, a ModRule) are small: each reads within a body budget of
+	// two of the largest reviews, apart from the dragnet's.
+	maxBytes := o.maxReviewBytes
+	if maxBytes <= 0 {
+		maxBytes = webhook.DefaultMaxReviewBytes
+	}
+	nodeRef := &controller.NodeRefHandler{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Log: log.WithName("node-ref")}
+	srv.Register(controller.NodeRefPath, webhook.NewHandler(webhook.HandlerOptions{
+		Name: "podbinding", Admit: nodeRef.Admit, Log: log.WithName("node-ref"), Metrics: m,
+		MaxReviewBytes: maxBytes, Timeout: o.reviewTimeout, MaxReviewMemory: 4 * (maxBytes + 1),
+		FailOpen: true, // never block scheduling (failurePolicy Ignore too)
+	}))
+	srv.Register(controller.ValidatePath, webhook.NewHandler(webhook.HandlerOptions{
+		Name: "validate-modrule", Admit: controller.ValidateHandler{}.Admit, Log: log.WithName("validate"), Metrics: m,
+		MaxReviewBytes: maxBytes, Timeout: o.reviewTimeout, MaxReviewMemory: 4 * (maxBytes + 1),
+	}))
 
 	if err := mgr.Add(ruleSource); err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,10 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/certs"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
 )
 
 func scheme(t *testing.T) *runtime.Scheme {
@@ -88,31 +88,37 @@ const (
 )
 
 func TestValidateHandler(t *testing.T) {
-	review := func(op admissionv1.Operation, mr *v1beta1.ModRule) admission.Request {
+	review := func(op rules.Operation, mr *v1beta1.ModRule) *engine.Request {
 		raw, _ := json.Marshal(mr)
-		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-			Operation: op, Namespace: mr.Namespace, Name: mr.Name, Object: runtime.RawExtension{Raw: raw}}}
+		return &engine.Request{Operation: op, Namespace: mr.Namespace, Name: mr.Name, ObjectJSON: raw}
 	}
 	h := ValidateHandler{}
-	if r := h.Handle(context.Background(), review(admissionv1.Create, modRule("ok", goodSpec))); !r.Allowed {
-		t.Errorf("valid rule denied: %+v", r.Result)
+	if r := h.Admit(context.Background(), review(rules.Create, modRule("ok", goodSpec))); !r.Allowed {
+		t.Errorf("valid rule denied: %+v", r)
 	}
-	r := h.Handle(context.Background(), review(admissionv1.Update, modRule("broken", badSpec)))
+	r := h.Admit(context.Background(), review(rules.Update, modRule("broken", badSpec)))
 	if r.Allowed {
 		t.Fatal("invalid rule allowed")
 	}
-	if r.Result.Reason != metav1.StatusReasonInvalid || r.Result.Code != 422 {
-		t.Errorf("reason %q code %d, want Invalid 422", r.Result.Reason, r.Result.Code)
+	if r.Reason != string(metav1.StatusReasonInvalid) || r.Code != 422 {
+		t.Errorf("reason %q code %d, want Invalid 422", r.Reason, r.Code)
 	}
-	if len(r.Result.Details.Causes) == 0 || r.Result.Details.Causes[0].Field != "spec.match[0].select" ||
-		!strings.Contains(r.Result.Details.Causes[0].Message, "column ") {
-		t.Errorf("causes = %+v, want spec.match[0].select with a column", r.Result.Details.Causes)
+	if r.Details == nil || r.Details.Name != "broken" || r.Details.Group != v1beta1.Group || r.Details.Kind != "ModRule" {
+		t.Fatalf("details = %+v", r.Details)
 	}
-	if !strings.Contains(r.Result.Message, "ModRule team/broken is invalid: spec.match[0].select: column") {
-		t.Errorf("message = %q", r.Result.Message)
+	if len(r.Details.Causes) == 0 || r.Details.Causes[0].Field != "spec.match[0].select" || r.Details.Causes[0].Type != "FieldValueInvalid" ||
+		!strings.Contains(r.Details.Causes[0].Message, "column ") {
+		t.Errorf("causes = %+v, want spec.match[0].select with a column", r.Details.Causes)
 	}
-	if r := h.Handle(context.Background(), review(admissionv1.Delete, modRule("broken", badSpec))); !r.Allowed {
+	if !strings.Contains(r.Message, "ModRule team/broken is invalid: spec.match[0].select: column") {
+		t.Errorf("message = %q", r.Message)
+	}
+	if r := h.Admit(context.Background(), review(rules.Delete, modRule("broken", badSpec))); !r.Allowed {
 		t.Error("delete of an invalid rule denied")
+	}
+	if r := h.Admit(context.Background(), &engine.Request{Operation: rules.Create, ObjectJSON: []byte(`{"spec":1}`)}); r.Allowed || r.Code != 400 ||
+		!strings.HasPrefix(r.Message, "undecodable ModRule: ") {
+		t.Errorf("undecodable rule: %+v", r)
 	}
 }
 

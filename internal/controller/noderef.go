@@ -4,16 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"github.com/go-logr/logr"
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/webhook"
 )
 
 // InjectNodeRefAnnotation asks for a Pod's node to be recorded in its
@@ -38,33 +39,33 @@ type NodeRefHandler struct {
 	Log    logr.Logger
 }
 
-var _ admission.Handler = (*NodeRefHandler)(nil)
+var _ webhook.AdmitFunc = (*NodeRefHandler)(nil).Admit
 
-// Handle annotates the Pod being bound.
-func (h *NodeRefHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create || req.Resource.Resource != "pods" || req.SubResource != "binding" {
-		return admission.Allowed("")
+// Admit annotates the Pod being bound.
+func (h *NodeRefHandler) Admit(ctx context.Context, req *engine.Request) webhook.Verdict {
+	if req.Operation != rules.Create || req.Resource.Resource != "pods" || req.SubResource != "binding" {
+		return webhook.Verdict{Allowed: true}
 	}
 	var b corev1.Binding
-	if err := json.Unmarshal(req.Object.Raw, &b); err != nil {
-		return admission.Allowed("").WithWarnings(fmt.Sprintf("modwright: undecodable Binding: %v", err))
+	if err := json.Unmarshal(req.ObjectJSON, &b); err != nil {
+		return webhook.Verdict{Allowed: true, Warnings: []string{fmt.Sprintf("modwright: undecodable Binding: %v", err)}}
 	}
 	if b.Target.Kind != "" && b.Target.Kind != "Node" || b.Target.Name == "" {
-		return admission.Allowed("")
+		return webhook.Verdict{Allowed: true}
 	}
 	node := b.Target.Name
 	pod := types.NamespacedName{Namespace: req.Namespace, Name: req.Name}
 	if pod.Name == "" {
 		pod.Name = b.Name
 	}
-	if req.DryRun != nil && *req.DryRun {
-		return admission.Allowed("dry run: the Pod is not annotated")
+	if req.DryRun {
+		return webhook.Verdict{Allowed: true, Code: http.StatusOK, Message: "dry run: the Pod is not annotated"}
 	}
 	if err := h.annotate(ctx, pod, node); err != nil {
 		h.Log.Error(err, "could not record the node of a Pod", "pod", pod.String(), "node", node)
-		return admission.Allowed("").WithWarnings(fmt.Sprintf("modwright: could not annotate Pod %s with its node: %v", pod, err))
+		return webhook.Verdict{Allowed: true, Warnings: []string{fmt.Sprintf("modwright: could not annotate Pod %s with its node: %v", pod, err)}}
 	}
-	return admission.Allowed("")
+	return webhook.Verdict{Allowed: true}
 }
 
 func (h *NodeRefHandler) annotate(ctx context.Context, key types.NamespacedName, node string) error {

@@ -3,19 +3,17 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
-	admissionv1 "k8s.io/api/admission/v1"
-	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
 )
 
 func TestNodeRefHandler(t *testing.T) {
@@ -26,19 +24,19 @@ func TestNodeRefHandler(t *testing.T) {
 		}
 		return p
 	}
-	binding := func(name, node string, dryRun bool) admission.Request {
+	binding := func(name, node string, dryRun bool) *engine.Request {
 		raw, _ := json.Marshal(corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
 			Target: corev1.ObjectReference{Kind: "Node", Name: node}})
-		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-			Operation: admissionv1.Create, Namespace: "ns", Name: name, DryRun: &dryRun,
-			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, SubResource: "binding",
-			Object: runtime.RawExtension{Raw: raw}, UserInfo: authv1.UserInfo{Username: "system:kube-scheduler"},
-		}}
+		return &engine.Request{
+			Operation: rules.Create, Namespace: "ns", Name: name, DryRun: dryRun,
+			Resource: engine.GroupVersionResource{Version: "v1", Resource: "pods"}, SubResource: "binding",
+			ObjectJSON: raw, UserInfo: engine.UserInfo{Username: "system:kube-scheduler"},
+		}
 	}
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
-		req  admission.Request
+		req  *engine.Request
 		want string // the Pod's nodename annotation afterwards
 	}{
 		{"annotated pod", pod("a", true), binding("a", "node-1", false), "node-1"},
@@ -50,9 +48,12 @@ func TestNodeRefHandler(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(tt.pod).Build()
 			h := &NodeRefHandler{Reader: c, Writer: c, Log: logr.Discard()}
-			resp := h.Handle(context.Background(), tt.req)
+			resp := h.Admit(context.Background(), tt.req)
 			if !resp.Allowed {
-				t.Fatalf("binding not allowed: %+v", resp.Result)
+				t.Fatalf("binding not allowed: %+v", resp)
+			}
+			if dry := tt.req.DryRun; dry != (resp.Message == "dry run: the Pod is not annotated") {
+				t.Errorf("dry run %v, message %q", dry, resp.Message)
 			}
 			var got corev1.Pod
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tt.pod), &got); err != nil {
@@ -65,7 +66,13 @@ func TestNodeRefHandler(t *testing.T) {
 	}
 	// Other requests pass untouched.
 	h := &NodeRefHandler{Log: logr.Discard()}
-	if r := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update}}); !r.Allowed {
-		t.Error("an unrelated request was not allowed")
+	if r := h.Admit(context.Background(), &engine.Request{Operation: rules.Update}); !r.Allowed || r.Code != 0 || len(r.Warnings) != 0 {
+		t.Errorf("an unrelated request: %+v, want allowed", r)
+	}
+	// An undecodable Binding is allowed with a warning.
+	bad := binding("a", "node-1", false)
+	bad.ObjectJSON = []byte(`{"target":1}`)
+	if r := h.Admit(context.Background(), bad); !r.Allowed || len(r.Warnings) != 1 || !strings.HasPrefix(r.Warnings[0], "modwright: undecodable Binding: ") {
+		t.Errorf("undecodable binding: %+v", r)
 	}
 }

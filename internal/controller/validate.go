@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"net/http"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/webhook"
 )
 
 // ValidatePath is where the ModRule validating webhook is served.
@@ -23,23 +23,23 @@ const ValidatePath = "/validate-modrule"
 // It compiles exactly as the rule source does.
 type ValidateHandler struct{}
 
-var _ admission.Handler = ValidateHandler{}
+var _ webhook.AdmitFunc = ValidateHandler{}.Admit
 
-// Handle validates a created or updated ModRule.
-func (ValidateHandler) Handle(_ context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return admission.Allowed("")
+// Admit validates a created or updated ModRule.
+func (ValidateHandler) Admit(_ context.Context, req *engine.Request) webhook.Verdict {
+	if req.Operation != rules.Create && req.Operation != rules.Update {
+		return webhook.Verdict{Allowed: true}
 	}
 	var mr v1beta1.ModRule
-	if err := json.Unmarshal(req.Object.Raw, &mr); err != nil {
-		return admission.Errored(400, fmt.Errorf("undecodable ModRule: %w", err))
+	if err := json.Unmarshal(req.ObjectJSON, &mr); err != nil {
+		return webhook.Verdict{Code: http.StatusBadRequest, Message: fmt.Errorf("undecodable ModRule: %w", err).Error()}
 	}
 	if mr.Namespace == "" {
 		mr.Namespace = req.Namespace
 	}
 	_, err := rules.Compile(&mr)
 	if err == nil {
-		return admission.Allowed("")
+		return webhook.Verdict{Allowed: true}
 	}
 	return Invalid(&mr, err)
 }
@@ -47,13 +47,12 @@ func (ValidateHandler) Handle(_ context.Context, req admission.Request) admissio
 // Invalid is the denial for a rule that does not compile: an Invalid
 // status with one cause per field error, as the API server reports its own
 // validation errors.
-func Invalid(mr *v1beta1.ModRule, err error) admission.Response {
-	st := &metav1.Status{
-		Status:  metav1.StatusFailure,
+func Invalid(mr *v1beta1.ModRule, err error) webhook.Verdict {
+	v := webhook.Verdict{
 		Code:    http.StatusUnprocessableEntity,
-		Reason:  metav1.StatusReasonInvalid,
+		Reason:  string(metav1.StatusReasonInvalid),
 		Message: fmt.Sprintf("ModRule %s is invalid: %s", mr.NamespacedName(), FieldErrors(err)),
-		Details: &metav1.StatusDetails{Name: mr.Name, Group: v1beta1.Group, Kind: "ModRule"},
+		Details: &webhook.StatusDetails{Name: mr.Name, Group: v1beta1.Group, Kind: "ModRule"},
 	}
 	var ce *rules.CompileError
 	if errors.As(err, &ce) {
@@ -62,10 +61,10 @@ func Invalid(mr *v1beta1.ModRule, err error) admission.Response {
 			if fe.Pos >= 0 {
 				msg = fmt.Sprintf("column %d: %s", fe.Pos+1, fe.Msg)
 			}
-			st.Details.Causes = append(st.Details.Causes, metav1.StatusCause{
-				Type: metav1.CauseTypeFieldValueInvalid, Field: fe.Field, Message: msg,
+			v.Details.Causes = append(v.Details.Causes, webhook.StatusCause{
+				Type: string(metav1.CauseTypeFieldValueInvalid), Field: fe.Field, Message: msg,
 			})
 		}
 	}
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: st}}
+	return v
 }
