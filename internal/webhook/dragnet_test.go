@@ -329,18 +329,27 @@ func TestDragnetFailures(t *testing.T) {
 }
 
 func TestResponseEncoding(t *testing.T) {
-	for _, r := range []response{
-		{APIVersion: ReviewV1, UID: "a", Allowed: true},
-		{APIVersion: ReviewV1beta1, UID: "b\"\\<>&\u2028", Allowed: true, Patch: []byte(`[{"op":"remove","path":"/a"}]`), Warnings: []string{"w1", "w\"2"}},
-		{APIVersion: ReviewV1, UID: "c", Code: 403, Reason: "Forbidden", Message: "no\nway \"quoted\" ✓"},
-		{APIVersion: ReviewV1, UID: "d", Code: 422, Reason: "Invalid", Message: "m", Details: &StatusDetails{Name: "r\"1", Group: "api.kubemod.io", Kind: "ModRule",
+	type withDetails struct {
+		response
+		Details *StatusDetails
+	}
+	for _, r := range []withDetails{
+		{response: response{APIVersion: ReviewV1, UID: "a", Allowed: true}},
+		{response: response{APIVersion: ReviewV1beta1, UID: "b\"\\<>&\u2028", Allowed: true, Patch: []byte(`[{"op":"remove","path":"/a"}]`), Warnings: []string{"w1", "w\"2"}}},
+		{response: response{APIVersion: ReviewV1, UID: "c", Code: 403, Reason: "Forbidden", Message: "no\nway \"quoted\" ✓"}},
+		{response{APIVersion: ReviewV1, UID: "d", Code: 422, Reason: "Invalid", Message: "m"}, &StatusDetails{Name: "r\"1", Group: "api.kubemod.io", Kind: "ModRule",
 			Causes: []StatusCause{{Type: "FieldValueInvalid", Field: "spec.match[0].select", Message: "column 7: <bad>"}, {Field: "spec.x"}, {Message: "only a message"}, {}}}},
-		{APIVersion: ReviewV1, UID: "e", Code: 422, Details: &StatusDetails{}},
-		{APIVersion: ReviewV1, UID: "f", Code: 422, Details: &StatusDetails{Kind: "ModRule"}},
-		{APIVersion: ReviewV1, UID: "g", Code: 422, Details: &StatusDetails{Causes: []StatusCause{{Type: "FieldValueRequired"}}}},
-		{APIVersion: ReviewV1, UID: "h", Allowed: true, Code: 200, Message: "dry run"},
+		{response{APIVersion: ReviewV1, UID: "e", Code: 422}, &StatusDetails{}},
+		{response{APIVersion: ReviewV1, UID: "f", Code: 422}, &StatusDetails{Kind: "ModRule"}},
+		{response{APIVersion: ReviewV1, UID: "g", Code: 422}, &StatusDetails{Causes: []StatusCause{{Type: "FieldValueRequired"}}}},
+		{response: response{APIVersion: ReviewV1, UID: "h", Allowed: true, Code: 200, Message: "dry run"}},
 	} {
-		got := appendResponse(nil, &r)
+		got := appendResponseDetails(nil, &r.response, r.Details)
+		if r.Details == nil {
+			if plain := appendResponse(nil, &r.response); !bytes.Equal(plain, got) {
+				t.Errorf("appendResponse %s, appendResponseDetails %s", plain, got)
+			}
+		}
 		var rv admissionv1.AdmissionReview
 		if err := json.Unmarshal(got, &rv); err != nil {
 			t.Fatalf("%s: %v", got, err)

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -130,18 +129,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	resp, outcome := h.review(ctx, rv)
-	var out bytes.Buffer
-	out.Write(appendResponse(out.AvailableBuffer(), resp))
+	resp, details, outcome := h.review(ctx, rv)
+	out := appendResponseDetails(nil, resp, details)
 	w.Header().Set("Content-Type", "application/json")
-	if _, err := w.Write(out.Bytes()); err != nil {
+	if _, err := w.Write(out); err != nil {
 		h.opts.Log.V(1).Info("writing the admission response failed", "uid", rv.Request.UID, "error", err.Error())
 	}
 	h.opts.Metrics.Review(h.opts.Name, opLabel(rv.Request.Operation), outcome, h.now().Sub(start))
 }
 
 // review calls Admit; it never panics.
-func (h *Handler) review(ctx context.Context, rv *review) (resp *response, outcome string) {
+func (h *Handler) review(ctx context.Context, rv *review) (resp *response, details *StatusDetails, outcome string) {
 	req := rv.Request
 	resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
 	defer func() {
@@ -150,7 +148,7 @@ func (h *Handler) review(ctx context.Context, rv *review) (resp *response, outco
 			h.opts.Log.Error(fmt.Errorf("panic: %v", p), "recovered a panic in an admission webhook; this is a bug, please report it",
 				"webhook", h.opts.Name, "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "stack", string(debug.Stack()))
 			msg := "modwright: internal error in the " + h.opts.Name + " webhook (recovered a panic; see the modwright log)"
-			resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
+			resp, details = &response{APIVersion: rv.APIVersion, UID: req.UID}, nil
 			if h.opts.FailOpen {
 				resp.Allowed = true
 				resp.Warnings = []string{truncate(msg+"; admitted unchanged (fail-open)", maxWarningLen)}
@@ -164,14 +162,11 @@ func (h *Handler) review(ctx context.Context, rv *review) (resp *response, outco
 	v := h.opts.Admit(ctx, &ereq)
 	resp.Allowed, resp.Code, resp.Reason, resp.Message = v.Allowed, v.Code, v.Reason, v.Message
 	resp.Warnings, resp.Patch = v.Warnings, v.Patch
-	if v.Code != 0 {
-		resp.Details = v.Details
-	}
 	switch {
 	case !v.Allowed:
-		return resp, metrics.OutcomeDenied
+		return resp, v.Details, metrics.OutcomeDenied
 	case v.Patch != nil:
-		return resp, metrics.OutcomePatched
+		return resp, v.Details, metrics.OutcomePatched
 	}
-	return resp, metrics.OutcomeAllowed
+	return resp, v.Details, metrics.OutcomeAllowed
 }

@@ -518,9 +518,6 @@ type response struct {
 	Code    int
 	Reason  string
 	Message string
-	// Details is the status's details (a validation denial), or nil;
-	// only with Code != 0.
-	Details *StatusDetails
 	// Patch is a JSON patch (an array), or nil.
 	Patch    []byte
 	Warnings []string
@@ -530,6 +527,14 @@ type response struct {
 // (the hot path of every review); TestResponseEncoding checks it against
 // encoding/json and the Kubernetes types.
 func appendResponse(b []byte, r *response) []byte {
+	return appendResponseDetails(b, r, nil)
+}
+
+// appendResponseDetails is appendResponse with the status's details (a
+// validation denial) when details != nil and r.Code != 0. They are not in
+// response, which the dragnet allocates for every review and never gives
+// details.
+func appendResponseDetails(b []byte, r *response, details *StatusDetails) []byte {
 	b = append(b, `{"apiVersion":`...)
 	b = appendString(b, r.APIVersion)
 	b = append(b, `,"kind":"AdmissionReview","response":{"uid":`...)
@@ -549,8 +554,8 @@ func appendResponse(b []byte, r *response) []byte {
 			b = append(b, `,"reason":`...)
 			b = appendString(b, r.Reason)
 		}
-		if r.Details != nil {
-			b = appendDetails(b, r.Details)
+		if details != nil {
+			b = appendDetails(b, details)
 		}
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(r.Code), 10)
