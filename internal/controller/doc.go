@@ -8,7 +8,8 @@
 //     resources) kept correct in the operator's webhook configurations;
 //   - the serving-certificate provider every replica's webhook server uses;
 //   - the pods/binding webhook that records a Pod's node for
-//     syntheticRefs.node, and the ModRule validating webhook.
+//     syntheticRefs.node, and the ModRule validating webhook: both are
+//     webhook.AdmitFuncs served by webhook.Handler, the dragnet's codec.
 //
 // It talks to the API server only through controller-runtime clients and
 // caches. It must not evaluate rules (internal/engine does) nor know about
