@@ -196,17 +196,17 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		if !source.IsModRule(d) {
 			continue
 		}
-		if prev, ok := seen[ruleKey(d)]; ok {
-			add(Finding{Severity: "error", Code: codeDuplicate, Origin: d.Origin, Rule: ruleKey(d),
+		if prev, ok := seen[d.Key()]; ok {
+			add(Finding{Severity: "error", Code: codeDuplicate, Origin: d.Origin, Rule: d.Key(),
 				Message: "the rule is also defined in " + prev + ": apply and serve refuse to load both",
 				Hint:    "give each rule its own name"})
 			continue
 		}
-		seen[ruleKey(d)] = d.Origin
+		seen[d.Key()] = d.Origin
 		mr, err := source.DecodeModRule(d)
 		if err != nil {
-			add(Finding{Severity: "error", Code: codeUndecodable, Origin: d.Origin, Rule: ruleKey(d),
-				Message: strings.TrimPrefix(err.Error(), d.Origin+": ModRule "+ruleKey(d)+": "),
+			add(Finding{Severity: "error", Code: codeUndecodable, Origin: d.Origin, Rule: d.Key(),
+				Message: strings.TrimPrefix(err.Error(), d.Origin+": ModRule "+d.Key()+": "),
 				Hint:    "check the field names and types against docs/modrule.md"})
 			continue
 		}
@@ -257,13 +257,6 @@ func manifestFiles(paths []string) ([]string, error) {
 		}
 		return false
 	})
-}
-
-func ruleKey(d *source.Document) string {
-	if d.Namespace() != "" {
-		return d.Namespace() + "/" + d.Name()
-	}
-	return d.Name()
 }
 
 func printLint(w io.Writer, format string, rep *lintReport) error {

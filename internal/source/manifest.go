@@ -44,6 +44,16 @@ func (d *Document) Name() string { return d.meta("name") }
 // Namespace returns metadata.namespace.
 func (d *Document) Namespace() string { return d.meta("namespace") }
 
+// Key is namespace/name, or the name alone without a namespace: how
+// rules.Rule.Key names a ModRule, read before decoding so that undecodable
+// documents have one too.
+func (d *Document) Key() string {
+	if ns := d.Namespace(); ns != "" {
+		return ns + "/" + d.Name()
+	}
+	return d.Name()
+}
+
 func (d *Document) meta(k string) string {
 	md, _ := d.Object["metadata"].(map[string]any)
 	s, _ := md[k].(string)

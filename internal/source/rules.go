@@ -24,10 +24,7 @@ func DecodeModRule(d *Document) (*v1beta1.ModRule, error) {
 	if d.APIVersion() != v1beta1.GroupVersion.String() {
 		return nil, fmt.Errorf("%s: apiVersion %q is not served; use %s", d.Origin, d.APIVersion(), v1beta1.GroupVersion)
 	}
-	name := d.Name()
-	if d.Namespace() != "" {
-		name = d.Namespace() + "/" + name
-	}
+	name := d.Key()
 	var mr v1beta1.ModRule
 	strict, err := sigsjson.UnmarshalStrict(d.JSON, &mr)
 	if err != nil {
@@ -46,16 +43,6 @@ func DecodeModRule(d *Document) (*v1beta1.ModRule, error) {
 		return nil, fmt.Errorf("%s: ModRule %s: %s", d.Origin, name, strings.Join(msgs, "; "))
 	}
 	return &mr, nil
-}
-
-// ruleKey is a ModRule document's namespace/name (name alone without a
-// namespace), as rules.Rule.Key says it, read before decoding so that
-// undecodable documents count too.
-func ruleKey(d *Document) string {
-	if ns := d.Namespace(); ns != "" {
-		return ns + "/" + d.Name()
-	}
-	return d.Name()
 }
 
 // LoadResult is what LoadRules found.
@@ -118,7 +105,7 @@ func loadRules(docs []Document, cache *rules.Cache) LoadResult {
 			res.Skipped = append(res.Skipped, o.skipped)
 			continue
 		}
-		key := ruleKey(&docs[i])
+		key := docs[i].Key()
 		if first, dup := seen[key]; dup {
 			err := fmt.Errorf("%w: ModRule %s is defined twice: in %s and in %s", ErrDuplicateRule, key, first, docs[i].Origin)
 			res.Errors = append(res.Errors, err)
