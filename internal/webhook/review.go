@@ -318,31 +318,30 @@ func members(raw []byte, fn func(key string, raw []byte) error) error {
 }
 
 func (r *request) gvk(raw []byte, dst *engine.GroupVersionKind) error {
-	return members(raw, func(k string, raw []byte) error {
-		var err error
-		switch k {
-		case "group":
-			dst.Group, err = r.str(raw)
-		case "version":
-			dst.Version, err = r.str(raw)
-		case "kind":
-			dst.Kind, err = r.str(raw)
-		}
-		return err
-	})
+	return r.groupVersion(raw, "kind", &dst.Group, &dst.Version, &dst.Kind)
 }
 
 func (r *request) gvr(raw []byte, dst *engine.GroupVersionResource) error {
+	return r.groupVersion(raw, "resource", &dst.Group, &dst.Version, &dst.Resource)
+}
+
+// groupVersion decodes {"group", "version", <name>} into three strings: a
+// GroupVersionKind or a GroupVersionResource.
+func (r *request) groupVersion(raw []byte, name string, group, version, last *string) error {
 	return members(raw, func(k string, raw []byte) error {
-		var err error
+		var dst *string
 		switch k {
 		case "group":
-			dst.Group, err = r.str(raw)
+			dst = group
 		case "version":
-			dst.Version, err = r.str(raw)
-		case "resource":
-			dst.Resource, err = r.str(raw)
+			dst = version
+		case name:
+			dst = last
+		default:
+			return nil
 		}
+		var err error
+		*dst, err = r.str(raw)
 		return err
 	})
 }
