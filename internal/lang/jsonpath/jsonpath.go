@@ -1,0 +1,114 @@
+package jsonpath
+
+import (
+	"context"
+	"errors"
+
+	"github.com/modwright/modwright/internal/jsonpath"
+	"github.com/modwright/modwright/internal/lang"
+)
+
+// VarObject is the variable a query's root '$' denotes: Activation.Object.
+// An Env must declare it.
+const VarObject = "object"
+
+// Language is the JSONPath language; its zero value is ready to use.
+type Language struct{}
+
+var _ lang.Language = Language{}
+
+// Name returns "jsonpath".
+func (Language) Name() string { return "jsonpath" }
+
+// Compile parses src against env: env must declare VarObject, and its
+// MaxValues and MaxWork limits must be zero or the leaf's MaxValues and
+// MaxVisits. A syntax error becomes a Diagnostic at the leaf's position.
+func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagnostic) {
+	p, ds := l.CompileQuery(env, src)
+	if ds != nil {
+		return nil, ds
+	}
+	return p, nil
+}
+
+// CompileQuery is Compile returning the concrete *Program.
+func (l Language) CompileQuery(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
+	var ds []lang.Diagnostic
+	if !env.Has(VarObject) {
+		ds = append(ds, lang.Diagnostic{Pos: -1, Msg: "environment " + quote(env.Name) + " declares no " + quote(VarObject) + " variable for a query's root"})
+	}
+	if d, bad := lang.FixedLimit(l.Name(), "MaxValues", int64(env.Limits.MaxValues), jsonpath.MaxValues); bad {
+		ds = append(ds, d)
+	}
+	if d, bad := lang.FixedLimit(l.Name(), "MaxWork", env.Limits.MaxWork, jsonpath.MaxVisits); bad {
+		ds = append(ds, d)
+	}
+	if ds != nil {
+		return nil, ds
+	}
+	e, err := jsonpath.Parse(src)
+	if err != nil {
+		var se *jsonpath.SyntaxError
+		if errors.As(err, &se) {
+			return nil, []lang.Diagnostic{{Pos: se.Pos, Msg: se.Msg}}
+		}
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: err.Error()}}
+	}
+	return &Program{e: e}, nil
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// Program is a compiled query. It is immutable and safe for concurrent use.
+type Program struct {
+	e *jsonpath.Expr
+}
+
+var _ lang.Query = (*Program)(nil)
+
+// Source returns the text the query was compiled from.
+func (p *Program) Source() string { return p.e.Source() }
+
+// Canonical returns the query's canonical form.
+func (p *Program) Canonical() string { return p.e.String() }
+
+// Eval returns the values ([]any) the query yields from in.Object.
+func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
+	res, err := p.e.Evaluate(ctx, in.Object)
+	if err != nil {
+		return nil, err
+	}
+	return res.Values, nil
+}
+
+// Values appends the values the query yields from root to dst (see the
+// leaf's EvaluateAppend); it allocates no more than the leaf does.
+func (p *Program) Values(ctx context.Context, root any, dst []any) ([]any, bool, error) {
+	res, err := p.e.EvaluateAppend(ctx, root, dst)
+	return res.Values, res.Single, err
+}
+
+// Nodes returns the selected values with the keys their capturing steps
+// went through (the leaf's Keys, shared, not copied: read-only). A computed
+// expression has no nodes: the error wraps the leaf's ErrNotQuery.
+func (p *Program) Nodes(ctx context.Context, root any) ([]lang.Node, error) {
+	ns, err := p.e.Select(ctx, root)
+	if err != nil || ns == nil {
+		return nil, err
+	}
+	out := make([]lang.Node, len(ns))
+	for i, n := range ns {
+		out[i] = lang.Node{Value: n.Value, Keys: n.Keys}
+	}
+	return out, nil
+}
+
+// IsPath reports whether the query is a path, not a computed expression.
+func (p *Program) IsPath() bool { return p.e.IsQuery() }
+
+// Definite reports whether the query is a path none of whose steps can
+// yield more than one node.
+func (p *Program) Definite() bool { return p.e.Definite() }
+
+// Captures returns the number of capturing steps of a path.
+func (p *Program) Captures() int { return p.e.Captures() }
