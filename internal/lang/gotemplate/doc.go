@@ -11,7 +11,7 @@
 // The mapping between lang's shapes and the leaf's: the binding of an
 // Activation to a template.Data (taken from a pool the Program owns, so a
 // render allocates nothing of its own), Diagnostics from the leaf's compile
-// errors (positioned at the start of the line the error names), the check
+// errors (positioned at the line and column the error names), the check
 // of an Env's Limits against the leaf's fixed bounds (MaxOutput, MaxWork:
 // a limit other than zero or the leaf's own constant is refused at
 // Compile; MaxValues does not apply to a text and is ignored), and

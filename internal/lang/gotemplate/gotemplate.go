@@ -58,8 +58,12 @@ func (l Language) CompileText(env *lang.Env, src string) (*Program, []lang.Diagn
 	return &Program{t: t, pool: sync.Pool{New: func() any { return new(template.Data) }}}, nil
 }
 
-// errorPos finds the line text/template names in msg ("template: NAME:LINE:
-// ...") and returns the byte offset of its start in src, or -1.
+// errorPos finds the position text/template gives in msg ("template:
+// NAME:LINE: ..." or "template: NAME:LINE:COL: ...", COL a 0-based byte
+// offset in the line) and returns the byte offset in src it names: the
+// start of the line when there is no column, or when the leaf rewrote
+// `.#N` placeholders (columns then count in the rewritten text); -1 when msg
+// names no line of src.
 func errorPos(msg, name, src string) int {
 	prefix := "template: " + name + ":"
 	i := strings.Index(msg, prefix)
@@ -67,12 +71,8 @@ func errorPos(msg, name, src string) int {
 		return -1
 	}
 	rest := msg[i+len(prefix):]
-	n := 0
-	for n < len(rest) && '0' <= rest[n] && rest[n] <= '9' {
-		n++
-	}
-	line, err := strconv.Atoi(rest[:n])
-	if err != nil || line < 1 {
+	line, rest := leadingInt(rest)
+	if line < 1 {
 		return -1
 	}
 	pos := 0
@@ -83,7 +83,30 @@ func errorPos(msg, name, src string) int {
 		}
 		pos += j + 1
 	}
+	if strings.HasPrefix(rest, ":") && !strings.Contains(src, ".#") {
+		end := strings.IndexByte(src[pos:], '\n')
+		if end < 0 {
+			end = len(src) - pos
+		}
+		if col, _ := leadingInt(rest[1:]); col >= 0 && col < end {
+			pos += col
+		}
+	}
 	return pos
+}
+
+// leadingInt parses the decimal digits s starts with: -1 when there are
+// none.
+func leadingInt(s string) (int, string) {
+	n := 0
+	for n < len(s) && '0' <= s[n] && s[n] <= '9' {
+		n++
+	}
+	v, err := strconv.Atoi(s[:n])
+	if err != nil {
+		return -1, s
+	}
+	return v, s[n:]
 }
 
 // Program is a compiled template. It is immutable and safe for concurrent

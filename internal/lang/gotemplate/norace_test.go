@@ -1,0 +1,5 @@
+//go:build !race
+
+package gotemplate
+
+const raceEnabled = false
