@@ -74,7 +74,7 @@ fuzz:
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzParsePointer$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/template -run '^$$' -fuzz '^FuzzParseValue$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/template -run '^$$' -fuzz '^FuzzExecute$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/engine -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/kinds/modrule -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzObjectMembers$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzAppendJSON$$' -fuzztime $(FUZZTIME)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 )
@@ -29,7 +30,7 @@ type admissionFlags struct {
 func (a *admissionFlags) add(f *pflag.FlagSet, what string) {
 	f.StringVar(&a.operation, "operation", "CREATE", "admission operation: CREATE, UPDATE or DELETE")
 	f.StringVar(&a.namespace, "namespace", "default", "namespace assumed for namespaced "+what+" that carry none")
-	f.StringVar(&a.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	f.StringVar(&a.clusterRules, "cluster-rules-namespace", modrule.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 }
 
 type applyOptions struct {
@@ -105,7 +106,7 @@ func (o *applyOptions) parse(format string) (rules.Operation, error) {
 // load reads what apply and explain take, in this order: the rules
 // (compiled), the objects and the context objects (as a resolver, nil when
 // there are none). Standard input may be named once.
-func (o *applyOptions) load(s Streams) (*rules.Snapshot, []source.Document, engine.ObjectReader, error) {
+func (o *applyOptions) load(s Streams) (*engine.Snapshot, []source.Document, engine.ObjectReader, error) {
 	if err := checkStdin(o.rules, o.files, o.contexts); err != nil {
 		return nil, nil, nil, err
 	}
@@ -185,19 +186,19 @@ func evaluationError(d *source.Document, err error) error {
 
 // loadSnapshot reads and compiles the rules; any invalid rule is an exit-2
 // error listing every problem.
-func loadSnapshot(paths []string, s Streams, clusterNS string) (*rules.Snapshot, error) {
+func loadSnapshot(paths []string, s Streams, clusterNS string) (*engine.Snapshot, error) {
 	docs, err := source.ReadPaths(paths, s.In)
 	if err != nil {
 		return nil, &ExitError{Code: 2, Err: err}
 	}
-	res := source.LoadRules(docs)
+	res := source.LoadRules(docs, newRegistry(clusterNS))
 	for _, w := range res.Skipped {
 		fmt.Fprintln(s.Err, "warning:", w, "(skipped)")
 	}
 	if len(res.Errors) > 0 {
 		return nil, &ExitError{Code: 2, Err: errors.Join(res.Errors...)}
 	}
-	return rules.NewSnapshot(res.Rules, rules.SnapshotOptions{ClusterRulesNamespace: clusterNS}), nil
+	return engine.NewSnapshot(res.Rules), nil
 }
 
 // write prints objects as YAML documents, or as JSON: one object alone, or

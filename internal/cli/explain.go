@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
@@ -84,52 +84,13 @@ type Explanation struct {
 	input any
 }
 
-// RuleExplain is one rule's part of an explanation.
-type RuleExplain struct {
-	Rule    string `json:"rule"`
-	Type    string `json:"type"`
-	Tier    int    `json:"tier"`
-	InScope bool   `json:"inScope"`
-	// Scope says why the rule is, or is not, in scope.
-	Scope string `json:"scope"`
-	// Outcome is matched, not-matched, failed or skipped; empty out of scope.
-	Outcome  string             `json:"outcome,omitempty"`
-	Reason   string             `json:"reason,omitempty"`
-	Criteria []CriterionExplain `json:"criteria,omitempty"`
-	// NotEvaluated names the criteria after the first that failed.
-	NotEvaluated []string    `json:"notEvaluated,omitempty"`
-	Ops          []OpExplain `json:"ops,omitempty"`
-	// Rejection is the rendered rejectMessage of a matching Reject rule.
-	Rejection *string `json:"rejection,omitempty"`
-	// LastAppliedError is set when the ops could not be mirrored into the
-	// last-applied-configuration annotation.
-	LastAppliedError string `json:"lastAppliedError,omitempty"`
-}
-
-// CriterionExplain is one evaluated criterion.
-type CriterionExplain struct {
-	Field   string `json:"field"`
-	Select  string `json:"select"`
-	Matcher string `json:"matcher,omitempty"`
-	Negate  bool   `json:"negate,omitempty"`
-	Values  []any  `json:"values"`
-	Held    bool   `json:"held"`
-	// Why says what decided the criterion (before negate).
-	Why string `json:"why"`
-	// At is the index of the deciding value among those tested, or -1.
-	At    int    `json:"at"`
-	Error string `json:"error,omitempty"`
-}
-
-// OpExplain is one operation a Patch rule produced.
-type OpExplain struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
-	Field string `json:"field"`
-	// Keys are the #N placeholder values (the keys select captured).
-	Keys []any `json:"keys,omitempty"`
-}
+// RuleExplain, CriterionExplain and OpExplain are what each kind's
+// explainer fills in (package kinds).
+type (
+	RuleExplain      = kinds.RuleExplain
+	CriterionExplain = kinds.CriterionExplain
+	OpExplain        = kinds.OpExplain
+)
 
 func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	if ctx == nil {
@@ -186,8 +147,9 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 }
 
 // explain turns a decision's trace into an explanation covering every rule
-// of the snapshot, in evaluation order.
-func explain(snap *rules.Snapshot, origin string, a admission, op rules.Operation, dec *engine.Decision) Explanation {
+// of the snapshot, in evaluation order; each rule's kind explains its own
+// part (kinds.Explainer).
+func explain(snap *engine.Snapshot, origin string, a admission, op rules.Operation, dec *engine.Decision) Explanation {
 	ex := Explanation{
 		Origin: origin, Kind: a.kind, Namespace: a.ns, Name: a.name, Operation: string(op),
 		Allowed: dec.Allowed(), Patch: dec.Patch, Result: dec.Object, input: a.obj,
@@ -201,135 +163,37 @@ func explain(snap *rules.Snapshot, origin string, a admission, op rules.Operatio
 	for _, e := range dec.Errors {
 		ex.Errors = append(ex.Errors, e.Error())
 	}
-	traces := map[string]*engine.RuleTrace{}
+	type id struct{ kind, key string }
+	traces := map[id]*engine.RuleTrace{}
 	for i := range dec.Trace {
-		traces[dec.Trace[i].Rule] = &dec.Trace[i]
+		traces[id{dec.Trace[i].Kind, dec.Trace[i].Rule}] = &dec.Trace[i]
 	}
-	rejections := map[string]engine.Rejection{}
-	for _, r := range dec.Rejections {
-		rejections[r.Rule] = r
-	}
-	inScope := map[*rules.Rule]bool{}
+	inScope := map[engine.Rule]bool{}
 	for _, r := range snap.Candidates(a.ns, op, a.kind, nil) {
 		inScope[r] = true
 	}
 	all := slices.Clone(snap.Rules())
-	slices.SortStableFunc(all, rules.Less)
+	slices.SortStableFunc(all, engine.Less)
 	for _, r := range all {
-		re := RuleExplain{Rule: r.Key, Type: string(r.Type), Tier: r.Tier, InScope: inScope[r]}
-		re.Scope = scopeReason(snap, r, a, op, re.InScope)
-		if tr := traces[r.Key]; tr != nil && re.InScope {
+		info := r.Info()
+		re := RuleExplain{Rule: info.Key, Type: info.Phase.String(), Tier: info.Tier, InScope: inScope[r]}
+		var tr *engine.RuleTrace
+		if re.InScope {
+			tr = traces[id{info.Kind, info.Key}]
+		}
+		if e, ok := r.(kinds.Explainer); ok {
+			re.Scope = e.ScopeReason(a.ns, a.kind, op, re.InScope)
+			e.Explain(&re, tr, dec)
+		} else if tr != nil {
+			re.Scope = "in scope"
 			re.Outcome, re.Reason = string(tr.Outcome), tr.Reason
-			for _, ct := range tr.Criteria {
-				re.Criteria = append(re.Criteria, explainCriterion(ct))
-			}
-			if tr.Outcome == engine.NotMatched {
-				for _, c := range r.Criteria[len(tr.Criteria):] {
-					re.NotEvaluated = append(re.NotEvaluated, c.Field)
-				}
-			}
-			for i, o := range tr.Ops {
-				oe := OpExplain{Op: string(o.Op), Path: o.Path.String(), Value: o.Value}
-				if i < len(tr.OpSources) {
-					oe.Field, oe.Keys = tr.OpSources[i].Field, tr.OpSources[i].Keys
-				}
-				re.Ops = append(re.Ops, oe)
-			}
-			if rej, ok := rejections[r.Key]; ok {
-				msg := rej.Message
-				if rej.MessageError != nil {
-					msg = "(rejectMessage failed: " + rej.MessageError.Error() + ")"
-				}
-				re.Rejection = &msg
-			}
-			if tr.LastAppliedErr != nil {
-				re.LastAppliedError = tr.LastAppliedErr.Error()
-			}
+		}
+		if !re.InScope {
+			re.Note = ""
 		}
 		ex.Rules = append(ex.Rules, re)
 	}
 	return ex
-}
-
-func explainCriterion(ct engine.CriterionTrace) CriterionExplain {
-	c := ct.Criterion
-	ce := CriterionExplain{Field: c.Field, Negate: c.Negate, Values: ct.Values, Held: ct.Held, Why: ct.Verdict.String(), At: ct.At}
-	if ce.Values == nil {
-		ce.Values = []any{}
-	}
-	if c.Select != nil {
-		ce.Select = c.Select.Source()
-	}
-	switch {
-	case c.Value != nil:
-		ce.Matcher = "matchValue " + strconv.Quote(*c.Value)
-	case len(c.Values) > 0:
-		q := make([]string, len(c.Values))
-		for i, v := range c.Values {
-			q[i] = strconv.Quote(v)
-		}
-		ce.Matcher = "matchValues [" + strings.Join(q, ", ") + "]"
-	case c.Regex != nil:
-		ce.Matcher = "matchRegex /" + c.Regex.String() + "/"
-	}
-	if ce.Matcher != "" && c.All {
-		ce.Matcher += " (matchFor: All)"
-	}
-	if ct.Err != nil {
-		ce.Error = ct.Err.Error()
-	}
-	return ce
-}
-
-// scopeReason says why a rule is or is not a candidate for the object. In
-// scope or not is the snapshot's answer (Candidates); this only names the
-// reason.
-func scopeReason(snap *rules.Snapshot, r *rules.Rule, a admission, op rules.Operation, in bool) string {
-	clusterNS := snap.ClusterRulesNamespace()
-	var where string
-	switch {
-	case r.Namespace == "":
-		where = "rule without namespace: applies to every object"
-	case r.Namespace == clusterNS && r.TargetNamespaces == nil:
-		if a.ns != "" {
-			return fmt.Sprintf("out of scope: a rule in the cluster-rules namespace %s without targetNamespaceRegex applies only to cluster-scoped objects", clusterNS)
-		}
-		where = "cluster rule: applies to cluster-scoped objects"
-	case r.Namespace == clusterNS:
-		target := a.ns
-		if target == "" {
-			target = "(cluster-scoped)"
-		}
-		if !r.TargetNamespaces.MatchString(a.ns) {
-			return fmt.Sprintf("out of scope: targetNamespaceRegex /%s/ does not match namespace %s", r.TargetNamespaces, target)
-		}
-		where = fmt.Sprintf("cluster rule: targetNamespaceRegex /%s/ matches namespace %s", r.TargetNamespaces, target)
-	case a.ns == "":
-		return fmt.Sprintf("out of scope: a rule in namespace %s applies only to objects in %s, not to cluster-scoped ones", r.Namespace, r.Namespace)
-	case r.Namespace != a.ns:
-		return fmt.Sprintf("out of scope: a rule in namespace %s applies only to objects in %s, not %s", r.Namespace, r.Namespace, a.ns)
-	default:
-		where = "rule in the object's namespace " + r.Namespace
-	}
-	ops := r.Source.Spec.AdmissionOperations
-	if !r.Operations(op) {
-		return fmt.Sprintf("out of scope: admissionOperations %v do not include %s", ops, op)
-	}
-	kinds := r.Kinds()
-	if kinds != nil && !slices.Contains(kinds, a.kind) {
-		if len(kinds) == 0 {
-			return "out of scope: its $.kind criteria can never hold together"
-		}
-		return fmt.Sprintf("out of scope: its $.kind criteria pin it to %s", strings.Join(kinds, ", "))
-	}
-	if !in {
-		return "out of scope"
-	}
-	kindText := "any kind"
-	if kinds != nil {
-		kindText = "kind " + a.kind
-	}
-	return fmt.Sprintf("in scope: %s; %s; %s", where, op, kindText)
 }
 
 // printExplanation writes the text form.
@@ -370,8 +234,8 @@ func printRule(w io.Writer, r *RuleExplain) {
 	if r.Reason != "" {
 		outcome += ": " + r.Reason
 	}
-	if r.Type == "Reject" {
-		outcome += " (Reject rules run last, against the patched object)"
+	if r.Note != "" {
+		outcome += " (" + r.Note + ")"
 	}
 	fmt.Fprintf(w, "%s: %s\n", head, outcome)
 	fmt.Fprintf(w, "  %s\n", r.Scope)
@@ -390,8 +254,8 @@ func printRule(w io.Writer, r *RuleExplain) {
 			verdict = "held"
 		}
 		why := c.Why
-		if tested := testedValues(c.Values); c.At >= 0 && c.At < len(tested) && c.Why != engine.VerdictBoolean.String() {
-			why += fmt.Sprintf(" (value %d: %s)", c.At+1, valueText(tested[c.At]))
+		if c.At >= 0 && c.At < len(c.Tested) {
+			why += fmt.Sprintf(" (value %d: %s)", c.At+1, valueText(c.Tested[c.At]))
 		}
 		if c.Error != "" {
 			why += ": " + c.Error
@@ -422,17 +286,6 @@ func printRule(w io.Writer, r *RuleExplain) {
 	if r.LastAppliedError != "" {
 		fmt.Fprintf(w, "  last-applied-configuration not updated: %s\n", r.LastAppliedError)
 	}
-}
-
-// testedValues are the values a matcher tests: the elements of a single
-// array, as the engine does.
-func testedValues(vals []any) []any {
-	if len(vals) == 1 {
-		if arr, ok := vals[0].([]any); ok {
-			return arr
-		}
-	}
-	return vals
 }
 
 // maxValueText bounds how much of one selected value the text form shows.

@@ -77,7 +77,7 @@ func (a admission) request(op rules.Operation) engine.Request {
 }
 
 // evaluate runs the engine on one admission.
-func (a admission) evaluate(ctx context.Context, eng *engine.Engine, snap *rules.Snapshot, op rules.Operation) (*engine.Decision, error) {
+func (a admission) evaluate(ctx context.Context, eng *engine.Engine, snap *engine.Snapshot, op rules.Operation) (*engine.Decision, error) {
 	return eng.Evaluate(ctx, snap, a.request(op))
 }
 

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -135,7 +135,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 			return &ExitError{Code: 2, Err: fmt.Errorf("items[%d] must be an object, not a JSON %s", i, value.TypeName(it))}
 		}
 		d := source.Document{Origin: itemOrigin(m, i), Object: m}
-		if source.IsModRule(&d) {
+		if modrule.IsModRule(&d) {
 			d.Object = withoutKRMAnnotations(m)
 			if d.JSON, err = value.Encode(d.Object); err != nil {
 				return &ExitError{Code: 2, Err: err}
@@ -146,7 +146,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 			contextDocs = append(contextDocs, source.Document{Origin: d.Origin, Object: withoutKRMAnnotations(m)})
 		}
 	}
-	res := source.LoadRules(ruleDocs)
+	res := source.LoadRules(ruleDocs, newRegistry(o.clusterRules))
 	for _, e := range res.Errors {
 		fail(e.Error(), nil, "")
 	}
@@ -154,14 +154,14 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 	if len(contextDocs) > 0 {
 		resolver, _ = newStaticResolver(contextDocs)
 	}
-	snap := rules.NewSnapshot(res.Rules, rules.SnapshotOptions{ClusterRulesNamespace: o.clusterRules})
+	snap := engine.NewSnapshot(res.Rules)
 	eng := engine.New(engine.Options{Objects: resolver, NoTrace: true})
 
 	out := make([]any, 0, len(items))
 	for i, it := range items {
 		m := it.(map[string]any)
 		d := source.Document{Object: m}
-		if source.IsModRule(&d) || len(res.Errors) > 0 {
+		if modrule.IsModRule(&d) || len(res.Errors) > 0 {
 			out = append(out, m) // rules stay as they are; with broken rules nothing is admitted
 			continue
 		}
@@ -275,7 +275,7 @@ func functionConfigRules(fc map[string]any) ([]source.Document, error) {
 			origin = fmt.Sprintf("functionConfig items[%d]", i)
 		}
 		d := source.Document{Origin: origin, Object: withoutKRMAnnotations(m)}
-		if !source.IsModRule(&d) {
+		if !modrule.IsModRule(&d) {
 			return nil, fmt.Errorf("%s is a %s, not a ModRule", origin, d.Kind())
 		}
 		j, err := value.Encode(d.Object)

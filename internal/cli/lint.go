@@ -16,6 +16,7 @@ import (
 
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
@@ -111,7 +112,7 @@ be read.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory, as apply takes it (repeatable; same as a PATH argument)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "sample objects for the idempotency check: file or directory (repeatable)")
-	f.StringVar(&o.clusterRules, "cluster-rules-namespace", rules.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	f.StringVar(&o.clusterRules, "cluster-rules-namespace", modrule.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 	f.BoolVar(&o.strict, "strict", false, "exit 1 on warnings too")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	return cmd
@@ -155,7 +156,7 @@ type lintReport struct {
 // lintedRule is a compiled rule and where it came from.
 type lintedRule struct {
 	origin string
-	rule   *rules.Rule
+	rule   *modrule.Rule
 }
 
 func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) error {
@@ -193,7 +194,7 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 	seen := map[string]string{}
 	for i := range docs {
 		d := &docs[i]
-		if !source.IsModRule(d) {
+		if !modrule.IsModRule(d) {
 			continue
 		}
 		if prev, ok := seen[d.Key()]; ok {
@@ -203,14 +204,14 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 			continue
 		}
 		seen[d.Key()] = d.Origin
-		mr, err := source.DecodeModRule(d)
+		mr, err := modrule.Decode(d)
 		if err != nil {
 			add(Finding{Severity: "error", Code: codeUndecodable, Origin: d.Origin, Rule: d.Key(),
-				Message: strings.TrimPrefix(err.Error(), d.Origin+": ModRule "+d.Key()+": "),
+				Message: strings.TrimPrefix(err.Error(), "ModRule "+d.Key()+": "),
 				Hint:    "check the field names and types against docs/modrule.md"})
 			continue
 		}
-		r, err := rules.Compile(mr)
+		r, err := modrule.Compiler{ClusterRulesNamespace: o.clusterRules}.Compile(mr)
 		var ce *rules.CompileError
 		if errors.As(err, &ce) {
 			for _, fe := range ce.Errors {
@@ -346,16 +347,16 @@ func isQuoted(v string) bool {
 // yieldsBoolean reports whether a criterion's select yields a single
 // boolean: a computed expression does so whatever the object (checked on
 // an empty one), a path does so on a sample.
-func yieldsBoolean(ctx context.Context, c *rules.Criterion, objs []sample) (string, bool) {
+func yieldsBoolean(ctx context.Context, c *modrule.Criterion, objs []sample) (string, bool) {
 	isBool := func(obj any) bool {
-		res, err := c.Select.Evaluate(ctx, obj)
-		if err != nil || !res.Single || len(res.Values) != 1 {
+		vals, single, err := c.Select.Values(ctx, obj, nil)
+		if err != nil || !single || len(vals) != 1 {
 			return false
 		}
-		_, ok := res.Values[0].(bool)
+		_, ok := vals[0].(bool)
 		return ok
 	}
-	if !c.Select.IsQuery() && isBool(map[string]any{}) {
+	if !c.Select.IsPath() && isBool(map[string]any{}) {
 		return "a comparison or boolean expression", true
 	}
 	for _, s := range objs {
@@ -375,7 +376,7 @@ type sample struct {
 // sampleObjects returns the given samples of the kinds the rule can see,
 // and objects synthesised from its criteria: one per pinned kind (a Pod
 // when it pins none), with the values of its plain-path criteria filled in.
-func sampleObjects(r *rules.Rule, given []source.Document) []sample {
+func sampleObjects(r *modrule.Rule, given []source.Document) []sample {
 	var out []sample
 	for i := range given {
 		d := &given[i]
@@ -434,11 +435,11 @@ var plainPath = regexp.MustCompile(`^(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[("(?:[^"\\]
 
 // pathOf returns the member names of a select that is a plain path of
 // names ($.a.b["c.d"]), or nil.
-func pathOf(c *rules.Criterion) []string {
-	if c.Select == nil || !c.Select.IsQuery() {
+func pathOf(c *modrule.Criterion) []string {
+	if c.Select == nil || !c.Select.IsPath() {
 		return nil
 	}
-	s := c.Select.String()
+	s := c.Select.Canonical()
 	if !strings.HasPrefix(s, "$") {
 		return nil
 	}
@@ -465,7 +466,7 @@ func pathOf(c *rules.Criterion) []string {
 
 // satisfy sets or removes the member a plain-path criterion tests so that
 // the criterion holds; other criteria are left alone.
-func satisfy(obj map[string]any, c *rules.Criterion) {
+func satisfy(obj map[string]any, c *modrule.Criterion) {
 	path := pathOf(c)
 	if len(path) == 0 || path[0] == "kind" || path[0] == "syntheticRefs" {
 		return
@@ -515,7 +516,7 @@ func removePath(obj map[string]any, path []string) {
 // result: the second pass must change nothing.
 func checkIdempotent(ctx context.Context, lr lintedRule, objs []sample, clusterNS string) (Finding, bool) {
 	r := lr.rule
-	snap := rules.NewSnapshot([]*rules.Rule{r}, rules.SnapshotOptions{ClusterRulesNamespace: clusterNS})
+	snap := engine.NewSnapshot([]engine.Rule{r})
 	eng := engine.New(engine.Options{NoTrace: true})
 	op := rules.Create
 	if !r.Operations(op) {
@@ -556,7 +557,7 @@ func checkIdempotent(ctx context.Context, lr lintedRule, objs []sample, clusterN
 
 // sampleNamespace puts a sample where the rule applies: a namespaced rule's
 // own namespace, or a namespace its targetNamespaceRegex matches.
-func sampleNamespace(r *rules.Rule, a admission, clusterNS string) string {
+func sampleNamespace(r *modrule.Rule, a admission, clusterNS string) string {
 	switch {
 	case a.ns == "":
 		return ""

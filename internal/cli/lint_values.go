@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
@@ -56,10 +57,10 @@ func lintValues(ctx context.Context, lr lintedRule, objs []sample, clusterNS str
 		case p.Value.Static():
 			if member, v, bad := nonString(p.StaticValue, m[3] == ""); bad {
 				warn(codeNotAString, p.Field+".value",
-					fmt.Sprintf("value %q is read as YAML: the %s value%s is a JSON %s (%s), not a string, and the API server rejects the object", p.Value.Text(), what, member, value.TypeName(v), compact(v)),
+					fmt.Sprintf("value %q is read as YAML: the %s value%s is a JSON %s (%s), not a string, and the API server rejects the object", p.Value.Source(), what, member, value.TypeName(v), compact(v)),
 					quoteHint)
 			}
-		case m[3] != "" && templateOnly.MatchString(p.Value.Text()) && !quoting.MatchString(p.Value.Text()):
+		case m[3] != "" && templateOnly.MatchString(p.Value.Source()) && !quoting.MatchString(p.Value.Source()):
 			warn(codeNotAString, p.Field+".value",
 				fmt.Sprintf("the %s value is a template alone: its output is read as YAML, so a text that looks like a number or boolean (\"8080\", \"true\") becomes one, and the API server rejects the object", what),
 				quoteHint)
@@ -69,7 +70,7 @@ func lintValues(ctx context.Context, lr lintedRule, objs []sample, clusterNS str
 		return out
 	}
 	// On the samples: what the rule's operations really set.
-	snap := rules.NewSnapshot([]*rules.Rule{r}, rules.SnapshotOptions{ClusterRulesNamespace: clusterNS})
+	snap := engine.NewSnapshot([]engine.Rule{r})
 	eng := engine.New(engine.Options{})
 	op := rules.Create
 	if !r.Operations(op) {
@@ -79,7 +80,7 @@ func lintValues(ctx context.Context, lr lintedRule, objs []sample, clusterNS str
 	// sample: lint has no Namespace or Node to serve.
 	readsContext := map[string]bool{}
 	for i := range r.Patches {
-		if p := &r.Patches[i]; p.Value != nil && strings.Contains(p.Value.Text(), "syntheticRefs") {
+		if p := &r.Patches[i]; p.Value != nil && strings.Contains(p.Value.Source(), "syntheticRefs") {
 			readsContext[p.Field] = true
 		}
 	}
@@ -91,15 +92,19 @@ func lintValues(ctx context.Context, lr lintedRule, objs []sample, clusterNS str
 			continue
 		}
 		tr := &dec.Trace[0]
+		mt := modrule.TraceOf(tr)
+		if mt == nil {
+			continue
+		}
 		for j, o := range tr.Ops {
-			if j >= len(tr.OpSources) {
+			if j >= len(mt.OpSources) {
 				break
 			}
-			field := tr.OpSources[j].Field + ".value"
+			field := mt.OpSources[j].Field + ".value"
 			if o.Op == patch.Remove {
 				continue
 			}
-			if !readsContext[tr.OpSources[j].Field] && containsNoValue(o.Value) {
+			if !readsContext[mt.OpSources[j].Field] && containsNoValue(o.Value) {
 				warn(codeNoValue, field,
 					fmt.Sprintf("on %s the template rendered %q at %s: it reads a key the object does not have", s.origin, noValue, o.Path),
 					"guard the key: {{ with .Target.x }}{{ . }}{{ end }}, {{ .Target.x | default \"...\" }}, or a criterion that requires it")

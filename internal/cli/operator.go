@@ -31,7 +31,6 @@ import (
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/controller"
 	"github.com/modwright/modwright/internal/metrics"
-	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/source/cluster"
 	"github.com/modwright/modwright/internal/webhook"
@@ -213,12 +212,13 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}
 
 	store := &source.Store{}
+	reg := newRegistry(o.clusterRules)
 	ruleSource := &cluster.RuleSource{
-		Cache:    mgr.GetCache(),
-		Store:    store,
-		Snapshot: rules.SnapshotOptions{ClusterRulesNamespace: o.clusterRules},
-		Log:      log.WithName("rules"),
-		Metrics:  m,
+		Cache:   mgr.GetCache(),
+		Store:   store,
+		Kinds:   reg,
+		Log:     log.WithName("rules"),
+		Metrics: m,
 	}
 	resolver := &cluster.Resolver{Reader: mgr.GetCache()}
 	if err := resolver.Watch(informers[0], informers[1]); err != nil {
@@ -241,16 +241,20 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		FailOpen: true, // never block scheduling (failurePolicy Ignore too)
 	}))
 	srv.Register(controller.ValidatePath, webhook.NewHandler(webhook.HandlerOptions{
-		Name: "validate-modrule", Admit: controller.ValidateHandler{}.Admit, Log: log.WithName("validate"), Metrics: m,
+		Name: "validate-modrule", Admit: controller.ValidateHandler{Kinds: reg}.Admit, Log: log.WithName("validate"), Metrics: m,
 		MaxReviewBytes: maxBytes, Timeout: o.reviewTimeout, MaxReviewMemory: 4 * (maxBytes + 1),
 	}))
 
 	if err := mgr.Add(ruleSource); err != nil {
 		return err
 	}
-	status := &controller.StatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("modwright"), Log: log.WithName("status")}
-	if err := status.SetupWithManager(mgr); err != nil {
-		return err
+	// One status reconciler per kind; they compile with their own
+	// adapters (a registry of their own), not the rule source's caches.
+	for _, k := range newRegistry(o.clusterRules).Kinds() {
+		status := &controller.StatusReconciler{Kind: k, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("modwright"), Log: log.WithName("status")}
+		if err := status.SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	hosts := append(serviceHosts(op.serviceName, op.namespace), o.certHosts...)
 	if err := mgr.Add(&controller.CertManager{

@@ -24,7 +24,6 @@ import (
 
 	"github.com/modwright/modwright/internal/certs"
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/webhook"
 )
@@ -247,7 +246,7 @@ func TestServeUsageErrors(t *testing.T) {
 // cancelled meanwhile (as the engine would: "context canceled").
 type gatedEvaluator struct{ entered chan chan struct{} }
 
-func (g gatedEvaluator) Evaluate(ctx context.Context, _ *rules.Snapshot, _ engine.Request) (*engine.Decision, error) {
+func (g gatedEvaluator) Evaluate(ctx context.Context, _ *engine.Snapshot, _ engine.Request) (*engine.Decision, error) {
 	release := make(chan struct{})
 	g.entered <- release
 	<-release
@@ -285,7 +284,7 @@ func TestOperatorWebhookServerStop(t *testing.T) {
 	t.Cleanup(func() { ws.srv.Close() })
 	ev := gatedEvaluator{entered: make(chan chan struct{})}
 	store := &source.Store{}
-	store.Publish(rules.NewSnapshot(nil, rules.SnapshotOptions{}))
+	store.Publish(engine.NewSnapshot(nil))
 	ws.Register(webhook.DragnetPath, webhook.NewDragnet(webhook.Options{Evaluator: ev, Snapshots: store, Log: logr.Discard(), Timeout: time.Minute}))
 
 	mgrCtx, stopMgr := context.WithCancel(context.Background())
@@ -375,7 +374,7 @@ func TestOperatorWebhookServerCutsSlowBody(t *testing.T) {
 	}
 	t.Cleanup(func() { ws.srv.Close() })
 	store := &source.Store{}
-	store.Publish(rules.NewSnapshot(nil, rules.SnapshotOptions{}))
+	store.Publish(engine.NewSnapshot(nil))
 	ws.Register(webhook.DragnetPath, o.dragnet(store, nil, logr.Discard(), nil)) // as serve wires it
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,11 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source/cluster"
+	"github.com/modwright/modwright/internal/value"
 )
 
-// Condition type and reasons written to ModRule status.
+// Condition type and reasons written to a rule's status.
 const (
 	ConditionReady     = "Ready"
 	ReasonCompiled     = "Compiled"
@@ -36,13 +39,16 @@ type EventRecorder interface {
 	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
 }
 
-// StatusReconciler writes each ModRule's status: observedGeneration and the
-// Ready condition, True when the rule compiles, False with reason
-// CompileError and the field errors (field path and column) otherwise. A
-// broken rule also gets a Warning event (the metric modwright_rule_broken,
-// set by every replica's rule source, names it too). It runs on the leader
-// only.
+// StatusReconciler writes the status of each rule of one kind:
+// observedGeneration and the Ready condition, True when the rule compiles,
+// False with reason CompileError and the field errors (field path and
+// column) otherwise. A broken rule also gets a Warning event (the metric
+// modwright_rule_broken, set by every replica's rule source, names it too).
+// It runs on the leader only. It reads and writes rules as unstructured
+// objects and compiles them through their kind's adapter, so one
+// reconciler per kind of the registry serves every kind.
 type StatusReconciler struct {
+	Kind     kinds.Kind
 	Client   client.Client
 	Recorder EventRecorder
 	Log      logr.Logger
@@ -56,9 +62,15 @@ var _ reconcile.Reconciler = (*StatusReconciler)(nil)
 // generation) trigger it, so its own status writes do not.
 func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("modrule-status").
-		For(&v1beta1.ModRule{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named(strings.ToLower(r.Kind.Name())+"-status").
+		For(r.object(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
+}
+
+func (r *StatusReconciler) object() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(cluster.GVK(r.Kind))
+	return u
 }
 
 func (r *StatusReconciler) now() time.Time {
@@ -70,32 +82,81 @@ func (r *StatusReconciler) now() time.Time {
 
 // Reconcile compiles the rule and records the outcome in its status.
 func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var mr v1beta1.ModRule
-	if err := r.Client.Get(ctx, req.NamespacedName, &mr); err != nil {
+	u := r.object()
+	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	_, compileErr := rules.Compile(&mr)
-	cond := ReadyCondition(compileErr, mr.Generation, r.now())
-	orig := mr.DeepCopy()
-	changed := meta.SetStatusCondition(&mr.Status.Conditions, cond)
-	if !changed && mr.Status.ObservedGeneration == mr.Generation {
+	name := req.NamespacedName.String()
+	if req.Namespace == "" {
+		name = req.Name
+	}
+	compileErr := r.compile(u)
+	cond := ReadyCondition(compileErr, u.GetGeneration(), r.now())
+	orig := u.DeepCopy()
+	var conds []metav1.Condition
+	if raw, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"c": raw}, &struct {
+			C *[]metav1.Condition `json:"c"`
+		}{&conds}); err != nil {
+			conds = nil // unreadable: written anew
+		}
+	}
+	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	changed := meta.SetStatusCondition(&conds, cond)
+	if !changed && observed == u.GetGeneration() {
 		return reconcile.Result{}, nil
 	}
-	mr.Status.ObservedGeneration = mr.Generation
-	if err := r.Client.Status().Patch(ctx, &mr, client.MergeFrom(orig)); err != nil {
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
+		C []metav1.Condition `json:"c"`
+	}{conds})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := unstructured.SetNestedField(u.Object, out["c"], "status", "conditions"); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := unstructured.SetNestedField(u.Object, u.GetGeneration(), "status", "observedGeneration"); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.Client.Status().Patch(ctx, u, client.MergeFrom(orig)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, fmt.Errorf("writing the status of ModRule %s: %w", mr.NamespacedName(), err)
+		return reconcile.Result{}, fmt.Errorf("writing the status of %s %s: %w", r.Kind.Name(), name, err)
 	}
 	if compileErr != nil {
-		r.Log.Info("ModRule does not compile; it is never applied until fixed", "rule", mr.NamespacedName(),
-			"generation", mr.Generation, "error", compileErr.Error())
+		r.Log.Info("rule does not compile; it is never applied until fixed", "kind", r.Kind.Name(), "rule", name,
+			"generation", u.GetGeneration(), "error", compileErr.Error())
 		if r.Recorder != nil {
-			r.Recorder.Eventf(&mr, nil, corev1.EventTypeWarning, ReasonCompileError, "Compile", "%s", cond.Message)
+			r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonCompileError, "Compile", "%s", cond.Message)
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// compile compiles the stored rule through its kind, as the rule source
+// does; the error is nil when it compiles.
+func (r *StatusReconciler) compile(u *unstructured.Unstructured) error {
+	m, err := Manifest(u)
+	if err != nil {
+		return err
+	}
+	_, err = r.Kind.Compile(m)
+	return err
+}
+
+// Manifest is the manifest of a stored object: its JSON text and tree.
+func Manifest(u *unstructured.Unstructured) (*kinds.Manifest, error) {
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	tree, err := value.Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	obj, _ := tree.(map[string]any)
+	return &kinds.Manifest{Object: obj, JSON: data}, nil
 }
 
 // ReadyCondition is the Ready condition for a rule that compiled with err

@@ -2,57 +2,81 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
 	"github.com/modwright/modwright/internal/webhook"
 )
 
-// ValidatePath is where the ModRule validating webhook is served.
+// ValidatePath is where the rules' validating webhook is served (one path
+// for every kind of the registry; the name is KubeMod's).
 const ValidatePath = "/validate-modrule"
 
-// ValidateHandler refuses ModRules that do not compile, with one field
-// error per problem (field path, column, message), before they are stored.
-// It compiles exactly as the rule source does.
-type ValidateHandler struct{}
+// ValidateHandler refuses rules that do not compile, with one field error
+// per problem (field path, column, message), before they are stored. It
+// compiles exactly as the rule source does, through the kind of the
+// registry that owns the object.
+type ValidateHandler struct {
+	Kinds *kinds.Registry
+}
 
 var _ webhook.AdmitFunc = ValidateHandler{}.Admit
 
-// Admit validates a created or updated ModRule.
-func (ValidateHandler) Admit(_ context.Context, req *engine.Request) webhook.Verdict {
+// Admit validates a created or updated rule.
+func (h ValidateHandler) Admit(_ context.Context, req *engine.Request) webhook.Verdict {
 	if req.Operation != rules.Create && req.Operation != rules.Update {
 		return webhook.Verdict{Allowed: true}
 	}
-	var mr v1beta1.ModRule
-	if err := json.Unmarshal(req.ObjectJSON, &mr); err != nil {
-		return webhook.Verdict{Code: http.StatusBadRequest, Message: fmt.Errorf("undecodable ModRule: %w", err).Error()}
+	tree, err := value.Decode(req.ObjectJSON)
+	obj, _ := tree.(map[string]any)
+	if err != nil || obj == nil {
+		return webhook.Verdict{Code: http.StatusBadRequest, Message: fmt.Sprintf("undecodable %s: not a JSON object", req.Kind.Kind)}
 	}
-	if mr.Namespace == "" {
-		mr.Namespace = req.Namespace
+	m := &kinds.Manifest{Object: obj, JSON: req.ObjectJSON}
+	if m.Namespace() == "" && req.Namespace != "" {
+		// The API server fills the namespace of a namespaced object
+		// from the request after admission: the rule's key has it.
+		md, _ := obj["metadata"].(map[string]any)
+		md = maps.Clone(md)
+		if md == nil {
+			md = map[string]any{}
+		}
+		md["namespace"] = req.Namespace
+		obj = maps.Clone(obj)
+		obj["metadata"] = md
+		data, err := value.AppendJSON(nil, obj)
+		if err != nil {
+			return webhook.Verdict{Code: http.StatusBadRequest, Message: err.Error()}
+		}
+		m = &kinds.Manifest{Object: obj, JSON: data}
 	}
-	_, err := rules.Compile(&mr)
-	if err == nil {
-		return webhook.Verdict{Allowed: true}
+	k := h.Kinds.For(m)
+	if k == nil {
+		return webhook.Verdict{Allowed: true} // not a rule kind modwright serves
 	}
-	return Invalid(&mr, err)
+	if _, err := k.Compile(m); err != nil {
+		return Invalid(k, m, err)
+	}
+	return webhook.Verdict{Allowed: true}
 }
 
 // Invalid is the denial for a rule that does not compile: an Invalid
 // status with one cause per field error, as the API server reports its own
 // validation errors.
-func Invalid(mr *v1beta1.ModRule, err error) webhook.Verdict {
+func Invalid(k kinds.Kind, m *kinds.Manifest, err error) webhook.Verdict {
 	v := webhook.Verdict{
 		Code:    http.StatusUnprocessableEntity,
 		Reason:  string(metav1.StatusReasonInvalid),
-		Message: fmt.Sprintf("ModRule %s is invalid: %s", mr.NamespacedName(), FieldErrors(err)),
-		Details: &webhook.StatusDetails{Name: mr.Name, Group: v1beta1.Group, Kind: "ModRule"},
+		Message: fmt.Sprintf("%s %s is invalid: %s", k.Name(), m.Key(), FieldErrors(err)),
+		Details: &webhook.StatusDetails{Name: m.Name(), Group: k.Group(), Kind: k.Name()},
 	}
 	var ce *rules.CompileError
 	if errors.As(err, &ce) {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 )
@@ -138,11 +138,14 @@ type Decision struct {
 	Object any
 	// Patch turns the input object into Object (RFC 6902).
 	Patch []patch.Operation
-	// Applied names the Patch rules whose operations were applied, in
+	// Applied names the Mutate rules whose operations were applied, in
 	// order, with or without a trace.
 	Applied []string
-	// Rejections lists the Reject rules that matched, in evaluation order.
+	// Rejections lists the rules that rejected the object, in evaluation
+	// order.
 	Rejections []Rejection
+	// Warnings are what Validate rules warned about, in evaluation order.
+	Warnings []Warning
 	// Trace has one entry per rule considered, in evaluation order.
 	Trace []RuleTrace
 	// Errors lists what went wrong while applying rules: a rule that failed
@@ -153,7 +156,7 @@ type Decision struct {
 	ObjectJSON []byte
 }
 
-// Allowed reports whether no Reject rule matched.
+// Allowed reports whether no rule rejected the object.
 func (d *Decision) Allowed() bool { return len(d.Rejections) == 0 }
 
 // Changed reports whether the rules changed the object.
@@ -170,11 +173,42 @@ func (d *Decision) DenialText() string {
 	return strings.Join(parts, ",")
 }
 
-// DenialMessage is the message a denied request gets, as KubeMod's webhook
-// words it: "operation rejected by the following ModRule(s): " and
-// DenialText.
+// DenialMessage is the message a denied request gets. For each kind of
+// rule that rejected it, in the order of their first rejection,
+// "operation rejected by the following <Kind>(s): " and the list of
+// DenialText; kinds are separated by "; ". When only ModRules rejected, it
+// is KubeMod webhook's text byte for byte.
 func (d *Decision) DenialMessage() string {
-	return "operation rejected by the following ModRule(s): " + d.DenialText()
+	if len(d.Rejections) == 0 {
+		return ""
+	}
+	var kinds []string
+	for _, r := range d.Rejections {
+		if !slices.Contains(kinds, r.Kind) {
+			kinds = append(kinds, r.Kind)
+		}
+	}
+	var b strings.Builder
+	for i, k := range kinds {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString("operation rejected by the following ")
+		b.WriteString(k)
+		b.WriteString("(s): ")
+		n := 0
+		for _, r := range d.Rejections {
+			if r.Kind != k {
+				continue
+			}
+			if n > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(r.String())
+			n++
+		}
+	}
+	return b.String()
 }
 
 // DecodeObject returns Object, after decoding ObjectJSON into it when
@@ -193,13 +227,20 @@ func (d *Decision) DecodeObject() (any, error) {
 	return v, nil
 }
 
-// Rejection is one matching Reject rule.
+// Rejection is one rule that rejected the object.
 type Rejection struct {
+	Kind string // the rule's kind ("ModRule")
 	Rule string
 	// Message is the rendered rejectMessage; empty when the rule has none or
 	// it failed to render (MessageError then says why).
 	Message      string
 	MessageError error
+}
+
+// Warning is what one rule warned about.
+type Warning struct {
+	Kind, Rule string
+	Message    string
 }
 
 func (r Rejection) String() string {
@@ -214,93 +255,31 @@ type Outcome string
 
 // Outcomes.
 const (
-	Matched    Outcome = "matched"     // all criteria held (Patch rules: applied)
-	NotMatched Outcome = "not-matched" // a criterion failed
-	Failed     Outcome = "failed"      // matched, but its operations could not be built or applied
+	Matched    Outcome = "matched"     // the rule applied (Mutate: its operations were applied)
+	NotMatched Outcome = "not-matched" // the rule did not apply
+	Failed     Outcome = "failed"      // it applied, but could not be carried out (see Reason)
 	Skipped    Outcome = "skipped"     // not evaluated (see Reason)
 )
 
 // RuleTrace records how one rule was evaluated.
 type RuleTrace struct {
-	Rule string
-	Type v1beta1.ModRuleType
-	Tier int
+	Kind  string
+	Rule  string
+	Tier  int
+	Phase Phase
 	Outcome
 	// Reason explains Skipped and Failed outcomes.
 	Reason string
-	// Criteria holds the evaluated criteria in order; evaluation stops at the
-	// first that fails.
-	Criteria []CriterionTrace
-	// Ops are the operations a matching Patch rule produced (applied unless
-	// the outcome is Failed).
+	// Ops are the operations a matching Mutate rule produced (applied
+	// unless the outcome is Failed).
 	Ops []patch.Operation
-	// OpSources has one entry per operation in Ops: the patch item it came
-	// from and the keys its select captured (the #N placeholder values).
-	OpSources []OpSource
-	// LastApplied is set when the rule's operations could not be mirrored
-	// into the last-applied-configuration annotation.
+	// LastAppliedErr is set when the rule's operations could not be
+	// mirrored into the last-applied-configuration annotation.
 	LastAppliedErr error
-}
-
-// CriterionTrace records one criterion.
-type CriterionTrace struct {
-	// Criterion is the compiled criterion (its Field is spec.match[i]).
-	Criterion *rules.Criterion
-	// Values are what select returned (undefined dropped).
-	Values []any
-	// Single is true when select yields at most one value by construction.
-	Single bool
-	Held   bool
-	// Verdict says what decided the outcome (before negation), and At is
-	// the index of the deciding value among those tested (the elements of
-	// a single array), or -1.
-	Verdict Verdict
-	At      int
-	// Err is set when select failed to evaluate (then the criterion has no result).
-	Err error
-}
-
-// Verdict says what decided a criterion, before negate flips the outcome.
-type Verdict uint8
-
-// Verdicts.
-const (
-	VerdictError   Verdict = iota + 1 // select failed: no result
-	VerdictBoolean                    // a single boolean decided alone
-	VerdictNull                       // a single null: no result
-	VerdictNothing                    // nothing selected (or an empty array): no result
-	VerdictExists                     // no matcher, and something was selected
-	VerdictAny                        // a value satisfied the matcher
-	VerdictNone                       // no value satisfied the matcher
-	VerdictAll                        // every value satisfied the matcher (matchFor: All)
-	VerdictNotAll                     // a value failed the matcher (matchFor: All)
-)
-
-var verdictText = [...]string{
-	VerdictError:   "select failed",
-	VerdictBoolean: "select yielded a single boolean, which decides alone",
-	VerdictNull:    "select yielded null (no result)",
-	VerdictNothing: "select yielded nothing (no result)",
-	VerdictExists:  "select yielded a value and there is no matcher",
-	VerdictAny:     "a value satisfied the matcher",
-	VerdictNone:    "no value satisfied the matcher",
-	VerdictAll:     "every value satisfied the matcher (matchFor: All)",
-	VerdictNotAll:  "a value failed the matcher (matchFor: All)",
-}
-
-func (v Verdict) String() string {
-	if int(v) < len(verdictText) && verdictText[v] != "" {
-		return verdictText[v]
-	}
-	return "unknown"
-}
-
-// OpSource is where one operation of a rule trace came from.
-type OpSource struct {
-	Field string // spec.patch[i]
-	// Keys are the keys the patch item's select captured for this
-	// operation (#0, #1, ...); nil without select.
-	Keys []any
+	// Detail is the kind's own record of its steps (package
+	// internal/kinds/modrule: *modrule.Trace), which its explainer
+	// prints; nil when the kind recorded none.
+	Detail any
 }
 
 // RuleError is a rule that failed while being applied.

@@ -2,6 +2,7 @@ package lang
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -139,3 +140,27 @@ type Text interface {
 	// variable); Source is then the rendered text.
 	Static() bool
 }
+
+// Path is the key of a Node for a recursive descent step: the relative
+// path (ints and strings) the descent went down. A language with such steps
+// gives its keys as Path so that callers need not know its types.
+type Path []any
+
+// ErrLimit is in the chain of every error of an evaluation that hit one of
+// its language's bounds (values selected, work, output): check it with
+// errors.Is. The language's own sentinel stays in the chain too.
+var ErrLimit = errors.New("evaluation limit exceeded")
+
+// Limit marks err, a bound the evaluation hit, with ErrLimit; nil stays
+// nil. Its text is err's.
+func Limit(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &limitError{err}
+}
+
+type limitError struct{ err error }
+
+func (e *limitError) Error() string   { return e.err.Error() }
+func (e *limitError) Unwrap() []error { return []error{ErrLimit, e.err} }

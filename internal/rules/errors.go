@@ -7,7 +7,7 @@ import (
 )
 
 // ErrInvalidRule marks every compile error; check it with errors.Is.
-var ErrInvalidRule = errors.New("invalid ModRule")
+var ErrInvalidRule = errors.New("invalid rule")
 
 // FieldError is one problem of a rule.
 type FieldError struct {
@@ -25,6 +25,8 @@ func (e FieldError) String() string {
 
 // CompileError lists every problem found in one rule.
 type CompileError struct {
+	// Kind is the rule's kind as its manifests spell it ("ModRule").
+	Kind   string
 	Rule   string // namespace/name
 	Errors []FieldError
 }
@@ -34,7 +36,7 @@ func (e *CompileError) Error() string {
 	for i, fe := range e.Errors {
 		parts[i] = fe.String()
 	}
-	return fmt.Sprintf("ModRule %s: %s", e.Rule, strings.Join(parts, "; "))
+	return fmt.Sprintf("%s %s: %s", e.Kind, e.Rule, strings.Join(parts, "; "))
 }
 
 // Unwrap makes errors.Is(err, ErrInvalidRule) hold.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/test/load"
 )
@@ -19,7 +21,7 @@ func BenchmarkLoad10k(b *testing.B) {
 	if err := os.WriteFile(path, load.RuleSet(10000, 10), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	fs := &source.FileSource{Paths: []string{path}, Store: &source.Store{}, Log: logr.Discard()}
+	fs := &source.FileSource{Paths: []string{path}, Kinds: kinds.NewRegistry(modrule.NewKind("")), Store: &source.Store{}, Log: logr.Discard()}
 	b.ReportAllocs()
 	for b.Loop() {
 		rep, err := fs.Load()

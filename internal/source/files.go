@@ -7,33 +7,32 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/metrics"
-	"github.com/modwright/modwright/internal/rules"
 )
 
-// ErrNoRules is returned when the rule paths hold no ModRule at all and the
+// ErrNoRules is returned when the rule paths hold no rule at all and the
 // FileSource does not allow that.
-var ErrNoRules = errors.New("no ModRule found")
+var ErrNoRules = errors.New("no rule found")
 
 // FileSource builds snapshots from rule files and directories (as
 // `modwright apply --rules` reads them) and publishes them to a Store.
 type FileSource struct {
-	Paths    []string
-	Snapshot rules.SnapshotOptions
-	Store    *Store
-	Log      logr.Logger
-	Metrics  *metrics.Metrics // nil: none
+	Paths []string
+	// Kinds are the rule kinds served. Keep one registry for the
+	// FileSource's life: its kinds keep the parsed expressions of the
+	// rules from one Load to the next (a reload, SIGHUP, re-reads and
+	// recompiles every rule, and most of its expressions are those of the
+	// previous load), bounded (modrule.CacheLimit).
+	Kinds   *kinds.Registry
+	Store   *Store
+	Log     logr.Logger
+	Metrics *metrics.Metrics // nil: none
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// AllowEmpty accepts paths without any ModRule (an empty snapshot).
+	// AllowEmpty accepts paths without any rule (an empty snapshot).
 	AllowEmpty bool
-
-	// cache holds the parsed select expressions and regular expressions
-	// of the rules, kept from one Load to the next: a reload (SIGHUP)
-	// re-reads and recompiles every rule, and most of its expressions are
-	// those of the previous load. It is bounded (rules.CacheLimit), so
-	// what removed rules leave in it cannot grow without end.
-	cache rules.Cache
 }
 
 // LoadReport describes one build.
@@ -73,14 +72,14 @@ func (f *FileSource) Load() (*LoadReport, error) {
 		return nil, err
 	}
 	t1 := f.now()
-	res := loadRules(docs, &f.cache)
+	res := LoadRules(docs, f.Kinds)
 	if len(res.Duplicates) > 0 {
 		// Serving either definition could drop a Reject rule unseen.
 		f.Metrics.SnapshotFailed()
 		return nil, errors.Join(res.Duplicates...)
 	}
 	t2 := f.now()
-	snap := rules.NewSnapshot(res.Rules, f.Snapshot)
+	snap := engine.NewSnapshot(res.Rules)
 	t3 := f.now()
 	rep.Read, rep.Compile, rep.Index = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
 	rep.Skipped, rep.Errors = res.Skipped, res.Errors
@@ -92,19 +91,19 @@ func (f *FileSource) Load() (*LoadReport, error) {
 		return rep, fmt.Errorf("%w in %v", ErrNoRules, f.Paths)
 	}
 	if snap.Len() == 0 && len(res.Errors) == 0 {
-		f.Log.Info("WARNING: no ModRule found; serving with no rules (add rules and reload)", "paths", f.Paths)
+		f.Log.Info("WARNING: no rule found; serving with no rules (add rules and reload)", "paths", f.Paths)
 	}
 	for _, s := range res.Skipped {
-		f.Log.Info("skipped a document that is not a ModRule", "document", s)
+		f.Log.Info("skipped a document of no kind served", "document", s)
 	}
 	for _, e := range res.Errors {
-		f.Log.Error(e, "ModRule failed to load; it is kept, reported, and never applied")
+		f.Log.Error(e, "rule failed to load; it is kept, reported, and never applied")
 	}
 	// The metrics describe the snapshot before it serves (and turns
 	// /readyz ready): whoever sees it published finds its build recorded.
 	broken := make([]string, 0, rep.Broken)
 	for _, r := range snap.Broken() {
-		broken = append(broken, r.Key)
+		broken = append(broken, r.Info().Key)
 	}
 	f.Metrics.SnapshotBuild(rep.Read, rep.Compile, rep.Index)
 	rep.PublishedAt = f.now()

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/metrics"
 )
 
@@ -40,7 +41,7 @@ func TestFileSource(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	store := &Store{}
-	fs := &FileSource{Paths: []string{dir}, Store: store, Log: logr.Discard(), Metrics: metrics.New(reg)}
+	fs := &FileSource{Paths: []string{dir}, Kinds: testKinds(), Store: store, Log: logr.Discard(), Metrics: metrics.New(reg)}
 
 	// No rules at all: an error, nothing published.
 	if _, err := fs.Load(); !errors.Is(err, ErrNoRules) || store.Ready() {
@@ -109,26 +110,27 @@ func TestFileSourceReloadSharesExpressions(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &Store{}
-	fs := &FileSource{Paths: []string{dir}, Store: store, Log: logr.Discard()}
+	reg := testKinds()
+	fs := &FileSource{Paths: []string{dir}, Kinds: reg, Store: store, Log: logr.Discard()}
 	selectOf := func() any {
 		t.Helper()
 		if _, err := fs.Load(); err != nil {
 			t.Fatal(err)
 		}
-		return store.Current().Rules()[0].Criteria[0].Select
+		return modRule(store.Current().Rules()[0]).Criteria[0].Select
 	}
 	first, second := selectOf(), selectOf()
 	if first != second {
 		t.Error("a reload parsed the rule's select expression again")
 	}
-	if e, r := fs.cache.Len(); e != 1 || r != 0 {
+	if e, r := reg.Kinds()[0].(*modrule.KindAdapter).Compiler.Cache.Len(); e != 1 || r != 0 {
 		t.Errorf("cache: %d expressions, %d regexes; want 1, 0", e, r)
 	}
 	docs, err := ReadPaths([]string{dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := LoadRules(docs); res.Rules[0].Criteria[0].Select == first {
-		t.Error("LoadRules shares the FileSource's cache")
+	if res := LoadRules(docs, testKinds()); modRule(res.Rules[0]).Criteria[0].Select == first {
+		t.Error("another registry shares the FileSource's cache")
 	}
 }

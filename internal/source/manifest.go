@@ -15,50 +15,17 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/value"
 )
 
 // ErrInvalidManifest marks unreadable or malformed input.
 var ErrInvalidManifest = errors.New("invalid manifest")
 
-// Document is one object read from a manifest.
-type Document struct {
-	// Origin names where it came from: "file.yaml, document 2" or
-	// "file.yaml, document 2, item 3" for an element of a List.
-	Origin string
-	// Object is the decoded object (numbers as json.Number).
-	Object map[string]any
-	// JSON is the object's JSON text.
-	JSON []byte
-}
-
-// Kind returns the object's kind.
-func (d *Document) Kind() string { s, _ := d.Object["kind"].(string); return s }
-
-// APIVersion returns the object's apiVersion.
-func (d *Document) APIVersion() string { s, _ := d.Object["apiVersion"].(string); return s }
-
-// Name returns metadata.name.
-func (d *Document) Name() string { return d.meta("name") }
-
-// Namespace returns metadata.namespace.
-func (d *Document) Namespace() string { return d.meta("namespace") }
-
-// Key is namespace/name, or the name alone without a namespace: how
-// rules.Rule.Key names a ModRule, read before decoding so that undecodable
-// documents have one too.
-func (d *Document) Key() string {
-	if ns := d.Namespace(); ns != "" {
-		return ns + "/" + d.Name()
-	}
-	return d.Name()
-}
-
-func (d *Document) meta(k string) string {
-	md, _ := d.Object["metadata"].(map[string]any)
-	s, _ := md[k].(string)
-	return s
-}
+// Document is one object read from a manifest: a kinds.Manifest (its
+// Origin names the file and document: "file.yaml, document 2" or
+// "file.yaml, document 2, item 3" for an element of a List).
+type Document = kinds.Manifest
 
 // manifestExt lists the file endings read from directories.
 var manifestExt = []string{".yaml", ".yml", ".json"}

@@ -81,7 +81,7 @@ func TestReadOnlyRegularFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &Store{}
-	fs := &FileSource{Paths: []string{good}, Store: store, Log: logr.Discard()}
+	fs := &FileSource{Paths: []string{good}, Kinds: testKinds(), Store: store, Log: logr.Discard()}
 	if _, err := fs.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestDuplicateRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := LoadRules(docs)
+	res := LoadRules(docs, testKinds())
 	if len(res.Duplicates) != 1 || !errors.Is(res.Duplicates[0], ErrDuplicateRule) || len(res.Rules) != 1 {
 		t.Fatalf("duplicates: %v, rules: %d", res.Duplicates, len(res.Rules))
 	}
@@ -138,7 +138,7 @@ func TestDuplicateRules(t *testing.T) {
 		}
 	}
 	store := &Store{}
-	fs := &FileSource{Paths: []string{dir}, Store: store, Log: logr.Discard()}
+	fs := &FileSource{Paths: []string{dir}, Kinds: testKinds(), Store: store, Log: logr.Discard()}
 	if _, err := fs.Load(); !errors.Is(err, ErrDuplicateRule) || store.Ready() {
 		t.Fatalf("FileSource: err=%v, published=%v", err, store.Ready())
 	}
@@ -147,13 +147,17 @@ func TestDuplicateRules(t *testing.T) {
 // A YAML boolean (or number) in a string field says which field, with its
 // index, that it must be a string, and how to quote it (KubeMod's own
 // IsMatch tests write matchValue: false).
-func TestDecodeModRuleTypeMismatch(t *testing.T) {
+func TestLoadModRuleTypeMismatch(t *testing.T) {
 	text := "apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata: {name: r, namespace: ns}\nspec:\n  type: Reject\n  match:\n  - select: '$.kind'\n  - select: '$.spec.x'\n    matchValue: false\n"
 	docs, err := ParseManifest("r.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = DecodeModRule(&docs[0])
+	res := LoadRules(docs, testKinds())
+	if len(res.Errors) != 1 {
+		t.Fatalf("errors: %v", res.Errors)
+	}
+	err = res.Errors[0]
 	var m *value.Mismatch
 	if !errors.As(err, &m) || m.Path != "spec.match[1].matchValue" || m.Want != "string" {
 		t.Fatalf("err = %v, want a Mismatch at spec.match[1].matchValue", err)

@@ -129,8 +129,8 @@ metadata: {name: old}
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := LoadRules(docs)
-	if len(res.Rules) != 2 || res.Rules[0].Key != "ns/ok" || res.Rules[1].Err == nil {
+	res := LoadRules(docs, testKinds())
+	if len(res.Rules) != 2 || res.Rules[0].Info().Key != "ns/ok" || res.Rules[1].Info().Err == nil {
 		t.Fatalf("rules: %+v", res.Rules)
 	}
 	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "document 5: ConfigMap \"cm\" is not a ModRule") {
@@ -170,19 +170,19 @@ func TestParallelLoadKeepsOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := LoadRules(docs)
+	res := LoadRules(docs, testKinds())
 	if len(res.Rules) != n+6 || len(res.Errors) != 6 {
 		t.Fatalf("%d rules, %d errors", len(res.Rules), len(res.Errors))
 	}
 	prev := -1
 	for i, r := range res.Rules {
-		if !strings.HasPrefix(r.Name, "r") {
+		if !strings.HasPrefix(r.Info().Name, "r") {
 			continue
 		}
 		var k int
-		fmt.Sscanf(r.Name, "r%d", &k)
+		fmt.Sscanf(r.Info().Name, "r%d", &k)
 		if k != prev+1 {
-			t.Fatalf("rule %d is %s, after r%03d", i, r.Name, prev)
+			t.Fatalf("rule %d is %s, after r%03d", i, r.Info().Name, prev)
 		}
 		prev = k
 	}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/rules"
 )
 
 // enteredHandler tells when a request reached the handler.
@@ -138,7 +137,7 @@ type gate struct {
 	costs    map[string]int64 // namespace → cost of that review
 }
 
-func (g *gate) Evaluate(ctx context.Context, snap *rules.Snapshot, req engine.Request) (*engine.Decision, error) {
+func (g *gate) Evaluate(ctx context.Context, snap *engine.Snapshot, req engine.Request) (*engine.Decision, error) {
 	cost := g.costs[req.Namespace]
 	g.mu.Lock()
 	g.now += cost

@@ -13,7 +13,6 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/test/load"
 )
@@ -93,20 +92,20 @@ func BenchmarkHandler(b *testing.B) {
 		{"rules=1000/none-apply", 1000, 10, "quiet"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var rs []*rules.Rule
+			var rs []engine.Rule
 			if bc.total > 0 {
 				docs, err := source.ParseManifest("rules.yaml", load.RuleSet(bc.total, bc.matching))
 				if err != nil {
 					b.Fatal(err)
 				}
-				res := source.LoadRules(docs)
+				res := source.LoadRules(docs, testKinds())
 				if len(res.Errors) > 0 {
 					b.Fatal(res.Errors)
 				}
 				rs = res.Rules
 			}
 			st := &source.Store{}
-			st.Publish(rules.NewSnapshot(rs, rules.SnapshotOptions{}))
+			st.Publish(engine.NewSnapshot(rs))
 			h := NewDragnet(Options{Evaluator: engine.New(engine.Options{NoTrace: true}), Snapshots: st, Log: logr.Discard()})
 			body := benchReview(b, "deployment.json", bc.namespace)
 			req := httptest.NewRequest(http.MethodPost, DragnetPath+"?timeout=10s", nil)

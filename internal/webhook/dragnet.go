@@ -34,12 +34,12 @@ const (
 
 // Snapshots gives the serving rule snapshot, nil before the first one.
 type Snapshots interface {
-	Current() *rules.Snapshot
+	Current() *engine.Snapshot
 }
 
 // Evaluator decides one request against a snapshot.
 type Evaluator interface {
-	Evaluate(ctx context.Context, snap *rules.Snapshot, req engine.Request) (*engine.Decision, error)
+	Evaluate(ctx context.Context, snap *engine.Snapshot, req engine.Request) (*engine.Decision, error)
 }
 
 var _ Evaluator = (*engine.Engine)(nil)
@@ -122,7 +122,7 @@ func NewDragnet(opts Options) *Dragnet {
 // evalJob is one review handed to an evaluation worker.
 type evalJob struct {
 	ctx      context.Context
-	snap     *rules.Snapshot
+	snap     *engine.Snapshot
 	rv       *review
 	patchBuf *bytes.Buffer
 	resp     *response
@@ -142,7 +142,7 @@ const workerIdle = time.Minute
 // stack would grow by copying, several times per review; a worker keeps
 // its grown stack from one review to the next. There is at most one busy
 // worker per evaluation slot; idle ones exit after workerIdle.
-func (d *Dragnet) evaluate(ctx context.Context, snap *rules.Snapshot, rv *review, patchBuf *bytes.Buffer) (*response, string) {
+func (d *Dragnet) evaluate(ctx context.Context, snap *engine.Snapshot, rv *review, patchBuf *bytes.Buffer) (*response, string) {
 	j := d.jobPool.Get().(*evalJob)
 	j.ctx, j.snap, j.rv, j.patchBuf = ctx, snap, rv, patchBuf
 	select {
@@ -305,7 +305,7 @@ func reviewDeadline(t time.Duration, r *http.Request) time.Duration {
 // review evaluates one request; it never panics. The patch is encoded into
 // patchBuf's storage, so the response is only valid until patchBuf is
 // reused.
-func (d *Dragnet) review(ctx context.Context, snap *rules.Snapshot, rv *review, patchBuf *bytes.Buffer) (resp *response, outcome string) {
+func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review, patchBuf *bytes.Buffer) (resp *response, outcome string) {
 	req := rv.Request
 	resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
 	defer func() {

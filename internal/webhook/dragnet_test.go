@@ -19,7 +19,6 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/metrics"
-	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 )
 
@@ -74,12 +73,12 @@ func testSnapshot(t testing.TB) *source.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := source.LoadRules(docs)
+	res := source.LoadRules(docs, testKinds())
 	if len(res.Errors) > 0 {
 		t.Fatal(res.Errors)
 	}
 	st := &source.Store{}
-	st.Publish(rules.NewSnapshot(res.Rules, rules.SnapshotOptions{}))
+	st.Publish(engine.NewSnapshot(res.Rules))
 	return st
 }
 
@@ -285,14 +284,14 @@ func TestDragnetNotReady(t *testing.T) {
 
 type panicking struct{}
 
-func (panicking) Evaluate(context.Context, *rules.Snapshot, engine.Request) (*engine.Decision, error) {
+func (panicking) Evaluate(context.Context, *engine.Snapshot, engine.Request) (*engine.Decision, error) {
 	panic("boom")
 }
 
 // slow waits for the deadline, as an engine stuck on a huge object would.
 type slow struct{ deadline chan time.Duration }
 
-func (s slow) Evaluate(ctx context.Context, _ *rules.Snapshot, _ engine.Request) (*engine.Decision, error) {
+func (s slow) Evaluate(ctx context.Context, _ *engine.Snapshot, _ engine.Request) (*engine.Decision, error) {
 	dl, _ := ctx.Deadline()
 	s.deadline <- time.Until(dl)
 	<-ctx.Done()

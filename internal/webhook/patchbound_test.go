@@ -8,14 +8,13 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/patch"
-	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 )
 
 // decided is an evaluator that returns a fixed decision.
 type decided struct{ dec *engine.Decision }
 
-func (e decided) Evaluate(context.Context, *rules.Snapshot, engine.Request) (*engine.Decision, error) {
+func (e decided) Evaluate(context.Context, *engine.Snapshot, engine.Request) (*engine.Decision, error) {
 	return e.dec, nil
 }
 
@@ -119,12 +118,12 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := source.LoadRules(docs)
+	res := source.LoadRules(docs, testKinds())
 	if len(res.Errors) > 0 {
 		t.Fatal(res.Errors)
 	}
 	st := &source.Store{}
-	st.Publish(rules.NewSnapshot(res.Rules, rules.SnapshotOptions{}))
+	st.Publish(engine.NewSnapshot(res.Rules))
 	for _, noTrace := range []bool{false, true} {
 		h, _ := newTestDragnet(t, engine.New(engine.Options{NoTrace: noTrace}), func(o *Options) { o.Snapshots = st })
 		rec := post(t, h, DragnetPath, reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod("", "x"), ""))

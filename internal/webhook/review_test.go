@@ -218,7 +218,7 @@ type countingEvaluator struct {
 	n atomic.Int64
 }
 
-func (c *countingEvaluator) Evaluate(ctx context.Context, snap *rules.Snapshot, req engine.Request) (*engine.Decision, error) {
+func (c *countingEvaluator) Evaluate(ctx context.Context, snap *engine.Snapshot, req engine.Request) (*engine.Decision, error) {
 	c.n.Add(1)
 	return c.Evaluator.Evaluate(ctx, snap, req)
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/modwright/modwright/internal/certs"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/metrics"
-	"github.com/modwright/modwright/internal/rules"
 )
 
 // fakeClock is a settable clock.
@@ -136,7 +135,7 @@ func TestServer(t *testing.T) {
 // the engine would ("context canceled").
 type gated struct{ entered chan chan struct{} }
 
-func (g gated) Evaluate(ctx context.Context, _ *rules.Snapshot, _ engine.Request) (*engine.Decision, error) {
+func (g gated) Evaluate(ctx context.Context, _ *engine.Snapshot, _ engine.Request) (*engine.Decision, error) {
 	release := make(chan struct{})
 	g.entered <- release
 	select {

@@ -15,7 +15,7 @@ import (
 // objectsDir is the load mix's objects, relative to this package.
 const objectsDir = "../../testdata/bench/objects"
 
-func loadSnapshot(t *testing.T, total, matching int) *rules.Snapshot {
+func loadSnapshot(t *testing.T, total, matching int) *engine.Snapshot {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
@@ -26,7 +26,7 @@ func loadSnapshot(t *testing.T, total, matching int) *rules.Snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := source.LoadRules(docs)
+	res := source.LoadRules(docs, testKinds())
 	if len(res.Errors) > 0 || len(res.Skipped) > 0 {
 		t.Fatalf("rule set (%d, %d): errors %v, skipped %v", total, matching, res.Errors, res.Skipped)
 	}
@@ -35,12 +35,12 @@ func loadSnapshot(t *testing.T, total, matching int) *rules.Snapshot {
 	}
 	seen := map[string]bool{}
 	for _, r := range res.Rules {
-		if seen[r.Key] {
-			t.Fatalf("duplicate rule %s", r.Key)
+		if seen[r.Info().Key] {
+			t.Fatalf("duplicate rule %s", r.Info().Key)
 		}
-		seen[r.Key] = true
+		seen[r.Info().Key] = true
 	}
-	return rules.NewSnapshot(res.Rules, rules.SnapshotOptions{})
+	return engine.NewSnapshot(res.Rules)
 }
 
 // TestRuleSetMatches runs every object of the mix through the engine with

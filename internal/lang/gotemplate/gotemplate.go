@@ -153,6 +153,9 @@ func (p *Program) Render(ctx context.Context, in *lang.Activation) (string, erro
 	s, err := p.t.Execute(d)
 	*d = template.Data{} // keep no part of the Activation
 	p.pool.Put(d)
+	if err != nil && errors.Is(err, template.ErrLimit) {
+		err = lang.Limit(err)
+	}
 	return s, err
 }
 

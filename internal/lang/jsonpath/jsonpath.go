@@ -76,7 +76,7 @@ func (p *Program) Canonical() string { return p.e.String() }
 func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
 	res, err := p.e.Evaluate(ctx, in.Object)
 	if err != nil {
-		return nil, err
+		return nil, limit(err)
 	}
 	return res.Values, nil
 }
@@ -85,22 +85,53 @@ func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
 // leaf's EvaluateAppend); it allocates no more than the leaf does.
 func (p *Program) Values(ctx context.Context, root any, dst []any) ([]any, bool, error) {
 	res, err := p.e.EvaluateAppend(ctx, root, dst)
+	if err != nil {
+		err = limit(err)
+	}
 	return res.Values, res.Single, err
 }
 
+// limit marks the leaf's bounds with lang.ErrLimit.
+func limit(err error) error {
+	if errors.Is(err, jsonpath.ErrTooManyValues) || errors.Is(err, jsonpath.ErrTooMuchWork) {
+		return lang.Limit(err)
+	}
+	return err
+}
+
 // Nodes returns the selected values with the keys their capturing steps
-// went through (the leaf's Keys, shared, not copied: read-only). A computed
-// expression has no nodes: the error wraps the leaf's ErrNotQuery.
+// went through (the leaf's Keys, shared, not copied: read-only), a '..'
+// step's key as a lang.Path. A computed expression has no nodes: the error
+// wraps the leaf's ErrNotQuery.
 func (p *Program) Nodes(ctx context.Context, root any) ([]lang.Node, error) {
 	ns, err := p.e.Select(ctx, root)
 	if err != nil || ns == nil {
-		return nil, err
+		return nil, limit(err)
 	}
 	out := make([]lang.Node, len(ns))
 	for i, n := range ns {
-		out[i] = lang.Node{Value: n.Value, Keys: n.Keys}
+		out[i] = lang.Node{Value: n.Value, Keys: keys(n.Keys)}
 	}
 	return out, nil
+}
+
+// keys gives the leaf's keys, with each Descent as a lang.Path (a copy of
+// the slice only when there is one).
+func keys(ks []any) []any {
+	for i, k := range ks {
+		if _, ok := k.(jsonpath.Descent); !ok {
+			continue
+		}
+		out := make([]any, len(ks))
+		copy(out, ks)
+		for j := i; j < len(out); j++ {
+			if d, ok := out[j].(jsonpath.Descent); ok {
+				out[j] = lang.Path(d)
+			}
+		}
+		return out
+	}
+	return ks
 }
 
 // IsPath reports whether the query is a path, not a computed expression.

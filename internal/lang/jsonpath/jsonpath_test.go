@@ -3,11 +3,13 @@ package jsonpath
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/modwright/modwright/internal/jsonpath"
 	leaf "github.com/modwright/modwright/internal/jsonpath"
 	"github.com/modwright/modwright/internal/lang"
 )
@@ -134,7 +136,13 @@ func TestEvalMatchesLeaf(t *testing.T) {
 			}
 			var want []lang.Node
 			for _, n := range ns {
-				want = append(want, lang.Node{Value: n.Value, Keys: n.Keys})
+				keys := slices.Clone(n.Keys)
+				for j, k := range keys {
+					if d, ok := k.(jsonpath.Descent); ok {
+						keys[j] = lang.Path(d) // a descent's key, as the seam names it
+					}
+				}
+				want = append(want, lang.Node{Value: n.Value, Keys: keys})
 			}
 			got2, err := p.Nodes(ctx, obj)
 			if err != nil {

@@ -148,7 +148,7 @@ func (h *harness) startAndWaitRegistered() {
 }
 
 // startAndWaitSynced starts the source and waits for its first snapshot.
-func (h *harness) startAndWaitSynced() *rules.Snapshot {
+func (h *harness) startAndWaitSynced() *engine.Snapshot {
 	h.t.Helper()
 	h.startAndWaitRegistered()
 	eventually(h.t, "Synced()", h.src.Synced)
@@ -266,7 +266,7 @@ func (h *harness) barrier() {
 }
 
 // waitKeys waits until the published snapshot holds exactly keys (sorted).
-func (h *harness) waitKeys(keys ...string) *rules.Snapshot {
+func (h *harness) waitKeys(keys ...string) *engine.Snapshot {
 	h.t.Helper()
 	if keys == nil {
 		keys = []string{}
@@ -328,7 +328,7 @@ func labelsEqual(got []*dto.LabelPair, want []string) bool {
 
 // snapshotKeys returns the keys of s's rules; nil when s is nil (nothing
 // published).
-func snapshotKeys(s *rules.Snapshot) []string {
+func snapshotKeys(s *engine.Snapshot) []string {
 	if s == nil {
 		return nil
 	}
@@ -339,7 +339,7 @@ func snapshotKeys(s *rules.Snapshot) []string {
 	return keys
 }
 
-func ruleByKey(s *rules.Snapshot, key string) *rules.Rule {
+func ruleByKey(s *engine.Snapshot, key string) *rules.Rule {
 	if s == nil {
 		return nil
 	}

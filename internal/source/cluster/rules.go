@@ -6,64 +6,81 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/metrics"
-	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/value"
 )
 
-// RuleSource publishes a snapshot of the cluster's ModRules into Store. It is
-// a manager.Runnable that runs on every replica (no leader election): each
-// replica serves from its own full snapshot.
+// RuleSource publishes a snapshot of the cluster's rules, of every kind of
+// its registry, into Store. It is a manager.Runnable that runs on every
+// replica (no leader election): each replica serves from its own full
+// snapshot.
 //
-// Events only mark rules dirty; one loop re-reads the dirty rules from the
-// cache, compiles those whose uid or generation changed, and publishes a new
-// snapshot. Bursts (the initial list, a kubectl apply of many rules) coalesce
-// into few rebuilds.
+// It watches each kind through one informer of unstructured objects (the
+// kind's group, first version and name), so that it holds no kind's Go
+// types: a rule's manifest is its JSON, compiled by the kind
+// (kinds.Kind.Compile). Events only mark rules dirty; one loop re-reads the
+// dirty rules from the cache, compiles those whose uid or generation
+// changed, and publishes a new snapshot. Bursts (the initial list, a
+// kubectl apply of many rules) coalesce into few rebuilds.
 type RuleSource struct {
-	Cache    cache.Cache
-	Store    *source.Store
-	Snapshot rules.SnapshotOptions
-	Log      logr.Logger
+	Cache cache.Cache
+	Store *source.Store
+	// Kinds are the kinds watched; their adapters keep the parsed
+	// expressions from one rebuild to the next.
+	Kinds *kinds.Registry
+	Log   logr.Logger
 	Metrics  *metrics.Metrics // nil: none
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// OnChange, if set, is called after each publish with the keys
-	// (namespace/name) whose compiled form changed or was removed.
-	OnChange func(keys []string)
+	// OnChange, if set, is called after each publish with the rules
+	// whose compiled form changed or was removed.
+	OnChange func(changed []RuleID)
 	// RetryDelay is the first wait before re-reading rules whose cache read
 	// failed, doubled on each further failure up to 30 s; zero means 1 s.
 	// (A later event for any rule retries sooner.)
 	RetryDelay time.Duration
 
-	// parsed holds the select expressions and regular expressions of the
-	// compiled rules, shared among them and kept from one rebuild to the
-	// next (bounded: rules.CacheLimit).
-	parsed rules.Cache
-
 	mu       sync.Mutex
-	compiled map[string]*entry // by namespace/name
-	dirty    map[string]struct{}
+	compiled map[RuleID]*entry
+	dirty    map[RuleID]struct{}
 	wake     chan struct{}
 	synced   bool
+}
+
+// RuleID names one rule: its kind and namespace/name.
+type RuleID struct {
+	Kind string
+	Key  string // namespace/name
 }
 
 type entry struct {
 	uid        types.UID
 	generation int64
-	rule       *rules.Rule
+	rule       engine.Rule // nil: the manifest could not be decoded
+	err        error       // why it could not be decoded or compiled
+}
+
+// GVK is the group, version and kind a kind is watched as.
+func GVK(k kinds.Kind) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: k.Group(), Version: k.Versions()[0], Kind: k.Name()}
 }
 
 var (
@@ -85,36 +102,39 @@ func (s *RuleSource) init() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.compiled == nil {
-		s.compiled = map[string]*entry{}
-		s.dirty = map[string]struct{}{}
+		s.compiled = map[RuleID]*entry{}
+		s.dirty = map[RuleID]struct{}{}
 		s.wake = make(chan struct{}, 1)
 	}
 }
 
-// Start watches ModRules until ctx ends. The first snapshot (possibly empty)
-// is published once the cache has synced.
+// Start watches the rules of every kind until ctx ends. The first snapshot
+// (possibly empty) is published once every kind's cache has synced.
 func (s *RuleSource) Start(ctx context.Context) error {
 	s.init()
-	inf, err := s.informer(ctx)
-	if err != nil {
-		return err
-	}
-	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    s.enqueue,
-		UpdateFunc: func(_, obj any) { s.enqueue(obj) },
-		DeleteFunc: s.enqueue,
-	})
-	if err != nil {
-		return fmt.Errorf("ModRule informer: %w", err)
-	}
-	defer func() { _ = inf.RemoveEventHandler(reg) }()
-	if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-		return ctx.Err()
+	for _, k := range s.Kinds.Kinds() {
+		inf, err := s.informer(ctx, k)
+		if err != nil {
+			return err
+		}
+		name := k.Name()
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { s.enqueue(name, obj) },
+			UpdateFunc: func(_, obj any) { s.enqueue(name, obj) },
+			DeleteFunc: func(obj any) { s.enqueue(name, obj) },
+		})
+		if err != nil {
+			return fmt.Errorf("%s informer: %w", name, err)
+		}
+		defer func() { _ = inf.RemoveEventHandler(reg) }()
+		if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+			return ctx.Err()
+		}
+		s.Log.Info("rule cache synced", "kind", name)
 	}
 	s.mu.Lock()
 	s.synced = true
 	s.mu.Unlock()
-	s.Log.Info("ModRule cache synced")
 	first := s.RetryDelay
 	if first <= 0 {
 		first = time.Second
@@ -127,7 +147,7 @@ func (s *RuleSource) Start(ctx context.Context) error {
 			// unread rules stay dirty (their previous compiled form keeps
 			// serving) and are read again after a backoff or on the
 			// next event, whichever comes first.
-			s.Log.Error(err, "reading ModRules from the cache failed; their previous form keeps serving", "retryIn", delay.String())
+			s.Log.Error(err, "reading rules from the cache failed; their previous form keeps serving", "retryIn", delay.String())
 			s.Metrics.SnapshotFailed()
 			retry = time.After(delay)
 			delay = min(2*delay, 30*time.Second)
@@ -143,19 +163,22 @@ func (s *RuleSource) Start(ctx context.Context) error {
 	}
 }
 
-// informer returns the ModRule informer, waiting for the CRD while it is not
+// informer returns a kind's informer, waiting for its CRD while it is not
 // installed (an operator applied before its CRD, as GitOps tools may do,
 // stays not ready instead of failing).
-func (s *RuleSource) informer(ctx context.Context) (cache.Informer, error) {
+func (s *RuleSource) informer(ctx context.Context, k kinds.Kind) (cache.Informer, error) {
+	gvk := GVK(k)
 	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
-		inf, err := s.Cache.GetInformer(ctx, &v1beta1.ModRule{}, cache.BlockUntilSynced(false))
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		inf, err := s.Cache.GetInformer(ctx, u, cache.BlockUntilSynced(false))
 		if err == nil {
 			return inf, nil
 		}
 		if !meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("ModRule informer: %w", err)
+			return nil, fmt.Errorf("%s informer: %w", k.Name(), err)
 		}
-		s.Log.Info("the ModRule CRD (modrules.api.kubemod.io) is not installed; waiting for it", "retryIn", wait.String())
+		s.Log.Info("a rule kind's CRD is not installed; waiting for it", "kind", gvk.String(), "retryIn", wait.String())
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -164,7 +187,7 @@ func (s *RuleSource) informer(ctx context.Context) (cache.Informer, error) {
 	}
 }
 
-func (s *RuleSource) enqueue(obj any) {
+func (s *RuleSource) enqueue(kind string, obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -173,7 +196,7 @@ func (s *RuleSource) enqueue(obj any) {
 		return
 	}
 	s.mu.Lock()
-	s.dirty[key(o.GetNamespace(), o.GetName())] = struct{}{}
+	s.dirty[RuleID{kind, key(o.GetNamespace(), o.GetName())}] = struct{}{}
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -200,7 +223,7 @@ func splitKey(k string) types.NamespacedName {
 // rebuild compiles the dirty rules that changed and publishes a snapshot.
 func (s *RuleSource) rebuild(ctx context.Context) error {
 	s.mu.Lock()
-	dirty := make([]string, 0, len(s.dirty))
+	dirty := make([]RuleID, 0, len(s.dirty))
 	for k := range s.dirty {
 		dirty = append(dirty, k)
 	}
@@ -213,44 +236,56 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 	start := s.now()
 
 	// Read the dirty rules and find the ones to compile.
-	var toCompile []*v1beta1.ModRule
-	var removed []string
+	type pending struct {
+		id  RuleID
+		obj *unstructured.Unstructured
+	}
+	var toCompile []pending
+	var removed []RuleID
 	var readErr error
-	for _, k := range dirty {
-		var mr v1beta1.ModRule
-		err := s.Cache.Get(ctx, splitKey(k), &mr)
+	for _, id := range dirty {
+		k := s.kind(id.Kind)
+		if k == nil {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(GVK(k))
+		err := s.Cache.Get(ctx, splitKey(id.Key), u)
 		switch {
 		case apierrors.IsNotFound(err):
-			removed = append(removed, k)
+			removed = append(removed, id)
 		case err != nil:
-			readErr = errors.Join(readErr, fmt.Errorf("reading ModRule %s: %w", k, err))
+			readErr = errors.Join(readErr, fmt.Errorf("reading %s %s: %w", id.Kind, id.Key, err))
 			s.mu.Lock()
-			s.dirty[k] = struct{}{}
+			s.dirty[id] = struct{}{}
 			s.mu.Unlock()
 		default:
 			s.mu.Lock()
-			e := s.compiled[k]
+			e := s.compiled[id]
 			s.mu.Unlock()
-			if e == nil || e.uid != mr.UID || e.generation != mr.Generation {
-				toCompile = append(toCompile, &mr)
+			if e == nil || e.uid != u.GetUID() || e.generation != u.GetGeneration() {
+				toCompile = append(toCompile, pending{id, u})
 			}
 		}
 	}
-	compiled := compileAll(toCompile, &s.parsed)
+	compiled := make([]*entry, len(toCompile))
+	forEach(len(toCompile), func(i int) {
+		p := toCompile[i]
+		compiled[i] = s.compile(p.id, p.obj)
+	})
 	compileTook := s.now().Sub(start)
 
 	s.mu.Lock()
-	var changed []string
-	for _, k := range removed {
-		if _, ok := s.compiled[k]; ok {
-			delete(s.compiled, k)
-			changed = append(changed, k)
+	var changed []RuleID
+	for _, id := range removed {
+		if _, ok := s.compiled[id]; ok {
+			delete(s.compiled, id)
+			changed = append(changed, id)
 		}
 	}
-	for i, mr := range toCompile {
-		k := key(mr.Namespace, mr.Name)
-		s.compiled[k] = &entry{uid: mr.UID, generation: mr.Generation, rule: compiled[i]}
-		changed = append(changed, k)
+	for i, p := range toCompile {
+		s.compiled[p.id] = compiled[i]
+		changed = append(changed, p.id)
 	}
 	if len(changed) == 0 && !first {
 		// Nothing to publish: the dirty rules were unreadable, unchanged
@@ -258,72 +293,114 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 		s.mu.Unlock()
 		return readErr
 	}
-	all := make([]*rules.Rule, 0, len(s.compiled))
+	all := make([]engine.Rule, 0, len(s.compiled))
+	undecodable := 0
 	for _, e := range s.compiled {
+		if e.rule == nil {
+			undecodable++
+			continue
+		}
 		all = append(all, e.rule)
 	}
 	s.mu.Unlock()
 
-	for _, r := range compiled {
-		if r.Err != nil {
-			s.Log.Error(r.Err, "ModRule does not compile; it is kept, reported in its status, and never applied", "rule", r.Key)
+	for i, e := range compiled {
+		if e.err != nil {
+			s.Log.Error(e.err, "rule does not compile; it is kept, reported in its status, and never applied", "kind", toCompile[i].id.Kind, "rule", toCompile[i].id.Key)
 		}
 	}
 	indexStart := s.now()
-	snap := rules.NewSnapshot(all, s.Snapshot)
+	snap := engine.NewSnapshot(all)
 	published := s.now()
 	// The metrics describe the snapshot before it serves.
 	s.Metrics.SnapshotBuild(0, compileTook, published.Sub(indexStart))
 	var broken []string
 	for _, r := range snap.Broken() {
-		broken = append(broken, r.Key)
+		broken = append(broken, r.Info().Key)
 	}
-	s.Metrics.SnapshotPublished(published, len(all)-len(broken), 0, broken)
+	s.Metrics.SnapshotPublished(published, len(all)-len(broken), undecodable, broken)
 	s.Store.Publish(snap)
 	s.Log.V(1).Info("published rule snapshot", "rules", len(all), "broken", len(broken),
 		"compiled", len(toCompile), "removed", len(removed), "took", published.Sub(start).String())
 	if s.OnChange != nil && len(changed) > 0 {
-		slices.Sort(changed)
+		slices.SortFunc(changed, func(a, b RuleID) int {
+			if a.Kind != b.Kind {
+				return strings.Compare(a.Kind, b.Kind)
+			}
+			return strings.Compare(a.Key, b.Key)
+		})
 		s.OnChange(changed)
 	}
 	return readErr
 }
 
-// compileAll compiles rules on every CPU, keeping their order; the workers
-// share cache.
-func compileAll(mrs []*v1beta1.ModRule, cache *rules.Cache) []*rules.Rule {
-	out := make([]*rules.Rule, len(mrs))
-	workers := min(runtime.GOMAXPROCS(0), len(mrs))
+func (s *RuleSource) kind(name string) kinds.Kind {
+	for _, k := range s.Kinds.Kinds() {
+		if k.Name() == name {
+			return k
+		}
+	}
+	return nil
+}
+
+// compile compiles one rule from its unstructured object (its JSON is the
+// manifest the kind decodes strictly).
+func (s *RuleSource) compile(id RuleID, u *unstructured.Unstructured) *entry {
+	e := &entry{uid: u.GetUID(), generation: u.GetGeneration()}
+	data, err := u.MarshalJSON()
+	if err == nil {
+		var tree any
+		tree, err = value.Decode(data)
+		if err == nil {
+			obj, _ := tree.(map[string]any)
+			e.rule, e.err = s.kind(id.Kind).Compile(&kinds.Manifest{Origin: id.Kind + " " + id.Key, Object: obj, JSON: data})
+			return e
+		}
+	}
+	e.err = fmt.Errorf("%s %s: %w", id.Kind, id.Key, err)
+	return e
+}
+
+// forEach runs f(0..n-1) on every CPU.
+func forEach(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range workers {
 		wg.Go(func() {
 			for i := range next {
-				out[i], _ = rules.CompileWith(mrs[i], cache) // the error is in out[i].Err
+				f(i)
 			}
 		})
 	}
-	for i := range mrs {
+	for i := range n {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	return out
 }
 
-// Compiled returns the compiled form of the rule key (namespace/name) at
-// the given generation, if this source has compiled that generation.
-func (s *RuleSource) Compiled(key string, uid types.UID, generation int64) (*rules.Rule, bool) {
+// Compiled is a rule as a RuleSource compiled it.
+type Compiled struct {
+	// Rule is nil when the manifest could not be decoded.
+	Rule engine.Rule
+	// Err is why it could not be decoded or compiled.
+	Err error
+}
+
+// Compiled returns the compiled form of a rule at the given generation, if
+// this source has compiled that generation.
+func (s *RuleSource) Compiled(id RuleID, uid types.UID, generation int64) (Compiled, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.compiled[key]
+	e := s.compiled[id]
 	if e == nil || e.uid != uid || e.generation != generation {
-		return nil, false
+		return Compiled{}, false
 	}
-	return e.rule, true
+	return Compiled{e.rule, e.err}, true
 }
 
-// Synced reports whether the ModRule cache has synced and a snapshot has
+// Synced reports whether every kind's cache has synced and a snapshot has
 // been published (for readiness).
 func (s *RuleSource) Synced() bool {
 	s.mu.Lock()

@@ -1,4 +1,4 @@
-package engine_test
+package modrule_test
 
 import (
 	"errors"
@@ -109,7 +109,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := source.LoadRules(docs)
+	res := source.LoadRules(docs, registry())
 	if len(res.Errors) != 1 {
 		t.Fatalf("errors = %v, want one", res.Errors)
 	}

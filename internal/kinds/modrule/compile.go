@@ -1,4 +1,4 @@
-package rules
+package modrule
 
 import (
 	"errors"
@@ -11,69 +11,60 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/modwright/modwright/api/v1beta1"
-	"github.com/modwright/modwright/internal/jsonpath"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/patch"
-	"github.com/modwright/modwright/internal/template"
+	"github.com/modwright/modwright/internal/rules"
 )
 
-// Operation is an admission operation.
-type Operation = v1beta1.ModRuleAdmissionOperation
+// Kind is the kind of the rules this package compiles, as manifests spell
+// it.
+const Kind = v1beta1.Kind
 
-// Admission operations.
-const (
-	Create = v1beta1.ModRuleAdmissionOperationCreate
-	Update = v1beta1.ModRuleAdmissionOperationUpdate
-	Delete = v1beta1.ModRuleAdmissionOperationDelete
-)
+// DefaultClusterRulesNamespace is where cluster-wide rules live unless
+// configured otherwise (KubeMod's namespace).
+const DefaultClusterRulesNamespace = "kubemod-system"
 
-// opBit maps an operation to its bit in Rule.ops.
-func opBit(op Operation) uint8 {
-	switch op {
-	case Create:
-		return 1
-	case Update:
-		return 2
-	case Delete:
-		return 4
-	}
-	return 0
-}
-
-// Rule is a compiled ModRule. It is immutable once compiled.
+// Rule is a compiled ModRule. It is immutable once compiled. RuleInfo (the
+// kernel's view: Key, Namespace, Name, Tier, Err...) is embedded.
 type Rule struct {
+	engine.RuleInfo
 	// Source is the rule as loaded, with defaults applied.
 	Source *v1beta1.ModRule
-	// Key is namespace/name ("name" alone for a rule with no namespace).
-	Key       string
-	Namespace string
-	Name      string
-	Type      v1beta1.ModRuleType
-	Tier      int
-	// Err is set when the rule failed to compile; such a rule is never evaluated.
-	Err error
+	Type   v1beta1.ModRuleType
 
-	ops      uint8
-	kinds    []string // nil: any kind; empty non-nil: no kind can match
 	Criteria []Criterion
 	Patches  []PatchOp
 	// RejectMessage is nil when the rule has no message.
-	RejectMessage *template.Template
+	RejectMessage lang.Text
 	// TargetNamespaces is nil when the rule has no (or an empty) targetNamespaceRegex.
 	TargetNamespaces *regexp.Regexp
-	// UsesSyntheticRefs is true when any expression or template mentions syntheticRefs.
-	UsesSyntheticRefs bool
+
+	clusterNS string // the cluster-rules namespace it was compiled for
 }
 
+var _ engine.Rule = (*Rule)(nil)
+
+// Info is the kernel's view of the rule.
+func (r *Rule) Info() *engine.RuleInfo { return &r.RuleInfo }
+
 // Operations reports whether the rule reacts to op.
-func (r *Rule) Operations(op Operation) bool { return r.ops&opBit(op) != 0 }
+func (r *Rule) Operations(op rules.Operation) bool { return r.Index.Operations.Has(op) }
 
 // Kinds returns the kinds the rule is pinned to, or nil when any kind can match.
-func (r *Rule) Kinds() []string { return r.kinds }
+func (r *Rule) Kinds() []string { return r.Index.Kinds }
+
+// InScope decides the scope of a cluster rule with a targetNamespaceRegex:
+// objects of every namespace its regex matches (the empty name standing for
+// cluster-scoped objects).
+func (r *Rule) InScope(ns string) bool {
+	return r.TargetNamespaces != nil && r.TargetNamespaces.MatchString(ns)
+}
 
 // Criterion is a compiled match item.
 type Criterion struct {
 	Field  string // spec.match[i]
-	Select *jsonpath.Expr
+	Select lang.Query
 	All    bool
 	Value  *string
 	Values []string
@@ -109,53 +100,100 @@ func (c *Criterion) Test(text string) bool {
 type PatchOp struct {
 	Field  string // spec.patch[i]
 	Op     patch.OpType
-	Select *jsonpath.Expr // nil: one operation at Path
+	Select lang.Query // nil: one operation at Path
 	Path   PathTemplate
 	// Value renders the value text; for static values StaticValue holds the
 	// parsed tree and Value.Static() is true.
-	Value       *template.Template
+	Value       lang.Text
 	StaticValue any
+}
+
+// Compiler compiles ModRules. The zero value is ready to use.
+type Compiler struct {
+	// Cache shares parsed select expressions and regular expressions
+	// among many rules (see Cache); nil caches nothing.
+	Cache *Cache
+	// ClusterRulesNamespace holds the rules that apply to cluster-scoped
+	// objects and, through targetNamespaceRegex, to other namespaces.
+	// Empty means DefaultClusterRulesNamespace.
+	ClusterRulesNamespace string
+}
+
+// Compile compiles one ModRule with the zero Compiler.
+func Compile(mr *v1beta1.ModRule) (*Rule, error) { return Compiler{}.Compile(mr) }
+
+// CompileWith compiles one ModRule, sharing cache (see Compiler).
+func CompileWith(mr *v1beta1.ModRule, cache *Cache) (*Rule, error) {
+	return Compiler{Cache: cache}.Compile(mr)
 }
 
 // Compile compiles one ModRule. The rule is copied and defaulted first; the
 // argument is not modified. On failure the returned Rule still describes the
 // rule (Key, Type, Tier) and carries the error in Err, and the error is
-// returned too (a *CompileError wrapping ErrInvalidRule). Compile caches
-// nothing; CompileWith shares parsed expressions among many rules.
-func Compile(mr *v1beta1.ModRule) (*Rule, error) { return CompileWith(mr, nil) }
-
-// CompileWith is Compile, taking the rule's select expressions and regular
-// expressions from cache and adding them to it; cache may be nil (none).
-// Loaders that compile many rules keep a Cache (see Cache).
-func CompileWith(mr *v1beta1.ModRule, cache *Cache) (*Rule, error) {
+// returned too (a *rules.CompileError wrapping rules.ErrInvalidRule).
+func (cc Compiler) Compile(mr *v1beta1.ModRule) (*Rule, error) {
 	src := mr.DeepCopy()
 	src.Default()
 	r := &Rule{
-		Source:    src,
-		Key:       src.NamespacedName(),
-		Namespace: src.Namespace,
-		Name:      src.Name,
-		Type:      src.Spec.Type,
-		Tier:      src.Spec.ExecutionTier,
+		RuleInfo: engine.RuleInfo{
+			Kind:      Kind,
+			Key:       src.NamespacedName(),
+			Namespace: src.Namespace,
+			Name:      src.Name,
+			Tier:      src.Spec.ExecutionTier,
+			Phase:     engine.Mutate,
+		},
+		Source: src,
+		Type:   src.Spec.Type,
 	}
-	c := compiler{rule: r, cache: cache}
+	if r.Type == v1beta1.ModRuleTypeReject {
+		r.Phase = engine.Validate
+	}
+	c := compiler{rule: r, cache: cc.Cache}
 	c.compile()
+	r.clusterNS = cc.ClusterRulesNamespace
+	if r.clusterNS == "" {
+		r.clusterNS = DefaultClusterRulesNamespace
+	}
+	r.Index = r.indexKeys(r.clusterNS)
 	if len(c.errs) > 0 {
-		r.Err = &CompileError{Rule: r.Key, Errors: c.errs}
+		r.Err = &rules.CompileError{Kind: Kind, Rule: r.Key, Errors: c.errs}
 		r.Criteria, r.Patches, r.RejectMessage, r.TargetNamespaces = nil, nil, nil, nil
 		return r, r.Err
 	}
 	return r, nil
 }
 
+// indexKeys places the rule: a rule of a namespace applies to its
+// objects; a rule with no namespace to every object; a rule of the
+// cluster-rules namespace to cluster-scoped objects, or, with a
+// targetNamespaceRegex, to the namespaces it matches.
+func (r *Rule) indexKeys(clusterNS string) engine.IndexKeys {
+	keys := engine.IndexKeys{Kinds: r.Index.Kinds}
+	for _, op := range r.Source.Spec.AdmissionOperations {
+		keys.Operations |= engine.OpSetOf(rules.Operation(op))
+	}
+	switch {
+	case r.Namespace == "":
+		keys.AnyNamespace = true
+	case r.Namespace != clusterNS:
+		keys.Namespace = r.Namespace
+	case r.TargetNamespaces != nil:
+		keys.AnyNamespace, keys.Filtered = true, true
+	default:
+		keys.Namespace = "" // cluster-scoped objects
+	}
+	return keys
+}
+
 type compiler struct {
 	rule  *Rule
 	cache *Cache // nil: none
-	errs  []FieldError
+	errs  []rules.FieldError
 }
 
 func (c *compiler) add(fieldPath string, pos int, format string, args ...any) {
-	c.errs = append(c.errs, FieldError{Field: fieldPath, Pos: pos, Msg: fmt.Sprintf(format, args...)})
+	c.errs = append(c.errs, rules.FieldError{Field: fieldPath, Pos: pos, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (c *compiler) compile() {
@@ -167,14 +205,10 @@ func (c *compiler) compile() {
 	for _, fe := range r.Source.ValidateStructure() {
 		c.errs = append(c.errs, fieldError(fe))
 	}
-	for _, op := range spec.AdmissionOperations {
-		r.ops |= opBit(op)
-	}
-
 	for i := range spec.Match {
 		c.compileCriterion(i, &spec.Match[i])
 	}
-	r.kinds = pinnedKinds(r.Criteria)
+	r.Index.Kinds = pinnedKinds(r.Criteria)
 
 	if r.Type == v1beta1.ModRuleTypePatch {
 		for i := range spec.Patch {
@@ -182,12 +216,8 @@ func (c *compiler) compile() {
 		}
 	}
 	if spec.RejectMessage != nil {
-		t, err := template.Compile("spec.rejectMessage", *spec.RejectMessage)
-		if err != nil {
-			c.add("spec.rejectMessage", -1, "%v", err)
-		}
-		r.RejectMessage = t
-		r.UsesSyntheticRefs = r.UsesSyntheticRefs || mentionsRefs(*spec.RejectMessage)
+		r.RejectMessage = c.compileText("spec.rejectMessage", *spec.RejectMessage)
+		r.SyntheticRefs = r.SyntheticRefs || mentionsRefs(*spec.RejectMessage)
 	}
 	if spec.TargetNamespaceRegex != nil && *spec.TargetNamespaceRegex != "" {
 		re, pos, err := c.compileRegex(*spec.TargetNamespaceRegex)
@@ -198,26 +228,42 @@ func (c *compiler) compile() {
 	}
 }
 
-func fieldError(fe *field.Error) FieldError {
+func fieldError(fe *field.Error) rules.FieldError {
 	msg := fe.ErrorBody()
-	return FieldError{Field: fe.Field, Pos: -1, Msg: msg}
+	return rules.FieldError{Field: fe.Field, Pos: -1, Msg: msg}
 }
 
 func mentionsRefs(s string) bool { return strings.Contains(s, "syntheticRefs") }
 
-func (c *compiler) compileExpr(fieldPath, src string) *jsonpath.Expr {
+func (c *compiler) compileExpr(fieldPath, src string) lang.Query {
 	e, err := c.cache.expr(src)
 	if err != nil {
-		var se *jsonpath.SyntaxError
-		if errors.As(err, &se) {
-			c.add(fieldPath, se.Pos, "%s (in %q)", se.Msg, src)
+		var d *lang.Diagnostic
+		if errors.As(err, &d) {
+			c.add(fieldPath, d.Pos, "%s (in %q)", d.Msg, src)
 		} else {
 			c.add(fieldPath, -1, "%v", err)
 		}
 		return nil
 	}
-	c.rule.UsesSyntheticRefs = c.rule.UsesSyntheticRefs || mentionsRefs(src)
+	c.rule.SyntheticRefs = c.rule.SyntheticRefs || mentionsRefs(src)
 	return e
+}
+
+// compileText compiles a template: a patch value or the reject message.
+func (c *compiler) compileText(fieldPath, src string) lang.Text {
+	t, err := compileTemplate(fieldPath, src)
+	if err != nil {
+		pos := -1
+		var d *lang.Diagnostic
+		if errors.As(err, &d) {
+			pos, err = d.Pos, errors.New(d.Msg)
+		}
+		c.add(fieldPath, pos, "%v", err)
+		return nil
+	}
+	c.rule.SyntheticRefs = c.rule.SyntheticRefs || mentionsRefs(src)
+	return t
 }
 
 func (c *compiler) compileCriterion(i int, m *v1beta1.MatchItem) {
@@ -264,7 +310,7 @@ func (c *compiler) compilePatch(i int, po *v1beta1.PatchOperation) {
 	if po.Select != nil && *po.Select != "" {
 		op.Select = c.compileExpr(f+".select", *po.Select)
 		if op.Select != nil {
-			if !op.Select.IsQuery() {
+			if !op.Select.IsPath() {
 				c.add(f+".select", 0, "must be a path ($... ), not a computed expression (in %q)", *po.Select)
 			}
 			captures = op.Select.Captures()
@@ -293,14 +339,10 @@ func (c *compiler) compilePatch(i int, po *v1beta1.PatchOperation) {
 		if po.Value != nil {
 			text = *po.Value
 		}
-		t, err := template.Compile(f+".value", text)
-		if err != nil {
-			c.add(f+".value", -1, "%v", err)
-		} else {
+		if t := c.compileText(f+".value", text); t != nil {
 			op.Value = t
-			c.rule.UsesSyntheticRefs = c.rule.UsesSyntheticRefs || mentionsRefs(text)
 			if t.Static() {
-				v, err := template.ParseValue(text)
+				v, err := parseValue(text)
 				if err != nil {
 					c.add(f+".value", -1, "%v", err)
 				}
@@ -319,7 +361,7 @@ func pinnedKinds(criteria []Criterion) []string {
 	pinned := false
 	for i := range criteria {
 		cr := &criteria[i]
-		if cr.Select == nil || cr.Negate || cr.Select.String() != "$.kind" {
+		if cr.Select == nil || cr.Negate || cr.Select.Canonical() != "$.kind" {
 			continue
 		}
 		var vals []string

@@ -1,4 +1,4 @@
-package engine_test
+package modrule_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
@@ -55,30 +56,30 @@ var deviations = map[string]struct {
 	check  func(t *testing.T, d *engine.Decision)
 }{}
 
-func loadCaseRules(t *testing.T, dir string, files []string, ns string, force bool) (*rules.Snapshot, error) {
+func loadCaseRules(t *testing.T, dir string, files []string, ns string, force bool) (*engine.Snapshot, error) {
 	t.Helper()
-	var compiled []*rules.Rule
+	var compiled []*modrule.Rule
 	for _, f := range files {
 		docs, err := source.ReadPaths([]string{filepath.Join(dir, f)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range docs {
-			mr, err := source.DecodeModRule(&docs[i])
+			mr, err := modrule.Decode(&docs[i])
 			if err != nil {
 				t.Fatal(err)
 			}
 			if force || mr.Namespace == "" {
 				mr.Namespace = ns
 			}
-			r, err := rules.Compile(mr)
+			r, err := modrule.Compile(mr)
 			if err != nil {
 				return nil, err
 			}
 			compiled = append(compiled, r)
 		}
 	}
-	return rules.NewSnapshot(compiled, rules.SnapshotOptions{}), nil
+	return engine.NewSnapshot(asRules(compiled)), nil
 }
 
 func readJSON(t *testing.T, path string, v any) {

@@ -1,4 +1,4 @@
-package engine_test
+package modrule_test
 
 import (
 	"context"
@@ -105,7 +105,7 @@ func TestSyntheticRefsCannotBeForged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := source.LoadRules(docs)
+			res := source.LoadRules(docs, registry())
 			if loaded := len(res.Errors) == 0; loaded != tt.loads {
 				t.Fatalf("load errors: %v", res.Errors)
 			}
@@ -116,7 +116,7 @@ func TestSyntheticRefsCannotBeForged(t *testing.T) {
 				}
 			}
 			// A rule that does not load is kept, never evaluated (serve).
-			snap := rules.NewSnapshot(res.Rules, rules.SnapshotOptions{})
+			snap := engine.NewSnapshot(res.Rules)
 			d := evaluate(t, engine.New(engine.Options{Objects: refs{}}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: object(t, privilegedPod)})
 			if d.Allowed() {
 				t.Fatalf("admitted; trace %+v", d.Trace)

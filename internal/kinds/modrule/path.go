@@ -1,11 +1,12 @@
-package rules
+package modrule
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
 
-	"github.com/modwright/modwright/internal/jsonpath"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/patch"
 )
 
@@ -106,10 +107,9 @@ func compilePath(src string, placeholders bool) (PathTemplate, *pathError) {
 	return pt, nil
 }
 
-// SyntheticRefs is the top-level member of the object under evaluation that
-// holds the related objects (syntheticRefs.namespace, syntheticRefs.node).
-// Rules read it; they cannot change it.
-const SyntheticRefs = "syntheticRefs"
+// SyntheticRefs is the member under which the engine puts the related
+// objects.
+const SyntheticRefs = engine.SyntheticRefs
 
 // UnderSyntheticRefs reports whether the path's first token is, as written,
 // syntheticRefs. (A placeholder there may still render to it: the engine
@@ -165,7 +165,7 @@ func (p *PathTemplate) Render(keys []any) (patch.Pointer, error) {
 			if err != nil {
 				return nil, err
 			}
-			if d, ok := k.(jsonpath.Descent); ok {
+			if d, ok := k.(lang.Path); ok {
 				for _, dk := range d {
 					out = append(out, keyText(dk))
 				}
@@ -184,7 +184,7 @@ func (p *PathTemplate) Render(keys []any) (patch.Pointer, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, ok := k.(jsonpath.Descent); ok {
+			if _, ok := k.(lang.Path); ok {
 				return nil, fmt.Errorf("placeholder #%d holds a recursive-descent path and must fill a whole path segment", part.ph)
 			}
 			b.WriteString(keyText(k))
@@ -207,7 +207,7 @@ func keyText(k any) string {
 		return strconv.Itoa(t)
 	case string:
 		return t
-	case jsonpath.Descent:
+	case lang.Path:
 		parts := make([]string, len(t))
 		for i, dk := range t {
 			parts[i] = patch.EscapeToken(keyText(dk))

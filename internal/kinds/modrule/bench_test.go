@@ -1,4 +1,4 @@
-package engine_test
+package modrule_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -44,21 +45,21 @@ func benchRule(i int, kind string) *v1beta1.ModRule {
 	}
 }
 
-func benchSnapshot(b *testing.B, matching, other int) *rules.Snapshot {
-	var rs []*rules.Rule
+func benchSnapshot(b *testing.B, matching, other int) *engine.Snapshot {
+	var rs []*modrule.Rule
 	kinds := []string{"StatefulSet", "DaemonSet", "Pod", "Service", "ConfigMap", "Job", "CronJob", "Secret"}
 	for i := 0; i < matching+other; i++ {
 		kind := "Deployment"
 		if i >= matching {
 			kind = kinds[i%len(kinds)]
 		}
-		r, err := rules.Compile(benchRule(i, kind))
+		r, err := modrule.Compile(benchRule(i, kind))
 		if err != nil {
 			b.Fatal(err)
 		}
 		rs = append(rs, r)
 	}
-	return rules.NewSnapshot(rs, rules.SnapshotOptions{})
+	return engine.NewSnapshot(asRules(rs))
 }
 
 // BenchmarkEvaluate measures one admission of the load test's Deployment
@@ -108,7 +109,7 @@ func BenchmarkCompile(b *testing.B) {
 	mr := benchRule(1, "Deployment")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := rules.Compile(mr); err != nil {
+		if _, err := modrule.Compile(mr); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -116,9 +117,9 @@ func BenchmarkCompile(b *testing.B) {
 
 // BenchmarkSnapshot10k measures indexing 10,000 compiled rules.
 func BenchmarkSnapshot10k(b *testing.B) {
-	var rs []*rules.Rule
+	var rs []*modrule.Rule
 	for i := 0; i < 10000; i++ {
-		r, err := rules.Compile(benchRule(i, []string{"Deployment", "Pod", "Service"}[i%3]))
+		r, err := modrule.Compile(benchRule(i, []string{"Deployment", "Pod", "Service"}[i%3]))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -126,6 +127,6 @@ func BenchmarkSnapshot10k(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		rules.NewSnapshot(rs, rules.SnapshotOptions{})
+		engine.NewSnapshot(asRules(rs))
 	}
 }

@@ -1,4 +1,4 @@
-package engine_test
+package modrule_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
@@ -20,17 +21,17 @@ import (
 )
 
 // snapshotOf compiles the ModRules in a YAML stream.
-func snapshotOf(t testing.TB, manifests string) *rules.Snapshot {
+func snapshotOf(t testing.TB, manifests string) *engine.Snapshot {
 	t.Helper()
 	docs, err := source.ParseManifest("rules", []byte(manifests))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := source.LoadRules(docs)
+	res := source.LoadRules(docs, registry())
 	if len(res.Errors) > 0 {
 		t.Fatal(errors.Join(res.Errors...))
 	}
-	return rules.NewSnapshot(res.Rules, rules.SnapshotOptions{})
+	return engine.NewSnapshot(res.Rules)
 }
 
 func object(t testing.TB, yamlText string) map[string]any {
@@ -44,7 +45,7 @@ func object(t testing.TB, yamlText string) map[string]any {
 
 // evaluate runs the engine and checks the invariants every decision must
 // keep: the input is untouched and the patch turns the input into the result.
-func evaluate(t testing.TB, eng *engine.Engine, snap *rules.Snapshot, req engine.Request) *engine.Decision {
+func evaluate(t testing.TB, eng *engine.Engine, snap *engine.Snapshot, req engine.Request) *engine.Decision {
 	t.Helper()
 	in := req.Object
 	if req.Operation == rules.Delete {
@@ -155,10 +156,11 @@ spec:
 		t.Fatalf("trace: %+v", d.Trace)
 	}
 	tr := d.Trace[0]
-	if tr.Outcome != engine.NotMatched || len(tr.Criteria) != 2 || tr.Criteria[1].Held || tr.Criteria[1].Criterion.Field != "spec.match[1]" {
+	mt := modrule.TraceOf(&tr)
+	if tr.Outcome != engine.NotMatched || mt == nil || len(mt.Criteria) != 2 || mt.Criteria[1].Held || mt.Criteria[1].Criterion.Field != "spec.match[1]" {
 		t.Fatalf("trace: %+v", tr)
 	}
-	if diff := cmp.Diff([]any{"nginx:1", "busybox"}, tr.Criteria[1].Values); diff != "" {
+	if diff := cmp.Diff([]any{"nginx:1", "busybox"}, mt.Criteria[1].Values); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}
 }
@@ -428,7 +430,7 @@ func TestPatchProperty(t *testing.T) {
 }
 
 // sameWithoutTrace checks that an engine without trace decides the same.
-func sameWithoutTrace(t *testing.T, want *engine.Decision, snap *rules.Snapshot, req engine.Request) {
+func sameWithoutTrace(t *testing.T, want *engine.Decision, snap *engine.Snapshot, req engine.Request) {
 	t.Helper()
 	got, err := engine.New(engine.Options{NoTrace: true}).Evaluate(context.Background(), snap, req)
 	if err != nil {
@@ -489,8 +491,8 @@ func TestDenialMessage(t *testing.T) {
 		rejections []engine.Rejection
 		want       string
 	}{
-		{[]engine.Rejection{{Rule: "ns1/protect"}}, `operation rejected by the following ModRule(s): ns1/protect`},
-		{[]engine.Rejection{{Rule: "ns1/a", Message: `no "latest"`}, {Rule: "ns2/b"}},
+		{[]engine.Rejection{{Kind: "ModRule", Rule: "ns1/protect"}}, `operation rejected by the following ModRule(s): ns1/protect`},
+		{[]engine.Rejection{{Kind: "ModRule", Rule: "ns1/a", Message: `no "latest"`}, {Kind: "ModRule", Rule: "ns2/b"}},
 			`operation rejected by the following ModRule(s): ns1/a: "no \"latest\"",ns2/b`},
 	} {
 		d := engine.Decision{Rejections: tt.rejections}

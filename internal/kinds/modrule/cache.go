@@ -1,10 +1,10 @@
-package rules
+package modrule
 
 import (
 	"regexp"
 	"sync"
 
-	"github.com/modwright/modwright/internal/jsonpath"
+	"github.com/modwright/modwright/internal/lang"
 )
 
 // Cache memoizes the select expressions and regular expressions that
@@ -21,7 +21,7 @@ import (
 // A Cache is safe for concurrent use. The zero value is ready to use; it
 // must not be copied after first use. A nil *Cache caches nothing.
 type Cache struct {
-	exprs   memo[*jsonpath.Expr]
+	exprs   memo[lang.Query]
 	regexes memo[*regexp.Regexp]
 }
 
@@ -41,11 +41,11 @@ func (c *Cache) Len() (exprs, regexes int) {
 	return c.exprs.len(), c.regexes.len()
 }
 
-func (c *Cache) expr(src string) (*jsonpath.Expr, error) {
+func (c *Cache) expr(src string) (lang.Query, error) {
 	if c == nil {
-		return jsonpath.Parse(src)
+		return compileSelect(src)
 	}
-	return c.exprs.get(src, jsonpath.Parse)
+	return c.exprs.get(src, compileSelect)
 }
 
 func (c *Cache) regex(src string) (*regexp.Regexp, error) {

@@ -1,4 +1,4 @@
-package engine_test
+package modrule_test
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -25,20 +26,20 @@ spec:
 		name      string
 		criterion string
 		held      bool
-		verdict   engine.Verdict
+		verdict   modrule.Verdict
 		at        int
 	}{
-		{"boolean decides alone", `{select: '$.spec.hostNetwork', matchValue: "false"}`, false, engine.VerdictBoolean, 0},
-		{"negated boolean", `{select: '$.spec.hostNetwork', negate: true}`, true, engine.VerdictBoolean, 0},
-		{"null", `{select: '$.spec.nothing'}`, false, engine.VerdictNull, -1},
-		{"nothing selected", `{select: '$.spec.missing'}`, false, engine.VerdictNothing, -1},
-		{"empty array", `{select: '$.spec.none'}`, false, engine.VerdictNothing, -1},
-		{"exists", `{select: '$.metadata.labels.app'}`, true, engine.VerdictExists, -1},
-		{"any: second value", `{select: '$.spec.containers[*].image', matchValue: busybox}`, true, engine.VerdictAny, 1},
-		{"none", `{select: '$.spec.containers[*].image', matchRegex: '^redis'}`, false, engine.VerdictNone, -1},
-		{"all", `{select: '$.spec.containers[*].name', matchFor: All, matchRegex: '^[ab]$'}`, true, engine.VerdictAll, -1},
-		{"not all: first failing", `{select: '$.spec.containers[*].image', matchFor: All, matchRegex: '^nginx'}`, false, engine.VerdictNotAll, 1},
-		{"error", `{select: '$.metadata.name && true'}`, false, engine.VerdictError, -1},
+		{"boolean decides alone", `{select: '$.spec.hostNetwork', matchValue: "false"}`, false, modrule.VerdictBoolean, 0},
+		{"negated boolean", `{select: '$.spec.hostNetwork', negate: true}`, true, modrule.VerdictBoolean, 0},
+		{"null", `{select: '$.spec.nothing'}`, false, modrule.VerdictNull, -1},
+		{"nothing selected", `{select: '$.spec.missing'}`, false, modrule.VerdictNothing, -1},
+		{"empty array", `{select: '$.spec.none'}`, false, modrule.VerdictNothing, -1},
+		{"exists", `{select: '$.metadata.labels.app'}`, true, modrule.VerdictExists, -1},
+		{"any: second value", `{select: '$.spec.containers[*].image', matchValue: busybox}`, true, modrule.VerdictAny, 1},
+		{"none", `{select: '$.spec.containers[*].image', matchRegex: '^redis'}`, false, modrule.VerdictNone, -1},
+		{"all", `{select: '$.spec.containers[*].name', matchFor: All, matchRegex: '^[ab]$'}`, true, modrule.VerdictAll, -1},
+		{"not all: first failing", `{select: '$.spec.containers[*].image', matchFor: All, matchRegex: '^nginx'}`, false, modrule.VerdictNotAll, 1},
+		{"error", `{select: '$.metadata.name && true'}`, false, modrule.VerdictError, -1},
 	}
 	eng := engine.New(engine.Options{})
 	for _, tt := range tests {
@@ -52,13 +53,13 @@ spec:
   match:
     - `+tt.criterion)
 			d := evaluate(t, eng, snap, engine.Request{Operation: rules.Create, Namespace: "ns", Object: object(t, obj)})
-			if len(d.Trace) != 1 || len(d.Trace[0].Criteria) != 1 {
+			if len(d.Trace) != 1 || modrule.TraceOf(&d.Trace[0]) == nil || len(modrule.TraceOf(&d.Trace[0]).Criteria) != 1 {
 				t.Fatalf("trace: %+v", d.Trace)
 			}
-			c := d.Trace[0].Criteria[0]
+			c := modrule.TraceOf(&d.Trace[0]).Criteria[0]
 			got := struct {
 				Held    bool
-				Verdict engine.Verdict
+				Verdict modrule.Verdict
 				At      int
 			}{c.Held, c.Verdict, c.At}
 			want := got
@@ -107,12 +108,12 @@ spec:
 	if diff := cmp.Diff([]string{"/metadata/labels/x", "/spec/containers/2", "/spec/containers/0"}, paths); diff != "" {
 		t.Errorf("ops (-want +got):\n%s", diff)
 	}
-	want := []engine.OpSource{
+	want := []modrule.OpSource{
 		{Field: "spec.patch[0]"},
 		{Field: "spec.patch[1]", Keys: []any{2}},
 		{Field: "spec.patch[1]", Keys: []any{0}},
 	}
-	if diff := cmp.Diff(want, tr.OpSources); diff != "" {
+	if diff := cmp.Diff(want, modrule.TraceOf(&tr).OpSources); diff != "" {
 		t.Errorf("op sources (-want +got):\n%s", diff)
 	}
 }

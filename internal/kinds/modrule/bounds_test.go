@@ -1,4 +1,4 @@
-package engine_test
+package modrule_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/jsonpath"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -66,7 +67,7 @@ func TestRejectRuleHittingABoundIsUndecided(t *testing.T) {
 	}{
 		{"2,000 levels", deepReject, deepObject(2000), jsonpath.ErrTooManyValues},
 		{"2,000 levels, negated", deepReject + "      negate: true\n", deepObject(2000), jsonpath.ErrTooManyValues},
-		{"100 MiB of text", strings.Replace(deepReject, "'$..*..*'", "'$.items[*]'", 1), bigText(), engine.ErrTooMuchText},
+		{"100 MiB of text", strings.Replace(deepReject, "'$..*..*'", "'$.items[*]'", 1), bigText(), modrule.ErrTooMuchText},
 	} {
 		snap := snapshotOf(t, tt.rule)
 		req := engine.Request{Operation: rules.Create, Namespace: "ns1", Object: tt.obj}
@@ -167,7 +168,7 @@ spec:
 // each (a small object then makes the rule write a lot).
 func TestRenderedTextBound(t *testing.T) {
 	n := 1000
-	big := strings.Repeat("b", engine.MaxRenderText/n+1)
+	big := strings.Repeat("b", modrule.MaxRenderText/n+1)
 	snap := snapshotOf(t, `
 apiVersion: api.kubemod.io/v1beta1
 kind: ModRule
@@ -197,7 +198,7 @@ spec:
 		t.Fatalf("errors %v, patch %d ops", d.Errors, len(d.Patch))
 	}
 	for _, e := range d.Errors {
-		if e.Field != "spec.patch[0].value" || !errors.Is(e, engine.ErrTooMuchText) {
+		if e.Field != "spec.patch[0].value" || !errors.Is(e, modrule.ErrTooMuchText) {
 			t.Errorf("error %v", e)
 		}
 	}

@@ -1,4 +1,4 @@
-package rules
+package modrule
 
 import (
 	"errors"
@@ -9,8 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/jsonpath"
+	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/rules"
 )
 
 func p[T any](v T) *T { return &v }
@@ -34,51 +37,51 @@ func TestCompileErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		mod  func(*v1beta1.ModRuleSpec)
-		want []FieldError // Msg compared as a substring
+		want []rules.FieldError // Msg compared as a substring
 	}{
 		{"select syntax", func(s *v1beta1.ModRuleSpec) {
 			s.Match = append(s.Match, v1beta1.MatchItem{}, v1beta1.MatchItem{Select: "$.spec[?(@.x == )]"})
-		}, []FieldError{{Field: "spec.match[1].select", Pos: -1, Msg: "Required"}, {Field: "spec.match[2].select", Pos: 16, Msg: "unexpected"}}},
+		}, []rules.FieldError{{Field: "spec.match[1].select", Pos: -1, Msg: "Required"}, {Field: "spec.match[2].select", Pos: 16, Msg: "unexpected"}}},
 		{"bad regex", func(s *v1beta1.ModRuleSpec) { s.Match[0].MatchValue = nil; s.Match[0].MatchRegex = p("a(b") },
-			[]FieldError{{Field: "spec.match[0].matchRegex", Pos: 0, Msg: "missing closing )"}}},
+			[]rules.FieldError{{Field: "spec.match[0].matchRegex", Pos: 0, Msg: "missing closing )"}}},
 		{"bad target regex", func(s *v1beta1.ModRuleSpec) { s.TargetNamespaceRegex = p("x[") },
-			[]FieldError{{Field: "spec.targetNamespaceRegex", Pos: 1, Msg: "missing closing ]"}}},
+			[]rules.FieldError{{Field: "spec.targetNamespaceRegex", Pos: 1, Msg: "missing closing ]"}}},
 		{"bad template", func(s *v1beta1.ModRuleSpec) { s.Patch[0].Value = p("{{ .Target") },
-			[]FieldError{{Field: "spec.patch[0].value", Pos: -1, Msg: "unclosed action"}}},
+			[]rules.FieldError{{Field: "spec.patch[0].value", Pos: -1, Msg: "unclosed action"}}},
 		{"bad YAML value", func(s *v1beta1.ModRuleSpec) { s.Patch[0].Value = p("a: [1") },
-			[]FieldError{{Field: "spec.patch[0].value", Pos: -1, Msg: "invalid YAML"}}},
+			[]rules.FieldError{{Field: "spec.patch[0].value", Pos: -1, Msg: "invalid YAML"}}},
 		{"path without slash", func(s *v1beta1.ModRuleSpec) { s.Patch[0].Path = "a/b" },
-			[]FieldError{{Field: "spec.patch[0].path", Pos: 0, Msg: "must start with '/'"}}},
+			[]rules.FieldError{{Field: "spec.patch[0].path", Pos: 0, Msg: "must start with '/'"}}},
 		{"bad escape in path", func(s *v1beta1.ModRuleSpec) { s.Patch[0].Path = "/a~2" },
-			[]FieldError{{Field: "spec.patch[0].path", Pos: -1, Msg: ""}}},
+			[]rules.FieldError{{Field: "spec.patch[0].path", Pos: -1, Msg: ""}}},
 		{"placeholder not captured", func(s *v1beta1.ModRuleSpec) {
 			s.Patch[0].Select = p("$.spec.containers[*].ports")
 			s.Patch[0].Path = "/spec/containers/#0/ports/#1"
-		}, []FieldError{{Field: "spec.patch[0].path", Pos: 26, Msg: "placeholder #1 needs 2 capturing steps"}}},
+		}, []rules.FieldError{{Field: "spec.patch[0].path", Pos: 26, Msg: "placeholder #1 needs 2 capturing steps"}}},
 		{"patch on reject, no message on patch", func(s *v1beta1.ModRuleSpec) { s.Type = v1beta1.ModRuleTypeReject },
-			[]FieldError{{Field: "spec.patch", Pos: -1, Msg: "only Patch rules"}}},
+			[]rules.FieldError{{Field: "spec.patch", Pos: -1, Msg: "only Patch rules"}}},
 		{"reject message on patch", func(s *v1beta1.ModRuleSpec) { s.RejectMessage = p("x") },
-			[]FieldError{{Field: "spec.rejectMessage", Pos: -1, Msg: "only Reject rules"}}},
+			[]rules.FieldError{{Field: "spec.rejectMessage", Pos: -1, Msg: "only Reject rules"}}},
 		{"patch rule without patch", func(s *v1beta1.ModRuleSpec) { s.Patch = nil },
-			[]FieldError{{Field: "spec.patch", Pos: -1, Msg: "Required"}}},
+			[]rules.FieldError{{Field: "spec.patch", Pos: -1, Msg: "Required"}}},
 		{"enums and tier", func(s *v1beta1.ModRuleSpec) {
 			s.Type = "Mutate"
 			s.ExecutionTier = 40000
 			s.AdmissionOperations = []v1beta1.ModRuleAdmissionOperation{"CONNECT"}
 			s.Match[0].MatchFor = p(v1beta1.MatchForType("Some"))
 			s.Patch = nil
-		}, []FieldError{
+		}, []rules.FieldError{
 			{Field: "spec.type", Pos: -1, Msg: "Unsupported value"},
 			{Field: "spec.executionTier", Pos: -1, Msg: "between -32767 and 32766"},
 			{Field: "spec.admissionOperations[0]", Pos: -1, Msg: "Unsupported value"},
 			{Field: "spec.match[0].matchFor", Pos: -1, Msg: "Unsupported value"},
 		}},
 		{"two matchers", func(s *v1beta1.ModRuleSpec) { s.Match[0].MatchRegex = p("x") },
-			[]FieldError{{Field: "spec.match[0]", Pos: -1, Msg: "only one of"}}},
+			[]rules.FieldError{{Field: "spec.match[0]", Pos: -1, Msg: "only one of"}}},
 		{"computed patch select", func(s *v1beta1.ModRuleSpec) { s.Patch[0].Select = p("length($.a)") },
-			[]FieldError{{Field: "spec.patch[0].select", Pos: 0, Msg: "must be a path"}}},
+			[]rules.FieldError{{Field: "spec.patch[0].select", Pos: 0, Msg: "must be a path"}}},
 		{"disabled function", func(s *v1beta1.ModRuleSpec) { s.Patch[0].Value = p(`{{ env "HOME" }}`) },
-			[]FieldError{{Field: "spec.patch[0].value", Pos: -1, Msg: "env is disabled"}}},
+			[]rules.FieldError{{Field: "spec.patch[0].value", Pos: -1, Msg: "env is disabled"}}},
 		{"patch under syntheticRefs", func(s *v1beta1.ModRuleSpec) {
 			s.Patch = append(s.Patch,
 				v1beta1.PatchOperation{Operation: "add", Path: "/syntheticRefs/namespace/metadata/labels/privileged-allowed", Value: p(`"true"`)},
@@ -86,7 +89,7 @@ func TestCompileErrors(t *testing.T) {
 				v1beta1.PatchOperation{Operation: "replace", Select: p("$.spec.containers[*]"), Path: "/syntheticRefs/node/#0", Value: p("x")},
 				v1beta1.PatchOperation{Operation: "add", Path: "/metadata/syntheticRefs", Value: p("x")},                               // not the top-level member: fine
 				v1beta1.PatchOperation{Operation: "add", Select: p("$.spec.containers[*]"), Path: "/syntheticRefs#0/x", Value: p("x")}) // another member
-		}, []FieldError{
+		}, []rules.FieldError{
 			{Field: "spec.patch[1].path", Pos: 1, Msg: "under /syntheticRefs"},
 			{Field: "spec.patch[2].path", Pos: 1, Msg: "under /syntheticRefs"},
 			{Field: "spec.patch[3].path", Pos: 1, Msg: "under /syntheticRefs"},
@@ -98,10 +101,10 @@ func TestCompileErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("compiled")
 			}
-			if !errors.Is(err, ErrInvalidRule) || r.Err != err || r.Key != "ns/r" {
+			if !errors.Is(err, rules.ErrInvalidRule) || r.Err != err || r.Key != "ns/r" {
 				t.Fatalf("err %v, rule %+v", err, r)
 			}
-			var ce *CompileError
+			var ce *rules.CompileError
 			if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), "ModRule ns/r: ") {
 				t.Fatalf("error %q", err)
 			}
@@ -120,7 +123,7 @@ func TestCompileErrors(t *testing.T) {
 
 func TestCompileSelectErrorPosition(t *testing.T) {
 	_, err := Compile(rule("ns", "r", func(s *v1beta1.ModRuleSpec) { s.Match[0].Select = "$.spec.containers[?(@.x == 1]" }))
-	var ce *CompileError
+	var ce *rules.CompileError
 	if !errors.As(err, &ce) {
 		t.Fatal(err)
 	}
@@ -141,7 +144,7 @@ func TestCompileDoesNotModifyInputAndDefaults(t *testing.T) {
 	if diff := cmp.Diff(before, mr); diff != "" {
 		t.Fatalf("input modified:\n%s", diff)
 	}
-	if !r.Operations(Create) || !r.Operations(Update) || r.Operations(Delete) {
+	if !r.Operations(rules.Create) || !r.Operations(rules.Update) || r.Operations(rules.Delete) {
 		t.Error("default operations should be CREATE and UPDATE")
 	}
 	if r.Criteria[0].All {
@@ -177,10 +180,10 @@ func TestPinnedKinds(t *testing.T) {
 	}
 }
 
-func keys(rs []*Rule) []string {
+func keys(rs []engine.Rule) []string {
 	var out []string
 	for _, r := range rs {
-		out = append(out, r.Key)
+		out = append(out, r.Info().Key)
 	}
 	return out
 }
@@ -203,11 +206,11 @@ func TestSnapshotCandidates(t *testing.T) {
 		return r
 	}
 	broken, _ := Compile(rule("a", "broken", func(s *v1beta1.ModRuleSpec) { s.Match[0].Select = "$[" }))
-	snap := NewSnapshot([]*Rule{
+	snap := engine.NewSnapshot([]engine.Rule{
 		mk("a", "pod", 0, "Pod", nil, nil),
 		mk("a", "any", 0, "", nil, nil),
 		mk("a", "early", -5, "Pod", nil, nil),
-		mk("a", "delete", 0, "Pod", []v1beta1.ModRuleAdmissionOperation{Delete}, nil),
+		mk("a", "delete", 0, "Pod", []v1beta1.ModRuleAdmissionOperation{v1beta1.ModRuleAdmissionOperationDelete}, nil),
 		mk("b", "pod", 0, "Pod", nil, nil),
 		mk("", "global", 0, "Pod", nil, nil),
 		mk("kubemod-system", "cluster", 0, "", nil, nil),
@@ -215,20 +218,20 @@ func TestSnapshotCandidates(t *testing.T) {
 		mk("kubemod-system", "all", 0, "", nil, p(".*")),
 		mk("kubemod-system", "empty", 0, "", nil, p("")),
 		broken,
-	}, SnapshotOptions{})
+	})
 	tests := []struct {
 		ns   string
-		op   Operation
+		op   rules.Operation
 		kind string
 		want []string
 	}{
-		{"a", Create, "Pod", []string{"a/early", "global", "a/any", "a/pod", "kubemod-system/all", "kubemod-system/regex"}},
-		{"a", Create, "Job", []string{"a/any", "kubemod-system/all", "kubemod-system/regex"}},
-		{"a", Delete, "Pod", []string{"a/delete"}},
-		{"b", Update, "Pod", []string{"global", "b/pod", "kubemod-system/all"}},
-		{"c", Create, "Service", []string{"kubemod-system/all"}},
-		{"", Create, "Namespace", []string{"kubemod-system/all", "kubemod-system/cluster", "kubemod-system/empty"}},
-		{"kubemod-system", Create, "Pod", []string{"global", "kubemod-system/all"}},
+		{"a", rules.Create, "Pod", []string{"a/early", "global", "a/any", "a/pod", "kubemod-system/all", "kubemod-system/regex"}},
+		{"a", rules.Create, "Job", []string{"a/any", "kubemod-system/all", "kubemod-system/regex"}},
+		{"a", rules.Delete, "Pod", []string{"a/delete"}},
+		{"b", rules.Update, "Pod", []string{"global", "b/pod", "kubemod-system/all"}},
+		{"c", rules.Create, "Service", []string{"kubemod-system/all"}},
+		{"", rules.Create, "Namespace", []string{"kubemod-system/all", "kubemod-system/cluster", "kubemod-system/empty"}},
+		{"kubemod-system", rules.Create, "Pod", []string{"global", "kubemod-system/all"}},
 	}
 	for _, tt := range tests {
 		got := keys(snap.Candidates(tt.ns, tt.op, tt.kind, nil))
@@ -249,7 +252,7 @@ func TestPathTemplate(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr.msg)
 	}
-	got, err := pt.Render([]any{3, "a/b", jsonpath.Descent{"c", 1}})
+	got, err := pt.Render([]any{3, "a/b", lang.Path{"c", 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

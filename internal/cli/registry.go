@@ -1,0 +1,13 @@
+package cli
+
+import (
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/modrule"
+)
+
+// newRegistry is the kinds modwright serves, with clusterNS as the
+// cluster-rules namespace ("" for the default): the one place the front
+// ends name a kind.
+func newRegistry(clusterNS string) *kinds.Registry {
+	return kinds.NewRegistry(modrule.NewKind(clusterNS))
+}

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Handle is what one rule may do during one evaluation: read the request
+// and the object as earlier rules left it, patch it atomically, reject,
+// warn, fail, and record its trace. The kernel passes a Handle to
+// Rule.Match and Rule.Apply; it is valid only during that call.
+type Handle struct {
+	ev      *evaluation
+	rule    Rule
+	tr      *RuleTrace
+	patched bool
+}
+
+// Context is the evaluation's context: rules check it in long loops.
+func (h *Handle) Context() context.Context { return h.ev.ctx }
+
+// Request is the admission request (read-only).
+func (h *Handle) Request() *Request { return h.ev.req }
+
+// Namespace is the object's namespace ("" when cluster-scoped).
+func (h *Handle) Namespace() string { return h.ev.req.Namespace }
+
+// Kind is the object's kind.
+func (h *Handle) Kind() string { return h.ev.kind }
+
+// Object is the object as earlier rules left it (read-only): for a Mutate
+// rule, as its tier found it until it applies.
+func (h *Handle) Object() any { return h.ev.doc.Root() }
+
+// Objects reads related objects by reference; nil when the engine has no
+// reader.
+func (h *Handle) Objects() ObjectReader { return h.ev.e.objects }
+
+// Tracing reports whether the evaluation keeps a trace (Decision.Trace):
+// without it, rules skip recording their steps.
+func (h *Handle) Tracing() bool { return !h.ev.e.noTrace }
+
+// Trace is the rule's trace entry; without Tracing it is a scratch entry
+// that nobody reads after the call.
+func (h *Handle) Trace() *RuleTrace { return h.tr }
+
+// Activation is a lang.Activation reused for every evaluation of one
+// request: set the fields a program reads before each call.
+func (h *Handle) Activation() *lang.Activation { return &h.ev.act }
+
+// Values is a scratch buffer (length 0) reused between the rules of one
+// evaluation; what a rule keeps past its call (in a trace) it must copy.
+// Hand a grown buffer back with SetValues.
+func (h *Handle) Values() []any { return h.ev.values[:0] }
+
+// SetValues keeps buf as the scratch buffer Values returns.
+func (h *Handle) SetValues(buf []any) {
+	clear(buf)
+	h.ev.values = buf[:0]
+}
+
+// Text is a scratch byte buffer, as Values.
+func (h *Handle) Text() []byte { return h.ev.text[:0] }
+
+// SetText keeps buf as the scratch buffer Text returns.
+func (h *Handle) SetText(buf []byte) { h.ev.text = buf[:0] }
+
+// PatchError is the failure of Handle.Patch: the operation at Index could
+// not be applied; Path is true when its path is at fault.
+type PatchError struct {
+	Index int
+	Path  bool
+	Err   error
+}
+
+func (e *PatchError) Error() string { return fmt.Sprintf("operation %d: %v", e.Index, e.Err) }
+func (e *PatchError) Unwrap() error { return e.Err }
+
+// Patch applies a Mutate rule's operations atomically: all of them, or
+// none when one fails (the error is a *PatchError; report it with Fail).
+// An operation may not write under /syntheticRefs (ErrSyntheticRefs), and
+// one that replaces the whole object must give an object. The operations
+// are repeated on the last-applied-configuration copy, if the object has
+// one; a failure there is recorded and leaves the object patched.
+func (h *Handle) Patch(ops []patch.Operation) error {
+	ev := h.ev
+	wholeObject := false
+	for i, op := range ops {
+		if len(op.Path) == 0 {
+			wholeObject = true
+			if _, ok := op.Value.(map[string]any); !ok && op.Op != patch.Remove {
+				return &PatchError{Index: i, Path: true, Err: fmt.Errorf("the operation replaces the whole object with a JSON %s", value.TypeName(op.Value))}
+			}
+		} else if op.Path[0] == SyntheticRefs {
+			return &PatchError{Index: i, Path: true, Err: fmt.Errorf("%w: the path %s is under /syntheticRefs", ErrSyntheticRefs, op.Path)}
+		}
+	}
+	mark := ev.doc.Mark()
+	for i, op := range ops {
+		if err := ev.doc.Apply(op); err != nil {
+			ev.doc.Rollback(mark)
+			return &PatchError{Index: i, Err: err}
+		}
+	}
+	if wholeObject {
+		// The real syntheticRefs go back, and managedFields go again.
+		ev.prepare()
+	}
+	ev.doc.Release()
+	ev.mirrorLastApplied(h, ops)
+	h.patched = h.patched || len(ops) > 0
+	return nil
+}
+
+// Fail records that the rule failed in field (spec.patch[2].value): its
+// outcome is Failed and the decision lists the error. A failed Mutate rule
+// has changed nothing.
+func (h *Handle) Fail(field string, err error) {
+	h.tr.Outcome = Failed
+	h.tr.Reason = fmt.Sprintf("%s: %v", field, err)
+	h.ev.d.Errors = append(h.ev.d.Errors, RuleError{Rule: h.rule.Info().Key, Field: field, Err: err})
+}
+
+// Reject rejects the object with message (may be empty); msgErr says why a
+// message could not be built, if so.
+func (h *Handle) Reject(message string, msgErr error) {
+	info := h.rule.Info()
+	h.ev.d.Rejections = append(h.ev.d.Rejections, Rejection{Kind: info.Kind, Rule: info.Key, Message: message, MessageError: msgErr})
+}
+
+// Warn adds a warning to the decision.
+func (h *Handle) Warn(message string) {
+	info := h.rule.Info()
+	h.ev.d.Warnings = append(h.ev.d.Warnings, Warning{Kind: info.Kind, Rule: info.Key, Message: message})
+}

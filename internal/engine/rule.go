@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// Phase says when a rule runs: every Mutate rule of every kind first, tier
+// by tier, then every Validate rule on the final object.
+type Phase uint8
+
+// Phases.
+const (
+	Mutate Phase = iota + 1
+	Validate
+)
+
+func (p Phase) String() string {
+	switch p {
+	case Mutate:
+		return "mutate"
+	case Validate:
+		return "validate"
+	}
+	return "unknown"
+}
+
+// OpSet is a set of admission operations.
+type OpSet uint8
+
+// OpSetOf returns the set of the given operations (unknown ones are
+// ignored).
+func OpSetOf(ops ...rules.Operation) OpSet {
+	var s OpSet
+	for _, op := range ops {
+		if slot := opSlot(op); slot >= 0 {
+			s |= 1 << slot
+		}
+	}
+	return s
+}
+
+// Has reports whether op is in the set.
+func (s OpSet) Has(op rules.Operation) bool {
+	slot := opSlot(op)
+	return slot >= 0 && s&(1<<slot) != 0
+}
+
+// IndexKeys place a rule in the snapshot's index, so that finding the rules
+// that can apply to a request costs a few map lookups whatever their number.
+type IndexKeys struct {
+	// Namespace is the one namespace whose objects the rule applies to
+	// ("" for cluster-scoped objects), unless AnyNamespace.
+	Namespace    string
+	AnyNamespace bool
+	// Filtered: the index alone does not decide; Rule.InScope is asked
+	// for every request the keys let through (a namespace regex, say).
+	Filtered bool
+	// Operations the rule reacts to.
+	Operations OpSet
+	// Kinds the rule is pinned to (the object's kind); nil: any kind; an
+	// empty non-nil list: none (the rule can never apply).
+	Kinds []string
+}
+
+// RuleInfo is what the kernel knows of a compiled rule; it is fixed when the
+// rule compiles.
+type RuleInfo struct {
+	// Kind is the rule's kind as its manifests spell it ("ModRule").
+	Kind string
+	// Key is namespace/name ("name" alone for a rule with no namespace).
+	Key             string
+	Namespace, Name string
+	// Tier orders rules (lowest first): KubeMod's executionTier.
+	Tier  int
+	Phase Phase
+	Index IndexKeys
+	// Err is set when the rule failed to compile (a *rules.CompileError):
+	// such a rule is kept in the snapshot and reported, never evaluated.
+	Err error
+	// SyntheticRefs is true when the rule reads the related objects under
+	// /syntheticRefs (KubeMod's context): the kernel reads them only when
+	// a candidate asks.
+	SyntheticRefs bool
+}
+
+// Rule is one compiled rule of some kind: a kind adapter (package
+// internal/kinds/...) compiles a manifest into it. It is immutable and safe
+// for concurrent use.
+//
+// The kernel evaluates a candidate rule through a Handle: a Mutate rule is
+// matched (Match) against the object as its tier found it, and the matching
+// ones of the tier are then applied (Apply) in order; a Validate rule is
+// matched and applied on the final object. Apply may patch (Mutate), reject
+// or warn (Validate), and fail.
+type Rule interface {
+	Info() *RuleInfo
+	// InScope decides, for a rule whose Index is Filtered, whether it
+	// applies to objects of namespace ns ("" for cluster-scoped objects).
+	InScope(ns string) bool
+	// Match reports whether the rule applies to the object. A non-nil
+	// error means the rule could not be decided (the end of the context,
+	// or a bound hit): wrap it with InField to name the field at fault.
+	Match(h *Handle) (bool, error)
+	// Apply acts on a matching rule through h. A non-nil error is the end
+	// of the context, or, for a Validate rule, a bound that leaves it
+	// undecided; a Mutate rule reports its failures with Handle.Fail.
+	Apply(h *Handle) error
+}
+
+// InField wraps err, the failure of a rule, with the field at fault
+// (spec.match[1].select); the kernel reports it in RuleError.Field.
+func InField(field string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &fieldErr{field, err}
+}
+
+type fieldErr struct {
+	field string
+	err   error
+}
+
+func (e *fieldErr) Error() string { return e.field + ": " + e.err.Error() }
+func (e *fieldErr) Unwrap() error { return e.err }
+
+// splitField undoes InField.
+func splitField(err error) (string, error) {
+	var fe *fieldErr
+	if errors.As(err, &fe) {
+		return fe.field, fe.err
+	}
+	return "", err
+}

@@ -1,0 +1,107 @@
+package kinds
+
+import (
+	"strings"
+
+	"github.com/modwright/modwright/internal/engine"
+)
+
+// Manifest is one rule document as read (a file's document, an informer's
+// object): its kind and apiVersion, its JSON text and the decoded tree.
+type Manifest struct {
+	// Origin names where it came from ("rules.yaml, document 2"), for
+	// messages; may be empty.
+	Origin string
+	// Object is the decoded object (numbers as json.Number), JSON its
+	// text; both describe the same object.
+	Object map[string]any
+	JSON   []byte
+}
+
+// Kind returns the manifest's kind.
+func (m *Manifest) Kind() string { s, _ := m.Object["kind"].(string); return s }
+
+// APIVersion returns the manifest's apiVersion.
+func (m *Manifest) APIVersion() string { s, _ := m.Object["apiVersion"].(string); return s }
+
+// Group returns the API group of the apiVersion ("" for the core group).
+func (m *Manifest) Group() string {
+	g, _, ok := strings.Cut(m.APIVersion(), "/")
+	if !ok {
+		return ""
+	}
+	return g
+}
+
+// Name returns metadata.name, Namespace metadata.namespace.
+func (m *Manifest) Name() string      { return m.meta("name") }
+func (m *Manifest) Namespace() string { return m.meta("namespace") }
+
+// Key is namespace/name, or the name alone without a namespace: how
+// engine.RuleInfo.Key names a rule, read before decoding so that
+// undecodable documents have one too.
+func (m *Manifest) Key() string {
+	if ns := m.Namespace(); ns != "" {
+		return ns + "/" + m.Name()
+	}
+	return m.Name()
+}
+
+func (m *Manifest) meta(k string) string {
+	md, _ := m.Object["metadata"].(map[string]any)
+	s, _ := md[k].(string)
+	return s
+}
+
+// Kind is one rule kind's adapter, as the front ends see it: which
+// manifests it owns, and compiling one into an engine.Rule. An adapter
+// (internal/kinds/modrule) holds its compile configuration and caches; it
+// is safe for concurrent use.
+type Kind interface {
+	// Name is the kind as manifests spell it ("ModRule").
+	Name() string
+	// Group is its API group ("api.kubemod.io"), Versions the versions
+	// served ("v1beta1"), the first being the one informers watch.
+	Group() string
+	Versions() []string
+	// Compile decodes a manifest of the kind strictly and compiles it. A
+	// manifest that cannot be decoded gives (nil, err); one that decodes
+	// but does not compile gives the rule, with the error in its
+	// Info().Err, and that error (a *rules.CompileError); the errors do
+	// not name the manifest's Origin (callers add it).
+	Compile(m *Manifest) (engine.Rule, error)
+}
+
+// Registry holds the kinds modwright serves. It is immutable.
+type Registry struct {
+	kinds []Kind
+}
+
+// NewRegistry returns a registry of ks.
+func NewRegistry(ks ...Kind) *Registry { return &Registry{kinds: ks} }
+
+// Kinds returns the kinds, in registration order.
+func (r *Registry) Kinds() []Kind { return r.kinds }
+
+// For returns the kind that owns a manifest (by group and kind, whatever
+// the version: a version not served is the kind's error to report), or
+// nil.
+func (r *Registry) For(m *Manifest) Kind {
+	g, k := m.Group(), m.Kind()
+	for _, kd := range r.kinds {
+		if kd.Name() == k && kd.Group() == g {
+			return kd
+		}
+	}
+	return nil
+}
+
+// Names lists the kinds' names for messages: "ModRule", "ModRule or
+// Policy".
+func (r *Registry) Names() string {
+	names := make([]string, len(r.kinds))
+	for i, k := range r.kinds {
+		names[i] = k.Name()
+	}
+	return strings.Join(names, " or ")
+}

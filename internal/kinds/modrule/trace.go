@@ -1,0 +1,100 @@
+package modrule
+
+import (
+	"slices"
+
+	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/engine"
+)
+
+// Trace is a ModRule's record of its evaluation: engine.RuleTrace.Detail
+// when the engine keeps a trace. The explainer prints it.
+type Trace struct {
+	Type v1beta1.ModRuleType
+	// Criteria holds the evaluated criteria in order; evaluation stops at
+	// the first that fails.
+	Criteria []CriterionTrace
+	// OpSources has one entry per operation of engine.RuleTrace.Ops: the
+	// patch item it came from and the keys its select captured (the #N
+	// placeholder values).
+	OpSources []OpSource
+}
+
+// add records a criterion, with a copy of the values it tested (the
+// engine's scratch buffer held them); a nil Trace records nothing.
+func (t *Trace) add(c CriterionTrace, vals []any) {
+	if t == nil {
+		return
+	}
+	if vals != nil {
+		c.Values = slices.Clone(vals)
+	}
+	t.Criteria = append(t.Criteria, c)
+}
+
+// TraceOf returns the ModRule trace of a rule trace, or nil.
+func TraceOf(tr *engine.RuleTrace) *Trace {
+	t, _ := tr.Detail.(*Trace)
+	return t
+}
+
+// CriterionTrace records one criterion.
+type CriterionTrace struct {
+	// Criterion is the compiled criterion (its Field is spec.match[i]).
+	Criterion *Criterion
+	// Values are what select returned (undefined dropped).
+	Values []any
+	// Single is true when select yields at most one value by construction.
+	Single bool
+	Held   bool
+	// Verdict says what decided the outcome (before negation), and At is
+	// the index of the deciding value among those tested (the elements of
+	// a single array), or -1.
+	Verdict Verdict
+	At      int
+	// Err is set when select failed to evaluate (then the criterion has no result).
+	Err error
+}
+
+// Verdict says what decided a criterion, before negate flips the outcome.
+type Verdict uint8
+
+// Verdicts.
+const (
+	VerdictError   Verdict = iota + 1 // select failed: no result
+	VerdictBoolean                    // a single boolean decided alone
+	VerdictNull                       // a single null: no result
+	VerdictNothing                    // nothing selected (or an empty array): no result
+	VerdictExists                     // no matcher, and something was selected
+	VerdictAny                        // a value satisfied the matcher
+	VerdictNone                       // no value satisfied the matcher
+	VerdictAll                        // every value satisfied the matcher (matchFor: All)
+	VerdictNotAll                     // a value failed the matcher (matchFor: All)
+)
+
+var verdictText = [...]string{
+	VerdictError:   "select failed",
+	VerdictBoolean: "select yielded a single boolean, which decides alone",
+	VerdictNull:    "select yielded null (no result)",
+	VerdictNothing: "select yielded nothing (no result)",
+	VerdictExists:  "select yielded a value and there is no matcher",
+	VerdictAny:     "a value satisfied the matcher",
+	VerdictNone:    "no value satisfied the matcher",
+	VerdictAll:     "every value satisfied the matcher (matchFor: All)",
+	VerdictNotAll:  "a value failed the matcher (matchFor: All)",
+}
+
+func (v Verdict) String() string {
+	if int(v) < len(verdictText) && verdictText[v] != "" {
+		return verdictText[v]
+	}
+	return "unknown"
+}
+
+// OpSource is where one operation of a rule trace came from.
+type OpSource struct {
+	Field string // spec.patch[i]
+	// Keys are the keys the patch item's select captured for this
+	// operation (#0, #1, ...); nil without select.
+	Keys []any
+}
