@@ -45,9 +45,9 @@ type RuleSource struct {
 	Store *source.Store
 	// Kinds are the kinds watched; their adapters keep the parsed
 	// expressions from one rebuild to the next.
-	Kinds *kinds.Registry
-	Log   logr.Logger
-	Metrics  *metrics.Metrics // nil: none
+	Kinds   *kinds.Registry
+	Log     logr.Logger
+	Metrics *metrics.Metrics // nil: none
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// OnChange, if set, is called after each publish with the rules
