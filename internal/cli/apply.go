@@ -156,10 +156,13 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 		for _, re := range dec.Errors {
 			fmt.Fprintf(s.Err, "warning: %s: %s: %v\n", d.Origin, a, re)
 		}
+		for _, w := range dec.Warnings {
+			fmt.Fprintf(s.Err, "warning: %s: %s: %s %s: %s\n", d.Origin, a, w.Kind, w.Rule, w.Message)
+		}
 		if !dec.Allowed() {
 			for _, r := range dec.Rejections {
 				if r.MessageError != nil {
-					fmt.Fprintf(s.Err, "warning: %s: %s: %s spec.rejectMessage: %v (rejected without its message)\n", d.Origin, a, r.Rule, r.MessageError)
+					fmt.Fprintf(s.Err, "warning: %s: %s: %s %v (rejected without its message)\n", d.Origin, a, r.Rule, r.MessageError)
 				}
 			}
 			rejected++

@@ -64,6 +64,9 @@ func (f *FileSource) now() time.Time {
 // (ErrDuplicateRule) or hold no rule when AllowEmpty is false: then nothing
 // is published and the previous snapshot keeps serving.
 func (f *FileSource) Load() (*LoadReport, error) {
+	if f.Kinds == nil {
+		return nil, errors.New("source: the FileSource has no Kinds")
+	}
 	rep := &LoadReport{}
 	t0 := f.now()
 	docs, err := ReadPaths(f.Paths, nil)

@@ -311,9 +311,9 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 	defer func() {
 		if p := recover(); p != nil {
 			d.opts.Metrics.Panic(webhookName)
-			d.opts.Log.Error(fmt.Errorf("panic: %v", p), "recovered a panic while evaluating ModRules; this is a bug, please report it",
+			d.opts.Log.Error(fmt.Errorf("panic: %v", p), "recovered a panic while evaluating rules; this is a bug, please report it",
 				"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "stack", string(debug.Stack()))
-			resp, outcome = d.failure(rv, http.StatusInternalServerError, "modwright: internal error while evaluating ModRules (recovered a panic; see the modwright log)")
+			resp, outcome = d.failure(rv, http.StatusInternalServerError, "modwright: internal error while evaluating rules (recovered a panic; see the modwright log)")
 		}
 	}()
 
@@ -341,7 +341,7 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 		// The API server omits oldObject on DELETE only for very old
 		// versions; with nothing to look at there is nothing to decide.
 		resp.Allowed = true
-		resp.Warnings = []string{"modwright: the review carries no object; ModRules were not evaluated"}
+		resp.Warnings = []string{"modwright: the review carries no object; rules were not evaluated"}
 		return resp, metrics.OutcomeAllowed
 	}
 
@@ -350,7 +350,7 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 		code, msg := http.StatusInternalServerError, "modwright: "+err.Error()
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
-			code, msg = http.StatusGatewayTimeout, "modwright: evaluating ModRules exceeded the review deadline"
+			code, msg = http.StatusGatewayTimeout, "modwright: evaluating rules exceeded the review deadline"
 		case errors.Is(err, engine.ErrInvalidRequest):
 			code = http.StatusBadRequest
 		}
@@ -362,12 +362,17 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 		if e.Rule != "" {
 			d.opts.Metrics.RuleError(e.Rule)
 		}
-		d.opts.Log.Info("a ModRule failed on this object and was skipped", "rule", e.Rule, "field", e.Field, "error", e.Err.Error(),
+		d.opts.Log.Info("a rule failed on this object and was skipped", "rule", e.Rule, "field", e.Field, "error", e.Err.Error(),
 			"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
 		if i < maxWarnings {
 			resp.Warnings = append(resp.Warnings, truncate("modwright: "+e.Error(), maxWarningLen))
 		} else if i == maxWarnings {
 			resp.Warnings = append(resp.Warnings, fmt.Sprintf("modwright: %d more rule errors (see the modwright log)", len(dec.Errors)-maxWarnings))
+		}
+	}
+	for _, w := range dec.Warnings {
+		if len(resp.Warnings) < maxWarnings+1 {
+			resp.Warnings = append(resp.Warnings, truncate("modwright: "+w.Kind+" "+w.Rule+": "+w.Message, maxWarningLen))
 		}
 	}
 	if !dec.Allowed() {

@@ -343,7 +343,8 @@ func (r *Rule) rejectMessage(h *engine.Handle) (string, error) {
 	}
 	act := h.Activation()
 	*act = lang.Activation{Object: h.Object(), Namespace: h.Namespace()}
-	return r.RejectMessage.Render(h.Context(), act)
+	msg, err := r.RejectMessage.Render(h.Context(), act)
+	return msg, engine.InField("spec.rejectMessage", err)
 }
 
 // excerpt quotes the start of a rendered value for an error message: a

@@ -1,6 +1,7 @@
 package modrule
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -48,8 +49,11 @@ func (r *Rule) Explain(re *kinds.RuleExplain, tr *engine.RuleTrace, dec *engine.
 			continue
 		}
 		msg := rej.Message
-		if rej.MessageError != nil {
-			msg = "(rejectMessage failed: " + rej.MessageError.Error() + ")"
+		if err := rej.MessageError; err != nil {
+			if u := errors.Unwrap(err); u != nil {
+				err = u // the field is spec.rejectMessage
+			}
+			msg = "(rejectMessage failed: " + err.Error() + ")"
 		}
 		re.Rejection = &msg
 	}
