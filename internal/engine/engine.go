@@ -93,8 +93,9 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		}
 		kind, _ = lookupString(obj, "kind")
 	}
-	var buf [16]Rule
-	candidates := snap.Candidates(req.Namespace, req.Operation, kind, buf[:0])
+	// No buffer: one would escape with the candidates into the
+	// evaluation, an allocation even when there is no candidate.
+	candidates := snap.Candidates(req.Namespace, req.Operation, kind, nil)
 	if len(candidates) == 0 {
 		if obj == nil {
 			return &Decision{ObjectJSON: raw}, nil
@@ -111,7 +112,7 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 	ev := evaluation{
 		e:          e,
 		ctx:        ctx,
-		req:        &req,
+		req:        req,
 		kind:       kind,
 		original:   root,
 		candidates: candidates,
@@ -131,6 +132,7 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		clear(s.values[:cap(s.values)])
 		ev.act = lang.Activation{}
 		ev.scratchTrace = RuleTrace{}
+		ev.h = Handle{}
 		e.scratch.Put(s)
 	}()
 	if err := ev.run(); err != nil {
@@ -143,7 +145,7 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 type evaluation struct {
 	e          *Engine
 	ctx        context.Context
-	req        *Request
+	req        Request // a copy: a pointer to the argument would move it to the heap
 	kind       string
 	original   map[string]any
 	candidates []Rule
@@ -153,6 +155,8 @@ type evaluation struct {
 	la        *patch.Doc // last-applied-configuration, parsed; nil when absent
 	laChanged bool
 
+	h            Handle          // see handle
+	kept         []any           // Handle.Keep's current block (part of the decision)
 	act          lang.Activation // reused by every rule (Handle.Activation)
 	values       []any           // Handle.Values
 	text         []byte          // Handle.Text
@@ -236,8 +240,7 @@ func (ev *evaluation) run() error {
 					return ctxErr
 				}
 				field, cause := splitField(err)
-				h := Handle{ev: ev, rule: r, tr: tr}
-				h.Fail(field, cause) // a bound: the rule fails
+				ev.handle(r, tr).Fail(field, cause) // a bound: the rule fails
 				continue
 			}
 			if ok {
@@ -253,8 +256,8 @@ func (ev *evaluation) run() error {
 				tr = ev.traceFor(m.r)
 				tr.Outcome = Matched
 			}
-			h := Handle{ev: ev, rule: m.r, tr: tr}
-			if err := m.r.Apply(&h); err != nil {
+			h := ev.handle(m.r, tr)
+			if err := m.r.Apply(h); err != nil {
 				if ctxErr := ev.ctx.Err(); ctxErr != nil {
 					return ctxErr
 				}
@@ -278,8 +281,7 @@ func (ev *evaluation) run() error {
 		tr := ev.traceFor(r)
 		ok, err := ev.match(r, tr)
 		if err == nil && ok {
-			h := Handle{ev: ev, rule: r, tr: tr}
-			err = r.Apply(&h)
+			err = r.Apply(ev.handle(r, tr))
 		}
 		if err != nil {
 			if ctxErr := ev.ctx.Err(); ctxErr != nil {
@@ -299,11 +301,18 @@ func (ev *evaluation) run() error {
 	return nil
 }
 
+// handle is the evaluation's one Handle, set up for rule r (reused: a
+// Handle escapes through the Rule interface, and one per call would be an
+// allocation per rule).
+func (ev *evaluation) handle(r Rule, tr *RuleTrace) *Handle {
+	ev.h = Handle{ev: ev, rule: r, tr: tr}
+	return &ev.h
+}
+
 // match asks the rule whether it applies and records the outcome (a rule
 // may set its own, Failed, through its Handle).
 func (ev *evaluation) match(r Rule, tr *RuleTrace) (bool, error) {
-	h := Handle{ev: ev, rule: r, tr: tr}
-	ok, err := r.Match(&h)
+	ok, err := r.Match(ev.handle(r, tr))
 	if err != nil || tr.Outcome != "" {
 		return false, err
 	}

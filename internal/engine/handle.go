@@ -24,7 +24,7 @@ type Handle struct {
 func (h *Handle) Context() context.Context { return h.ev.ctx }
 
 // Request is the admission request (read-only).
-func (h *Handle) Request() *Request { return h.ev.req }
+func (h *Handle) Request() *Request { return &h.ev.req }
 
 // Namespace is the object's namespace ("" when cluster-scoped).
 func (h *Handle) Namespace() string { return h.ev.req.Namespace }
@@ -61,6 +61,22 @@ func (h *Handle) Values() []any { return h.ev.values[:0] }
 func (h *Handle) SetValues(buf []any) {
 	clear(buf)
 	h.ev.values = buf[:0]
+}
+
+// Keep copies vals into storage that lives as long as the decision (for a
+// rule's trace), cut from larger blocks: one allocation for many rules'
+// values instead of one per copy.
+func (h *Handle) Keep(vals []any) []any {
+	ev := h.ev
+	if len(vals) == 0 {
+		return nil
+	}
+	if cap(ev.kept)-len(ev.kept) < len(vals) {
+		ev.kept = make([]any, 0, max(len(vals), 256))
+	}
+	n := len(ev.kept)
+	ev.kept = append(ev.kept, vals...)
+	return ev.kept[n : n+len(vals) : n+len(vals)]
 }
 
 // Text is a scratch byte buffer, as Values.

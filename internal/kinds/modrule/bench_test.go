@@ -79,7 +79,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			snap := benchSnapshot(b, bc.matching, bc.other)
-			obj := readResourceTB(b, filepath.Join("..", "..", "testdata", "bench", "objects", "deployment.json"))
+			obj := readResourceTB(b, filepath.Join("..", "..", "..", "testdata", "bench", "objects", "deployment.json"))
 			eng := engine.New(engine.Options{})
 			req := engine.Request{Operation: rules.Create, Namespace: "default", Kind: engine.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Object: obj}
 			ctx := context.Background()

@@ -53,7 +53,7 @@ func (r *Rule) Match(h *engine.Handle) (bool, error) {
 	root := h.Object()
 	var trace *Trace
 	if h.Tracing() {
-		trace = &Trace{Type: r.Type, Criteria: make([]CriterionTrace, 0, len(r.Criteria))}
+		trace = newTrace(r.Type, len(r.Criteria))
 		h.Trace().Detail = trace
 	}
 	tb := textBudget{ctx: ctx, buf: h.Text()}
@@ -67,15 +67,15 @@ func (r *Rule) Match(h *engine.Handle) (bool, error) {
 			buf = vals[:0]
 		}
 		if err != nil && (ctx.Err() != nil || IsBound(err)) {
-			trace.add(CriterionTrace{Criterion: c, Err: err, Verdict: VerdictError, At: -1}, nil)
+			trace.add(h, CriterionTrace{Criterion: c, Err: err, Verdict: VerdictError, At: -1}, nil)
 			return false, engine.InField(c.Field+".select", err)
 		}
 		held, why, at, terr := holds(c, vals, single, err, &tb)
 		if terr != nil {
-			trace.add(CriterionTrace{Criterion: c, Single: single, Err: terr, Verdict: VerdictError, At: -1}, vals)
+			trace.add(h, CriterionTrace{Criterion: c, Single: single, Err: terr, Verdict: VerdictError, At: -1}, vals)
 			return false, engine.InField(c.Field, terr)
 		}
-		trace.add(CriterionTrace{Criterion: c, Single: single, Err: err, Held: held, Verdict: why, At: at}, vals)
+		trace.add(h, CriterionTrace{Criterion: c, Single: single, Err: err, Held: held, Verdict: why, At: at}, vals)
 		if !held {
 			return false, nil
 		}
@@ -96,7 +96,7 @@ func (r *Rule) Apply(h *engine.Handle) error {
 	if h.Tracing() {
 		trace, _ := h.Trace().Detail.(*Trace)
 		if trace == nil {
-			trace = &Trace{Type: r.Type}
+			trace = newTrace(r.Type, 0)
 			h.Trace().Detail = trace
 		}
 		sources = &trace.OpSources

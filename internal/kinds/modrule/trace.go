@@ -1,8 +1,6 @@
 package modrule
 
 import (
-	"slices"
-
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/engine"
 )
@@ -20,14 +18,29 @@ type Trace struct {
 	OpSources []OpSource
 }
 
+// newTrace starts the trace of a rule with n criteria: with room for them
+// in the same allocation when there are few (most rules).
+func newTrace(typ v1beta1.ModRuleType, n int) *Trace {
+	if n <= 4 {
+		b := &struct {
+			t Trace
+			c [4]CriterionTrace
+		}{}
+		b.t.Type, b.t.Criteria = typ, b.c[:0:n]
+		return &b.t
+	}
+	return &Trace{Type: typ, Criteria: make([]CriterionTrace, 0, n)}
+}
+
 // add records a criterion, with a copy of the values it tested (the
-// engine's scratch buffer held them); a nil Trace records nothing.
-func (t *Trace) add(c CriterionTrace, vals []any) {
+// engine's scratch buffer held them) kept by h; a nil Trace records
+// nothing.
+func (t *Trace) add(h *engine.Handle, c CriterionTrace, vals []any) {
 	if t == nil {
 		return
 	}
 	if vals != nil {
-		c.Values = slices.Clone(vals)
+		c.Values = h.Keep(vals)
 	}
 	t.Criteria = append(t.Criteria, c)
 }

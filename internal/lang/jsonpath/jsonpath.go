@@ -3,6 +3,7 @@ package jsonpath
 import (
 	"context"
 	"errors"
+	"unsafe"
 
 	"github.com/modwright/modwright/internal/jsonpath"
 	"github.com/modwright/modwright/internal/lang"
@@ -108,12 +109,25 @@ func (p *Program) Nodes(ctx context.Context, root any) ([]lang.Node, error) {
 	if err != nil || ns == nil {
 		return nil, limit(err)
 	}
-	out := make([]lang.Node, len(ns))
-	for i, n := range ns {
-		out[i] = lang.Node{Value: n.Value, Keys: keys(n.Keys)}
+	// The leaf allocated ns for this call: it is ours to convert in
+	// place, without a second allocation per call on the hot path.
+	for i := range ns {
+		ns[i].Keys = keys(ns[i].Keys)
 	}
-	return out, nil
+	return unsafe.Slice((*lang.Node)(unsafe.Pointer(unsafe.SliceData(ns))), len(ns)), nil
 }
+
+// The leaf's Node and lang.Node have the same fields of the same types at
+// the same offsets (Value any, Keys []any), which Nodes relies on; these
+// fail to compile otherwise.
+var (
+	_ [unsafe.Sizeof(jsonpath.Node{}) - unsafe.Sizeof(lang.Node{})]struct{}
+	_ [unsafe.Sizeof(lang.Node{}) - unsafe.Sizeof(jsonpath.Node{})]struct{}
+	_ [unsafe.Offsetof(jsonpath.Node{}.Keys) - unsafe.Offsetof(lang.Node{}.Keys)]struct{}
+	_ [unsafe.Offsetof(lang.Node{}.Keys) - unsafe.Offsetof(jsonpath.Node{}.Keys)]struct{}
+	_ = [1]struct{}{}[unsafe.Offsetof(lang.Node{}.Value)]
+	_ = func(n jsonpath.Node) lang.Node { return lang.Node(n) } // same field names and types
+)
 
 // keys gives the leaf's keys, with each Descent as a lang.Path (a copy of
 // the slice only when there is one).

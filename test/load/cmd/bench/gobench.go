@@ -117,7 +117,7 @@ func runMicroBenchmarks(ctx context.Context, o *options, root, logPath string) (
 	// -p 1: go test runs the packages' test binaries in parallel
 	// otherwise, and the engine's benchmarks would share the 2 CPUs with
 	// the webhook's.
-	args := []string{"test", "-p", "1", "./internal/engine", "./internal/webhook", "-run", "^$",
+	args := []string{"test", "-p", "1", "./internal/kinds/modrule", "./internal/webhook", "-run", "^$",
 		"-bench", "Evaluate|Snapshot10k|Compile|DecodeEncode|Handler", "-benchmem",
 		"-count", strconv.Itoa(o.benchCount), "-benchtime", o.benchTime}
 	progress("micro-benchmarks: %s %s", o.goCmd, strings.Join(args, " "))

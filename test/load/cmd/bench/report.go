@@ -397,7 +397,7 @@ func (r *report) print(w io.Writer) {
 		}
 	}
 
-	p("\n## Go micro-benchmarks (median of %d; go test -p 1 ./internal/engine ./internal/webhook -bench 'Evaluate|Snapshot10k|Compile|DecodeEncode|Handler' -benchmem)\n\n", r.Settings.BenchCount)
+	p("\n## Go micro-benchmarks (median of %d; go test -p 1 ./internal/kinds/modrule ./internal/webhook -bench 'Evaluate|Snapshot10k|Compile|DecodeEncode|Handler' -benchmem)\n\n", r.Settings.BenchCount)
 	p("| package | benchmark | ns/op | B/op | allocs/op | runs |\n|---|---|---|---|---|---|\n")
 	for _, b := range r.Benchmarks {
 		p("| %s | %s | %.0f | %.0f | %.0f | %d |\n", strings.TrimPrefix(b.Package, "github.com/modwright/modwright/"), b.Name, b.NsPerOp, b.BytesPerOp, b.AllocsPerOp, b.Runs)
