@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/source"
 )
 
@@ -30,7 +31,7 @@ func newStaticResolver(docs []source.Document) (*staticResolver, []string) {
 			ignored = append(ignored, d.Origin+": an object without kind or metadata.name; ignored as context")
 			continue
 		}
-		if IsClusterScoped(ref.Kind) {
+		if kinds.IsClusterScoped(ref.Kind) {
 			ref.Namespace = ""
 		}
 		r.objects[ref] = d.Object

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 )
@@ -41,7 +42,7 @@ func newAdmission(obj map[string]any, defaultNS string) admission {
 	md, _ := obj["metadata"].(map[string]any)
 	a.ns, _ = md["namespace"].(string)
 	a.name, _ = md["name"].(string)
-	if a.ns == "" && !IsClusterScoped(a.kind) {
+	if a.ns == "" && !kinds.IsClusterScoped(a.kind) {
 		a.ns = defaultNS
 	}
 	return a

@@ -3,42 +3,26 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/modrule"
-	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
-	"github.com/modwright/modwright/internal/template"
-	"github.com/modwright/modwright/internal/value"
 )
 
-// Lint codes. They are stable: scripts and docs may refer to them.
+// The lint codes of the front end (every kind's are in package kinds, a
+// kind's own in its adapter). They are stable: scripts and docs may refer
+// to them.
 const (
-	codeUnreadable    = "E001" // a file cannot be parsed
-	codeUndecodable   = "E002" // a ModRule cannot be decoded (unknown field, wrong type)
-	codeInvalid       = "E003" // a ModRule fails validation (field and position named)
-	codePlaceholder   = "E004" // a path placeholder #N the select cannot capture
-	codeNotIdempotent = "W101" // applying a Patch rule twice changes the object twice
-	codeBooleanSelect = "W102" // a matcher on a select that yields a boolean is never used
-	codeQuotedValue   = "W103" // a quoted matchValue can never equal a value's text
-	codeClusterRule   = "W104" // a cluster rule without targetNamespaceRegex pinned to namespaced kinds
-	codeKindsNever    = "W105" // $.kind criteria that can never hold together
-	codeDuplicate     = "E005" // two documents define the same rule
-	codeTemplateLimit = "E006" // a template exceeds a bound when the rule is applied to a sample
-	codeNotAString    = "W107" // a label or annotation value that is (or may render as) no string
-	codeNoValue       = "W108" // a template rendered "<no value>": it read a missing key
+	codeUnreadable = "E001" // a file cannot be parsed
+	codeDuplicate  = "E005" // two documents define the same rule
 )
 
 type lintOptions struct {
@@ -118,34 +102,8 @@ be read.`,
 	return cmd
 }
 
-// Finding is one problem lint found.
-type Finding struct {
-	Severity string `json:"severity"` // error or warning
-	Code     string `json:"code"`
-	Origin   string `json:"origin"` // file, document
-	Rule     string `json:"rule,omitempty"`
-	Field    string `json:"field,omitempty"`
-	// Pos is the 1-based column in the field's text, or 0.
-	Pos     int    `json:"column,omitempty"`
-	Message string `json:"message"`
-	Hint    string `json:"hint,omitempty"`
-}
-
-func (f Finding) String() string {
-	var b strings.Builder
-	b.WriteString(f.Origin)
-	if f.Rule != "" {
-		b.WriteString(": ModRule " + f.Rule)
-	}
-	if f.Field != "" {
-		b.WriteString(": " + f.Field)
-	}
-	if f.Pos > 0 {
-		fmt.Fprintf(&b, ": column %d", f.Pos)
-	}
-	fmt.Fprintf(&b, ": %s %s: %s", f.Severity, f.Code, f.Message)
-	return b.String()
-}
+// Finding is one problem lint found (package kinds).
+type Finding = kinds.Finding
 
 type lintReport struct {
 	Findings []Finding `json:"findings"`
@@ -156,7 +114,7 @@ type lintReport struct {
 // lintedRule is a compiled rule and where it came from.
 type lintedRule struct {
 	origin string
-	rule   *modrule.Rule
+	rule   engine.Rule
 }
 
 func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) error {
@@ -178,7 +136,7 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		d, err := source.ReadPaths([]string{p}, nil)
 		if err != nil {
 			msg := strings.TrimPrefix(err.Error(), source.ErrInvalidManifest.Error()+": ")
-			add(Finding{Severity: "error", Code: codeUnreadable, Origin: p, Message: strings.TrimPrefix(msg, p+", "), Hint: "fix the YAML or JSON syntax"})
+			add(Finding{Severity: kinds.SeverityError, Code: codeUnreadable, Origin: p, Message: strings.TrimPrefix(msg, p+", "), Hint: "fix the YAML or JSON syntax"})
 			continue
 		}
 		docs = append(docs, d...)
@@ -188,52 +146,44 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		return &ExitError{Code: 2, Err: err}
 	}
 
-	// Validation, exactly as rules are loaded everywhere: strict decoding,
-	// then compilation.
+	// Validation, exactly as rules are loaded everywhere: each document
+	// to the kind that owns it, strict decoding, then compilation.
+	reg := newRegistry(o.clusterRules)
 	var linted []lintedRule
 	seen := map[string]string{}
 	for i := range docs {
 		d := &docs[i]
-		if !modrule.IsModRule(d) {
+		k := reg.For(d)
+		if k == nil {
 			continue
 		}
-		if prev, ok := seen[d.Key()]; ok {
-			add(Finding{Severity: "error", Code: codeDuplicate, Origin: d.Origin, Rule: d.Key(),
+		key := k.Name() + " " + d.Key()
+		if prev, ok := seen[key]; ok {
+			add(Finding{Severity: kinds.SeverityError, Code: codeDuplicate, Origin: d.Origin, Kind: k.Name(), Rule: d.Key(),
 				Message: "the rule is also defined in " + prev + ": apply and serve refuse to load both",
 				Hint:    "give each rule its own name"})
 			continue
 		}
-		seen[d.Key()] = d.Origin
-		mr, err := modrule.Decode(d)
+		seen[key] = d.Origin
+		r, err := k.Compile(d)
 		if err != nil {
-			add(Finding{Severity: "error", Code: codeUndecodable, Origin: d.Origin, Rule: d.Key(),
-				Message: strings.TrimPrefix(err.Error(), "ModRule "+d.Key()+": "),
-				Hint:    "check the field names and types against docs/modrule.md"})
-			continue
-		}
-		r, err := modrule.Compiler{ClusterRulesNamespace: o.clusterRules}.Compile(mr)
-		var ce *rules.CompileError
-		if errors.As(err, &ce) {
-			for _, fe := range ce.Errors {
-				f := Finding{Severity: "error", Code: codeInvalid, Origin: d.Origin, Rule: r.Key, Field: fe.Field, Pos: fe.Pos + 1, Message: fe.Msg}
-				if strings.HasSuffix(fe.Field, ".path") && strings.Contains(fe.Msg, "placeholder") {
-					f.Code = codePlaceholder
-					f.Hint = "only wildcards ([*]), filters ([?(...)]), slices, unions and .. capture keys: #0 is the first captured key"
-				}
-				add(f)
+			fs := kinds.CompileFindings(k.Name(), d, err)
+			if cl, ok := k.(kinds.CompileLinter); ok {
+				fs = cl.CompileFindings(d, err)
 			}
+			rep.Findings = append(rep.Findings, fs...)
 			continue
 		}
 		linted = append(linted, lintedRule{origin: d.Origin, rule: r})
 	}
 
 	for _, lr := range linted {
-		for _, f := range lintRule(ctx, lr, samples, o.clusterRules) {
-			add(f)
+		if l, ok := lr.rule.(kinds.Linter); ok {
+			rep.Findings = append(rep.Findings, l.Lint(ctx, lr.origin, samples)...)
 		}
 	}
 	for _, f := range rep.Findings {
-		if f.Severity == "error" {
+		if f.Severity == kinds.SeverityError {
 			rep.Errors++
 		} else {
 			rep.Warnings++
@@ -278,297 +228,4 @@ func printLint(w io.Writer, format string, rep *lintReport) error {
 	}
 	_, err := fmt.Fprintf(w, "%d errors, %d warnings\n", rep.Errors, rep.Warnings)
 	return err
-}
-
-// lintRule runs the warnings' checks on one valid rule.
-func lintRule(ctx context.Context, lr lintedRule, samples []source.Document, clusterNS string) []Finding {
-	r := lr.rule
-	var out []Finding
-	warn := func(code, field, msg, hint string) {
-		out = append(out, Finding{Severity: "warning", Code: code, Origin: lr.origin, Rule: r.Key, Field: field, Message: msg, Hint: hint})
-	}
-	objs := sampleObjects(r, samples)
-	for i := range r.Criteria {
-		c := &r.Criteria[i]
-		if c.Select != nil && c.HasMatcher() {
-			if src, ok := yieldsBoolean(ctx, c, objs); ok {
-				warn(codeBooleanSelect, c.Field+".select",
-					fmt.Sprintf("select %q yields a boolean (%s), which decides alone: the matcher is never used", c.Select.Source(), src),
-					"drop the matcher and write the condition in select (e.g. '$.spec.hostNetwork == false'), or negate the criterion")
-			}
-		}
-		quoted := slices.DeleteFunc(append(slices.Clone(c.Values), valueOrNone(c.Value)...), func(v string) bool { return !isQuoted(v) })
-		for _, v := range quoted {
-			field := c.Field + ".matchValues"
-			if c.Value != nil {
-				field = c.Field + ".matchValue"
-			}
-			warn(codeQuotedValue, field,
-				fmt.Sprintf("%s is quoted: values are compared as text, so it only equals a string that itself holds the quotes", v),
-				"write "+strings.Trim(v, `"'`)+" without the inner quotes (in YAML: matchValue: '"+strings.Trim(v, `"'`)+"')")
-		}
-	}
-	if kinds := r.Kinds(); kinds != nil && len(kinds) == 0 {
-		warn(codeKindsNever, "spec.match", "the $.kind criteria can never hold together: the rule never fires", "keep one $.kind criterion, or use matchValues")
-	}
-	if r.Namespace == clusterNS && r.TargetNamespaces == nil {
-		var namespaced []string
-		for _, k := range r.Kinds() {
-			if !IsClusterScoped(k) {
-				namespaced = append(namespaced, k)
-			}
-		}
-		if len(namespaced) > 0 {
-			warn(codeClusterRule, "spec.targetNamespaceRegex",
-				fmt.Sprintf("a rule in the cluster-rules namespace %s without targetNamespaceRegex applies only to cluster-scoped objects, so it never fires for %s", clusterNS, strings.Join(namespaced, ", ")),
-				"add targetNamespaceRegex (e.g. '.*') to apply it to other namespaces, or move the rule to the namespace of its objects")
-		}
-	}
-	if r.Type == v1beta1.ModRuleTypePatch {
-		if f, ok := checkIdempotent(ctx, lr, objs, clusterNS); ok {
-			out = append(out, f)
-		}
-		out = append(out, lintValues(ctx, lr, objs, clusterNS)...)
-	}
-	return out
-}
-
-func valueOrNone(v *string) []string {
-	if v == nil {
-		return nil
-	}
-	return []string{*v}
-}
-
-func isQuoted(v string) bool {
-	return len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'')
-}
-
-// yieldsBoolean reports whether a criterion's select yields a single
-// boolean: a computed expression does so whatever the object (checked on
-// an empty one), a path does so on a sample.
-func yieldsBoolean(ctx context.Context, c *modrule.Criterion, objs []sample) (string, bool) {
-	isBool := func(obj any) bool {
-		vals, single, err := c.Select.Values(ctx, obj, nil)
-		if err != nil || !single || len(vals) != 1 {
-			return false
-		}
-		_, ok := vals[0].(bool)
-		return ok
-	}
-	if !c.Select.IsPath() && isBool(map[string]any{}) {
-		return "a comparison or boolean expression", true
-	}
-	for _, s := range objs {
-		if isBool(s.obj) {
-			return "on " + s.origin, true
-		}
-	}
-	return "", false
-}
-
-// sample is an object a rule is tried on.
-type sample struct {
-	origin string
-	obj    map[string]any
-}
-
-// sampleObjects returns the given samples of the kinds the rule can see,
-// and objects synthesised from its criteria: one per pinned kind (a Pod
-// when it pins none), with the values of its plain-path criteria filled in.
-func sampleObjects(r *modrule.Rule, given []source.Document) []sample {
-	var out []sample
-	for i := range given {
-		d := &given[i]
-		if k := r.Kinds(); k == nil || slices.Contains(k, d.Kind()) {
-			out = append(out, sample{origin: d.Origin, obj: d.Object})
-		}
-	}
-	kinds := r.Kinds()
-	if kinds == nil {
-		kinds = []string{"Pod"}
-	}
-	for _, k := range kinds {
-		obj := skeleton(k)
-		for i := range r.Criteria {
-			satisfy(obj, &r.Criteria[i])
-		}
-		out = append(out, sample{origin: "a synthesised " + k, obj: obj})
-	}
-	return out
-}
-
-// skeleton is a small but typical object of a kind.
-func skeleton(kind string) map[string]any {
-	meta := map[string]any{"name": "sample", "labels": map[string]any{"app": "sample"}}
-	podSpec := func() map[string]any {
-		return map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.25.3"}}}
-	}
-	template := func() map[string]any {
-		return map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "sample"}}, "spec": podSpec()}
-	}
-	obj := map[string]any{"apiVersion": "v1", "kind": kind, "metadata": meta}
-	switch kind {
-	case "Pod":
-		obj["spec"] = podSpec()
-	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet":
-		obj["apiVersion"] = "apps/v1"
-		obj["spec"] = map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "sample"}}, "template": template()}
-	case "Job":
-		obj["apiVersion"] = "batch/v1"
-		obj["spec"] = map[string]any{"template": template()}
-	case "CronJob":
-		obj["apiVersion"] = "batch/v1"
-		obj["spec"] = map[string]any{"schedule": "0 * * * *", "jobTemplate": map[string]any{"spec": map[string]any{"template": template()}}}
-	case "Service":
-		obj["spec"] = map[string]any{"selector": map[string]any{"app": "sample"}, "ports": []any{map[string]any{"port": json1(80)}}}
-	case "ConfigMap", "Secret":
-		obj["data"] = map[string]any{"key": "value"}
-	}
-	return obj
-}
-
-func json1(n int) json.Number { return json.Number(strconv.Itoa(n)) }
-
-// plainPath matches one step of a canonical select: .name or ["name"].
-var plainPath = regexp.MustCompile(`^(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[("(?:[^"\\]|\\.)*")\])`)
-
-// pathOf returns the member names of a select that is a plain path of
-// names ($.a.b["c.d"]), or nil.
-func pathOf(c *modrule.Criterion) []string {
-	if c.Select == nil || !c.Select.IsPath() {
-		return nil
-	}
-	s := c.Select.Canonical()
-	if !strings.HasPrefix(s, "$") {
-		return nil
-	}
-	s = s[1:]
-	var names []string
-	for s != "" {
-		m := plainPath.FindStringSubmatch(s)
-		if m == nil {
-			return nil
-		}
-		name := m[1]
-		if m[2] != "" {
-			u, err := strconv.Unquote(m[2])
-			if err != nil {
-				return nil
-			}
-			name = u
-		}
-		names = append(names, name)
-		s = s[len(m[0]):]
-	}
-	return names
-}
-
-// satisfy sets or removes the member a plain-path criterion tests so that
-// the criterion holds; other criteria are left alone.
-func satisfy(obj map[string]any, c *modrule.Criterion) {
-	path := pathOf(c)
-	if len(path) == 0 || path[0] == "kind" || path[0] == "syntheticRefs" {
-		return
-	}
-	var val any
-	switch {
-	case c.Negate && !c.HasMatcher():
-		removePath(obj, path)
-		return
-	case c.Negate || c.Regex != nil:
-		return
-	case c.Value != nil:
-		val = *c.Value
-	case len(c.Values) > 0:
-		val = c.Values[0]
-	default:
-		if _, ok := value.Lookup(obj, path...); ok {
-			return
-		}
-		val = "sample"
-	}
-	m := obj
-	for _, k := range path[:len(path)-1] {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[k] = next
-		}
-		m = next
-	}
-	m[path[len(path)-1]] = val
-}
-
-func removePath(obj map[string]any, path []string) {
-	m := obj
-	for _, k := range path[:len(path)-1] {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			return
-		}
-		m = next
-	}
-	delete(m, path[len(path)-1])
-}
-
-// checkIdempotent applies a Patch rule to each sample, then again to the
-// result: the second pass must change nothing.
-func checkIdempotent(ctx context.Context, lr lintedRule, objs []sample, clusterNS string) (Finding, bool) {
-	r := lr.rule
-	snap := engine.NewSnapshot([]engine.Rule{r})
-	eng := engine.New(engine.Options{NoTrace: true})
-	op := rules.Create
-	if !r.Operations(op) {
-		op = rules.Update
-	}
-	for _, s := range objs {
-		a := newAdmission(s.obj, "default")
-		a.ns = sampleNamespace(r, a, clusterNS)
-		first, err := a.evaluate(ctx, eng, snap, op)
-		if err == nil {
-			for _, e := range first.Errors {
-				if errors.Is(e, template.ErrLimit) {
-					return Finding{Severity: "error", Code: codeTemplateLimit, Origin: lr.origin, Rule: r.Key, Field: e.Field,
-						Message: fmt.Sprintf("applied to %s, %v", s.origin, e.Err),
-						Hint:    "templates run under fixed bounds (docs/serve.md#limits): build smaller values, or loop less"}, true
-				}
-			}
-		}
-		if err != nil || !first.Changed() || len(first.Errors) > 0 {
-			continue
-		}
-		again := a
-		again.obj = first.Object.(map[string]any)
-		second, err := again.evaluate(ctx, eng, snap, rules.Update)
-		if err != nil || !second.Changed() {
-			continue
-		}
-		ops := make([]string, len(second.Patch))
-		for i, o := range second.Patch {
-			ops[i] = o.String()
-		}
-		return Finding{Severity: "warning", Code: codeNotIdempotent, Origin: lr.origin, Rule: r.Key, Field: "spec.patch",
-			Message: fmt.Sprintf("not idempotent: applied again to its own result on %s it changes the object again (%s)", s.origin, strings.Join(ops, "; ")),
-			Hint:    "add a negated criterion that stops the rule once its change is there (e.g. select the added item with negate: true)"}, true
-	}
-	return Finding{}, false
-}
-
-// sampleNamespace puts a sample where the rule applies: a namespaced rule's
-// own namespace, or a namespace its targetNamespaceRegex matches.
-func sampleNamespace(r *modrule.Rule, a admission, clusterNS string) string {
-	switch {
-	case a.ns == "":
-		return ""
-	case r.Namespace != "" && r.Namespace != clusterNS:
-		return r.Namespace
-	case r.TargetNamespaces != nil && !r.TargetNamespaces.MatchString(a.ns):
-		for _, ns := range []string{"default", "sample"} {
-			if r.TargetNamespaces.MatchString(ns) {
-				return ns
-			}
-		}
-	}
-	return a.ns
 }

@@ -1,4 +1,4 @@
-package cli
+package modrule
 
 import (
 	"context"
@@ -9,9 +9,8 @@ import (
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/kinds/modrule"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/patch"
-	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -34,16 +33,15 @@ var quoting = regexp.MustCompile(`\b(quote|squote|toJson|toRawJson|toPrettyJson)
 // lintValues warns about label and annotation values that are not strings
 // (W107) and about templates that render "<no value>" (W108): statically
 // from the rule, then on each sample the rule applies to.
-func lintValues(ctx context.Context, lr lintedRule, objs []sample, clusterNS string) []Finding {
-	r := lr.rule
-	var out []Finding
+func (r *Rule) lintValues(ctx context.Context, origin string, objs []sample) []kinds.Finding {
+	var out []kinds.Finding
 	warned := map[string]bool{} // field+code, so each is reported once
 	warn := func(code, field, msg, hint string) {
 		if warned[field+code] {
 			return
 		}
 		warned[field+code] = true
-		out = append(out, Finding{Severity: "warning", Code: code, Origin: lr.origin, Rule: r.Key, Field: field, Message: msg, Hint: hint})
+		out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: code, Origin: origin, Kind: Kind, Rule: r.Key, Field: field, Message: msg, Hint: hint})
 	}
 	const quoteHint = `quote the value: value: '"..."' for text, value: '"{{ ... }}"' for a template`
 	for i := range r.Patches {
@@ -72,10 +70,7 @@ func lintValues(ctx context.Context, lr lintedRule, objs []sample, clusterNS str
 	// On the samples: what the rule's operations really set.
 	snap := engine.NewSnapshot([]engine.Rule{r})
 	eng := engine.New(engine.Options{})
-	op := rules.Create
-	if !r.Operations(op) {
-		op = rules.Update
-	}
+	op := r.sampleOperation()
 	// A template that reads syntheticRefs renders "<no value>" on every
 	// sample: lint has no Namespace or Node to serve.
 	readsContext := map[string]bool{}
@@ -85,14 +80,13 @@ func lintValues(ctx context.Context, lr lintedRule, objs []sample, clusterNS str
 		}
 	}
 	for _, s := range objs {
-		a := newAdmission(s.obj, "default")
-		a.ns = sampleNamespace(r, a, clusterNS)
-		dec, err := a.evaluate(ctx, eng, snap, op)
+		req := kinds.OfflineRequest(s.obj, r.sampleNamespace(s.obj), op)
+		dec, err := eng.Evaluate(ctx, snap, req)
 		if err != nil || len(dec.Trace) == 0 {
 			continue
 		}
 		tr := &dec.Trace[0]
-		mt := modrule.TraceOf(tr)
+		mt := TraceOf(tr)
 		if mt == nil {
 			continue
 		}

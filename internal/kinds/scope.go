@@ -1,0 +1,73 @@
+package kinds
+
+import (
+	"strings"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// IsClusterScoped reports whether a built-in Kubernetes kind has no
+// namespace. Other kinds (custom resources included) are taken as
+// namespaced. It is Kubernetes knowledge, not any rule kind's: the front
+// ends use it to place an offline object, the adapters to build samples.
+func IsClusterScoped(kind string) bool {
+	switch kind {
+	case "APIService",
+		"CertificateSigningRequest",
+		"ClusterRole",
+		"ClusterRoleBinding",
+		"ComponentStatus",
+		"CSIDriver",
+		"CSINode",
+		"CustomResourceDefinition",
+		"FlowSchema",
+		"IngressClass",
+		"MutatingAdmissionPolicy",
+		"MutatingAdmissionPolicyBinding",
+		"MutatingWebhookConfiguration",
+		"Namespace",
+		"Node",
+		"PersistentVolume",
+		"PriorityClass",
+		"PriorityLevelConfiguration",
+		"RuntimeClass",
+		"StorageClass",
+		"ValidatingAdmissionPolicy",
+		"ValidatingAdmissionPolicyBinding",
+		"ValidatingWebhookConfiguration",
+		"VolumeAttachment",
+		"VolumeAttributesClass",
+		"DeviceClass",
+		"ClusterTrustBundle",
+		"IPAddress",
+		"ServiceCIDR":
+		return true
+	}
+	return false
+}
+
+// OfflineRequest builds the admission request for an object admitted
+// without an API server (lint's samples): the operation, the object's
+// name and kind (group and version from its apiVersion), and ns as its
+// namespace ("" for cluster-scoped). The object is the old object on
+// DELETE. The resource, the user, the uid and the options are unknown
+// offline and left empty; DryRun is false.
+func OfflineRequest(obj map[string]any, ns string, op rules.Operation) engine.Request {
+	kind, _ := obj["kind"].(string)
+	md, _ := obj["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	req := engine.Request{Operation: op, Name: name, Namespace: ns, Kind: engine.GroupVersionKind{Kind: kind}}
+	if av, _ := obj["apiVersion"].(string); av != "" {
+		req.Kind.Group, req.Kind.Version, _ = strings.Cut(av, "/")
+		if req.Kind.Version == "" {
+			req.Kind.Group, req.Kind.Version = "", av
+		}
+	}
+	if op == rules.Delete {
+		req.OldObject = obj
+	} else {
+		req.Object = obj
+	}
+	return req
+}
