@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 )
@@ -30,7 +29,7 @@ type admissionFlags struct {
 func (a *admissionFlags) add(f *pflag.FlagSet, what string) {
 	f.StringVar(&a.operation, "operation", "CREATE", "admission operation: CREATE, UPDATE or DELETE")
 	f.StringVar(&a.namespace, "namespace", "default", "namespace assumed for namespaced "+what+" that carry none")
-	f.StringVar(&a.clusterRules, "cluster-rules-namespace", modrule.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	f.StringVar(&a.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 }
 
 type applyOptions struct {

@@ -62,19 +62,7 @@ func (a admission) String() string {
 // the user, the uid and the options are unknown without an API server and
 // left empty; DryRun is false.
 func (a admission) request(op rules.Operation) engine.Request {
-	req := engine.Request{Operation: op, Name: a.name, Namespace: a.ns, Kind: engine.GroupVersionKind{Kind: a.kind}}
-	if av, _ := a.obj["apiVersion"].(string); av != "" {
-		req.Kind.Group, req.Kind.Version, _ = strings.Cut(av, "/")
-		if req.Kind.Version == "" {
-			req.Kind.Group, req.Kind.Version = "", av
-		}
-	}
-	if op == rules.Delete {
-		req.OldObject = a.obj
-	} else {
-		req.Object = a.obj
-	}
-	return req
+	return kinds.OfflineRequest(a.obj, a.ns, op)
 }
 
 // evaluate runs the engine on one admission.

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/kinds/modrule"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -105,6 +105,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 		return &ExitError{Code: 2, Err: err}
 	}
 	items, _ := list["items"].([]any)
+	reg := newRegistry(o.clusterRules)
 
 	var results []krmResult
 	fail := func(msg string, ref map[string]any, field string) {
@@ -120,7 +121,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 	switch fc := list["functionConfig"].(type) {
 	case nil:
 	case map[string]any:
-		docs, err := functionConfigRules(fc)
+		docs, err := functionConfigRules(fc, reg)
 		if err != nil {
 			return &ExitError{Code: 2, Err: err}
 		}
@@ -135,7 +136,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 			return &ExitError{Code: 2, Err: fmt.Errorf("items[%d] must be an object, not a JSON %s", i, value.TypeName(it))}
 		}
 		d := source.Document{Origin: itemOrigin(m, i), Object: m}
-		if modrule.IsModRule(&d) {
+		if reg.For(&d) != nil {
 			d.Object = withoutKRMAnnotations(m)
 			if d.JSON, err = value.Encode(d.Object); err != nil {
 				return &ExitError{Code: 2, Err: err}
@@ -146,7 +147,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 			contextDocs = append(contextDocs, source.Document{Origin: d.Origin, Object: withoutKRMAnnotations(m)})
 		}
 	}
-	res := source.LoadRules(ruleDocs, newRegistry(o.clusterRules))
+	res := source.LoadRules(ruleDocs, reg)
 	for _, e := range res.Errors {
 		fail(e.Error(), nil, "")
 	}
@@ -161,7 +162,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 	for i, it := range items {
 		m := it.(map[string]any)
 		d := source.Document{Object: m}
-		if modrule.IsModRule(&d) || len(res.Errors) > 0 {
+		if reg.For(&d) != nil || len(res.Errors) > 0 {
 			out = append(out, m) // rules stay as they are; with broken rules nothing is admitted
 			continue
 		}
@@ -248,15 +249,17 @@ func decodeResourceList(data []byte) (map[string]any, error) {
 	return list, nil
 }
 
-// functionConfigRules returns the ModRules of a functionConfig: a ModRule,
-// or a List of them.
-func functionConfigRules(fc map[string]any) ([]source.Document, error) {
+// functionConfigRules returns the rules of a functionConfig: a rule of a
+// kind of reg, or a List of them.
+func functionConfigRules(fc map[string]any, reg *kinds.Registry) ([]source.Document, error) {
 	kind, _ := fc["kind"].(string)
 	var objs []map[string]any
+	isList := false
 	switch {
-	case kind == "ModRule":
+	case reg.For(&source.Document{Object: fc}) != nil:
 		objs = append(objs, fc)
 	case strings.HasSuffix(kind, "List"):
+		isList = true
 		items, _ := fc["items"].([]any)
 		for i, it := range items {
 			m, ok := it.(map[string]any)
@@ -266,17 +269,17 @@ func functionConfigRules(fc map[string]any) ([]source.Document, error) {
 			objs = append(objs, m)
 		}
 	default:
-		return nil, fmt.Errorf("functionConfig must be a ModRule or a List of ModRules, not %q", kind)
+		return nil, fmt.Errorf("functionConfig must be a %s or a List of them, not %q", reg.Names(), kind)
 	}
 	docs := make([]source.Document, 0, len(objs))
 	for i, m := range objs {
 		origin := "functionConfig"
-		if kind != "ModRule" {
+		if isList {
 			origin = fmt.Sprintf("functionConfig items[%d]", i)
 		}
 		d := source.Document{Origin: origin, Object: withoutKRMAnnotations(m)}
-		if !modrule.IsModRule(&d) {
-			return nil, fmt.Errorf("%s is a %s, not a ModRule", origin, d.Kind())
+		if reg.For(&d) == nil {
+			return nil, fmt.Errorf("%s is a %s, not a %s", origin, d.Kind(), reg.Names())
 		}
 		j, err := value.Encode(d.Object)
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
-	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 )
@@ -96,7 +95,7 @@ be read.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory, as apply takes it (repeatable; same as a PATH argument)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "sample objects for the idempotency check: file or directory (repeatable)")
-	f.StringVar(&o.clusterRules, "cluster-rules-namespace", modrule.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	f.StringVar(&o.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 	f.BoolVar(&o.strict, "strict", false, "exit 1 on warnings too")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	return cmd

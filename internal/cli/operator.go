@@ -28,7 +28,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/controller"
 	"github.com/modwright/modwright/internal/metrics"
 	"github.com/modwright/modwright/internal/source"
@@ -125,8 +124,11 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 	}
+	// The rule kinds need no Go types here: the rule source, the status
+	// reconcilers and the validating webhook read rules as unstructured
+	// objects through their kinds (internal/kinds).
 	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1beta1.AddToScheme(scheme)); err != nil {
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
 	ctrl.SetLogger(log) // controller-runtime's internal log sink

@@ -5,6 +5,9 @@ import (
 	"github.com/modwright/modwright/internal/kinds/modrule"
 )
 
+// defaultClusterRulesNamespace is the --cluster-rules-namespace default.
+const defaultClusterRulesNamespace = modrule.DefaultClusterRulesNamespace
+
 // newRegistry is the kinds modwright serves, with clusterNS as the
 // cluster-rules namespace ("" for the default): the one place the front
 // ends name a kind.

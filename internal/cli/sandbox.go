@@ -28,7 +28,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/modwright/modwright/deploy"
-	"github.com/modwright/modwright/internal/kinds/modrule"
 )
 
 type sandboxOptions struct {
@@ -164,7 +163,7 @@ func runSandbox(ctx context.Context, o *sandboxOptions, s Streams) error {
 	}
 	for _, ns := range []corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: defaultNamespace, Labels: map[string]string{"admission.kubemod.io/ignore": "true"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: modrule.DefaultClusterRulesNamespace}},
+		{ObjectMeta: metav1.ObjectMeta{Name: defaultClusterRulesNamespace}},
 	} {
 		if err := c.Create(ctx, &ns); err != nil {
 			return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
@@ -241,7 +240,7 @@ func runSandbox(ctx context.Context, o *sandboxOptions, s Streams) error {
   kubectl get modrules -A                                # Ready column from the rule status
 
 Cluster-wide rules go in namespace %s. Press Ctrl-C to stop; everything is removed.
-`, time.Since(started).Round(100*time.Millisecond), cfg.Host, port, out, modrule.DefaultClusterRulesNamespace)
+`, time.Since(started).Round(100*time.Millisecond), cfg.Host, port, out, defaultClusterRulesNamespace)
 
 	select {
 	case <-ctx.Done():

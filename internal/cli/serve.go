@@ -24,7 +24,6 @@ import (
 
 	"github.com/modwright/modwright/internal/certs"
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/metrics"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/webhook"
@@ -166,7 +165,7 @@ flags take a comma-separated list. Flags given on the command line win.
 	f.StringVar(&o.bindAddress, "bind-address", "", "address to listen on (empty: every interface)")
 	f.StringVar(&o.certDir, "cert-dir", filepath.Join(os.TempDir(), "modwright", "serving-certs"), "directory of tls.crt and tls.key (created with a CA when missing)")
 	f.StringArrayVar(&o.certHosts, "cert-host", nil, "extra DNS name or IP address for a generated serving certificate (repeatable)")
-	f.StringVar(&o.clusterRules, "cluster-rules-namespace", modrule.DefaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	f.StringVar(&o.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 	f.Int64Var(&o.maxReviewBytes, "max-review-bytes", webhook.DefaultMaxReviewBytes, "largest AdmissionReview body accepted (HTTP 413 above)")
 	f.DurationVar(&o.reviewTimeout, "review-timeout", webhook.DefaultTimeout, "upper bound of one evaluation (the API server's own timeout applies when shorter)")
 	f.IntVar(&o.maxInFlight, "max-inflight-reviews", 0, "reviews evaluated at once; the others wait, their bodies read, up to their deadline (0: 4 per CPU, at least 8)")
