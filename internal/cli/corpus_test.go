@@ -30,7 +30,9 @@ var update = flag.Bool("update", false, "rewrite the want sections of testdata/c
 // want.json (the expected stdout, compared as JSON values document by
 // document), stderr (each non-blank line must occur in stderr), exit (the
 // expected exit code, default 0). The comment at the top says what the case
-// shows.
+// shows. Every case that admits objects (exit 0 or 1) then runs through the
+// dragnet webhook handler too (webhookPass), so that the corpus proves the
+// server as well as the command.
 const corpusDir = "../../testdata/cases"
 
 func TestCorpus(t *testing.T) {
