@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
 
+	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -28,7 +30,9 @@ var update = flag.Bool("update", false, "rewrite the want sections of testdata/c
 // want.json (the expected stdout, compared as JSON values document by
 // document), stderr (each non-blank line must occur in stderr), exit (the
 // expected exit code, default 0). The comment at the top says what the case
-// shows.
+// shows. Every case that admits objects (exit 0 or 1) then runs through the
+// dragnet webhook handler too (webhookPass), so that the corpus proves the
+// server as well as the command.
 const corpusDir = "../../testdata/cases"
 
 func TestCorpus(t *testing.T) {
@@ -69,6 +73,22 @@ func (c *corpusCase) set(name string, data []byte) {
 	c.archive.Files = append(c.archive.Files, txtar.File{Name: name, Data: data})
 }
 
+// caseFiles are where a case's sections were written.
+type caseFiles struct{ rules, input, context string }
+
+func (f *caseFiles) field(section string) *string {
+	switch section {
+	case "rules.yaml":
+		return &f.rules
+	case "input.yaml":
+		return &f.input
+	}
+	return &f.context
+}
+
+// runCase runs one case through `modwright apply` (exit code, stderr and
+// output as a user sees them), then through the webhook handler
+// (webhookPass).
 func runCase(t *testing.T, path string) {
 	a, err := txtar.ParseFile(path)
 	if err != nil {
@@ -79,6 +99,7 @@ func runCase(t *testing.T, path string) {
 		t.Errorf("%s: the case has no description at the top", path)
 	}
 	dir := t.TempDir()
+	var files caseFiles
 	args := []string{"apply"}
 	for _, sec := range []struct{ name, flag string }{{"rules.yaml", "--rules"}, {"input.yaml", "-f"}, {"context.yaml", "--context"}} {
 		data, ok := c.section(sec.name)
@@ -93,6 +114,7 @@ func runCase(t *testing.T, path string) {
 			t.Fatal(err)
 		}
 		args = append(args, sec.flag, p)
+		*files.field(sec.name) = p
 	}
 	if extra, ok := c.section("args"); ok {
 		args = append(args, strings.Fields(string(extra))...)
@@ -152,6 +174,132 @@ func runCase(t *testing.T, path string) {
 		t.Errorf("exit 2 must leave stdout empty, got:\n%s", stdout.String())
 	}
 	compareOutput(t, want, stdout.Bytes())
+
+	if code == 2 {
+		// The rules or the input do not load, or an object cannot be
+		// evaluated: there is no admission for the webhook to prove.
+		t.Logf("webhook pass: not run (the case exits 2)")
+		return
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(path, corpusDir+"/"), ".txtar")
+	flags, why := webhookFlags(args)
+	reason, listed := webhookInexpressible[name]
+	switch {
+	case why != "" && !listed:
+		t.Fatalf("webhook pass: the case cannot be expressed (%s); list it in webhookInexpressible with the reason", why)
+	case why != "":
+		t.Logf("webhook pass: not run: %s", reason)
+		return
+	case listed:
+		t.Fatalf("webhook pass: the case is listed in webhookInexpressible (%s) but can be expressed; remove it from the list", reason)
+	}
+	webhookPass(t, files, flags, want, stderr.String())
+}
+
+// webhookInexpressible lists, by dir/name, the corpus cases the webhook
+// pass cannot express, each with the reason. A listed case that becomes
+// expressible fails, so that the list stays true.
+var webhookInexpressible = map[string]string{}
+
+// caseFlags are the apply flags the webhook pass reproduces.
+type caseFlags struct {
+	operation, namespace, clusterRules string
+}
+
+// webhookFlags reads the flags of a case's apply run (beyond --rules, -f
+// and --context, which name its sections); why says what the webhook pass
+// cannot express, "" when it can.
+func webhookFlags(args []string) (caseFlags, string) {
+	f := caseFlags{operation: "CREATE", namespace: "default"}
+	for i := 0; i < len(args); i++ {
+		name, val, hasVal := strings.Cut(args[i], "=")
+		switch name {
+		case "apply":
+			continue
+		case "--rules", "-f", "--filename", "--context", "--operation", "--namespace", "--cluster-rules-namespace", "-o", "--output":
+		default:
+			return f, "flag " + args[i]
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				return f, "flag " + name + " without a value"
+			}
+			i++
+			val = args[i]
+		}
+		switch name {
+		case "--operation":
+			f.operation = val
+		case "--namespace":
+			f.namespace = val
+		case "--cluster-rules-namespace":
+			f.clusterRules = val
+		}
+		// -o only changes the output's format; the sections were named
+		// when the case was parsed.
+	}
+	return f, ""
+}
+
+// webhookPass runs a case's objects through the dragnet webhook handler
+// (runner.Webhook): the admitted objects, patched as the API server patches
+// them, must equal want document by document, and each rejected one must be
+// rejected by apply too (its stderr names the object and the denial).
+func webhookPass(t *testing.T, files caseFiles, f caseFlags, want []byte, applyStderr string) {
+	t.Helper()
+	ctx := context.Background()
+	var discard bytes.Buffer
+	streams := Streams{In: strings.NewReader(""), Out: &discard, Err: &discard}
+	op, err := parseOperation(f.operation)
+	if err != nil {
+		t.Fatalf("webhook pass: %v", err)
+	}
+	snap, err := loadSnapshot([]string{files.rules}, streams, f.clusterRules)
+	if err != nil {
+		t.Fatalf("webhook pass: loading the rules: %v", err)
+	}
+	var contexts []string
+	if files.context != "" {
+		contexts = []string{files.context}
+	}
+	objects, err := resolverFor(contexts, streams)
+	if err != nil {
+		t.Fatalf("webhook pass: loading the context: %v", err)
+	}
+	docs, err := source.ReadPaths([]string{files.input}, nil)
+	if err != nil {
+		t.Fatalf("webhook pass: reading the input: %v", err)
+	}
+	wh := runner.NewWebhook(snap, objects)
+	var admitted []any
+	for i := range docs {
+		d := &docs[i]
+		a := newAdmission(d.Object, f.namespace)
+		res, err := wh.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj})
+		if err != nil {
+			t.Fatalf("webhook pass: %s: %s: %v", d.Origin, a, err)
+		}
+		if !res.Allowed {
+			if line := fmt.Sprintf("rejected: %s: %s: %s", d.Origin, a, res.Denial); !strings.Contains(applyStderr, line) {
+				t.Errorf("webhook pass: the webhook rejected %s (%s), apply did not say so (want %q in its stderr)", a, res.Denial, line)
+			}
+			continue
+		}
+		admitted = append(admitted, res.Object)
+	}
+	w, err := source.ParseManifest("want", want)
+	if err != nil {
+		t.Fatalf("want section: %v", err)
+	}
+	if len(w) != len(admitted) {
+		t.Fatalf("webhook pass: the webhook admitted %d objects, want %d", len(admitted), len(w))
+	}
+	for i := range w {
+		if !value.Equal(w[i].Object, admitted[i]) {
+			t.Errorf("webhook pass: object %d differs (-want +webhook):\n%s", i+1, cmp.Diff(w[i].Object, admitted[i]))
+		}
+	}
+	t.Logf("webhook pass: %d objects admitted, %d rejected", len(admitted), len(docs)-len(admitted))
 }
 
 // sameOutput reports whether two YAML or JSON streams hold equal objects.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/modwright/modwright/internal/runner"
+	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/testtool"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -229,7 +231,52 @@ func runRealworldCase(t *testing.T, caseDir string) realworldResult {
 	default:
 		m.Invalid, m.Error = true, fmt.Sprintf("exit %d: %s", code, m.Stderr)
 	}
+	if code == 0 || code == 1 {
+		checkRealworldWebhook(t, caseDir, op, m)
+	}
 	return m
+}
+
+// checkRealworldWebhook runs the case's objects through the dragnet webhook
+// handler (runner.Webhook) and requires apply's answer: the same admission,
+// denial and (patched) object.
+func checkRealworldWebhook(t *testing.T, caseDir, op string, m realworldResult) {
+	t.Helper()
+	var discard bytes.Buffer
+	streams := Streams{In: strings.NewReader(""), Out: &discard, Err: &discard}
+	snap, err := loadSnapshot([]string{filepath.Join(caseDir, "rules.yaml")}, streams, "")
+	if err != nil {
+		t.Fatalf("webhook: loading the rules: %v", err)
+	}
+	var contexts []string
+	if ctx := filepath.Join(caseDir, "context.yaml"); fileExists(ctx) {
+		contexts = []string{ctx}
+	}
+	objects, err := resolverFor(contexts, streams)
+	if err != nil {
+		t.Fatalf("webhook: loading the context: %v", err)
+	}
+	docs, err := source.ReadPaths([]string{filepath.Join(caseDir, "object.yaml")}, nil)
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("webhook: object.yaml: want one object, got %d (%v)", len(docs), err)
+	}
+	operation, err := parseOperation(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAdmission(docs[0].Object, "default")
+	res, err := runner.NewWebhook(snap, objects).Run(context.Background(), runner.Request{Operation: operation, Namespace: a.ns, Object: a.obj})
+	if err != nil {
+		t.Fatalf("webhook: %v", err)
+	}
+	switch {
+	case res.Allowed != m.Allowed:
+		t.Errorf("webhook: allowed %v, apply %v (%s)", res.Allowed, m.Allowed, res.Denial)
+	case !res.Allowed && res.Denial != m.Denial:
+		t.Errorf("webhook: denial %q, apply %q", res.Denial, m.Denial)
+	case res.Allowed && !value.Equal(res.Object, m.Object):
+		t.Errorf("webhook: object differs from apply's (-apply +webhook):\n%s", cmp.Diff(m.Object, res.Object))
+	}
 }
 
 // labels returns obj's metadata.labels.

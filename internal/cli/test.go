@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 	"github.com/modwright/modwright/internal/value"
@@ -194,7 +194,7 @@ func runSuite(ctx context.Context, st *suite.Suite, filter string, s Streams) ([
 	if err != nil {
 		return nil, suiteError(st, "context", errors.Unwrap(err))
 	}
-	eng := engine.New(engine.Options{Objects: resolver, NoTrace: true})
+	drv := runner.NewEngine(snap, resolver)
 	name := st.Name
 	if name == "" {
 		name = st.Path
@@ -234,12 +234,12 @@ func runSuite(ctx context.Context, st *suite.Suite, filter string, s Streams) ([
 		}
 		op := rules.Operation(strings.ToUpper(opName))
 		a := newAdmission(obj, ns)
-		dec, err := a.evaluate(ctx, eng, snap, op)
+		res, err := drv.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj})
 		if err != nil {
 			return nil, suiteError(st, field, err)
 		}
 		r := caseResult{Suite: name, Case: title}
-		r.Reason, r.Diff = check(c, obj, want, dec)
+		r.Reason, r.Diff = check(c, obj, want, res)
 		r.Passed = r.Reason == ""
 		out = append(out, r)
 	}
@@ -289,21 +289,22 @@ func readResult(path string, in map[string]any) (map[string]any, error) {
 	return nil, fmt.Errorf("%s holds %d objects and none is %s %s", path, len(docs), a.kind, a.name)
 }
 
-// check compares a decision with a case's expectation; the reason is empty
+// check compares a result with a case's expectation; the reason is empty
 // when the case passed.
-func check(c *suite.Case, in, want map[string]any, dec *engine.Decision) (reason, diff string) {
-	if r := checkErrors(c.Errors, dec.Errors); r != "" {
+func check(c *suite.Case, in, want map[string]any, res *runner.Result) (reason, diff string) {
+	if r := checkErrors(c.Errors, res.Warnings); r != "" {
 		return r, ""
 	}
+	changed := len(res.Patch) > 0
 	if c.Expect == suite.ExpectRejected {
-		if dec.Allowed() {
+		if res.Allowed {
 			change := "unchanged"
-			if dec.Changed() {
+			if changed {
 				change = "patched"
 			}
 			return "expected a rejection, but the object was admitted (" + change + ")", ""
 		}
-		text := dec.DenialText()
+		text := denialText(res)
 		if c.Message != "" && !strings.Contains(text, c.Message) {
 			return fmt.Sprintf("the denial text does not contain %q", c.Message), unifiedDiff("expected message", "denial text", c.Message+"\n", text+"\n", false)
 		}
@@ -312,32 +313,41 @@ func check(c *suite.Case, in, want map[string]any, dec *engine.Decision) (reason
 		}
 		return "", ""
 	}
-	if !dec.Allowed() {
-		return "expected admission, but rejected: " + dec.DenialText(), ""
+	if !res.Allowed {
+		return "expected admission, but rejected: " + denialText(res), ""
 	}
 	switch c.Expect {
 	case suite.ExpectUnchanged:
-		if dec.Changed() {
-			return "expected no change, but the rules patched the object", unifiedDiff("input", "result", toYAML(in), toYAML(dec.Object), false)
+		if changed {
+			return "expected no change, but the rules patched the object", unifiedDiff("input", "result", toYAML(in), toYAML(res.Object), false)
 		}
 		return "", ""
 	case suite.ExpectPatched:
-		if !dec.Changed() {
+		if !changed {
 			return "expected a patch, but no rule changed the object", ""
 		}
 	}
-	if want != nil && !value.Equal(want, dec.Object) {
-		return "the result differs from the expected object", unifiedDiff("expected", "result", toYAML(want), toYAML(dec.Object), false)
+	if want != nil && !value.Equal(want, res.Object) {
+		return "the result differs from the expected object", unifiedDiff("expected", "result", toYAML(want), toYAML(res.Object), false)
 	}
 	return "", ""
 }
 
+// denialText is the list of rejecting rules a case's message is matched
+// against: the engine's DenialText, or the whole denial message when the
+// driver gives only that.
+func denialText(res *runner.Result) string {
+	if res.Decision != nil {
+		return res.Decision.DenialText()
+	}
+	return res.Denial
+}
+
 // checkErrors requires every rule error to be expected and every expected
 // text to occur in some rule error.
-func checkErrors(expected []string, got []engine.RuleError) string {
+func checkErrors(expected []string, got []string) string {
 	var problems []string
-	for _, e := range got {
-		msg := e.Error()
+	for _, msg := range got {
 		ok := false
 		for _, x := range expected {
 			ok = ok || strings.Contains(msg, x)
@@ -348,8 +358,8 @@ func checkErrors(expected []string, got []engine.RuleError) string {
 	}
 	for _, x := range expected {
 		ok := false
-		for _, e := range got {
-			ok = ok || strings.Contains(e.Error(), x)
+		for _, msg := range got {
+			ok = ok || strings.Contains(msg, x)
 		}
 		if !ok {
 			problems = append(problems, fmt.Sprintf("expected a rule error containing %q", x))

@@ -14,6 +14,7 @@ import (
 	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/testtool"
 	"github.com/modwright/modwright/internal/value"
@@ -108,15 +109,11 @@ func TestKubeModConformancePatch(t *testing.T) {
 			}
 			obj := readResourceTB(t, filepath.Join(dir, c.Resource))
 			orig := value.DeepCopy(obj)
-			d, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, engine.Request{
-				Operation: rules.Operation(c.Operation), Namespace: c.Namespace, Object: obj,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runBoth(t, snap, rules.Operation(c.Operation), c.Namespace, obj)
 			if !value.Equal(obj, orig) {
 				t.Fatal("the engine modified its input")
 			}
+			d := res.Decision
 			for _, e := range d.Errors {
 				t.Logf("rule error: %v", e)
 			}
@@ -167,17 +164,37 @@ func TestKubeModConformanceReject(t *testing.T) {
 				t.Fatalf("load: %v", err)
 			}
 			obj := readResourceTB(t, filepath.Join(dir, c.Resource))
-			d, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, engine.Request{
-				Operation: rules.Operation(c.Operation), Namespace: c.Namespace, Object: obj,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := runBoth(t, snap, rules.Operation(c.Operation), c.Namespace, obj).Decision
 			if got := d.DenialText(); c.ExpectedRejections == nil || got != *c.ExpectedRejections {
 				t.Errorf("rejections = %q, want %q", got, deref(c.ExpectedRejections))
 			}
 		})
 	}
+}
+
+// runBoth runs one object through both runner drivers, the engine and the
+// dragnet webhook handler, requires identical results, and returns the
+// engine's (with its Decision).
+func runBoth(t *testing.T, snap *engine.Snapshot, op rules.Operation, ns string, obj any) *runner.Result {
+	t.Helper()
+	m, ok := obj.(map[string]any)
+	if !ok {
+		t.Fatalf("the resource is a %T, not an object", obj)
+	}
+	req := runner.Request{Operation: op, Namespace: ns, Object: m}
+	ctx := context.Background()
+	er, err := runner.NewEngine(snap, nil).Run(ctx, req)
+	if err != nil {
+		t.Fatalf("engine: %v", err)
+	}
+	wr, err := runner.NewWebhook(snap, nil).Run(ctx, req)
+	if err != nil {
+		t.Fatalf("webhook: %v", err)
+	}
+	if diff := runner.Diff(er, wr); diff != "" {
+		t.Errorf("the engine and the webhook disagree (engine != webhook): %s", diff)
+	}
+	return er
 }
 
 func caseName(i int, name string) string {

@@ -1,0 +1,42 @@
+package runner
+
+import (
+	"context"
+
+	"github.com/modwright/modwright/internal/engine"
+)
+
+// Engine runs requests through engine.Evaluate, as `modwright apply` does.
+type Engine struct {
+	eng  *engine.Engine
+	snap *engine.Snapshot
+}
+
+var _ Driver = (*Engine)(nil)
+
+// NewEngine returns the Engine driver for snap; objects reads the context
+// objects (syntheticRefs), nil for none.
+func NewEngine(snap *engine.Snapshot, objects engine.ObjectReader) *Engine {
+	return &Engine{eng: engine.New(engine.Options{Objects: objects, NoTrace: true}), snap: snap}
+}
+
+// Run evaluates one request.
+func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
+	dec, err := e.eng.Evaluate(ctx, e.snap, Attributes(req))
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Allowed: dec.Allowed(), Decision: dec}
+	for _, re := range dec.Errors {
+		r.Warnings = append(r.Warnings, re.Error())
+	}
+	if !r.Allowed {
+		r.Denial = dec.DenialMessage()
+		return r, nil
+	}
+	if r.Object, err = dec.DecodeObject(); err != nil {
+		return nil, err
+	}
+	r.Patch = dec.Patch
+	return r, nil
+}

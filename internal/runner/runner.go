@@ -1,0 +1,158 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Request is one object to admit offline.
+type Request struct {
+	// Operation is CREATE, UPDATE or DELETE.
+	Operation rules.Operation
+	// Namespace is the namespace the object is admitted in, "" for a
+	// cluster-scoped one; the caller decides it (the object's own
+	// metadata.namespace, or a default for namespaced kinds).
+	Namespace string
+	// Object is the object under admission: the object of a CREATE or
+	// UPDATE, the old object of a DELETE (as the CLI admits it: an UPDATE
+	// carries no old object). It is never modified.
+	Object map[string]any
+}
+
+// Result is what one request gave.
+type Result struct {
+	// Allowed reports whether the object was admitted.
+	Allowed bool
+	// Denial is the message of a denied request (Decision.DenialMessage,
+	// the webhook's status.message); empty when admitted.
+	Denial string
+	// Object is the admitted object after the rules; nil when denied.
+	Object any
+	// Patch turns the input object into Object (RFC 6902); empty when
+	// nothing changed or the request was denied.
+	Patch []patch.Operation
+	// Warnings are the rule errors, one text each (engine.RuleError's),
+	// in evaluation order. The webhook bounds them (see Diff).
+	Warnings []string
+	// Decision is the engine's decision, set by the Engine driver only:
+	// what a caller needs beyond the webhook's answer (the rejections one
+	// by one, the typed rule errors).
+	Decision *engine.Decision
+}
+
+// Driver evaluates one request against the snapshot it was built with.
+// The error is an evaluation the driver could not complete (an invalid
+// request, an undecidable Reject rule, a failed review); rule errors are
+// warnings in the Result.
+type Driver interface {
+	Run(ctx context.Context, req Request) (*Result, error)
+}
+
+// Attributes builds the engine request from what is known offline: the
+// operation, the namespace, the object's name and kind (group and version
+// from its apiVersion). The object is the old object on DELETE. The
+// resource, the user, the uid and the options are unknown without an API
+// server and left empty.
+func Attributes(req Request) engine.Request {
+	er := engine.Request{Operation: req.Operation, Namespace: req.Namespace}
+	er.Kind.Kind, _ = req.Object["kind"].(string)
+	if md, ok := req.Object["metadata"].(map[string]any); ok {
+		er.Name, _ = md["name"].(string)
+	}
+	if av, _ := req.Object["apiVersion"].(string); av != "" {
+		er.Kind.Group, er.Kind.Version, _ = strings.Cut(av, "/")
+		if er.Kind.Version == "" {
+			er.Kind.Group, er.Kind.Version = "", av
+		}
+	}
+	if req.Operation == rules.Delete {
+		er.OldObject = req.Object
+	} else {
+		er.Object = req.Object
+	}
+	return er
+}
+
+// Diff describes how two results differ, "" when they agree: admission,
+// denial, object, patch and warnings. A warning matches when equal, or
+// when one is the webhook's truncation of the other (ending in "…"); the
+// webhook returns at most maxWarnings of them and then a count.
+func Diff(a, b *Result) string {
+	var d []string
+	if a.Allowed != b.Allowed {
+		d = append(d, fmt.Sprintf("allowed: %v != %v", a.Allowed, b.Allowed))
+	}
+	if a.Denial != b.Denial {
+		d = append(d, fmt.Sprintf("denial: %q != %q", a.Denial, b.Denial))
+	}
+	if !value.Equal(a.Object, b.Object) {
+		d = append(d, fmt.Sprintf("object: %s != %s", jsonText(a.Object), jsonText(b.Object)))
+	}
+	if pa, pb := patchText(a.Patch), patchText(b.Patch); pa != pb {
+		d = append(d, fmt.Sprintf("patch: %s != %s", pa, pb))
+	}
+	if !sameWarnings(a.Warnings, b.Warnings) {
+		d = append(d, fmt.Sprintf("warnings: %q != %q", a.Warnings, b.Warnings))
+	}
+	return strings.Join(d, "; ")
+}
+
+// maxWarnings is how many rule errors the webhook returns one by one
+// (webhook's maxWarnings).
+const maxWarnings = 8
+
+func sameWarnings(a, b []string) bool {
+	if len(a) > maxWarnings || len(b) > maxWarnings {
+		if len(a) <= maxWarnings || len(b) <= maxWarnings {
+			return false
+		}
+		a, b = a[:maxWarnings], b[:maxWarnings]
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameWarning(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameWarning(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if p, ok := strings.CutSuffix(a, "…"); ok && strings.HasPrefix(b, p) {
+		return true
+	}
+	if p, ok := strings.CutSuffix(b, "…"); ok && strings.HasPrefix(a, p) {
+		return true
+	}
+	return false
+}
+
+func jsonText(v any) string {
+	b, err := value.AppendJSON(nil, v)
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return string(b)
+}
+
+func patchText(ops []patch.Operation) string {
+	if len(ops) == 0 {
+		return "[]"
+	}
+	b, err := patch.AppendPatch(nil, ops)
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return string(b)
+}
