@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
@@ -60,23 +61,7 @@ type Driver interface {
 // resource, the user, the uid and the options are unknown without an API
 // server and left empty.
 func Attributes(req Request) engine.Request {
-	er := engine.Request{Operation: req.Operation, Namespace: req.Namespace}
-	er.Kind.Kind, _ = req.Object["kind"].(string)
-	if md, ok := req.Object["metadata"].(map[string]any); ok {
-		er.Name, _ = md["name"].(string)
-	}
-	if av, _ := req.Object["apiVersion"].(string); av != "" {
-		er.Kind.Group, er.Kind.Version, _ = strings.Cut(av, "/")
-		if er.Kind.Version == "" {
-			er.Kind.Group, er.Kind.Version = "", av
-		}
-	}
-	if req.Operation == rules.Delete {
-		er.OldObject = req.Object
-	} else {
-		er.Object = req.Object
-	}
-	return er
+	return kinds.OfflineRequest(req.Object, req.Namespace, req.Operation)
 }
 
 // Diff describes how two results differ, "" when they agree: admission,
