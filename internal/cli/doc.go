@@ -1,7 +1,7 @@
-// Package cli implements modwright's commands. Commands parse flags, read
-// inputs through internal/source, evaluate through internal/engine and print.
-// Two commands still hold ModRule logic of their own, which issue 14 moves
-// into the rule kind's adapter: explain's scope reasons (scope.go,
-// explain.go) and lint's checks and sample objects (lint.go,
-// lint_values.go).
+// Package cli implements modwright's commands: flags, reading inputs
+// through internal/source, evaluating through internal/engine (or
+// internal/runner), and printing. It holds no rule logic of its own: what a
+// rule means, how it explains itself and what lint checks are the kind
+// adapters' (internal/kinds/...); registry.go is the one place that names
+// the kinds served. It also wires `serve` (standalone and operator).
 package cli

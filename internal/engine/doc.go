@@ -1,29 +1,31 @@
-// Package engine evaluates a rules.Snapshot against one admission request and
-// returns a Decision: the patched object, a minimal RFC 6902 patch, the
-// rejections and a trace of every rule considered.
+// Package engine is the kernel: it evaluates an immutable Snapshot of
+// compiled rules of any kind against one admission request and returns a
+// Decision (the patched object, a minimal RFC 6902 patch, the rejections,
+// warnings, errors and a trace of every rule considered).
 //
-// The engine never modifies its input: it works on a copy-on-write
-// patch.Doc of the object (only the containers a rule changes are copied),
-// applies each rule's operations through its undo journal (a rule is
-// atomic: all of its operations apply or none do), and diffs the result
-// against the original. It honours the context's deadline between rules and
-// inside selection, matching and rendering, and bounds what one rule may
-// build (values selected, text tested, text rendered: see MaxMatchText,
-// MaxRenderText and package jsonpath). A Patch rule that hits a bound fails
-// alone; a Reject rule that does fails the evaluation (ErrUndecided), since
-// it might have rejected the object. No evaluation that ran out of time
-// returns a decision.
+// It knows no rule kind and no expression language. A kind adapter
+// (internal/kinds/...) compiles a manifest into a Rule that states its
+// RuleInfo (kind, key, tier, phase, index keys, compile error) and
+// evaluates through a Handle. The kernel owns what every kind shares:
+// candidates from the Snapshot's index (IndexKeys: namespace, operations,
+// kinds; InScope for what the index cannot decide), the order (tier, then
+// kind, then namespace/name; Mutate rules tier by tier, every rule of a
+// tier matched against the object as the tier found it and then applied;
+// Validate rules on the final object), the copy-on-write patch.Doc and its
+// journal (Handle.Patch applies a rule's operations atomically), the
+// managedFields and last-applied-configuration handling, the related
+// objects under /syntheticRefs (read through the ObjectReader only when a
+// candidate asks), the diff, the trace, and the denial that lists every
+// rejecting rule of every kind.
 //
-// syntheticRefs is context: the engine puts the real related objects there
-// (the client's own member is never believed), an operation whose rendered
-// path is under it fails its rule (ErrSyntheticRefs; a static one does not
-// load), and a rule that replaces the whole object gets them back, so every
-// rule, Reject rules included, sees the real ones.
+// The engine never modifies its input. It honours the context's deadline
+// between rules (rules check it inside long loops); a Mutate rule that
+// fails (a bound, a patch that does not apply) fails alone, a Validate rule
+// that cannot be decided fails the evaluation (ErrUndecided). No
+// evaluation that ran out of time returns a decision.
 //
 // It knows nothing of HTTP, AdmissionReview, informers or files: a request
 // comes in as a Request (the admission attributes the API server sends, in
-// plain types: operation, objects as JSON trees or JSON text, name,
-// namespace, kind, resource, subresource, userInfo, dryRun, options),
-// related objects (a namespace, a node) are read by reference through the
-// small ObjectReader interface, and results go out as plain values.
+// plain types), related objects are read by reference through the small
+// ObjectReader interface, and results go out as plain values.
 package engine

@@ -1,8 +1,11 @@
-// Package source reads ModRules from where they live and publishes them as
-// rules.Snapshots. This file source reads manifests (YAML or JSON, several
-// documents per file, `kind: List`) from files, directories and standard
-// input; the cluster source (informers, ModRule status aside) lives in
-// internal/source/cluster.
+// Package source reads rules from where they live and publishes them as
+// engine.Snapshots. It reads manifests (YAML or JSON, several documents per
+// file, `kind: List`) from files, directories and standard input
+// (ReadPaths; a Document is a kinds.Manifest), compiles every document of a
+// kind the registry serves through that kind (LoadRules), keeps the serving
+// snapshot (Store) and reloads files (FileSource). The cluster source
+// (informers) lives in internal/source/cluster.
 //
-// It must not evaluate rules or know about HTTP.
+// It knows no rule kind (the kinds.Registry it is given does), and must not
+// evaluate rules or know about HTTP.
 package source
