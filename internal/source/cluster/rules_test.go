@@ -170,7 +170,7 @@ func TestRuleSourceAddAndUpdate(t *testing.T) {
 		gen int64
 	}{
 		{id(k), "uid-1", 2}, {id(k), "uid-1", 0}, {id(k), "uid-2", 1},
-		{id("team-a/other"), "uid-1", 1},                  // unknown key
+		{id("team-a/other"), "uid-1", 1},                     // unknown key
 		{cluster.RuleID{Kind: "Policy", Key: k}, "uid-1", 1}, // another kind
 	} {
 		if r, ok := h.src.Compiled(c.id, c.uid, c.gen); ok || r.Rule != nil || r.Err != nil {
