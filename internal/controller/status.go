@@ -91,32 +91,16 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		name = req.Name
 	}
 	compileErr := r.compile(u)
-	cond := ReadyCondition(compileErr, u.GetGeneration(), r.now())
+	cond := ReadyCondition(withoutName(r.Kind.Name(), name, compileErr), u.GetGeneration(), r.now())
 	orig := u.DeepCopy()
-	var conds []metav1.Condition
-	if raw, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"c": raw}, &struct {
-			C *[]metav1.Condition `json:"c"`
-		}{&conds}); err != nil {
-			conds = nil // unreadable: written anew
-		}
-	}
-	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-	changed := meta.SetStatusCondition(&conds, cond)
-	if !changed && observed == u.GetGeneration() {
+	st := readStatus(u)
+	changed := meta.SetStatusCondition(&st.Conditions, cond)
+	if !changed && st.ObservedGeneration == u.GetGeneration() {
 		return reconcile.Result{}, nil
 	}
-	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
-		C []metav1.Condition `json:"c"`
-	}{conds})
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := unstructured.SetNestedField(u.Object, out["c"], "status", "conditions"); err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := unstructured.SetNestedField(u.Object, u.GetGeneration(), "status", "observedGeneration"); err != nil {
-		return reconcile.Result{}, err
+	st.ObservedGeneration = u.GetGeneration()
+	if err := writeStatus(u, st); err != nil {
+		return reconcile.Result{}, fmt.Errorf("writing the status of %s %s: %w", r.Kind.Name(), name, err)
 	}
 	if err := r.Client.Status().Patch(ctx, u, client.MergeFrom(orig)); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -133,6 +117,73 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	return reconcile.Result{}, nil
 }
+
+// ruleStatus is the part of a rule's status the reconciler owns; every
+// kind's status has these two fields (other fields are left as they are).
+type ruleStatus struct {
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// readStatus reads the status fields the reconciler owns; a field that
+// cannot be read (of the wrong type) reads as absent and is written anew.
+func readStatus(u *unstructured.Unstructured) ruleStatus {
+	var st ruleStatus
+	if g, ok, err := unstructured.NestedFieldNoCopy(u.Object, "status", "observedGeneration"); ok && err == nil {
+		switch g := g.(type) {
+		case int64:
+			st.ObservedGeneration = g
+		case float64: // decoded by encoding/json into any
+			st.ObservedGeneration = int64(g)
+		}
+	}
+	if raw, ok, err := unstructured.NestedFieldNoCopy(u.Object, "status", "conditions"); ok && err == nil {
+		var c struct {
+			Conditions []metav1.Condition `json:"conditions"`
+		}
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"conditions": raw}, &c) == nil {
+			st.Conditions = c.Conditions
+		}
+	}
+	return st
+}
+
+// writeStatus sets the status fields the reconciler owns, leaving the
+// others.
+func writeStatus(u *unstructured.Unstructured, st ruleStatus) error {
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	if err != nil {
+		return err
+	}
+	if err := unstructured.SetNestedField(u.Object, st.ObservedGeneration, "status", "observedGeneration"); err != nil {
+		return err
+	}
+	return unstructured.SetNestedField(u.Object, out["conditions"], "status", "conditions")
+}
+
+// withoutName is err without the "<Kind> <namespace/name>: " a kind's
+// decoder puts in front (a *rules.CompileError is rendered field by field
+// already): the status and the denial name the rule themselves. It unwraps
+// to err.
+func withoutName(kind, key string, err error) error {
+	var ce *rules.CompileError
+	if err == nil || errors.As(err, &ce) {
+		return err
+	}
+	msg, ok := strings.CutPrefix(err.Error(), kind+" "+key+": ")
+	if !ok {
+		return err
+	}
+	return &unnamedError{msg, err}
+}
+
+type unnamedError struct {
+	msg string
+	err error
+}
+
+func (e *unnamedError) Error() string { return e.msg }
+func (e *unnamedError) Unwrap() error { return e.err }
 
 // compile compiles the stored rule through its kind, as the rule source
 // does; the error is nil when it compiles.

@@ -38,7 +38,11 @@ func (h ValidateHandler) Admit(_ context.Context, req *engine.Request) webhook.V
 	tree, err := value.Decode(req.ObjectJSON)
 	obj, _ := tree.(map[string]any)
 	if err != nil || obj == nil {
-		return webhook.Verdict{Code: http.StatusBadRequest, Message: fmt.Sprintf("undecodable %s: not a JSON object", req.Kind.Kind)}
+		kind := req.Kind.Kind
+		if kind == "" {
+			kind = "rule"
+		}
+		return webhook.Verdict{Code: http.StatusBadRequest, Message: fmt.Sprintf("undecodable %s: not a JSON object", kind)}
 	}
 	m := &kinds.Manifest{Object: obj, JSON: req.ObjectJSON}
 	if m.Namespace() == "" && req.Namespace != "" {
@@ -75,11 +79,16 @@ func Invalid(k kinds.Kind, m *kinds.Manifest, err error) webhook.Verdict {
 	v := webhook.Verdict{
 		Code:    http.StatusUnprocessableEntity,
 		Reason:  string(metav1.StatusReasonInvalid),
-		Message: fmt.Sprintf("%s %s is invalid: %s", k.Name(), m.Key(), FieldErrors(err)),
+		Message: fmt.Sprintf("%s %s is invalid: %s", k.Name(), m.Key(), FieldErrors(withoutName(k.Name(), m.Key(), err))),
 		Details: &webhook.StatusDetails{Name: m.Name(), Group: k.Group(), Kind: k.Name()},
 	}
 	var ce *rules.CompileError
-	if errors.As(err, &ce) {
+	var mm *value.Mismatch
+	switch {
+	case errors.As(err, &mm):
+		// Not decodable: a value of the wrong type, at its path.
+		v.Details.Causes = []webhook.StatusCause{{Type: string(metav1.CauseTypeFieldValueInvalid), Field: mm.Path, Message: mm.Error()}}
+	case errors.As(err, &ce):
 		for _, fe := range ce.Errors {
 			msg := fe.Msg
 			if fe.Pos >= 0 {

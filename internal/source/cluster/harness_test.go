@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -22,8 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/metrics"
-	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/source/cluster"
 )
@@ -35,6 +40,14 @@ var publishedAt = time.Unix(1_700_000_000, 0)
 // of what OnChange reported.
 const barrierNS = "zz-barrier"
 
+// clusterRulesNS is the cluster-rules namespace the harness's ModRule kind
+// is configured with (not KubeMod's default, so that the tests see the
+// registry's configuration reach the compiled rules).
+const clusterRulesNS = "rules-system"
+
+// modRuleGVK is what the RuleSource watches and reads ModRules as.
+var modRuleGVK = v1beta1.GroupVersion.WithKind(v1beta1.Kind)
+
 type harnessOptions struct {
 	unsynced    bool               // the ModRule informer has not synced when Start runs
 	noMetrics   bool               // RuleSource.Metrics is nil
@@ -45,7 +58,10 @@ type harnessOptions struct {
 
 // harness runs one RuleSource over a testCache. The test changes ModRules
 // with add, update and remove, which store the object in the fake client and
-// then fire the matching informer event, as an informer would.
+// then fire the matching informer event, as an informer would. Rules are
+// stored and served as unstructured objects, as the RuleSource's informer
+// holds them: the fake client's scheme does not know the ModRule Go type,
+// so what a test stores (an unknown field, say) is what the source reads.
 type harness struct {
 	t      *testing.T
 	ctx    context.Context
@@ -65,17 +81,17 @@ type harness struct {
 	mu       sync.Mutex
 	changes  [][]string // OnChange calls, barrier keys left out
 	barriers int
+	logs     []string // what the RuleSource logged
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
 	t.Helper()
-	scheme := newScheme(t)
-	cl := fake.NewClientBuilder().WithScheme(scheme).Build()
+	cl := fake.NewClientBuilder().WithScheme(newRuleScheme(t)).Build()
 	var reader client.Reader = cl // what the RuleSource reads
 	if opts.funcs != nil {
 		reader = interceptor.NewClient(cl, *opts.funcs)
 	}
-	c, inf := newTestCache(scheme, reader, !opts.unsynced)
+	c, inf := newTestCache(newScheme(t), reader, !opts.unsynced)
 	c.informerErr = opts.informerErr
 	h := &harness{
 		t:      t,
@@ -89,8 +105,8 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	h.src = &cluster.RuleSource{
 		Cache:      c,
 		Store:      h.store,
-		Snapshot:   rules.SnapshotOptions{ClusterRulesNamespace: "kubemod-system"},
-		Log:        testr.NewWithOptions(t, testr.Options{Verbosity: 1}),
+		Kinds:      kinds.NewRegistry(modrule.NewKind(clusterRulesNS)),
+		Log:        h.logger(),
 		Now:        func() time.Time { return publishedAt },
 		OnChange:   h.onChange,
 		RetryDelay: cmp.Or(opts.retryDelay, time.Hour),
@@ -155,13 +171,43 @@ func (h *harness) startAndWaitSynced() *engine.Snapshot {
 	return h.store.Current()
 }
 
-func (h *harness) onChange(keys []string) {
+// logger logs to the test and records each line for loggedWith.
+func (h *harness) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		h.mu.Lock()
+		h.logs = append(h.logs, args)
+		h.mu.Unlock()
+		h.t.Log(prefix, args)
+	}, funcr.Options{Verbosity: 1})
+}
+
+// loggedWith returns the log lines that contain every one of parts.
+func (h *harness) loggedWith(parts ...string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var found []string
+	for _, l := range h.logs {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(l, p)
+		}
+		if all {
+			found = append(found, l)
+		}
+	}
+	return found
+}
+
+func (h *harness) onChange(ids []cluster.RuleID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var kept []string
-	for _, k := range keys {
-		if !strings.HasPrefix(k, barrierNS+"/") {
-			kept = append(kept, k)
+	for _, id := range ids {
+		if id.Kind != v1beta1.Kind {
+			h.t.Errorf("OnChange reported %v, of a kind the source does not watch", id)
+		}
+		if !strings.HasPrefix(id.Key, barrierNS+"/") {
+			kept = append(kept, id.Key)
 		}
 	}
 	if len(kept) > 0 {
@@ -205,18 +251,35 @@ func (h *harness) waitChanged(keys ...string) {
 // add stores mr and fires an Add event.
 func (h *harness) add(mr *v1beta1.ModRule) {
 	h.t.Helper()
-	if err := h.client.Create(h.ctx, mr); err != nil {
-		h.t.Fatalf("creating %s: %v", mr.NamespacedName(), err)
-	}
-	h.inf.Add(mr.DeepCopy())
+	h.addRaw(toUnstructured(h.t, mr))
 }
 
-// get reads the stored ModRule ns/name.
+// addRaw stores u as it is and fires an Add event.
+func (h *harness) addRaw(u *unstructured.Unstructured) {
+	h.t.Helper()
+	if err := h.client.Create(h.ctx, u); err != nil {
+		h.t.Fatalf("creating %s/%s: %v", u.GetNamespace(), u.GetName(), err)
+	}
+	h.inf.Add(u.DeepCopy())
+}
+
+// getRaw reads the stored ModRule ns/name as the RuleSource does.
+func (h *harness) getRaw(ns, name string) *unstructured.Unstructured {
+	h.t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(modRuleGVK)
+	if err := h.client.Get(h.ctx, types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
+		h.t.Fatalf("reading %s/%s: %v", ns, name, err)
+	}
+	return u
+}
+
+// get reads the stored ModRule ns/name into its Go type.
 func (h *harness) get(ns, name string) *v1beta1.ModRule {
 	h.t.Helper()
 	var mr v1beta1.ModRule
-	if err := h.client.Get(h.ctx, types.NamespacedName{Namespace: ns, Name: name}, &mr); err != nil {
-		h.t.Fatalf("reading %s/%s: %v", ns, name, err)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(h.getRaw(ns, name).Object, &mr); err != nil {
+		h.t.Fatalf("converting %s/%s: %v", ns, name, err)
 	}
 	return &mr
 }
@@ -225,24 +288,25 @@ func (h *harness) get(ns, name string) *v1beta1.ModRule {
 // Update event. It returns the stored object.
 func (h *harness) update(ns, name string, mod func(*v1beta1.ModRule)) *v1beta1.ModRule {
 	h.t.Helper()
-	old := h.get(ns, name)
-	mr := old.DeepCopy()
+	old := h.getRaw(ns, name)
+	mr := h.get(ns, name)
 	mod(mr)
-	if err := h.client.Update(h.ctx, mr); err != nil {
-		h.t.Fatalf("updating %s: %v", mr.NamespacedName(), err)
+	u := toUnstructured(h.t, mr)
+	if err := h.client.Update(h.ctx, u); err != nil {
+		h.t.Fatalf("updating %s/%s: %v", ns, name, err)
 	}
-	h.inf.Update(old, mr.DeepCopy())
+	h.inf.Update(old, u.DeepCopy())
 	return mr
 }
 
 // remove deletes ModRule ns/name and fires a Delete event.
 func (h *harness) remove(ns, name string) {
 	h.t.Helper()
-	mr := h.get(ns, name)
-	if err := h.client.Delete(h.ctx, mr); err != nil {
-		h.t.Fatalf("deleting %s: %v", mr.NamespacedName(), err)
+	u := h.getRaw(ns, name)
+	if err := h.client.Delete(h.ctx, u); err != nil {
+		h.t.Fatalf("deleting %s/%s: %v", ns, name, err)
 	}
-	h.inf.Delete(mr)
+	h.inf.Delete(u)
 }
 
 // barrier returns once every event fired before it has been processed: it
@@ -332,23 +396,63 @@ func snapshotKeys(s *engine.Snapshot) []string {
 	if s == nil {
 		return nil
 	}
+	return ruleKeys(s.Rules())
+}
+
+// ruleKeys returns the rules' keys (never nil).
+func ruleKeys(rs []engine.Rule) []string {
 	keys := []string{}
-	for _, r := range s.Rules() {
-		keys = append(keys, r.Key)
+	for _, r := range rs {
+		keys = append(keys, r.Info().Key)
 	}
 	return keys
 }
 
-func ruleByKey(s *engine.Snapshot, key string) *rules.Rule {
+func ruleByKey(s *engine.Snapshot, key string) engine.Rule {
 	if s == nil {
 		return nil
 	}
 	for _, r := range s.Rules() {
-		if r.Key == key {
+		if r.Info().Key == key {
 			return r
 		}
 	}
 	return nil
+}
+
+// generation returns the generation a ModRule was compiled from, -1 for
+// no rule.
+func generation(r engine.Rule) int64 {
+	mr, ok := r.(*modrule.Rule)
+	if !ok {
+		return -1
+	}
+	return mr.Source.Generation
+}
+
+// uidOf returns the uid a ModRule was compiled from.
+func uidOf(r engine.Rule) types.UID {
+	mr, ok := r.(*modrule.Rule)
+	if !ok {
+		return ""
+	}
+	return mr.Source.UID
+}
+
+// id names a ModRule for the RuleSource.
+func id(key string) cluster.RuleID { return cluster.RuleID{Kind: v1beta1.Kind, Key: key} }
+
+// toUnstructured converts a ModRule fixture into the object the API server
+// stores.
+func toUnstructured(t *testing.T, mr *v1beta1.ModRule) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(mr)
+	if err != nil {
+		t.Fatalf("converting %s: %v", mr.NamespacedName(), err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(modRuleGVK)
+	return u
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -51,6 +51,18 @@ func receive[T any](t *testing.T, what string, ch <-chan T) T {
 	}
 }
 
+// newRuleScheme is the scheme of the client the RuleSource reads rules
+// from: the built-in types, not ModRule's Go type, so that ModRules are
+// stored and read back as unstructured objects, unknown fields included.
+func newRuleScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func newScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()

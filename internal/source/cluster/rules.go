@@ -305,8 +305,12 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 	s.mu.Unlock()
 
 	for i, e := range compiled {
-		if e.err != nil {
-			s.Log.Error(e.err, "rule does not compile; it is kept, reported in its status, and never applied", "kind", toCompile[i].id.Kind, "rule", toCompile[i].id.Key)
+		id := toCompile[i].id
+		switch {
+		case e.rule == nil:
+			s.Log.Error(e.err, "rule cannot be decoded; it is not served, and counted as broken", "kind", id.Kind, "rule", id.Key)
+		case e.err != nil:
+			s.Log.Error(e.err, "rule does not compile; it is kept, reported in its status, and never applied", "kind", id.Kind, "rule", id.Key)
 		}
 	}
 	indexStart := s.now()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source/cluster"
 )
@@ -51,9 +53,6 @@ func TestRuleSourceFirstSnapshotAfterSync(t *testing.T) {
 		}
 		if snap.Len() != 0 {
 			t.Errorf("the first snapshot holds %q, want no rules", snapshotKeys(snap))
-		}
-		if got := snap.ClusterRulesNamespace(); got != "kubemod-system" {
-			t.Errorf("ClusterRulesNamespace() = %q, want the configured kubemod-system", got)
 		}
 		for _, m := range []struct {
 			name   string
@@ -148,32 +147,35 @@ func TestRuleSourceAddAndUpdate(t *testing.T) {
 	h.add(modRule("team-a", "r", "uid-1", 1, "Pod"))
 	snap := h.waitKeys(k)
 	h.waitChanged(k)
-	r1, ok := h.src.Compiled(k, "uid-1", 1)
+	c1, ok := h.src.Compiled(id(k), "uid-1", 1)
 	if !ok {
 		t.Fatalf("Compiled(%q, uid-1, 1) found nothing after the rule was published", k)
 	}
-	if r1.Err != nil {
-		t.Fatalf("valid rule compiled with error: %v", r1.Err)
+	if c1.Err != nil || c1.Rule == nil {
+		t.Fatalf("valid rule compiled to %v with error %v", c1.Rule, c1.Err)
 	}
+	r1 := c1.Rule
 	if got := ruleByKey(snap, k); got != r1 {
 		t.Error("the snapshot's rule is not the one Compiled returns")
 	}
-	if got := snap.Candidates("team-a", rules.Create, "Pod", nil); !slices.Equal(got, []*rules.Rule{r1}) {
-		t.Errorf("Candidates(team-a, CREATE, Pod) = %v, want the new rule", got)
+	if got := ruleKeys(snap.Candidates("team-a", rules.Create, "Pod", nil)); !slices.Equal(got, []string{k}) {
+		t.Errorf("Candidates(team-a, CREATE, Pod) = %q, want the new rule", got)
 	}
 	if got := snap.Candidates("team-a", rules.Create, "Deployment", nil); len(got) != 0 {
-		t.Errorf("Candidates(team-a, CREATE, Deployment) = %v, want none", got)
+		t.Errorf("Candidates(team-a, CREATE, Deployment) = %q, want none", ruleKeys(got))
 	}
 	for _, c := range []struct {
+		id  cluster.RuleID
 		uid types.UID
 		gen int64
-	}{{"uid-1", 2}, {"uid-1", 0}, {"uid-2", 1}} {
-		if r, ok := h.src.Compiled(k, c.uid, c.gen); ok || r != nil {
-			t.Errorf("Compiled(%q, %s, %d) = %v, %v; want nothing (another uid or generation)", k, c.uid, c.gen, r, ok)
+	}{
+		{id(k), "uid-1", 2}, {id(k), "uid-1", 0}, {id(k), "uid-2", 1},
+		{id("team-a/other"), "uid-1", 1},                     // unknown key
+		{cluster.RuleID{Kind: "Policy", Key: k}, "uid-1", 1}, // another kind
+	} {
+		if r, ok := h.src.Compiled(c.id, c.uid, c.gen); ok || r.Rule != nil || r.Err != nil {
+			t.Errorf("Compiled(%v, %s, %d) = %+v, %v; want nothing", c.id, c.uid, c.gen, r, ok)
 		}
-	}
-	if r, ok := h.src.Compiled("team-a/other", "uid-1", 1); ok || r != nil {
-		t.Errorf("Compiled of an unknown key = %v, %v; want nothing", r, ok)
 	}
 
 	// Changes that keep the generation do not recompile, nor publish.
@@ -193,8 +195,8 @@ func TestRuleSourceAddAndUpdate(t *testing.T) {
 		if n := published() - before; n != 2 {
 			t.Errorf("after a %s change: %v snapshots published, want 2 (the barrier rule's add and delete)", c.name, n)
 		}
-		if got, ok := h.src.Compiled(k, "uid-1", 1); !ok || got != r1 {
-			t.Errorf("after a %s change: Compiled(%q, uid-1, 1) = %p, %v; want the same rule %p", c.name, k, got, ok, r1)
+		if got, ok := h.src.Compiled(id(k), "uid-1", 1); !ok || got.Rule != r1 {
+			t.Errorf("after a %s change: Compiled(%q, uid-1, 1) = %p, %v; want the same rule %p", c.name, k, got.Rule, ok, r1)
 		}
 		if got := ruleByKey(h.store.Current(), k); got != r1 {
 			t.Errorf("after a %s change: the snapshot holds %p, want the same rule %p", c.name, got, r1)
@@ -210,53 +212,136 @@ func TestRuleSourceAddAndUpdate(t *testing.T) {
 		mr.Generation = 2
 		mr.Spec.Match[0].MatchValue = ptr("Deployment")
 	})
-	eventually(t, "generation 2 to be compiled", func() bool { _, ok := h.src.Compiled(k, "uid-1", 2); return ok })
-	r2, _ := h.src.Compiled(k, "uid-1", 2)
+	eventually(t, "generation 2 to be compiled", func() bool { _, ok := h.src.Compiled(id(k), "uid-1", 2); return ok })
+	c2, _ := h.src.Compiled(id(k), "uid-1", 2)
+	r2 := c2.Rule
 	if r2 == r1 {
 		t.Fatal("a new generation returned the old compiled rule")
 	}
-	if r2.Err != nil || r2.Source.Generation != 2 {
-		t.Errorf("generation 2 compiled to generation %d, error %v", r2.Source.Generation, r2.Err)
+	if c2.Err != nil || generation(r2) != 2 {
+		t.Errorf("generation 2 compiled to generation %d, error %v", generation(r2), c2.Err)
 	}
-	if r, ok := h.src.Compiled(k, "uid-1", 1); ok {
-		t.Errorf("Compiled(%q, uid-1, 1) = %p after generation 2 was compiled; want nothing", k, r)
+	if r, ok := h.src.Compiled(id(k), "uid-1", 1); ok {
+		t.Errorf("Compiled(%q, uid-1, 1) = %p after generation 2 was compiled; want nothing", k, r.Rule)
 	}
 	eventually(t, "generation 2 to be published", func() bool { return ruleByKey(h.store.Current(), k) == r2 })
 	h.waitChanged(k)
 	snap = h.store.Current()
-	if got := snap.Candidates("team-a", rules.Create, "Deployment", nil); !slices.Equal(got, []*rules.Rule{r2}) {
-		t.Errorf("Candidates(team-a, CREATE, Deployment) = %v, want the new generation", got)
+	if got := snap.Candidates("team-a", rules.Create, "Deployment", nil); !slices.Equal(got, []engine.Rule{r2}) {
+		t.Errorf("Candidates(team-a, CREATE, Deployment) = %q, want the new generation", ruleKeys(got))
 	}
 	if got := snap.Candidates("team-a", rules.Create, "Pod", nil); len(got) != 0 {
-		t.Errorf("Candidates(team-a, CREATE, Pod) = %v, want none: the old generation must be gone", got)
+		t.Errorf("Candidates(team-a, CREATE, Pod) = %q, want none: the old generation must be gone", ruleKeys(got))
 	}
 
 	// A new uid at the same generation (the rule was deleted and created
 	// again while the watch was down; the relist reports an update)
 	// recompiles too.
 	h.resetChanges()
-	old := h.get("team-a", "r")
+	old := h.getRaw("team-a", "r")
 	if err := h.client.Delete(h.ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	recreated := modRule("team-a", "r", "uid-2", 2, "StatefulSet")
+	recreated := toUnstructured(t, modRule("team-a", "r", "uid-2", 2, "StatefulSet"))
 	if err := h.client.Create(h.ctx, recreated); err != nil {
 		t.Fatal(err)
 	}
 	h.inf.Update(old, recreated.DeepCopy())
-	eventually(t, "the new uid to be compiled", func() bool { _, ok := h.src.Compiled(k, "uid-2", 2); return ok })
-	r3, _ := h.src.Compiled(k, "uid-2", 2)
-	if r3 == r2 || r3.Source.UID != "uid-2" {
-		t.Errorf("the new uid compiled to %p (uid %s); want a new rule from uid-2", r3, r3.Source.UID)
+	eventually(t, "the new uid to be compiled", func() bool { _, ok := h.src.Compiled(id(k), "uid-2", 2); return ok })
+	c3, _ := h.src.Compiled(id(k), "uid-2", 2)
+	r3 := c3.Rule
+	if r3 == r2 || uidOf(r3) != "uid-2" {
+		t.Errorf("the new uid compiled to %p (uid %s); want a new rule from uid-2", r3, uidOf(r3))
 	}
-	if _, ok := h.src.Compiled(k, "uid-1", 2); ok {
+	if _, ok := h.src.Compiled(id(k), "uid-1", 2); ok {
 		t.Error("Compiled still returns the rule of the old uid")
 	}
 	eventually(t, "the new uid to be published", func() bool { return ruleByKey(h.store.Current(), k) == r3 })
 	h.waitChanged(k)
-	if got := h.store.Current().Candidates("team-a", rules.Create, "StatefulSet", nil); !slices.Equal(got, []*rules.Rule{r3}) {
-		t.Errorf("Candidates(team-a, CREATE, StatefulSet) = %v, want the recreated rule", got)
+	if got := h.store.Current().Candidates("team-a", rules.Create, "StatefulSet", nil); !slices.Equal(got, []engine.Rule{r3}) {
+		t.Errorf("Candidates(team-a, CREATE, StatefulSet) = %q, want the recreated rule", ruleKeys(got))
 	}
+}
+
+// TestRuleSourceKindConfiguration checks that rules compile with the
+// registry's kinds as configured: a ModRule in the kind's cluster-rules
+// namespace applies to cluster-scoped objects, one in KubeMod's default
+// namespace (not configured here) to that namespace's objects only.
+func TestRuleSourceKindConfiguration(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.startAndWaitSynced()
+	clusterRule, kubemod, local := clusterRulesNS+"/c", "kubemod-system/k", "team-a/l"
+	h.add(modRule(clusterRulesNS, "c", "uid-c", 1, "Namespace"))
+	h.add(modRule("kubemod-system", "k", "uid-k", 1, "Namespace"))
+	h.add(modRule("team-a", "l", "uid-l", 1, "Namespace"))
+	snap := h.waitKeys(kubemod, clusterRule, local)
+	for _, c := range []struct {
+		ns   string
+		want []string
+	}{
+		{"", []string{clusterRule}},
+		{"team-a", []string{local}},
+		{"kubemod-system", []string{kubemod}},
+		{clusterRulesNS, []string{}},
+	} {
+		if got := ruleKeys(snap.Candidates(c.ns, rules.Create, "Namespace", nil)); !slices.Equal(got, c.want) {
+			t.Errorf("Candidates(%q, CREATE, Namespace) = %q, want %q", c.ns, got, c.want)
+		}
+	}
+}
+
+// TestRuleSourceUndecodable checks that a stored rule its kind cannot decode
+// (an unknown field: the API server prunes those, the fake cache does not)
+// is reported, in the log, the metrics and Compiled, and never served,
+// while the other rules are; fixed in a new generation, it is served.
+func TestRuleSourceUndecodable(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.startAndWaitSynced()
+	const good, bad = "team-a/good", "team-a/bad"
+	h.add(modRule("team-a", "good", "uid-good", 1, "Pod"))
+	u := toUnstructured(t, modRule("team-a", "bad", "uid-bad", 1, "Pod"))
+	if err := unstructured.SetNestedField(u.Object, "surprise", "spec", "unknownField"); err != nil {
+		t.Fatal(err)
+	}
+	h.addRaw(u)
+	h.waitChanged(good, bad)
+	snap := h.waitKeys(good)
+
+	c, ok := h.src.Compiled(id(bad), "uid-bad", 1)
+	if !ok {
+		t.Fatalf("Compiled(%q) found nothing; want the decoding error", bad)
+	}
+	if c.Rule != nil {
+		t.Errorf("Compiled(%q).Rule = %v, want nil: the manifest cannot be decoded", bad, c.Rule)
+	}
+	if c.Err == nil || !strings.Contains(c.Err.Error(), `unknown field "spec.unknownField"`) || !strings.Contains(c.Err.Error(), bad) {
+		t.Errorf("Compiled(%q).Err = %v, want the rule and its unknown field spec.unknownField named", bad, c.Err)
+	}
+	if errors.Is(c.Err, rules.ErrInvalidRule) {
+		t.Errorf("Compiled(%q).Err = %v is rules.ErrInvalidRule; want a decoding error, not a compile error", bad, c.Err)
+	}
+	if len(snap.Broken()) != 0 {
+		t.Errorf("Broken() = %q, want none: an undecodable rule is not in the snapshot", ruleKeys(snap.Broken()))
+	}
+	if got := ruleKeys(snap.Candidates("team-a", rules.Create, "Pod", nil)); !slices.Equal(got, []string{good}) {
+		t.Errorf("Candidates(team-a, CREATE, Pod) = %q, want only %s", got, good)
+	}
+	// Counted with the broken rules, not named (it has no compiled form).
+	h.wantRuleMetricsCount(1, 1)
+	if got := h.brokenNamed(); len(got) != 0 {
+		t.Errorf("modwright_rule_broken names %q, want none", got)
+	}
+	if got := h.loggedWith("cannot be decoded", `"rule"="team-a/bad"`, `"kind"="ModRule"`, "unknownField"); len(got) != 1 {
+		t.Errorf("%d log lines report the undecodable rule, want 1:\n%s", len(got), strings.Join(h.logs, "\n"))
+	}
+
+	// Fixed in generation 2: compiled and served.
+	h.update("team-a", "bad", func(mr *v1beta1.ModRule) { mr.Generation = 2 })
+	snap = h.waitKeys(bad, good)
+	if c, ok := h.src.Compiled(id(bad), "uid-bad", 2); !ok || c.Rule == nil || c.Err != nil || ruleByKey(snap, bad) != c.Rule {
+		t.Errorf("Compiled(%q, generation 2) = %+v, %v; want the served rule without error", bad, c, ok)
+	}
+	h.wantRuleMetricsCount(2, 0)
 }
 
 func TestRuleSourceBrokenRule(t *testing.T) {
@@ -270,36 +355,37 @@ func TestRuleSourceBrokenRule(t *testing.T) {
 	h.waitChanged(bad, good)
 
 	b := ruleByKey(snap, bad)
-	if b.Err == nil {
+	bErr := b.Info().Err
+	if bErr == nil {
 		t.Fatalf("the rule with select %q compiled without error", brokenSelect)
 	}
-	if !errors.Is(b.Err, rules.ErrInvalidRule) {
-		t.Errorf("the broken rule's error %v is not rules.ErrInvalidRule", b.Err)
+	if !errors.Is(bErr, rules.ErrInvalidRule) {
+		t.Errorf("the broken rule's error %v is not rules.ErrInvalidRule", bErr)
 	}
 	var ce *rules.CompileError
-	if !errors.As(b.Err, &ce) {
-		t.Fatalf("the broken rule's error is %T, want *rules.CompileError", b.Err)
+	if !errors.As(bErr, &ce) {
+		t.Fatalf("the broken rule's error is %T, want *rules.CompileError", bErr)
 	}
-	if ce.Rule != bad || len(ce.Errors) != 1 || ce.Errors[0].Field != "spec.match[0].select" {
-		t.Errorf("CompileError = {Rule: %q, Errors: %+v}, want one error on spec.match[0].select of %s", ce.Rule, ce.Errors, bad)
+	if ce.Kind != v1beta1.Kind || ce.Rule != bad || len(ce.Errors) != 1 || ce.Errors[0].Field != "spec.match[0].select" {
+		t.Errorf("CompileError = {Kind: %q, Rule: %q, Errors: %+v}, want one error on spec.match[0].select of ModRule %s", ce.Kind, ce.Rule, ce.Errors, bad)
 	}
-	if got := snap.Broken(); !slices.Equal(got, []*rules.Rule{b}) {
-		t.Errorf("Broken() = %v, want the broken rule", got)
+	if got := snap.Broken(); !slices.Equal(got, []engine.Rule{b}) {
+		t.Errorf("Broken() = %q, want the broken rule", ruleKeys(got))
 	}
-	if got, ok := h.src.Compiled(bad, "uid-bad", 1); !ok || got != b {
-		t.Errorf("Compiled(%q) = %p, %v; want the broken rule %p with its error", bad, got, ok, b)
+	if got, ok := h.src.Compiled(id(bad), "uid-bad", 1); !ok || got.Rule != b || !errors.Is(got.Err, rules.ErrInvalidRule) {
+		t.Errorf("Compiled(%q) = %+v, %v; want the broken rule %p with its error", bad, got, ok, b)
 	}
 	// It is never a candidate.
-	if got := snap.Candidates("team-a", rules.Create, "Pod", nil); !slices.Equal(got, []*rules.Rule{ruleByKey(snap, good)}) {
-		t.Errorf("Candidates(team-a, CREATE, Pod) = %v, want only the good rule", got)
+	if got := ruleKeys(snap.Candidates("team-a", rules.Create, "Pod", nil)); !slices.Equal(got, []string{good}) {
+		t.Errorf("Candidates(team-a, CREATE, Pod) = %q, want only the good rule", got)
 	}
 	h.wantRuleMetrics(1, bad)
 
 	// Not recompiled without a new generation: still broken, same rule.
 	h.update("team-a", "bad", func(mr *v1beta1.ModRule) { mr.Labels = map[string]string{"x": "y"} })
 	h.barrier()
-	if got, ok := h.src.Compiled(bad, "uid-bad", 1); !ok || got != b {
-		t.Errorf("after a label change Compiled(%q) = %p, %v; want the same broken rule %p", bad, got, ok, b)
+	if got, ok := h.src.Compiled(id(bad), "uid-bad", 1); !ok || got.Rule != b {
+		t.Errorf("after a label change Compiled(%q) = %p, %v; want the same broken rule %p", bad, got.Rule, ok, b)
 	}
 	h.wantRuleMetrics(1, bad)
 
@@ -309,15 +395,14 @@ func TestRuleSourceBrokenRule(t *testing.T) {
 		mr.Spec.Match[0].Select = "$.kind"
 	})
 	eventually(t, "the fixed rule to be published", func() bool {
-		r := ruleByKey(h.store.Current(), bad)
-		return r != nil && r.Source.Generation == 2
+		return generation(ruleByKey(h.store.Current(), bad)) == 2
 	})
 	snap = h.store.Current()
-	if r := ruleByKey(snap, bad); r.Err != nil {
-		t.Errorf("the fixed rule still has error %v", r.Err)
+	if err := ruleByKey(snap, bad).Info().Err; err != nil {
+		t.Errorf("the fixed rule still has error %v", err)
 	}
 	if got := snap.Broken(); len(got) != 0 {
-		t.Errorf("Broken() = %v after the fix, want none", got)
+		t.Errorf("Broken() = %q after the fix, want none", ruleKeys(got))
 	}
 	h.wantRuleMetrics(2)
 
@@ -328,7 +413,7 @@ func TestRuleSourceBrokenRule(t *testing.T) {
 	})
 	eventually(t, "the broken generation 3 to be published", func() bool {
 		r := ruleByKey(h.store.Current(), bad)
-		return r != nil && r.Source.Generation == 3 && errors.Is(r.Err, rules.ErrInvalidRule)
+		return generation(r) == 3 && errors.Is(r.Info().Err, rules.ErrInvalidRule)
 	})
 	h.wantRuleMetrics(1, bad)
 	h.remove("team-a", "bad")
@@ -345,6 +430,14 @@ func (h *harness) wantRuleMetrics(ready int, broken ...string) {
 	if got, _ := h.metric("modwright_rules", "state", "broken"); got != float64(len(broken)) {
 		h.t.Errorf("modwright_rules{state=broken} = %v, want %d", got, len(broken))
 	}
+	if diff := cmp.Diff(broken, h.brokenNamed()); diff != "" {
+		h.t.Errorf("modwright_rule_broken rules (-want +got):\n%s", diff)
+	}
+}
+
+// brokenNamed returns the rules modwright_rule_broken names.
+func (h *harness) brokenNamed() []string {
+	h.t.Helper()
 	families, err := h.reg.Gather()
 	if err != nil {
 		h.t.Fatal(err)
@@ -360,9 +453,7 @@ func (h *harness) wantRuleMetrics(ready int, broken ...string) {
 			}
 		}
 	}
-	if diff := cmp.Diff(broken, got); diff != "" {
-		h.t.Errorf("modwright_rule_broken rules (-want +got):\n%s", diff)
-	}
+	return got
 }
 
 func TestRuleSourceWithoutMetrics(t *testing.T) {
@@ -371,8 +462,8 @@ func TestRuleSourceWithoutMetrics(t *testing.T) {
 	h.add(brokenRule("team-a", "bad", "uid", 1))
 	h.add(modRule("team-a", "good", "uid", 1, "Pod"))
 	snap := h.waitKeys("team-a/bad", "team-a/good")
-	if got := snap.Broken(); len(got) != 1 || got[0].Key != "team-a/bad" {
-		t.Errorf("Broken() = %v, want team-a/bad", got)
+	if got := ruleKeys(snap.Broken()); !slices.Equal(got, []string{"team-a/bad"}) {
+		t.Errorf("Broken() = %q, want team-a/bad", got)
 	}
 }
 
@@ -383,7 +474,8 @@ func TestRuleSourceDelete(t *testing.T) {
 	h.add(modRule("team-a", "a", "uid-a", 1, "Pod"))
 	h.add(modRule("team-b", "b", "uid-b", 1, "Pod"))
 	h.waitKeys(a, b)
-	rb, ok := h.src.Compiled(b, "uid-b", 1)
+	cb, ok := h.src.Compiled(id(b), "uid-b", 1)
+	rb := cb.Rule
 	if !ok {
 		t.Fatalf("Compiled(%q) found nothing", b)
 	}
@@ -392,14 +484,14 @@ func TestRuleSourceDelete(t *testing.T) {
 	h.remove("team-a", "a")
 	snap := h.waitKeys(b)
 	h.waitChanged(a)
-	if r, ok := h.src.Compiled(a, "uid-a", 1); ok {
-		t.Errorf("Compiled(%q) = %p after the rule was deleted, want nothing", a, r)
+	if r, ok := h.src.Compiled(id(a), "uid-a", 1); ok {
+		t.Errorf("Compiled(%q) = %p after the rule was deleted, want nothing", a, r.Rule)
 	}
 	if got := ruleByKey(snap, b); got != rb {
 		t.Errorf("deleting %s recompiled %s", a, b)
 	}
 	if got := snap.Candidates("team-a", rules.Create, "Pod", nil); len(got) != 0 {
-		t.Errorf("Candidates(team-a, CREATE, Pod) = %v after the deletion, want none", got)
+		t.Errorf("Candidates(team-a, CREATE, Pod) = %q after the deletion, want none", ruleKeys(got))
 	}
 	h.barrier()
 	if got := h.changed(); !slices.Equal(got, []string{a}) {
@@ -409,7 +501,7 @@ func TestRuleSourceDelete(t *testing.T) {
 	// A deletion the informer only learned from a relist comes as a
 	// tombstone.
 	h.resetChanges()
-	mb := h.get("team-b", "b")
+	mb := h.getRaw("team-b", "b")
 	if err := h.client.Delete(h.ctx, mb); err != nil {
 		t.Fatal(err)
 	}
@@ -418,8 +510,8 @@ func TestRuleSourceDelete(t *testing.T) {
 	}
 	h.waitKeys()
 	h.waitChanged(b)
-	if r, ok := h.src.Compiled(b, "uid-b", 1); ok {
-		t.Errorf("Compiled(%q) = %p after its tombstone, want nothing", b, r)
+	if r, ok := h.src.Compiled(id(b), "uid-b", 1); ok {
+		t.Errorf("Compiled(%q) = %p after its tombstone, want nothing", b, r.Rule)
 	}
 	h.wantRuleMetrics(0)
 }
@@ -430,7 +522,7 @@ func TestRuleSourceReadError(t *testing.T) {
 	failing.Store("")
 	h := newHarness(t, harnessOptions{funcs: &interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if _, ok := obj.(*v1beta1.ModRule); ok && key.String() == failing.Load().(string) {
+			if isModRule(obj) && key.String() == failing.Load().(string) {
 				return injected
 			}
 			return c.Get(ctx, key, obj, opts...)
@@ -451,7 +543,8 @@ func TestRuleSourceReadError(t *testing.T) {
 	failing.Store("")
 	h.add(modRule("team-a", "other", "uid-o", 1, "Pod"))
 	h.waitKeys(other, k)
-	r1, ok := h.src.Compiled(k, "uid-r", 1)
+	c1, ok := h.src.Compiled(id(k), "uid-r", 1)
+	r1 := c1.Rule
 	if !ok {
 		t.Fatalf("Compiled(%q) found nothing after the retry", k)
 	}
@@ -470,8 +563,7 @@ func TestRuleSourceReadError(t *testing.T) {
 	failing.Store("")
 	h.update("team-a", "other", func(mr *v1beta1.ModRule) { mr.Labels = map[string]string{"poke": "1"} })
 	eventually(t, "generation 2 to be published after the retry", func() bool {
-		r := ruleByKey(h.store.Current(), k)
-		return r != nil && r.Source.Generation == 2
+		return generation(ruleByKey(h.store.Current(), k)) == 2
 	})
 }
 
@@ -483,7 +575,7 @@ func TestRuleSourceReadErrorRetried(t *testing.T) {
 	var fails atomic.Int32 // reads of team-a/r still to fail
 	h := newHarness(t, harnessOptions{retryDelay: 5 * time.Millisecond, funcs: &interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if _, ok := obj.(*v1beta1.ModRule); ok && key.String() == "team-a/r" && fails.Add(-1) >= 0 {
+			if isModRule(obj) && key.String() == "team-a/r" && fails.Add(-1) >= 0 {
 				return injected
 			}
 			return c.Get(ctx, key, obj, opts...)
@@ -509,7 +601,7 @@ func TestRuleSourceDeletedBeforeRead(t *testing.T) {
 	h.startAndWaitSynced()
 	published := func() float64 { v, _ := h.metric("modwright_snapshot_builds_total", "result", "published"); return v }
 	before := published()
-	gone := modRule("team-a", "gone", "uid-gone", 1, "Pod")
+	gone := toUnstructured(t, modRule("team-a", "gone", "uid-gone", 1, "Pod"))
 	for _, hd := range h.cache.liveHandlers() {
 		hd.OnAdd(gone, false)
 		hd.OnDelete(gone)
@@ -599,12 +691,13 @@ func TestRuleSourceBurst(t *testing.T) {
 	snap := h.waitKeys(want...)
 	var broken int
 	for i, r := range snap.Rules() {
-		_, name, _ := cutKey(r.Key)
-		got, ok := h.src.Compiled(r.Key, types.UID(name), r.Source.Generation)
-		if !ok || got != r {
-			t.Errorf("rule %d %s: Compiled = %p, %v; want the snapshot's %p", i, r.Key, got, ok, r)
+		k := r.Info().Key
+		_, name, _ := cutKey(k)
+		got, ok := h.src.Compiled(id(k), types.UID(name), generation(r))
+		if !ok || got.Rule != r {
+			t.Errorf("rule %d %s: Compiled = %p, %v; want the snapshot's %p", i, k, got.Rule, ok, r)
 		}
-		if r.Err != nil {
+		if r.Info().Err != nil {
 			broken++
 		}
 	}
@@ -626,3 +719,9 @@ func (h *harness) wantRuleMetricsCount(ready, broken int) {
 }
 
 func cutKey(k string) (ns, name string, ok bool) { return strings.Cut(k, "/") }
+
+// isModRule reports whether obj is a ModRule as the RuleSource reads it.
+func isModRule(obj client.Object) bool {
+	u, ok := obj.(*unstructured.Unstructured)
+	return ok && u.GroupVersionKind() == modRuleGVK
+}
