@@ -180,9 +180,13 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}()
 	gracefulShutdown := o.shutdownDelay + ws.srv.DrainTimeout() + 5*time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Logger:                        log,
-		Cache:                         cache.Options{ByObject: byObject},
+		Scheme: scheme,
+		Logger: log,
+		Cache:  cache.Options{ByObject: byObject},
+		// Rules are read as unstructured objects (one informer per kind):
+		// the status reconcilers read them from the same cache as the
+		// rule source, not live from the API server.
+		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                       metricsserver.Options{BindAddress: op.metricsAddr},
 		HealthProbeBindAddress:        op.probeAddr,
 		LeaderElection:                op.leaderElect,
