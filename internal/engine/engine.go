@@ -267,6 +267,7 @@ func (ev *evaluation) run() error {
 			}
 			if tr.Outcome == Matched && h.patched {
 				ev.d.Applied = append(ev.d.Applied, m.r.Info().Key)
+				ev.d.AppliedKinds = append(ev.d.AppliedKinds, m.r.Info().Kind)
 			}
 		}
 		start = end
@@ -289,7 +290,7 @@ func (ev *evaluation) run() error {
 			}
 			field, cause := splitField(err)
 			tr.Outcome, tr.Reason = Failed, fmt.Sprintf("%s: %v", field, cause)
-			return fmt.Errorf("%w: %w", ErrUndecided, RuleError{Rule: r.Info().Key, Field: field, Err: cause})
+			return fmt.Errorf("%w: %w", ErrUndecided, RuleError{Kind: r.Info().Kind, Rule: r.Info().Key, Field: field, Err: cause})
 		}
 	}
 	// A decision completed past the deadline is not one: a Mutate rule may
@@ -403,7 +404,7 @@ func (ev *evaluation) mirrorLastApplied(h *Handle, ops []patch.Operation) {
 		if err := ev.la.Apply(op); err != nil {
 			ev.la.Rollback(mark)
 			h.tr.LastAppliedErr = err
-			ev.d.Errors = append(ev.d.Errors, RuleError{Rule: h.rule.Info().Key, Err: err, LastApplied: true})
+			ev.d.Errors = append(ev.d.Errors, RuleError{Kind: h.rule.Info().Kind, Rule: h.rule.Info().Key, Err: err, LastApplied: true})
 			return
 		}
 		applied = true

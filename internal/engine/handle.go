@@ -138,7 +138,7 @@ func (h *Handle) Patch(ops []patch.Operation) error {
 func (h *Handle) Fail(field string, err error) {
 	h.tr.Outcome = Failed
 	h.tr.Reason = fmt.Sprintf("%s: %v", field, err)
-	h.ev.d.Errors = append(h.ev.d.Errors, RuleError{Rule: h.rule.Info().Key, Field: field, Err: err})
+	h.ev.d.Errors = append(h.ev.d.Errors, RuleError{Kind: h.rule.Info().Kind, Rule: h.rule.Info().Key, Field: field, Err: err})
 }
 
 // Reject rejects the object with message (may be empty); msgErr says why a

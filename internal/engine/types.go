@@ -141,6 +141,8 @@ type Decision struct {
 	// Applied names the Mutate rules whose operations were applied, in
 	// order, with or without a trace.
 	Applied []string
+	// AppliedKinds is the kind of each rule of Applied.
+	AppliedKinds []string
 	// Rejections lists the rules that rejected the object, in evaluation
 	// order.
 	Rejections []Rejection
@@ -284,6 +286,7 @@ type RuleTrace struct {
 
 // RuleError is a rule that failed while being applied.
 type RuleError struct {
+	Kind  string // the rule's kind; empty for the errors of no rule (syntheticRefs)
 	Rule  string
 	Field string // spec.patch[i], or "" for the rule as a whole
 	Err   error

@@ -54,11 +54,11 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"webhook"}),
 		ruleErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "modwright_rule_evaluation_errors_total",
-			Help: "Rules that failed while being applied to an object (the rule was skipped for that object).",
-		}, []string{"rule"}),
+			Help: "Rules that failed while being applied to an object (the rule was skipped for that object), by kind and rule.",
+		}, []string{"kind", "rule"}),
 		rules: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "modwright_rules",
-			Help: "ModRules in the serving snapshot, by state (ready, broken).",
+			Help: "Rules of every kind in the serving snapshot, by state (ready, broken).",
 		}, []string{"state"}),
 		buildSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "modwright_snapshot_build_seconds",
@@ -74,8 +74,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		}),
 		brokenRuleInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "modwright_rule_broken",
-			Help: "1 for every ModRule that does not compile (kept, reported, never applied).",
-		}, []string{"rule"}),
+			Help: "1 for every rule that does not compile (kept, reported, never applied), by kind and rule.",
+		}, []string{"kind", "rule"}),
 	}
 	reg.MustRegister(m.reviews, m.duration, m.inFlight, m.panics, m.ruleErrors, m.rules, m.buildSeconds, m.snapshotLoads, m.snapshotTime, m.brokenRuleInfo)
 	return m
@@ -106,13 +106,17 @@ func (m *Metrics) Panic(webhook string) {
 	m.panics.WithLabelValues(webhook).Inc()
 }
 
-// RuleError records a rule that failed on an object.
-func (m *Metrics) RuleError(rule string) {
+// RuleError records a rule (of kind, namespace/name) that failed on an
+// object.
+func (m *Metrics) RuleError(kind, rule string) {
 	if m == nil {
 		return
 	}
-	m.ruleErrors.WithLabelValues(rule).Inc()
+	m.ruleErrors.WithLabelValues(kind, rule).Inc()
 }
+
+// RuleRef names a rule in the metrics: its kind and namespace/name.
+type RuleRef struct{ Kind, Rule string }
 
 // SnapshotBuild records a build's phases. Zero phases are left unchanged.
 func (m *Metrics) SnapshotBuild(read, compile, index time.Duration) {
@@ -127,9 +131,9 @@ func (m *Metrics) SnapshotBuild(read, compile, index time.Duration) {
 }
 
 // SnapshotPublished records a published snapshot: its rule counts and the
-// broken rules by key (namespace/name). undecodable counts ModRule
+// broken rules by kind and key (namespace/name). undecodable counts rule
 // documents that could not even be decoded (they count as broken).
-func (m *Metrics) SnapshotPublished(at time.Time, ready, undecodable int, broken []string) {
+func (m *Metrics) SnapshotPublished(at time.Time, ready, undecodable int, broken []RuleRef) {
 	if m == nil {
 		return
 	}
@@ -138,8 +142,8 @@ func (m *Metrics) SnapshotPublished(at time.Time, ready, undecodable int, broken
 	m.rules.WithLabelValues("ready").Set(float64(ready))
 	m.rules.WithLabelValues("broken").Set(float64(len(broken) + undecodable))
 	m.brokenRuleInfo.Reset()
-	for _, k := range broken {
-		m.brokenRuleInfo.WithLabelValues(k).Set(1)
+	for _, r := range broken {
+		m.brokenRuleInfo.WithLabelValues(r.Kind, r.Rule).Set(1)
 	}
 }
 

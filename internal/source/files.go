@@ -104,9 +104,9 @@ func (f *FileSource) Load() (*LoadReport, error) {
 	}
 	// The metrics describe the snapshot before it serves (and turns
 	// /readyz ready): whoever sees it published finds its build recorded.
-	broken := make([]string, 0, rep.Broken)
+	broken := make([]metrics.RuleRef, 0, rep.Broken)
 	for _, r := range snap.Broken() {
-		broken = append(broken, r.Info().Key)
+		broken = append(broken, metrics.RuleRef{Kind: r.Info().Kind, Rule: r.Info().Key})
 	}
 	f.Metrics.SnapshotBuild(rep.Read, rep.Compile, rep.Index)
 	rep.PublishedAt = f.now()

@@ -360,7 +360,7 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 
 	for i, e := range dec.Errors {
 		if e.Rule != "" {
-			d.opts.Metrics.RuleError(e.Rule)
+			d.opts.Metrics.RuleError(e.Kind, e.Rule)
 		}
 		d.opts.Log.Info("a rule failed on this object and was skipped", "rule", e.Rule, "field", e.Field, "error", e.Err.Error(),
 			"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
@@ -392,10 +392,14 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 			// The API server could not decode or store the patched
 			// object: fail the review, naming the bound and the rules.
 			by := patchRules(dec)
-			for _, r := range dec.Applied {
-				d.opts.Metrics.RuleError(r)
+			for i, r := range dec.Applied {
+				kind := ""
+				if i < len(dec.AppliedKinds) {
+					kind = dec.AppliedKinds[i]
+				}
+				d.opts.Metrics.RuleError(kind, r)
 			}
-			d.opts.Log.Error(bound, "the patch the ModRules built is beyond what the API server accepts; the review fails",
+			d.opts.Log.Error(bound, "the patch the rules built is beyond what the API server accepts; the review fails",
 				"rules", by, "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operations", len(dec.Patch))
 			if by == "" {
 				by = "the Patch rules that matched this object"

@@ -97,7 +97,7 @@ modwright_snapshot_build_seconds{phase="index"} 0.0061
 modwright_snapshot_build_seconds{phase="read"} 1.5e-01
 go_memstats_heap_inuse_bytes 1.2345678e+07
 modwright_admission_reviews_total{operation="CREATE",outcome="patched",webhook="dragnet"} 42 1700000000000
-modwright_rule_broken{rule="a \"quoted\" \\ rule,{x}"} 1
+modwright_rule_broken{kind="ModRule",rule="a \"quoted\" \\ rule,{x}"} 1
 modwright_admission_duration_seconds_bucket{webhook="dragnet",le="+Inf"} 42
 
 odd_spacing { a = "1" , b="2" } NaN
@@ -118,7 +118,7 @@ odd_spacing { a = "1" , b="2" } NaN
 		{"modwright_snapshot_build_seconds", []string{"phase", "index"}, 0.0061},
 		{"go_memstats_heap_inuse_bytes", nil, 12345678},
 		{"modwright_admission_reviews_total", []string{"webhook", "dragnet", "outcome", "patched", "operation", "CREATE"}, 42},
-		{"modwright_rule_broken", []string{"rule", `a "quoted" \ rule,{x}`}, 1},
+		{"modwright_rule_broken", []string{"kind", "ModRule", "rule", `a "quoted" \ rule,{x}`}, 1},
 		{"modwright_admission_duration_seconds_bucket", []string{"le", "+Inf", "webhook", "dragnet"}, 42},
 	} {
 		got, ok := m.Get(tc.name, tc.labels...)

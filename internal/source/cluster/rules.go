@@ -318,9 +318,9 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 	published := s.now()
 	// The metrics describe the snapshot before it serves.
 	s.Metrics.SnapshotBuild(0, compileTook, published.Sub(indexStart))
-	var broken []string
+	var broken []metrics.RuleRef
 	for _, r := range snap.Broken() {
-		broken = append(broken, r.Info().Key)
+		broken = append(broken, metrics.RuleRef{Kind: r.Info().Kind, Rule: r.Info().Key})
 	}
 	s.Metrics.SnapshotPublished(published, len(all)-len(broken), undecodable, broken)
 	s.Store.Publish(snap)

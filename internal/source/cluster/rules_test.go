@@ -435,7 +435,8 @@ func (h *harness) wantRuleMetrics(ready int, broken ...string) {
 	}
 }
 
-// brokenNamed returns the rules modwright_rule_broken names.
+// brokenNamed returns the rules modwright_rule_broken names (all of them
+// ModRules here, labelled kind="ModRule").
 func (h *harness) brokenNamed() []string {
 	h.t.Helper()
 	families, err := h.reg.Gather()
@@ -448,8 +449,12 @@ func (h *harness) brokenNamed() []string {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if m.GetGauge().GetValue() == 1 && len(m.GetLabel()) == 1 {
-				got = append(got, m.GetLabel()[0].GetValue())
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if m.GetGauge().GetValue() == 1 && len(labels) == 2 && labels["kind"] == "ModRule" {
+				got = append(got, labels["rule"])
 			}
 		}
 	}
