@@ -13,8 +13,8 @@ import (
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/lang/gotemplate"
 	"github.com/modwright/modwright/internal/rules"
-	"github.com/modwright/modwright/internal/template"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -305,7 +305,7 @@ func (r *Rule) checkIdempotent(ctx context.Context, origin string, objs []sample
 		first, err := eng.Evaluate(ctx, snap, kinds.OfflineRequest(s.obj, ns, op))
 		if err == nil {
 			for _, e := range first.Errors {
-				if errors.Is(e, template.ErrLimit) {
+				if errors.Is(e, gotemplate.ErrLimit) {
 					return kinds.Finding{Severity: kinds.SeverityError, Code: codeTemplateLimit, Origin: origin, Kind: Kind, Rule: r.Key, Field: e.Field,
 						Message: fmt.Sprintf("applied to %s, %v", s.origin, e.Err),
 						Hint:    "templates run under fixed bounds (docs/serve.md#limits): build smaller values, or loop less"}, true

@@ -175,3 +175,9 @@ func (p *Program) Value() (any, error) {
 // ParseValue turns rendered text into the JSON value it denotes, as the
 // leaf's template.ParseValue does (YAML as kubectl reads it).
 func ParseValue(text string) (any, error) { return template.ParseValue(text) }
+
+// ErrLimit is the template evaluator's sentinel for its bounds (output
+// size, work, nesting): in the chain of every error of a Render that hit
+// one, beside lang.ErrLimit, for callers that must tell a template's bound
+// from another language's.
+var ErrLimit = template.ErrLimit
