@@ -157,6 +157,7 @@ type evaluation struct {
 
 	h            Handle          // see handle
 	kept         []any           // Handle.Keep's current block (part of the decision)
+	kindState    []kindState     // Handle.KindState
 	act          lang.Activation // reused by every rule (Handle.Activation)
 	values       []any           // Handle.Values
 	text         []byte          // Handle.Text
@@ -231,7 +232,7 @@ func (ev *evaluation) run() error {
 			}
 			tr := ev.traceFor(r)
 			if ev.req.Operation == rules.Delete {
-				tr.Outcome, tr.Reason = Skipped, "rules that mutate (ModRules of type Patch) do not run on DELETE"
+				tr.Outcome, tr.Reason = Skipped, "mutating rules do not run on DELETE"
 				continue
 			}
 			ok, err := ev.match(r, tr)
@@ -266,6 +267,12 @@ func (ev *evaluation) run() error {
 				continue
 			}
 			if tr.Outcome == Matched && h.patched {
+				if ev.d.Applied == nil {
+					// Sized once: growing two slices rule by rule
+					// costs an allocation per doubling on the hot path.
+					ev.d.Applied = make([]string, 0, len(ev.candidates))
+					ev.d.AppliedKinds = make([]string, 0, len(ev.candidates))
+				}
 				ev.d.Applied = append(ev.d.Applied, m.r.Info().Key)
 				ev.d.AppliedKinds = append(ev.d.AppliedKinds, m.r.Info().Kind)
 			}

@@ -79,6 +79,26 @@ func (h *Handle) Keep(vals []any) []any {
 	return ev.kept[n : n+len(vals) : n+len(vals)]
 }
 
+// KindState is a slot that lives for one evaluation, one per kind (by
+// RuleInfo.Kind): a kind keeps there what its rules share during the
+// evaluation (storage its traces are cut from, say). It starts nil.
+func (h *Handle) KindState() *any {
+	kind := h.rule.Info().Kind
+	ev := h.ev
+	for i := range ev.kindState {
+		if ev.kindState[i].kind == kind {
+			return &ev.kindState[i].state
+		}
+	}
+	ev.kindState = append(ev.kindState, kindState{kind: kind})
+	return &ev.kindState[len(ev.kindState)-1].state
+}
+
+type kindState struct {
+	kind  string
+	state any
+}
+
 // Text is a scratch byte buffer, as Values.
 func (h *Handle) Text() []byte { return h.ev.text[:0] }
 

@@ -53,7 +53,7 @@ func (r *Rule) Match(h *engine.Handle) (bool, error) {
 	root := h.Object()
 	var trace *Trace
 	if h.Tracing() {
-		trace = newTrace(r.Type, len(r.Criteria))
+		trace = newTrace(h, r.Type, len(r.Criteria))
 		h.Trace().Detail = trace
 	}
 	tb := textBudget{ctx: ctx, buf: h.Text()}
@@ -96,7 +96,7 @@ func (r *Rule) Apply(h *engine.Handle) error {
 	if h.Tracing() {
 		trace, _ := h.Trace().Detail.(*Trace)
 		if trace == nil {
-			trace = newTrace(r.Type, 0)
+			trace = newTrace(h, r.Type, 0)
 			h.Trace().Detail = trace
 		}
 		sources = &trace.OpSources

@@ -18,18 +18,42 @@ type Trace struct {
 	OpSources []OpSource
 }
 
-// newTrace starts the trace of a rule with n criteria: with room for them
-// in the same allocation when there are few (most rules).
-func newTrace(typ v1beta1.ModRuleType, n int) *Trace {
-	if n <= 4 {
-		b := &struct {
-			t Trace
-			c [4]CriterionTrace
-		}{}
-		b.t.Type, b.t.Criteria = typ, b.c[:0:n]
-		return &b.t
+// traceBlock is a rule's trace with room for a few criteria (most rules
+// have few).
+type traceBlock struct {
+	t Trace
+	c [4]CriterionTrace
+}
+
+// traceSlab is where the traces of one evaluation are cut from (the
+// engine keeps it in the Handle's KindState): one allocation for many
+// rules' traces instead of one per rule.
+type traceSlab struct {
+	free []traceBlock
+	n    int // the size of the last block
+}
+
+// newTrace starts the trace of a rule with n criteria.
+func newTrace(h *engine.Handle, typ v1beta1.ModRuleType, n int) *Trace {
+	if n > len(traceBlock{}.c) {
+		return &Trace{Type: typ, Criteria: make([]CriterionTrace, 0, n)}
 	}
-	return &Trace{Type: typ, Criteria: make([]CriterionTrace, 0, n)}
+	st := h.KindState()
+	slab, _ := (*st).(*traceSlab)
+	if slab == nil {
+		slab = &traceSlab{}
+		*st = slab
+	}
+	if len(slab.free) == 0 {
+		// Blocks of 4, doubling up to 32: few rules waste little, many
+		// share few allocations.
+		slab.n = min(max(slab.n*2, 4), 32)
+		slab.free = make([]traceBlock, slab.n)
+	}
+	b := &slab.free[0]
+	slab.free = slab.free[1:]
+	b.t.Type, b.t.Criteria = typ, b.c[:0:n]
+	return &b.t
 }
 
 // add records a criterion, with a copy of the values it tested (the
