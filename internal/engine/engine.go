@@ -268,10 +268,11 @@ func (ev *evaluation) run() error {
 			}
 			if tr.Outcome == Matched && h.patched {
 				if ev.d.Applied == nil {
-					// Sized once: growing two slices rule by rule
-					// costs an allocation per doubling on the hot path.
-					ev.d.Applied = make([]string, 0, len(ev.candidates))
-					ev.d.AppliedKinds = make([]string, 0, len(ev.candidates))
+					// Sized for the tier's matches: growing two
+					// slices rule by rule costs an allocation per
+					// doubling on the hot path.
+					ev.d.Applied = make([]string, 0, len(matched))
+					ev.d.AppliedKinds = make([]string, 0, len(matched))
 				}
 				ev.d.Applied = append(ev.d.Applied, m.r.Info().Key)
 				ev.d.AppliedKinds = append(ev.d.AppliedKinds, m.r.Info().Kind)
