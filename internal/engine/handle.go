@@ -81,7 +81,9 @@ func (h *Handle) Keep(vals []any) []any {
 
 // KindState is a slot that lives for one evaluation, one per kind (by
 // RuleInfo.Kind): a kind keeps there what its rules share during the
-// evaluation (storage its traces are cut from, say). It starts nil.
+// evaluation (storage its traces are cut from, say). It starts nil. The
+// pointer is valid until the next call of KindState: read and set the slot
+// at once, never keep the pointer.
 func (h *Handle) KindState() *any {
 	kind := h.rule.Info().Kind
 	ev := h.ev
