@@ -44,8 +44,10 @@ var _ lang.Language = Language{}
 // Name returns "cel".
 func (Language) Name() string { return "cel" }
 
-// Compile compiles src against env: each variable of env is declared with
-// the dynamic type; see the package doc for the limits.
+// Compile compiles src against env with type-checking: each variable of
+// env is declared with the dynamic type; Diagnostics are positioned at
+// the byte offset CEL's location names. See the package doc for the
+// limits.
 func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagnostic) {
 	p, ds := l.CompileExpr(env, src)
 	if ds != nil {
@@ -215,7 +217,9 @@ var _ lang.Program = (*Program)(nil)
 // Source returns the expression's text.
 func (p *Program) Source() string { return p.src }
 
-// Cost returns the estimated cost of an evaluation, in CEL cost units.
+// Cost returns the estimated cost of an evaluation, in CEL cost units,
+// over inputs up to the apiserver's largest request (3 MiB): a maximum
+// above the budget is not refused (Eval's budget bounds it), a warning.
 func (p *Program) Cost() (min, max uint64) { return p.min, p.max }
 
 // Eval evaluates the expression over in and returns its value as a JSON

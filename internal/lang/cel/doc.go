@@ -8,29 +8,34 @@
 //
 // # The environment
 //
-// The base environment is the apiserver's
+// The base environment is the apiserver's for new expressions
 // (environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()),
-// its NewExpressions environment): the standard library, strings (ext v2),
-// sets, two-variable comprehensions, lists (ext v3 and Kubernetes' lists),
-// regex, URLs, quantity, IP and CIDR, format, semver, optional types,
-// cross-type numeric comparisons, the validators of duration, timestamp and
-// regex literals, Kubernetes' cost estimator. jsonpatch.escapeKey (which the
-// apiserver adds only for MutatingAdmissionPolicy) is added too. The
-// authorizer library is present but no variable binds an authorizer.
+// NewExpressionsEnv; the compatibility version is 1.36 for v0.37.2): the
+// standard library, strings (ext v2), sets, two-variable comprehensions,
+// lists (ext v3 and Kubernetes' lists v0: sort, isSorted, sum, min, max,
+// indexOf), regex (find, findAll), URLs, quantity, IP and CIDR, format,
+// semver, optional types, cross-type numeric comparisons, the validators of
+// duration, timestamp, regex and homogeneous literals, and Kubernetes'
+// cost estimator. jsonpatch.escapeKey, which the apiserver adds only for
+// MutatingAdmissionPolicy, is added too. The authorizer library is present
+// but no variable binds an authorizer.
 //
 // # Limits
 //
 // Env.Limits.MaxWork is the per-expression cost budget in CEL cost units;
-// 0 means the apiserver's PerCallLimit (celconfig.PerCallLimit, 1e6). At
-// Compile the estimated worst-case cost (sizes the expression cannot know
-// bounded by the apiserver's largest request, 3 MiB) is checked against it
-// and an expression that may exceed it is refused with a Diagnostic, as the
-// apiserver refuses CRD validation rules; at Eval the actual cost is
-// tracked and an evaluation that exceeds the budget fails with an error in
-// whose chain lang.ErrLimit is. MaxValues and MaxOutput do not apply to CEL
-// and are ignored. Eval honours ctx (ContextEval, checked every
-// CheckFrequency comprehension steps): a cancelled evaluation's error wraps
-// ctx.Err().
+// 0 means the apiserver's PerCallLimit (celconfig.PerCallLimit, 1e6).
+// Every variable has the dynamic type, so no size of an input is known at
+// Compile (the apiserver checks no estimate for admission policies, whose
+// object is dynamic, only for CRD rules, whose schema bounds sizes): Compile
+// refuses, with a Diagnostic, an expression whose estimated worst-case cost
+// exceeds the budget with empty inputs (the cost its literals alone
+// imply), and Cost reports the worst case over inputs up to the
+// apiserver's largest request (3 MiB), for warnings. At Eval the actual
+// cost is tracked, as the apiserver tracks it, and an evaluation that
+// exceeds the budget fails with an error in whose chain lang.ErrLimit is.
+// MaxValues and MaxOutput do not apply to CEL and are ignored. Eval honours
+// ctx (ContextEval, checked every celconfig.CheckFrequency comprehension
+// steps): a cancelled evaluation's error wraps ctx.Err().
 //
 // # Values
 //
