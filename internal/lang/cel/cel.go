@@ -120,7 +120,7 @@ func costMessage(est, budget uint64) string {
 	if est == math.MaxUint64 {
 		return fmt.Sprintf("estimated expression cost exceeds the budget %d (the cost is unbounded)", budget)
 	}
-	return fmt.Sprintf("estimated expression cost %d exceeds the budget %d by factor of %.1fx (try simplifying the expression or bounding the sizes it iterates)", est, budget, float64(est)/float64(budget))
+	return fmt.Sprintf("estimated expression cost %d exceeds the budget %d by factor of %.1fx (try simplifying the expression)", est, budget, float64(est)/float64(budget))
 }
 
 // offset is the 0-based byte offset in src of e's location (line 1-based,

@@ -403,3 +403,12 @@ func BenchmarkEval(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkCompile(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ds := (Language{}).CompileExpr(env(), "object.spec.replicas <= 10 && object.metadata.name.startsWith('web')"); ds != nil {
+			b.Fatal(ds)
+		}
+	}
+}
