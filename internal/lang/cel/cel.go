@@ -1,0 +1,276 @@
+package cel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/cel/library"
+
+	"github.com/modwright/modwright/internal/lang"
+)
+
+// The variables the Activation's fields bind; other declared variables are
+// bound from Activation.Vars by name.
+const (
+	VarObject    = "object"    // Activation.Object
+	VarOldObject = "oldObject" // Activation.OldObject
+	VarSelf      = "self"      // Activation.Item
+)
+
+// PerCallLimit is the default cost budget of one evaluation (MaxWork 0):
+// the apiserver's per-expression limit.
+const PerCallLimit = celconfig.PerCallLimit
+
+// maxRequestBytes bounds the size of a value the cost estimate cannot
+// know (a dynamic list, map or string): the apiserver's largest request
+// body (3 MiB), as CRD validation bounds lists without maxItems.
+const maxRequestBytes = 3 * 1024 * 1024
+
+// Language is CEL; its zero value is ready to use.
+type Language struct{}
+
+var _ lang.Language = Language{}
+
+// Name returns "cel".
+func (Language) Name() string { return "cel" }
+
+// Compile compiles src against env with type-checking: each variable of
+// env is declared with the dynamic type; Diagnostics are positioned at
+// the byte offset CEL's location names. See the package doc for the
+// limits.
+func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagnostic) {
+	p, ds := l.CompileExpr(env, src)
+	if ds != nil {
+		return nil, ds
+	}
+	return p, nil
+}
+
+// CompileExpr is Compile returning the concrete *Program.
+func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
+	budget := env.Limits.MaxWork
+	if budget < 0 {
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("limit MaxWork %d is not supported: cel's budget must be positive", budget)}}
+	}
+	if budget == 0 {
+		budget = PerCallLimit
+	}
+	opts := []cel.EnvOption{library.JSONPatch()}
+	names := make([]string, 0, len(env.Vars))
+	var ds []lang.Diagnostic
+	for _, v := range env.Vars {
+		if !isIdent(v.Name) {
+			ds = append(ds, lang.Diagnostic{Pos: -1, Msg: fmt.Sprintf("environment %q declares variable %q, which is not a CEL identifier", env.Name, v.Name)})
+			continue
+		}
+		opts = append(opts, cel.Variable(v.Name, cel.DynType))
+		names = append(names, v.Name)
+	}
+	if ds != nil {
+		return nil, ds
+	}
+	base := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).NewExpressionsEnv()
+	ce, err := base.Extend(opts...)
+	if err != nil {
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: err.Error()}}
+	}
+	ast, iss := ce.Compile(src)
+	if iss.Err() != nil {
+		for _, e := range iss.Errors() {
+			ds = append(ds, lang.Diagnostic{Pos: offset(src, e), Msg: e.Message})
+		}
+		return nil, ds
+	}
+	// The worst case over inputs up to the largest request (Cost), and
+	// the cost that does not depend on the inputs' sizes, which refuses.
+	est, err := ce.EstimateCost(ast, &library.CostEstimator{SizeEstimator: sizeEstimator{maxRequestBytes}})
+	if err != nil {
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: "cost estimation failed: " + err.Error()}}
+	}
+	fixed, err := ce.EstimateCost(ast, &library.CostEstimator{SizeEstimator: sizeEstimator{0}})
+	if err != nil {
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: "cost estimation failed: " + err.Error()}}
+	}
+	if fixed.Max > uint64(budget) {
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: costMessage(fixed.Max, uint64(budget))}}
+	}
+	prg, err := ce.Program(ast,
+		cel.CostLimit(uint64(budget)),
+		cel.InterruptCheckFrequency(celconfig.CheckFrequency),
+	)
+	if err != nil {
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}
+	}
+	return &Program{src: src, prg: prg, vars: names, min: est.Min, max: est.Max}, nil
+}
+
+// costMessage says by how much an estimate exceeds the budget, in the
+// apiserver's words.
+func costMessage(est, budget uint64) string {
+	if est == math.MaxUint64 {
+		return fmt.Sprintf("estimated expression cost exceeds the budget %d (the cost is unbounded)", budget)
+	}
+	return fmt.Sprintf("estimated expression cost %d exceeds the budget %d by factor of %.1fx (try simplifying the expression)", est, budget, float64(est)/float64(budget))
+}
+
+// offset is the 0-based byte offset in src of e's location (line 1-based,
+// column 0-based in code points), or -1 when e has none.
+func offset(src string, e *common.Error) int {
+	if e.Location == nil {
+		return -1
+	}
+	return offsetAt(src, e.Location.Line(), e.Location.Column())
+}
+
+// offsetAt is the byte offset of line (1-based) and col (0-based, in code
+// points) in src, or -1 when src has no such line.
+func offsetAt(src string, line, col int) int {
+	if line < 1 || col < 0 {
+		return -1
+	}
+	pos := 0
+	for ; line > 1; line-- {
+		i := indexNewline(src[pos:])
+		if i < 0 {
+			return -1
+		}
+		pos += i + 1
+	}
+	for ; col > 0 && pos < len(src) && src[pos] != '\n'; col-- {
+		_, n := utf8.DecodeRuneInString(src[pos:])
+		pos += n
+	}
+	return pos
+}
+
+func indexNewline(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+// isIdent reports whether s is a CEL identifier.
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// sizeEstimator bounds the sizes of the variables' values (and of what
+// is read from them), which the estimate cannot know, by max: a list of
+// max/2 elements ("0,"), a map of max/4 members (`"":0,`), a string or
+// bytes of max bytes. The checker estimates computed sizes itself.
+type sizeEstimator struct{ max uint64 }
+
+func (e sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	if n.Path() == nil {
+		return nil
+	}
+	max := e.max
+	switch n.Type().Kind() {
+	case types.ListKind:
+		max /= 2
+	case types.MapKind:
+		max /= 4
+	}
+	return &checker.SizeEstimate{Min: 0, Max: max}
+}
+
+func (e sizeEstimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
+
+// Program is a compiled CEL expression; it is immutable and safe for
+// concurrent use.
+type Program struct {
+	src      string
+	prg      cel.Program
+	vars     []string
+	min, max uint64
+}
+
+var _ lang.Program = (*Program)(nil)
+
+// Source returns the expression's text.
+func (p *Program) Source() string { return p.src }
+
+// Cost returns the estimated cost of an evaluation, in CEL cost units,
+// over inputs up to the apiserver's largest request (3 MiB): a maximum
+// above the budget is not refused (Eval's budget bounds it), a warning.
+func (p *Program) Cost() (min, max uint64) { return p.min, p.max }
+
+// Eval evaluates the expression over in and returns its value as a JSON
+// tree (nil, bool, string, json.Number, []any, map[string]any).
+func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
+	out, err := p.eval(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return toJSON(out)
+}
+
+// EvalBool evaluates a condition: a result that is not a bool is an error
+// naming its type.
+func (p *Program) EvalBool(ctx context.Context, in *lang.Activation) (bool, error) {
+	out, err := p.eval(ctx, in)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("cel: expression %q evaluated to %s, want bool", p.src, out.Type().TypeName())
+	}
+	return b, nil
+}
+
+func (p *Program) eval(ctx context.Context, in *lang.Activation) (refVal, error) {
+	act := activation{in: in, vars: p.vars}
+	out, _, err := p.prg.ContextEval(ctx, &act)
+	if err != nil {
+		return nil, evalError(ctx, err)
+	}
+	return out, nil
+}
+
+// evalError classifies an evaluation error: the cost limit (lang.Limit),
+// a cancelled ctx (wrapping ctx.Err()), or the error itself.
+func evalError(ctx context.Context, err error) error {
+	var ce interpreter.EvalCancelledError
+	if errors.As(err, &ce) {
+		switch ce.Cause {
+		case interpreter.CostLimitExceeded:
+			return lang.Limit(fmt.Errorf("cel: %w", err))
+		case interpreter.ContextCancelled:
+			if ctx.Err() != nil {
+				return fmt.Errorf("cel: %w: %w", ctx.Err(), err)
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("cel: %w: %w", ctx.Err(), err)
+	}
+	return fmt.Errorf("cel: %w", err)
+}

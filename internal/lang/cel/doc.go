@@ -1,0 +1,54 @@
+// Package cel is the CEL language of the language seam (package lang): an
+// adapter over cel-go in the Kubernetes CEL environment, as the
+// kube-apiserver of our k8s modules (v0.37.2) runs it for admission
+// policies. An expression compiles once, with type-checking, against an Env
+// whose every variable (any identifier: object, oldObject, request,
+// namespaceObject, variables, self, oldSelf, params, ...) is declared with
+// CEL's dynamic type; the resulting *Program is a lang.Program.
+//
+// # The environment
+//
+// The base environment is the apiserver's for new expressions
+// (environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()),
+// NewExpressionsEnv; the compatibility version is 1.36 for v0.37.2): the
+// standard library, strings (ext v2), sets, two-variable comprehensions,
+// lists (ext v3 and Kubernetes' lists v0: sort, isSorted, sum, min, max,
+// indexOf), regex (find, findAll), URLs, quantity, IP and CIDR, format,
+// semver, optional types, cross-type numeric comparisons, the validators of
+// duration, timestamp, regex and homogeneous literals, and Kubernetes'
+// cost estimator. jsonpatch.escapeKey, which the apiserver adds only for
+// MutatingAdmissionPolicy, is added too. The authorizer library is present
+// but no variable binds an authorizer.
+//
+// # Limits
+//
+// Env.Limits.MaxWork is the per-expression cost budget in CEL cost units;
+// 0 means the apiserver's PerCallLimit (celconfig.PerCallLimit, 1e6).
+// Every variable has the dynamic type, so no size of an input is known at
+// Compile (the apiserver checks no estimate for admission policies, whose
+// object is dynamic, only for CRD rules, whose schema bounds sizes): Compile
+// refuses, with a Diagnostic, an expression whose estimated worst-case cost
+// exceeds the budget with empty inputs (the cost its literals alone
+// imply), and Cost reports the worst case over inputs up to the
+// apiserver's largest request (3 MiB), for warnings. At Eval the actual
+// cost is tracked, as the apiserver tracks it, and an evaluation that
+// exceeds the budget fails with an error in whose chain lang.ErrLimit is.
+// MaxValues and MaxOutput do not apply to CEL and are ignored. Eval honours
+// ctx (ContextEval, checked every celconfig.CheckFrequency comprehension
+// steps): a cancelled evaluation's error wraps ctx.Err().
+//
+// # Values
+//
+// Activation.Object, OldObject and Item are bound to object, oldObject and
+// self, Vars by name; a declared variable with no value is bound to null.
+// JSON trees (internal/value's types) are converted lazily, as CEL reads
+// them: json.Number to int when it is an integer's text, else to double;
+// an object member whose value is null is absent (has() is false, as
+// Kubernetes drops null fields). Results are converted back to JSON trees
+// (ints and doubles as json.Number).
+//
+// # What it must not know
+//
+// No rule kind, no admission review, no cluster: kinds compile their fields
+// through it, turn Diagnostics into field errors and build Activations.
+package cel
