@@ -23,7 +23,6 @@ import (
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source/cluster"
-	"github.com/modwright/modwright/internal/value"
 )
 
 // Condition type and reasons written to a rule's status.
@@ -188,26 +187,12 @@ func (e *unnamedError) Unwrap() error { return e.err }
 // compile compiles the stored rule through its kind, as the rule source
 // does; the error is nil when it compiles.
 func (r *StatusReconciler) compile(u *unstructured.Unstructured) error {
-	m, err := Manifest(u)
+	m, err := cluster.Manifest(u)
 	if err != nil {
 		return err
 	}
 	_, err = r.Kind.Compile(m)
 	return err
-}
-
-// Manifest is the manifest of a stored object: its JSON text and tree.
-func Manifest(u *unstructured.Unstructured) (*kinds.Manifest, error) {
-	data, err := u.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	tree, err := value.Decode(data)
-	if err != nil {
-		return nil, err
-	}
-	obj, _ := tree.(map[string]any)
-	return &kinds.Manifest{Object: obj, JSON: data}, nil
 }
 
 // ReadyCondition is the Ready condition for a rule that compiled with err

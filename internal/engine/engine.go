@@ -268,14 +268,13 @@ func (ev *evaluation) run() error {
 			}
 			if tr.Outcome == Matched && h.patched {
 				if ev.d.Applied == nil {
-					// Sized for the tier's matches: growing two
-					// slices rule by rule costs an allocation per
-					// doubling on the hot path.
-					ev.d.Applied = make([]string, 0, len(matched))
-					ev.d.AppliedKinds = make([]string, 0, len(matched))
+					// Sized for the tier's matches: growing it rule
+					// by rule costs an allocation per doubling on the
+					// hot path.
+					ev.d.Applied = make([]RuleRef, 0, len(matched))
 				}
-				ev.d.Applied = append(ev.d.Applied, m.r.Info().Key)
-				ev.d.AppliedKinds = append(ev.d.AppliedKinds, m.r.Info().Kind)
+				info := m.r.Info()
+				ev.d.Applied = append(ev.d.Applied, RuleRef{Kind: info.Kind, Key: info.Key})
 			}
 		}
 		start = end

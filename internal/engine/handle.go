@@ -57,11 +57,9 @@ func (h *Handle) Activation() *lang.Activation { return &h.ev.act }
 // Hand a grown buffer back with SetValues.
 func (h *Handle) Values() []any { return h.ev.values[:0] }
 
-// SetValues keeps buf as the scratch buffer Values returns.
-func (h *Handle) SetValues(buf []any) {
-	clear(buf)
-	h.ev.values = buf[:0]
-}
+// SetValues keeps buf as the scratch buffer Values returns (the engine
+// clears what it holds when the evaluation ends).
+func (h *Handle) SetValues(buf []any) { h.ev.values = buf[:0] }
 
 // Keep copies vals into storage that lives as long as the decision (for a
 // rule's trace), cut from larger blocks: one allocation for many rules'

@@ -82,7 +82,7 @@ func TestKernelOrder(t *testing.T) {
 	if !sawB {
 		t.Error("the validation did not see the mutation of a later tier")
 	}
-	if diff := cmp.Diff([]string{"ns/b"}, d.Applied); diff != "" {
+	if diff := cmp.Diff([]RuleRef{{Kind: "B", Key: "ns/b"}}, d.Applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
 }

@@ -140,9 +140,7 @@ type Decision struct {
 	Patch []patch.Operation
 	// Applied names the Mutate rules whose operations were applied, in
 	// order, with or without a trace.
-	Applied []string
-	// AppliedKinds is the kind of each rule of Applied.
-	AppliedKinds []string
+	Applied []RuleRef
 	// Rejections lists the rules that rejected the object, in evaluation
 	// order.
 	Rejections []Rejection
@@ -238,6 +236,11 @@ type Rejection struct {
 	Message      string
 	MessageError error
 }
+
+// RuleRef names a rule: its kind and namespace/name.
+type RuleRef struct{ Kind, Key string }
+
+func (r RuleRef) String() string { return r.Key }
 
 // Warning is what one rule warned about.
 type Warning struct {

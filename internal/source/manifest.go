@@ -124,7 +124,7 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 		}
 		chunks = append(chunks, chunk{n: n, text: text})
 	}
-	forEach(len(chunks), func(i int) {
+	ForEach(len(chunks), func(i int) {
 		c := &chunks[i]
 		c.docs, c.err = parseDocument(fmt.Sprintf("%s, document %d", name, c.n), c.text)
 	})

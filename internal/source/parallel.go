@@ -9,10 +9,10 @@ import (
 // calling goroutine: starting workers costs more than it saves.
 const parallelMin = 64
 
-// forEach calls fn(i) for every i in [0, n), spread over GOMAXPROCS
+// ForEach calls fn(i) for every i in [0, n), spread over GOMAXPROCS
 // goroutines when n is large enough. fn must only write to its own index's
 // results.
-func forEach(n int, fn func(i int)) {
+func ForEach(n int, fn func(i int)) {
 	workers := runtime.GOMAXPROCS(0)
 	if n < parallelMin || workers < 2 {
 		for i := range n {

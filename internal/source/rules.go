@@ -41,7 +41,7 @@ func LoadRules(docs []Document, reg *kinds.Registry) LoadResult {
 		err     error
 	}
 	out := make([]outcome, len(docs))
-	forEach(len(docs), func(i int) {
+	ForEach(len(docs), func(i int) {
 		d, o := &docs[i], &out[i]
 		k := reg.For(d)
 		if k == nil {

@@ -392,12 +392,8 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 			// The API server could not decode or store the patched
 			// object: fail the review, naming the bound and the rules.
 			by := patchRules(dec)
-			for i, r := range dec.Applied {
-				kind := ""
-				if i < len(dec.AppliedKinds) {
-					kind = dec.AppliedKinds[i]
-				}
-				d.opts.Metrics.RuleError(kind, r)
+			for _, r := range dec.Applied {
+				d.opts.Metrics.RuleError(r.Kind, r.Key)
 			}
 			d.opts.Log.Error(bound, "the patch the rules built is beyond what the API server accepts; the review fails",
 				"rules", by, "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operations", len(dec.Patch))

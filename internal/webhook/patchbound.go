@@ -104,5 +104,9 @@ func describeOp(op patch.Operation) string {
 
 // patchRules lists the Patch rules that applied.
 func patchRules(dec *engine.Decision) string {
-	return strings.Join(dec.Applied, ", ")
+	keys := make([]string, len(dec.Applied))
+	for i, r := range dec.Applied {
+		keys[i] = r.Key
+	}
+	return strings.Join(keys, ", ")
 }

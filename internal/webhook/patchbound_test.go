@@ -56,7 +56,7 @@ func TestDragnetBoundsPatch(t *testing.T) {
 		{"largest allowed", []patch.Operation{{Op: patch.Add, Path: patch.Pointer{"data", "big"}, Value: strings.Repeat("a", MaxPatchBytes-len(`[{"op":"add","path":"/data/big","value":""}]`))}}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, reg := newTestDragnet(t, decided{&engine.Decision{Patch: tc.ops, Applied: []string{"ns1/deep"}}}, func(o *Options) { o.FailOpen = tc.failOpen })
+			h, reg := newTestDragnet(t, decided{&engine.Decision{Patch: tc.ops, Applied: []engine.RuleRef{{Kind: "ModRule", Key: "ns1/deep"}}}}, func(o *Options) { o.FailOpen = tc.failOpen })
 			_, resp := decodeResponse(t, post(t, h, DragnetPath, reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod("", "x"), "")))
 			if tc.want == "" {
 				if !resp.Allowed || resp.Patch == nil || !json.Valid(resp.Patch) {

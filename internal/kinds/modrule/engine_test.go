@@ -478,7 +478,7 @@ func TestDecisionApplied(t *testing.T) {
 	obj := object(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns1, labels: {x: v}}\n")
 	for _, noTrace := range []bool{false, true} {
 		d := evaluate(t, engine.New(engine.Options{NoTrace: noTrace}), snap, engine.Request{Operation: rules.Create, Namespace: "ns1", Object: obj})
-		if want := []string{"ns1/a", "ns1/d"}; !slices.Equal(d.Applied, want) {
+		if want := []engine.RuleRef{{Kind: "ModRule", Key: "ns1/a"}, {Kind: "ModRule", Key: "ns1/d"}}; !slices.Equal(d.Applied, want) {
 			t.Errorf("NoTrace %v: Applied = %v, want %v", noTrace, d.Applied, want)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -269,7 +268,7 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 		}
 	}
 	compiled := make([]*entry, len(toCompile))
-	forEach(len(toCompile), func(i int) {
+	source.ForEach(len(toCompile), func(i int) {
 		p := toCompile[i]
 		compiled[i] = s.compile(p.id, p.obj)
 	})
@@ -351,37 +350,28 @@ func (s *RuleSource) kind(name string) kinds.Kind {
 // manifest the kind decodes strictly).
 func (s *RuleSource) compile(id RuleID, u *unstructured.Unstructured) *entry {
 	e := &entry{uid: u.GetUID(), generation: u.GetGeneration()}
-	data, err := u.MarshalJSON()
-	if err == nil {
-		var tree any
-		tree, err = value.Decode(data)
-		if err == nil {
-			obj, _ := tree.(map[string]any)
-			e.rule, e.err = s.kind(id.Kind).Compile(&kinds.Manifest{Origin: id.Kind + " " + id.Key, Object: obj, JSON: data})
-			return e
-		}
+	m, err := Manifest(u)
+	if err != nil {
+		e.err = fmt.Errorf("%s %s: %w", id.Kind, id.Key, err)
+		return e
 	}
-	e.err = fmt.Errorf("%s %s: %w", id.Kind, id.Key, err)
+	m.Origin = id.Kind + " " + id.Key
+	e.rule, e.err = s.kind(id.Kind).Compile(m)
 	return e
 }
 
-// forEach runs f(0..n-1) on every CPU.
-func forEach(n int, f func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				f(i)
-			}
-		})
+// Manifest is the manifest of a stored rule: its JSON text and tree.
+func Manifest(u *unstructured.Unstructured) (*kinds.Manifest, error) {
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return nil, err
 	}
-	for i := range n {
-		next <- i
+	tree, err := value.Decode(data)
+	if err != nil {
+		return nil, err
 	}
-	close(next)
-	wg.Wait()
+	obj, _ := tree.(map[string]any)
+	return &kinds.Manifest{Object: obj, JSON: data}, nil
 }
 
 // Compiled is a rule as a RuleSource compiled it.
