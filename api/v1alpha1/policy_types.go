@@ -1,0 +1,293 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FailurePolicy says what an evaluation error does: Fail denies the
+// request, Ignore skips the policy. Either way the error is reported.
+// +kubebuilder:validation:Enum=Fail;Ignore
+type FailurePolicy string
+
+// Failure policies.
+const (
+	Fail   FailurePolicy = "Fail"
+	Ignore FailurePolicy = "Ignore"
+)
+
+// ValidationAction is what a failed validation does, as a
+// ValidatingAdmissionPolicyBinding's validationActions: Deny rejects the
+// request, Warn adds an admission warning, Audit an audit annotation.
+// +kubebuilder:validation:Enum=Deny;Warn;Audit
+type ValidationAction string
+
+// Validation actions.
+const (
+	Deny  ValidationAction = "Deny"
+	Warn  ValidationAction = "Warn"
+	Audit ValidationAction = "Audit"
+)
+
+// Operation is an admission operation.
+// +kubebuilder:validation:Enum=CREATE;UPDATE;DELETE;CONNECT
+type Operation string
+
+// Expression is one expression slot: a union with one member per language;
+// exactly one is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) == 1",message="exactly one language must be set: cel"
+type Expression struct {
+	// CEL is a Common Expression Language expression, type-checked when the
+	// policy loads, evaluated as the kube-apiserver's admission policies
+	// evaluate theirs (variables object, oldObject, request,
+	// namespaceObject, variables).
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	CEL string `json:"cel,omitempty"`
+}
+
+// Variable is a named expression; variables are evaluated lazily, at most
+// once per request, and later ones may read earlier ones as
+// variables.<name>.
+type Variable struct {
+	// Name is the variable's name: a CEL identifier.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +kubebuilder:validation:MaxLength=63
+	Name       string `json:"name"`
+	Expression `json:",inline"`
+}
+
+// MatchCondition is a condition on the request; the policy applies only
+// when every condition is true, as an admission policy's matchConditions.
+type MatchCondition struct {
+	// Name identifies the condition in messages and explanations.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name       string `json:"name"`
+	Expression `json:",inline"`
+}
+
+// Validation is a condition the object must satisfy.
+type Validation struct {
+	// The condition; false fails the validation.
+	Expression `json:",inline"`
+
+	// Scope is a KubeMod JSONPath expression ($.spec.containers[*]): the
+	// condition is evaluated for each value it selects, bound to `self`
+	// (and `oldSelf`, the value at the same place in oldObject, when there
+	// is one). Empty: the object.
+	// +optional
+	Scope string `json:"scope,omitempty"`
+
+	// Message is the denial or warning text; default: the expression that
+	// failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// MessageExpression is a CEL expression producing the message; it wins
+	// over Message when it evaluates to a non-empty string.
+	// +optional
+	MessageExpression string `json:"messageExpression,omitempty"`
+
+	// Reason is the status reason of a denial (and its HTTP code), as an
+	// admission policy's: Invalid (422, the default), Forbidden (403),
+	// Unauthorized (401) or RequestEntityTooLarge (413).
+	// +kubebuilder:validation:Enum=Unauthorized;Forbidden;Invalid;RequestEntityTooLarge
+	// +optional
+	Reason *metav1.StatusReason `json:"reason,omitempty"`
+}
+
+// Mutation changes the object: a union with one member per way of saying
+// the change; exactly one is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.jsonPatch) ? 1 : 0) + (has(self.applyConfiguration) ? 1 : 0) == 1",message="exactly one of jsonPatch and applyConfiguration must be set"
+type Mutation struct {
+	// JSONPatch is a CEL expression evaluating to a list of JSONPatch
+	// operations, applied as a MutatingAdmissionPolicy applies them.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	JSONPatch string `json:"jsonPatch,omitempty"`
+
+	// ApplyConfiguration is a CEL expression evaluating to an Object{...}
+	// merged into the object with server-side-apply semantics, as a
+	// MutatingAdmissionPolicy merges it.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	ApplyConfiguration string `json:"applyConfiguration,omitempty"`
+}
+
+// AuditAnnotation adds an audit annotation to the request.
+type AuditAnnotation struct {
+	// Key of the annotation (prefixed with the policy's name, as an
+	// admission policy's).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Key string `json:"key"`
+	// ValueExpression is a CEL expression producing the value: a string,
+	// or null to add nothing.
+	// +kubebuilder:validation:MinLength=1
+	ValueExpression string `json:"valueExpression"`
+}
+
+// ResourceFilter selects objects by type and name; an empty list matches
+// anything.
+type ResourceFilter struct {
+	// APIGroups: "" is the core group, "*" any.
+	// +optional
+	APIGroups []string `json:"apiGroups,omitempty"`
+	// Kinds: "*" any.
+	// +optional
+	Kinds []string `json:"kinds,omitempty"`
+	// Names: glob patterns (* and ?) on metadata.name.
+	// +optional
+	Names []string `json:"names,omitempty"`
+	// Namespaces: glob patterns on the object's namespace (ClusterPolicy
+	// only).
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+}
+
+// ExcludeResources names objects a policy does not apply to, even when its
+// match does: any resource filter, or both selectors when set.
+type ExcludeResources struct {
+	// +optional
+	Resources []ResourceFilter `json:"resources,omitempty"`
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// +optional
+	ObjectSelector *metav1.LabelSelector `json:"objectSelector,omitempty"`
+}
+
+// MatchResources is the static part of a policy's match: indexed, no
+// expressions.
+type MatchResources struct {
+	// Operations the policy reacts to; default CREATE and UPDATE.
+	// +optional
+	// +listType=set
+	Operations []Operation `json:"operations,omitempty"`
+	// Resources: the policy applies to an object any filter selects;
+	// empty: every kind.
+	// +optional
+	Resources []ResourceFilter `json:"resources,omitempty"`
+	// NamespaceSelector selects on the labels of the object's namespace
+	// (a cluster-scoped object has none: only an empty selector matches).
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// ObjectSelector selects on the object's labels (the old object's on
+	// DELETE).
+	// +optional
+	ObjectSelector *metav1.LabelSelector `json:"objectSelector,omitempty"`
+	// Exclude removes objects from the match.
+	// +optional
+	Exclude *ExcludeResources `json:"exclude,omitempty"`
+}
+
+// PolicySpec is what a policy matches, checks and changes.
+type PolicySpec struct {
+	// ExecutionTier orders rules of every kind: lower tiers run first.
+	// +kubebuilder:validation:Minimum=-32767
+	// +kubebuilder:validation:Maximum=32766
+	// +kubebuilder:default=0
+	// +optional
+	ExecutionTier int `json:"executionTier,omitempty"`
+
+	// FailurePolicy: what an evaluation error does (always reported).
+	// +kubebuilder:default=Fail
+	// +optional
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+
+	// ValidationActions: what a failed validation does; default Deny.
+	// +optional
+	// +listType=set
+	ValidationActions []ValidationAction `json:"validationActions,omitempty"`
+
+	// Match selects the objects the policy applies to.
+	// +optional
+	Match *MatchResources `json:"match,omitempty"`
+
+	// Variables are named expressions the others read as
+	// variables.<name>.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Variables []Variable `json:"variables,omitempty"`
+
+	// MatchConditions must all be true for the policy to apply.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	MatchConditions []MatchCondition `json:"matchConditions,omitempty"`
+
+	// Validations the object must pass.
+	// +optional
+	Validations []Validation `json:"validations,omitempty"`
+
+	// Mutations change the object, in order, atomically.
+	// +optional
+	Mutations []Mutation `json:"mutations,omitempty"`
+
+	// AuditAnnotations add audit annotations to admitted requests.
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	AuditAnnotations []AuditAnnotation `json:"auditAnnotations,omitempty"`
+}
+
+// PolicyStatus is written by the operator.
+type PolicyStatus struct {
+	// ObservedGeneration is the generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready is True when the policy compiled, or False with
+	// reason CompileError and a message naming the field and position.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Policy checks and changes objects of its own namespace.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,categories=modwright
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Tier",type=integer,JSONPath=`.spec.executionTier`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Policy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PolicySpec   `json:"spec,omitempty"`
+	Status PolicyStatus `json:"status,omitempty"`
+}
+
+// PolicyList is a list of Policies.
+// +kubebuilder:object:root=true
+type PolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Policy `json:"items"`
+}
+
+// ClusterPolicy checks and changes objects cluster-wide: cluster-scoped
+// objects and those of every namespace its match allows.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,categories=modwright
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Tier",type=integer,JSONPath=`.spec.executionTier`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PolicySpec   `json:"spec,omitempty"`
+	Status PolicyStatus `json:"status,omitempty"`
+}
+
+// ClusterPolicyList is a list of ClusterPolicies.
+// +kubebuilder:object:root=true
+type ClusterPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterPolicy `json:"items"`
+}
