@@ -57,6 +57,10 @@ var ErrInvalidRequest = errors.New("invalid admission request")
 // open).
 var ErrUndecided = errors.New("a Reject rule could not be decided")
 
+// ErrRuleFailed is wrapped by the error Evaluate returns when a rule whose
+// FailurePolicy is FailureFail failed: the request must be denied.
+var ErrRuleFailed = errors.New("a rule failed and its failure policy is Fail")
+
 // ErrSyntheticRefs is wrapped by the error of a Mutate rule whose operation's
 // path is under /syntheticRefs: the related objects are context that rules
 // read, never change.
@@ -119,7 +123,13 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		d:          &Decision{},
 	}
 	if !e.noTrace {
-		ev.d.Trace = make([]RuleTrace, 0, len(candidates))
+		n := len(candidates)
+		for _, r := range candidates {
+			if r.Info().Phase == Mutate|Validate {
+				n++ // a trace entry for each phase
+			}
+		}
+		ev.d.Trace = make([]RuleTrace, 0, n)
 	}
 	s, _ := e.scratch.Get().(*scratch)
 	if s == nil {
@@ -150,6 +160,7 @@ type evaluation struct {
 	original   map[string]any
 	candidates []Rule
 	d          *Decision
+	phase      Phase // the phase running: Handle.Phase
 
 	doc       *patch.Doc
 	la        *patch.Doc // last-applied-configuration, parsed; nil when absent
@@ -189,7 +200,7 @@ func (ev *evaluation) prepare() {
 // without a trace, the scratch entry.
 func (ev *evaluation) traceFor(r Rule) *RuleTrace {
 	info := r.Info()
-	t := RuleTrace{Kind: info.Kind, Rule: info.Key, Tier: info.Tier, Phase: info.Phase}
+	t := RuleTrace{Kind: info.Kind, Rule: info.Key, Tier: info.Tier, Phase: ev.phase}
 	if ev.e.noTrace {
 		ev.scratchTrace = t
 		return &ev.scratchTrace
@@ -226,10 +237,14 @@ func (ev *evaluation) run() error {
 		}
 		matched = matched[:0]
 		for _, r := range ev.candidates[start:end] {
-			if r.Info().Phase == Validate {
+			info := r.Info()
+			if info.Phase.Has(Validate) {
 				validates = append(validates, r)
+			}
+			if !info.Phase.Has(Mutate) {
 				continue
 			}
+			ev.phase = Mutate
 			tr := ev.traceFor(r)
 			if ev.req.Operation == rules.Delete {
 				tr.Outcome, tr.Reason = Skipped, "mutating rules do not run on DELETE"
@@ -241,7 +256,11 @@ func (ev *evaluation) run() error {
 					return ctxErr
 				}
 				field, cause := splitField(err)
-				ev.handle(r, tr).Fail(field, cause) // a bound: the rule fails
+				h := ev.handle(r, tr)
+				h.Fail(field, cause) // a bound: the rule fails
+				if info.FailurePolicy == FailureFail {
+					return ev.failed(r, field, cause)
+				}
 				continue
 			}
 			if ok {
@@ -257,6 +276,7 @@ func (ev *evaluation) run() error {
 				tr = ev.traceFor(m.r)
 				tr.Outcome = Matched
 			}
+			ev.phase = Mutate
 			h := ev.handle(m.r, tr)
 			if err := m.r.Apply(h); err != nil {
 				if ctxErr := ev.ctx.Err(); ctxErr != nil {
@@ -264,6 +284,12 @@ func (ev *evaluation) run() error {
 				}
 				field, cause := splitField(err)
 				h.Fail(field, cause)
+			}
+			if tr.Outcome == Failed {
+				if m.r.Info().FailurePolicy == FailureFail {
+					last := ev.d.Errors[len(ev.d.Errors)-1]
+					return ev.failed(m.r, last.Field, last.Err)
+				}
 				continue
 			}
 			if tr.Outcome == Matched && h.patched {
@@ -282,6 +308,7 @@ func (ev *evaluation) run() error {
 
 	// Validate rules see the final object. One that cannot be decided
 	// fails the evaluation: it might have rejected the object.
+	ev.phase = Validate
 	for _, r := range validates {
 		if err := ev.ctx.Err(); err != nil {
 			return err
@@ -296,8 +323,20 @@ func (ev *evaluation) run() error {
 				return ctxErr
 			}
 			field, cause := splitField(err)
+			switch r.Info().FailurePolicy {
+			case FailureIgnore:
+				ev.handle(r, tr).Fail(field, cause)
+				continue
+			case FailureFail:
+				tr.Outcome, tr.Reason = Failed, fmt.Sprintf("%s: %v", field, cause)
+				return ev.failed(r, field, cause)
+			}
 			tr.Outcome, tr.Reason = Failed, fmt.Sprintf("%s: %v", field, cause)
 			return fmt.Errorf("%w: %w", ErrUndecided, RuleError{Kind: r.Info().Kind, Rule: r.Info().Key, Field: field, Err: cause})
+		}
+		if tr.Outcome == Failed && r.Info().FailurePolicy == FailureFail {
+			last := ev.d.Errors[len(ev.d.Errors)-1]
+			return ev.failed(r, last.Field, last.Err)
 		}
 	}
 	// A decision completed past the deadline is not one: a Mutate rule may
@@ -307,6 +346,12 @@ func (ev *evaluation) run() error {
 	}
 	ev.finish()
 	return nil
+}
+
+// failed is the error of an evaluation that a FailureFail rule's failure
+// ends.
+func (ev *evaluation) failed(r Rule, field string, cause error) error {
+	return fmt.Errorf("%w: %w", ErrRuleFailed, RuleError{Kind: r.Info().Kind, Rule: r.Info().Key, Field: field, Err: cause})
 }
 
 // handle is the evaluation's one Handle, set up for rule r (reused: a

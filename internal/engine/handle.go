@@ -26,6 +26,10 @@ func (h *Handle) Context() context.Context { return h.ev.ctx }
 // Request is the admission request (read-only).
 func (h *Handle) Request() *Request { return &h.ev.req }
 
+// Phase is the phase the rule runs in: Mutate or Validate (a rule of both
+// phases runs twice).
+func (h *Handle) Phase() Phase { return h.ev.phase }
+
 // Namespace is the object's namespace ("" when cluster-scoped).
 func (h *Handle) Namespace() string { return h.ev.req.Namespace }
 
@@ -166,6 +170,21 @@ func (h *Handle) Fail(field string, err error) {
 func (h *Handle) Reject(message string, msgErr error) {
 	info := h.rule.Info()
 	h.ev.d.Rejections = append(h.ev.d.Rejections, Rejection{Kind: info.Kind, Rule: info.Key, Message: message, MessageError: msgErr})
+}
+
+// Deny rejects the object with message and a status: reason (Invalid,
+// Forbidden, ...) and its HTTP code, which the webhook answers with when
+// this is the first rejection.
+func (h *Handle) Deny(message, reason string, code int) {
+	info := h.rule.Info()
+	h.ev.d.Rejections = append(h.ev.d.Rejections, Rejection{Kind: info.Kind, Rule: info.Key, Message: message, Reason: reason, Code: code})
+}
+
+// Annotate adds an audit annotation to the decision (the webhook returns
+// it in the response's auditAnnotations).
+func (h *Handle) Annotate(key, value string) {
+	info := h.rule.Info()
+	h.ev.d.AuditAnnotations = append(h.ev.d.AuditAnnotations, AuditAnnotation{Kind: info.Kind, Rule: info.Key, Key: key, Value: value})
 }
 
 // Warn adds a warning to the decision.

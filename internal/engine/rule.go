@@ -7,14 +7,20 @@ import (
 )
 
 // Phase says when a rule runs: every Mutate rule of every kind first, tier
-// by tier, then every Validate rule on the final object.
+// by tier, then every Validate rule on the final object. A rule may run in
+// both (Mutate|Validate: a Policy with mutations and validations): it is
+// applied in its tier, and again on the final object; Handle.Phase says
+// which.
 type Phase uint8
 
 // Phases.
 const (
-	Mutate Phase = iota + 1
+	Mutate Phase = 1 << iota
 	Validate
 )
+
+// Has reports whether p includes q.
+func (p Phase) Has(q Phase) bool { return p&q != 0 }
 
 func (p Phase) String() string {
 	switch p {
@@ -22,9 +28,29 @@ func (p Phase) String() string {
 		return "mutate"
 	case Validate:
 		return "validate"
+	case Mutate | Validate:
+		return "mutate+validate"
 	}
 	return "unknown"
 }
+
+// FailurePolicy says what a rule's failure (an error from Match or Apply,
+// or Handle.Fail) does to the evaluation.
+type FailurePolicy uint8
+
+// Failure policies.
+const (
+	// FailureDefault is KubeMod's: a failed Mutate rule is skipped and
+	// reported (Decision.Errors); a Validate rule that cannot be decided
+	// fails the evaluation (ErrUndecided).
+	FailureDefault FailurePolicy = iota
+	// FailureFail: any failure fails the evaluation (ErrRuleFailed), so
+	// the request is denied.
+	FailureFail
+	// FailureIgnore: any failure is reported (Decision.Errors) and the
+	// rule skipped; the others still run.
+	FailureIgnore
+)
 
 // OpSet is a set of admission operations.
 type OpSet uint8
@@ -75,7 +101,9 @@ type RuleInfo struct {
 	// Tier orders rules (lowest first): KubeMod's executionTier.
 	Tier  int
 	Phase Phase
-	Index IndexKeys
+	// FailurePolicy: what the rule's failure does.
+	FailurePolicy FailurePolicy
+	Index         IndexKeys
 	// Err is set when the rule failed to compile (a *rules.CompileError):
 	// such a rule is kept in the snapshot and reported, never evaluated.
 	Err error

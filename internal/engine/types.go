@@ -146,6 +146,9 @@ type Decision struct {
 	Rejections []Rejection
 	// Warnings are what Validate rules warned about, in evaluation order.
 	Warnings []Warning
+	// AuditAnnotations are what rules added to the request's audit
+	// record, in evaluation order.
+	AuditAnnotations []AuditAnnotation
 	// Trace has one entry per rule considered, in evaluation order.
 	Trace []RuleTrace
 	// Errors lists what went wrong while applying rules: a rule that failed
@@ -235,6 +238,17 @@ type Rejection struct {
 	// it failed to render (MessageError then says why).
 	Message      string
 	MessageError error
+	// Reason and Code are the status of the denial (Invalid, 422) when the
+	// kind gives one (Handle.Deny); empty: the webhook's default
+	// (Forbidden, 403).
+	Reason string
+	Code   int
+}
+
+// AuditAnnotation is one audit annotation a rule added.
+type AuditAnnotation struct {
+	Kind, Rule string
+	Key, Value string
 }
 
 // RuleRef names a rule: its kind and namespace/name.
