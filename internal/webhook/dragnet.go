@@ -375,8 +375,14 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 			resp.Warnings = append(resp.Warnings, truncate("modwright: "+w.Kind+" "+w.Rule+": "+w.Message, maxWarningLen))
 		}
 	}
+	if len(dec.AuditAnnotations) > 0 {
+		resp.AuditAnnotations = auditAnnotations(dec.AuditAnnotations)
+	}
 	if !dec.Allowed() {
 		resp.Code, resp.Reason = http.StatusForbidden, "Forbidden"
+		if first := dec.Rejections[0]; first.Code != 0 {
+			resp.Code, resp.Reason = first.Code, first.Reason
+		}
 		resp.Message = dec.DenialMessage()
 		d.opts.Log.Info("rejected", "rejections", dec.DenialText(), "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operation", op)
 		return resp, metrics.OutcomeDenied

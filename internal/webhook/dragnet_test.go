@@ -342,6 +342,7 @@ func TestResponseEncoding(t *testing.T) {
 		{response{APIVersion: ReviewV1, UID: "f", Code: 422}, &StatusDetails{Kind: "ModRule"}},
 		{response{APIVersion: ReviewV1, UID: "g", Code: 422}, &StatusDetails{Causes: []StatusCause{{Type: "FieldValueRequired"}}}},
 		{response: response{APIVersion: ReviewV1, UID: "h", Allowed: true, Code: 200, Message: "dry run"}},
+		{response: response{APIVersion: ReviewV1, UID: "i", Allowed: true, AuditAnnotations: map[string]string{"policy.ns.p.b": `{"m":"\"x\""}`, "policy.ns.p.a": "1"}}},
 	} {
 		got := appendResponseDetails(nil, &r.response, r.Details)
 		if r.Details == nil {
@@ -355,7 +356,7 @@ func TestResponseEncoding(t *testing.T) {
 		}
 		want := admissionv1.AdmissionReview{
 			TypeMeta: metav1.TypeMeta{APIVersion: r.APIVersion, Kind: "AdmissionReview"},
-			Response: &admissionv1.AdmissionResponse{UID: types.UID(r.UID), Allowed: r.Allowed, Warnings: r.Warnings},
+			Response: &admissionv1.AdmissionResponse{UID: types.UID(r.UID), Allowed: r.Allowed, Warnings: r.Warnings, AuditAnnotations: r.AuditAnnotations},
 		}
 		if r.Patch != nil {
 			pt := admissionv1.PatchTypeJSONPatch

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -520,6 +521,9 @@ type response struct {
 	// Patch is a JSON patch (an array), or nil.
 	Patch    []byte
 	Warnings []string
+	// AuditAnnotations go into the request's audit record (the API server
+	// prefixes each key with the webhook's name); nil when none.
+	AuditAnnotations map[string]string
 }
 
 // appendResponse encodes an AdmissionReview response. It is hand-written
@@ -564,6 +568,23 @@ func appendResponseDetails(b []byte, r *response, details *StatusDetails) []byte
 		b = append(b, `,"patch":"`...)
 		b = base64.StdEncoding.AppendEncode(b, r.Patch)
 		b = append(b, `","patchType":"JSONPatch"`...)
+	}
+	if len(r.AuditAnnotations) > 0 {
+		b = append(b, `,"auditAnnotations":{`...)
+		keys := make([]string, 0, len(r.AuditAnnotations))
+		for k := range r.AuditAnnotations {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, r.AuditAnnotations[k])
+		}
+		b = append(b, '}')
 	}
 	if len(r.Warnings) > 0 {
 		b = append(b, `,"warnings":[`...)

@@ -1,16 +1,9 @@
 package modrule
 
 import (
-	"fmt"
-	"reflect"
-	"strings"
-
-	sigsjson "sigs.k8s.io/json"
-
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
-	"github.com/modwright/modwright/internal/value"
 )
 
 // KindAdapter is ModRule's kinds.Kind: it decodes ModRule manifests
@@ -56,26 +49,9 @@ func IsModRule(m *kinds.Manifest) bool {
 // unknown or duplicate fields and values of the wrong type are errors
 // naming the rule and the field.
 func Decode(m *kinds.Manifest) (*v1beta1.ModRule, error) {
-	if m.APIVersion() != v1beta1.GroupVersion.String() {
-		return nil, fmt.Errorf("apiVersion %q is not served; use %s", m.APIVersion(), v1beta1.GroupVersion)
-	}
-	name := m.Key()
 	var mr v1beta1.ModRule
-	strict, err := sigsjson.UnmarshalStrict(m.JSON, &mr)
-	if err != nil {
-		// encoding/json names the Go struct and type; say which field
-		// of the manifest, with its indices, and what it must be.
-		if mm := value.FindMismatch(m.Object, reflect.TypeFor[v1beta1.ModRule]()); mm != nil {
-			return nil, fmt.Errorf("ModRule %s: %w", name, mm)
-		}
-		return nil, fmt.Errorf("ModRule %s: %v", name, err)
-	}
-	if len(strict) > 0 {
-		msgs := make([]string, len(strict))
-		for i, e := range strict {
-			msgs[i] = e.Error()
-		}
-		return nil, fmt.Errorf("ModRule %s: %s", name, strings.Join(msgs, "; "))
+	if err := kinds.Decode(m, Kind, v1beta1.GroupVersion.String(), &mr); err != nil {
+		return nil, err
 	}
 	return &mr, nil
 }
