@@ -190,3 +190,103 @@ func TestSnapshotIndexKeys(t *testing.T) {
 		t.Errorf("broken %d, len %d", len(snap.Broken()), snap.Len())
 	}
 }
+
+// TestKernelBothPhases: a rule of both phases mutates in its tier and
+// validates the final object, with a trace entry per phase.
+func TestKernelBothPhases(t *testing.T) {
+	both := newRule("P", "ns", "both", 0, Mutate|Validate)
+	var phases []Phase
+	both.apply = func(h *Handle) error {
+		phases = append(phases, h.Phase())
+		if h.Phase() == Mutate {
+			return setLabel("m", "1")(h)
+		}
+		if _, ok := h.Object().(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)["late"]; !ok {
+			t.Error("the validate phase did not see a later tier's mutation")
+		}
+		h.Deny("no", "Invalid", 422)
+		return nil
+	}
+	late := newRule("A", "ns", "late", 5, Mutate)
+	late.apply = setLabel("late", "1")
+	d := evaluate(t, []Rule{both, late}, rules.Create)
+	if diff := cmp.Diff([]Phase{Mutate, Validate}, phases); diff != "" {
+		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+	var got []string
+	for _, tr := range d.Trace {
+		got = append(got, tr.Rule+" "+tr.Phase.String()+" "+string(tr.Outcome))
+	}
+	want := []string{"ns/both mutate matched", "ns/late mutate matched", "ns/both validate matched"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trace (-want +got):\n%s", diff)
+	}
+	if len(d.Rejections) != 1 || d.Rejections[0].Code != 422 || d.Rejections[0].Reason != "Invalid" {
+		t.Errorf("rejections: %+v", d.Rejections)
+	}
+}
+
+// TestKernelFailurePolicy: FailureFail turns any failure into
+// ErrRuleFailed; FailureIgnore reports it and goes on, in either phase.
+func TestKernelFailurePolicy(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name  string
+		phase Phase
+		fp    FailurePolicy
+		how   string // match, apply, fail (Handle.Fail)
+		want  error  // nil: reported in Decision.Errors
+	}{
+		{"mutate match fail", Mutate, FailureFail, "match", ErrRuleFailed},
+		{"mutate apply fail", Mutate, FailureFail, "apply", ErrRuleFailed},
+		{"mutate Handle.Fail fail", Mutate, FailureFail, "fail", ErrRuleFailed},
+		{"mutate apply ignore", Mutate, FailureIgnore, "apply", nil},
+		{"mutate default", Mutate, FailureDefault, "apply", nil},
+		{"validate match fail", Validate, FailureFail, "match", ErrRuleFailed},
+		{"validate apply fail", Validate, FailureFail, "apply", ErrRuleFailed},
+		{"validate Handle.Fail fail", Validate, FailureFail, "fail", ErrRuleFailed},
+		{"validate apply ignore", Validate, FailureIgnore, "apply", nil},
+		{"validate default", Validate, FailureDefault, "apply", ErrUndecided},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRule("P", "ns", "r", 0, tc.phase)
+			r.info.FailurePolicy = tc.fp
+			switch tc.how {
+			case "match":
+				r.match = func(*Handle) (bool, error) { return false, InField("spec.c", boom) }
+			case "apply":
+				r.apply = func(*Handle) error { return InField("spec.c", boom) }
+			case "fail":
+				r.apply = func(h *Handle) error { h.Fail("spec.c", boom); return nil }
+			}
+			after := newRule("P", "ns", "z-after", 0, tc.phase)
+			ran := false
+			after.apply = func(*Handle) error { ran = true; return nil }
+			d, err := New(Options{}).Evaluate(context.Background(), NewSnapshot([]Rule{r, after}), Request{Operation: rules.Create, Namespace: "ns", Object: podObject()})
+			if tc.want != nil {
+				var re RuleError
+				if !errors.Is(err, tc.want) || !errors.Is(err, boom) || !errors.As(err, &re) || re.Field != "spec.c" || re.Rule != "ns/r" {
+					t.Fatalf("err = %v, want %v naming ns/r spec.c", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Errors) != 1 || !errors.Is(d.Errors[0], boom) || !ran {
+				t.Errorf("errors %v, later rule ran %v", d.Errors, ran)
+			}
+		})
+	}
+}
+
+// TestKernelAnnotate: audit annotations are collected in order.
+func TestKernelAnnotate(t *testing.T) {
+	r := newRule("P", "ns", "a", 0, Validate)
+	r.apply = func(h *Handle) error { h.Annotate("k", "v"); h.Annotate("k2", "v2"); return nil }
+	d := evaluate(t, []Rule{r}, rules.Create)
+	want := []AuditAnnotation{{Kind: "P", Rule: "ns/a", Key: "k", Value: "v"}, {Kind: "P", Rule: "ns/a", Key: "k2", Value: "v2"}}
+	if diff := cmp.Diff(want, d.AuditAnnotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+}
