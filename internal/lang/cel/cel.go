@@ -58,6 +58,13 @@ func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagn
 
 // CompileExpr is Compile returning the concrete *Program.
 func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
+	return compileCEL(env, src, nil, nil)
+}
+
+// compileCEL compiles src against env extended with extra; want, when not
+// nil, is the type the expression must have (exactly, as the apiserver
+// checks a mutation's type).
+func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type) (*Program, []lang.Diagnostic) {
 	budget := env.Limits.MaxWork
 	if budget < 0 {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("limit MaxWork %d is not supported: cel's budget must be positive", budget)}}
@@ -65,7 +72,7 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 	if budget == 0 {
 		budget = PerCallLimit
 	}
-	opts := []cel.EnvOption{library.JSONPatch()}
+	opts := append([]cel.EnvOption{library.JSONPatch()}, extra...)
 	names := make([]string, 0, len(env.Vars))
 	var ds []lang.Diagnostic
 	for _, v := range env.Vars {
@@ -90,6 +97,9 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 			ds = append(ds, lang.Diagnostic{Pos: offset(src, e), Msg: e.Message})
 		}
 		return nil, ds
+	}
+	if want != nil && !ast.OutputType().IsExactType(want) {
+		return nil, []lang.Diagnostic{{Pos: 0, Msg: fmt.Sprintf("must evaluate to %v but got %v", want, ast.OutputType())}}
 	}
 	// The worst case over inputs up to the largest request (Cost), and
 	// the cost that does not depend on the inputs' sizes, which refuses.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
 
 	"github.com/modwright/modwright/internal/lang"
 )
@@ -324,6 +325,8 @@ func toJSON(v ref.Val) (any, error) {
 		return nil, fmt.Errorf("cel: %w", v)
 	case jsonMap:
 		return v.m, nil
+	case *dynamic.ObjectVal:
+		return nativeJSON(v.Value())
 	case types.Null:
 		return nil, nil
 	case types.Bool:
