@@ -58,6 +58,13 @@ func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagn
 
 // CompileExpr is Compile returning the concrete *Program.
 func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
+	return compileCEL(env, src, nil, nil)
+}
+
+// compileCEL compiles src against env extended with extra; want, when not
+// nil, is the type the expression must have (exactly, as the apiserver
+// checks a mutation's type).
+func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type) (*Program, []lang.Diagnostic) {
 	budget := env.Limits.MaxWork
 	if budget < 0 {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("limit MaxWork %d is not supported: cel's budget must be positive", budget)}}
@@ -65,7 +72,7 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 	if budget == 0 {
 		budget = PerCallLimit
 	}
-	opts := []cel.EnvOption{library.JSONPatch()}
+	opts := append([]cel.EnvOption{library.JSONPatch()}, extra...)
 	names := make([]string, 0, len(env.Vars))
 	var ds []lang.Diagnostic
 	for _, v := range env.Vars {
@@ -90,6 +97,9 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 			ds = append(ds, lang.Diagnostic{Pos: offset(src, e), Msg: e.Message})
 		}
 		return nil, ds
+	}
+	if want != nil && !ast.OutputType().IsExactType(want) {
+		return nil, []lang.Diagnostic{{Pos: 0, Msg: fmt.Sprintf("must evaluate to %v but got %v", want, ast.OutputType())}}
 	}
 	// The worst case over inputs up to the largest request (Cost), and
 	// the cost that does not depend on the inputs' sizes, which refuses.
@@ -222,37 +232,82 @@ func (p *Program) Source() string { return p.src }
 // above the budget is not refused (Eval's budget bounds it), a warning.
 func (p *Program) Cost() (min, max uint64) { return p.min, p.max }
 
+// RuntimeCostBudget is the apiserver's runtime cost budget of one
+// evaluation of a whole policy (its variables, conditions, validations and
+// mutations together), in CEL cost units: the rule kind sums EvalCost's
+// costs against it.
+const RuntimeCostBudget = celconfig.RuntimeCELCostBudget
+
 // Eval evaluates the expression over in and returns its value as a JSON
 // tree (nil, bool, string, json.Number, []any, map[string]any).
 func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
-	out, err := p.eval(ctx, in)
+	v, _, err := p.EvalCost(ctx, in)
+	return v, err
+}
+
+// EvalCost is Eval with the evaluation's actual cost, in CEL cost units, as
+// the apiserver counts it (cel-go's runtime cost tracking with Kubernetes'
+// cost estimator). When the evaluation fails the cost is what was spent
+// until it failed, as far as cel-go reports it (the budget's limit when it
+// was exceeded).
+func (p *Program) EvalCost(ctx context.Context, in *lang.Activation) (any, uint64, error) {
+	out, cost, err := p.eval(ctx, in)
 	if err != nil {
-		return nil, err
+		return nil, cost, err
 	}
-	return toJSON(out)
+	v, err := toJSON(out)
+	if err != nil {
+		return nil, cost, err
+	}
+	return v, cost, nil
+}
+
+// EvalValue is EvalCost returning the CEL value itself, not a JSON tree: a
+// value to hand back to CEL, as a lang.Lazy's member (a variable whose
+// value has no JSON form, a quantity or an IP, stays usable). Only this
+// package can read it.
+func (p *Program) EvalValue(ctx context.Context, in *lang.Activation) (any, uint64, error) {
+	out, cost, err := p.eval(ctx, in)
+	if err != nil {
+		return nil, cost, err
+	}
+	return out, cost, nil
 }
 
 // EvalBool evaluates a condition: a result that is not a bool is an error
 // naming its type.
 func (p *Program) EvalBool(ctx context.Context, in *lang.Activation) (bool, error) {
-	out, err := p.eval(ctx, in)
+	b, _, err := p.EvalBoolCost(ctx, in)
+	return b, err
+}
+
+// EvalBoolCost is EvalBool with the evaluation's actual cost (see
+// EvalCost).
+func (p *Program) EvalBoolCost(ctx context.Context, in *lang.Activation) (bool, uint64, error) {
+	out, cost, err := p.eval(ctx, in)
 	if err != nil {
-		return false, err
+		return false, cost, err
 	}
 	b, ok := out.Value().(bool)
 	if !ok {
-		return false, fmt.Errorf("cel: expression %q evaluated to %s, want bool", p.src, out.Type().TypeName())
+		return false, cost, fmt.Errorf("cel: expression %q evaluated to %s, want bool", p.src, out.Type().TypeName())
 	}
-	return b, nil
+	return b, cost, nil
 }
 
-func (p *Program) eval(ctx context.Context, in *lang.Activation) (refVal, error) {
+func (p *Program) eval(ctx context.Context, in *lang.Activation) (refVal, uint64, error) {
 	act := activation{in: in, vars: p.vars}
-	out, _, err := p.prg.ContextEval(ctx, &act)
-	if err != nil {
-		return nil, evalError(ctx, err)
+	out, det, err := p.prg.ContextEval(ctx, &act)
+	var cost uint64
+	if det != nil {
+		if c := det.ActualCost(); c != nil {
+			cost = *c
+		}
 	}
-	return out, nil
+	if err != nil {
+		return nil, cost, evalError(ctx, err)
+	}
+	return out, cost, nil
 }
 
 // evalError classifies an evaluation error: the cost limit (lang.Limit),

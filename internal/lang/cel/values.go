@@ -12,6 +12,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
 
 	"github.com/modwright/modwright/internal/lang"
 )
@@ -80,6 +81,8 @@ func (adapter) NativeToValue(v any) ref.Val {
 		return jsonMap{v}
 	case []any:
 		return types.NewDynamicList(jsonAdapter, v)
+	case lang.Lazy:
+		return lazyMap{v}
 	}
 	return types.DefaultTypeAdapter.NativeToValue(v)
 }
@@ -213,6 +216,80 @@ func (j jsonMap) Equal(other ref.Val) ref.Val {
 func (j jsonMap) Type() ref.Type { return types.MapType }
 func (j jsonMap) Value() any     { return j.m }
 
+// lazyMap is a lang.Lazy as a CEL map from its names to its members:
+// reading a member (select, index, has(), in) calls Member, whose error
+// becomes the evaluation's error (wrapped, so errors.Is sees through it);
+// size and iteration use Names and compute nothing. A member whose value is
+// null is present (has() is true), as in the apiserver's variables.
+type lazyMap struct{ l lang.Lazy }
+
+var _ traits.Mapper = lazyMap{}
+
+func (m lazyMap) Find(key ref.Val) (ref.Val, bool) {
+	k, ok := key.(types.String)
+	if !ok {
+		if types.IsUnknownOrError(key) {
+			return key, true
+		}
+		return types.MaybeNoSuchOverloadErr(key), true
+	}
+	v, ok, err := m.l.Member(string(k))
+	if err != nil {
+		return types.WrapErr(fmt.Errorf("%s: %w", string(k), err)), true
+	}
+	if !ok {
+		return nil, false
+	}
+	if v == nil {
+		return types.NullValue, true
+	}
+	return jsonAdapter.NativeToValue(v), true
+}
+
+func (m lazyMap) Contains(key ref.Val) ref.Val {
+	v, found := m.Find(key)
+	if found && types.IsUnknownOrError(v) {
+		return v
+	}
+	return types.Bool(found)
+}
+
+func (m lazyMap) Get(key ref.Val) ref.Val {
+	v, found := m.Find(key)
+	if !found {
+		return types.ValOrErr(v, "no such key: %v", key)
+	}
+	return v
+}
+
+func (m lazyMap) Size() ref.Val { return types.Int(len(m.l.Names())) }
+
+func (m lazyMap) Iterator() traits.Iterator { return &keyIterator{keys: m.l.Names()} }
+
+func (m lazyMap) ConvertToNative(typeDesc reflect.Type) (any, error) {
+	return nil, fmt.Errorf("type conversion error from lazy map to '%v'", typeDesc)
+}
+
+func (m lazyMap) ConvertToType(typeVal ref.Type) ref.Val {
+	switch typeVal {
+	case types.MapType:
+		return m
+	case types.TypeType:
+		return types.MapType
+	}
+	return types.NewErr("type conversion error from '%s' to '%s'", types.MapType, typeVal)
+}
+
+// Equal compares by identity of the Lazy, as the apiserver compares its
+// lazy maps.
+func (m lazyMap) Equal(other ref.Val) ref.Val {
+	o, ok := other.(lazyMap)
+	return types.Bool(ok && o.l == m.l)
+}
+
+func (m lazyMap) Type() ref.Type { return types.MapType }
+func (m lazyMap) Value() any     { return m.l }
+
 // keyIterator iterates a jsonMap's present keys.
 type keyIterator struct {
 	keys []string
@@ -244,8 +321,12 @@ func (it *keyIterator) Value() any                     { return nil }
 // timestamps their CEL string form. Other types have no JSON form.
 func toJSON(v ref.Val) (any, error) {
 	switch v := v.(type) {
+	case *types.Err:
+		return nil, fmt.Errorf("cel: %w", v)
 	case jsonMap:
 		return v.m, nil
+	case *dynamic.ObjectVal:
+		return nativeJSON(v.Value())
 	case types.Null:
 		return nil, nil
 	case types.Bool:

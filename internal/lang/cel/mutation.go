@@ -1,0 +1,447 @@
+package cel
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"google.golang.org/protobuf/types/known/structpb"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	mappatch "k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/apiserver/pkg/cel/mutation"
+	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
+	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// MutationKind is the kind of a mutation expression, as a
+// MutatingAdmissionPolicy's patchType.
+type MutationKind uint8
+
+const (
+	// JSONPatch: the expression evaluates to list(JSONPatch), an RFC 6902
+	// patch.
+	JSONPatch MutationKind = iota + 1
+	// ApplyConfiguration: the expression evaluates to an Object{...},
+	// merged into the object as server-side apply merges.
+	ApplyConfiguration
+)
+
+func (k MutationKind) String() string {
+	switch k {
+	case JSONPatch:
+		return "JSONPatch"
+	case ApplyConfiguration:
+		return "ApplyConfiguration"
+	}
+	return fmt.Sprintf("MutationKind(%d)", uint8(k))
+}
+
+// The types a mutation expression must evaluate to, as the apiserver's
+// JSONPatchCondition and ApplyConfigurationCondition declare them.
+var (
+	jsonPatchResult   = cel.ListType(types.NewObjectType(mutation.JSONPatchTypeName))
+	applyConfigResult = types.NewObjectType(mutation.ObjectTypeName)
+)
+
+// Mutation is a compiled mutation expression; it is immutable and safe for
+// concurrent use.
+type Mutation struct {
+	kind MutationKind
+	prg  *Program
+	// converter is the type converter of built-in kinds (ApplyConfiguration).
+	converter managedfields.TypeConverter
+}
+
+// CompileMutation compiles a mutation expression of kind against env (the
+// environment of CompileExpr with the apiserver's mutation types:
+// JSONPatch, Object and Object.<field path>, resolved by its
+// DynamicTypeResolver). The expression must have exactly the type the
+// apiserver requires (list(JSONPatch), Object): a dynamic result is
+// refused, as the apiserver refuses it.
+func (Language) CompileMutation(env *lang.Env, kind MutationKind, src string) (*Mutation, []lang.Diagnostic) {
+	var want *cel.Type
+	switch kind {
+	case JSONPatch:
+		want = jsonPatchResult
+	case ApplyConfiguration:
+		want = applyConfigResult
+	default:
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("unknown mutation kind %d", uint8(kind))}}
+	}
+	p, ds := compileCEL(env, src, []cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{})}, want)
+	if ds != nil {
+		return nil, ds
+	}
+	m := &Mutation{kind: kind, prg: p}
+	if kind == ApplyConfiguration {
+		m.converter = applyconfigurations.NewTypeConverter(scheme.Scheme)
+	}
+	return m, nil
+}
+
+// Kind returns the mutation's kind.
+func (m *Mutation) Kind() MutationKind { return m.kind }
+
+// Source returns the expression's text.
+func (m *Mutation) Source() string { return m.prg.src }
+
+// Cost returns the expression's estimated cost (see Program.Cost).
+func (m *Mutation) Cost() (min, max uint64) { return m.prg.Cost() }
+
+// Apply evaluates the expression over in and applies its result to obj as
+// MutatingAdmissionPolicy applies it; obj is never modified. It returns
+// the new object (json.Number numbers), the evaluation's runtime cost and
+// an error; when a JSONPatch's test operation fails, the patch is not
+// applied and obj itself is returned, without an error, as the apiserver
+// does. See the package doc for the semantics.
+func (m *Mutation) Apply(ctx context.Context, in *lang.Activation, obj map[string]any) (map[string]any, uint64, error) {
+	out, cost, err := m.prg.eval(ctx, in)
+	if err != nil {
+		return nil, cost, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, cost, fmt.Errorf("cel: %w", err)
+	}
+	var res map[string]any
+	switch m.kind {
+	case JSONPatch:
+		res, err = applyJSONPatch(out, obj)
+	default:
+		res, err = m.applyConfiguration(out, obj)
+	}
+	if err != nil {
+		return nil, cost, fmt.Errorf("cel: %w", err)
+	}
+	return res, cost, nil
+}
+
+// applyJSONPatch applies out, a list(JSONPatch), to obj as the apiserver's
+// jsonPatcher does: the operations are built as it builds them and
+// applied by the same JSON Patch library; the result of a built-in kind
+// must decode strictly into its Go type.
+func applyJSONPatch(out ref.Val, obj map[string]any) (map[string]any, error) {
+	iter, ok := out.(traits.Lister)
+	if !ok {
+		return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array")
+	}
+	var ops jsonpatch.Patch
+	for it := iter.Iterator(); it.HasNext() == types.True; {
+		native, err := it.Next().ConvertToNative(reflect.TypeOf(&mutation.JSONPatchVal{}))
+		if err != nil {
+			return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch: %w", err)
+		}
+		op, ok := native.(*mutation.JSONPatchVal)
+		if !ok {
+			return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of %T", native)
+		}
+		o := jsonpatch.Operation{
+			"op":   raw(strconv.Quote(op.Op)),
+			"path": raw(strconv.Quote(op.Path)),
+		}
+		if op.From != "" {
+			o["from"] = raw(strconv.Quote(op.From))
+		}
+		if op.Val != nil {
+			if ov, ok := op.Val.(*dynamic.ObjectVal); ok {
+				if err := ov.CheckTypeNamesMatchFieldPathNames(); err != nil {
+					return nil, fmt.Errorf("type mismatch: %w", err)
+				}
+			}
+			v, err := toJSON(op.Val)
+			if err != nil {
+				return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
+			}
+			b, err := value.AppendJSON(nil, v)
+			if err != nil {
+				return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
+			}
+			o["value"] = raw(string(b))
+		}
+		ops = append(ops, o)
+	}
+	doc, err := value.AppendJSON(nil, obj)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create JSON patch: %w", err)
+	}
+	patched, err := ops.Apply(doc)
+	if err != nil {
+		if errors.Is(err, jsonpatch.ErrTestFailed) {
+			return obj, nil
+		}
+		return nil, fmt.Errorf("JSON Patch: %w", err)
+	}
+	if err := checkBuiltin(patched); err != nil {
+		return nil, err
+	}
+	v, err := value.Decode(patched)
+	if err != nil {
+		return nil, fmt.Errorf("JSON Patch: %w", err)
+	}
+	res, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("JSON Patch: the result is not an object")
+	}
+	return res, nil
+}
+
+func raw(s string) *json.RawMessage {
+	r := json.RawMessage(s)
+	return &r
+}
+
+// checkBuiltin decodes a patched object of a built-in kind (one
+// client-go's scheme knows) strictly into its Go type, as the apiserver
+// decodes a patched object: an unknown field or a value of the wrong type
+// is an error. Objects of other kinds are not checked.
+func checkBuiltin(data []byte) error {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.Unmarshal(data, &tm); err != nil || tm.Kind == "" {
+		return nil
+	}
+	gvk := (&unstructured.Unstructured{Object: map[string]any{"apiVersion": tm.APIVersion, "kind": tm.Kind}}).GroupVersionKind()
+	obj, err := scheme.Scheme.New(gvk)
+	if err != nil {
+		return nil
+	}
+	s := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{Strict: true})
+	if _, _, err := s.Decode(data, nil, obj); err != nil {
+		return fmt.Errorf("JSON Patch: the patched %s is invalid: %w", tm.Kind, err)
+	}
+	return nil
+}
+
+// applyConfiguration merges out, an Object{...}, into obj as the
+// apiserver's applyConfigPatcher does (ApplyStructuredMergeDiff): with the
+// schema of a built-in kind, else with the deduced type (maps merged,
+// lists atomic), as the apiserver types a kind it has no schema for.
+func (m *Mutation) applyConfiguration(out ref.Val, obj map[string]any) (map[string]any, error) {
+	ov, ok := out.(*dynamic.ObjectVal)
+	if !ok {
+		return nil, fmt.Errorf("unsupported return type from ApplyConfiguration expression: %v", out.Type())
+	}
+	if err := ov.CheckTypeNamesMatchFieldPathNames(); err != nil {
+		return nil, fmt.Errorf("type mismatch: %w", err)
+	}
+	pv, err := nativeJSON(ov.Value())
+	if err != nil {
+		return nil, fmt.Errorf("invalid return type: %w", err)
+	}
+	pu, err := toUnstructured(pv, true)
+	if err != nil {
+		return nil, err
+	}
+	ou, err := toUnstructured(obj, false)
+	if err != nil {
+		return nil, err
+	}
+	orig := &unstructured.Unstructured{Object: ou.(map[string]any)}
+	p := &unstructured.Unstructured{Object: pu.(map[string]any)}
+	p.SetGroupVersionKind(orig.GroupVersionKind())
+	tc := m.converter
+	stub := &unstructured.Unstructured{}
+	stub.SetGroupVersionKind(orig.GroupVersionKind())
+	if _, err := tc.ObjectToTyped(stub); err != nil {
+		tc = managedfields.NewDeducedTypeConverter()
+	}
+	res, err := mappatch.ApplyStructuredMergeDiff(tc, orig, p)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := res.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("error applying patch: unexpected result %T", res)
+	}
+	return fromUnstructured(u.Object, obj).(map[string]any), nil
+}
+
+var _ runtime.Object = (*unstructured.Unstructured)(nil)
+
+// nativeJSON converts a Go value a CEL value's Value gave (the apiserver's
+// Object values hold such natives: int64, float64, maps of ref.Val, ...)
+// to a JSON tree.
+func nativeJSON(v any) (any, error) {
+	switch v := v.(type) {
+	case nil, bool, string, json.Number:
+		return v, nil
+	case structpb.NullValue:
+		return nil, nil
+	case int64:
+		return json.Number(strconv.FormatInt(v, 10)), nil
+	case int:
+		return json.Number(strconv.Itoa(v)), nil
+	case uint64:
+		return json.Number(strconv.FormatUint(v, 10)), nil
+	case float64:
+		return toJSON(types.Double(v))
+	case []byte:
+		return base64.StdEncoding.EncodeToString(v), nil
+	case time.Duration:
+		return toJSON(types.Duration{Duration: v})
+	case time.Time:
+		return toJSON(types.Timestamp{Time: v})
+	case ref.Val:
+		if ov, ok := v.(*dynamic.ObjectVal); ok {
+			return nativeJSON(ov.Value())
+		}
+		return toJSON(v)
+	case error:
+		return nil, v
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			c, err := nativeJSON(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case []ref.Val:
+		out := make([]any, len(v))
+		for i, e := range v {
+			c, err := nativeJSON(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			c, err := nativeJSON(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case map[ref.Val]ref.Val:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			ks, ok := k.(types.String)
+			if !ok {
+				return nil, fmt.Errorf("map key %v is of type %s, not string", k, k.Type().TypeName())
+			}
+			c, err := nativeJSON(e)
+			if err != nil {
+				return nil, err
+			}
+			out[string(ks)] = c
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("value of type %T has no JSON form", v)
+}
+
+// toUnstructured converts a JSON tree to unstructured content (the types
+// the apimachinery's JSON decoding gives): an integer's text to int64, other
+// numbers to float64 (an integer out of int64's range too, as the
+// apimachinery decodes it). dropNull drops the members whose value is null
+// (an apply configuration's, which CEL sees as absent).
+func toUnstructured(v any, dropNull bool) (any, error) {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			return i, nil
+		}
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil && !isRangeError(err) {
+			return nil, fmt.Errorf("invalid number %q", string(v))
+		}
+		return f, nil
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if e == nil && dropNull {
+				continue
+			}
+			c, err := toUnstructured(e, dropNull)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			c, err := toUnstructured(e, dropNull)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// fromUnstructured converts unstructured content back to a JSON tree with
+// json.Number numbers; a number equal to the one at the same place in
+// orig keeps orig's text (so that an unchanged 1e3 stays 1e3).
+func fromUnstructured(v, orig any) any {
+	switch v := v.(type) {
+	case int64:
+		if o, ok := orig.(json.Number); ok {
+			if i, err := strconv.ParseInt(string(o), 10, 64); err == nil && i == v {
+				return o
+			}
+			if f, err := strconv.ParseFloat(string(o), 64); err == nil && f == float64(v) && float64(v) < 1<<53 && float64(v) > -(1<<53) {
+				return o
+			}
+		}
+		return json.Number(strconv.FormatInt(v, 10))
+	case float64:
+		if o, ok := orig.(json.Number); ok {
+			if f, err := strconv.ParseFloat(string(o), 64); (err == nil || isRangeError(err)) && f == v {
+				return o
+			}
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return json.Number(strconv.FormatFloat(v, 'g', -1, 64))
+	case map[string]any:
+		om, _ := orig.(map[string]any)
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = fromUnstructured(e, om[k])
+		}
+		return out
+	case []any:
+		ol, _ := orig.([]any)
+		out := make([]any, len(v))
+		for i, e := range v {
+			var o any
+			if i < len(ol) {
+				o = ol[i]
+			}
+			out[i] = fromUnstructured(e, o)
+		}
+		return out
+	}
+	return v
+}
