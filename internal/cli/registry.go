@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/modrule"
+	"github.com/modwright/modwright/internal/kinds/policy"
 )
 
 // defaultClusterRulesNamespace is the --cluster-rules-namespace default.
@@ -12,5 +13,5 @@ const defaultClusterRulesNamespace = modrule.DefaultClusterRulesNamespace
 // cluster-rules namespace ("" for the default): the one place the front
 // ends name a kind.
 func newRegistry(clusterNS string) *kinds.Registry {
-	return kinds.NewRegistry(modrule.NewKind(clusterNS))
+	return kinds.NewRegistry(modrule.NewKind(clusterNS), policy.NewPolicyKind(), policy.NewClusterPolicyKind())
 }

@@ -1,0 +1,488 @@
+package policy
+
+import (
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/modwright/modwright/api/v1alpha1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/lang/cel"
+	"github.com/modwright/modwright/internal/lang/jsonpath"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// The variables of a policy's CEL expressions, as admission policies name
+// them; a validation with a scope also has self and oldSelf.
+const (
+	varObject          = cel.VarObject
+	varOldObject       = cel.VarOldObject
+	varRequest         = "request"
+	varNamespaceObject = "namespaceObject"
+	varVariables       = "variables"
+	varSelf            = cel.VarSelf
+	varOldSelf         = "oldSelf"
+)
+
+// baseEnv is the environment of every expression slot; scopedEnv adds
+// self and oldSelf for a validation with a scope.
+func baseEnv(name string) *lang.Env {
+	return &lang.Env{Name: name, Vars: []lang.Var{
+		{Name: varObject, Doc: "the object (null on DELETE)"},
+		{Name: varOldObject, Doc: "the existing object (UPDATE, DELETE), else null"},
+		{Name: varRequest, Doc: "the admission request's attributes (admission.k8s.io/v1)"},
+		{Name: varNamespaceObject, Doc: "the object's Namespace, null for cluster-scoped objects"},
+		{Name: varVariables, Doc: "the policy's variables, by name"},
+	}}
+}
+
+func scopedEnv(name string) *lang.Env {
+	env := baseEnv(name)
+	env.Vars = append(env.Vars,
+		lang.Var{Name: varSelf, Doc: "the value the scope selected"},
+		lang.Var{Name: varOldSelf, Doc: "the value at the same place in oldObject, or null"})
+	return env
+}
+
+// Rule is a compiled Policy or ClusterPolicy. It is immutable.
+type Rule struct {
+	engine.RuleInfo
+	// Spec is the source, kept for explanations and lint.
+	Spec *v1alpha1.PolicySpec
+
+	cluster    bool
+	match      matcher
+	exclude    *matcher
+	vars       []variable
+	varIndex   map[string]int
+	conditions []condition
+	validates  []validation
+	mutations  []mutation
+	audits     []audit
+	deny, warn bool
+	audit      bool
+	// uses says which costly inputs an expression may read (a variable's
+	// name in its source): the request map, the namespace, the old object.
+	usesRequest, usesNamespace, usesOld bool
+}
+
+var _ engine.Rule = (*Rule)(nil)
+
+// Info returns the kernel's view of the rule.
+func (r *Rule) Info() *engine.RuleInfo { return &r.RuleInfo }
+
+type variable struct {
+	name, field string
+	prog        *cel.Program
+}
+
+type condition struct {
+	name, field string
+	prog        *cel.Program
+}
+
+type validation struct {
+	field     string // spec.validations[i]
+	prog      *cel.Program
+	scope     lang.Query // nil: the object
+	message   string
+	msgExpr   *cel.Program
+	reason    string
+	code      int
+	scopeText string
+}
+
+type mutation struct {
+	field string
+	m     *cel.Mutation
+}
+
+type audit struct {
+	key, field string
+	prog       *cel.Program
+}
+
+// resourceFilter is a compiled v1alpha1.ResourceFilter.
+type resourceFilter struct {
+	groups, kinds, names, namespaces []string // nil: any
+}
+
+// matcher is a compiled match or exclude.
+type matcher struct {
+	resources         []resourceFilter
+	namespaceSelector labels.Selector // nil: none
+	objectSelector    labels.Selector
+}
+
+// reasonCode maps a validation's reason to its HTTP code, as admission
+// policies do.
+func reasonCode(r metav1.StatusReason) (int, bool) {
+	switch r {
+	case metav1.StatusReasonInvalid:
+		return http.StatusUnprocessableEntity, true
+	case metav1.StatusReasonForbidden:
+		return http.StatusForbidden, true
+	case metav1.StatusReasonUnauthorized:
+		return http.StatusUnauthorized, true
+	case metav1.StatusReasonRequestEntityTooLarge:
+		return http.StatusRequestEntityTooLarge, true
+	}
+	return 0, false
+}
+
+// compiler collects a policy's errors while compiling it.
+type compiler struct {
+	errs []rules.FieldError
+}
+
+func (c *compiler) errorf(field string, pos int, format string, args ...any) {
+	c.errs = append(c.errs, rules.FieldError{Field: field, Pos: pos, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *compiler) diags(field string, ds []lang.Diagnostic) {
+	for _, d := range ds {
+		c.errs = append(c.errs, rules.FieldError{Field: field, Pos: d.Pos, Msg: d.Msg})
+	}
+}
+
+// expr compiles an expression slot's union: exactly one language member.
+func (c *compiler) expr(field string, e v1alpha1.Expression, env *lang.Env) *cel.Program {
+	if e.CEL == "" {
+		c.errorf(field, -1, "exactly one language must be set: cel")
+		return nil
+	}
+	return c.cel(field+".cel", e.CEL, env)
+}
+
+func (c *compiler) cel(field, src string, env *lang.Env) *cel.Program {
+	p, ds := cel.Language{}.CompileExpr(env, src)
+	if len(ds) > 0 {
+		c.diags(field, ds)
+		return nil
+	}
+	return p
+}
+
+// Compile compiles a policy's spec; kind is "Policy" or "ClusterPolicy". A
+// spec that does not compile gives a rule whose Err is a
+// *rules.CompileError listing every problem, with field paths and
+// positions.
+func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
+	cluster := kind == v1alpha1.KindClusterPolicy
+	key := meta.Name
+	if !cluster {
+		key = meta.Namespace + "/" + meta.Name
+	}
+	r := &Rule{
+		RuleInfo: engine.RuleInfo{Kind: kind, Key: key, Namespace: meta.Namespace, Name: meta.Name, Tier: spec.ExecutionTier},
+		Spec:     spec,
+		cluster:  cluster,
+	}
+	var c compiler
+	if !cluster && meta.Namespace == "" {
+		c.errorf("metadata.namespace", -1, "a Policy needs a namespace (a ClusterPolicy applies cluster-wide)")
+	}
+	if cluster && meta.Namespace != "" {
+		c.errorf("metadata.namespace", -1, "a ClusterPolicy has no namespace")
+	}
+
+	switch spec.FailurePolicy {
+	case "", v1alpha1.Fail:
+		r.FailurePolicy = engine.FailureFail
+	case v1alpha1.Ignore:
+		r.FailurePolicy = engine.FailureIgnore
+	default:
+		c.errorf("spec.failurePolicy", -1, "unknown failure policy %q: use Fail or Ignore", spec.FailurePolicy)
+	}
+	r.compileActions(&c, spec.ValidationActions)
+	r.compileMatch(&c, spec.Match)
+
+	// Expressions.
+	r.varIndex = make(map[string]int, len(spec.Variables))
+	for i, v := range spec.Variables {
+		field := fmt.Sprintf("spec.variables[%d]", i)
+		if _, dup := r.varIndex[v.Name]; dup {
+			c.errorf(field+".name", -1, "variable %q is defined twice", v.Name)
+		} else if !isIdent(v.Name) {
+			c.errorf(field+".name", -1, "variable name %q is not an identifier (letters, digits, _; not starting with a digit)", v.Name)
+		}
+		r.varIndex[v.Name] = i
+		r.vars = append(r.vars, variable{name: v.Name, field: field + ".cel", prog: c.expr(field, v.Expression, baseEnv(field))})
+	}
+	names := map[string]bool{}
+	for i, mc := range spec.MatchConditions {
+		field := fmt.Sprintf("spec.matchConditions[%d]", i)
+		if mc.Name == "" {
+			c.errorf(field+".name", -1, "a match condition needs a name")
+		} else if names[mc.Name] {
+			c.errorf(field+".name", -1, "match condition %q is defined twice", mc.Name)
+		}
+		names[mc.Name] = true
+		r.conditions = append(r.conditions, condition{name: mc.Name, field: field + ".cel", prog: c.expr(field, mc.Expression, baseEnv(field))})
+	}
+	for i, v := range spec.Validations {
+		field := fmt.Sprintf("spec.validations[%d]", i)
+		env := baseEnv(field)
+		val := validation{field: field, message: strings.TrimSpace(v.Message), scopeText: v.Scope}
+		if v.Scope != "" {
+			env = scopedEnv(field)
+			q, ds := jsonpath.Language{}.CompileQuery(&lang.Env{Name: field + ".scope", Vars: []lang.Var{{Name: jsonpath.VarObject}}}, v.Scope)
+			switch {
+			case len(ds) > 0:
+				c.diags(field+".scope", ds)
+			case !q.IsPath():
+				c.errorf(field+".scope", -1, "a scope must be a path into the object ($.spec.containers[*]), not a computed expression")
+			default:
+				val.scope = q
+			}
+		}
+		val.prog = c.expr(field, v.Expression, env)
+		if v.MessageExpression != "" {
+			val.msgExpr = c.cel(field+".messageExpression", v.MessageExpression, env)
+		}
+		val.reason, val.code = string(metav1.StatusReasonInvalid), http.StatusUnprocessableEntity
+		if v.Reason != nil {
+			code, ok := reasonCode(*v.Reason)
+			if !ok {
+				c.errorf(field+".reason", -1, "unknown reason %q: use Invalid, Forbidden, Unauthorized or RequestEntityTooLarge", *v.Reason)
+			}
+			val.reason, val.code = string(*v.Reason), code
+		}
+		r.validates = append(r.validates, val)
+	}
+	for i, m := range spec.Mutations {
+		field := fmt.Sprintf("spec.mutations[%d]", i)
+		var (
+			kind cel.MutationKind
+			src  string
+		)
+		switch {
+		case m.JSONPatch != "" && m.ApplyConfiguration != "":
+			c.errorf(field, -1, "exactly one of jsonPatch and applyConfiguration must be set")
+			continue
+		case m.JSONPatch != "":
+			kind, src, field = cel.JSONPatch, m.JSONPatch, field+".jsonPatch"
+		case m.ApplyConfiguration != "":
+			kind, src, field = cel.ApplyConfiguration, m.ApplyConfiguration, field+".applyConfiguration"
+		default:
+			c.errorf(field, -1, "exactly one of jsonPatch and applyConfiguration must be set")
+			continue
+		}
+		mu, ds := cel.Language{}.CompileMutation(baseEnv(field), kind, src)
+		if len(ds) > 0 {
+			c.diags(field, ds)
+			continue
+		}
+		r.mutations = append(r.mutations, mutation{field: field, m: mu})
+	}
+	keys := map[string]bool{}
+	for i, a := range spec.AuditAnnotations {
+		field := fmt.Sprintf("spec.auditAnnotations[%d]", i)
+		if a.Key == "" {
+			c.errorf(field+".key", -1, "an audit annotation needs a key")
+		} else if keys[a.Key] {
+			c.errorf(field+".key", -1, "audit annotation key %q is defined twice", a.Key)
+		}
+		keys[a.Key] = true
+		var p *cel.Program
+		if a.ValueExpression == "" {
+			c.errorf(field+".valueExpression", -1, "an audit annotation needs a valueExpression")
+		} else {
+			p = c.cel(field+".valueExpression", a.ValueExpression, baseEnv(field))
+		}
+		r.audits = append(r.audits, audit{key: a.Key, field: field + ".valueExpression", prog: p})
+	}
+
+	if len(spec.Validations) == 0 && len(spec.Mutations) == 0 && len(spec.AuditAnnotations) == 0 {
+		c.errorf("spec", -1, "a policy needs at least one of validations, mutations and auditAnnotations")
+	}
+	// Phases: mutations in the rule's tier, the rest on the final object.
+	if len(spec.Mutations) > 0 {
+		r.Phase |= engine.Mutate
+	}
+	if len(spec.Validations) > 0 || len(spec.AuditAnnotations) > 0 || r.Phase == 0 {
+		r.Phase |= engine.Validate
+	}
+	r.noteUses(spec)
+	if len(c.errs) > 0 {
+		r.Err = &rules.CompileError{Kind: kind, Rule: key, Errors: c.errs}
+	}
+	return r
+}
+
+// compileActions checks validationActions (default Deny).
+func (r *Rule) compileActions(c *compiler, actions []v1alpha1.ValidationAction) {
+	if len(actions) == 0 {
+		r.deny = true
+		return
+	}
+	for i, a := range actions {
+		switch a {
+		case v1alpha1.Deny:
+			r.deny = true
+		case v1alpha1.Warn:
+			r.warn = true
+		case v1alpha1.Audit:
+			r.audit = true
+		default:
+			c.errorf(fmt.Sprintf("spec.validationActions[%d]", i), -1, "unknown validation action %q: use Deny, Warn or Audit", a)
+		}
+	}
+	if r.deny && r.warn {
+		c.errorf("spec.validationActions", -1, "Deny and Warn cannot be used together (a denial already tells the client)")
+	}
+}
+
+// compileMatch compiles spec.match into the matcher and the index keys.
+func (r *Rule) compileMatch(c *compiler, m *v1alpha1.MatchResources) {
+	if m == nil {
+		m = &v1alpha1.MatchResources{}
+	}
+	ops := m.Operations
+	if len(ops) == 0 {
+		ops = []v1alpha1.Operation{"CREATE", "UPDATE"}
+	}
+	for i, op := range ops {
+		o := rules.Operation(op)
+		switch o {
+		case rules.Create, rules.Update, rules.Delete, rules.Connect:
+			r.Index.Operations |= engine.OpSetOf(o)
+		default:
+			c.errorf(fmt.Sprintf("spec.match.operations[%d]", i), -1, "unknown operation %q: use CREATE, UPDATE, DELETE or CONNECT", op)
+		}
+	}
+	r.match = r.compileMatcher(c, "spec.match", m.Resources, m.NamespaceSelector, m.ObjectSelector)
+	if m.Exclude != nil {
+		ex := r.compileMatcher(c, "spec.match.exclude", m.Exclude.Resources, m.Exclude.NamespaceSelector, m.Exclude.ObjectSelector)
+		r.exclude = &ex
+	}
+
+	// Index: the namespace, the kinds, and whether namespace globs filter.
+	if r.cluster {
+		r.Index.AnyNamespace = true
+	} else {
+		r.Index.Namespace = r.Namespace
+	}
+	for _, f := range r.match.resources {
+		if f.namespaces != nil {
+			r.Index.Filtered = true
+		}
+	}
+	if len(r.match.resources) > 0 {
+		var ks []string
+		for _, f := range r.match.resources {
+			if f.kinds == nil {
+				ks = nil
+				break
+			}
+			ks = append(ks, f.kinds...)
+		}
+		r.Index.Kinds = ks
+	}
+}
+
+func (r *Rule) compileMatcher(c *compiler, field string, fs []v1alpha1.ResourceFilter, nsSel, objSel *metav1.LabelSelector) matcher {
+	var m matcher
+	for i, f := range fs {
+		ff := fmt.Sprintf("%s.resources[%d]", field, i)
+		rf := resourceFilter{
+			groups: anyOf(f.APIGroups),
+			kinds:  anyOf(f.Kinds),
+			names:  c.globs(ff+".names", f.Names),
+		}
+		if len(f.Namespaces) > 0 {
+			if !r.cluster {
+				c.errorf(ff+".namespaces", -1, "namespaces is for ClusterPolicy only: a Policy applies to its own namespace")
+			}
+			rf.namespaces = c.globs(ff+".namespaces", f.Namespaces)
+		}
+		m.resources = append(m.resources, rf)
+	}
+	m.namespaceSelector = c.selector(field+".namespaceSelector", nsSel)
+	m.objectSelector = c.selector(field+".objectSelector", objSel)
+	return m
+}
+
+// anyOf is nil (any) for an empty list or one holding "*".
+func anyOf(list []string) []string {
+	for _, s := range list {
+		if s == "*" {
+			return nil
+		}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return list
+}
+
+func (c *compiler) globs(field string, list []string) []string {
+	for i, g := range list {
+		if _, err := path.Match(g, ""); err != nil {
+			c.errorf(fmt.Sprintf("%s[%d]", field, i), -1, "bad glob %q: %v", g, err)
+		}
+	}
+	return anyOf(list)
+}
+
+func (c *compiler) selector(field string, s *metav1.LabelSelector) labels.Selector {
+	if s == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		c.errorf(field, -1, "%v", err)
+		return nil
+	}
+	if sel.Empty() {
+		return nil
+	}
+	return sel
+}
+
+// noteUses records which costly inputs the expressions may read: a
+// variable's name anywhere in a source (a string literal too) counts, so
+// this errs on the side of providing them.
+func (r *Rule) noteUses(spec *v1alpha1.PolicySpec) {
+	var srcs []string
+	for _, v := range spec.Variables {
+		srcs = append(srcs, v.CEL)
+	}
+	for _, m := range spec.MatchConditions {
+		srcs = append(srcs, m.CEL)
+	}
+	for _, v := range spec.Validations {
+		srcs = append(srcs, v.CEL, v.MessageExpression)
+	}
+	for _, m := range spec.Mutations {
+		srcs = append(srcs, m.JSONPatch, m.ApplyConfiguration)
+	}
+	for _, a := range spec.AuditAnnotations {
+		srcs = append(srcs, a.ValueExpression)
+	}
+	for _, s := range srcs {
+		r.usesRequest = r.usesRequest || strings.Contains(s, varRequest)
+		r.usesNamespace = r.usesNamespace || strings.Contains(s, varNamespaceObject)
+		r.usesOld = r.usesOld || strings.Contains(s, varOldObject) || strings.Contains(s, varOldSelf)
+	}
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

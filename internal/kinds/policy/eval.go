@@ -1,0 +1,632 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/lang/cel"
+	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// ErrBudget is in the chain of the error of a policy whose expressions
+// spent the runtime cost budget of one phase (cel.RuntimeCostBudget), with
+// lang.ErrLimit.
+var ErrBudget = errors.New("the policy's runtime cost budget is spent; no further expressions were evaluated")
+
+// ErrNoNamespace is in the chain of the error of a namespaceSelector that
+// cannot be decided: the Namespace's labels are not available (offline,
+// pass the Namespace with --context).
+var ErrNoNamespace = errors.New("the object's Namespace is not available")
+
+// InScope reports whether a ClusterPolicy whose resources name namespaces
+// may apply to objects of namespace ns.
+func (r *Rule) InScope(ns string) bool {
+	for _, f := range r.match.resources {
+		if f.namespaces == nil || globAny(f.namespaces, ns) {
+			return true
+		}
+	}
+	return len(r.match.resources) == 0
+}
+
+// Match decides the static match (resources, selectors, exclusions), then
+// the match conditions.
+func (r *Rule) Match(h *engine.Handle) (bool, error) {
+	obj, _ := h.Object().(map[string]any)
+	in := r.input(h, obj)
+	ok, err := r.match.matches(h, in, false)
+	if err != nil || !ok {
+		return false, err
+	}
+	if r.exclude != nil {
+		ex, err := r.exclude.matches(h, in, true)
+		if err != nil || ex {
+			return false, err
+		}
+	}
+	if len(r.conditions) == 0 {
+		return true, nil
+	}
+	ev := r.newRun(h, obj)
+	for i, c := range r.conditions {
+		ok, err := ev.evalBool(c.prog, &ev.act)
+		ev.step(stepCondition, i, c.field, c.prog.Source(), ok, err)
+		if err != nil {
+			return false, engine.InField(c.field, err)
+		}
+		if !ok {
+			if h.Tracing() {
+				h.Trace().Reason = fmt.Sprintf("match condition %q is false", c.name)
+			}
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Apply runs the mutations (Mutate phase), or the validations and audit
+// annotations (Validate phase).
+func (r *Rule) Apply(h *engine.Handle) error {
+	obj, _ := h.Object().(map[string]any)
+	ev := r.newRun(h, obj)
+	if h.Phase() == engine.Mutate {
+		return ev.mutate(obj)
+	}
+	for i := range r.validates {
+		if err := ev.validate(i, obj); err != nil {
+			return err
+		}
+	}
+	for i, a := range r.audits {
+		v, err := ev.eval(a.prog, &ev.act)
+		ev.step(stepAudit, i, a.field, a.prog.Source(), v, err)
+		if err != nil {
+			return engine.InField(a.field, err)
+		}
+		switch s := v.(type) {
+		case nil:
+		case string:
+			h.Annotate(a.key, s)
+		default:
+			return engine.InField(a.field, fmt.Errorf("the value is a %s, want a string or null", value.TypeName(v)))
+		}
+	}
+	return nil
+}
+
+// objectInput is what the static match reads of the object.
+type objectInput struct {
+	group, kind, name, ns string
+	labels                labels.Set
+}
+
+func (r *Rule) input(h *engine.Handle, obj map[string]any) objectInput {
+	in := objectInput{kind: h.Kind(), ns: h.Namespace()}
+	if av, _ := obj["apiVersion"].(string); av != "" {
+		if g, _, ok := strings.Cut(av, "/"); ok {
+			in.group = g
+		}
+	} else {
+		in.group = h.Request().Kind.Group
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	in.name, _ = md["name"].(string)
+	if in.name == "" {
+		in.name = h.Request().Name
+	}
+	if ls, ok := md["labels"].(map[string]any); ok {
+		in.labels = make(labels.Set, len(ls))
+		for k, v := range ls {
+			if s, ok := v.(string); ok {
+				in.labels[k] = s
+			}
+		}
+	}
+	return in
+}
+
+// matches decides a matcher: for a match, every part must hold; for an
+// exclude (exclude true), the parts that are set must all hold, and one at
+// least must be.
+func (m *matcher) matches(h *engine.Handle, in objectInput, exclude bool) (bool, error) {
+	if exclude && len(m.resources) == 0 && m.namespaceSelector == nil && m.objectSelector == nil {
+		return false, nil
+	}
+	if len(m.resources) > 0 {
+		hit := false
+		for i := range m.resources {
+			if m.resources[i].matches(in) {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			return false, nil
+		}
+	}
+	if m.objectSelector != nil && !m.objectSelector.Matches(in.labels) {
+		return false, nil
+	}
+	if m.namespaceSelector != nil {
+		ls, err := namespaceLabels(h, in)
+		if err != nil {
+			return false, engine.InField(m.field(exclude)+".namespaceSelector", err)
+		}
+		if !m.namespaceSelector.Matches(ls) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (m *matcher) field(exclude bool) string {
+	if exclude {
+		return "spec.match.exclude"
+	}
+	return "spec.match"
+}
+
+func (f *resourceFilter) matches(in objectInput) bool {
+	return (f.groups == nil || contains(f.groups, in.group)) &&
+		(f.kinds == nil || contains(f.kinds, in.kind)) &&
+		(f.names == nil || globAny(f.names, in.name)) &&
+		(f.namespaces == nil || globAny(f.namespaces, in.ns))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func globAny(globs []string, s string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// namespaceLabels returns the labels of the object's namespace: a
+// Namespace's own, none for other cluster-scoped objects, else the
+// Namespace's read through the engine's object reader.
+func namespaceLabels(h *engine.Handle, in objectInput) (labels.Set, error) {
+	if in.ns == "" {
+		if in.kind == "Namespace" && in.group == "" {
+			return in.labels, nil
+		}
+		return nil, nil
+	}
+	nsObj, err := sharedOf(h).namespace(h)
+	if err != nil {
+		return nil, err
+	}
+	if nsObj == nil {
+		return nil, nil
+	}
+	md, _ := nsObj["metadata"].(map[string]any)
+	ls, _ := md["labels"].(map[string]any)
+	set := make(labels.Set, len(ls))
+	for k, v := range ls {
+		if s, ok := v.(string); ok {
+			set[k] = s
+		}
+	}
+	return set, nil
+}
+
+// shared is what every policy of one evaluation reads alike, computed
+// once: the Namespace, the old object, the request's attributes.
+type shared struct {
+	ns      map[string]any
+	nsErr   error
+	nsDone  bool
+	old     any
+	oldDone bool
+	req     map[string]any
+}
+
+func sharedOf(h *engine.Handle) *shared {
+	slot := h.KindState()
+	s, _ := (*slot).(*shared)
+	if s == nil {
+		s = &shared{}
+		*slot = s
+	}
+	return s
+}
+
+func (s *shared) namespace(h *engine.Handle) (map[string]any, error) {
+	if s.nsDone {
+		return s.ns, s.nsErr
+	}
+	s.nsDone = true
+	objs := h.Objects()
+	if objs == nil {
+		s.nsErr = fmt.Errorf("%w: no object reader (offline, pass the Namespace %q with --context)", ErrNoNamespace, h.Namespace())
+		return nil, s.nsErr
+	}
+	ns, err := objs.Get(h.Context(), engine.ObjectRef{Kind: "Namespace", Name: h.Namespace()})
+	if err != nil {
+		s.nsErr = fmt.Errorf("%w: %w", ErrNoNamespace, err)
+		return nil, s.nsErr
+	}
+	s.ns = ns
+	return ns, nil
+}
+
+// oldObject returns the existing object: the one under evaluation on
+// DELETE, the request's old object on UPDATE, else nil.
+func (s *shared) oldObject(h *engine.Handle) any {
+	if s.oldDone {
+		return s.old
+	}
+	s.oldDone = true
+	req := h.Request()
+	switch req.Operation {
+	case rules.Delete:
+		s.old = h.Object()
+	case rules.Update:
+		s.old = req.OldObject
+		if s.old == nil && req.OldObjectJSON != nil {
+			if v, err := value.Decode(req.OldObjectJSON); err == nil {
+				s.old = v
+			}
+		}
+	}
+	return s.old
+}
+
+// request returns the request's attributes as admission.k8s.io/v1 names
+// them.
+func (s *shared) request(h *engine.Handle) map[string]any {
+	if s.req != nil {
+		return s.req
+	}
+	q := h.Request()
+	gvk := func(g engine.GroupVersionKind) map[string]any {
+		return map[string]any{"group": g.Group, "version": g.Version, "kind": g.Kind}
+	}
+	gvr := func(g engine.GroupVersionResource) map[string]any {
+		return map[string]any{"group": g.Group, "version": g.Version, "resource": g.Resource}
+	}
+	kind := q.Kind
+	if kind.Kind == "" {
+		kind.Kind = h.Kind()
+	}
+	groups := make([]any, len(q.UserInfo.Groups))
+	for i, g := range q.UserInfo.Groups {
+		groups[i] = g
+	}
+	extra := map[string]any{}
+	for k, vs := range q.UserInfo.Extra {
+		l := make([]any, len(vs))
+		for i, v := range vs {
+			l[i] = v
+		}
+		extra[k] = l
+	}
+	req := map[string]any{
+		"uid":       q.UID,
+		"kind":      gvk(kind),
+		"resource":  gvr(q.Resource),
+		"name":      q.Name,
+		"namespace": q.Namespace,
+		"operation": string(q.Operation),
+		"userInfo":  map[string]any{"username": q.UserInfo.Username, "uid": q.UserInfo.UID, "groups": groups, "extra": extra},
+		"dryRun":    q.DryRun,
+	}
+	if q.SubResource != "" {
+		req["subResource"] = q.SubResource
+	}
+	if q.RequestKind.Kind != "" {
+		req["requestKind"] = gvk(q.RequestKind)
+		req["requestResource"] = gvr(q.RequestResource)
+		if q.RequestSubResource != "" {
+			req["requestSubResource"] = q.RequestSubResource
+		}
+	} else {
+		req["requestKind"] = gvk(kind)
+		req["requestResource"] = gvr(q.Resource)
+	}
+	if len(q.Options) > 0 {
+		if v, err := value.Decode(q.Options); err == nil {
+			req["options"] = v
+		}
+	}
+	s.req = req
+	return req
+}
+
+// run is one phase of one policy on one request: the activation, the
+// variables' values (lazy), the cost budget left.
+type run struct {
+	r      *Rule
+	h      *engine.Handle
+	ctx    context.Context
+	act    lang.Activation
+	vals   []any
+	errs   []error
+	state  []uint8 // 0 not evaluated, 1 evaluating, 2 done
+	budget int64
+	tr     *Trace
+}
+
+func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
+	ev := &run{r: r, h: h, ctx: h.Context(), budget: int64(cel.RuntimeCostBudget)}
+	s := sharedOf(h)
+	ev.act.Object = obj
+	if h.Request().Operation == rules.Delete {
+		ev.act.Object = nil
+	}
+	if r.usesOld {
+		ev.act.OldObject = s.oldObject(h)
+	}
+	ev.act.Namespace = h.Namespace()
+	ev.act.Vars = map[string]any{varVariables: varsView{ev, len(r.vars)}}
+	if r.usesRequest {
+		ev.act.Vars[varRequest] = s.request(h)
+	}
+	if r.usesNamespace && h.Namespace() != "" {
+		if ns, err := s.namespace(h); err == nil && ns != nil {
+			ev.act.Vars[varNamespaceObject] = ns
+		}
+	}
+	if len(r.vars) > 0 {
+		ev.vals = make([]any, len(r.vars))
+		ev.errs = make([]error, len(r.vars))
+		ev.state = make([]uint8, len(r.vars))
+	}
+	if h.Tracing() {
+		ev.tr = &Trace{}
+		if prev, ok := h.Trace().Detail.(*Trace); ok {
+			ev.tr = prev // Match's record, continued by Apply
+		}
+		h.Trace().Detail = ev.tr
+	}
+	return ev
+}
+
+// charge spends cost from the budget.
+func (ev *run) charge(cost uint64) error {
+	ev.budget -= int64(cost)
+	if ev.budget < 0 {
+		return lang.Limit(fmt.Errorf("%w (budget %d)", ErrBudget, cel.RuntimeCostBudget))
+	}
+	return nil
+}
+
+func (ev *run) eval(p *cel.Program, act *lang.Activation) (any, error) {
+	if ev.budget < 0 {
+		return nil, lang.Limit(ErrBudget)
+	}
+	v, cost, err := p.EvalCost(ev.ctx, act)
+	if cerr := ev.charge(cost); err == nil {
+		err = cerr
+	}
+	return v, err
+}
+
+func (ev *run) evalBool(p *cel.Program, act *lang.Activation) (bool, error) {
+	if ev.budget < 0 {
+		return false, lang.Limit(ErrBudget)
+	}
+	v, cost, err := p.EvalBoolCost(ev.ctx, act)
+	if cerr := ev.charge(cost); err == nil {
+		err = cerr
+	}
+	return v, err
+}
+
+// variable evaluates variable i once.
+func (ev *run) variable(i int) (any, error) {
+	switch ev.state[i] {
+	case 2:
+		return ev.vals[i], ev.errs[i]
+	case 1:
+		return nil, fmt.Errorf("variable %q refers to itself", ev.r.vars[i].name)
+	}
+	ev.state[i] = 1
+	v := ev.r.vars[i]
+	act := ev.act
+	act.Vars = make(map[string]any, len(ev.act.Vars))
+	for k, x := range ev.act.Vars {
+		act.Vars[k] = x
+	}
+	act.Vars[varVariables] = varsView{ev, i}
+	val, err := ev.eval(v.prog, &act)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", v.field, err)
+	}
+	ev.vals[i], ev.errs[i], ev.state[i] = val, err, 2
+	ev.step(stepVariable, i, v.field, v.prog.Source(), val, err)
+	return val, err
+}
+
+// varsView is `variables` as seen by an expression: the first n variables
+// (a variable reads only those defined before it).
+type varsView struct {
+	ev *run
+	n  int
+}
+
+var _ lang.Lazy = varsView{}
+
+func (v varsView) Member(name string) (any, bool, error) {
+	i, ok := v.ev.r.varIndex[name]
+	if !ok || i >= v.n {
+		return nil, false, nil
+	}
+	val, err := v.ev.variable(i)
+	return val, true, err
+}
+
+func (v varsView) Names() []string {
+	names := make([]string, v.n)
+	for i := range names {
+		names[i] = v.ev.r.vars[i].name
+	}
+	return names
+}
+
+// mutate applies the mutations in order to a working copy, then patches
+// the object with the difference, atomically.
+func (ev *run) mutate(obj map[string]any) error {
+	cur := obj
+	for i, m := range ev.r.mutations {
+		ev.act.Object = cur
+		next, cost, err := m.m.Apply(ev.ctx, &ev.act, cur)
+		if cerr := ev.charge(cost); err == nil {
+			err = cerr
+		}
+		ev.step(stepMutation, i, m.field, m.m.Source(), nil, err)
+		if err != nil {
+			return engine.InField(m.field, err)
+		}
+		cur = next
+	}
+	ops := patch.Diff(obj, cur)
+	if len(ops) == 0 {
+		return nil
+	}
+	if ev.h.Tracing() {
+		ev.h.Trace().Ops = ops
+	}
+	if err := ev.h.Patch(ops); err != nil {
+		return engine.InField("spec.mutations", err)
+	}
+	return nil
+}
+
+// validate runs validation i: over the object, or over each value its
+// scope selects.
+func (ev *run) validate(i int, obj map[string]any) error {
+	v := &ev.r.validates[i]
+	if v.scope == nil {
+		ok, err := ev.evalBool(v.prog, &ev.act)
+		ev.step(stepValidation, i, v.field, v.prog.Source(), ok, err)
+		if err != nil {
+			return engine.InField(v.field+".cel", err)
+		}
+		if !ok {
+			ev.fail(i, &ev.act)
+		}
+		return nil
+	}
+	root := any(obj)
+	if ev.act.Object == nil {
+		root = ev.act.OldObject // DELETE: the scope reads the old object
+	}
+	nodes, err := v.scope.Nodes(ev.ctx, root)
+	if err != nil {
+		return engine.InField(v.field+".scope", err)
+	}
+	var olds []lang.Node
+	if ev.act.OldObject != nil && ev.r.usesOld {
+		olds, err = v.scope.Nodes(ev.ctx, ev.act.OldObject)
+		if err != nil {
+			return engine.InField(v.field+".scope", err)
+		}
+	}
+	act := ev.act
+	act.Vars = make(map[string]any, len(ev.act.Vars)+1)
+	for k, x := range ev.act.Vars {
+		act.Vars[k] = x
+	}
+	for _, n := range nodes {
+		act.Item = n.Value
+		act.Vars[varOldSelf] = samePlace(olds, n.Keys)
+		ok, err := ev.evalBool(v.prog, &act)
+		ev.step(stepValidation, i, v.field, v.prog.Source(), ok, err)
+		if err != nil {
+			return engine.InField(v.field+".cel", err)
+		}
+		if !ok {
+			ev.fail(i, &act)
+		}
+	}
+	return nil
+}
+
+// samePlace returns the value of the node with keys, or nil.
+func samePlace(nodes []lang.Node, keys []any) any {
+	for _, n := range nodes {
+		if value.Equal(n.Keys, keys) {
+			return n.Value
+		}
+	}
+	return nil
+}
+
+// fail acts on a failed validation: its message, then the policy's
+// validation actions.
+func (ev *run) fail(i int, act *lang.Activation) {
+	v := &ev.r.validates[i]
+	msg := v.message
+	if v.msgExpr != nil {
+		// As admission policies: a messageExpression that fails or gives
+		// an empty string falls back to message.
+		if m, err := ev.eval(v.msgExpr, act); err == nil {
+			if s, ok := m.(string); ok && strings.TrimSpace(s) != "" {
+				msg = s
+			}
+		}
+	}
+	if msg == "" {
+		msg = "failed expression: " + strings.TrimSpace(v.prog.Source())
+	}
+	if ev.r.deny {
+		ev.h.Deny(msg, v.reason, v.code)
+	}
+	if ev.r.warn {
+		ev.h.Warn(msg)
+	}
+	if ev.r.audit {
+		b, _ := json.Marshal(auditFailure{Message: msg, Policy: ev.r.Key, Kind: ev.r.Kind, Index: i, Actions: ev.r.actions()})
+		ev.h.Annotate(ValidationFailureAnnotation, string(b))
+	}
+	if ev.tr != nil {
+		ev.tr.Failures = append(ev.tr.Failures, Failure{Field: v.field, Message: msg})
+	}
+}
+
+// ValidationFailureAnnotation is the audit annotation of a validation that
+// failed under the Audit action: a JSON object (message, policy, kind,
+// expressionIndex, validationActions), as admission policies'.
+const ValidationFailureAnnotation = "validation_failure"
+
+type auditFailure struct {
+	Message string   `json:"message"`
+	Policy  string   `json:"policy"`
+	Kind    string   `json:"kind"`
+	Index   int      `json:"expressionIndex"`
+	Actions []string `json:"validationActions"`
+}
+
+func (r *Rule) actions() []string {
+	var as []string
+	if r.deny {
+		as = append(as, "Deny")
+	}
+	if r.warn {
+		as = append(as, "Warn")
+	}
+	if r.audit {
+		as = append(as, "Audit")
+	}
+	return as
+}
