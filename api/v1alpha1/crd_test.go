@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,8 +51,8 @@ func TestGeneratedFiles(t *testing.T) {
 		t.Fatalf("controller-gen: %v\n%s", err, b)
 	}
 	committed := map[string][]string{
-		policyCRD:                 {"deploy/crds", "deploy/helm/modwright/crds"},
-		clusterPolicyCRD:          {"deploy/crds", "deploy/helm/modwright/crds"},
+		policyCRD:                  {"deploy/crds", "deploy/helm/modwright/crds"},
+		clusterPolicyCRD:           {"deploy/crds", "deploy/helm/modwright/crds"},
 		"zz_generated.deepcopy.go": {"api/v1alpha1"},
 	}
 	for name, dirs := range committed {
@@ -80,11 +81,11 @@ type crdValidator struct {
 	cel        *cel.Validator
 }
 
-// loadCRD reads a committed CRD and checks its schema is structural and
-// every rule compiles as a new rule of a new CRD, within the estimated cost
-// limit of one rule. (The limit of the whole CRD, which multiplies by the
-// lists' sizes, is checked when the e2e tests install it:
-// apiextensions' CRD validation would add gRPC to the module graph.)
+// loadCRD reads a committed CRD and checks, as the API server checks a CRD
+// it is given, that its schema is structural and every rule compiles as a
+// new rule, within the estimated cost limits of one rule and of the whole
+// schema. (apiextensions' CRD validation itself would add gRPC to the
+// module graph; the e2e tests install the CRDs on a real API server.)
 func loadCRD(t *testing.T, name string) *crdValidator {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(testtool.RepoRoot(t), "deploy", "crds", name))
@@ -100,16 +101,18 @@ func loadCRD(t *testing.T, name string) *crdValidator {
 	if err := apiextv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(&v1, &crd, nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(crd.Spec.Versions) != 1 {
-		t.Fatalf("%s has %d versions, want 1", name, len(crd.Spec.Versions))
-	}
 	// The conversion moves a schema all versions share to spec.validation.
 	props := crd.Spec.Validation.OpenAPIV3Schema
 	s, err := structuralschema.NewStructural(props)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRules(t, field.NewPath(""), s, model.SchemaDeclType(s, true))
+	one, total := uint64(1), uint64(0)
+	checkRules(t, field.NewPath("openAPIV3Schema"), s, model.SchemaDeclType(s, true), &one, &total)
+	if total > staticEstimatedCRDCostLimit {
+		t.Errorf("%s: estimated cost of all rules %d exceeds %d", name, total, staticEstimatedCRDCostLimit)
+	}
+	t.Logf("%s: estimated cost of all rules %d (limit %d)", name, total, staticEstimatedCRDCostLimit)
 	sv, _, err := schemavalidation.NewSchemaValidator(props)
 	if err != nil {
 		t.Fatal(err)
@@ -117,12 +120,18 @@ func loadCRD(t *testing.T, name string) *crdValidator {
 	return &crdValidator{structural: s, schema: sv, cel: cel.NewValidator(s, true, celconfig.PerCallLimit)}
 }
 
-// staticEstimatedCostLimit is the estimated cost a CRD's rule may have
+// The estimated costs a CRD's rules may have, each and in all
 // (k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation).
-const staticEstimatedCostLimit = 10_000_000
+const (
+	staticEstimatedCostLimit    = 10_000_000
+	staticEstimatedCRDCostLimit = 100_000_000
+)
 
-// checkRules compiles the rules of s and of the schemas below it.
-func checkRules(t *testing.T, path *field.Path, s *structuralschema.Structural, dt *apiservercel.DeclType) {
+// checkRules compiles the rules of s and of the schemas below it, adding
+// their estimated costs to total: a rule's cost times the number of times
+// it may run, card (the product of the maxItems of the lists above it; nil
+// when one has none: the estimate from the smallest size of the value).
+func checkRules(t *testing.T, path *field.Path, s *structuralschema.Structural, dt *apiservercel.DeclType, card, total *uint64) {
 	t.Helper()
 	if dt == nil {
 		return
@@ -132,19 +141,33 @@ func checkRules(t *testing.T, path *field.Path, s *structuralschema.Structural, 
 		t.Fatalf("%s: %v", path, err)
 	}
 	for i, r := range results {
-		if r.Error != nil {
+		n := r.MaxCardinality
+		if card != nil {
+			n = *card
+		}
+		cost := r.MaxCost * n
+		if n != 0 && cost/n != r.MaxCost {
+			cost = math.MaxUint64
+		}
+		*total = min(*total+cost, math.MaxUint64-1)
+		switch {
+		case r.Error != nil:
 			t.Errorf("%s: rule %q: %v", path, s.XValidations[i].Rule, r.Error)
-		} else if r.MaxCost > staticEstimatedCostLimit {
-			t.Errorf("%s: rule %q: estimated cost %d exceeds %d", path, s.XValidations[i].Rule, r.MaxCost, staticEstimatedCostLimit)
+		case cost > staticEstimatedCostLimit:
+			t.Errorf("%s: rule %q: estimated cost %d (%d times %d) exceeds %d", path, s.XValidations[i].Rule, cost, r.MaxCost, n, staticEstimatedCostLimit)
 		}
 	}
 	if s.Items != nil {
-		checkRules(t, path.Child("items"), s.Items, dt.ElemType)
+		var items *uint64
+		if card != nil && s.ValueValidation != nil && s.ValueValidation.MaxItems != nil {
+			items = new(*card * uint64(*s.ValueValidation.MaxItems))
+		}
+		checkRules(t, path.Child("items"), s.Items, dt.ElemType, items, total)
 	}
 	for name := range s.Properties {
 		prop := s.Properties[name]
 		if f, ok := dt.Fields[name]; ok {
-			checkRules(t, path.Child(name), &prop, f.Type)
+			checkRules(t, path.Child("properties", name), &prop, f.Type, card, total)
 		}
 	}
 }
@@ -278,6 +301,10 @@ auditAnnotations:
 			"spec.matchConditions: Too many: 65: must have at most 64 items"}},
 		{name: "too many audit annotations", spec: "auditAnnotations:" + manyItems(21, func(i int) string { return fmt.Sprintf("{key: k%d, valueExpression: 'null'}", i) }), want: []string{
 			"spec.auditAnnotations: Too many: 21: must have at most 20 items"}},
+		{name: "too many validations", spec: "validations:" + manyItems(257, func(int) string { return "{cel: 'true'}" }), want: []string{
+			"spec.validations: Too many: 257: must have at most 256 items"}},
+		{name: "too many resource filters", spec: check + "match:\n  resources:" + manyItems(65, func(int) string { return "{kinds: [Pod]}" }), want: []string{
+			"spec.match.resources: Too many: 65: must have at most 64 items"}},
 		{name: "scope without $", spec: "validations:\n  - cel: 'true'\n    scope: spec.containers", want: []string{
 			"spec.validations[0].scope: Invalid value: \"spec.containers\": scope must be a KubeMod JSONPath expression starting with $"}},
 		{name: "blank message", spec: "validations:\n  - cel: 'true'\n    message: '  '", want: []string{

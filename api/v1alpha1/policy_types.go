@@ -167,6 +167,8 @@ type ResourceFilter struct {
 // ExcludeResources names objects a policy does not apply to, even when its
 // match does: any resource filter, or both selectors when set.
 type ExcludeResources struct {
+	// Resources: an object any filter selects is excluded (at most 64).
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Resources []ResourceFilter `json:"resources,omitempty"`
 	// +optional
@@ -184,7 +186,8 @@ type MatchResources struct {
 	// +listType=set
 	Operations []Operation `json:"operations,omitempty"`
 	// Resources: the policy applies to an object any filter selects;
-	// empty: every kind.
+	// empty: every kind. At most 64.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Resources []ResourceFilter `json:"resources,omitempty"`
 	// NamespaceSelector selects on the labels of the object's namespace
@@ -231,7 +234,8 @@ type PolicySpec struct {
 	Match *MatchResources `json:"match,omitempty"`
 
 	// Variables are named expressions the others read as
-	// variables.<name>.
+	// variables.<name> (at most 256).
+	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -245,11 +249,14 @@ type PolicySpec struct {
 	// +listMapKey=name
 	MatchConditions []MatchCondition `json:"matchConditions,omitempty"`
 
-	// Validations the object must pass.
+	// Validations the object must pass (at most 256).
+	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	Validations []Validation `json:"validations,omitempty"`
 
-	// Mutations change the object, in order, atomically.
+	// Mutations change the object, in order, each atomically (at most
+	// 256).
+	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	Mutations []Mutation `json:"mutations,omitempty"`
 

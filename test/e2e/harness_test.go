@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modwright/modwright/api/v1alpha1"
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/deploy"
 	"github.com/modwright/modwright/internal/cli"
@@ -52,6 +53,7 @@ func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1beta1.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
 	_ = apiextv1.AddToScheme(s)
 	return s
 }
@@ -59,7 +61,7 @@ func newScheme() *runtime.Scheme {
 // startCluster starts etcd and kube-apiserver and, with install, deploy/'s
 // namespace and bundle (RBAC, webhook configurations pointing at a local
 // balancer, Service, Deployment: inert without a controller manager) but not
-// the CRD. It also makes a kubeconfig for the operator's service account.
+// the CRDs. It also makes a kubeconfig for the operator's service account.
 func startCluster(t *testing.T, install bool) *cluster {
 	t.Helper()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
@@ -152,14 +154,20 @@ func (cl *cluster) manifests(t *testing.T, data []byte, extra ...string) []*unst
 	return out
 }
 
-func (cl *cluster) installCRD(t *testing.T) {
+// installCRDs installs the CRDs of every rule kind (deploy.CRDs: ModRule,
+// Policy, ClusterPolicy) and waits until they are served.
+func (cl *cluster) installCRDs(t *testing.T) {
 	t.Helper()
-	var crd apiextv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(deploy.CRD, &crd); err != nil {
-		t.Fatal(err)
+	var crds []*apiextv1.CustomResourceDefinition
+	for _, data := range deploy.CRDs() {
+		crd := &apiextv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			t.Fatal(err)
+		}
+		crds = append(crds, crd)
 	}
-	if _, err := envtest.InstallCRDs(cl.cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{&crd}}); err != nil {
-		t.Fatalf("installing the CRD: %v", err)
+	if _, err := envtest.InstallCRDs(cl.cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		t.Fatalf("installing the CRDs: %v", err)
 	}
 }
 

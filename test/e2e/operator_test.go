@@ -95,7 +95,7 @@ func TestOperator(t *testing.T) {
 		eventually(t, 30*time.Second, func() error {
 			ok, body := a.ready()
 			if ok {
-				t.Fatalf("ready without the ModRule CRD:\n%s", body)
+				t.Fatalf("ready without the CRDs:\n%s", body)
 			}
 			if !strings.Contains(body, "[-]rules") {
 				return fmt.Errorf("readiness: %s", body)
@@ -104,10 +104,10 @@ func TestOperator(t *testing.T) {
 		})
 		time.Sleep(time.Second)
 		if ok, body := a.ready(); ok || !strings.Contains(body, "[-]rules") {
-			t.Fatalf("readiness without the CRD: %v\n%s", ok, body)
+			t.Fatalf("readiness without the CRDs: %v\n%s", ok, body)
 		}
 	})
-	cl.installCRD(t)
+	cl.installCRDs(t)
 	t.Run("ready after sync", func(t *testing.T) { a.waitReady(t); cl.lb.add(a.webhook) })
 	if t.Failed() {
 		return
