@@ -98,6 +98,30 @@ func TestPolicy(t *testing.T) {
 		return func() client.Object { return configMap(ns, name, map[string]string{"app": name}) }
 	}
 
+	t.Run("caBundle in every validating webhook", func(t *testing.T) {
+		var s corev1.Secret
+		if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: "modwright-webhook-cert"}, &s); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, func() error {
+			var vw admissionregv1.ValidatingWebhookConfiguration
+			if err := c.Get(ctx, client.ObjectKey{Name: "modwright"}, &vw); err != nil {
+				return err
+			}
+			var names []string
+			for _, w := range vw.Webhooks {
+				if string(w.ClientConfig.CABundle) != string(s.Data["ca.crt"]) {
+					return fmt.Errorf("webhook %s has another caBundle", w.Name)
+				}
+				names = append(names, w.Name)
+			}
+			if want := "modrules.modwright.io policies.modwright.io clusterpolicies.modwright.io"; strings.Join(names, " ") != want {
+				t.Fatalf("validating webhooks %q, want %s", names, want)
+			}
+			return nil
+		})
+	})
+
 	t.Run("the CRD's rules", func(t *testing.T) {
 		// The API server's own validation (the CRD's CEL rules), before
 		// any webhook.
