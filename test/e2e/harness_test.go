@@ -19,6 +19,8 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -393,4 +395,60 @@ func (cl *cluster) setFailurePolicy(t *testing.T, p admissionregv1.FailurePolicy
 		mw.Webhooks[0].FailurePolicy = &p
 		return cl.c.Update(context.Background(), &mw)
 	})
+}
+
+// storeUnvalidated creates a rule while nothing validates it (as under
+// KubeMod, or before modwright was installed): it removes the validating
+// webhook configuration, creates obj, and restores deploy/'s.
+func (cl *cluster) storeUnvalidated(t *testing.T, obj client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	var vw admissionregv1.ValidatingWebhookConfiguration
+	if err := cl.c.Get(ctx, client.ObjectKey{Name: "modwright"}, &vw); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.c.Delete(ctx, &vw); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error { return cl.c.Create(ctx, obj) })
+	for _, u := range cl.manifests(t, deploy.Bundle) {
+		if u.GetKind() == "ValidatingWebhookConfiguration" {
+			if err := cl.c.Create(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// readyCondition waits until the operator has written the status of a rule
+// of any kind for its current generation, and returns its Ready condition.
+func readyCondition(t *testing.T, c client.Client, rule client.Object) metav1.Condition {
+	t.Helper()
+	gvk, err := c.GroupVersionKindFor(rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cond metav1.Condition
+	eventually(t, 15*time.Second, func() error {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(rule), u); err != nil {
+			return err
+		}
+		var st struct {
+			ObservedGeneration int64              `json:"observedGeneration"`
+			Conditions         []metav1.Condition `json:"conditions"`
+		}
+		raw, _, _ := unstructured.NestedMap(u.Object, "status")
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(st.Conditions, "Ready")
+		if c == nil || st.ObservedGeneration != u.GetGeneration() {
+			return fmt.Errorf("status %+v at generation %d", st, u.GetGeneration())
+		}
+		cond = *c
+		return nil
+	})
+	return cond
 }

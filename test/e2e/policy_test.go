@@ -13,15 +13,21 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/api/v1alpha1"
-	"github.com/modwright/modwright/deploy"
 )
+
+// configMaps is the match of a policy on ConfigMaps (YAML).
+const configMaps = `
+match:
+  resources:
+  - apiGroups: [""]
+    kinds: [ConfigMap]
+`
 
 func policySpec(t *testing.T, name, spec string) v1alpha1.PolicySpec {
 	t.Helper()
@@ -151,11 +157,7 @@ validations:
 	})
 
 	t.Run("patch", func(t *testing.T) {
-		create(t, c, policy(t, "team-a", "checked", `
-match:
-  resources:
-  - apiGroups: [""]
-    kinds: [ConfigMap]
+		create(t, c, policy(t, "team-a", "checked", configMaps+`
 mutations:
 - jsonPatch: "[JSONPatch{op: 'add', path: '/metadata/labels/checked', value: 'yes'}]"
 `))
@@ -178,11 +180,7 @@ mutations:
 	})
 
 	t.Run("deny", func(t *testing.T) {
-		create(t, c, policy(t, "team-a", "no-secrets", `
-match:
-  resources:
-  - apiGroups: [""]
-    kinds: [ConfigMap]
+		create(t, c, policy(t, "team-a", "no-secrets", configMaps+`
 validations:
 - cel: "!has(object.data) || !('password' in object.data)"
   message: "no passwords in ConfigMaps"
@@ -219,12 +217,8 @@ validations:
 	})
 
 	t.Run("warn", func(t *testing.T) {
-		create(t, c, policy(t, "team-b", "owner", `
+		create(t, c, policy(t, "team-b", "owner", configMaps+`
 validationActions: [Warn]
-match:
-  resources:
-  - apiGroups: [""]
-    kinds: [ConfigMap]
 validations:
 - cel: "has(object.metadata.labels) && 'owner' in object.metadata.labels"
   message: "ConfigMaps should name their owner"
@@ -274,52 +268,18 @@ mutations:
 	})
 
 	t.Run("status of a broken Policy stored anyway", func(t *testing.T) {
-		// Stored while nothing validated it: remove the validating
-		// webhook, store the Policy, restore the webhook.
-		var vw admissionregv1.ValidatingWebhookConfiguration
-		if err := c.Get(ctx, client.ObjectKey{Name: "modwright"}, &vw); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Delete(ctx, &vw); err != nil {
-			t.Fatal(err)
-		}
-		broken := policy(t, "team-b", "broken", `
-match:
-  resources:
-  - apiGroups: [""]
-    kinds: [ConfigMap]
+		// Stored while nothing validated it.
+		broken := policy(t, "team-b", "broken", configMaps+`
 mutations:
 - jsonPatch: "[JSONPatch{op: 'add', path: '/metadata/labels/broken', value: 1 + 'a'}]"
 `)
-		eventually(t, 10*time.Second, func() error { return c.Create(ctx, broken) })
-		for _, u := range cl.manifests(t, deploy.Bundle) {
-			if u.GetKind() == "ValidatingWebhookConfiguration" {
-				if err := c.Create(ctx, u); err != nil {
-					t.Fatal(err)
-				}
-			}
+		cl.storeUnvalidated(t, broken)
+		if cond := readyCondition(t, c, broken); cond.Status != metav1.ConditionFalse || cond.Reason != "CompileError" ||
+			!strings.Contains(cond.Message, "spec.mutations[0].jsonPatch") || !strings.Contains(cond.Message, "no matching overload") {
+			t.Fatalf("Ready condition = %+v", cond)
 		}
-		eventually(t, 15*time.Second, func() error {
-			var p v1alpha1.Policy
-			if err := c.Get(ctx, client.ObjectKeyFromObject(broken), &p); err != nil {
-				return err
-			}
-			cond := meta.FindStatusCondition(p.Status.Conditions, "Ready")
-			if cond == nil || p.Status.ObservedGeneration != p.Generation {
-				return fmt.Errorf("status %+v", p.Status)
-			}
-			if cond.Status != metav1.ConditionFalse || cond.Reason != "CompileError" ||
-				!strings.Contains(cond.Message, "spec.mutations[0].jsonPatch") || !strings.Contains(cond.Message, "no matching overload") {
-				t.Fatalf("Ready condition = %+v", cond)
-			}
-			return nil
-		})
-		var good v1alpha1.Policy
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: "owner"}, &good); err != nil {
-			t.Fatal(err)
-		}
-		if cond := meta.FindStatusCondition(good.Status.Conditions, "Ready"); cond == nil || cond.Status != metav1.ConditionTrue || good.Status.ObservedGeneration != good.Generation {
-			t.Errorf("status of a good Policy = %+v", good.Status)
+		if cond := readyCondition(t, c, policy(t, "team-b", "owner", "{}")); cond.Status != metav1.ConditionTrue {
+			t.Errorf("Ready condition of a good Policy = %+v", cond)
 		}
 		// The broken Policy is never applied; the others still are.
 		if err := c.Create(ctx, configMap("team-b", "after-broken", map[string]string{"owner": "me"}), client.DryRunAll); err != nil {
@@ -343,15 +303,8 @@ mutations:
 				t.Errorf("namespace %s: org label %q (err %v), want %q", ns, got, err, want)
 			}
 		}
-		var p v1alpha1.ClusterPolicy
-		eventually(t, 15*time.Second, func() error {
-			if err := c.Get(ctx, client.ObjectKey{Name: "org"}, &p); err != nil {
-				return err
-			}
-			if cond := meta.FindStatusCondition(p.Status.Conditions, "Ready"); cond == nil || cond.Status != metav1.ConditionTrue {
-				return fmt.Errorf("status %+v", p.Status)
-			}
-			return nil
-		})
+		if cond := readyCondition(t, c, clusterPolicy(t, "org", "{}")); cond.Status != metav1.ConditionTrue {
+			t.Errorf("Ready condition of a ClusterPolicy = %+v", cond)
+		}
 	})
 }
