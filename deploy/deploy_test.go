@@ -103,8 +103,50 @@ func TestBundleInSync(t *testing.T) {
 	if d := cmp.Diff(chartObjects, ids(objects(t, got))); d != "" {
 		t.Errorf("chart objects (-want +got):\n%s", d)
 	}
-	if !bytes.Equal(Bundle, mustRead(t, "bundle/modwright.yaml")) || !bytes.Equal(CRD, mustRead(t, "crds/api.kubemod.io_modrules.yaml")) {
-		t.Error("embedded manifests differ from the files")
+	if !bytes.Equal(Bundle, mustRead(t, "bundle/modwright.yaml")) {
+		t.Error("the embedded bundle differs from the file")
+	}
+}
+
+// crdFiles are the files of deploy/crds, each a CustomResourceDefinition.
+var crdFiles = []string{"api.kubemod.io_modrules.yaml", "modwright.io_clusterpolicies.yaml", "modwright.io_policies.yaml"}
+
+// TestCRDs: deploy/crds holds the CRDs of every rule kind, the Helm chart
+// has the same copies, and the package embeds them all (its CRDs are what
+// the e2e tests and the sandbox install).
+func TestCRDs(t *testing.T) {
+	for _, dir := range []string{"crds", "helm/modwright/crds"} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if d := cmp.Diff(crdFiles, names); d != "" {
+			t.Errorf("%s (-want +got):\n%s", dir, d)
+		}
+	}
+	for _, name := range crdFiles {
+		if !bytes.Equal(mustRead(t, "crds/"+name), mustRead(t, "helm/modwright/crds/"+name)) {
+			t.Errorf("the chart's copy of %s differs; run make generate", name)
+		}
+	}
+	var embedded []string
+	for _, crd := range CRDs() {
+		for _, name := range crdFiles {
+			if bytes.Equal(crd, mustRead(t, "crds/"+name)) {
+				embedded = append(embedded, name)
+			}
+		}
+	}
+	slices.Sort(embedded)
+	if d := cmp.Diff(crdFiles, embedded); d != "" {
+		t.Errorf("embedded CRDs (-files +embedded):\n%s", d)
+	}
+	if !bytes.Equal(CRD, mustRead(t, "crds/api.kubemod.io_modrules.yaml")) {
+		t.Error("CRD is not the ModRule CRD")
 	}
 }
 
@@ -117,12 +159,13 @@ func mustRead(t *testing.T, path string) []byte {
 	return b
 }
 
-// TestKustomize: kubectl apply -k deploy/ installs the namespace, the CRD
+// TestKustomize: kubectl apply -k deploy/ installs the namespace, the CRDs
 // and the chart's objects.
 func TestKustomize(t *testing.T) {
 	kustomize := testtool.Find(t, "kustomize")
 	objs := objects(t, run(t, kustomize, "build", "deploy"))
-	want := append([]string{"CustomResourceDefinition modrules.api.kubemod.io", "Namespace modwright-system"}, chartObjects...)
+	want := append([]string{"CustomResourceDefinition modrules.api.kubemod.io", "CustomResourceDefinition policies.modwright.io",
+		"CustomResourceDefinition clusterpolicies.modwright.io", "Namespace modwright-system"}, chartObjects...)
 	slices.Sort(want)
 	if d := cmp.Diff(want, ids(objs)); d != "" {
 		t.Errorf("kustomize build deploy (-want +got):\n%s", d)
@@ -147,7 +190,11 @@ func TestHelmValues(t *testing.T) {
 					"terminationGracePeriodSeconds: 30", "--shutdown-delay=5s"},
 				"MutatingWebhookConfiguration modwright": {"path: /dragnet-webhook", "failurePolicy: Fail", "path: /podbinding-webhook",
 					"failurePolicy: Ignore", "sideEffects: NoneOnDryRun", "key: admission.kubemod.io/ignore", "resources: [pods/binding]"},
-				"ValidatingWebhookConfiguration modwright":       {"path: /validate-modrule"},
+				"ValidatingWebhookConfiguration modwright": {"path: /validate-modrule",
+					"name: policies.modwright.io", "resources: [policies]\n        scope: Namespaced",
+					"name: clusterpolicies.modwright.io", "resources: [clusterpolicies]\n        scope: Cluster"},
+				"ClusterRole modwright": {"resources: [modrules]", "resources: [policies, clusterpolicies]\n    verbs: [get, list, watch]",
+					"resources: [policies/status, clusterpolicies/status]\n    verbs: [get, update, patch]"},
 				"PodDisruptionBudget modwright-system/modwright": {"minAvailable: 1"},
 			},
 			absent: map[string][]string{"MutatingWebhookConfiguration modwright": {"cert-manager.io"}},

@@ -1,8 +1,8 @@
-// Package deploy holds modwright's installation manifests: the ModRule CRD
-// (generated from api/v1beta1 by controller-gen), the Helm chart
-// (helm/modwright) and the kustomize bundle rendered from it. It embeds the
-// CRD and the bundle so that the sandbox and the tests install exactly what
-// users install.
+// Package deploy holds modwright's installation manifests: the CRDs
+// (ModRule, Policy and ClusterPolicy, generated from api/v1beta1 and
+// api/v1alpha1 by controller-gen), the Helm chart (helm/modwright) and the
+// kustomize bundle rendered from it. It embeds the CRDs and the bundle so
+// that the sandbox and the tests install exactly what users install.
 package deploy
 
 import _ "embed"
@@ -11,6 +11,20 @@ import _ "embed"
 //
 //go:embed crds/api.kubemod.io_modrules.yaml
 var CRD []byte
+
+// PolicyCRD is the Policy CustomResourceDefinition (YAML).
+//
+//go:embed crds/modwright.io_policies.yaml
+var PolicyCRD []byte
+
+// ClusterPolicyCRD is the ClusterPolicy CustomResourceDefinition (YAML).
+//
+//go:embed crds/modwright.io_clusterpolicies.yaml
+var ClusterPolicyCRD []byte
+
+// CRDs returns every CustomResourceDefinition of deploy/crds (YAML each):
+// the rule kinds modwright serves, ModRule first.
+func CRDs() [][]byte { return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD} }
 
 // Bundle is `helm template` of the chart with its default values (YAML,
 // several documents), namespace modwright-system.

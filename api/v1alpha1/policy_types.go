@@ -48,8 +48,9 @@ type Expression struct {
 // Variable is a named expression; variables are evaluated lazily, at most
 // once per request, and later ones may read earlier ones as
 // variables.<name>.
+// +kubebuilder:validation:XValidation:rule="!(self.name in ['true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while'])",message="name must be a CEL identifier, not a reserved word",fieldPath=".name"
 type Variable struct {
-	// Name is the variable's name: a CEL identifier.
+	// Name is the variable's name: a CEL identifier (not a reserved word).
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
 	// +kubebuilder:validation:MaxLength=63
 	Name       string `json:"name"`
@@ -59,9 +60,12 @@ type Variable struct {
 // MatchCondition is a condition on the request; the policy applies only
 // when every condition is true, as an admission policy's matchConditions.
 type MatchCondition struct {
-	// Name identifies the condition in messages and explanations.
+	// Name identifies the condition in messages and explanations: a
+	// qualified name, as an admission policy's (an optional DNS subdomain
+	// prefix and "/", then at most 63 characters).
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="name must be a qualified name: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric"
 	Name       string `json:"name"`
 	Expression `json:",inline"`
 }
@@ -74,17 +78,25 @@ type Validation struct {
 	// Scope is a KubeMod JSONPath expression ($.spec.containers[*]): the
 	// condition is evaluated for each value it selects, bound to `self`
 	// (and `oldSelf`, the value at the same place in oldObject, when there
-	// is one). Empty: the object.
+	// is one). Absent: the object.
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('$')",message="scope must be a KubeMod JSONPath expression starting with $"
 	// +optional
 	Scope string `json:"scope,omitempty"`
 
 	// Message is the denial or warning text; default: the expression that
-	// failed.
+	// failed. As an admission policy's, it must not be blank nor contain
+	// line breaks (it may become a Warning header), apart from leading and
+	// trailing ones, which are trimmed.
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="message must not be blank"
+	// +kubebuilder:validation:XValidation:rule="!self.trim().contains('\\n') && !self.trim().contains('\\r')",message="message must not contain line breaks"
 	// +optional
 	Message string `json:"message,omitempty"`
 
 	// MessageExpression is a CEL expression producing the message; it wins
-	// over Message when it evaluates to a non-empty string.
+	// over Message when it evaluates to a non-empty string. It is CEL
+	// whatever the language of the condition.
+	// +kubebuilder:validation:MinLength=1
 	// +optional
 	MessageExpression string `json:"messageExpression,omitempty"`
 
@@ -116,14 +128,18 @@ type Mutation struct {
 
 // AuditAnnotation adds an audit annotation to the request.
 type AuditAnnotation struct {
-	// Key of the annotation (prefixed with the policy's name, as an
-	// admission policy's).
+	// Key of the annotation, prefixed with the policy's name and "/" as an
+	// admission policy's: the name part of a qualified name (at most 63
+	// alphanumerics, '-', '_' or '.', beginning and ending with an
+	// alphanumeric).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="key must be the name part of a qualified name: alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric"
 	Key string `json:"key"`
 	// ValueExpression is a CEL expression producing the value: a string,
-	// or null to add nothing.
+	// or null to add nothing. At most 5 KiB, as an admission policy's.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=5120
 	ValueExpression string `json:"valueExpression"`
 }
 
@@ -134,13 +150,16 @@ type ResourceFilter struct {
 	// +optional
 	APIGroups []string `json:"apiGroups,omitempty"`
 	// Kinds: "*" any.
+	// +kubebuilder:validation:items:MinLength=1
 	// +optional
 	Kinds []string `json:"kinds,omitempty"`
 	// Names: glob patterns (* and ?) on metadata.name.
+	// +kubebuilder:validation:items:MinLength=1
 	// +optional
 	Names []string `json:"names,omitempty"`
 	// Namespaces: glob patterns on the object's namespace (ClusterPolicy
-	// only).
+	// only: a Policy applies to objects of its own namespace).
+	// +kubebuilder:validation:items:MinLength=1
 	// +optional
 	Namespaces []string `json:"namespaces,omitempty"`
 }
@@ -148,6 +167,8 @@ type ResourceFilter struct {
 // ExcludeResources names objects a policy does not apply to, even when its
 // match does: any resource filter, or both selectors when set.
 type ExcludeResources struct {
+	// Resources: an object any filter selects is excluded (at most 64).
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Resources []ResourceFilter `json:"resources,omitempty"`
 	// +optional
@@ -159,12 +180,14 @@ type ExcludeResources struct {
 // MatchResources is the static part of a policy's match: indexed, no
 // expressions.
 type MatchResources struct {
-	// Operations the policy reacts to; default CREATE and UPDATE.
+	// Operations the policy reacts to; default (absent) CREATE and UPDATE.
+	// +kubebuilder:validation:MinItems=1
 	// +optional
 	// +listType=set
 	Operations []Operation `json:"operations,omitempty"`
 	// Resources: the policy applies to an object any filter selects;
-	// empty: every kind.
+	// empty: every kind. At most 64.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Resources []ResourceFilter `json:"resources,omitempty"`
 	// NamespaceSelector selects on the labels of the object's namespace
@@ -180,7 +203,11 @@ type MatchResources struct {
 	Exclude *ExcludeResources `json:"exclude,omitempty"`
 }
 
-// PolicySpec is what a policy matches, checks and changes.
+// PolicySpec is what a policy matches, checks and changes. A policy that
+// neither validates, mutates nor annotates does nothing: it is refused, as
+// an admission policy without validations and audit annotations (or
+// without mutations) is.
+// +kubebuilder:validation:XValidation:rule="(has(self.validations) && size(self.validations) > 0) || (has(self.mutations) && size(self.mutations) > 0) || (has(self.auditAnnotations) && size(self.auditAnnotations) > 0)",message="a policy needs at least one of validations, mutations and auditAnnotations"
 type PolicySpec struct {
 	// ExecutionTier orders rules of every kind: lower tiers run first.
 	// +kubebuilder:validation:Minimum=-32767
@@ -194,7 +221,10 @@ type PolicySpec struct {
 	// +optional
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
 
-	// ValidationActions: what a failed validation does; default Deny.
+	// ValidationActions: what a failed validation does; default (absent)
+	// Deny. As a ValidatingAdmissionPolicyBinding's: not both Deny and Warn.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:XValidation:rule="!('Deny' in self && 'Warn' in self)",message="must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)"
 	// +optional
 	// +listType=set
 	ValidationActions []ValidationAction `json:"validationActions,omitempty"`
@@ -204,27 +234,35 @@ type PolicySpec struct {
 	Match *MatchResources `json:"match,omitempty"`
 
 	// Variables are named expressions the others read as
-	// variables.<name>.
+	// variables.<name> (at most 256).
+	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	Variables []Variable `json:"variables,omitempty"`
 
-	// MatchConditions must all be true for the policy to apply.
+	// MatchConditions must all be true for the policy to apply (at most
+	// 64, as an admission policy's).
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	MatchConditions []MatchCondition `json:"matchConditions,omitempty"`
 
-	// Validations the object must pass.
+	// Validations the object must pass (at most 256).
+	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	Validations []Validation `json:"validations,omitempty"`
 
-	// Mutations change the object, in order, atomically.
+	// Mutations change the object, in order, each atomically (at most
+	// 256).
+	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	Mutations []Mutation `json:"mutations,omitempty"`
 
-	// AuditAnnotations add audit annotations to admitted requests.
+	// AuditAnnotations add audit annotations to admitted requests (at
+	// most 20, as an admission policy's).
+	// +kubebuilder:validation:MaxItems=20
 	// +optional
 	// +listType=map
 	// +listMapKey=key
@@ -256,7 +294,12 @@ type Policy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   PolicySpec   `json:"spec,omitempty"`
+	// Spec: a Policy's resource filters have no namespaces (its own
+	// namespace is its scope).
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:XValidation:rule="!has(self.match) || !has(self.match.resources) || self.match.resources.all(r, !has(r.namespaces) || size(r.namespaces) == 0)",message="namespaces is for ClusterPolicies: a Policy applies to objects of its own namespace",fieldPath=".match.resources"
+	// +kubebuilder:validation:XValidation:rule="!has(self.match) || !has(self.match.exclude) || !has(self.match.exclude.resources) || self.match.exclude.resources.all(r, !has(r.namespaces) || size(r.namespaces) == 0)",message="namespaces is for ClusterPolicies: a Policy applies to objects of its own namespace",fieldPath=".match.exclude.resources"
+	Spec   PolicySpec   `json:"spec"`
 	Status PolicyStatus `json:"status,omitempty"`
 }
 
@@ -280,7 +323,8 @@ type ClusterPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   PolicySpec   `json:"spec,omitempty"`
+	// +kubebuilder:validation:Required
+	Spec   PolicySpec   `json:"spec"`
 	Status PolicyStatus `json:"status,omitempty"`
 }
 

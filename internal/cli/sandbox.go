@@ -46,9 +46,9 @@ func newSandboxCmd(s Streams) *cobra.Command {
 		Long: `sandbox starts a throwaway Kubernetes control plane (etcd and kube-apiserver,
 no nodes, no controllers) with modwright's operator running in this process
 behind real webhook configurations (the ones deploy/ installs, pointed at
-127.0.0.1), installs the ModRule CRD, writes an administrator kubeconfig to
---kubeconfig-out and runs until interrupted; then it stops everything and
-removes the kubeconfig and the control plane's data.
+127.0.0.1), installs the CRDs (ModRule, Policy, ClusterPolicy), writes an
+administrator kubeconfig to --kubeconfig-out and runs until interrupted; then
+it stops everything and removes the kubeconfig and the control plane's data.
 
 The control plane binaries are the ones 'make test' uses: --assets, else
 $KUBEBUILDER_ASSETS, else <repo>/.cache/envtest/bin, built by
@@ -154,12 +154,16 @@ func runSandbox(ctx context.Context, o *sandboxOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	var crd apiextv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(deploy.CRD, &crd); err != nil {
-		return err
+	var crds []*apiextv1.CustomResourceDefinition
+	for _, data := range deploy.CRDs() {
+		crd := &apiextv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(data, crd); err != nil {
+			return err
+		}
+		crds = append(crds, crd)
 	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{&crd}}); err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("installing the ModRule CRD: %w", err)}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		return &ExitError{Code: 1, Err: fmt.Errorf("installing the CRDs: %w", err)}
 	}
 	for _, ns := range []corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: defaultNamespace, Labels: map[string]string{"admission.kubemod.io/ignore": "true"}}},

@@ -19,6 +19,8 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -27,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modwright/modwright/api/v1alpha1"
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/deploy"
 	"github.com/modwright/modwright/internal/cli"
@@ -52,6 +55,7 @@ func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1beta1.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
 	_ = apiextv1.AddToScheme(s)
 	return s
 }
@@ -59,7 +63,7 @@ func newScheme() *runtime.Scheme {
 // startCluster starts etcd and kube-apiserver and, with install, deploy/'s
 // namespace and bundle (RBAC, webhook configurations pointing at a local
 // balancer, Service, Deployment: inert without a controller manager) but not
-// the CRD. It also makes a kubeconfig for the operator's service account.
+// the CRDs. It also makes a kubeconfig for the operator's service account.
 func startCluster(t *testing.T, install bool) *cluster {
 	t.Helper()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
@@ -152,14 +156,20 @@ func (cl *cluster) manifests(t *testing.T, data []byte, extra ...string) []*unst
 	return out
 }
 
-func (cl *cluster) installCRD(t *testing.T) {
+// installCRDs installs the CRDs of every rule kind (deploy.CRDs: ModRule,
+// Policy, ClusterPolicy) and waits until they are served.
+func (cl *cluster) installCRDs(t *testing.T) {
 	t.Helper()
-	var crd apiextv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(deploy.CRD, &crd); err != nil {
-		t.Fatal(err)
+	var crds []*apiextv1.CustomResourceDefinition
+	for _, data := range deploy.CRDs() {
+		crd := &apiextv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			t.Fatal(err)
+		}
+		crds = append(crds, crd)
 	}
-	if _, err := envtest.InstallCRDs(cl.cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{&crd}}); err != nil {
-		t.Fatalf("installing the CRD: %v", err)
+	if _, err := envtest.InstallCRDs(cl.cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		t.Fatalf("installing the CRDs: %v", err)
 	}
 }
 
@@ -385,4 +395,60 @@ func (cl *cluster) setFailurePolicy(t *testing.T, p admissionregv1.FailurePolicy
 		mw.Webhooks[0].FailurePolicy = &p
 		return cl.c.Update(context.Background(), &mw)
 	})
+}
+
+// storeUnvalidated creates a rule while nothing validates it (as under
+// KubeMod, or before modwright was installed): it removes the validating
+// webhook configuration, creates obj, and restores deploy/'s.
+func (cl *cluster) storeUnvalidated(t *testing.T, obj client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	var vw admissionregv1.ValidatingWebhookConfiguration
+	if err := cl.c.Get(ctx, client.ObjectKey{Name: "modwright"}, &vw); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.c.Delete(ctx, &vw); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error { return cl.c.Create(ctx, obj) })
+	for _, u := range cl.manifests(t, deploy.Bundle) {
+		if u.GetKind() == "ValidatingWebhookConfiguration" {
+			if err := cl.c.Create(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// readyCondition waits until the operator has written the status of a rule
+// of any kind for its current generation, and returns its Ready condition.
+func readyCondition(t *testing.T, c client.Client, rule client.Object) metav1.Condition {
+	t.Helper()
+	gvk, err := c.GroupVersionKindFor(rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cond metav1.Condition
+	eventually(t, 15*time.Second, func() error {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(rule), u); err != nil {
+			return err
+		}
+		var st struct {
+			ObservedGeneration int64              `json:"observedGeneration"`
+			Conditions         []metav1.Condition `json:"conditions"`
+		}
+		raw, _, _ := unstructured.NestedMap(u.Object, "status")
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(st.Conditions, "Ready")
+		if c == nil || st.ObservedGeneration != u.GetGeneration() {
+			return fmt.Errorf("status %+v at generation %d", st, u.GetGeneration())
+		}
+		cond = *c
+		return nil
+	})
+	return cond
 }

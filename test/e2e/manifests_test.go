@@ -18,7 +18,7 @@ import (
 // server: every object is applied server-side with dryRun=All.
 func TestManifestsServerSideDryRun(t *testing.T) {
 	cl := startCluster(t, false)
-	cl.installCRD(t)
+	cl.installCRDs(t)
 	root := testtool.RepoRoot(t)
 	render := func(name string, args ...string) []byte {
 		cmd := exec.Command(testtool.Find(t, name), args...)

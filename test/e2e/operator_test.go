@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/api/v1beta1"
-	"github.com/modwright/modwright/deploy"
 )
 
 func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
@@ -95,7 +94,7 @@ func TestOperator(t *testing.T) {
 		eventually(t, 30*time.Second, func() error {
 			ok, body := a.ready()
 			if ok {
-				t.Fatalf("ready without the ModRule CRD:\n%s", body)
+				t.Fatalf("ready without the CRDs:\n%s", body)
 			}
 			if !strings.Contains(body, "[-]rules") {
 				return fmt.Errorf("readiness: %s", body)
@@ -104,10 +103,10 @@ func TestOperator(t *testing.T) {
 		})
 		time.Sleep(time.Second)
 		if ok, body := a.ready(); ok || !strings.Contains(body, "[-]rules") {
-			t.Fatalf("readiness without the CRD: %v\n%s", ok, body)
+			t.Fatalf("readiness without the CRDs: %v\n%s", ok, body)
 		}
 	})
-	cl.installCRD(t)
+	cl.installCRDs(t)
 	t.Run("ready after sync", func(t *testing.T) { a.waitReady(t); cl.lb.add(a.webhook) })
 	if t.Failed() {
 		return
@@ -426,15 +425,7 @@ patch:
 	})
 
 	t.Run("status conditions and events", func(t *testing.T) {
-		// A rule stored while nothing validated it (say, under KubeMod):
-		// remove the validating webhook, store a broken rule, restore it.
-		var vw admissionregv1.ValidatingWebhookConfiguration
-		if err := c.Get(ctx, client.ObjectKey{Name: "modwright"}, &vw); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Delete(ctx, &vw); err != nil {
-			t.Fatal(err)
-		}
+		// A rule stored while nothing validated it (say, under KubeMod).
 		broken := modRule(t, "team-b", "broken", `
 type: Patch
 match:
@@ -444,28 +435,11 @@ patch:
     path: /metadata/labels/x
     value: y
 `)
-		eventually(t, 10*time.Second, func() error { return c.Create(ctx, broken) })
-		for _, u := range cl.manifests(t, deploy.Bundle) {
-			if u.GetKind() == "ValidatingWebhookConfiguration" {
-				if err := c.Create(ctx, u); err != nil {
-					t.Fatal(err)
-				}
-			}
+		cl.storeUnvalidated(t, broken)
+		if cond := readyCondition(t, c, broken); cond.Status != metav1.ConditionFalse || cond.Reason != "CompileError" ||
+			!strings.Contains(cond.Message, "spec.match[0].select: column") {
+			t.Fatalf("Ready condition = %+v", cond)
 		}
-		eventually(t, 15*time.Second, func() error {
-			var mr v1beta1.ModRule
-			if err := c.Get(ctx, client.ObjectKeyFromObject(broken), &mr); err != nil {
-				return err
-			}
-			cond := meta.FindStatusCondition(mr.Status.Conditions, "Ready")
-			if cond == nil || mr.Status.ObservedGeneration != mr.Generation {
-				return fmt.Errorf("status %+v", mr.Status)
-			}
-			if cond.Status != metav1.ConditionFalse || cond.Reason != "CompileError" || !strings.Contains(cond.Message, "spec.match[0].select: column") {
-				t.Fatalf("Ready condition = %+v", cond)
-			}
-			return nil
-		})
 		eventually(t, 15*time.Second, func() error {
 			var evs eventsv1.EventList
 			if err := c.List(ctx, &evs, client.InNamespace("team-b")); err != nil {

@@ -22,7 +22,7 @@ import (
 // busy.
 func TestReplicaShutdown(t *testing.T) {
 	cl := startCluster(t, true)
-	cl.installCRD(t)
+	cl.installCRDs(t)
 	ctx := context.Background()
 	c := cl.c
 	// a alone first, so that the API server's connection goes to a: the
