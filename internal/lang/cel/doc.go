@@ -33,6 +33,11 @@
 // apiserver's largest request (3 MiB), for warnings. At Eval the actual
 // cost is tracked, as the apiserver tracks it, and an evaluation that
 // exceeds the budget fails with an error in whose chain lang.ErrLimit is.
+// EvalCost and EvalBoolCost also return the actual cost (cel-go's tracked
+// cost with Kubernetes' estimator, as the apiserver counts it; tracking is
+// on for every evaluation, since the budget needs it, so Eval costs the
+// same); a rule kind sums them against RuntimeCostBudget, the apiserver's
+// budget of one policy evaluation.
 // MaxValues and MaxOutput do not apply to CEL and are ignored. Eval honours
 // ctx (ContextEval, checked every celconfig.CheckFrequency comprehension
 // steps): a cancelled evaluation's error wraps ctx.Err().
@@ -46,6 +51,45 @@
 // an object member whose value is null is absent (has() is false, as
 // Kubernetes drops null fields). Results are converted back to JSON trees
 // (ints and doubles as json.Number).
+//
+// A lang.Lazy (a Policy's variables) is bound as a map from its Names to
+// its members: variables.x, variables['x'], has(variables.x) and 'x' in
+// variables call Member (a null member is present, as in the apiserver);
+// an error of Member is the evaluation's error, wrapped, so that
+// errors.Is finds the original (lang.ErrLimit of a nested expression);
+// size() and iteration read Names and compute nothing. EvalValue returns
+// a result as a CEL value, for a Lazy's member that has no JSON form (a
+// quantity).
+//
+// # Mutations
+//
+// CompileMutation compiles a MutatingAdmissionPolicy mutation: the
+// environment of CompileExpr plus the apiserver's mutation types (its
+// DynamicTypeResolver: JSONPatch, Object, Object.<path>); the type must
+// be exactly list(JSONPatch) (JSONPatch) or Object (ApplyConfiguration),
+// so that a dyn or an untyped [] is refused, as by the apiserver.
+// Mutation.Apply evaluates it and applies the result to a JSON tree as the
+// apiserver's patchers do, with their code where it is exported:
+//
+//   - JSONPatch: the operations are built as the apiserver builds them and
+//     applied by the same library (gopkg.in/evanphx/json-patch.v4) to the
+//     object's JSON; a failed test operation leaves the object unchanged
+//     without an error; any other failure is an error. A built-in kind's
+//     result must decode strictly into its Go type (unknown fields and
+//     wrong types refused), as the apiserver decodes it. Unlike the
+//     apiserver, which goes through protobuf's Value (a double), values
+//     keep integers exact (beyond 2^53 too).
+//   - ApplyConfiguration: the apiserver's ApplyStructuredMergeDiff with the
+//     schema of a built-in kind (client-go's applyconfigurations type
+//     converter: list-maps merged by key, atomic fields refused) or, for
+//     another kind, the deduced type (maps merged, lists replaced), as the
+//     apiserver types a kind it has no schema for (a cluster's CRD schema is
+//     not known offline). A null member of the configuration is absent.
+//     Numbers go through int64 and float64 as in unstructured objects; an
+//     unchanged number keeps its text.
+//
+// The apiserver defaults the object after each mutation; Apply does not
+// (there is no defaulter offline). The cost and ctx are as Eval's.
 //
 // # What it must not know
 //

@@ -189,9 +189,6 @@ func applyJSONPatch(out ref.Val, obj map[string]any) (map[string]any, error) {
 		}
 		return nil, fmt.Errorf("JSON Patch: %w", err)
 	}
-	if err := checkBuiltin(patched); err != nil {
-		return nil, err
-	}
 	v, err := value.Decode(patched)
 	if err != nil {
 		return nil, fmt.Errorf("JSON Patch: %w", err)
@@ -199,6 +196,9 @@ func applyJSONPatch(out ref.Val, obj map[string]any) (map[string]any, error) {
 	res, ok := v.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("JSON Patch: the result is not an object")
+	}
+	if err := checkBuiltin(res, patched); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -209,25 +209,23 @@ func raw(s string) *json.RawMessage {
 }
 
 // checkBuiltin decodes a patched object of a built-in kind (one
-// client-go's scheme knows) strictly into its Go type, as the apiserver
-// decodes a patched object: an unknown field or a value of the wrong type
-// is an error. Objects of other kinds are not checked.
-func checkBuiltin(data []byte) error {
-	var tm struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if err := json.Unmarshal(data, &tm); err != nil || tm.Kind == "" {
+// client-go's scheme knows), obj and its text data, strictly into its Go
+// type, as the apiserver decodes a patched object: an unknown field or a
+// value of the wrong type is an error. Objects of other kinds are not
+// checked.
+func checkBuiltin(obj map[string]any, data []byte) error {
+	u := unstructured.Unstructured{Object: obj}
+	gvk := u.GroupVersionKind()
+	if gvk.Kind == "" {
 		return nil
 	}
-	gvk := (&unstructured.Unstructured{Object: map[string]any{"apiVersion": tm.APIVersion, "kind": tm.Kind}}).GroupVersionKind()
-	obj, err := scheme.Scheme.New(gvk)
+	typed, err := scheme.Scheme.New(gvk)
 	if err != nil {
 		return nil
 	}
 	s := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{Strict: true})
-	if _, _, err := s.Decode(data, nil, obj); err != nil {
-		return fmt.Errorf("JSON Patch: the patched %s is invalid: %w", tm.Kind, err)
+	if _, _, err := s.Decode(data, nil, typed); err != nil {
+		return fmt.Errorf("JSON Patch: the patched %s is invalid: %w", gvk.Kind, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -258,5 +259,43 @@ func TestMutationLimits(t *testing.T) {
 	cancel()
 	if _, _, err := m.Apply(ctx, &lang.Activation{Object: obj}, obj); !errors.Is(err, context.Canceled) {
 		t.Errorf("Apply with a cancelled context: %v", err)
+	}
+}
+
+func BenchmarkMutation(b *testing.B) {
+	data, err := os.ReadFile("../../../testdata/bench/objects/deployment.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := value.Decode(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	obj := v.(map[string]any)
+	for _, bc := range []struct {
+		name string
+		kind MutationKind
+		src  string
+	}{
+		{"JSONPatch", JSONPatch, "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('example.com/checked'), value: 'yes'}]"},
+		{"ApplyConfiguration", ApplyConfiguration, "Object{metadata: Object.metadata{labels: {'team': 'a'}}}"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			m, ds := Language{}.CompileMutation(env(), bc.kind, bc.src)
+			if ds != nil {
+				b.Fatal(ds)
+			}
+			in := &lang.Activation{Object: obj}
+			ctx := context.Background()
+			if _, _, err := m.Apply(ctx, in, obj); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := m.Apply(ctx, in, obj); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
