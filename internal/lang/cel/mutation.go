@@ -307,25 +307,9 @@ func nativeJSON(v any) (any, error) {
 	case error:
 		return nil, v
 	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			c, err := nativeJSON(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
+		return nativeList(v)
 	case []ref.Val:
-		out := make([]any, len(v))
-		for i, e := range v {
-			c, err := nativeJSON(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
+		return nativeList(v)
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
@@ -352,6 +336,19 @@ func nativeJSON(v any) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("value of type %T has no JSON form", v)
+}
+
+// nativeList converts the elements of l with nativeJSON.
+func nativeList[T any](l []T) ([]any, error) {
+	out := make([]any, len(l))
+	for i, e := range l {
+		c, err := nativeJSON(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
 }
 
 // toUnstructured converts a JSON tree to unstructured content (the types

@@ -69,13 +69,37 @@ func at(v any, path ...any) any {
 	return v
 }
 
+// mutationCase is a mutation of obj: the result is obj changed by want
+// (unchanged when nil), or an error containing err.
+type mutationCase struct {
+	name, src string
+	obj       string
+	want      func(o map[string]any)
+	err       string
+}
+
+func (tc mutationCase) run(t *testing.T, kind MutationKind) {
+	orig, got, err := mutate(t, kind, tc.src, tc.obj)
+	if tc.err != "" {
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Fatalf("error %v, want %q", err, tc.err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := orig
+	if tc.want != nil {
+		want = edit(t, tc.obj, tc.want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestJSONPatch(t *testing.T) {
-	for _, tc := range []struct {
-		name, src string
-		obj       string
-		want      func(o map[string]any) // nil: unchanged
-		err       string
-	}{
+	for _, tc := range []mutationCase{
 		{name: "add label", src: "[JSONPatch{op: 'add', path: '/metadata/labels/x', value: 'y'}]", obj: deployment,
 			want: func(o map[string]any) { at(o, "metadata", "labels").(map[string]any)["x"] = "y" }},
 		{name: "escapeKey", src: "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('k8s.io/a~b'), value: 'y'}]", obj: deployment,
@@ -119,35 +143,12 @@ func TestJSONPatch(t *testing.T) {
 			want: func(o map[string]any) { at(o, "spec").(map[string]any)["frob"] = json.Number("1") }},
 		{name: "mismatched Object type", src: "[JSONPatch{op: 'add', path: '/spec', value: Object{spec: Object.spek{}}}]", obj: deployment, err: "type mismatch"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			orig, got, err := mutate(t, JSONPatch, tc.src, tc.obj)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := orig
-			if tc.want != nil {
-				want = edit(t, tc.obj, tc.want)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, JSONPatch) })
 	}
 }
 
 func TestApplyConfiguration(t *testing.T) {
-	for _, tc := range []struct {
-		name, src string
-		obj       string
-		want      func(o map[string]any)
-		err       string
-	}{
+	for _, tc := range []mutationCase{
 		{name: "labels merged", src: "Object{metadata: Object.metadata{labels: {'team': 'a'}}}", obj: deployment,
 			want: func(o map[string]any) { at(o, "metadata", "labels").(map[string]any)["team"] = "a" }},
 		{name: "label replaced, number spelling kept", src: "Object{metadata: Object.metadata{labels: {'app': 'web2'}}}", obj: deployment,
@@ -179,25 +180,7 @@ func TestApplyConfiguration(t *testing.T) {
 		{name: "mismatched type names", src: "Object{spec: Object.spek{replicas: 1}}", obj: deployment, err: "type mismatch"},
 		{name: "unknown field of a built-in kind", src: "Object{spec: Object.spec{frob: 1}}", obj: deployment, err: "failed to convert patch object"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			orig, got, err := mutate(t, ApplyConfiguration, tc.src, tc.obj)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := orig
-			if tc.want != nil {
-				want = edit(t, tc.obj, tc.want)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, ApplyConfiguration) })
 	}
 }
 
