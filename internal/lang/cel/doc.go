@@ -17,8 +17,14 @@
 // semver, optional types, cross-type numeric comparisons, the validators of
 // duration, timestamp, regex and homogeneous literals, and Kubernetes'
 // cost estimator. jsonpatch.escapeKey, which the apiserver adds only for
-// MutatingAdmissionPolicy, is added too. The authorizer library is present
-// but no variable binds an authorizer.
+// MutatingAdmissionPolicy, is added too. The authorizer library is present;
+// when an Env declares the variable authorizer, it is declared with the
+// library's type (and authorizer.requestResource with it), as the
+// apiserver declares them, and bound from Activation.Vars (values made by
+// NewAuthorizer and NewRequestResourceAuthorizer over an
+// authorizer.UnconditionalAuthorizer: a cluster's, or a test suite's
+// decisions); with no value bound, any use of either fails with
+// ErrNoAuthorizer ("authorizer is not available offline (no cluster)").
 //
 // # Limits
 //

@@ -40,6 +40,9 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return nil, false
 	}
 	in := a.in
+	if name == VarAuthorizer || name == VarRequestResource {
+		return resolveAuthz(in, name), true
+	}
 	if in == nil {
 		return types.NullValue, true
 	}
