@@ -21,7 +21,7 @@ const deployment = `{
 		"selector": {"matchLabels": {"app": "web"}},
 		"template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
 			{"name": "app", "image": "nginx:1.25", "ports": [{"containerPort": 80}]},
-			{"name": "side", "image": "envoy:1"}
+			{"name": "side", "image": "envoy:1", "resources": {"requests": {"cpu": "0.5"}}}
 		]}}}
 }`
 
@@ -133,6 +133,17 @@ func TestJSONPatch(t *testing.T) {
 			}},
 		{name: "big int kept", src: "[JSONPatch{op: 'add', path: '/spec/n', value: 9223372036854775807}]", obj: widget,
 			want: func(o map[string]any) { at(o, "spec").(map[string]any)["n"] = json.Number("9223372036854775807") }},
+		{name: "into the Go form of a built-in kind, the rest kept", src: "[JSONPatch{op: 'add', path: '/spec/template/spec/containers/0/resources/limits', value: {'cpu': '1'}}]", obj: deployment,
+			want: func(o map[string]any) {
+				at(o, "spec", "template", "spec", "containers", 0).(map[string]any)["resources"] = map[string]any{"limits": map[string]any{"cpu": "1"}}
+			}},
+		{name: "test against the Go form", src: "[JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/resources', value: {}}, JSONPatch{op: 'replace', path: '/spec/replicas', value: 1}]", obj: deployment,
+			want: func(o map[string]any) { at(o, "spec").(map[string]any)["replicas"] = json.Number("1") }},
+		{name: "insert before an element with a quantity", src: "[JSONPatch{op: 'add', path: '/spec/template/spec/containers/0', value: {'name': 'first', 'image': 'x'}}]", obj: deployment,
+			want: func(o map[string]any) {
+				s := at(o, "spec", "template", "spec").(map[string]any)
+				s["containers"] = append([]any{map[string]any{"name": "first", "image": "x"}}, s["containers"].([]any)...)
+			}},
 		{name: "empty patch", src: "object.spec.replicas > 10 ? [JSONPatch{op: 'remove', path: '/spec'}] : []", obj: deployment},
 		{name: "remove missing", src: "[JSONPatch{op: 'remove', path: '/metadata/annotations/x'}]", obj: deployment, err: "JSON Patch:"},
 		{name: "bad index", src: "[JSONPatch{op: 'add', path: '/spec/template/spec/containers/9', value: {}}]", obj: deployment, err: "JSON Patch:"},

@@ -245,7 +245,8 @@ func (m lazyMap) Find(key ref.Val) (ref.Val, bool) {
 	}
 	v, ok, err := m.l.Member(string(k))
 	if err != nil {
-		return types.WrapErr(fmt.Errorf("%s: %w", string(k), err)), true
+		// The Lazy names the member in its error if it wants to.
+		return types.WrapErr(err), true
 	}
 	if !ok {
 		return nil, false
