@@ -4,7 +4,9 @@
 // policies. An expression compiles once, with type-checking, against an Env
 // whose every variable (any identifier: object, oldObject, request,
 // namespaceObject, variables, self, oldSelf, params, ...) is declared with
-// CEL's dynamic type; the resulting *Program is a lang.Program.
+// CEL's dynamic type (authorizer excepted, see below); the resulting
+// *Program is a lang.Program, and CompileMutation compiles the mutations
+// of a MutatingAdmissionPolicy.
 //
 // # The environment
 //
@@ -80,17 +82,24 @@
 //   - JSONPatch: the operations are built as the apiserver builds them and
 //     applied by the same library (gopkg.in/evanphx/json-patch.v4) to the
 //     object's JSON; a failed test operation leaves the object unchanged
-//     without an error; any other failure is an error. A built-in kind's
-//     result must decode strictly into its Go type (unknown fields and
-//     wrong types refused), as the apiserver decodes it. Unlike the
-//     apiserver, which goes through protobuf's Value (a double), values
-//     keep integers exact (beyond 2^53 too).
+//     without an error; any other failure is an error. A built-in kind
+//     (one client-go's scheme knows) is patched as the apiserver patches
+//     it, in the form its Go type serializes (empty structs such as
+//     resources: {} present, quantities canonical), and the result must
+//     decode strictly into that type (unknown fields and wrong types
+//     refused); the parts of the result the patch did not change keep the
+//     object's own form, so that a diff shows only the patch (operations
+//     that only add, replace and remove and succeed on the object's own
+//     text are applied to it directly: the same result, faster). Unlike
+//     the apiserver, which goes through protobuf's Value (a double),
+//     values keep integers exact (beyond 2^53 too).
 //   - ApplyConfiguration: the apiserver's ApplyStructuredMergeDiff with the
 //     schema of a built-in kind (client-go's applyconfigurations type
 //     converter: list-maps merged by key, atomic fields refused) or, for
-//     another kind, the deduced type (maps merged, lists replaced), as the
-//     apiserver types a kind it has no schema for (a cluster's CRD schema is
-//     not known offline). A null member of the configuration is absent.
+//     another kind, the deduced type (maps merged, lists replaced
+//     atomically): the apiserver would use the CRD's schema from the
+//     cluster, which is not known offline. A null member of the
+//     configuration is absent.
 //     Numbers go through int64 and float64 as in unstructured objects; an
 //     unchanged number keeps its text.
 //
@@ -99,6 +108,7 @@
 //
 // # What it must not know
 //
-// No rule kind, no admission review, no cluster: kinds compile their fields
-// through it, turn Diagnostics into field errors and build Activations.
+// No rule kind, no admission review, no cluster (an authorizer is given to
+// it): kinds compile their fields through it, turn Diagnostics into field
+// errors, build Activations and sum costs against RuntimeCostBudget.
 package cel
