@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -291,5 +292,48 @@ func BenchmarkMutation(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestMutationDiff checks that the result of a mutation of a real
+// Deployment differs from it by exactly what the mutation changed.
+func TestMutationDiff(t *testing.T) {
+	data, err := os.ReadFile("../../../testdata/bench/objects/deployment.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := value.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := v.(map[string]any)
+	for _, tc := range []struct {
+		kind MutationKind
+		src  string
+		want []string
+	}{
+		{JSONPatch, "[JSONPatch{op: 'add', path: '/metadata/labels/team', value: 'a'}]", []string{`add /metadata/labels/team "a"`}},
+		{JSONPatch, "[JSONPatch{op: 'test', path: '/spec/template/spec/containers/1/name', value: 'exporter'}, JSONPatch{op: 'add', path: '/spec/template/spec/containers/1/securityContext', value: {'runAsNonRoot': true}}]",
+			[]string{`add /spec/template/spec/containers/1/securityContext {"runAsNonRoot":true}`}},
+		{ApplyConfiguration, "Object{metadata: Object.metadata{labels: {'team': 'a'}}}", []string{`add /metadata/labels/team "a"`}},
+		{ApplyConfiguration, "Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{containers: [Object.spec.template.spec.containers{name: 'exporter', imagePullPolicy: 'Always'}]}}}}",
+			[]string{`replace /spec/template/spec/containers/1/imagePullPolicy "Always"`}},
+	} {
+		m, ds := Language{}.CompileMutation(env(), tc.kind, tc.src)
+		if ds != nil {
+			t.Fatalf("CompileMutation(%q): %v", tc.src, ds)
+		}
+		got, _, err := m.Apply(context.Background(), &lang.Activation{Object: obj}, obj)
+		if err != nil {
+			t.Errorf("Apply(%q): %v", tc.src, err)
+			continue
+		}
+		var ops []string
+		for _, op := range patch.Diff(obj, got) {
+			ops = append(ops, op.String())
+		}
+		if diff := cmp.Diff(tc.want, ops); diff != "" {
+			t.Errorf("Apply(%q) diff (-want +got):\n%s", tc.src, diff)
+		}
 	}
 }
