@@ -114,7 +114,8 @@ func (m *Mutation) Cost() (min, max uint64) { return m.prg.Cost() }
 // the new object (json.Number numbers), the evaluation's runtime cost and
 // an error; when a JSONPatch's test operation fails, the patch is not
 // applied and obj itself is returned, without an error, as the apiserver
-// does. See the package doc for the semantics.
+// does (obj itself too for an empty patch). See the package doc for the
+// semantics.
 func (m *Mutation) Apply(ctx context.Context, in *lang.Activation, obj map[string]any) (map[string]any, uint64, error) {
 	out, cost, err := m.prg.eval(ctx, in)
 	if err != nil {
@@ -215,7 +216,7 @@ func applyJSONPatch(out ref.Val, obj map[string]any) (map[string]any, error) {
 		return nil, fmt.Errorf("JSON Patch: %w", err)
 	}
 	if builtin {
-		if err := decodeTyped(patched, gvk, true); err != nil {
+		if _, err := decodeTyped(patched, gvk, true); err != nil {
 			return nil, fmt.Errorf("JSON Patch: the patched %s is invalid: %w", gvk.Kind, err)
 		}
 	}
@@ -257,15 +258,10 @@ func serializer(strict bool) *kjson.Serializer {
 	return kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{Strict: strict})
 }
 
-// decodeTyped decodes data into a new Go object of the built-in kind gvk
-// and returns it; strict as the apiserver decodes a patched object (an
-// unknown field or a value of the wrong type is an error).
-func decodeTyped(data []byte, gvk schema.GroupVersionKind, strict bool) error {
-	_, err := decodeTypedObject(data, gvk, strict)
-	return err
-}
-
-func decodeTypedObject(data []byte, gvk schema.GroupVersionKind, strict bool) (runtime.Object, error) {
+// decodeTyped decodes data into a new Go object of the built-in kind gvk;
+// strict as the apiserver decodes a patched object (an unknown field or a
+// value of the wrong type is an error).
+func decodeTyped(data []byte, gvk schema.GroupVersionKind, strict bool) (runtime.Object, error) {
 	typed, err := scheme.Scheme.New(gvk)
 	if err != nil {
 		return nil, err
@@ -279,7 +275,7 @@ func decodeTypedObject(data []byte, gvk schema.GroupVersionKind, strict bool) (r
 // normalize returns data, an object of the built-in kind gvk, as its Go
 // type serializes it, and that text's tree.
 func normalize(data []byte, gvk schema.GroupVersionKind) ([]byte, any, error) {
-	typed, err := decodeTypedObject(data, gvk, false)
+	typed, err := decodeTyped(data, gvk, false)
 	if err != nil {
 		return nil, nil, err
 	}
