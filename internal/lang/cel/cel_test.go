@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -397,14 +396,7 @@ func FuzzCompile(f *testing.F) {
 }
 
 func BenchmarkEval(b *testing.B) {
-	data, err := os.ReadFile("../../../testdata/bench/objects/deployment.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	obj, err := value.Decode(data)
-	if err != nil {
-		b.Fatal(err)
-	}
+	obj := loadDeployment(b)
 	p := compile(b, "object.spec.replicas <= 10 && object.metadata.name.startsWith('web')")
 	in := &lang.Activation{Object: obj}
 	ctx := context.Background()

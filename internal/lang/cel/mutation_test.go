@@ -258,15 +258,7 @@ func TestMutationLimits(t *testing.T) {
 }
 
 func BenchmarkMutation(b *testing.B) {
-	data, err := os.ReadFile("../../../testdata/bench/objects/deployment.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	v, err := value.Decode(data)
-	if err != nil {
-		b.Fatal(err)
-	}
-	obj := v.(map[string]any)
+	obj := loadDeployment(b)
 	for _, bc := range []struct {
 		name string
 		kind MutationKind
@@ -298,15 +290,7 @@ func BenchmarkMutation(b *testing.B) {
 // TestMutationDiff checks that the result of a mutation of a real
 // Deployment differs from it by exactly what the mutation changed.
 func TestMutationDiff(t *testing.T) {
-	data, err := os.ReadFile("../../../testdata/bench/objects/deployment.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := value.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj := v.(map[string]any)
+	obj := loadDeployment(t)
 	for _, tc := range []struct {
 		kind MutationKind
 		src  string
@@ -336,4 +320,18 @@ func TestMutationDiff(t *testing.T) {
 			t.Errorf("Apply(%q) diff (-want +got):\n%s", tc.src, diff)
 		}
 	}
+}
+
+// loadDeployment is the benchmarks' 3.3 KB Deployment.
+func loadDeployment(tb testing.TB) map[string]any {
+	tb.Helper()
+	data, err := os.ReadFile("../../../testdata/bench/objects/deployment.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v, err := value.Decode(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v.(map[string]any)
 }
