@@ -80,6 +80,11 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 			ds = append(ds, lang.Diagnostic{Pos: -1, Msg: fmt.Sprintf("environment %q declares variable %q, which is not a CEL identifier", env.Name, v.Name)})
 			continue
 		}
+		if v.Name == VarAuthorizer {
+			opts = append(opts, authzVars()...)
+			names = append(names, VarAuthorizer, VarRequestResource)
+			continue
+		}
 		opts = append(opts, cel.Variable(v.Name, cel.DynType))
 		names = append(names, v.Name)
 	}
