@@ -448,12 +448,28 @@ func (ev *run) variable(i int) (any, error) {
 		act.Vars[k] = x
 	}
 	act.Vars[varVariables] = varsView{ev, i}
-	val, err := ev.eval(v.prog, &act)
+	var (
+		val  any
+		err  error
+		cost uint64
+	)
+	if ev.budget < 0 {
+		err = lang.Limit(ErrBudget)
+	} else {
+		// The CEL value itself: a variable whose value has no JSON form
+		// (a quantity, an IP) stays usable by the expressions reading it.
+		val, cost, err = v.prog.EvalValue(ev.ctx, &act)
+		if cerr := ev.charge(cost); err == nil {
+			err = cerr
+		}
+	}
 	if err != nil {
-		err = fmt.Errorf("%s: %w", v.field, err)
+		err = fmt.Errorf("variable %q (%s): %w", v.name, v.field, err)
 	}
 	ev.vals[i], ev.errs[i], ev.state[i] = val, err, 2
-	ev.step(stepVariable, i, v.field, v.prog.Source(), val, err)
+	if ev.tr != nil {
+		ev.step(stepVariable, i, v.field, v.prog.Source(), cel.JSON(val), err)
+	}
 	return val, err
 }
 

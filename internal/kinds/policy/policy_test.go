@@ -190,6 +190,12 @@ variables:
 - {name: boom, cel: "object.nope.nope"}
 validations: [{cel: "variables.double == 10"}]`,
 	}, {
+		name: "a variable without a JSON form",
+		spec: `
+variables:
+- {name: limit, cel: "quantity('1Gi')"}
+validations: [{cel: "variables.limit.isGreaterThan(quantity('512Mi'))"}]`,
+	}, {
 		name: "a variable cannot read a later one",
 		spec: `
 variables:

@@ -374,3 +374,21 @@ func toJSON(v ref.Val) (any, error) {
 	}
 	return nil, fmt.Errorf("cel: result of type %s has no JSON form", v.Type().TypeName())
 }
+
+// JSON converts a value EvalValue returned to a JSON tree (see Eval); a
+// value of another origin is returned as it is. A CEL value with no JSON
+// form (a quantity, an IP) is given as its CEL text.
+func JSON(v any) any {
+	rv, ok := v.(ref.Val)
+	if !ok {
+		return v
+	}
+	j, err := toJSON(rv)
+	if err != nil {
+		if s, ok := rv.ConvertToType(types.StringType).(types.String); ok {
+			return string(s)
+		}
+		return fmt.Sprintf("(%s)", rv.Type().TypeName())
+	}
+	return j
+}
