@@ -109,6 +109,9 @@ func (m *Mutation) Source() string { return m.prg.src }
 // Cost returns the expression's estimated cost (see Program.Cost).
 func (m *Mutation) Cost() (min, max uint64) { return m.prg.Cost() }
 
+// LargeCost is Program.LargeCost for the mutation's expression.
+func (m *Mutation) LargeCost() uint64 { return m.prg.LargeCost() }
+
 // Apply evaluates the expression over in and applies its result to obj as
 // MutatingAdmissionPolicy applies it; obj is never modified. It returns
 // the new object (json.Number numbers), the evaluation's runtime cost and
