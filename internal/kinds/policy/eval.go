@@ -386,6 +386,11 @@ func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 			ev.act.Vars[varNamespaceObject] = ns
 		}
 	}
+	if r.usesAuthz {
+		if a := h.Authorizer(); a != nil {
+			bindAuthorizer(ev.act.Vars, h, a)
+		}
+	}
 	if len(r.vars) > 0 {
 		ev.vals = make([]any, len(r.vars))
 		ev.errs = make([]error, len(r.vars))
@@ -657,4 +662,22 @@ func (r *Rule) actions() []string {
 		as = append(as, "Audit")
 	}
 	return as
+}
+
+// bindAuthorizer binds CEL's authorizer variables to the engine's
+// authorizer, for the requesting user and the request's resource.
+func bindAuthorizer(vars map[string]any, h *engine.Handle, a engine.Authorizer) {
+	q := h.Request()
+	u := cel.AuthzUser{Name: q.UserInfo.Username, UID: q.UserInfo.UID, Groups: q.UserInfo.Groups, Extra: q.UserInfo.Extra}
+	res := cel.AuthzCheck{ResourceRequest: true, Group: q.Resource.Group, Version: q.Resource.Version, Resource: q.Resource.Resource,
+		Subresource: q.SubResource, Namespace: q.Namespace, Name: q.Name}
+	cel.BindAuthorizer(vars, u, res, func(ctx context.Context, u cel.AuthzUser, c cel.AuthzCheck) (bool, string, error) {
+		return a.Authorize(ctx, engine.AuthzAttributes{
+			User:            engine.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra},
+			Verb:            c.Verb,
+			ResourceRequest: c.ResourceRequest,
+			Group:           c.Group, Version: c.Version, Resource: c.Resource, Subresource: c.Subresource,
+			Namespace: c.Namespace, Name: c.Name, Path: c.Path,
+		})
+	})
 }
