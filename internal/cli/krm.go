@@ -106,7 +106,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 		return &ExitError{Code: 2, Err: err}
 	}
 	items, _ := list["items"].([]any)
-	reg := newRegistry(o.clusterRules)
+	reg := o.registry.kinds(o.clusterRules)
 
 	var results []krmResult
 	fail := func(msg string, ref map[string]any, field string) {

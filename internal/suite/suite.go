@@ -111,7 +111,7 @@ type Case struct {
 	// Set by Load: Obj, OldObj and ResultObj decoded, MessageRegex
 	// compiled.
 	Obj, OldObj, ResultObj map[string]any `json:"-"`
-	Regex          *regexp.Regexp `json:"-"`
+	Regex                  *regexp.Regexp `json:"-"`
 }
 
 // Ref splits a resource reference into kind, namespace and name.
