@@ -79,12 +79,20 @@ their targetNamespaceRegex matches. --context gives Namespace and Node objects
 that rules see as syntheticRefs.namespace and syntheticRefs.node; they are not
 printed. Documents in --rules that are not ModRules are skipped with a warning.
 
+--operation UPDATE admits the objects as updates; --old gives their old objects
+(a file or -): each object is paired with the old object of the same apiVersion,
+kind, namespace and name, and one missing on either side is an error. --old is
+an error with CREATE and refused with DELETE (-f is then the old object).
+Without --old an UPDATE carries no old object. What rules warn about is printed
+on stderr and does not change the exit status.
+
 Exit status: 0 when every object was admitted; 1 when any was rejected (each
 rejection is printed on stderr; admitted objects are still printed); 2 for
 invalid rules or input (stderr names the file, document, rule, field and
 position; nothing is printed on stdout).`,
 		Example: `  modwright apply --rules examples/rules -f examples/manifests
   modwright apply --rules rules/ -f deploy.yaml --namespace prod -o json
+  modwright apply --rules rules/ -f new.yaml --operation UPDATE --old old.yaml
   helm template ./chart | modwright apply --rules rules/ -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

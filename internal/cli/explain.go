@@ -44,12 +44,16 @@ engine evaluated it:
   - a unified diff from the input to the result (coloured on a terminal, or
     with --color always), and the denial text when a Reject rule matched.
 
+--old gives the old objects of an UPDATE, as with apply; the title names the
+old object of each. Admission warnings are shown and printed on stderr.
+
 Patch rules run tier by tier; Reject rules run last, against the patched
 object. The explanation is the engine's own trace of the evaluation, the
 same evaluation apply and the webhook run.
 
 -o json prints the same as one JSON document: {"objects": [...]}, each object
-with its rules (scope, criteria, ops), errors, patch, result and denial.
+with its rules (scope, criteria, ops), errors, warnings, patch, result, denial
+and old (where the old object came from).
 
 Exit status: 0 when every object was explained (rejected ones included); 2
 for invalid rules or input, as with apply.`,

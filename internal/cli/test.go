@@ -53,9 +53,18 @@ A suite (paths are relative to the suite file):
       expect: rejected
       message: are not allowed   # must occur in the denial text
       messageRegex: '203\.0\.113\.7'
+    - resource: Deployment/web
+      operation: UPDATE
+      old: old/web.yaml          # the old object of an UPDATE, or oldObject: {...}
+      expect: admitted
 
 A rule that fails to apply to a case's object fails the case, unless the case
 lists the error under errors: [text, ...].
+
+old (a file: its only object, or the one with the case object's apiVersion,
+kind, namespace and name) or oldObject is the old object of an UPDATE and must
+name the case's object; it is refused with CREATE and DELETE. Admission
+warnings are printed on stderr and do not fail a case.
 
 Every case prints one line, PASS or FAIL, with what went wrong and a diff
 (- expected, + actual) for a failure, then a summary "N passed, M failed".
