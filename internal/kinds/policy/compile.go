@@ -151,19 +151,26 @@ func (c *compiler) diags(field string, ds []lang.Diagnostic) {
 	}
 }
 
-// expr compiles an expression slot's union: exactly one language member.
-func (c *compiler) expr(field string, e v1alpha1.Expression, env *lang.Env) *cel.Program {
+// expr compiles an expression slot's union: exactly one language member;
+// types, when given, are the types its value may have.
+func (c *compiler) expr(field string, e v1alpha1.Expression, env *lang.Env, types ...string) *cel.Program {
 	if e.CEL == "" {
 		c.errorf(field, -1, "exactly one language must be set: cel")
 		return nil
 	}
-	return c.cel(field+".cel", e.CEL, env)
+	return c.cel(field+".cel", e.CEL, env, types...)
 }
 
-func (c *compiler) cel(field, src string, env *lang.Env) *cel.Program {
+func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.Program {
 	p, ds := cel.Language{}.CompileExpr(env, src)
 	if len(ds) > 0 {
 		c.diags(field, ds)
+		return nil
+	}
+	if len(types) > 0 && !p.ResultIs(types...) {
+		// As admission policies: a type that can never be the right one
+		// is refused when the policy loads.
+		c.errorf(field, 0, "must evaluate to %s but got %s", strings.Join(types, " or "), p.ResultType())
 		return nil
 	}
 	return p
@@ -224,7 +231,7 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 			c.errorf(field+".name", -1, "match condition %q is defined twice", mc.Name)
 		}
 		names[mc.Name] = true
-		r.conditions = append(r.conditions, condition{name: mc.Name, field: field + ".cel", prog: c.expr(field, mc.Expression, baseEnv(field))})
+		r.conditions = append(r.conditions, condition{name: mc.Name, field: field + ".cel", prog: c.expr(field, mc.Expression, baseEnv(field), "bool")})
 	}
 	for i, v := range spec.Validations {
 		field := fmt.Sprintf("spec.validations[%d]", i)
@@ -242,9 +249,9 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 				val.scope = q
 			}
 		}
-		val.prog = c.expr(field, v.Expression, env)
+		val.prog = c.expr(field, v.Expression, env, "bool")
 		if v.MessageExpression != "" {
-			val.msgExpr = c.cel(field+".messageExpression", v.MessageExpression, env)
+			val.msgExpr = c.cel(field+".messageExpression", v.MessageExpression, env, "string")
 		}
 		val.reason, val.code = string(metav1.StatusReasonInvalid), http.StatusUnprocessableEntity
 		if v.Reason != nil {
@@ -294,7 +301,7 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 		if a.ValueExpression == "" {
 			c.errorf(field+".valueExpression", -1, "an audit annotation needs a valueExpression")
 		} else {
-			p = c.cel(field+".valueExpression", a.ValueExpression, baseEnv(field))
+			p = c.cel(field+".valueExpression", a.ValueExpression, baseEnv(field), "string", "null_type")
 		}
 		r.audits = append(r.audits, audit{key: a.Key, field: field + ".valueExpression", prog: p})
 	}

@@ -130,7 +130,7 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}
 	}
-	return &Program{src: src, prg: prg, vars: names, min: est.Min, max: est.Max, large: large.Max}, nil
+	return &Program{src: src, prg: prg, vars: names, min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}, nil
 }
 
 // costMessage says by how much an estimate exceeds the budget, in the
@@ -230,6 +230,26 @@ type Program struct {
 	vars     []string
 	min, max uint64
 	large    uint64
+	typ      *cel.Type
+}
+
+// ResultType is the type the checker found for the expression's value:
+// "bool", "string", "int", "null_type", "list(dyn)", ..., or "dyn" when
+// it depends on the inputs (a field of the object).
+func (p *Program) ResultType() string { return p.typ.String() }
+
+// ResultIs reports whether the expression's value may be of one of the
+// named types (ResultType's names): its type is one of them, or dyn.
+func (p *Program) ResultIs(names ...string) bool {
+	if p.typ.IsExactType(cel.DynType) {
+		return true
+	}
+	for _, n := range names {
+		if p.typ.String() == n {
+			return true
+		}
+	}
+	return false
 }
 
 // LargeSize is the size LargeCost assumes of every list, map and string
