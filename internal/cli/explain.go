@@ -85,7 +85,10 @@ type Explanation struct {
 	// Warnings are the rules' admission warnings ("Kind rule: message"),
 	// also printed on stderr.
 	Warnings []string `json:"warnings,omitempty"`
-	Allowed  bool     `json:"allowed"`
+	// AuditAnnotations are what rules added to the audit record ("Kind
+	// rule: key=value").
+	AuditAnnotations []string `json:"auditAnnotations,omitempty"`
+	Allowed          bool     `json:"allowed"`
 	// Denial is the denial text when a Reject rule matched.
 	Denial string `json:"denial,omitempty"`
 	// Patch turns the input into the result (RFC 6902).
@@ -182,6 +185,9 @@ func explain(snap *engine.Snapshot, origin string, a admission, op rules.Operati
 	for _, w := range dec.Warnings {
 		ex.Warnings = append(ex.Warnings, runner.WarningText(w))
 	}
+	for _, an := range dec.AuditAnnotations {
+		ex.AuditAnnotations = append(ex.AuditAnnotations, an.Kind+" "+an.Rule+": "+an.Key+"="+an.Value)
+	}
 	type id struct{ kind, key string }
 	traces := map[id]*engine.RuleTrace{}
 	for i := range dec.Trace {
@@ -237,6 +243,9 @@ func printExplanation(w io.Writer, ex *Explanation, color bool) {
 	}
 	for _, e := range ex.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", e)
+	}
+	for _, an := range ex.AuditAnnotations {
+		fmt.Fprintf(w, "audit: %s\n", an)
 	}
 	if d := unifiedDiff(title+" (input)", title+" (result)", toYAML(ex.input), toYAML(ex.Result), color); d != "" {
 		fmt.Fprint(w, d)

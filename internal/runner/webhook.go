@@ -85,9 +85,10 @@ func (w *Webhook) Run(ctx context.Context, req Request) (*Result, error) {
 		r.Warnings = append(r.Warnings, strings.TrimPrefix(wn, warningPrefix))
 	}
 	if !resp.Allowed {
-		if resp.Status == nil || resp.Status.Code != http.StatusForbidden {
+		if resp.Status == nil || !isDenialCode(resp.Status.Code) {
 			// A review that failed (deadline, undecidable Reject rule,
-			// invalid object): the engine driver returns an error too.
+			// invalid object; 500, 504, 400): the engine driver returns
+			// an error too.
 			return nil, fmt.Errorf("webhook: the review failed: %s", rec.Body)
 		}
 		r.Denial = resp.Status.Message
@@ -158,4 +159,15 @@ func Review(req Request) ([]byte, error) {
 		Kind       string  `json:"kind"`
 		Request    request `json:"request"`
 	}{webhook.ReviewV1, "AdmissionReview", rq})
+}
+
+// isDenialCode reports whether a denied review's code is a rule's denial:
+// 403 (ModRule, a Policy's reason Forbidden) or a Policy's other reasons
+// (Invalid 422, Unauthorized 401, RequestEntityTooLarge 413).
+func isDenialCode(code int) bool {
+	switch code {
+	case http.StatusForbidden, http.StatusUnprocessableEntity, http.StatusUnauthorized, http.StatusRequestEntityTooLarge:
+		return true
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/modwright/modwright/api/v1alpha1"
 	"github.com/modwright/modwright/internal/engine"
@@ -120,6 +121,12 @@ type matcher struct {
 	objectSelector    labels.Selector
 }
 
+// The range of executionTier, as ModRule's and the CRDs'.
+const (
+	minTier = -32767
+	maxTier = 32766
+)
+
 // reasonCode maps a validation's reason to its HTTP code, as admission
 // policies do.
 func reasonCode(r metav1.StatusReason) (int, bool) {
@@ -170,7 +177,11 @@ func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.P
 	if len(types) > 0 && !p.ResultIs(types...) {
 		// As admission policies: a type that can never be the right one
 		// is refused when the policy loads.
-		c.errorf(field, 0, "must evaluate to %s but got %s", strings.Join(types, " or "), p.ResultType())
+		want := types[0]
+		if len(types) > 1 {
+			want = "one of [" + strings.Join(types, " ") + "]"
+		}
+		c.errorf(field, 0, "must evaluate to %s but got %s", want, p.ResultType())
 		return nil
 	}
 	return p
@@ -183,7 +194,7 @@ func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.P
 func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 	cluster := kind == v1alpha1.KindClusterPolicy
 	key := meta.Name
-	if !cluster {
+	if meta.Namespace != "" {
 		key = meta.Namespace + "/" + meta.Name
 	}
 	r := &Rule{
@@ -199,6 +210,9 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 		c.errorf("metadata.namespace", -1, "a ClusterPolicy has no namespace")
 	}
 
+	if spec.ExecutionTier < minTier || spec.ExecutionTier > maxTier {
+		c.errorf("spec.executionTier", -1, "%d is out of range: an executionTier is between %d and %d", spec.ExecutionTier, minTier, maxTier)
+	}
 	switch spec.FailurePolicy {
 	case "", v1alpha1.Fail:
 		r.FailurePolicy = engine.FailureFail
@@ -227,6 +241,8 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 		field := fmt.Sprintf("spec.matchConditions[%d]", i)
 		if mc.Name == "" {
 			c.errorf(field+".name", -1, "a match condition needs a name")
+		} else if errs := k8svalidation.IsQualifiedName(mc.Name); len(errs) > 0 {
+			c.errorf(field+".name", -1, "%q is not a qualified name: %s", mc.Name, strings.Join(errs, "; "))
 		} else if names[mc.Name] {
 			c.errorf(field+".name", -1, "match condition %q is defined twice", mc.Name)
 		}
@@ -293,6 +309,8 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 		field := fmt.Sprintf("spec.auditAnnotations[%d]", i)
 		if a.Key == "" {
 			c.errorf(field+".key", -1, "an audit annotation needs a key")
+		} else if errs := k8svalidation.IsQualifiedName(a.Key); len(errs) > 0 || strings.Contains(a.Key, "/") {
+			c.errorf(field+".key", -1, "%q is not a valid key: the name part of a qualified name (letters, digits, '-', '_' and '.', beginning and ending with a letter or digit, at most 63)", a.Key)
 		} else if keys[a.Key] {
 			c.errorf(field+".key", -1, "audit annotation key %q is defined twice", a.Key)
 		}

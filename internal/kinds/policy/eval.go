@@ -216,7 +216,7 @@ func namespaceLabels(h *engine.Handle, in objectInput) (labels.Set, error) {
 		return nil, err
 	}
 	if nsObj == nil {
-		return nil, nil
+		return nil, fmt.Errorf("%w: Namespace %q not found (offline, pass it with --context)", ErrNoNamespace, in.ns)
 	}
 	md, _ := nsObj["metadata"].(map[string]any)
 	ls, _ := md["labels"].(map[string]any)
@@ -548,11 +548,9 @@ func (ev *run) validate(i int, obj map[string]any) error {
 		}
 		return nil
 	}
-	root := any(obj)
-	if ev.act.Object == nil {
-		root = ev.act.OldObject // DELETE: the scope reads the old object
-	}
-	nodes, err := v.scope.Nodes(ev.ctx, root)
+	// obj is the object under evaluation: on DELETE the one being
+	// deleted (oldObject).
+	nodes, err := v.scope.Nodes(ev.ctx, obj)
 	if err != nil {
 		return engine.InField(v.field+".scope", err)
 	}

@@ -45,7 +45,7 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 		if err := kinds.Decode(m, k.Name(), v1alpha1.GroupVersion.String(), &p); err != nil {
 			return nil, err
 		}
-		meta, spec = Meta{Name: p.Name}, &p.Spec
+		meta, spec = Meta{Namespace: p.Namespace, Name: p.Name}, &p.Spec
 	} else {
 		var p v1alpha1.Policy
 		if err := kinds.Decode(m, k.Name(), v1alpha1.GroupVersion.String(), &p); err != nil {

@@ -401,12 +401,14 @@ func TestCompileErrors(t *testing.T) {
 		want: []string{"spec.variables[1].name: variable \"a\" is defined twice", "spec.variables[2].name: variable name \"1x\" is not an identifier"},
 	}, {
 		name: "result types known when compiling",
-		spec: "matchConditions: [{name: c, cel: \"'x'\"}]\nvalidations: [{cel: '1', messageExpression: '2'}, {cel: 'object.x', messageExpression: 'object.y'}]\nauditAnnotations: [{key: a, valueExpression: 'null'}, {key: b, valueExpression: '3'}]",
+		spec: "matchConditions: [{name: c, cel: \"'x'\"}]\nvalidations: [{cel: '1', messageExpression: '2'}, {cel: 'object.x', messageExpression: 'object.y'}, {cel: 'object.x == 1', messageExpression: \"'a' + object.y\"}]\nauditAnnotations: [{key: a, valueExpression: 'null'}, {key: b, valueExpression: '3'}]",
 		want: []string{
 			"spec.matchConditions[0].cel: column 1: must evaluate to bool but got string",
 			"spec.validations[0].cel: column 1: must evaluate to bool but got int",
 			"spec.validations[0].messageExpression: column 1: must evaluate to string but got int",
-			"spec.auditAnnotations[1].valueExpression: column 1: must evaluate to string or null_type but got int",
+			"spec.validations[1].cel: column 1: must evaluate to bool but got dyn",
+			"spec.validations[1].messageExpression: column 1: must evaluate to string but got dyn",
+			"spec.auditAnnotations[1].valueExpression: column 1: must evaluate to one of [string null_type] but got int",
 		},
 	}, {
 		name: "bad reason",

@@ -116,7 +116,10 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "cost estimation failed: " + err.Error()}}
 	}
-	if fixed.Max > uint64(budget) {
+	// An unbounded estimate depends on a size no literal gives (a
+	// function's result, string(x)): not refused, as the apiserver
+	// accepts it; the runtime budget bounds it.
+	if fixed.Max > uint64(budget) && fixed.Max != math.MaxUint64 {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: costMessage(fixed.Max, uint64(budget))}}
 	}
 	large, err := ce.EstimateCost(ast, &library.CostEstimator{SizeEstimator: sizeEstimator{LargeSize}})
@@ -238,12 +241,12 @@ type Program struct {
 // it depends on the inputs (a field of the object).
 func (p *Program) ResultType() string { return p.typ.String() }
 
-// ResultIs reports whether the expression's value may be of one of the
-// named types (ResultType's names): its type is one of them, or dyn.
+// ResultIs reports whether the expression's type is one of the named
+// types (ResultType's names), exactly, as the apiserver checks an
+// admission policy's expressions: "dyn" is a type of its own (a field of
+// the object is dyn: `object.spec.replicas` is not a bool, `object.x == 1`
+// is).
 func (p *Program) ResultIs(names ...string) bool {
-	if p.typ.IsExactType(cel.DynType) {
-		return true
-	}
 	for _, n := range names {
 		if p.typ.String() == n {
 			return true
