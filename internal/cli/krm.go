@@ -269,11 +269,7 @@ func functionConfigRules(fc map[string]any, reg *kinds.Registry) ([]source.Docum
 			objs = append(objs, m)
 		}
 	default:
-		var plural []string
-		for _, k := range reg.Kinds() {
-			plural = append(plural, k.Name()+"s")
-		}
-		return nil, fmt.Errorf("functionConfig must be a %s or a List of %s, not %q", reg.Names(), strings.Join(plural, " or "), kind)
+		return nil, fmt.Errorf("functionConfig must be a %s, or a List of them, not %q", reg.Names(), kind)
 	}
 	docs := make([]source.Document, 0, len(objs))
 	for i, m := range objs {

@@ -97,11 +97,14 @@ func (r *Registry) For(m *Manifest) Kind {
 }
 
 // Names lists the kinds' names for messages: "ModRule", "ModRule or
-// Policy".
+// Policy", "ModRule, Policy or ClusterPolicy".
 func (r *Registry) Names() string {
 	names := make([]string, len(r.kinds))
 	for i, k := range r.kinds {
 		names[i] = k.Name()
 	}
-	return strings.Join(names, " or ")
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

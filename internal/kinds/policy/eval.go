@@ -518,7 +518,7 @@ func (ev *run) validate(i int, obj map[string]any) error {
 	v := &ev.r.validates[i]
 	if v.scope == nil {
 		ok, err := ev.evalBool(v.prog, &ev.act)
-		ev.step(stepValidation, i, v.field, v.prog.Source(), ok, err)
+		ev.step(stepValidation, i, v.field+".cel", v.prog.Source(), ok, err)
 		if err != nil {
 			return engine.InField(v.field+".cel", err)
 		}
@@ -551,7 +551,9 @@ func (ev *run) validate(i int, obj map[string]any) error {
 		act.Item = n.Value
 		act.Vars[varOldSelf] = samePlace(olds, n.Keys)
 		ok, err := ev.evalBool(v.prog, &act)
-		ev.step(stepValidation, i, v.field, v.prog.Source(), ok, err)
+		if ev.tr != nil {
+			ev.step(stepValidation, i, v.field+".cel (self: "+v.scopeText+" "+keysText(n.Keys)+")", v.prog.Source(), ok, err)
+		}
 		if err != nil {
 			return engine.InField(v.field+".cel", err)
 		}
@@ -560,6 +562,16 @@ func (ev *run) validate(i int, obj map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// keysText names the keys a scope's capturing steps went through:
+// "[1]", "[name]".
+func keysText(keys []any) string {
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "[%v]", k)
+	}
+	return b.String()
 }
 
 // samePlace returns the value of the node with keys, or nil.
