@@ -78,6 +78,7 @@ fuzz:
 	$(GO) test ./internal/template -run '^$$' -fuzz '^FuzzParseValue$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/template -run '^$$' -fuzz '^FuzzExecute$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kinds/modrule -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/kinds/policy -run '^$$' -fuzz '^FuzzPolicy$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzObjectMembers$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzAppendJSON$$' -fuzztime $(FUZZTIME)

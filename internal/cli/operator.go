@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -230,6 +231,12 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	if err := resolver.Watch(informers[0], informers[1]); err != nil {
 		return err
 	}
+	// CEL's authorizer asks the API server (SubjectAccessReviews, cached).
+	clients, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	o.authz = &cluster.Authorizer{Reviews: clients.AuthorizationV1().SubjectAccessReviews()}
 	dragnet := o.dragnet(store, resolver, log, m)
 	srv := mgr.GetWebhookServer()
 	srv.Register(webhook.DragnetPath, dragnet)

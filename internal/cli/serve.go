@@ -48,6 +48,9 @@ type serveOptions struct {
 	logFormat      string
 	verbosity      int
 	operator       operatorOptions
+	// authz answers the rules' authorization questions (the operator's
+	// SubjectAccessReviews); nil standalone.
+	authz engine.Authorizer
 }
 
 // defaultGCPercent is --gc-percent's default: the collector lets the heap
@@ -355,7 +358,7 @@ func (o *serveOptions) serverOptions(so webhook.ServerOptions) webhook.ServerOpt
 // serves syntheticRefs (nil: none).
 func (o *serveOptions) dragnet(store webhook.Snapshots, resolver engine.ObjectReader, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
 	d := webhook.NewDragnet(webhook.Options{
-		Evaluator:       engine.New(engine.Options{Objects: resolver, NoTrace: true}), // nobody reads the trace here
+		Evaluator:       engine.New(engine.Options{Objects: resolver, Authorizer: o.authz, NoTrace: true}), // nobody reads the trace here
 		Snapshots:       store,
 		Log:             log.WithName("dragnet"),
 		Metrics:         m,

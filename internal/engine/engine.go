@@ -19,6 +19,9 @@ type Options struct {
 	// Objects reads the related objects exposed under syntheticRefs; nil
 	// leaves them empty.
 	Objects ObjectReader
+	// Authorizer answers the authorization questions rules ask; nil: none
+	// (offline), and a rule that asks fails.
+	Authorizer Authorizer
 	// NoTrace leaves Decision.Trace empty, which saves its memory when
 	// nobody reads it (the webhook): with many rules in scope the trace is
 	// most of what an evaluation allocates. Errors, rejections and the
@@ -30,6 +33,7 @@ type Options struct {
 // concurrent use.
 type Engine struct {
 	objects ObjectReader
+	authz   Authorizer
 	noTrace bool
 	// scratch recycles the buffers rules borrow through their Handle.
 	scratch sync.Pool // *scratch
@@ -44,7 +48,7 @@ type scratch struct {
 
 // New returns an Engine.
 func New(opts Options) *Engine {
-	return &Engine{objects: opts.Objects, noTrace: opts.NoTrace}
+	return &Engine{objects: opts.Objects, authz: opts.Authorizer, noTrace: opts.NoTrace}
 }
 
 // ErrInvalidRequest marks requests the engine cannot evaluate.

@@ -44,6 +44,10 @@ func (h *Handle) Object() any { return h.ev.doc.Root() }
 // reader.
 func (h *Handle) Objects() ObjectReader { return h.ev.e.objects }
 
+// Authorizer answers authorization questions; nil when the engine has
+// none (offline).
+func (h *Handle) Authorizer() Authorizer { return h.ev.e.authz }
+
 // Tracing reports whether the evaluation keeps a trace (Decision.Trace):
 // without it, rules skip recording their steps.
 func (h *Handle) Tracing() bool { return !h.ev.e.noTrace }

@@ -110,6 +110,26 @@ type Request struct {
 	ObjectJSON, OldObjectJSON []byte
 }
 
+// Authorizer decides whether a user may do something, as the API server's
+// authorizers do (a SubjectAccessReview): rules that ask (CEL's
+// `authorizer`) reach it through Handle.Authorizer. It is declared here,
+// where the kernel carries it, and implemented by the cluster's
+// SubjectAccessReview client (package source/cluster) and by test suites.
+type Authorizer interface {
+	Authorize(ctx context.Context, a AuthzAttributes) (allowed bool, reason string, err error)
+}
+
+// AuthzAttributes is one question to an Authorizer: may User do Verb on a
+// resource (ResourceRequest) or a non-resource Path?
+type AuthzAttributes struct {
+	User                                  UserInfo
+	Verb                                  string
+	ResourceRequest                       bool
+	Group, Version, Resource, Subresource string
+	Namespace, Name                       string
+	Path                                  string
+}
+
 // GroupVersionKind names a type: group "" is the core group.
 type GroupVersionKind struct{ Group, Version, Kind string }
 

@@ -307,4 +307,34 @@ mutations:
 			t.Errorf("Ready condition of a ClusterPolicy = %+v", cond)
 		}
 	})
+
+	t.Run("authorizer", func(t *testing.T) {
+		// The requesting user (the test's administrator) may delete
+		// Secrets in kube-system: a SubjectAccessReview the operator
+		// makes. Without an authorizer, or when the review fails, the
+		// check is an error and the create is denied (failurePolicy
+		// Fail). (The test server authorizes everything, so a denial
+		// cannot be shown here; internal/source/cluster tests it.)
+		create(t, c, policy(t, "other", "authz", configMaps+`
+validations:
+- cel: "authorizer.group('').resource('secrets').namespace('kube-system').check('delete').allowed()"
+  message: "the user may not delete kube-system Secrets"
+- cel: "authorizer.serviceAccount('other', 'nobody').group('').resource('secrets').namespace('kube-system').check('delete').reason() != 'x'"
+  message: "a ServiceAccount's check failed"
+- cel: "object.metadata.name != 'refused'"
+  message: "refused by name"
+`))
+		// The last validation shows the policy is in force.
+		eventually(t, 10*time.Second, func() error {
+			if err := c.Create(ctx, configMap("other", "refused", nil), client.DryRunAll); err == nil {
+				return errors.New("the policy is not in force yet")
+			} else if !strings.Contains(err.Error(), "refused by name") {
+				t.Fatalf("denial = %v, want only the name's", err)
+			}
+			return nil
+		})
+		if err := c.Create(ctx, configMap("other", "checked", nil), client.DryRunAll); err != nil {
+			t.Errorf("the authorizer's checks denied: %v", err)
+		}
+	})
 }

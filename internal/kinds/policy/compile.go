@@ -38,6 +38,7 @@ func baseEnv(name string) *lang.Env {
 		{Name: varRequest, Doc: "the admission request's attributes (admission.k8s.io/v1)"},
 		{Name: varNamespaceObject, Doc: "the object's Namespace, null for cluster-scoped objects"},
 		{Name: varVariables, Doc: "the policy's variables, by name"},
+		{Name: cel.VarAuthorizer, Doc: "the API server's authorizer (SubjectAccessReviews), checks for the requesting user; none offline"},
 	}}
 }
 
@@ -68,7 +69,7 @@ type Rule struct {
 	audit      bool
 	// uses says which costly inputs an expression may read (a variable's
 	// name in its source): the request map, the namespace, the old object.
-	usesRequest, usesNamespace, usesOld bool
+	usesRequest, usesNamespace, usesOld, usesAuthz bool
 }
 
 var _ engine.Rule = (*Rule)(nil)
@@ -469,6 +470,7 @@ func (r *Rule) noteUses(spec *v1alpha1.PolicySpec) {
 		r.usesRequest = r.usesRequest || strings.Contains(s, varRequest)
 		r.usesNamespace = r.usesNamespace || strings.Contains(s, varNamespaceObject)
 		r.usesOld = r.usesOld || strings.Contains(s, varOldObject) || strings.Contains(s, varOldSelf)
+		r.usesAuthz = r.usesAuthz || strings.Contains(s, cel.VarAuthorizer)
 	}
 }
 

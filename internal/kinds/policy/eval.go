@@ -386,6 +386,11 @@ func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 			ev.act.Vars[varNamespaceObject] = ns
 		}
 	}
+	if r.usesAuthz {
+		if a := h.Authorizer(); a != nil {
+			bindAuthorizer(ev.act.Vars, h, a)
+		}
+	}
 	if len(r.vars) > 0 {
 		ev.vals = make([]any, len(r.vars))
 		ev.errs = make([]error, len(r.vars))
@@ -448,12 +453,28 @@ func (ev *run) variable(i int) (any, error) {
 		act.Vars[k] = x
 	}
 	act.Vars[varVariables] = varsView{ev, i}
-	val, err := ev.eval(v.prog, &act)
+	var (
+		val  any
+		err  error
+		cost uint64
+	)
+	if ev.budget < 0 {
+		err = lang.Limit(ErrBudget)
+	} else {
+		// The CEL value itself: a variable whose value has no JSON form
+		// (a quantity, an IP) stays usable by the expressions reading it.
+		val, cost, err = v.prog.EvalValue(ev.ctx, &act)
+		if cerr := ev.charge(cost); err == nil {
+			err = cerr
+		}
+	}
 	if err != nil {
-		err = fmt.Errorf("%s: %w", v.field, err)
+		err = fmt.Errorf("variable %q (%s): %w", v.name, v.field, err)
 	}
 	ev.vals[i], ev.errs[i], ev.state[i] = val, err, 2
-	ev.step(stepVariable, i, v.field, v.prog.Source(), val, err)
+	if ev.tr != nil {
+		ev.step(stepVariable, i, v.field, v.prog.Source(), cel.JSON(val), err)
+	}
 	return val, err
 }
 
@@ -641,4 +662,22 @@ func (r *Rule) actions() []string {
 		as = append(as, "Audit")
 	}
 	return as
+}
+
+// bindAuthorizer binds CEL's authorizer variables to the engine's
+// authorizer, for the requesting user and the request's resource.
+func bindAuthorizer(vars map[string]any, h *engine.Handle, a engine.Authorizer) {
+	q := h.Request()
+	u := cel.AuthzUser{Name: q.UserInfo.Username, UID: q.UserInfo.UID, Groups: q.UserInfo.Groups, Extra: q.UserInfo.Extra}
+	res := cel.AuthzCheck{ResourceRequest: true, Group: q.Resource.Group, Version: q.Resource.Version, Resource: q.Resource.Resource,
+		Subresource: q.SubResource, Namespace: q.Namespace, Name: q.Name}
+	cel.BindAuthorizer(vars, u, res, func(ctx context.Context, u cel.AuthzUser, c cel.AuthzCheck) (bool, string, error) {
+		return a.Authorize(ctx, engine.AuthzAttributes{
+			User:            engine.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra},
+			Verb:            c.Verb,
+			ResourceRequest: c.ResourceRequest,
+			Group:           c.Group, Version: c.Version, Resource: c.Resource, Subresource: c.Subresource,
+			Namespace: c.Namespace, Name: c.Name, Path: c.Path,
+		})
+	})
 }

@@ -46,28 +46,30 @@ func (r *Rule) Lint(ctx context.Context, origin string, samples []kinds.Manifest
 	warn := func(code, field, msg, hint string) {
 		out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: code, Origin: origin, Kind: r.Kind, Rule: r.Key, Field: field, Message: msg, Hint: hint})
 	}
-	costly := func(field string, max uint64) {
-		if max > cel.PerCallLimit {
+	costly := func(field string, cost uint64) {
+		if cost > cel.PerCallLimit {
 			warn(codeCostly, field,
-				fmt.Sprintf("the estimated cost may reach %d, over the per-expression limit %d, on large objects: such an evaluation fails (failurePolicy decides)", max, uint64(cel.PerCallLimit)),
+				fmt.Sprintf("the estimated cost reaches %d, over the per-expression limit %d, when the lists, maps and strings it reads hold %d elements or bytes: such an evaluation fails (failurePolicy decides)", cost, uint64(cel.PerCallLimit), cel.LargeSize),
 				"bound what the expression iterates over (check size() first), or avoid nested loops over lists")
 		}
 	}
 	for _, v := range r.vars {
-		_, max := v.prog.Cost()
-		costly(v.field, max)
+		costly(v.field, v.prog.LargeCost())
 	}
 	for _, c := range r.conditions {
-		_, max := c.prog.Cost()
-		costly(c.field, max)
+		costly(c.field, c.prog.LargeCost())
 	}
 	for _, v := range r.validates {
-		_, max := v.prog.Cost()
-		costly(v.field+".cel", max)
+		costly(v.field+".cel", v.prog.LargeCost())
+		if v.msgExpr != nil {
+			costly(v.field+".messageExpression", v.msgExpr.LargeCost())
+		}
 	}
 	for _, m := range r.mutations {
-		_, max := m.m.Cost()
-		costly(m.field, max)
+		costly(m.field, m.m.LargeCost())
+	}
+	for _, a := range r.audits {
+		costly(a.field, a.prog.LargeCost())
 	}
 	if len(r.mutations) > 0 {
 		if f, ok := r.checkIdempotent(ctx, origin, samples); ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/policy"
 	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 )
@@ -189,6 +190,12 @@ variables:
 - {name: double, cel: "variables.replicas * 2"}
 - {name: boom, cel: "object.nope.nope"}
 validations: [{cel: "variables.double == 10"}]`,
+	}, {
+		name: "a variable without a JSON form",
+		spec: `
+variables:
+- {name: limit, cel: "quantity('1Gi')"}
+validations: [{cel: "variables.limit.isGreaterThan(quantity('512Mi'))"}]`,
 	}, {
 		name: "a variable cannot read a later one",
 		spec: `
@@ -444,4 +451,37 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("error %v, want ErrLimit, ErrBudget and ErrRuleFailed", err)
 	}
 	t.Log(err)
+}
+
+// fakeAuthz allows what its map says, by "verb group/resource ns/name".
+type fakeAuthz struct {
+	allow map[string]bool
+	asked []string
+}
+
+func (f *fakeAuthz) Authorize(_ context.Context, a engine.AuthzAttributes) (bool, string, error) {
+	q := a.User.Username + " " + a.Verb + " " + a.Group + "/" + a.Resource + " " + a.Namespace + "/" + a.Name
+	f.asked = append(f.asked, q)
+	return f.allow[q], "rbac", nil
+}
+
+func TestAuthorizer(t *testing.T) {
+	spec := `validations: [{cel: "authorizer.group('apps').resource('deployments').namespace('team-a').name('web').check('delete').allowed()", message: "may not delete"}]`
+	snap := load(t, policyYAML("Policy", "team-a", spec))
+	req := engine.Request{Operation: rules.Create, Namespace: "team-a", Object: decode(t, deployment), UserInfo: engine.UserInfo{Username: "alice"}}
+
+	_, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, req)
+	if !errors.Is(err, cel.ErrNoAuthorizer) || !errors.Is(err, engine.ErrRuleFailed) {
+		t.Fatalf("offline: error %v, want ErrNoAuthorizer", err)
+	}
+	for _, allowed := range []bool{true, false} {
+		a := &fakeAuthz{allow: map[string]bool{"alice delete apps/deployments team-a/web": allowed}}
+		dec, err := engine.New(engine.Options{Authorizer: a}).Evaluate(context.Background(), snap, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dec.Allowed() != allowed || len(a.asked) != 1 {
+			t.Errorf("allowed %v: decision allowed %v, asked %v", allowed, dec.Allowed(), a.asked)
+		}
+	}
 }

@@ -80,6 +80,11 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 			ds = append(ds, lang.Diagnostic{Pos: -1, Msg: fmt.Sprintf("environment %q declares variable %q, which is not a CEL identifier", env.Name, v.Name)})
 			continue
 		}
+		if v.Name == VarAuthorizer {
+			opts = append(opts, authzVars()...)
+			names = append(names, VarAuthorizer, VarRequestResource)
+			continue
+		}
 		opts = append(opts, cel.Variable(v.Name, cel.DynType))
 		names = append(names, v.Name)
 	}
@@ -114,6 +119,10 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	if fixed.Max > uint64(budget) {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: costMessage(fixed.Max, uint64(budget))}}
 	}
+	large, err := ce.EstimateCost(ast, &library.CostEstimator{SizeEstimator: sizeEstimator{LargeSize}})
+	if err != nil {
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: "cost estimation failed: " + err.Error()}}
+	}
 	prg, err := ce.Program(ast,
 		cel.CostLimit(uint64(budget)),
 		cel.InterruptCheckFrequency(celconfig.CheckFrequency),
@@ -121,7 +130,7 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}
 	}
-	return &Program{src: src, prg: prg, vars: names, min: est.Min, max: est.Max}, nil
+	return &Program{src: src, prg: prg, vars: names, min: est.Min, max: est.Max, large: large.Max}, nil
 }
 
 // costMessage says by how much an estimate exceeds the budget, in the
@@ -220,7 +229,20 @@ type Program struct {
 	prg      cel.Program
 	vars     []string
 	min, max uint64
+	large    uint64
 }
+
+// LargeSize is the size LargeCost assumes of every list, map and string
+// an expression reads: a large object, short of the largest request.
+const LargeSize = 1024
+
+// LargeCost returns the estimated worst cost of an evaluation over a large
+// but plausible object: every list, map and string the expression reads
+// holds up to LargeSize elements or bytes. Above the per-call budget, the
+// expression is likely to fail on large objects (lint warns); Cost's
+// maximum, over the largest request, is above it for most expressions
+// that iterate.
+func (p *Program) LargeCost() uint64 { return p.large }
 
 var _ lang.Program = (*Program)(nil)
 

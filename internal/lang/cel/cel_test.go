@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -358,6 +357,8 @@ func FuzzCompile(f *testing.F) {
 		"object.spec.replicas <= 10", "has(object.a) ? object.a : 'x'", "object.l.all(x, x > 0)",
 		"quantity('1Gi').isGreaterThan(quantity(object.m))", "url('https://a/b').getHost()", "'[' .matches('(')",
 		"object.m.map(k, v, v)", "1 / 0", "9223372036854775807 + 1", "object.x.y.z[0]['a']", "{1: 2}",
+		"[JSONPatch{op: 'add', path: '/a', value: 1}]", "[JSONPatch{op: 'remove', path: '/x/y'}]",
+		"Object{metadata: Object.metadata{labels: {'a': 'b'}}}", "Object{x: Object.y{}}",
 	} {
 		f.Add(s)
 	}
@@ -368,28 +369,34 @@ func FuzzCompile(f *testing.F) {
 	e := env()
 	e.Limits.MaxWork = 10000
 	f.Fuzz(func(t *testing.T, src string) {
-		p, ds := Language{}.CompileExpr(e, src)
-		if ds != nil {
+		checkPos := func(what string, ds []lang.Diagnostic) {
 			for _, d := range ds {
 				if d.Pos < -1 || d.Pos > len(src) {
-					t.Fatalf("Compile(%q): diagnostic at %d, outside the source", src, d.Pos)
+					t.Fatalf("%s(%q): diagnostic at %d, outside the source", what, src, d.Pos)
 				}
 			}
-			return
 		}
-		_, _ = p.Eval(context.Background(), &lang.Activation{Object: obj, Item: obj})
+		if p, ds := (Language{}).CompileExpr(e, src); ds != nil {
+			checkPos("Compile", ds)
+		} else {
+			_, _ = p.Eval(context.Background(), &lang.Activation{Object: obj, Item: obj})
+		}
+		for _, kind := range []MutationKind{JSONPatch, ApplyConfiguration} {
+			m, ds := Language{}.CompileMutation(e, kind, src)
+			if ds != nil {
+				checkPos("CompileMutation", ds)
+				continue
+			}
+			got, _, err := m.Apply(context.Background(), &lang.Activation{Object: obj}, obj.(map[string]any))
+			if err == nil && got == nil {
+				t.Fatalf("Apply(%q) returned no object and no error", src)
+			}
+		}
 	})
 }
 
 func BenchmarkEval(b *testing.B) {
-	data, err := os.ReadFile("../../../testdata/bench/objects/deployment.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	obj, err := value.Decode(data)
-	if err != nil {
-		b.Fatal(err)
-	}
+	obj := loadDeployment(b)
 	p := compile(b, "object.spec.replicas <= 10 && object.metadata.name.startsWith('web')")
 	in := &lang.Activation{Object: obj}
 	ctx := context.Background()

@@ -4,7 +4,9 @@
 // policies. An expression compiles once, with type-checking, against an Env
 // whose every variable (any identifier: object, oldObject, request,
 // namespaceObject, variables, self, oldSelf, params, ...) is declared with
-// CEL's dynamic type; the resulting *Program is a lang.Program.
+// CEL's dynamic type (authorizer excepted, see below); the resulting
+// *Program is a lang.Program, and CompileMutation compiles the mutations
+// of a MutatingAdmissionPolicy.
 //
 // # The environment
 //
@@ -17,8 +19,14 @@
 // semver, optional types, cross-type numeric comparisons, the validators of
 // duration, timestamp, regex and homogeneous literals, and Kubernetes'
 // cost estimator. jsonpatch.escapeKey, which the apiserver adds only for
-// MutatingAdmissionPolicy, is added too. The authorizer library is present
-// but no variable binds an authorizer.
+// MutatingAdmissionPolicy, is added too. The authorizer library is present;
+// when an Env declares the variable authorizer, it is declared with the
+// library's type (and authorizer.requestResource with it), as the
+// apiserver declares them, and bound from Activation.Vars (values made by
+// NewAuthorizer and NewRequestResourceAuthorizer over an
+// authorizer.UnconditionalAuthorizer: a cluster's, or a test suite's
+// decisions); with no value bound, any use of either fails with
+// ErrNoAuthorizer ("authorizer is not available offline (no cluster)").
 //
 // # Limits
 //
@@ -33,6 +41,11 @@
 // apiserver's largest request (3 MiB), for warnings. At Eval the actual
 // cost is tracked, as the apiserver tracks it, and an evaluation that
 // exceeds the budget fails with an error in whose chain lang.ErrLimit is.
+// EvalCost and EvalBoolCost also return the actual cost (cel-go's tracked
+// cost with Kubernetes' estimator, as the apiserver counts it; tracking is
+// on for every evaluation, since the budget needs it, so Eval costs the
+// same); a rule kind sums them against RuntimeCostBudget, the apiserver's
+// budget of one policy evaluation.
 // MaxValues and MaxOutput do not apply to CEL and are ignored. Eval honours
 // ctx (ContextEval, checked every celconfig.CheckFrequency comprehension
 // steps): a cancelled evaluation's error wraps ctx.Err().
@@ -47,8 +60,55 @@
 // Kubernetes drops null fields). Results are converted back to JSON trees
 // (ints and doubles as json.Number).
 //
+// A lang.Lazy (a Policy's variables) is bound as a map from its Names to
+// its members: variables.x, variables['x'], has(variables.x) and 'x' in
+// variables call Member (a null member is present, as in the apiserver);
+// an error of Member is the evaluation's error, wrapped, so that
+// errors.Is finds the original (lang.ErrLimit of a nested expression);
+// size() and iteration read Names and compute nothing. EvalValue returns
+// a result as a CEL value, for a Lazy's member that has no JSON form (a
+// quantity).
+//
+// # Mutations
+//
+// CompileMutation compiles a MutatingAdmissionPolicy mutation: the
+// environment of CompileExpr plus the apiserver's mutation types (its
+// DynamicTypeResolver: JSONPatch, Object, Object.<path>); the type must
+// be exactly list(JSONPatch) (JSONPatch) or Object (ApplyConfiguration),
+// so that a dyn or an untyped [] is refused, as by the apiserver.
+// Mutation.Apply evaluates it and applies the result to a JSON tree as the
+// apiserver's patchers do, with their code where it is exported:
+//
+//   - JSONPatch: the operations are built as the apiserver builds them and
+//     applied by the same library (gopkg.in/evanphx/json-patch.v4) to the
+//     object's JSON; a failed test operation leaves the object unchanged
+//     without an error; any other failure is an error. A built-in kind
+//     (one client-go's scheme knows) is patched as the apiserver patches
+//     it, in the form its Go type serializes (empty structs such as
+//     resources: {} present, quantities canonical), and the result must
+//     decode strictly into that type (unknown fields and wrong types
+//     refused); the parts of the result the patch did not change keep the
+//     object's own form, so that a diff shows only the patch (operations
+//     that only add, replace and remove and succeed on the object's own
+//     text are applied to it directly: the same result, faster). Unlike
+//     the apiserver, which goes through protobuf's Value (a double),
+//     values keep integers exact (beyond 2^53 too).
+//   - ApplyConfiguration: the apiserver's ApplyStructuredMergeDiff with the
+//     schema of a built-in kind (client-go's applyconfigurations type
+//     converter: list-maps merged by key, atomic fields refused) or, for
+//     another kind, the deduced type (maps merged, lists replaced
+//     atomically): the apiserver would use the CRD's schema from the
+//     cluster, which is not known offline. A null member of the
+//     configuration is absent.
+//     Numbers go through int64 and float64 as in unstructured objects; an
+//     unchanged number keeps its text.
+//
+// The apiserver defaults the object after each mutation; Apply does not
+// (there is no defaulter offline). The cost and ctx are as Eval's.
+//
 // # What it must not know
 //
-// No rule kind, no admission review, no cluster: kinds compile their fields
-// through it, turn Diagnostics into field errors and build Activations.
+// No rule kind, no admission review, no cluster (an authorizer is given to
+// it): kinds compile their fields through it, turn Diagnostics into field
+// errors, build Activations and sum costs against RuntimeCostBudget.
 package cel

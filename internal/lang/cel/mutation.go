@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	mappatch "k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
@@ -107,12 +109,16 @@ func (m *Mutation) Source() string { return m.prg.src }
 // Cost returns the expression's estimated cost (see Program.Cost).
 func (m *Mutation) Cost() (min, max uint64) { return m.prg.Cost() }
 
+// LargeCost is Program.LargeCost for the mutation's expression.
+func (m *Mutation) LargeCost() uint64 { return m.prg.LargeCost() }
+
 // Apply evaluates the expression over in and applies its result to obj as
 // MutatingAdmissionPolicy applies it; obj is never modified. It returns
 // the new object (json.Number numbers), the evaluation's runtime cost and
 // an error; when a JSONPatch's test operation fails, the patch is not
 // applied and obj itself is returned, without an error, as the apiserver
-// does. See the package doc for the semantics.
+// does (obj itself too for an empty patch). See the package doc for the
+// semantics.
 func (m *Mutation) Apply(ctx context.Context, in *lang.Activation, obj map[string]any) (map[string]any, uint64, error) {
 	out, cost, err := m.prg.eval(ctx, in)
 	if err != nil {
@@ -178,23 +184,52 @@ func applyJSONPatch(out ref.Val, obj map[string]any) (map[string]any, error) {
 		}
 		ops = append(ops, o)
 	}
+	if len(ops) == 0 {
+		return obj, nil
+	}
 	doc, err := value.AppendJSON(nil, obj)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create JSON patch: %w", err)
 	}
-	patched, err := ops.Apply(doc)
+	// A built-in kind is patched as the apiserver patches it: as its Go
+	// type serializes it (empty structs present, quantities canonical).
+	// Operations that only add, replace and remove give the same result on
+	// obj's own text when they succeed on it: that is tried first.
+	gvk := (&unstructured.Unstructured{Object: obj}).GroupVersionKind()
+	var norm any
+	builtin := gvk.Kind != "" && scheme.Scheme.Recognizes(gvk)
+	var patched []byte
+	if builtin && onlyEdits(ops) {
+		if patched, err = ops.Apply(doc); err != nil {
+			patched = nil
+		}
+	}
+	if builtin && patched == nil {
+		if doc, norm, err = normalize(doc, gvk); err != nil {
+			return nil, fmt.Errorf("failed to create JSON patch: %w", err)
+		}
+	}
+	if patched == nil {
+		patched, err = ops.Apply(doc)
+	}
 	if err != nil {
 		if errors.Is(err, jsonpatch.ErrTestFailed) {
 			return obj, nil
 		}
 		return nil, fmt.Errorf("JSON Patch: %w", err)
 	}
-	if err := checkBuiltin(patched); err != nil {
-		return nil, err
+	if builtin {
+		if _, err := decodeTyped(patched, gvk, true); err != nil {
+			return nil, fmt.Errorf("JSON Patch: the patched %s is invalid: %w", gvk.Kind, err)
+		}
 	}
 	v, err := value.Decode(patched)
 	if err != nil {
 		return nil, fmt.Errorf("JSON Patch: %w", err)
+	}
+	if norm != nil {
+		// What the patch did not touch is obj's, not its Go form's.
+		v, _ = restore(v, norm, obj, true)
 	}
 	res, ok := v.(map[string]any)
 	if !ok {
@@ -203,33 +238,113 @@ func applyJSONPatch(out ref.Val, obj map[string]any) (map[string]any, error) {
 	return res, nil
 }
 
+// onlyEdits reports whether ops only add, replace and remove.
+func onlyEdits(ops jsonpatch.Patch) bool {
+	for _, o := range ops {
+		switch o.Kind() {
+		case "add", "replace", "remove":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func raw(s string) *json.RawMessage {
 	r := json.RawMessage(s)
 	return &r
 }
 
-// checkBuiltin decodes a patched object of a built-in kind (one
-// client-go's scheme knows) strictly into its Go type, as the apiserver
-// decodes a patched object: an unknown field or a value of the wrong type
-// is an error. Objects of other kinds are not checked.
-func checkBuiltin(data []byte) error {
-	var tm struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if err := json.Unmarshal(data, &tm); err != nil || tm.Kind == "" {
-		return nil
-	}
-	gvk := (&unstructured.Unstructured{Object: map[string]any{"apiVersion": tm.APIVersion, "kind": tm.Kind}}).GroupVersionKind()
-	obj, err := scheme.Scheme.New(gvk)
+// serializer is the apiserver's JSON serializer of built-in kinds; strict
+// refuses unknown fields and duplicates.
+func serializer(strict bool) *kjson.Serializer {
+	return kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{Strict: strict})
+}
+
+// decodeTyped decodes data into a new Go object of the built-in kind gvk;
+// strict as the apiserver decodes a patched object (an unknown field or a
+// value of the wrong type is an error).
+func decodeTyped(data []byte, gvk schema.GroupVersionKind, strict bool) (runtime.Object, error) {
+	typed, err := scheme.Scheme.New(gvk)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	s := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{Strict: true})
-	if _, _, err := s.Decode(data, nil, obj); err != nil {
-		return fmt.Errorf("JSON Patch: the patched %s is invalid: %w", tm.Kind, err)
+	if _, _, err := serializer(strict).Decode(data, nil, typed); err != nil {
+		return nil, err
 	}
-	return nil
+	return typed, nil
+}
+
+// normalize returns data, an object of the built-in kind gvk, as its Go
+// type serializes it, and that text's tree.
+func normalize(data []byte, gvk schema.GroupVersionKind) ([]byte, any, error) {
+	typed, err := decodeTyped(data, gvk, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := runtime.Encode(serializer(false), typed)
+	if err != nil {
+		return nil, nil, err
+	}
+	tree, err := value.Decode(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, tree, nil
+}
+
+// restore returns res, a patched tree, with the parts equal to norm (the
+// tree that was patched) taken from orig (the tree norm normalized): a
+// part the patch did not change keeps its original form, or stays absent
+// (present is false) when norm added it. An element of a list is matched
+// by its index, else by an equal element of norm.
+func restore(res, norm, orig any, origOK bool) (v any, present bool) {
+	if reflect.DeepEqual(res, norm) {
+		return orig, origOK
+	}
+	switch r := res.(type) {
+	case map[string]any:
+		nm, ok1 := norm.(map[string]any)
+		om, ok2 := orig.(map[string]any)
+		if !ok1 || !ok2 {
+			return res, true
+		}
+		out := make(map[string]any, len(r))
+		for k, e := range r {
+			n, nok := nm[k]
+			if !nok {
+				out[k] = e
+				continue
+			}
+			o, ook := om[k]
+			if e, ok := restore(e, n, o, ook); ok {
+				out[k] = e
+			}
+		}
+		return out, true
+	case []any:
+		nl, ok1 := norm.([]any)
+		ol, ok2 := orig.([]any)
+		if !ok1 || !ok2 || len(nl) != len(ol) {
+			return res, true
+		}
+		out := make([]any, len(r))
+		for i, e := range r {
+			out[i] = e
+			j := i
+			if j >= len(nl) || !reflect.DeepEqual(e, nl[j]) {
+				j = slices.IndexFunc(nl, func(n any) bool { return reflect.DeepEqual(e, n) })
+			}
+			if j < 0 && i < len(nl) {
+				j = i
+			}
+			if j >= 0 {
+				out[i], _ = restore(e, nl[j], ol[j], true)
+			}
+		}
+		return out, true
+	}
+	return res, true
 }
 
 // applyConfiguration merges out, an Object{...}, into obj as the
@@ -276,8 +391,6 @@ func (m *Mutation) applyConfiguration(out ref.Val, obj map[string]any) (map[stri
 	return fromUnstructured(u.Object, obj).(map[string]any), nil
 }
 
-var _ runtime.Object = (*unstructured.Unstructured)(nil)
-
 // nativeJSON converts a Go value a CEL value's Value gave (the apiserver's
 // Object values hold such natives: int64, float64, maps of ref.Val, ...)
 // to a JSON tree.
@@ -309,25 +422,9 @@ func nativeJSON(v any) (any, error) {
 	case error:
 		return nil, v
 	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			c, err := nativeJSON(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
+		return nativeList(v)
 	case []ref.Val:
-		out := make([]any, len(v))
-		for i, e := range v {
-			c, err := nativeJSON(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
+		return nativeList(v)
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
@@ -354,6 +451,19 @@ func nativeJSON(v any) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("value of type %T has no JSON form", v)
+}
+
+// nativeList converts the elements of l with nativeJSON.
+func nativeList[T any](l []T) ([]any, error) {
+	out := make([]any, len(l))
+	for i, e := range l {
+		c, err := nativeJSON(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
 }
 
 // toUnstructured converts a JSON tree to unstructured content (the types

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -20,7 +22,7 @@ const deployment = `{
 		"selector": {"matchLabels": {"app": "web"}},
 		"template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
 			{"name": "app", "image": "nginx:1.25", "ports": [{"containerPort": 80}]},
-			{"name": "side", "image": "envoy:1"}
+			{"name": "side", "image": "envoy:1", "resources": {"requests": {"cpu": "0.5"}}}
 		]}}}
 }`
 
@@ -68,13 +70,37 @@ func at(v any, path ...any) any {
 	return v
 }
 
+// mutationCase is a mutation of obj: the result is obj changed by want
+// (unchanged when nil), or an error containing err.
+type mutationCase struct {
+	name, src string
+	obj       string
+	want      func(o map[string]any)
+	err       string
+}
+
+func (tc mutationCase) run(t *testing.T, kind MutationKind) {
+	orig, got, err := mutate(t, kind, tc.src, tc.obj)
+	if tc.err != "" {
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Fatalf("error %v, want %q", err, tc.err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := orig
+	if tc.want != nil {
+		want = edit(t, tc.obj, tc.want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestJSONPatch(t *testing.T) {
-	for _, tc := range []struct {
-		name, src string
-		obj       string
-		want      func(o map[string]any) // nil: unchanged
-		err       string
-	}{
+	for _, tc := range []mutationCase{
 		{name: "add label", src: "[JSONPatch{op: 'add', path: '/metadata/labels/x', value: 'y'}]", obj: deployment,
 			want: func(o map[string]any) { at(o, "metadata", "labels").(map[string]any)["x"] = "y" }},
 		{name: "escapeKey", src: "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('k8s.io/a~b'), value: 'y'}]", obj: deployment,
@@ -108,6 +134,17 @@ func TestJSONPatch(t *testing.T) {
 			}},
 		{name: "big int kept", src: "[JSONPatch{op: 'add', path: '/spec/n', value: 9223372036854775807}]", obj: widget,
 			want: func(o map[string]any) { at(o, "spec").(map[string]any)["n"] = json.Number("9223372036854775807") }},
+		{name: "into the Go form of a built-in kind, the rest kept", src: "[JSONPatch{op: 'add', path: '/spec/template/spec/containers/0/resources/limits', value: {'cpu': '1'}}]", obj: deployment,
+			want: func(o map[string]any) {
+				at(o, "spec", "template", "spec", "containers", 0).(map[string]any)["resources"] = map[string]any{"limits": map[string]any{"cpu": "1"}}
+			}},
+		{name: "test against the Go form", src: "[JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/resources', value: {}}, JSONPatch{op: 'replace', path: '/spec/replicas', value: 1}]", obj: deployment,
+			want: func(o map[string]any) { at(o, "spec").(map[string]any)["replicas"] = json.Number("1") }},
+		{name: "insert before an element with a quantity", src: "[JSONPatch{op: 'add', path: '/spec/template/spec/containers/0', value: {'name': 'first', 'image': 'x'}}]", obj: deployment,
+			want: func(o map[string]any) {
+				s := at(o, "spec", "template", "spec").(map[string]any)
+				s["containers"] = append([]any{map[string]any{"name": "first", "image": "x"}}, s["containers"].([]any)...)
+			}},
 		{name: "empty patch", src: "object.spec.replicas > 10 ? [JSONPatch{op: 'remove', path: '/spec'}] : []", obj: deployment},
 		{name: "remove missing", src: "[JSONPatch{op: 'remove', path: '/metadata/annotations/x'}]", obj: deployment, err: "JSON Patch:"},
 		{name: "bad index", src: "[JSONPatch{op: 'add', path: '/spec/template/spec/containers/9', value: {}}]", obj: deployment, err: "JSON Patch:"},
@@ -118,35 +155,12 @@ func TestJSONPatch(t *testing.T) {
 			want: func(o map[string]any) { at(o, "spec").(map[string]any)["frob"] = json.Number("1") }},
 		{name: "mismatched Object type", src: "[JSONPatch{op: 'add', path: '/spec', value: Object{spec: Object.spek{}}}]", obj: deployment, err: "type mismatch"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			orig, got, err := mutate(t, JSONPatch, tc.src, tc.obj)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := orig
-			if tc.want != nil {
-				want = edit(t, tc.obj, tc.want)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, JSONPatch) })
 	}
 }
 
 func TestApplyConfiguration(t *testing.T) {
-	for _, tc := range []struct {
-		name, src string
-		obj       string
-		want      func(o map[string]any)
-		err       string
-	}{
+	for _, tc := range []mutationCase{
 		{name: "labels merged", src: "Object{metadata: Object.metadata{labels: {'team': 'a'}}}", obj: deployment,
 			want: func(o map[string]any) { at(o, "metadata", "labels").(map[string]any)["team"] = "a" }},
 		{name: "label replaced, number spelling kept", src: "Object{metadata: Object.metadata{labels: {'app': 'web2'}}}", obj: deployment,
@@ -178,25 +192,7 @@ func TestApplyConfiguration(t *testing.T) {
 		{name: "mismatched type names", src: "Object{spec: Object.spek{replicas: 1}}", obj: deployment, err: "type mismatch"},
 		{name: "unknown field of a built-in kind", src: "Object{spec: Object.spec{frob: 1}}", obj: deployment, err: "failed to convert patch object"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			orig, got, err := mutate(t, ApplyConfiguration, tc.src, tc.obj)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := orig
-			if tc.want != nil {
-				want = edit(t, tc.obj, tc.want)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, ApplyConfiguration) })
 	}
 }
 
@@ -259,4 +255,83 @@ func TestMutationLimits(t *testing.T) {
 	if _, _, err := m.Apply(ctx, &lang.Activation{Object: obj}, obj); !errors.Is(err, context.Canceled) {
 		t.Errorf("Apply with a cancelled context: %v", err)
 	}
+}
+
+func BenchmarkMutation(b *testing.B) {
+	obj := loadDeployment(b)
+	for _, bc := range []struct {
+		name string
+		kind MutationKind
+		src  string
+	}{
+		{"JSONPatch", JSONPatch, "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('example.com/checked'), value: 'yes'}]"},
+		{"ApplyConfiguration", ApplyConfiguration, "Object{metadata: Object.metadata{labels: {'team': 'a'}}}"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			m, ds := Language{}.CompileMutation(env(), bc.kind, bc.src)
+			if ds != nil {
+				b.Fatal(ds)
+			}
+			in := &lang.Activation{Object: obj}
+			ctx := context.Background()
+			if _, _, err := m.Apply(ctx, in, obj); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := m.Apply(ctx, in, obj); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestMutationDiff checks that the result of a mutation of a real
+// Deployment differs from it by exactly what the mutation changed.
+func TestMutationDiff(t *testing.T) {
+	obj := loadDeployment(t)
+	for _, tc := range []struct {
+		kind MutationKind
+		src  string
+		want []string
+	}{
+		{JSONPatch, "[JSONPatch{op: 'add', path: '/metadata/labels/team', value: 'a'}]", []string{`add /metadata/labels/team "a"`}},
+		{JSONPatch, "[JSONPatch{op: 'test', path: '/spec/template/spec/containers/1/name', value: 'exporter'}, JSONPatch{op: 'add', path: '/spec/template/spec/containers/1/securityContext', value: {'runAsNonRoot': true}}]",
+			[]string{`add /spec/template/spec/containers/1/securityContext {"runAsNonRoot":true}`}},
+		{ApplyConfiguration, "Object{metadata: Object.metadata{labels: {'team': 'a'}}}", []string{`add /metadata/labels/team "a"`}},
+		{ApplyConfiguration, "Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{containers: [Object.spec.template.spec.containers{name: 'exporter', imagePullPolicy: 'Always'}]}}}}",
+			[]string{`replace /spec/template/spec/containers/1/imagePullPolicy "Always"`}},
+	} {
+		m, ds := Language{}.CompileMutation(env(), tc.kind, tc.src)
+		if ds != nil {
+			t.Fatalf("CompileMutation(%q): %v", tc.src, ds)
+		}
+		got, _, err := m.Apply(context.Background(), &lang.Activation{Object: obj}, obj)
+		if err != nil {
+			t.Errorf("Apply(%q): %v", tc.src, err)
+			continue
+		}
+		var ops []string
+		for _, op := range patch.Diff(obj, got) {
+			ops = append(ops, op.String())
+		}
+		if diff := cmp.Diff(tc.want, ops); diff != "" {
+			t.Errorf("Apply(%q) diff (-want +got):\n%s", tc.src, diff)
+		}
+	}
+}
+
+// loadDeployment is the benchmarks' 3.3 KB Deployment.
+func loadDeployment(tb testing.TB) map[string]any {
+	tb.Helper()
+	data, err := os.ReadFile("../../../testdata/bench/objects/deployment.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v, err := value.Decode(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v.(map[string]any)
 }

@@ -40,6 +40,9 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return nil, false
 	}
 	in := a.in
+	if name == VarAuthorizer || name == VarRequestResource {
+		return resolveAuthz(in, name), true
+	}
 	if in == nil {
 		return types.NullValue, true
 	}
@@ -132,8 +135,11 @@ func (j jsonMap) Contains(key ref.Val) ref.Val {
 	return types.Bool(found)
 }
 
-func (j jsonMap) Get(key ref.Val) ref.Val {
-	v, found := j.Find(key)
+func (j jsonMap) Get(key ref.Val) ref.Val { return mapGet(j, key) }
+
+// mapGet is m's member key, or an error when it has none.
+func mapGet(m traits.Mapper, key ref.Val) ref.Val {
+	v, found := m.Find(key)
 	if !found {
 		return types.ValOrErr(v, "no such key: %v", key)
 	}
@@ -183,10 +189,14 @@ func (j jsonMap) ConvertToNative(typeDesc reflect.Type) (any, error) {
 	return j.present().ConvertToNative(typeDesc)
 }
 
-func (j jsonMap) ConvertToType(typeVal ref.Type) ref.Val {
+func (j jsonMap) ConvertToType(typeVal ref.Type) ref.Val { return mapToType(j, typeVal) }
+
+// mapToType converts m, a map, to typeVal: a map is itself, its type is
+// map.
+func mapToType(m ref.Val, typeVal ref.Type) ref.Val {
 	switch typeVal {
 	case types.MapType:
-		return j
+		return m
 	case types.TypeType:
 		return types.MapType
 	}
@@ -235,7 +245,8 @@ func (m lazyMap) Find(key ref.Val) (ref.Val, bool) {
 	}
 	v, ok, err := m.l.Member(string(k))
 	if err != nil {
-		return types.WrapErr(fmt.Errorf("%s: %w", string(k), err)), true
+		// The Lazy names the member in its error if it wants to.
+		return types.WrapErr(err), true
 	}
 	if !ok {
 		return nil, false
@@ -254,13 +265,7 @@ func (m lazyMap) Contains(key ref.Val) ref.Val {
 	return types.Bool(found)
 }
 
-func (m lazyMap) Get(key ref.Val) ref.Val {
-	v, found := m.Find(key)
-	if !found {
-		return types.ValOrErr(v, "no such key: %v", key)
-	}
-	return v
-}
+func (m lazyMap) Get(key ref.Val) ref.Val { return mapGet(m, key) }
 
 func (m lazyMap) Size() ref.Val { return types.Int(len(m.l.Names())) }
 
@@ -270,15 +275,7 @@ func (m lazyMap) ConvertToNative(typeDesc reflect.Type) (any, error) {
 	return nil, fmt.Errorf("type conversion error from lazy map to '%v'", typeDesc)
 }
 
-func (m lazyMap) ConvertToType(typeVal ref.Type) ref.Val {
-	switch typeVal {
-	case types.MapType:
-		return m
-	case types.TypeType:
-		return types.MapType
-	}
-	return types.NewErr("type conversion error from '%s' to '%s'", types.MapType, typeVal)
-}
+func (m lazyMap) ConvertToType(typeVal ref.Type) ref.Val { return mapToType(m, typeVal) }
 
 // Equal compares by identity of the Lazy, as the apiserver compares its
 // lazy maps.
@@ -376,4 +373,22 @@ func toJSON(v ref.Val) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("cel: result of type %s has no JSON form", v.Type().TypeName())
+}
+
+// JSON converts a value EvalValue returned to a JSON tree (see Eval); a
+// value of another origin is returned as it is. A CEL value with no JSON
+// form (a quantity, an IP) is given as its CEL text.
+func JSON(v any) any {
+	rv, ok := v.(ref.Val)
+	if !ok {
+		return v
+	}
+	j, err := toJSON(rv)
+	if err != nil {
+		if s, ok := rv.ConvertToType(types.StringType).(types.String); ok {
+			return string(s)
+		}
+		return fmt.Sprintf("(%s)", rv.Type().TypeName())
+	}
+	return j
 }

@@ -1,0 +1,60 @@
+package policy_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/source"
+)
+
+func TestLint(t *testing.T) {
+	sample, err := source.ParseManifest("web.yaml", []byte(deployment))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, spec string
+		want       []string // code field
+	}{{
+		name: "clean",
+		spec: `validations: [{cel: "object.spec.template.spec.containers.all(c, c.image.contains(':'))"}]`,
+	}, {
+		name: "nested loops over lists",
+		spec: `validations: [{cel: "object.spec.template.spec.containers.all(c, object.spec.template.spec.containers.all(d, c.name != d.name || c == d))"}]`,
+		want: []string{"W201 spec.validations[0].cel"},
+	}, {
+		name: "costly message expression and variable",
+		spec: `
+variables: [{name: pairs, cel: "object.spec.template.spec.containers.map(c, object.spec.template.spec.containers.map(d, c.name + d.name))"}]
+validations: [{cel: "true", messageExpression: "object.metadata.name"}]`,
+		want: []string{"W201 spec.variables[0].cel"},
+	}, {
+		name: "appending mutation",
+		spec: `mutations: [{jsonPatch: "[JSONPatch{op: 'add', path: '/spec/template/spec/containers/-', value: {'name': 'x', 'image': 'y'}}]"}]`,
+		want: []string{"W202 spec.mutations"},
+	}, {
+		name: "idempotent mutation",
+		spec: `mutations: [{jsonPatch: "[JSONPatch{op: 'add', path: '/metadata/labels/x', value: 'y'}]"}]`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := load(t, policyYAML("Policy", "team-a", tc.spec))
+			l, ok := snap.Rules()[0].(kinds.Linter)
+			if !ok {
+				t.Fatal("a policy is not a kinds.Linter")
+			}
+			var got []string
+			for _, f := range l.Lint(context.Background(), "p.yaml", sample) {
+				if f.Severity != kinds.SeverityWarning || f.Kind != "Policy" || f.Rule != "team-a/p" || f.Hint == "" {
+					t.Errorf("finding %+v", f)
+				}
+				got = append(got, f.Code+" "+f.Field)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("-want +got:\n%s", d)
+			}
+		})
+	}
+}
