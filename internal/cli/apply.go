@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
 )
 
@@ -23,6 +25,21 @@ type admissionFlags struct {
 	operation    string
 	namespace    string
 	clusterRules string
+	// registry gives the kinds served (nil: newRegistry); tests set it to
+	// add kinds of their own.
+	registry registryFunc
+}
+
+// registryFunc builds the registry of the kinds served for a
+// cluster-rules namespace.
+type registryFunc func(clusterNS string) *kinds.Registry
+
+// kinds is the registry the command loads rules with.
+func (f registryFunc) kinds(clusterNS string) *kinds.Registry {
+	if f == nil {
+		return newRegistry(clusterNS)
+	}
+	return f(clusterNS)
 }
 
 // add declares them; what names the objects in the --namespace usage.
@@ -36,6 +53,7 @@ type applyOptions struct {
 	rules    []string
 	files    []string
 	contexts []string
+	old      string
 	admissionFlags
 	output string
 }
@@ -61,12 +79,20 @@ their targetNamespaceRegex matches. --context gives Namespace and Node objects
 that rules see as syntheticRefs.namespace and syntheticRefs.node; they are not
 printed. Documents in --rules that are not ModRules are skipped with a warning.
 
+--operation UPDATE admits the objects as updates; --old gives their old objects
+(a file or -): each object is paired with the old object of the same apiVersion,
+kind, namespace and name, and one missing on either side is an error. --old is
+an error with CREATE and refused with DELETE (-f is then the old object).
+Without --old an UPDATE carries no old object. What rules warn about is printed
+on stderr and does not change the exit status.
+
 Exit status: 0 when every object was admitted; 1 when any was rejected (each
 rejection is printed on stderr; admitted objects are still printed); 2 for
 invalid rules or input (stderr names the file, document, rule, field and
 position; nothing is printed on stdout).`,
 		Example: `  modwright apply --rules examples/rules -f examples/manifests
   modwright apply --rules rules/ -f deploy.yaml --namespace prod -o json
+  modwright apply --rules rules/ -f new.yaml --operation UPDATE --old old.yaml
   helm template ./chart | modwright apply --rules rules/ -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -85,15 +111,19 @@ func (o *applyOptions) addFlags(cmd *cobra.Command, what, output, outputUsage st
 	f.StringArrayVarP(&o.files, "filename", "f", nil, what+": file, directory or - for stdin (repeatable)")
 	f.StringArrayVar(&o.contexts, "context", nil, "Namespace and Node objects served as syntheticRefs (repeatable)")
 	o.admissionFlags.add(f, "objects")
+	f.StringVar(&o.old, "old", "", oldUsage)
 	f.StringVarP(&o.output, "output", "o", output, outputUsage)
 	_ = cmd.MarkFlagRequired("rules")
 	_ = cmd.MarkFlagRequired("filename")
 }
 
-// parse checks --operation, then --output: format or json.
+// parse checks --operation, --old, then --output: format or json.
 func (o *applyOptions) parse(format string) (rules.Operation, error) {
 	op, err := parseOperation(o.operation)
 	if err != nil {
+		return "", err
+	}
+	if err := checkOld(o.old, op); err != nil {
 		return "", err
 	}
 	if o.output != format && o.output != "json" {
@@ -102,26 +132,58 @@ func (o *applyOptions) parse(format string) (rules.Operation, error) {
 	return op, nil
 }
 
+// inputs is what apply and explain read.
+type inputs struct {
+	snap *engine.Snapshot
+	objs []source.Document
+	// olds are the old objects of an UPDATE with --old, parallel to objs;
+	// nil without --old.
+	olds     []*source.Document
+	resolver engine.ObjectReader // nil without --context
+}
+
+// admission is the admission of objs[i], with its old object.
+func (in *inputs) admission(i int, defaultNS string) admission {
+	a := newAdmission(in.objs[i].Object, defaultNS)
+	if in.olds != nil {
+		a.old = in.olds[i].Object
+	}
+	return a
+}
+
 // load reads what apply and explain take, in this order: the rules
-// (compiled), the objects and the context objects (as a resolver, nil when
-// there are none). Standard input may be named once.
-func (o *applyOptions) load(s Streams) (*engine.Snapshot, []source.Document, engine.ObjectReader, error) {
-	if err := checkStdin(o.rules, o.files, o.contexts); err != nil {
-		return nil, nil, nil, err
+// (compiled), the objects, the old objects (--old, paired with the
+// objects) and the context objects (as a resolver, nil when there are
+// none). Standard input may be named once.
+func (o *applyOptions) load(s Streams) (*inputs, error) {
+	var old []string
+	if o.old != "" {
+		old = []string{o.old}
 	}
-	snap, err := loadSnapshot(o.rules, s, o.clusterRules)
+	if err := checkStdin(o.rules, o.files, old, o.contexts); err != nil {
+		return nil, err
+	}
+	snap, err := loadSnapshot(o.rules, s, o.registry.kinds(o.clusterRules))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	objs, err := source.ReadPaths(o.files, s.In)
-	if err != nil {
-		return nil, nil, nil, &ExitError{Code: 2, Err: err}
+	in := &inputs{snap: snap}
+	if in.objs, err = source.ReadPaths(o.files, s.In); err != nil {
+		return nil, &ExitError{Code: 2, Err: err}
 	}
-	resolver, err := resolverFor(o.contexts, s)
-	if err != nil {
-		return nil, nil, nil, err
+	if old != nil {
+		olds, err := source.ReadPaths(old, s.In)
+		if err != nil {
+			return nil, &ExitError{Code: 2, Err: err}
+		}
+		if in.olds, err = pairOld(in.objs, olds, o.namespace); err != nil {
+			return nil, &ExitError{Code: 2, Err: err}
+		}
 	}
-	return snap, objs, resolver, nil
+	if in.resolver, err = resolverFor(o.contexts, s); err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
 func usageError(format string, args ...any) error {
@@ -136,28 +198,26 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	snap, objs, resolver, err := o.load(s)
+	in, err := o.load(s)
 	if err != nil {
 		return err
 	}
-	eng := engine.New(engine.Options{Objects: resolver, NoTrace: true})
+	eng := engine.New(engine.Options{Objects: in.resolver, NoTrace: true})
 
 	var out []any
 	var origins []string // where each of out came from, for errors
 	rejected := 0
-	for i := range objs {
-		d := &objs[i]
-		a := newAdmission(d.Object, o.namespace)
-		dec, err := a.evaluate(ctx, eng, snap, op)
+	for i := range in.objs {
+		d := &in.objs[i]
+		a := in.admission(i, o.namespace)
+		dec, err := a.evaluate(ctx, eng, in.snap, op)
 		if err != nil {
 			return evaluationError(d, err)
 		}
 		for _, re := range dec.Errors {
 			fmt.Fprintf(s.Err, "warning: %s: %s: %v\n", d.Origin, a, re)
 		}
-		for _, w := range dec.Warnings {
-			fmt.Fprintf(s.Err, "warning: %s: %s: %s %s: %s\n", d.Origin, a, w.Kind, w.Rule, w.Message)
-		}
+		printWarnings(s, d.Origin+": "+a.String(), dec)
 		if !dec.Allowed() {
 			for _, r := range dec.Rejections {
 				if r.MessageError != nil {
@@ -186,14 +246,22 @@ func evaluationError(d *source.Document, err error) error {
 	return &ExitError{Code: 2, Err: fmt.Errorf("%s: %s %q: %w", d.Origin, d.Kind(), d.Name(), err)}
 }
 
-// loadSnapshot reads and compiles the rules; any invalid rule is an exit-2
-// error listing every problem.
-func loadSnapshot(paths []string, s Streams, clusterNS string) (*engine.Snapshot, error) {
+// printWarnings prints a decision's admission warnings on stderr, each
+// after what (the object).
+func printWarnings(s Streams, what string, dec *engine.Decision) {
+	for _, w := range dec.Warnings {
+		fmt.Fprintf(s.Err, "warning: %s: %s\n", what, runner.WarningText(w))
+	}
+}
+
+// loadSnapshot reads and compiles the rules of the kinds of reg; any
+// invalid rule is an exit-2 error listing every problem.
+func loadSnapshot(paths []string, s Streams, reg *kinds.Registry) (*engine.Snapshot, error) {
 	docs, err := source.ReadPaths(paths, s.In)
 	if err != nil {
 		return nil, &ExitError{Code: 2, Err: err}
 	}
-	res := source.LoadRules(docs, newRegistry(clusterNS))
+	res := source.LoadRules(docs, reg)
 	for _, w := range res.Skipped {
 		fmt.Fprintln(s.Err, "warning:", w, "(skipped)")
 	}

@@ -25,8 +25,11 @@ var update = flag.Bool("update", false, "rewrite the want sections of testdata/c
 // corpusDir is the shared case corpus: every case is a txtar archive run
 // through `modwright apply` exactly as a user would run it.
 //
-// Sections: args (extra flags, one line, shell-like words), rules.yaml,
-// input.yaml, context.yaml (optional, passed as --context), want.yaml or
+// Sections: args (extra flags, one line, shell-like words; a word that is
+// the name of a section, as in "--old old.yaml", names the file the section
+// was written to), rules.yaml, input.yaml, context.yaml (optional, passed
+// as --context), old.yaml (optional: the old objects of an UPDATE, passed
+// with --old old.yaml in args), want.yaml or
 // want.json (the expected stdout, compared as JSON values document by
 // document), stderr (each non-blank line must occur in stderr), exit (the
 // expected exit code, default 0). The comment at the top says what the case
@@ -74,7 +77,7 @@ func (c *corpusCase) set(name string, data []byte) {
 }
 
 // caseFiles are where a case's sections were written.
-type caseFiles struct{ rules, input, context string }
+type caseFiles struct{ rules, input, context, old string }
 
 func (f *caseFiles) field(section string) *string {
 	switch section {
@@ -117,7 +120,23 @@ func runCase(t *testing.T, path string) {
 		*files.field(sec.name) = p
 	}
 	if extra, ok := c.section("args"); ok {
-		args = append(args, strings.Fields(string(extra))...)
+		for _, w := range strings.Fields(string(extra)) {
+			if w == "old.yaml" {
+				data, ok := c.section(w)
+				if !ok {
+					t.Fatalf("%s: args name %s, but the section is missing", path, w)
+				}
+				files.old = filepath.Join(dir, w)
+				if err := os.WriteFile(files.old, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				w = files.old
+			}
+			args = append(args, w)
+		}
+	}
+	if _, ok := c.section("old.yaml"); ok && files.old == "" {
+		t.Fatalf("%s: section old.yaml is not passed (add --old old.yaml to args)", path)
 	}
 	wantExit := 0
 	if e, ok := c.section("exit"); ok {
@@ -216,7 +235,7 @@ func webhookFlags(args []string) (caseFlags, string) {
 		switch name {
 		case "apply":
 			continue
-		case "--rules", "-f", "--filename", "--context", "--operation", "--namespace", "--cluster-rules-namespace", "-o", "--output":
+		case "--rules", "-f", "--filename", "--context", "--old", "--operation", "--namespace", "--cluster-rules-namespace", "-o", "--output":
 		default:
 			return f, "flag " + args[i]
 		}
@@ -254,7 +273,7 @@ func webhookPass(t *testing.T, files caseFiles, f caseFlags, want []byte, applyS
 	if err != nil {
 		t.Fatalf("webhook pass: %v", err)
 	}
-	snap, err := loadSnapshot([]string{files.rules}, streams, f.clusterRules)
+	snap, err := loadSnapshot([]string{files.rules}, streams, newRegistry(f.clusterRules))
 	if err != nil {
 		t.Fatalf("webhook pass: loading the rules: %v", err)
 	}
@@ -270,12 +289,22 @@ func webhookPass(t *testing.T, files caseFiles, f caseFlags, want []byte, applyS
 	if err != nil {
 		t.Fatalf("webhook pass: reading the input: %v", err)
 	}
+	in := &inputs{objs: docs}
+	if files.old != "" {
+		olds, err := source.ReadPaths([]string{files.old}, nil)
+		if err != nil {
+			t.Fatalf("webhook pass: reading the old objects: %v", err)
+		}
+		if in.olds, err = pairOld(docs, olds, f.namespace); err != nil {
+			t.Fatalf("webhook pass: pairing the old objects: %v", err)
+		}
+	}
 	wh := runner.NewWebhook(snap, objects)
 	var admitted []any
 	for i := range docs {
 		d := &docs[i]
-		a := newAdmission(d.Object, f.namespace)
-		res, err := wh.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj})
+		a := in.admission(i, f.namespace)
+		res, err := wh.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old})
 		if err != nil {
 			t.Fatalf("webhook pass: %s: %s: %v", d.Origin, a, err)
 		}

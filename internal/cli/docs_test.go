@@ -15,6 +15,7 @@ import (
 
 // docCommand is one shell command from a ```sh block of a document.
 type docCommand struct {
+	doc  string // docs/cli.md
 	line int    // where it starts
 	text string // continuation lines joined
 }
@@ -70,7 +71,8 @@ func docCommands(t *testing.T, path string) []docCommand {
 	return cmds
 }
 
-// TestDocsCLIExamples runs every shell command docs/cli.md shows, from the
+// TestDocsCLIExamples runs every shell command docs/cli.md and
+// docs/policy.md show, from the
 // repository's root as the document says, and checks its exit status: 0
 // unless the table below says otherwise. The only rewrites: `go run
 // ./cmd/modwright`, `./bin/modwright` and `$PWD/bin` name a modwright built
@@ -95,9 +97,16 @@ func TestDocsCLIExamples(t *testing.T) {
 		"helm template web testdata/cli/helm/chart --set 'externalIPs={203.0.113.7}' --post-renderer ./bin/modwright --post-renderer-args apply --post-renderer-args --rules=examples/rules --post-renderer-args -f --post-renderer-args -": {
 			code: 1, stderr: `reject-external-ips: "external IPs [203.0.113.7] are not allowed"`},
 	}
-	cmds := docCommands(t, filepath.Join(root, "docs", "cli.md"))
-	if len(cmds) < 10 {
-		t.Fatalf("found %d commands in docs/cli.md; the parser is broken", len(cmds))
+	var cmds []docCommand
+	for _, doc := range []string{"cli.md", "policy.md"} {
+		cs := docCommands(t, filepath.Join(root, "docs", doc))
+		if len(cs) < 3 {
+			t.Fatalf("found %d commands in docs/%s; the parser is broken", len(cs), doc)
+		}
+		for i := range cs {
+			cs[i].doc = "docs/" + doc
+		}
+		cmds = append(cmds, cs...)
 	}
 	bin := buildModwright(t)
 	binDir := filepath.Dir(bin)
@@ -128,25 +137,25 @@ func TestDocsCLIExamples(t *testing.T) {
 			if err != nil {
 				var exitErr *exec.ExitError
 				if !errors.As(err, &exitErr) {
-					t.Fatalf("docs/cli.md:%d: %v", c.line, err)
+					t.Fatalf("%s:%d: %v", c.doc, c.line, err)
 				}
 				code = exitErr.ExitCode()
 			}
 			want := wantFail[shown]
 			if code != want.code {
-				t.Fatalf("docs/cli.md:%d: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", c.line, code, want.code, stdout.String(), stderr.String())
+				t.Fatalf("%s:%d: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", c.doc, c.line, code, want.code, stdout.String(), stderr.String())
 			}
 			if !strings.Contains(stderr.String(), want.stderr) {
-				t.Errorf("docs/cli.md:%d: stderr lacks %q:\n%s", c.line, want.stderr, stderr.String())
+				t.Errorf("%s:%d: stderr lacks %q:\n%s", c.doc, c.line, want.stderr, stderr.String())
 			}
 			if code == 0 && stdout.Len() == 0 {
-				t.Errorf("docs/cli.md:%d: no output", c.line)
+				t.Errorf("%s:%d: no output", c.doc, c.line)
 			}
 		})
 	}
 	for shown := range wantFail {
 		if !seen[shown] {
-			t.Errorf("docs/cli.md no longer shows %q; update the test's table", shown)
+			t.Errorf("the docs no longer show %q; update the test's table", shown)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -43,12 +44,16 @@ engine evaluated it:
   - a unified diff from the input to the result (coloured on a terminal, or
     with --color always), and the denial text when a Reject rule matched.
 
+--old gives the old objects of an UPDATE, as with apply; the title names the
+old object of each. Admission warnings are shown and printed on stderr.
+
 Patch rules run tier by tier; Reject rules run last, against the patched
 object. The explanation is the engine's own trace of the evaluation, the
 same evaluation apply and the webhook run.
 
 -o json prints the same as one JSON document: {"objects": [...]}, each object
-with its rules (scope, criteria, ops), errors, patch, result and denial.
+with its rules (scope, criteria, ops), errors, warnings, patch, result, denial
+and old (where the old object came from).
 
 Exit status: 0 when every object was explained (rejected ones included); 2
 for invalid rules or input, as with apply.`,
@@ -67,14 +72,20 @@ for invalid rules or input, as with apply.`,
 
 // Explanation is the JSON form of explain's output for one object.
 type Explanation struct {
-	Origin    string        `json:"origin"`
-	Kind      string        `json:"kind"`
-	Namespace string        `json:"namespace,omitempty"`
-	Name      string        `json:"name"`
-	Operation string        `json:"operation"`
-	Rules     []RuleExplain `json:"rules"`
-	Errors    []string      `json:"errors,omitempty"`
-	Allowed   bool          `json:"allowed"`
+	Origin    string `json:"origin"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Operation string `json:"operation"`
+	// Old is where the old object of an UPDATE came from (--old); empty
+	// without one.
+	Old    string        `json:"old,omitempty"`
+	Rules  []RuleExplain `json:"rules"`
+	Errors []string      `json:"errors,omitempty"`
+	// Warnings are the rules' admission warnings ("Kind rule: message"),
+	// also printed on stderr.
+	Warnings []string `json:"warnings,omitempty"`
+	Allowed  bool     `json:"allowed"`
 	// Denial is the denial text when a Reject rule matched.
 	Denial string `json:"denial,omitempty"`
 	// Patch turns the input into the result (RFC 6902).
@@ -110,20 +121,25 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	default:
 		return usageError("--color must be auto, always or never, not %q", o.color)
 	}
-	snap, objs, resolver, err := o.load(s)
+	in, err := o.load(s)
 	if err != nil {
 		return err
 	}
-	eng := engine.New(engine.Options{Objects: resolver})
+	eng := engine.New(engine.Options{Objects: in.resolver})
 	var out []Explanation
-	for i := range objs {
-		d := &objs[i]
-		a := newAdmission(d.Object, o.namespace)
-		dec, err := a.evaluate(ctx, eng, snap, op)
+	for i := range in.objs {
+		d := &in.objs[i]
+		a := in.admission(i, o.namespace)
+		dec, err := a.evaluate(ctx, eng, in.snap, op)
 		if err != nil {
 			return evaluationError(d, err)
 		}
-		out = append(out, explain(snap, d.Origin, a, op, dec))
+		printWarnings(s, d.Origin+": "+a.String(), dec)
+		ex := explain(in.snap, d.Origin, a, op, dec)
+		if in.olds != nil {
+			ex.Old = in.olds[i].Origin
+		}
+		out = append(out, ex)
 	}
 	if o.output == "json" {
 		if out == nil {
@@ -162,6 +178,9 @@ func explain(snap *engine.Snapshot, origin string, a admission, op rules.Operati
 	}
 	for _, e := range dec.Errors {
 		ex.Errors = append(ex.Errors, e.Error())
+	}
+	for _, w := range dec.Warnings {
+		ex.Warnings = append(ex.Warnings, runner.WarningText(w))
 	}
 	type id struct{ kind, key string }
 	traces := map[id]*engine.RuleTrace{}
@@ -202,7 +221,11 @@ func printExplanation(w io.Writer, ex *Explanation, color bool) {
 	if ex.Namespace != "" {
 		title = ex.Kind + " " + ex.Namespace + "/" + ex.Name
 	}
-	fmt.Fprintf(w, "=== %s (%s), %s\n", title, ex.Origin, ex.Operation)
+	if ex.Old != "" {
+		fmt.Fprintf(w, "=== %s (%s), %s (old object: %s)\n", title, ex.Origin, ex.Operation, ex.Old)
+	} else {
+		fmt.Fprintf(w, "=== %s (%s), %s\n", title, ex.Origin, ex.Operation)
+	}
 	if len(ex.Rules) == 0 {
 		fmt.Fprintln(w, "no rules")
 	}
@@ -211,6 +234,9 @@ func printExplanation(w io.Writer, ex *Explanation, color bool) {
 	}
 	for _, e := range ex.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)
+	}
+	for _, e := range ex.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", e)
 	}
 	if d := unifiedDiff(title+" (input)", title+" (result)", toYAML(ex.input), toYAML(ex.Result), color); d != "" {
 		fmt.Fprint(w, d)

@@ -12,6 +12,7 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
 )
 
@@ -29,6 +30,7 @@ func parseOperation(s string) (rules.Operation, error) {
 // admission is one object to evaluate and the namespace it is admitted in.
 type admission struct {
 	obj  map[string]any
+	old  map[string]any // the old object of an UPDATE; nil for none
 	kind string
 	ns   string // "" for cluster-scoped kinds
 	name string
@@ -58,11 +60,12 @@ func (a admission) String() string {
 
 // request builds the engine request from what is known offline: the
 // operation, the object's name, namespace and kind (group and version from
-// its apiVersion). The object is the old object on DELETE. The resource,
-// the user, the uid and the options are unknown without an API server and
-// left empty; DryRun is false.
+// its apiVersion). The object is the old object on DELETE; an UPDATE
+// carries a.old as its old object (none when nil). The resource, the user,
+// the uid and the options are unknown without an API server and left
+// empty; DryRun is false.
 func (a admission) request(op rules.Operation) engine.Request {
-	return kinds.OfflineRequest(a.obj, a.ns, op)
+	return runner.Attributes(runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old})
 }
 
 // evaluate runs the engine on one admission.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -105,7 +106,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 		return &ExitError{Code: 2, Err: err}
 	}
 	items, _ := list["items"].([]any)
-	reg := newRegistry(o.clusterRules)
+	reg := o.registry.kinds(o.clusterRules)
 
 	var results []krmResult
 	fail := func(msg string, ref map[string]any, field string) {
@@ -175,6 +176,9 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 		ref := resourceRef(m)
 		for _, re := range dec.Errors {
 			results = append(results, krmResult{Message: re.Error(), Severity: "warning", ResourceRef: ref, Field: fieldOf(re)})
+		}
+		for _, w := range dec.Warnings {
+			results = append(results, krmResult{Message: runner.WarningText(w), Severity: "warning", ResourceRef: ref})
 		}
 		if !dec.Allowed() {
 			fail(dec.DenialMessage(), ref, "")

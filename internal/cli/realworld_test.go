@@ -244,7 +244,7 @@ func checkRealworldWebhook(t *testing.T, caseDir, op string, m realworldResult) 
 	t.Helper()
 	var discard bytes.Buffer
 	streams := Streams{In: strings.NewReader(""), Out: &discard, Err: &discard}
-	snap, err := loadSnapshot([]string{filepath.Join(caseDir, "rules.yaml")}, streams, "")
+	snap, err := loadSnapshot([]string{filepath.Join(caseDir, "rules.yaml")}, streams, newRegistry(""))
 	if err != nil {
 		t.Fatalf("webhook: loading the rules: %v", err)
 	}

@@ -19,6 +19,8 @@ import (
 type testOptions struct {
 	format string
 	run    string
+	// registry gives the kinds served (nil: newRegistry); tests set it.
+	registry registryFunc
 }
 
 func newTestCmd(s Streams) *cobra.Command {
@@ -51,9 +53,18 @@ A suite (paths are relative to the suite file):
       expect: rejected
       message: are not allowed   # must occur in the denial text
       messageRegex: '203\.0\.113\.7'
+    - resource: Deployment/web
+      operation: UPDATE
+      old: old/web.yaml          # the old object of an UPDATE, or oldObject: {...}
+      expect: admitted
 
 A rule that fails to apply to a case's object fails the case, unless the case
 lists the error under errors: [text, ...].
+
+old (a file: its only object, or the one with the case object's apiVersion,
+kind, namespace and name) or oldObject is the old object of an UPDATE and must
+name the case's object; it is refused with CREATE and DELETE. Admission
+warnings are printed on stderr and do not fail a case.
 
 Every case prints one line, PASS or FAIL, with what went wrong and a diff
 (- expected, + actual) for a failure, then a summary "N passed, M failed".
@@ -123,7 +134,7 @@ func runTest(ctx context.Context, paths []string, o *testOptions, s Streams) err
 	}
 	var rep testReport
 	for _, st := range suites {
-		res, err := runSuite(ctx, st, o.run, s)
+		res, err := runSuite(ctx, st, o, s)
 		if err != nil {
 			return err
 		}
@@ -176,9 +187,11 @@ func suiteError(st *suite.Suite, field string, err error) error {
 	return &ExitError{Code: 2, Err: fmt.Errorf("%w: %s: %s: %v", suite.ErrInvalid, st.Path, field, err)}
 }
 
-// runSuite loads a suite's rules, resources and context and runs its cases.
-func runSuite(ctx context.Context, st *suite.Suite, filter string, s Streams) ([]caseResult, error) {
-	snap, err := loadSnapshot(st.ResolveAll(st.Rules), s, st.ClusterRulesNamespace)
+// runSuite loads a suite's rules, resources and context and runs its cases
+// (those whose title contains o.run).
+func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) ([]caseResult, error) {
+	filter := o.run
+	snap, err := loadSnapshot(st.ResolveAll(st.Rules), s, o.registry.kinds(st.ClusterRulesNamespace))
 	if err != nil {
 		var ee *ExitError
 		if errors.As(err, &ee) {
@@ -234,16 +247,36 @@ func runSuite(ctx context.Context, st *suite.Suite, filter string, s Streams) ([
 		}
 		op := rules.Operation(strings.ToUpper(opName))
 		a := newAdmission(obj, ns)
-		res, err := drv.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj})
+		if a.old, err = caseOld(st, c, obj, ns); err != nil {
+			return nil, suiteError(st, field+".old", err)
+		}
+		res, err := drv.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old})
 		if err != nil {
 			return nil, suiteError(st, field, err)
 		}
 		r := caseResult{Suite: name, Case: title}
+		printWarnings(s, name+": "+title, res.Decision)
 		r.Reason, r.Diff = check(c, obj, want, res)
 		r.Passed = r.Reason == ""
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// caseOld is the old object of a case's UPDATE (old or oldObject), nil
+// when it has none; it must name the case's object.
+func caseOld(st *suite.Suite, c *suite.Case, obj map[string]any, ns string) (map[string]any, error) {
+	switch {
+	case c.OldObj != nil:
+		return c.OldObj, sameObject(obj, c.OldObj, ns)
+	case c.Old != "":
+		docs, err := source.ReadPaths([]string{st.Resolve(c.Old)}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return findOld(docs, obj, ns)
+	}
+	return nil, nil
 }
 
 // findResource finds the one document a case refers to.
@@ -292,7 +325,11 @@ func readResult(path string, in map[string]any) (map[string]any, error) {
 // check compares a result with a case's expectation; the reason is empty
 // when the case passed.
 func check(c *suite.Case, in, want map[string]any, res *runner.Result) (reason, diff string) {
-	if r := checkErrors(c.Errors, res.Warnings); r != "" {
+	var ruleErrors []string
+	for _, re := range res.Decision.Errors {
+		ruleErrors = append(ruleErrors, re.Error())
+	}
+	if r := checkErrors(c.Errors, ruleErrors); r != "" {
 		return r, ""
 	}
 	changed := len(res.Patch) > 0

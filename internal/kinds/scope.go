@@ -51,8 +51,9 @@ func IsClusterScoped(kind string) bool {
 // without an API server (lint's samples): the operation, the object's
 // name and kind (group and version from its apiVersion), and ns as its
 // namespace ("" for cluster-scoped). The object is the old object on
-// DELETE. The resource, the user, the uid and the options are unknown
-// offline and left empty; DryRun is false.
+// DELETE; an UPDATE carries no old object (OfflineUpdate gives it one).
+// The resource, the user, the uid and the options are unknown offline and
+// left empty; DryRun is false.
 func OfflineRequest(obj map[string]any, ns string, op rules.Operation) engine.Request {
 	kind, _ := obj["kind"].(string)
 	md, _ := obj["metadata"].(map[string]any)
@@ -68,6 +69,17 @@ func OfflineRequest(obj map[string]any, ns string, op rules.Operation) engine.Re
 		req.OldObject = obj
 	} else {
 		req.Object = obj
+	}
+	return req
+}
+
+// OfflineUpdate is OfflineRequest for an UPDATE of old into obj: the
+// attributes are obj's, and the request carries old as its old object
+// (none when old is nil, as OfflineRequest).
+func OfflineUpdate(obj, old map[string]any, ns string) engine.Request {
+	req := OfflineRequest(obj, ns, rules.Update)
+	if old != nil {
+		req.OldObject = old
 	}
 	return req
 }

@@ -41,3 +41,32 @@ func TestOfflineRequest(t *testing.T) {
 		})
 	}
 }
+
+func TestOfflineUpdate(t *testing.T) {
+	dep := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web"}}
+	old := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "labels": map[string]any{"a": "1"}}}
+	attrs := engine.Request{Operation: rules.Update, Name: "web", Namespace: "shop",
+		Kind: engine.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Object: dep}
+	withOld := attrs
+	withOld.OldObject = old
+	tests := []struct {
+		name string
+		old  map[string]any
+		want engine.Request
+	}{
+		{"with the old object", old, withOld},
+		// A nil old object leaves OldObject a nil interface, not a typed nil.
+		{"without", nil, attrs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := kinds.OfflineUpdate(dep, tt.old, "shop")
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if (got.OldObject == nil) != (tt.old == nil) {
+				t.Errorf("OldObject %#v", got.OldObject)
+			}
+		})
+	}
+}

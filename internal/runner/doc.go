@@ -13,7 +13,9 @@
 // proves `apply` also proves the server.
 //
 // It owns building offline requests (the attributes the CLI knows: the
-// operation, the object's kind, name and namespace) and comparing results
+// operation, the object's kind, name and namespace, and the old object of
+// an UPDATE when the caller has one, which the Webhook driver sends as the
+// review's oldObject) and comparing results
 // (Diff). It must not know where rules or objects come from (files, suites,
 // the corpus: the callers load them), how a rule kind is compiled or
 // matched (the engine and the kinds), nor the command line: it does not

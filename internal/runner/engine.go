@@ -30,6 +30,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	for _, re := range dec.Errors {
 		r.Warnings = append(r.Warnings, re.Error())
 	}
+	for _, w := range dec.Warnings {
+		r.Warnings = append(r.Warnings, WarningText(w))
+	}
 	if !r.Allowed {
 		r.Denial = dec.DenialMessage()
 		return r, nil

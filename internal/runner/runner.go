@@ -21,9 +21,12 @@ type Request struct {
 	// metadata.namespace, or a default for namespaced kinds).
 	Namespace string
 	// Object is the object under admission: the object of a CREATE or
-	// UPDATE, the old object of a DELETE (as the CLI admits it: an UPDATE
-	// carries no old object). It is never modified.
+	// UPDATE, the old object of a DELETE. It is never modified.
 	Object map[string]any
+	// Old is the old object of an UPDATE (apply --old, a suite case's
+	// old); nil for none, as the CLI admits an UPDATE without --old. It is
+	// never modified, and must be nil for CREATE and DELETE.
+	Old map[string]any
 }
 
 // Result is what one request gave.
@@ -38,8 +41,10 @@ type Result struct {
 	// Patch turns the input object into Object (RFC 6902); empty when
 	// nothing changed or the request was denied.
 	Patch []patch.Operation
-	// Warnings are the rule errors, one text each (engine.RuleError's),
-	// in evaluation order. The webhook bounds them (see Diff).
+	// Warnings are what the API server shows the client: the rule errors,
+	// one text each (engine.RuleError's), in evaluation order, then the
+	// admission warnings of the rules ("Kind namespace/name: message",
+	// engine.Warning). The webhook bounds them (see Diff).
 	Warnings []string
 	// Decision is the engine's decision, set by the Engine driver only:
 	// what a caller needs beyond the webhook's answer (the rejections one
@@ -57,11 +62,20 @@ type Driver interface {
 
 // Attributes builds the engine request from what is known offline: the
 // operation, the namespace, the object's name and kind (group and version
-// from its apiVersion). The object is the old object on DELETE. The
-// resource, the user, the uid and the options are unknown without an API
-// server and left empty.
+// from its apiVersion). The object is the old object on DELETE; an UPDATE
+// carries Old as its old object. The resource, the user, the uid and the
+// options are unknown without an API server and left empty.
 func Attributes(req Request) engine.Request {
+	if req.Operation == rules.Update {
+		return kinds.OfflineUpdate(req.Object, req.Old, req.Namespace)
+	}
 	return kinds.OfflineRequest(req.Object, req.Namespace, req.Operation)
+}
+
+// WarningText is how an admission warning reads in Result.Warnings (the
+// webhook's warning without its "modwright: " prefix).
+func WarningText(w engine.Warning) string {
+	return w.Kind + " " + w.Rule + ": " + w.Message
 }
 
 // Diff describes how two results differ, "" when they agree: admission,

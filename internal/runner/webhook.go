@@ -111,7 +111,8 @@ func (w *Webhook) Run(ctx context.Context, req Request) (*Result, error) {
 
 // Review is the admission.k8s.io/v1 AdmissionReview of one request, with
 // the attributes known offline (Attributes): uid, kind, name, namespace,
-// operation, and the object (oldObject on DELETE).
+// operation, and the object (oldObject on DELETE); an UPDATE's Old is its
+// oldObject (null without one).
 func Review(req Request) ([]byte, error) {
 	a := Attributes(req)
 	type gvk struct {
@@ -141,9 +142,15 @@ func Review(req Request) ([]byte, error) {
 		Object:    json.RawMessage("null"),
 		OldObject: json.RawMessage("null"),
 	}
-	if a.Operation == rules.Delete {
+	switch {
+	case a.Operation == rules.Delete:
 		rq.OldObject = obj
-	} else {
+	case a.Operation == rules.Update && req.Old != nil:
+		rq.Object = obj
+		if rq.OldObject, err = value.AppendJSON(nil, map[string]any(req.Old)); err != nil {
+			return nil, fmt.Errorf("webhook: the old object does not encode: %w", err)
+		}
+	default:
 		rq.Object = obj
 	}
 	return json.Marshal(struct {

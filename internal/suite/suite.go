@@ -82,6 +82,13 @@ type Case struct {
 	// Object is the object itself, instead of Resource (decoded by Load
 	// into Obj, numbers kept exact).
 	Object json.RawMessage `json:"object,omitempty"`
+	// Old is a file holding the old object of an UPDATE (relative to the
+	// suite file: its only object, or the one with the object's
+	// apiVersion, kind, namespace and name); OldObject is the old object
+	// itself. Only with UPDATE; without either an UPDATE carries no old
+	// object.
+	Old       string          `json:"old,omitempty"`
+	OldObject json.RawMessage `json:"oldObject,omitempty"`
 	// Operation and Namespace override the suite's.
 	Operation string `json:"operation,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
@@ -101,9 +108,10 @@ type Case struct {
 	// the case.
 	Errors []string `json:"errors,omitempty"`
 
-	// Set by Load: Obj and ResultObj decoded, MessageRegex compiled.
-	Obj, ResultObj map[string]any `json:"-"`
-	Regex          *regexp.Regexp `json:"-"`
+	// Set by Load: Obj, OldObj and ResultObj decoded, MessageRegex
+	// compiled.
+	Obj, OldObj, ResultObj map[string]any `json:"-"`
+	Regex                  *regexp.Regexp `json:"-"`
 }
 
 // Ref splits a resource reference into kind, namespace and name.
@@ -278,6 +286,8 @@ func Parse(path string, data []byte) (*Suite, error) {
 		}
 		c.Obj = decodeObject(f+".object", c.Object, bad)
 		c.ResultObj = decodeObject(f+".resultObject", c.ResultObject, bad)
+		c.OldObj = decodeObject(f+".oldObject", c.OldObject, bad)
+		checkOld(c, f, s.Operation, bad)
 		if c.Obj != nil {
 			if k, _ := c.Obj["kind"].(string); k == "" {
 				bad(f+".object.kind", "required")
@@ -330,6 +340,26 @@ func decodeObject(field string, raw json.RawMessage, bad func(field, format stri
 		return nil
 	}
 	return m
+}
+
+// checkOld allows an old object (old or oldObject) only on UPDATE.
+func checkOld(c *Case, f, suiteOp string, bad func(field, format string, args ...any)) {
+	if c.Old == "" && c.OldObject == nil {
+		return
+	}
+	if c.Old != "" && c.OldObject != nil {
+		bad(f, "has both old and oldObject; give one")
+	}
+	op := suiteOp
+	if c.Operation != "" {
+		op = c.Operation
+	}
+	switch strings.ToUpper(op) {
+	case "CREATE":
+		bad(f+".old", "is the old object of an UPDATE, and the operation is CREATE: give operation: UPDATE")
+	case "DELETE":
+		bad(f+".old", "is refused with DELETE: the object being deleted is the old object, given as resource or object")
+	}
 }
 
 func validOp(op string) bool {

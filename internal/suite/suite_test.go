@@ -30,6 +30,14 @@ func TestParseErrors(t *testing.T) {
 		{"object not an object", header + "cases: [{object: [1], expect: admitted}]", []string{"cases[0].object: must be an object"}},
 		{"bad case operation", header + "cases: [{resource: Pod/p, expect: admitted, operation: CONNECT}]", []string{"cases[0].operation: must be CREATE"}},
 		{"no resources to refer to", "apiVersion: modwright.io/v1alpha1\nkind: TestSuite\nrules: [r]\ncases: [{resource: Pod/p, expect: admitted}]", []string{"the suite has no resources"}},
+		{"old on CREATE", header + "cases: [{resource: Pod/p, expect: admitted, old: o.yaml}]",
+			[]string{"cases[0].old: is the old object of an UPDATE, and the operation is CREATE: give operation: UPDATE"}},
+		{"old on DELETE", header + "operation: DELETE\ncases: [{resource: Pod/p, expect: admitted, oldObject: {kind: Pod}}]",
+			[]string{"cases[0].old: is refused with DELETE"}},
+		{"old and oldObject", header + "cases: [{resource: Pod/p, operation: update, expect: admitted, old: o.yaml, oldObject: {kind: Pod}}]",
+			[]string{"cases[0]: has both old and oldObject"}},
+		{"oldObject not an object", header + "operation: UPDATE\ncases: [{resource: Pod/p, expect: admitted, oldObject: 3}]",
+			[]string{"cases[0].oldObject: must be an object"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +60,16 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestOld(t *testing.T) {
+	s, err := Parse(FileName, []byte(header+"operation: UPDATE\ncases: [{resource: Pod/p, expect: admitted, oldObject: {kind: Pod, x: 1.50}}, {resource: Pod/p, expect: admitted, old: o.yaml}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Cases[0].OldObj["x"]; got == nil || s.Cases[1].Old != "o.yaml" || s.Cases[1].OldObj != nil {
+		t.Errorf("old objects: %#v, %#v", s.Cases[0], s.Cases[1])
 	}
 }
 
