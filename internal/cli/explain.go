@@ -266,6 +266,15 @@ func printRule(w io.Writer, r *RuleExplain) {
 	fmt.Fprintf(w, "%s: %s\n", head, outcome)
 	fmt.Fprintf(w, "  %s\n", r.Scope)
 	for _, c := range r.Criteria {
+		if c.Language != "" {
+			fmt.Fprintf(w, "  %s (%s): %s\n", c.Field, c.Language, c.Select)
+			if c.Error != "" {
+				fmt.Fprintf(w, "    error: %s\n", c.Error)
+			} else if len(c.Values) > 0 {
+				fmt.Fprintf(w, "    = %s\n", valueText(c.Values[0]))
+			}
+			continue
+		}
 		line := fmt.Sprintf("  %s select %s", c.Field, c.Select)
 		if c.Matcher != "" {
 			line += " " + c.Matcher

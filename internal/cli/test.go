@@ -332,6 +332,15 @@ func check(c *suite.Case, in, want map[string]any, res *runner.Result) (reason, 
 	if r := checkErrors(c.Errors, ruleErrors); r != "" {
 		return r, ""
 	}
+	for _, w := range c.Warnings {
+		found := false
+		for _, got := range res.Decision.Warnings {
+			found = found || strings.Contains(got.Message, w)
+		}
+		if !found {
+			return fmt.Sprintf("expected a warning containing %q; got %d warnings", w, len(res.Decision.Warnings)), ""
+		}
+	}
 	changed := len(res.Patch) > 0
 	if c.Expect == suite.ExpectRejected {
 		if res.Allowed {

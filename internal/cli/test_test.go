@@ -75,6 +75,7 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-no-suites", args: []string{"test", dir + "rules"}},
 		{name: "test-bad-format", args: []string{"test", "--format", "xml", dir + "pass"}},
 		{name: "test-scalar", args: []string{"test", dir + "scalar"}},
+		{name: "test-policy-fail", args: []string{"test", "../../testdata/cli/policy/suite"}},
 	})
 }
 
@@ -97,6 +98,9 @@ func TestExplainGolden(t *testing.T) {
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	runGolden(t, []goldenCase{
 		{name: "explain-examples", args: []string{"explain", "--rules", "../../examples/rules", "-f", "../../examples/manifests"}},
+		{name: "explain-policies", args: []string{"explain", "--rules", "../../examples/policies", "-f", "../../testdata/cli/policy/web-v2.yaml",
+			"--operation", "UPDATE", "--old", "../../testdata/cli/policy/web-v1.yaml"}},
+		{name: "explain-policies-json", args: []string{"explain", "-o", "json", "--rules", "../../examples/policies", "-f", "../../examples/manifests/web.yaml"}},
 		{name: "explain-scopes", args: with()},
 		{name: "explain-json", args: with("-o", "json")},
 		{name: "explain-delete", args: with("--operation", "delete")},
@@ -111,6 +115,8 @@ func TestLintGolden(t *testing.T) {
 	const dir = "../../testdata/cli/lint/"
 	runGolden(t, []goldenCase{
 		{name: "lint-examples", args: []string{"lint", "../../examples/rules", "--strict"}},
+		{name: "lint-policies", args: []string{"lint", "../../testdata/cli/policy/lint", "-f", "../../examples/manifests/web.yaml"}},
+		{name: "lint-example-policies", args: []string{"lint", "../../examples/policies", "--strict", "-f", "../../examples/manifests"}},
 		{name: "lint-warnings", args: []string{"lint", dir + "warnings", "-f", dir + "samples.yaml"}},
 		{name: "lint-warnings-strict", args: []string{"lint", "--strict", dir + "warnings/rules.yaml"}},
 		{name: "lint-rules-flag", args: []string{"lint", "--rules", dir + "errors/dup.yaml", "--rules", dir + "errors/rules.yaml"}},

@@ -64,6 +64,10 @@ type CriterionExplain struct {
 	// deciding one, Tested[At]); nil when At does not point into them.
 	Tested []any  `json:"-"`
 	Error  string `json:"error,omitempty"`
+	// Language is set for an expression evaluated to a value (a
+	// Policy's CEL): Select is its source, Values[0] its value, and the
+	// text form prints "= value" instead of a matcher's verdict.
+	Language string `json:"language,omitempty"`
 }
 
 // OpExplain is one operation a mutating rule produced.

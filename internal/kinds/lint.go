@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -91,4 +92,30 @@ func CompileFindings(kind string, m *Manifest, err error) []Finding {
 			Field: fe.Field, Pos: fe.Pos + 1, Message: fe.Msg})
 	}
 	return out
+}
+
+// ApplyAgain evaluates rule r alone on obj (admitted as op in namespace
+// ns), then again on its result as an UPDATE: the operations of the second
+// pass, as text, say that r is not idempotent (it changes its own result
+// again). first is the first decision (nil when the evaluation failed);
+// again is empty when the first pass changed nothing or had errors, or
+// the second changed nothing.
+func ApplyAgain(ctx context.Context, r engine.Rule, obj map[string]any, ns string, op rules.Operation) (first *engine.Decision, again []string) {
+	snap := engine.NewSnapshot([]engine.Rule{r})
+	eng := engine.New(engine.Options{NoTrace: true})
+	first, err := eng.Evaluate(ctx, snap, OfflineRequest(obj, ns, op))
+	if err != nil {
+		return nil, nil
+	}
+	if !first.Changed() || len(first.Errors) > 0 {
+		return first, nil
+	}
+	second, err := eng.Evaluate(ctx, snap, OfflineRequest(first.Object.(map[string]any), ns, rules.Update))
+	if err != nil || !second.Changed() {
+		return first, nil
+	}
+	for _, o := range second.Patch {
+		again = append(again, o.String())
+	}
+	return first, again
 }

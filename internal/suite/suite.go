@@ -107,6 +107,10 @@ type Case struct {
 	// (a rule that failed to apply). Any rule error not expected here fails
 	// the case.
 	Errors []string `json:"errors,omitempty"`
+	// Warnings are texts each of which must occur in one of the admission
+	// warnings (a Policy's Warn action); warnings not listed here do not
+	// fail the case.
+	Warnings []string `json:"warnings,omitempty"`
 
 	// Set by Load: Obj, OldObj and ResultObj decoded, MessageRegex
 	// compiled.

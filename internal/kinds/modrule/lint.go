@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/modwright/modwright/api/v1beta1"
-	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang/gotemplate"
 	"github.com/modwright/modwright/internal/rules"
@@ -297,13 +296,10 @@ func removePath(obj map[string]any, path []string) {
 // checkIdempotent applies a Patch rule to each sample, then again to the
 // result: the second pass must change nothing.
 func (r *Rule) checkIdempotent(ctx context.Context, origin string, objs []sample) (kinds.Finding, bool) {
-	snap := engine.NewSnapshot([]engine.Rule{r})
-	eng := engine.New(engine.Options{NoTrace: true})
 	op := r.sampleOperation()
 	for _, s := range objs {
-		ns := r.sampleNamespace(s.obj)
-		first, err := eng.Evaluate(ctx, snap, kinds.OfflineRequest(s.obj, ns, op))
-		if err == nil {
+		first, ops := kinds.ApplyAgain(ctx, r, s.obj, r.sampleNamespace(s.obj), op)
+		if first != nil {
 			for _, e := range first.Errors {
 				if errors.Is(e, gotemplate.ErrLimit) {
 					return kinds.Finding{Severity: kinds.SeverityError, Code: codeTemplateLimit, Origin: origin, Kind: Kind, Rule: r.Key, Field: e.Field,
@@ -312,17 +308,8 @@ func (r *Rule) checkIdempotent(ctx context.Context, origin string, objs []sample
 				}
 			}
 		}
-		if err != nil || !first.Changed() || len(first.Errors) > 0 {
+		if len(ops) == 0 {
 			continue
-		}
-		again := first.Object.(map[string]any)
-		second, err := eng.Evaluate(ctx, snap, kinds.OfflineRequest(again, ns, rules.Update))
-		if err != nil || !second.Changed() {
-			continue
-		}
-		ops := make([]string, len(second.Patch))
-		for i, o := range second.Patch {
-			ops[i] = o.String()
 		}
 		return kinds.Finding{Severity: kinds.SeverityWarning, Code: codeNotIdempotent, Origin: origin, Kind: Kind, Rule: r.Key, Field: "spec.patch",
 			Message: fmt.Sprintf("not idempotent: applied again to its own result on %s it changes the object again (%s)", s.origin, strings.Join(ops, "; ")),

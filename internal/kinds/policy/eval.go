@@ -514,7 +514,7 @@ func (ev *run) mutate(obj map[string]any) error {
 		if cerr := ev.charge(cost); err == nil {
 			err = cerr
 		}
-		ev.step(stepMutation, i, m.field, m.m.Source(), nil, err)
+		ev.step(stepMutation, i, m.field, m.m.Source(), "applied", err)
 		if err != nil {
 			return engine.InField(m.field, err)
 		}

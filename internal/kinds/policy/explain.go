@@ -91,7 +91,7 @@ func (r *Rule) Explain(re *kinds.RuleExplain, tr *engine.RuleTrace, dec *engine.
 }
 
 func explainStep(s Step) kinds.CriterionExplain {
-	ce := kinds.CriterionExplain{Field: s.Field, Select: s.Source, Values: []any{s.Value}, At: -1}
+	ce := kinds.CriterionExplain{Field: s.Field, Select: s.Source, Values: []any{s.Value}, At: -1, Language: "cel"}
 	switch v := s.Value.(type) {
 	case bool:
 		ce.Held, ce.Why = v, fmt.Sprint(v)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
@@ -82,8 +81,6 @@ func (r *Rule) Lint(ctx context.Context, origin string, samples []kinds.Manifest
 // checkIdempotent applies the policy to each sample it matches, then again
 // to the result (as an UPDATE): the second pass must change nothing.
 func (r *Rule) checkIdempotent(ctx context.Context, origin string, samples []kinds.Manifest) (kinds.Finding, bool) {
-	snap := engine.NewSnapshot([]engine.Rule{r})
-	eng := engine.New(engine.Options{NoTrace: true})
 	op := rules.Create
 	if !r.Index.Operations.Has(op) {
 		op = rules.Update
@@ -99,18 +96,9 @@ func (r *Rule) checkIdempotent(ctx context.Context, origin string, samples []kin
 				ns = "default"
 			}
 		}
-		first, err := eng.Evaluate(ctx, snap, kinds.OfflineRequest(obj, ns, op))
-		if err != nil || !first.Changed() {
+		_, ops := kinds.ApplyAgain(ctx, r, obj, ns, op)
+		if len(ops) == 0 {
 			continue
-		}
-		again := first.Object.(map[string]any)
-		second, err := eng.Evaluate(ctx, snap, kinds.OfflineRequest(again, ns, rules.Update))
-		if err != nil || !second.Changed() {
-			continue
-		}
-		ops := make([]string, len(second.Patch))
-		for i, o := range second.Patch {
-			ops[i] = o.String()
 		}
 		return kinds.Finding{Severity: kinds.SeverityWarning, Code: codeNotIdempotent, Origin: origin, Kind: r.Kind, Rule: r.Key, Field: "spec.mutations",
 			Message: fmt.Sprintf("not idempotent: applied again to its own result on %s it changes the object again (%s)", s.Origin, strings.Join(ops, "; ")),
