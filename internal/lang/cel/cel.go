@@ -116,10 +116,12 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "cost estimation failed: " + err.Error()}}
 	}
-	// An unbounded estimate depends on a size no literal gives (a
-	// function's result, string(x)): not refused, as the apiserver
-	// accepts it; the runtime budget bounds it.
-	if fixed.Max > uint64(budget) && fixed.Max != math.MaxUint64 {
+	// An estimate near the top of the range depends on a size no literal
+	// gives (cel-go's estimate of a function's result, string(x), is
+	// unbounded, and sums and products of it saturate): not refused, as
+	// the apiserver accepts such expressions; the runtime budget bounds
+	// them.
+	if fixed.Max > uint64(budget) && fixed.Max < unboundedCost {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: costMessage(fixed.Max, uint64(budget))}}
 	}
 	large, err := ce.EstimateCost(ast, &library.CostEstimator{SizeEstimator: sizeEstimator{LargeSize}})
@@ -135,6 +137,10 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	}
 	return &Program{src: src, prg: prg, vars: names, min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}, nil
 }
+
+// unboundedCost: an estimate from this on is cel-go's "unknown size", not
+// a cost the literals of an expression make.
+const unboundedCost = math.MaxUint64 / 1024
 
 // costMessage says by how much an estimate exceeds the budget, in the
 // apiserver's words.
