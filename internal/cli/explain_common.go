@@ -21,8 +21,8 @@ import (
 // parseOperation checks an --operation value.
 func parseOperation(s string) (rules.Operation, error) {
 	op := rules.Operation(strings.ToUpper(s))
-	if op != rules.Create && op != rules.Update && op != rules.Delete {
-		return "", usageError("--operation must be CREATE, UPDATE or DELETE, not %q", s)
+	if op != rules.Create && op != rules.Update && op != rules.Delete && op != rules.Connect {
+		return "", usageError("--operation must be CREATE, UPDATE, DELETE or CONNECT, not %q", s)
 	}
 	return op, nil
 }

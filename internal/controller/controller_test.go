@@ -48,14 +48,16 @@ func TestTargetRules(t *testing.T) {
 		return admissionregv1.RuleWithOperations{Operations: DragnetOperations(), Rule: admissionregv1.Rule{
 			APIGroups: groups, APIVersions: []string{"*"}, Resources: res, Scope: &all}}
 	}
+	connect := admissionregv1.RuleWithOperations{Operations: []admissionregv1.OperationType{admissionregv1.Connect}, Rule: admissionregv1.Rule{
+		APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "services/proxy", "nodes/proxy"}, Scope: &all}}
 	tests := []struct {
 		in      []string
 		want    []admissionregv1.RuleWithOperations
 		wantErr string
 	}{
-		{in: []string{"pods", "deployments", "pods"}, want: []admissionregv1.RuleWithOperations{rule([]string{"*"}, "pods", "deployments")}},
+		{in: []string{"pods", "deployments", "pods"}, want: []admissionregv1.RuleWithOperations{rule([]string{"*"}, "pods", "deployments"), connect}},
 		{in: []string{"widgets.example.com", "pods", "gadgets.example.com", "configmaps."}, want: []admissionregv1.RuleWithOperations{
-			rule([]string{"*"}, "pods"), rule([]string{"example.com"}, "widgets", "gadgets"), rule([]string{""}, "configmaps")}},
+			rule([]string{"*"}, "pods"), rule([]string{"example.com"}, "widgets", "gadgets"), rule([]string{""}, "configmaps"), connect}},
 		{in: []string{"a b"}, wantErr: "want a plural resource name"},
 		{in: []string{" "}, wantErr: "no target resources"},
 	}

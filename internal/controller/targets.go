@@ -74,5 +74,20 @@ func TargetRules(resources []string) ([]admissionv1.RuleWithOperations, error) {
 	for _, g := range groups {
 		out = append(out, rule([]string{g}, byGroup[g]))
 	}
+	// CONNECT (kubectl exec, attach, port-forward, proxies): a Policy's
+	// match.operations may name it; the object is the connection's
+	// options (PodExecOptions, ...).
+	out = append(out, admissionv1.RuleWithOperations{
+		Operations: []admissionv1.OperationType{admissionv1.Connect},
+		Rule: admissionv1.Rule{
+			APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: ConnectResources(), Scope: &all,
+		},
+	})
 	return out, nil
+}
+
+// ConnectResources are the subresources whose CONNECT requests the
+// dragnet intercepts.
+func ConnectResources() []string {
+	return []string{"pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "services/proxy", "nodes/proxy"}
 }

@@ -250,8 +250,8 @@ func (ev *evaluation) run() error {
 			}
 			ev.phase = Mutate
 			tr := ev.traceFor(r)
-			if ev.req.Operation == rules.Delete {
-				tr.Outcome, tr.Reason = Skipped, "mutating rules do not run on DELETE"
+			if ev.req.Operation == rules.Delete || ev.req.Operation == rules.Connect {
+				tr.Outcome, tr.Reason = Skipped, "mutating rules do not run on "+string(ev.req.Operation)
 				continue
 			}
 			ok, err := ev.match(r, tr)

@@ -19,7 +19,7 @@ type Snapshot struct {
 
 // opIndex indexes one scope's rules by operation, then kind.
 type opIndex struct {
-	ops [3]kindIndex // CREATE, UPDATE, DELETE
+	ops [4]kindIndex // CREATE, UPDATE, DELETE, CONNECT
 }
 
 type kindIndex struct {
@@ -35,11 +35,13 @@ func opSlot(op rules.Operation) int {
 		return 1
 	case rules.Delete:
 		return 2
+	case rules.Connect:
+		return 3
 	}
 	return -1
 }
 
-var allOps = [3]rules.Operation{rules.Create, rules.Update, rules.Delete}
+var allOps = [4]rules.Operation{rules.Create, rules.Update, rules.Delete, rules.Connect}
 
 // Less is the evaluation order: tier, then kind, then namespace, then name.
 func Less(a, b Rule) int {

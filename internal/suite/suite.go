@@ -259,13 +259,13 @@ func Parse(path string, data []byte) (*Suite, error) {
 		bad("kind", "must be %s, not %q", Kind, s.Kind)
 	}
 	if len(s.Rules) == 0 {
-		bad("rules", "required: the ModRule files or directories to test")
+		bad("rules", "required: the rule files or directories to test")
 	}
 	if s.Operation == "" {
 		s.Operation = "CREATE"
 	}
 	if !validOp(s.Operation) {
-		bad("operation", "must be CREATE, UPDATE or DELETE, not %q", s.Operation)
+		bad("operation", "must be CREATE, UPDATE, DELETE or CONNECT, not %q", s.Operation)
 	}
 	if s.Namespace == "" {
 		s.Namespace = "default"
@@ -298,7 +298,7 @@ func Parse(path string, data []byte) (*Suite, error) {
 			}
 		}
 		if c.Operation != "" && !validOp(c.Operation) {
-			bad(f+".operation", "must be CREATE, UPDATE or DELETE, not %q", c.Operation)
+			bad(f+".operation", "must be CREATE, UPDATE, DELETE or CONNECT, not %q", c.Operation)
 		}
 		if !slices.Contains(expectations, c.Expect) {
 			bad(f+".expect", "must be one of %s, not %q", strings.Join(expectations, ", "), c.Expect)
@@ -368,7 +368,7 @@ func checkOld(c *Case, f, suiteOp string, bad func(field, format string, args ..
 
 func validOp(op string) bool {
 	switch strings.ToUpper(op) {
-	case "CREATE", "UPDATE", "DELETE":
+	case "CREATE", "UPDATE", "DELETE", "CONNECT":
 		return true
 	}
 	return false

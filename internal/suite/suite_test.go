@@ -28,7 +28,7 @@ func TestParseErrors(t *testing.T) {
 		{"result on a rejection", header + "cases: [{resource: Pod/p, expect: rejected, result: x.yaml}]", []string{"cases[0].result: only admitted and patched"}},
 		{"message on admission", header + "cases: [{resource: Pod/p, expect: admitted, message: x}]", []string{"cases[0].message: only rejected"}},
 		{"object not an object", header + "cases: [{object: [1], expect: admitted}]", []string{"cases[0].object: must be an object"}},
-		{"bad case operation", header + "cases: [{resource: Pod/p, expect: admitted, operation: CONNECT}]", []string{"cases[0].operation: must be CREATE"}},
+		{"bad case operation", header + "cases: [{resource: Pod/p, expect: admitted, operation: PATCH}]", []string{"cases[0].operation: must be CREATE"}},
 		{"no resources to refer to", "apiVersion: modwright.io/v1alpha1\nkind: TestSuite\nrules: [r]\ncases: [{resource: Pod/p, expect: admitted}]", []string{"the suite has no resources"}},
 		{"old on CREATE", header + "cases: [{resource: Pod/p, expect: admitted, old: o.yaml}]",
 			[]string{"cases[0].old: is the old object of an UPDATE, and the operation is CREATE: give operation: UPDATE"}},

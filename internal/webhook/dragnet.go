@@ -318,18 +318,10 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 	}()
 
 	op := rules.Operation(req.Operation)
-	switch op {
-	case rules.Create, rules.Update, rules.Delete:
-	default:
-		// CONNECT (decodeReview refuses any other operation). The object
-		// of a CONNECT is the connection's options (PodExecOptions, ...),
-		// not a resource, and no ModRule can select it: admissionOperations
-		// only takes CREATE, UPDATE and DELETE, and the dragnet's webhook
-		// registration (deploy/) asks for those three only. A CONNECT
-		// sent anyway (a hand-made registration) is admitted unchanged.
-		resp.Allowed = true
-		return resp, metrics.OutcomeAllowed
-	}
+	// CONNECT (kubectl exec, attach, port-forward, proxies) is evaluated
+	// too: its object is the connection's options (PodExecOptions, ...);
+	// no ModRule selects it (admissionOperations has no CONNECT), a
+	// Policy may, and mutating rules do not run on it.
 	ereq := req.attributes()
 	// A Namespace is cluster-scoped, but the API server names the namespace
 	// itself in UPDATE and DELETE requests; KubeMod treats it as
