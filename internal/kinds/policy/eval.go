@@ -107,7 +107,29 @@ func (r *Rule) Apply(h *engine.Handle) error {
 // objectInput is what the static match reads of the object.
 type objectInput struct {
 	group, kind, name, ns string
-	labels                labels.Set
+	labels                labelView
+}
+
+// labelView is an object's metadata.labels as labels.Labels, read in place
+// (members that are not strings are absent): the static match copies
+// nothing.
+type labelView map[string]any
+
+var _ labels.Labels = labelView(nil)
+
+func (l labelView) Has(k string) bool {
+	_, ok := l[k].(string)
+	return ok
+}
+
+func (l labelView) Get(k string) string {
+	s, _ := l[k].(string)
+	return s
+}
+
+func (l labelView) Lookup(k string) (string, bool) {
+	s, ok := l[k].(string)
+	return s, ok
 }
 
 func (r *Rule) input(h *engine.Handle, obj map[string]any) objectInput {
@@ -124,14 +146,7 @@ func (r *Rule) input(h *engine.Handle, obj map[string]any) objectInput {
 	if in.name == "" {
 		in.name = h.Request().Name
 	}
-	if ls, ok := md["labels"].(map[string]any); ok {
-		in.labels = make(labels.Set, len(ls))
-		for k, v := range ls {
-			if s, ok := v.(string); ok {
-				in.labels[k] = s
-			}
-		}
-	}
+	in.labels, _ = md["labels"].(map[string]any)
 	return in
 }
 
@@ -204,33 +219,29 @@ func globAny(globs []string, s string) bool {
 // namespaceLabels returns the labels of the object's namespace: a
 // Namespace's own, none for other cluster-scoped objects, else the
 // Namespace's read through the engine's object reader.
-func namespaceLabels(h *engine.Handle, in objectInput) (labels.Set, error) {
+func namespaceLabels(h *engine.Handle, in objectInput) (labels.Labels, error) {
 	if in.ns == "" {
 		if in.kind == "Namespace" && in.group == "" {
 			return in.labels, nil
 		}
-		return nil, nil
+		return labelView(nil), nil
 	}
 	nsObj, err := sharedOf(h).namespace(h)
 	if err != nil {
 		return nil, err
 	}
 	if nsObj == nil {
-		return nil, nil
+		return labelView(nil), nil
 	}
 	md, _ := nsObj["metadata"].(map[string]any)
 	ls, _ := md["labels"].(map[string]any)
-	set := make(labels.Set, len(ls))
-	for k, v := range ls {
-		if s, ok := v.(string); ok {
-			set[k] = s
-		}
-	}
-	return set, nil
+	return labelView(ls), nil
 }
 
 // shared is what every policy of one evaluation reads alike, computed
-// once: the Namespace, the old object, the request's attributes.
+// once: the Namespace, the old object, the request's attributes; and the
+// storage of the runs, reused from one policy to the next (the engine
+// runs one rule at a time, and a run ends with its Match or Apply call).
 type shared struct {
 	ns      map[string]any
 	nsErr   error
@@ -238,6 +249,9 @@ type shared struct {
 	old     any
 	oldDone bool
 	req     map[string]any
+
+	run  run
+	vars map[string]any
 }
 
 func sharedOf(h *engine.Handle) *shared {
@@ -367,8 +381,15 @@ type run struct {
 }
 
 func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
-	ev := &run{r: r, h: h, ctx: h.Context(), budget: int64(cel.RuntimeCostBudget)}
 	s := sharedOf(h)
+	ev := &s.run
+	vals, errs, state := ev.vals, ev.errs, ev.state
+	if s.vars == nil {
+		s.vars = make(map[string]any, 4)
+	} else {
+		clear(s.vars)
+	}
+	*ev = run{r: r, h: h, ctx: h.Context(), budget: int64(cel.RuntimeCostBudget)}
 	ev.act.Object = obj
 	if h.Request().Operation == rules.Delete {
 		ev.act.Object = nil
@@ -377,7 +398,8 @@ func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 		ev.act.OldObject = s.oldObject(h)
 	}
 	ev.act.Namespace = h.Namespace()
-	ev.act.Vars = map[string]any{varVariables: varsView{ev, len(r.vars)}}
+	ev.act.Vars = s.vars
+	ev.act.Vars[varVariables] = varsView{ev, len(r.vars)}
 	if r.usesRequest {
 		ev.act.Vars[varRequest] = s.request(h)
 	}
@@ -386,10 +408,11 @@ func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 			ev.act.Vars[varNamespaceObject] = ns
 		}
 	}
-	if len(r.vars) > 0 {
-		ev.vals = make([]any, len(r.vars))
-		ev.errs = make([]error, len(r.vars))
-		ev.state = make([]uint8, len(r.vars))
+	if n := len(r.vars); n > 0 {
+		ev.vals, ev.errs, ev.state = resize(vals, n), resize(errs, n), resize(state, n)
+	} else {
+		// Keep the storage for the next policy.
+		ev.vals, ev.errs, ev.state = vals[:0], errs[:0], state[:0]
 	}
 	if h.Tracing() {
 		ev.tr = &Trace{}
@@ -399,6 +422,17 @@ func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 		h.Trace().Detail = ev.tr
 	}
 	return ev
+}
+
+// resize returns s with length n, zeroed, reusing its storage when it
+// can.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // charge spends cost from the budget.
@@ -442,13 +476,15 @@ func (ev *run) variable(i int) (any, error) {
 	}
 	ev.state[i] = 1
 	v := ev.r.vars[i]
+	// The variable sees the variables before it: the activation's map is
+	// the run's, so set the view for the call and put the caller's back.
+	vars := ev.act.Vars
+	prev := vars[varVariables]
+	vars[varVariables] = varsView{ev, i}
 	act := ev.act
-	act.Vars = make(map[string]any, len(ev.act.Vars))
-	for k, x := range ev.act.Vars {
-		act.Vars[k] = x
-	}
-	act.Vars[varVariables] = varsView{ev, i}
+	act.Item = nil
 	val, err := ev.eval(v.prog, &act)
+	vars[varVariables] = prev
 	if err != nil {
 		err = fmt.Errorf("%s: %w", v.field, err)
 	}
@@ -542,11 +578,10 @@ func (ev *run) validate(i int, obj map[string]any) error {
 			return engine.InField(v.field+".scope", err)
 		}
 	}
+	// self and oldSelf for each value; the run's map holds oldSelf until
+	// the validation ends.
 	act := ev.act
-	act.Vars = make(map[string]any, len(ev.act.Vars)+1)
-	for k, x := range ev.act.Vars {
-		act.Vars[k] = x
-	}
+	defer delete(ev.act.Vars, varOldSelf)
 	for _, n := range nodes {
 		act.Item = n.Value
 		act.Vars[varOldSelf] = samePlace(olds, n.Keys)
