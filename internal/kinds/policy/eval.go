@@ -369,13 +369,17 @@ func (s *shared) request(h *engine.Handle) map[string]any {
 // run is one phase of one policy on one request: the activation, the
 // variables' values (lazy), the cost budget left.
 type run struct {
-	r      *Rule
-	h      *engine.Handle
-	ctx    context.Context
-	act    lang.Activation
-	vals   []any
-	errs   []error
-	state  []uint8 // 0 not evaluated, 1 evaluating, 2 done
+	r     *Rule
+	h     *engine.Handle
+	ctx   context.Context
+	act   lang.Activation
+	vals  []any
+	errs  []error
+	state []uint8 // 0 not evaluated, 1 evaluating, 2 done
+	// views[n] is `variables` seen by variable n (the ones before it);
+	// views[len(vars)] is the expressions' view. A pointer to one in an
+	// interface costs no allocation.
+	views  []varsView
 	budget int64
 	tr     *Trace
 }
@@ -383,7 +387,7 @@ type run struct {
 func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 	s := sharedOf(h)
 	ev := &s.run
-	vals, errs, state := ev.vals, ev.errs, ev.state
+	vals, errs, state, views := ev.vals, ev.errs, ev.state, ev.views
 	if s.vars == nil {
 		s.vars = make(map[string]any, 4)
 	} else {
@@ -399,7 +403,11 @@ func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 	}
 	ev.act.Namespace = h.Namespace()
 	ev.act.Vars = s.vars
-	ev.act.Vars[varVariables] = varsView{ev, len(r.vars)}
+	ev.views = resize(views, len(r.vars)+1)
+	for n := range ev.views {
+		ev.views[n] = varsView{ev, n}
+	}
+	ev.act.Vars[varVariables] = &ev.views[len(r.vars)]
 	if r.usesRequest {
 		ev.act.Vars[varRequest] = s.request(h)
 	}
@@ -480,7 +488,7 @@ func (ev *run) variable(i int) (any, error) {
 	// the run's, so set the view for the call and put the caller's back.
 	vars := ev.act.Vars
 	prev := vars[varVariables]
-	vars[varVariables] = varsView{ev, i}
+	vars[varVariables] = &ev.views[i]
 	act := ev.act
 	act.Item = nil
 	val, err := ev.eval(v.prog, &act)
@@ -500,9 +508,9 @@ type varsView struct {
 	n  int
 }
 
-var _ lang.Lazy = varsView{}
+var _ lang.Lazy = (*varsView)(nil)
 
-func (v varsView) Member(name string) (any, bool, error) {
+func (v *varsView) Member(name string) (any, bool, error) {
 	i, ok := v.ev.r.varIndex[name]
 	if !ok || i >= v.n {
 		return nil, false, nil
@@ -511,7 +519,7 @@ func (v varsView) Member(name string) (any, bool, error) {
 	return val, true, err
 }
 
-func (v varsView) Names() []string {
+func (v *varsView) Names() []string {
 	names := make([]string, v.n)
 	for i := range names {
 		names[i] = v.ev.r.vars[i].name
