@@ -463,6 +463,17 @@ func (ev *run) eval(p *cel.Program, act *lang.Activation) (any, error) {
 	return v, err
 }
 
+func (ev *run) evalValue(p *cel.Program, act *lang.Activation) (any, error) {
+	if ev.budget < 0 {
+		return nil, lang.Limit(ErrBudget)
+	}
+	v, cost, err := p.EvalValue(ev.ctx, act)
+	if cerr := ev.charge(cost); err == nil {
+		err = cerr
+	}
+	return v, err
+}
+
 func (ev *run) evalBool(p *cel.Program, act *lang.Activation) (bool, error) {
 	if ev.budget < 0 {
 		return false, lang.Limit(ErrBudget)
@@ -491,13 +502,26 @@ func (ev *run) variable(i int) (any, error) {
 	vars[varVariables] = &ev.views[i]
 	act := ev.act
 	act.Item = nil
-	val, err := ev.eval(v.prog, &act)
+	// The value stays a CEL value: the expressions that read it take it
+	// as it is, with no conversion to JSON and back (and a quantity or an
+	// IP, which has no JSON form, stays usable, as in admission policies).
+	val, err := ev.evalValue(v.prog, &act)
 	vars[varVariables] = prev
 	if err != nil {
 		err = fmt.Errorf("%s: %w", v.field, err)
 	}
 	ev.vals[i], ev.errs[i], ev.state[i] = val, err, 2
-	ev.step(stepVariable, i, v.field, v.prog.Source(), val, err)
+	if ev.tr != nil {
+		shown := val
+		if err == nil {
+			if j, jerr := cel.JSONOf(val); jerr == nil {
+				shown = j
+			} else {
+				shown = fmt.Sprint(val)
+			}
+		}
+		ev.step(stepVariable, i, v.field, v.prog.Source(), shown, err)
+	}
 	return val, err
 }
 

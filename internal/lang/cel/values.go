@@ -315,6 +315,15 @@ func (it *keyIterator) Equal(ref.Val) ref.Val          { return types.NewErr("no
 func (it *keyIterator) Type() ref.Type                 { return types.IteratorType }
 func (it *keyIterator) Value() any                     { return nil }
 
+// JSONOf converts a value EvalValue gave to a JSON tree as EvalCost would
+// (to show it); a value that is not a CEL value is returned as it is.
+func JSONOf(v any) (any, error) {
+	if rv, ok := v.(ref.Val); ok {
+		return toJSON(rv)
+	}
+	return v, nil
+}
+
 // toJSON converts a CEL result to a JSON tree: null, bool, string,
 // json.Number (ints, uints and finite doubles), []any and map[string]any
 // (string keys); bytes become their base64 text, durations and
