@@ -228,6 +228,7 @@ func (r *report) computeTargets() {
 		}
 		r.add(t, x, 1/1.2, true, ok)
 	}
+	r.policyTargets(floorNS)
 	// Peak RSS with 1,000 rules under load <= 96 MiB.
 	{
 		t := target{Measure: "Peak RSS (VmHWM), 1,000 rules under load", Target: "≤ 96 MiB", Reference: "—", Ratio: "—"}
@@ -308,6 +309,91 @@ func (r *report) computeTargets() {
 			g = s.Growth
 		}
 		r.add(t, g, 1.10, false, ok)
+	}
+}
+
+// policyTargets are issue 15's targets for Policies (CEL).
+func (r *report) policyTargets(floorNS *scenarioResult) {
+	// 16 CEL validations <= 60 µs of engine cost.
+	for _, name := range []string{"PSS/policies=16/compliant", "PSS/policies=1/compliant"} {
+		t := target{Measure: fmt.Sprintf("Engine cost, 16 CEL validations (Benchmark%s)", name), Target: "≤ 60 µs/op", Reference: "—", Ratio: "—", Result: "missing"}
+		b := findBench(r.Benchmarks, name)
+		var x float64
+		if b != nil {
+			x = b.NsPerOp / 1000
+			t.Result = fmt.Sprintf("%.1f µs/op", x)
+		}
+		r.add(t, x, 60, false, b != nil)
+	}
+	// 100 Policies (10 apply) <= 1.5x the same work with ModRules.
+	{
+		t := target{Measure: "Engine cost, 100 Policies (10 apply) vs 10 ModRules (BenchmarkLoad)", Target: "≤ 1.5× modrules=10/matching=10", Reference: "—", Ratio: "—", Result: "missing"}
+		p, m := findBench(r.Benchmarks, "Load/policies=100/matching=10"), findBench(r.Benchmarks, "Load/modrules=10/matching=10")
+		if p != nil {
+			t.Result = fmt.Sprintf("%.1f µs/op", p.NsPerOp/1000)
+		}
+		if m != nil {
+			t.Reference = fmt.Sprintf("ModRules %.1f µs/op", m.NsPerOp/1000)
+		}
+		ok := p != nil && m != nil && m.NsPerOp > 0
+		var x float64
+		if ok {
+			x = p.NsPerOp / m.NsPerOp
+			t.Ratio = ratio(p.NsPerOp, m.NsPerOp)
+		}
+		r.add(t, x, 1.5, false, ok)
+	}
+	{
+		t := target{Measure: "Throughput, 100 Policies (10 matching each object) vs 100 ModRules (10 matching), flat out", Target: "≥ 0.67× ModRules (cost ≤ 1.5×)", Reference: "—", Ratio: "—"}
+		p, m := r.scenario("pol100-flat"), r.scenario("mw100-flat")
+		if p != nil {
+			t.Result = fmt.Sprintf("%.0f reviews/s", p.Median.Throughput)
+		}
+		if m != nil {
+			t.Reference = fmt.Sprintf("ModRules %.0f reviews/s", m.Median.Throughput)
+		}
+		ok := p != nil && m != nil && m.Median.Throughput > 0
+		var x float64
+		if ok {
+			x = p.Median.Throughput / m.Median.Throughput
+			t.Ratio = ratio(p.Median.Throughput, m.Median.Throughput)
+		}
+		r.add(t, x, 1/1.5, true, ok)
+	}
+	// No Policy can apply: <= 1.2x the floor.
+	{
+		t := target{Measure: "No Policy can apply (1,000 policies, objects in namespace quiet), flat out", Target: "≥ 0.83× floor throughput (cost ≤ 1.2×)", Reference: "—", Ratio: "—"}
+		p := r.scenario("pol1000-quiet")
+		if p != nil {
+			t.Result = fmt.Sprintf("%.0f reviews/s", p.Median.Throughput)
+		}
+		if floorNS != nil {
+			t.Reference = fmt.Sprintf("floor %.0f reviews/s (same objects)", floorNS.Median.Throughput)
+		}
+		ok := p != nil && floorNS != nil && floorNS.Median.Throughput > 0
+		var x float64
+		if ok {
+			x = p.Median.Throughput / floorNS.Median.Throughput
+			t.Ratio = ratio(p.Median.Throughput, floorNS.Median.Throughput)
+		}
+		r.add(t, x, 1/1.2, true, ok)
+	}
+	{
+		t := target{Measure: "No Policy can apply, engine (BenchmarkLoad/policies=100/none-apply)", Target: "≤ 1.2× Load/empty", Reference: "—", Ratio: "—", Result: "missing"}
+		p, e := findBench(r.Benchmarks, "Load/policies=100/none-apply"), findBench(r.Benchmarks, "Load/empty")
+		if p != nil {
+			t.Result = fmt.Sprintf("%.0f ns/op", p.NsPerOp)
+		}
+		if e != nil {
+			t.Reference = fmt.Sprintf("empty snapshot %.0f ns/op", e.NsPerOp)
+		}
+		ok := p != nil && e != nil && e.NsPerOp > 0
+		var x float64
+		if ok {
+			x = p.NsPerOp / e.NsPerOp
+			t.Ratio = ratio(p.NsPerOp, e.NsPerOp)
+		}
+		r.add(t, x, 1.2, false, ok)
 	}
 }
 
@@ -397,7 +483,7 @@ func (r *report) print(w io.Writer) {
 		}
 	}
 
-	p("\n## Go micro-benchmarks (median of %d; go test -p 1 ./internal/kinds/modrule ./internal/webhook -bench 'Evaluate|Snapshot10k|Compile|DecodeEncode|Handler' -benchmem)\n\n", r.Settings.BenchCount)
+	p("\n## Go micro-benchmarks (median of %d; go test -p 1 ./internal/kinds/modrule ./internal/kinds/policy ./internal/webhook -bench '%s' -benchmem)\n\n", r.Settings.BenchCount, microBenchPattern)
 	p("| package | benchmark | ns/op | B/op | allocs/op | runs |\n|---|---|---|---|---|---|\n")
 	for _, b := range r.Benchmarks {
 		p("| %s | %s | %.0f | %.0f | %.0f | %d |\n", strings.TrimPrefix(b.Package, "github.com/modwright/modwright/"), b.Name, b.NsPerOp, b.BytesPerOp, b.AllocsPerOp, b.Runs)
