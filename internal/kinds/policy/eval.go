@@ -452,37 +452,30 @@ func (ev *run) charge(cost uint64) error {
 	return nil
 }
 
-func (ev *run) eval(p *cel.Program, act *lang.Activation) (any, error) {
+// evalWith evaluates p with one of its Eval methods, within the budget.
+func evalWith[T any](ev *run, eval func(context.Context, *lang.Activation) (T, uint64, error), act *lang.Activation) (T, error) {
 	if ev.budget < 0 {
-		return nil, lang.Limit(ErrBudget)
+		var zero T
+		return zero, lang.Limit(ErrBudget)
 	}
-	v, cost, err := p.EvalCost(ev.ctx, act)
+	v, cost, err := eval(ev.ctx, act)
 	if cerr := ev.charge(cost); err == nil {
 		err = cerr
 	}
 	return v, err
 }
 
+func (ev *run) eval(p *cel.Program, act *lang.Activation) (any, error) {
+	return evalWith(ev, p.EvalCost, act)
+}
+
+// evalValue is eval keeping the CEL value (a variable's).
 func (ev *run) evalValue(p *cel.Program, act *lang.Activation) (any, error) {
-	if ev.budget < 0 {
-		return nil, lang.Limit(ErrBudget)
-	}
-	v, cost, err := p.EvalValue(ev.ctx, act)
-	if cerr := ev.charge(cost); err == nil {
-		err = cerr
-	}
-	return v, err
+	return evalWith(ev, p.EvalValue, act)
 }
 
 func (ev *run) evalBool(p *cel.Program, act *lang.Activation) (bool, error) {
-	if ev.budget < 0 {
-		return false, lang.Limit(ErrBudget)
-	}
-	v, cost, err := p.EvalBoolCost(ev.ctx, act)
-	if cerr := ev.charge(cost); err == nil {
-		err = cerr
-	}
-	return v, err
+	return evalWith(ev, p.EvalBoolCost, act)
 }
 
 // variable evaluates variable i once.

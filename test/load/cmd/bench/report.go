@@ -326,75 +326,54 @@ func (r *report) policyTargets(floorNS *scenarioResult) {
 		r.add(t, x, 60, false, b != nil)
 	}
 	// 100 Policies (10 apply) <= 1.5x the same work with ModRules.
-	{
-		t := target{Measure: "Engine cost, 100 Policies (10 apply) vs 10 ModRules (BenchmarkLoad)", Target: "≤ 1.5× modrules=10/matching=10", Reference: "—", Ratio: "—", Result: "missing"}
-		p, m := findBench(r.Benchmarks, "Load/policies=100/matching=10"), findBench(r.Benchmarks, "Load/modrules=10/matching=10")
-		if p != nil {
-			t.Result = fmt.Sprintf("%.1f µs/op", p.NsPerOp/1000)
-		}
-		if m != nil {
-			t.Reference = fmt.Sprintf("ModRules %.1f µs/op", m.NsPerOp/1000)
-		}
-		ok := p != nil && m != nil && m.NsPerOp > 0
-		var x float64
-		if ok {
-			x = p.NsPerOp / m.NsPerOp
-			t.Ratio = ratio(p.NsPerOp, m.NsPerOp)
-		}
-		r.add(t, x, 1.5, false, ok)
-	}
-	{
-		t := target{Measure: "Throughput, 100 Policies (10 matching each object) vs 100 ModRules (10 matching), flat out", Target: "≥ 0.67× ModRules (cost ≤ 1.5×)", Reference: "—", Ratio: "—"}
-		p, m := r.scenario("pol100-flat"), r.scenario("mw100-flat")
-		if p != nil {
-			t.Result = fmt.Sprintf("%.0f reviews/s", p.Median.Throughput)
-		}
-		if m != nil {
-			t.Reference = fmt.Sprintf("ModRules %.0f reviews/s", m.Median.Throughput)
-		}
-		ok := p != nil && m != nil && m.Median.Throughput > 0
-		var x float64
-		if ok {
-			x = p.Median.Throughput / m.Median.Throughput
-			t.Ratio = ratio(p.Median.Throughput, m.Median.Throughput)
-		}
-		r.add(t, x, 1/1.5, true, ok)
-	}
+	r.benchRatio(target{Measure: "Engine cost, 100 Policies (10 apply) vs 10 ModRules (BenchmarkLoad)", Target: "≤ 1.5× modrules=10/matching=10"},
+		"Load/policies=100/matching=10", "Load/modrules=10/matching=10", "ModRules", 1.5)
+	r.throughputRatio(target{Measure: "Throughput, 100 Policies (10 matching each object) vs 100 ModRules (10 matching), flat out", Target: "≥ 0.67× ModRules (cost ≤ 1.5×)"},
+		r.scenario("pol100-flat"), r.scenario("mw100-flat"), "ModRules", 1/1.5)
 	// No Policy can apply: <= 1.2x the floor.
-	{
-		t := target{Measure: "No Policy can apply (1,000 policies, objects in namespace quiet), flat out", Target: "≥ 0.83× floor throughput (cost ≤ 1.2×)", Reference: "—", Ratio: "—"}
-		p := r.scenario("pol1000-quiet")
-		if p != nil {
-			t.Result = fmt.Sprintf("%.0f reviews/s", p.Median.Throughput)
-		}
-		if floorNS != nil {
-			t.Reference = fmt.Sprintf("floor %.0f reviews/s (same objects)", floorNS.Median.Throughput)
-		}
-		ok := p != nil && floorNS != nil && floorNS.Median.Throughput > 0
-		var x float64
-		if ok {
-			x = p.Median.Throughput / floorNS.Median.Throughput
-			t.Ratio = ratio(p.Median.Throughput, floorNS.Median.Throughput)
-		}
-		r.add(t, x, 1/1.2, true, ok)
+	r.throughputRatio(target{Measure: "No Policy can apply (1,000 policies, objects in namespace quiet), flat out", Target: "≥ 0.83× floor throughput (cost ≤ 1.2×)"},
+		r.scenario("pol1000-quiet"), floorNS, "floor (same objects)", 1/1.2)
+	r.benchRatio(target{Measure: "No Policy can apply, engine (BenchmarkLoad/policies=100/none-apply)", Target: "≤ 1.2× Load/empty"},
+		"Load/policies=100/none-apply", "Load/empty", "empty snapshot", 1.2)
+}
+
+// benchRatio adds a target on the ratio of two micro-benchmarks' times
+// (at most limit).
+func (r *report) benchRatio(t target, name, ref, refLabel string, limit float64) {
+	t.Reference, t.Ratio, t.Result = "—", "—", "missing"
+	b, rb := findBench(r.Benchmarks, name), findBench(r.Benchmarks, ref)
+	if b != nil {
+		t.Result = fmt.Sprintf("%.1f µs/op", b.NsPerOp/1000)
 	}
-	{
-		t := target{Measure: "No Policy can apply, engine (BenchmarkLoad/policies=100/none-apply)", Target: "≤ 1.2× Load/empty", Reference: "—", Ratio: "—", Result: "missing"}
-		p, e := findBench(r.Benchmarks, "Load/policies=100/none-apply"), findBench(r.Benchmarks, "Load/empty")
-		if p != nil {
-			t.Result = fmt.Sprintf("%.0f ns/op", p.NsPerOp)
-		}
-		if e != nil {
-			t.Reference = fmt.Sprintf("empty snapshot %.0f ns/op", e.NsPerOp)
-		}
-		ok := p != nil && e != nil && e.NsPerOp > 0
-		var x float64
-		if ok {
-			x = p.NsPerOp / e.NsPerOp
-			t.Ratio = ratio(p.NsPerOp, e.NsPerOp)
-		}
-		r.add(t, x, 1.2, false, ok)
+	if rb != nil {
+		t.Reference = fmt.Sprintf("%s %.1f µs/op", refLabel, rb.NsPerOp/1000)
 	}
+	ok := b != nil && rb != nil && rb.NsPerOp > 0
+	var x float64
+	if ok {
+		x = b.NsPerOp / rb.NsPerOp
+		t.Ratio = ratio(b.NsPerOp, rb.NsPerOp)
+	}
+	r.add(t, x, limit, false, ok)
+}
+
+// throughputRatio adds a target on the ratio of two scenarios'
+// throughputs (at least limit).
+func (r *report) throughputRatio(t target, s, ref *scenarioResult, refLabel string, limit float64) {
+	t.Reference, t.Ratio = "—", "—"
+	if s != nil {
+		t.Result = fmt.Sprintf("%.0f reviews/s", s.Median.Throughput)
+	}
+	if ref != nil {
+		t.Reference = fmt.Sprintf("%s %.0f reviews/s", refLabel, ref.Median.Throughput)
+	}
+	ok := s != nil && ref != nil && ref.Median.Throughput > 0
+	var x float64
+	if ok {
+		x = s.Median.Throughput / ref.Median.Throughput
+		t.Ratio = ratio(s.Median.Throughput, ref.Median.Throughput)
+	}
+	r.add(t, x, limit, true, ok)
 }
 
 func (r *report) print(w io.Writer) {
