@@ -233,7 +233,7 @@ func BenchmarkPSS(b *testing.B) {
 	// validation of a constant.
 	b.Run("policies=1/validations=1/true", func(b *testing.B) {
 		var y strings.Builder
-		writePolicyHeader(&y, "true")
+		writePolicyHeader(&y, "constant")
 		y.WriteString("  validations:\n  - cel: \"true\"\n")
 		benchEval(b, benchLoad(b, y.String()), benchObject(b, true), rejections(0))
 	})
