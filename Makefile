@@ -93,7 +93,7 @@ bench:
 
 # Only the Go micro-benchmarks.
 bench-micro:
-	$(GO) test -p 1 ./internal/kinds/modrule ./internal/webhook ./internal/value -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
+	$(GO) test -p 1 ./internal/kinds/modrule ./internal/kinds/policy ./internal/webhook ./internal/value -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
 
 clean:
 	rm -rf bin

@@ -17,9 +17,15 @@ const objectsDir = "../../testdata/bench/objects"
 
 func loadSnapshot(t *testing.T, total, matching int) *engine.Snapshot {
 	t.Helper()
+	return loadSet(t, RuleSet(total, matching), total, matching)
+}
+
+// loadSet compiles a generated set of total rules.
+func loadSet(t *testing.T, data []byte, total, matching int) *engine.Snapshot {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(path, RuleSet(total, matching), 0o644); err != nil {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	docs, err := source.ReadPaths([]string{path}, nil)
@@ -43,11 +49,30 @@ func loadSnapshot(t *testing.T, total, matching int) *engine.Snapshot {
 	return engine.NewSnapshot(res.Rules)
 }
 
-// TestRuleSetMatches runs every object of the mix through the engine with
-// generated rule sets: each is matched by exactly matchingPerObject rules,
-// the rules apply without error, and objects moved to the quiet namespace
-// (namespaced kinds only) meet no rule at all.
+// TestRuleSetMatches checks generated rule sets (checkSetMatches).
 func TestRuleSetMatches(t *testing.T) {
+	for _, tc := range []struct{ total, matching int }{
+		{5, 1}, {100, 10}, {1000, 10}, {37, 3},
+	} {
+		checkSetMatches(t, loadSnapshot(t, tc.total, tc.matching), tc.total, tc.matching, "rule-")
+	}
+}
+
+// TestPolicySetMatches is TestRuleSetMatches for PolicySet.
+func TestPolicySetMatches(t *testing.T) {
+	for _, tc := range []struct{ total, matching int }{
+		{5, 1}, {100, 10}, {1000, 10}, {37, 3},
+	} {
+		checkSetMatches(t, loadSet(t, PolicySet(tc.total, tc.matching), tc.total, tc.matching), tc.total, tc.matching, "policy-")
+	}
+}
+
+// checkSetMatches runs every object of the mix through the engine with a
+// generated set: each is matched by exactly matching rules, which apply
+// without error and add their labels (prefix), and objects moved to the
+// quiet namespace (namespaced kinds only) meet no rule at all.
+func checkSetMatches(t *testing.T, snap *engine.Snapshot, total, matching int, prefix string) {
+	t.Helper()
 	objs, err := source.ReadPaths([]string{objectsDir}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -57,63 +82,59 @@ func TestRuleSetMatches(t *testing.T) {
 	}
 	eng := engine.New(engine.Options{})
 	ctx := context.Background()
-	for _, tc := range []struct{ total, matching int }{
-		{5, 1}, {100, 10}, {1000, 10}, {37, 3},
-	} {
-		snap := loadSnapshot(t, tc.total, tc.matching)
-		for _, d := range objs {
-			ns := d.Namespace()
-			dec, err := eng.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: ns, Kind: engine.GroupVersionKind{Kind: d.Kind()}, Object: d.Object})
-			if err != nil {
-				t.Fatalf("(%d, %d) %s: %v", tc.total, tc.matching, d.Kind(), err)
+	tc := struct{ total, matching int }{total, matching}
+	for _, d := range objs {
+		ns := d.Namespace()
+		dec, err := eng.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: ns, Kind: engine.GroupVersionKind{Kind: d.Kind()}, Object: d.Object})
+		if err != nil {
+			t.Fatalf("(%d, %d) %s: %v", tc.total, tc.matching, d.Kind(), err)
+		}
+		if len(dec.Errors) > 0 {
+			t.Errorf("(%d, %d) %s: rule errors: %v", tc.total, tc.matching, d.Kind(), dec.Errors)
+		}
+		matched, evaluated := 0, 0
+		for _, tr := range dec.Trace {
+			switch tr.Outcome {
+			case engine.Matched:
+				matched++
+			case engine.NotMatched:
+				evaluated++
+			default:
+				t.Errorf("(%d, %d) %s: rule %s: outcome %s (%s)", tc.total, tc.matching, d.Kind(), tr.Rule, tr.Outcome, tr.Reason)
 			}
-			if len(dec.Errors) > 0 {
-				t.Errorf("(%d, %d) %s: rule errors: %v", tc.total, tc.matching, d.Kind(), dec.Errors)
-			}
-			matched, evaluated := 0, 0
-			for _, tr := range dec.Trace {
-				switch tr.Outcome {
-				case engine.Matched:
-					matched++
-				case engine.NotMatched:
-					evaluated++
-				default:
-					t.Errorf("(%d, %d) %s: rule %s: outcome %s (%s)", tc.total, tc.matching, d.Kind(), tr.Rule, tr.Outcome, tr.Reason)
+		}
+		if matched != tc.matching {
+			t.Errorf("(%d, %d) %s: %d rules matched, want %d", tc.total, tc.matching, d.Kind(), matched, tc.matching)
+		}
+		if tc.total >= 100 && evaluated == 0 {
+			t.Errorf("(%d, %d) %s: no non-matching rule was evaluated", tc.total, tc.matching, d.Kind())
+		}
+		if tc.matching > 0 && !dec.Changed() {
+			t.Errorf("(%d, %d) %s: not patched", tc.total, tc.matching, d.Kind())
+		}
+		labels := dec.Object.(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
+		n := 0
+		for k, v := range labels {
+			if strings.HasPrefix(k, prefix) {
+				n++
+				if s, _ := v.(string); !strings.HasPrefix(s, d.Name()+"-") {
+					t.Errorf("%s: label %s=%v", d.Kind(), k, v)
 				}
 			}
-			if matched != tc.matching {
-				t.Errorf("(%d, %d) %s: %d rules matched, want %d", tc.total, tc.matching, d.Kind(), matched, tc.matching)
-			}
-			if tc.total >= 100 && evaluated == 0 {
-				t.Errorf("(%d, %d) %s: no non-matching rule was evaluated", tc.total, tc.matching, d.Kind())
-			}
-			if tc.matching > 0 && !dec.Changed() {
-				t.Errorf("(%d, %d) %s: not patched", tc.total, tc.matching, d.Kind())
-			}
-			labels := dec.Object.(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
-			n := 0
-			for k, v := range labels {
-				if strings.HasPrefix(k, "rule-") {
-					n++
-					if s, _ := v.(string); !strings.HasPrefix(s, d.Name()+"-") {
-						t.Errorf("%s: label %s=%v", d.Kind(), k, v)
-					}
-				}
-			}
-			if n != tc.matching {
-				t.Errorf("(%d, %d) %s: %d rule labels, want %d", tc.total, tc.matching, d.Kind(), n, tc.matching)
-			}
+		}
+		if n != tc.matching {
+			t.Errorf("(%d, %d) %s: %d rule labels, want %d", tc.total, tc.matching, d.Kind(), n, tc.matching)
+		}
 
-			if d.Kind() == "Namespace" {
-				continue
-			}
-			dec, err = eng.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: QuietNamespace, Kind: engine.GroupVersionKind{Kind: d.Kind()}, Object: d.Object})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(dec.Trace) != 0 || dec.Changed() {
-				t.Errorf("(%d, %d) %s in %s: %d rules considered, want none", tc.total, tc.matching, d.Kind(), QuietNamespace, len(dec.Trace))
-			}
+		if d.Kind() == "Namespace" {
+			continue
+		}
+		dec, err = eng.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: QuietNamespace, Kind: engine.GroupVersionKind{Kind: d.Kind()}, Object: d.Object})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dec.Trace) != 0 || dec.Changed() {
+			t.Errorf("(%d, %d) %s in %s: %d rules considered, want none", tc.total, tc.matching, d.Kind(), QuietNamespace, len(dec.Trace))
 		}
 	}
 }
@@ -142,4 +163,21 @@ func TestRuleSetShape(t *testing.T) {
 		}
 	}()
 	RuleSet(10, 10)
+}
+
+func TestPolicySetShape(t *testing.T) {
+	y := string(PolicySet(1000, 10))
+	policies, cluster := strings.Count(y, "\nkind: Policy\n"), strings.Count(y, "\nkind: ClusterPolicy\n")
+	if policies+cluster != 1000 {
+		t.Errorf("%d policies and %d cluster policies, want 1000 in all", policies, cluster)
+	}
+	if n := strings.Count(y, "- name: team\n"); n != 475 {
+		t.Errorf("%d policies stopped by a match condition, want 475", n)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("PolicySet(10, 10) did not panic")
+		}
+	}()
+	PolicySet(10, 10)
 }

@@ -107,7 +107,29 @@ func (r *Rule) Apply(h *engine.Handle) error {
 // objectInput is what the static match reads of the object.
 type objectInput struct {
 	group, kind, name, ns string
-	labels                labels.Set
+	labels                labelView
+}
+
+// labelView is an object's metadata.labels as labels.Labels, read in place
+// (members that are not strings are absent): the static match copies
+// nothing.
+type labelView map[string]any
+
+var _ labels.Labels = labelView(nil)
+
+func (l labelView) Has(k string) bool {
+	_, ok := l[k].(string)
+	return ok
+}
+
+func (l labelView) Get(k string) string {
+	s, _ := l[k].(string)
+	return s
+}
+
+func (l labelView) Lookup(k string) (string, bool) {
+	s, ok := l[k].(string)
+	return s, ok
 }
 
 func (r *Rule) input(h *engine.Handle, obj map[string]any) objectInput {
@@ -124,14 +146,7 @@ func (r *Rule) input(h *engine.Handle, obj map[string]any) objectInput {
 	if in.name == "" {
 		in.name = h.Request().Name
 	}
-	if ls, ok := md["labels"].(map[string]any); ok {
-		in.labels = make(labels.Set, len(ls))
-		for k, v := range ls {
-			if s, ok := v.(string); ok {
-				in.labels[k] = s
-			}
-		}
-	}
+	in.labels, _ = md["labels"].(map[string]any)
 	return in
 }
 
@@ -204,12 +219,12 @@ func globAny(globs []string, s string) bool {
 // namespaceLabels returns the labels of the object's namespace: a
 // Namespace's own, none for other cluster-scoped objects, else the
 // Namespace's read through the engine's object reader.
-func namespaceLabels(h *engine.Handle, in objectInput) (labels.Set, error) {
+func namespaceLabels(h *engine.Handle, in objectInput) (labels.Labels, error) {
 	if in.ns == "" {
 		if in.kind == "Namespace" && in.group == "" {
 			return in.labels, nil
 		}
-		return nil, nil
+		return labelView(nil), nil
 	}
 	nsObj, err := sharedOf(h).namespace(h)
 	if err != nil {
@@ -220,17 +235,13 @@ func namespaceLabels(h *engine.Handle, in objectInput) (labels.Set, error) {
 	}
 	md, _ := nsObj["metadata"].(map[string]any)
 	ls, _ := md["labels"].(map[string]any)
-	set := make(labels.Set, len(ls))
-	for k, v := range ls {
-		if s, ok := v.(string); ok {
-			set[k] = s
-		}
-	}
-	return set, nil
+	return labelView(ls), nil
 }
 
 // shared is what every policy of one evaluation reads alike, computed
-// once: the Namespace, the old object, the request's attributes.
+// once: the Namespace, the old object, the request's attributes; and the
+// storage of the runs, reused from one policy to the next (the engine
+// runs one rule at a time, and a run ends with its Match or Apply call).
 type shared struct {
 	ns      map[string]any
 	nsErr   error
@@ -238,6 +249,9 @@ type shared struct {
 	old     any
 	oldDone bool
 	req     map[string]any
+
+	run  run
+	vars map[string]any
 }
 
 func sharedOf(h *engine.Handle) *shared {
@@ -355,20 +369,31 @@ func (s *shared) request(h *engine.Handle) map[string]any {
 // run is one phase of one policy on one request: the activation, the
 // variables' values (lazy), the cost budget left.
 type run struct {
-	r      *Rule
-	h      *engine.Handle
-	ctx    context.Context
-	act    lang.Activation
-	vals   []any
-	errs   []error
-	state  []uint8 // 0 not evaluated, 1 evaluating, 2 done
+	r     *Rule
+	h     *engine.Handle
+	ctx   context.Context
+	act   lang.Activation
+	vals  []any
+	errs  []error
+	state []uint8 // 0 not evaluated, 1 evaluating, 2 done
+	// views[n] is `variables` seen by variable n (the ones before it);
+	// views[len(vars)] is the expressions' view. A pointer to one in an
+	// interface costs no allocation.
+	views  []varsView
 	budget int64
 	tr     *Trace
 }
 
 func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
-	ev := &run{r: r, h: h, ctx: h.Context(), budget: int64(cel.RuntimeCostBudget)}
 	s := sharedOf(h)
+	ev := &s.run
+	vals, errs, state, views := ev.vals, ev.errs, ev.state, ev.views
+	if s.vars == nil {
+		s.vars = make(map[string]any, 4)
+	} else {
+		clear(s.vars)
+	}
+	*ev = run{r: r, h: h, ctx: h.Context(), budget: int64(cel.RuntimeCostBudget)}
 	ev.act.Object = obj
 	if h.Request().Operation == rules.Delete {
 		ev.act.Object = nil
@@ -377,7 +402,12 @@ func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 		ev.act.OldObject = s.oldObject(h)
 	}
 	ev.act.Namespace = h.Namespace()
-	ev.act.Vars = map[string]any{varVariables: varsView{ev, len(r.vars)}}
+	ev.act.Vars = s.vars
+	ev.views = resize(views, len(r.vars)+1)
+	for n := range ev.views {
+		ev.views[n] = varsView{ev, n}
+	}
+	ev.act.Vars[varVariables] = &ev.views[len(r.vars)]
 	if r.usesRequest {
 		ev.act.Vars[varRequest] = s.request(h)
 	}
@@ -391,10 +421,11 @@ func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 			bindAuthorizer(ev.act.Vars, h, a)
 		}
 	}
-	if len(r.vars) > 0 {
-		ev.vals = make([]any, len(r.vars))
-		ev.errs = make([]error, len(r.vars))
-		ev.state = make([]uint8, len(r.vars))
+	if n := len(r.vars); n > 0 {
+		ev.vals, ev.errs, ev.state = resize(vals, n), resize(errs, n), resize(state, n)
+	} else {
+		// Keep the storage for the next policy.
+		ev.vals, ev.errs, ev.state = vals[:0], errs[:0], state[:0]
 	}
 	if h.Tracing() {
 		ev.tr = &Trace{}
@@ -406,6 +437,17 @@ func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 	return ev
 }
 
+// resize returns s with length n, zeroed, reusing its storage when it
+// can.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
 // charge spends cost from the budget.
 func (ev *run) charge(cost uint64) error {
 	ev.budget -= int64(cost)
@@ -415,26 +457,30 @@ func (ev *run) charge(cost uint64) error {
 	return nil
 }
 
-func (ev *run) eval(p *cel.Program, act *lang.Activation) (any, error) {
+// evalWith evaluates p with one of its Eval methods, within the budget.
+func evalWith[T any](ev *run, eval func(context.Context, *lang.Activation) (T, uint64, error), act *lang.Activation) (T, error) {
 	if ev.budget < 0 {
-		return nil, lang.Limit(ErrBudget)
+		var zero T
+		return zero, lang.Limit(ErrBudget)
 	}
-	v, cost, err := p.EvalCost(ev.ctx, act)
+	v, cost, err := eval(ev.ctx, act)
 	if cerr := ev.charge(cost); err == nil {
 		err = cerr
 	}
 	return v, err
 }
 
+func (ev *run) eval(p *cel.Program, act *lang.Activation) (any, error) {
+	return evalWith(ev, p.EvalCost, act)
+}
+
+// evalValue is eval keeping the CEL value (a variable's).
+func (ev *run) evalValue(p *cel.Program, act *lang.Activation) (any, error) {
+	return evalWith(ev, p.EvalValue, act)
+}
+
 func (ev *run) evalBool(p *cel.Program, act *lang.Activation) (bool, error) {
-	if ev.budget < 0 {
-		return false, lang.Limit(ErrBudget)
-	}
-	v, cost, err := p.EvalBoolCost(ev.ctx, act)
-	if cerr := ev.charge(cost); err == nil {
-		err = cerr
-	}
-	return v, err
+	return evalWith(ev, p.EvalBoolCost, act)
 }
 
 // variable evaluates variable i once.
@@ -447,27 +493,18 @@ func (ev *run) variable(i int) (any, error) {
 	}
 	ev.state[i] = 1
 	v := ev.r.vars[i]
+	// The variable sees the variables before it: the activation's map is
+	// the run's, so set the view for the call and put the caller's back.
+	vars := ev.act.Vars
+	prev := vars[varVariables]
+	vars[varVariables] = &ev.views[i]
 	act := ev.act
-	act.Vars = make(map[string]any, len(ev.act.Vars))
-	for k, x := range ev.act.Vars {
-		act.Vars[k] = x
-	}
-	act.Vars[varVariables] = varsView{ev, i}
-	var (
-		val  any
-		err  error
-		cost uint64
-	)
-	if ev.budget < 0 {
-		err = lang.Limit(ErrBudget)
-	} else {
-		// The CEL value itself: a variable whose value has no JSON form
-		// (a quantity, an IP) stays usable by the expressions reading it.
-		val, cost, err = v.prog.EvalValue(ev.ctx, &act)
-		if cerr := ev.charge(cost); err == nil {
-			err = cerr
-		}
-	}
+	act.Item = nil
+	// The value stays a CEL value: the expressions that read it take it
+	// as it is, with no conversion to JSON and back (and a quantity or an
+	// IP, which has no JSON form, stays usable, as in admission policies).
+	val, err := ev.evalValue(v.prog, &act)
+	vars[varVariables] = prev
 	if err != nil {
 		err = fmt.Errorf("variable %q (%s): %w", v.name, v.field, err)
 	}
@@ -485,9 +522,9 @@ type varsView struct {
 	n  int
 }
 
-var _ lang.Lazy = varsView{}
+var _ lang.Lazy = (*varsView)(nil)
 
-func (v varsView) Member(name string) (any, bool, error) {
+func (v *varsView) Member(name string) (any, bool, error) {
 	i, ok := v.ev.r.varIndex[name]
 	if !ok || i >= v.n {
 		return nil, false, nil
@@ -496,7 +533,7 @@ func (v varsView) Member(name string) (any, bool, error) {
 	return val, true, err
 }
 
-func (v varsView) Names() []string {
+func (v *varsView) Names() []string {
 	names := make([]string, v.n)
 	for i := range names {
 		names[i] = v.ev.r.vars[i].name
@@ -561,11 +598,10 @@ func (ev *run) validate(i int, obj map[string]any) error {
 			return engine.InField(v.field+".scope", err)
 		}
 	}
+	// self and oldSelf for each value; the run's map holds oldSelf until
+	// the validation ends.
 	act := ev.act
-	act.Vars = make(map[string]any, len(ev.act.Vars)+1)
-	for k, x := range ev.act.Vars {
-		act.Vars[k] = x
-	}
+	defer delete(ev.act.Vars, varOldSelf)
 	for _, n := range nodes {
 		act.Item = n.Value
 		act.Vars[varOldSelf] = samePlace(olds, n.Keys)

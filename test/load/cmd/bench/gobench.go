@@ -41,6 +41,13 @@ func expectedBenchmarks() []string {
 		"Compile",
 		"Snapshot10k",
 		"Handler/rules=100/matching=10",
+		"PSS/policies=16/compliant",
+		"PSS/policies=1/compliant",
+		"Mutations/policies=1/mutations=10",
+		"Load/empty",
+		"Load/policies=100/none-apply",
+		"Load/modrules=10/matching=10",
+		"Load/policies=100/matching=10",
 	}
 }
 
@@ -111,14 +118,19 @@ func findBench(bs []*microBench, name string) *microBench {
 	return nil
 }
 
+// microBenchPattern selects the micro-benchmarks: the engine with ModRules
+// (internal/kinds/modrule), with Policies (internal/kinds/policy: PSS,
+// Mutations, Load) and the webhook's.
+const microBenchPattern = "Evaluate|Snapshot10k|Compile|DecodeEncode|Handler|PSS|Mutations|Load"
+
 // runMicroBenchmarks runs the engine and webhook benchmarks. A failing
 // `go test` returns its error with the benchmarks it did produce.
 func runMicroBenchmarks(ctx context.Context, o *options, root, logPath string) ([]*microBench, error) {
 	// -p 1: go test runs the packages' test binaries in parallel
 	// otherwise, and the engine's benchmarks would share the 2 CPUs with
 	// the webhook's.
-	args := []string{"test", "-p", "1", "./internal/kinds/modrule", "./internal/webhook", "-run", "^$",
-		"-bench", "Evaluate|Snapshot10k|Compile|DecodeEncode|Handler", "-benchmem",
+	args := []string{"test", "-p", "1", "./internal/kinds/modrule", "./internal/kinds/policy", "./internal/webhook", "-run", "^$",
+		"-bench", microBenchPattern, "-benchmem",
 		"-count", strconv.Itoa(o.benchCount), "-benchtime", o.benchTime}
 	progress("micro-benchmarks: %s %s", o.goCmd, strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, o.goCmd, args...)

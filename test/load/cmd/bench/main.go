@@ -144,7 +144,16 @@ type env struct {
 	root, tmp        string
 	modwright, floor string
 	objects          string
-	rules            map[int]string // rule count -> file
+	rules            map[int]string // rule count -> file of ModRules
+	policies         map[int]string // policy count -> file of Policies
+}
+
+// rulesFile is the rule file of a scenario.
+func (e *env) rulesFile(policies bool, n int) string {
+	if policies {
+		return e.policies[n]
+	}
+	return e.rules[n]
 }
 
 func run(ctx context.Context, o *options) (*report, error) {
@@ -162,7 +171,7 @@ func run(ctx context.Context, o *options) (*report, error) {
 	} else {
 		defer os.RemoveAll(tmp)
 	}
-	e := &env{root: root, tmp: tmp, objects: filepath.Join(root, "testdata", "bench", "objects"), rules: map[int]string{}}
+	e := &env{root: root, tmp: tmp, objects: filepath.Join(root, "testdata", "bench", "objects"), rules: map[int]string{}, policies: map[int]string{}}
 
 	// 1. Build both servers.
 	e.modwright, e.floor = filepath.Join(tmp, "modwright"), filepath.Join(tmp, "floor")
@@ -207,6 +216,13 @@ func run(ctx context.Context, o *options) (*report, error) {
 		}
 		e.rules[n] = path
 	}
+	for _, n := range []int{100, 1000} {
+		path := filepath.Join(tmp, fmt.Sprintf("policies-%d.yaml", n))
+		if err := os.WriteFile(path, load.PolicySet(n, 10), 0o644); err != nil {
+			return rep, err
+		}
+		e.policies[n] = path
+	}
 
 	// 4. Load scenarios.
 	for _, sc := range scenarios(o) {
@@ -230,10 +246,12 @@ func run(ctx context.Context, o *options) (*report, error) {
 
 // scenario is one load configuration.
 type scenario struct {
-	ID        string  `json:"id"`
-	Title     string  `json:"title"`
-	Server    string  `json:"server"` // floor or modwright
-	Rules     int     `json:"rules"`
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Server string `json:"server"` // floor or modwright
+	Rules  int    `json:"rules"`
+	// Policies: the rules are load.PolicySet's Policies, not ModRules.
+	Policies  bool    `json:"policies,omitempty"`
 	Rate      float64 `json:"rate,omitempty"` // 0: flat out
 	Namespace string  `json:"namespace,omitempty"`
 	Mix       string  `json:"mix,omitempty"`
@@ -260,15 +278,20 @@ func scenarios(o *options) []scenario {
 		{ID: "mw1000-rate", Title: fmt.Sprintf("modwright, 1,000 rules (10 matching), %s/s", count(r)), Server: "modwright", Rules: 1000, Rate: r},
 		{ID: "mw1000-quiet", Title: "modwright, 1,000 rules, none can apply (namespace quiet), flat out", Server: "modwright", Rules: 1000,
 			Namespace: load.QuietNamespace, Mix: namespacedMix},
+		{ID: "pol100-flat", Title: "modwright, 100 policies (10 matching), flat out", Server: "modwright", Rules: 100, Policies: true},
+		{ID: "pol100-rate", Title: fmt.Sprintf("modwright, 100 policies (10 matching), %s/s", count(r)), Server: "modwright", Rules: 100, Policies: true, Rate: r},
+		{ID: "pol1000-quiet", Title: "modwright, 1,000 policies, none can apply (namespace quiet), flat out", Server: "modwright", Rules: 1000, Policies: true,
+			Namespace: load.QuietNamespace, Mix: namespacedMix},
 	}
 }
 
 // startFor starts the server of a scenario.
-func startFor(ctx context.Context, e *env, server string, rules int, name string, environ ...string) (*server, error) {
+// rules is the rule file of a modwright server.
+func startFor(ctx context.Context, e *env, server string, rules string, name string, environ ...string) (*server, error) {
 	if server == "floor" {
 		return startServer(ctx, name, e.tmp, e.floor, nil, environ, "-port", "-cert-dir")
 	}
-	return startServer(ctx, name, e.tmp, e.modwright, []string{"serve", "--standalone", "--shutdown-delay=0", "--rules", e.rules[rules]}, environ, "--webhook-port", "--cert-dir")
+	return startServer(ctx, name, e.tmp, e.modwright, []string{"serve", "--standalone", "--shutdown-delay=0", "--rules", rules}, environ, "--webhook-port", "--cert-dir")
 }
 
 // scenarioResult is a scenario's runs and their medians.
@@ -339,7 +362,7 @@ func runScenario(ctx context.Context, o *options, e *env, sc scenario, rep *repo
 }
 
 func oneRun(ctx context.Context, o *options, e *env, sc scenario, items []load.Item, res *scenarioResult) error {
-	srv, err := startFor(ctx, e, sc.Server, sc.Rules, sc.ID, sc.Env...)
+	srv, err := startFor(ctx, e, sc.Server, e.rulesFile(sc.Policies, sc.Rules), sc.ID, sc.Env...)
 	if err != nil {
 		return err
 	}
@@ -449,7 +472,7 @@ func runSnapshot10k(ctx context.Context, o *options, e *env, rep *report) *snaps
 	for i := 1; i <= o.runs && ctx.Err() == nil; i++ {
 		progress("modwright, 10,000 rules: start to ready, run %d/%d", i, o.runs)
 		err := func() error {
-			srv, err := startFor(ctx, e, "modwright", 10000, "mw10k")
+			srv, err := startFor(ctx, e, "modwright", e.rules[10000], "mw10k")
 			if err != nil {
 				return err
 			}
@@ -536,7 +559,7 @@ const soakCriterion = "memory is flat when, for both VmRSS and the heap goal (go
 func runSoak(ctx context.Context, o *options, e *env, rep *report) *soakResult {
 	s := &soakResult{Reviews: o.soak, Criterion: soakCriterion}
 	err := func() error {
-		srv, err := startFor(ctx, e, "modwright", 100, "soak")
+		srv, err := startFor(ctx, e, "modwright", e.rules[100], "soak")
 		if err != nil {
 			return err
 		}

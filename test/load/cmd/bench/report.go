@@ -228,6 +228,7 @@ func (r *report) computeTargets() {
 		}
 		r.add(t, x, 1/1.2, true, ok)
 	}
+	r.policyTargets(floorNS)
 	// Peak RSS with 1,000 rules under load <= 96 MiB.
 	{
 		t := target{Measure: "Peak RSS (VmHWM), 1,000 rules under load", Target: "≤ 96 MiB", Reference: "—", Ratio: "—"}
@@ -309,6 +310,70 @@ func (r *report) computeTargets() {
 		}
 		r.add(t, g, 1.10, false, ok)
 	}
+}
+
+// policyTargets are issue 15's targets for Policies (CEL).
+func (r *report) policyTargets(floorNS *scenarioResult) {
+	// 16 CEL validations <= 60 µs of engine cost.
+	for _, name := range []string{"PSS/policies=16/compliant", "PSS/policies=1/compliant"} {
+		t := target{Measure: fmt.Sprintf("Engine cost, 16 CEL validations (Benchmark%s)", name), Target: "≤ 60 µs/op", Reference: "—", Ratio: "—", Result: "missing"}
+		b := findBench(r.Benchmarks, name)
+		var x float64
+		if b != nil {
+			x = b.NsPerOp / 1000
+			t.Result = fmt.Sprintf("%.1f µs/op", x)
+		}
+		r.add(t, x, 60, false, b != nil)
+	}
+	// 100 Policies (10 apply) <= 1.5x the same work with ModRules.
+	r.benchRatio(target{Measure: "Engine cost, 100 Policies (10 apply) vs 10 ModRules (BenchmarkLoad)", Target: "≤ 1.5× modrules=10/matching=10"},
+		"Load/policies=100/matching=10", "Load/modrules=10/matching=10", "ModRules", 1.5)
+	r.throughputRatio(target{Measure: "Throughput, 100 Policies (10 matching each object) vs 100 ModRules (10 matching), flat out", Target: "≥ 0.67× ModRules (cost ≤ 1.5×)"},
+		r.scenario("pol100-flat"), r.scenario("mw100-flat"), "ModRules", 1/1.5)
+	// No Policy can apply: <= 1.2x the floor.
+	r.throughputRatio(target{Measure: "No Policy can apply (1,000 policies, objects in namespace quiet), flat out", Target: "≥ 0.83× floor throughput (cost ≤ 1.2×)"},
+		r.scenario("pol1000-quiet"), floorNS, "floor (same objects)", 1/1.2)
+	r.benchRatio(target{Measure: "No Policy can apply, engine (BenchmarkLoad/policies=100/none-apply)", Target: "≤ 1.2× Load/empty"},
+		"Load/policies=100/none-apply", "Load/empty", "empty snapshot", 1.2)
+}
+
+// benchRatio adds a target on the ratio of two micro-benchmarks' times
+// (at most limit).
+func (r *report) benchRatio(t target, name, ref, refLabel string, limit float64) {
+	t.Reference, t.Ratio, t.Result = "—", "—", "missing"
+	b, rb := findBench(r.Benchmarks, name), findBench(r.Benchmarks, ref)
+	if b != nil {
+		t.Result = fmt.Sprintf("%.1f µs/op", b.NsPerOp/1000)
+	}
+	if rb != nil {
+		t.Reference = fmt.Sprintf("%s %.1f µs/op", refLabel, rb.NsPerOp/1000)
+	}
+	ok := b != nil && rb != nil && rb.NsPerOp > 0
+	var x float64
+	if ok {
+		x = b.NsPerOp / rb.NsPerOp
+		t.Ratio = ratio(b.NsPerOp, rb.NsPerOp)
+	}
+	r.add(t, x, limit, false, ok)
+}
+
+// throughputRatio adds a target on the ratio of two scenarios'
+// throughputs (at least limit).
+func (r *report) throughputRatio(t target, s, ref *scenarioResult, refLabel string, limit float64) {
+	t.Reference, t.Ratio = "—", "—"
+	if s != nil {
+		t.Result = fmt.Sprintf("%.0f reviews/s", s.Median.Throughput)
+	}
+	if ref != nil {
+		t.Reference = fmt.Sprintf("%s %.0f reviews/s", refLabel, ref.Median.Throughput)
+	}
+	ok := s != nil && ref != nil && ref.Median.Throughput > 0
+	var x float64
+	if ok {
+		x = s.Median.Throughput / ref.Median.Throughput
+		t.Ratio = ratio(s.Median.Throughput, ref.Median.Throughput)
+	}
+	r.add(t, x, limit, true, ok)
 }
 
 func (r *report) print(w io.Writer) {
@@ -397,7 +462,7 @@ func (r *report) print(w io.Writer) {
 		}
 	}
 
-	p("\n## Go micro-benchmarks (median of %d; go test -p 1 ./internal/kinds/modrule ./internal/webhook -bench 'Evaluate|Snapshot10k|Compile|DecodeEncode|Handler' -benchmem)\n\n", r.Settings.BenchCount)
+	p("\n## Go micro-benchmarks (median of %d; go test -p 1 ./internal/kinds/modrule ./internal/kinds/policy ./internal/webhook -bench '%s' -benchmem)\n\n", r.Settings.BenchCount, microBenchPattern)
 	p("| package | benchmark | ns/op | B/op | allocs/op | runs |\n|---|---|---|---|---|---|\n")
 	for _, b := range r.Benchmarks {
 		p("| %s | %s | %.0f | %.0f | %.0f | %d |\n", strings.TrimPrefix(b.Package, "github.com/modwright/modwright/"), b.Name, b.NsPerOp, b.BytesPerOp, b.AllocsPerOp, b.Runs)

@@ -1,0 +1,401 @@
+package policy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/modrule"
+	"github.com/modwright/modwright/internal/kinds/policy"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// The benchmarks below evaluate the load test's Deployment
+// (testdata/bench/objects/deployment.json: 3.3 KB, namespace bench, with a
+// last-applied-configuration annotation), decoded beforehand, through
+// engine.Evaluate without a trace, as the webhook does.
+
+const benchNS = "bench"
+
+// benchObject is the load test's Deployment; compliant adds what the
+// Pod Security Standards' restricted level asks of its pod template (a
+// securityContext on the pod and on each container), so that all 16
+// checks pass.
+func benchObject(b *testing.B, compliant bool) map[string]any {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "bench", "objects", "deployment.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := value.Decode(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	obj := v.(map[string]any)
+	if compliant {
+		spec := obj["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+		spec["securityContext"] = map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+		for _, c := range spec["containers"].([]any) {
+			c.(map[string]any)["securityContext"] = map[string]any{
+				"allowPrivilegeEscalation": false,
+				"capabilities":             map[string]any{"drop": []any{"ALL"}},
+			}
+		}
+	}
+	return obj
+}
+
+// benchLoad compiles a YAML stream of Policies, ClusterPolicies and
+// ModRules into a snapshot.
+func benchLoad(b *testing.B, yaml string) *engine.Snapshot {
+	b.Helper()
+	docs, err := source.ParseManifest("bench.yaml", []byte(yaml))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := kinds.NewRegistry(policy.NewPolicyKind(), policy.NewClusterPolicyKind(), modrule.NewKind(""))
+	res := source.LoadRules(docs, reg)
+	if len(res.Errors) > 0 || len(res.Skipped) > 0 {
+		b.Fatalf("load: errors %v, skipped %v", res.Errors, res.Skipped)
+	}
+	return engine.NewSnapshot(res.Rules)
+}
+
+// benchEval measures Evaluate of obj against snap; the first decision is
+// checked (no rule errors, then check).
+func benchEval(b *testing.B, snap *engine.Snapshot, obj map[string]any, check func(*engine.Decision) error) {
+	b.Helper()
+	eng := engine.New(engine.Options{NoTrace: true})
+	req := engine.Request{Operation: rules.Create, Namespace: benchNS, Name: "nginx-deployment",
+		Kind: engine.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Object: obj}
+	ctx := context.Background()
+	checked := false
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := eng.Evaluate(ctx, snap, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if checked {
+			continue
+		}
+		checked = true
+		if len(d.Errors) > 0 {
+			b.Fatalf("rule errors: %v", d.Errors)
+		}
+		if check != nil {
+			if err := check(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// pssCheck is one Pod Security Standards control, as a CEL validation over
+// a pod template: variables.spec is the pod spec, variables.containers its
+// containers of every sort.
+type pssCheck struct {
+	name, cel, message string
+}
+
+// pssChecks are 16 controls of the Pod Security Standards (the baseline
+// level, then the restricted one), after Kyverno's ValidatingPolicy set:
+// the 3.3 KB Deployment passes the baseline ones and fails 3 restricted
+// ones (privilege escalation, runAsNonRoot, a seccomp profile).
+func pssChecks() []pssCheck {
+	const (
+		c = "variables.containers"
+		// sc guards a container's securityContext field f.
+		sc  = "has(c.securityContext) && has(c.securityContext."
+		psc = "has(variables.spec.securityContext) && has(variables.spec.securityContext."
+	)
+	return []pssCheck{
+		{"disallow-capabilities", c + `.all(c, !(` + sc + `capabilities) && has(c.securityContext.capabilities.add)) || c.securityContext.capabilities.add.all(x, x in ['AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT']))`,
+			"adding capabilities beyond the baseline set is disallowed"},
+		{"disallow-host-namespaces", `!variables.spec.?hostNetwork.orValue(false) && !variables.spec.?hostPID.orValue(false) && !variables.spec.?hostIPC.orValue(false)`,
+			"sharing the host namespaces is disallowed"},
+		{"disallow-host-path", `!has(variables.spec.volumes) || variables.spec.volumes.all(v, !has(v.hostPath))`,
+			"hostPath volumes are forbidden"},
+		{"disallow-host-ports", c + `.all(c, !has(c.ports) || c.ports.all(p, p.?hostPort.orValue(0) == 0))`,
+			"host ports are disallowed"},
+		{"disallow-host-process", `!variables.spec.?securityContext.?windowsOptions.?hostProcess.orValue(false) && ` + c + `.all(c, !c.?securityContext.?windowsOptions.?hostProcess.orValue(false))`,
+			"HostProcess containers are disallowed"},
+		{"disallow-privileged-containers", c + `.all(c, !c.?securityContext.?privileged.orValue(false))`,
+			"privileged mode is disallowed"},
+		{"disallow-proc-mount", c + `.all(c, c.?securityContext.?procMount.orValue('Default') == 'Default')`,
+			"changing the proc mount from the default is not allowed"},
+		{"disallow-selinux", `!(` + psc + `seLinuxOptions) && (has(variables.spec.securityContext.seLinuxOptions.user) || has(variables.spec.securityContext.seLinuxOptions.role))) && ` +
+			c + `.all(c, !(` + sc + `seLinuxOptions)) || (c.securityContext.seLinuxOptions.?type.orValue('') in ['', 'container_t', 'container_init_t', 'container_kvm_t', 'container_engine_t'] && !has(c.securityContext.seLinuxOptions.user) && !has(c.securityContext.seLinuxOptions.role)))`,
+			"setting the SELinux user or role is forbidden, and the type must be allowed"},
+		{"restrict-apparmor-profiles", `variables.spec.?securityContext.?appArmorProfile.?type.orValue('RuntimeDefault') in ['RuntimeDefault', 'Localhost'] && ` +
+			c + `.all(c, c.?securityContext.?appArmorProfile.?type.orValue('RuntimeDefault') in ['RuntimeDefault', 'Localhost']) && ` +
+			`(!has(object.spec.template.metadata.annotations) || object.spec.template.metadata.annotations.all(k, !k.startsWith('container.apparmor.security.beta.kubernetes.io/') || object.spec.template.metadata.annotations[k] == 'runtime/default' || object.spec.template.metadata.annotations[k].startsWith('localhost/')))`,
+			"the AppArmor profile must be RuntimeDefault or Localhost"},
+		{"restrict-seccomp", `variables.spec.?securityContext.?seccompProfile.?type.orValue('RuntimeDefault') in ['RuntimeDefault', 'Localhost'] && ` + c + `.all(c, c.?securityContext.?seccompProfile.?type.orValue('RuntimeDefault') in ['RuntimeDefault', 'Localhost'])`,
+			"the seccomp profile must not be Unconfined"},
+		{"restrict-sysctls", `!(` + psc + `sysctls)) || variables.spec.securityContext.sysctls.all(s, s.name in ['kernel.shm_rmid_forced', 'net.ipv4.ip_local_port_range', 'net.ipv4.ip_unprivileged_port_start', 'net.ipv4.tcp_syncookies', 'net.ipv4.ping_group_range', 'net.ipv4.ip_local_reserved_ports', 'net.ipv4.tcp_keepalive_time', 'net.ipv4.tcp_fin_timeout', 'net.ipv4.tcp_keepalive_intvl', 'net.ipv4.tcp_keepalive_probes'])`,
+			"only the safe sysctls may be set"},
+		{"restrict-volume-types", `!has(variables.spec.volumes) || variables.spec.volumes.all(v, has(v.configMap) || has(v.csi) || has(v.downwardAPI) || has(v.emptyDir) || has(v.ephemeral) || has(v.persistentVolumeClaim) || has(v.projected) || has(v.secret))`,
+			"only configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected and secret volumes are allowed"},
+		{"disallow-privilege-escalation", c + `.all(c, c.?securityContext.?allowPrivilegeEscalation.orValue(true) == false)`,
+			"allowPrivilegeEscalation must be false"},
+		{"require-run-as-nonroot", c + `.all(c, c.?securityContext.?runAsNonRoot.orValue(variables.spec.?securityContext.?runAsNonRoot.orValue(false)))`,
+			"runAsNonRoot must be true"},
+		{"require-run-as-non-root-user", `variables.spec.?securityContext.?runAsUser.orValue(1) != 0 && ` + c + `.all(c, c.?securityContext.?runAsUser.orValue(1) != 0)`,
+			"runAsUser must not be 0"},
+		{"restrict-seccomp-strict", c + `.all(c, c.?securityContext.?seccompProfile.?type.orValue(variables.spec.?securityContext.?seccompProfile.?type.orValue('')) in ['RuntimeDefault', 'Localhost'])`,
+			"a seccomp profile (RuntimeDefault or Localhost) must be set"},
+	}
+}
+
+// pssVariables are the variables every PSS policy declares.
+const pssVariables = `  variables:
+  - name: spec
+    cel: "object.spec.template.spec"
+  - name: containers
+    cel: "variables.spec.containers + (has(variables.spec.initContainers) ? variables.spec.initContainers : []) + (has(variables.spec.ephemeralContainers) ? variables.spec.ephemeralContainers : [])"
+`
+
+func writePolicyHeader(b *strings.Builder, name string) {
+	fmt.Fprintf(b, "---\napiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n", name, benchNS)
+	b.WriteString("  match:\n    resources:\n    - apiGroups: [apps]\n      kinds: [Deployment]\n")
+}
+
+func writeValidation(b *strings.Builder, c pssCheck) {
+	fmt.Fprintf(b, "  - cel: %q\n    message: %q\n", c.cel, c.message)
+}
+
+// pssPolicies is the 16 checks as 16 Policies of one validation each, or
+// as one Policy with 16.
+func pssPolicies(one bool) string {
+	var b strings.Builder
+	if one {
+		writePolicyHeader(&b, "pod-security")
+		b.WriteString(pssVariables + "  validations:\n")
+		for _, c := range pssChecks() {
+			writeValidation(&b, c)
+		}
+		return b.String()
+	}
+	for _, c := range pssChecks() {
+		writePolicyHeader(&b, c.name)
+		b.WriteString(pssVariables + "  validations:\n")
+		writeValidation(&b, c)
+	}
+	return b.String()
+}
+
+func rejections(want int) func(*engine.Decision) error {
+	return func(d *engine.Decision) error {
+		if len(d.Rejections) != want {
+			return fmt.Errorf("%d rejections, want %d: %v", len(d.Rejections), want, d.Rejections)
+		}
+		return nil
+	}
+}
+
+func patched(d *engine.Decision) error {
+	if len(d.Patch) == 0 {
+		return fmt.Errorf("the policies did not patch the object")
+	}
+	return nil
+}
+
+// BenchmarkPSS measures 16 CEL validations (the Pod Security Standards,
+// after Kyverno's 16-policy ValidatingPolicy set) on the Deployment: as
+// 16 Policies and as one Policy with 16 validations; on the Deployment as
+// it is (3 restricted checks fail: 3 denials) and with a compliant
+// securityContext (all pass).
+func BenchmarkPSS(b *testing.B) {
+	for _, bc := range []struct {
+		name       string
+		one        bool
+		compliant  bool
+		rejections int
+	}{
+		{"policies=16/compliant", false, true, 0},
+		{"policies=1/compliant", true, true, 0},
+		{"policies=16/denied", false, false, 3},
+		{"policies=1/denied", true, false, 3},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			benchEval(b, benchLoad(b, pssPolicies(bc.one)), benchObject(b, bc.compliant), rejections(bc.rejections))
+		})
+	}
+	// What the engine and one policy cost around the expressions: one
+	// validation of a constant.
+	b.Run("policies=1/validations=1/true", func(b *testing.B) {
+		var y strings.Builder
+		writePolicyHeader(&y, "constant")
+		y.WriteString("  validations:\n  - cel: \"true\"\n")
+		benchEval(b, benchLoad(b, y.String()), benchObject(b, true), rejections(0))
+	})
+}
+
+// benchMutations are 10 mutations, JSON patches and apply configurations
+// mixed.
+var benchMutations = []string{
+	`jsonPatch: "[JSONPatch{op: 'add', path: '/metadata/labels/checked', value: object.metadata.name + '-ok'}]"`,
+	`applyConfiguration: "Object{metadata: Object.metadata{labels: {'team': 'bench'}}}"`,
+	`jsonPatch: "[JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('bench.modwright.io/checked'), value: 'true'}]"`,
+	`applyConfiguration: "Object{spec: Object.spec{template: Object.spec.template{metadata: Object.spec.template.metadata{labels: {'tier': 'web'}}}}}"`,
+	`jsonPatch: "[JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'nginx'}, JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0/ports/0/containerPort', value: 8080}]"`,
+	`applyConfiguration: "Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{containers: [Object.spec.template.spec.containers{name: 'exporter', imagePullPolicy: 'IfNotPresent'}]}}}}"`,
+	`jsonPatch: "[JSONPatch{op: 'add', path: '/spec/template/spec/containers/0/env/-', value: {'name': 'BENCH', 'value': string(object.spec.replicas)}}]"`,
+	`applyConfiguration: "Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{securityContext: Object.spec.template.spec.securityContext{runAsNonRoot: true}}}}}"`,
+	`jsonPatch: "object.spec.replicas < 3 ? [JSONPatch{op: 'replace', path: '/spec/replicas', value: 3}] : []"`,
+	`applyConfiguration: "Object{metadata: Object.metadata{annotations: {'bench.modwright.io/owner': object.metadata.name}}}"`,
+}
+
+// every returns every other element of list, from the first.
+func every(list []string, first int) []string {
+	var out []string
+	for i := first; i < len(list); i += 2 {
+		out = append(out, list[i])
+	}
+	return out
+}
+
+// BenchmarkMutations measures 10 mutations on the Deployment: one Policy
+// with 10, 10 Policies of one each, and the 5 JSON patches and the 5 apply
+// configurations alone.
+func BenchmarkMutations(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		one  bool
+		muts []string
+	}{
+		{"policies=1/mutations=10", true, benchMutations},
+		{"policies=10/mutations=10", false, benchMutations},
+		// Each kind alone: the even ones are JSON patches, the odd ones
+		// apply configurations.
+		{"policies=1/jsonPatch=5", true, every(benchMutations, 0)},
+		{"policies=1/applyConfiguration=5", true, every(benchMutations, 1)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var y strings.Builder
+			for i, m := range bc.muts {
+				if bc.one && i > 0 {
+					fmt.Fprintf(&y, "  - %s\n", m)
+					continue
+				}
+				writePolicyHeader(&y, fmt.Sprintf("mutate-%02d", i))
+				fmt.Fprintf(&y, "  mutations:\n  - %s\n", m)
+			}
+			benchEval(b, benchLoad(b, y.String()), benchObject(b, false), patched)
+		})
+	}
+}
+
+// otherKinds are kinds outside the benchmark that rules are pinned to.
+var otherKinds = []string{"StatefulSet", "DaemonSet", "Pod", "Service", "ConfigMap", "Job", "CronJob", "Secret"}
+
+// matchingPolicy does what the ModRule benchmark rule does, in a Policy:
+// 4 criteria (the kind statically; the app label, an image regex and the
+// replicas as match conditions) and 2 operations (replace the nginx
+// container's first port, checking that the first container is nginx,
+// and add a label with a computed value).
+func matchingPolicy(b *strings.Builder, i int, kind string) {
+	fmt.Fprintf(b, "---\napiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata:\n  name: policy-%04d\n  namespace: %s\nspec:\n", i, benchNS)
+	fmt.Fprintf(b, "  match:\n    resources:\n    - kinds: [%s]\n", kind)
+	b.WriteString(`  matchConditions:
+  - name: app
+    cel: "object.metadata.?labels.?app.orValue('') == 'nginx'"
+  - name: image
+    cel: "object.spec.template.spec.containers.exists(c, c.image.matches('^nginx:1\\\\.14\\\\..*'))"
+  - name: replicas
+    cel: "object.spec.replicas in [1, 2, 3]"
+  mutations:
+`)
+	fmt.Fprintf(b, "  - jsonPatch: \"[JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'nginx'}, JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0/ports/0/containerPort', value: 8080}, JSONPatch{op: 'add', path: '/metadata/labels/policy-%04d', value: object.metadata.name + '-%d'}]\"\n", i, i)
+}
+
+// quietPolicy is a Policy that cannot apply to the Deployment in bench: it
+// is pinned to another kind, or (elsewhere) lives in another namespace.
+func quietPolicy(b *strings.Builder, i int, elsewhere bool) {
+	ns, kind := benchNS, otherKinds[i%len(otherKinds)]
+	if elsewhere {
+		ns, kind = "elsewhere", "Deployment"
+	}
+	fmt.Fprintf(b, "---\napiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata:\n  name: policy-%04d\n  namespace: %s\nspec:\n", i, ns)
+	fmt.Fprintf(b, "  match:\n    resources:\n    - kinds: [%s]\n", kind)
+	b.WriteString("  validations:\n  - cel: \"object.metadata.?labels.?team.orValue('') != 'nobody'\"\n")
+}
+
+// policySet is total Policies of which matching apply to the Deployment;
+// of the others, half are pinned to other kinds (the index discards
+// them), half apply to any kind and are stopped by a match condition.
+func policySet(total, matching int) string {
+	var b strings.Builder
+	for i := 0; i < total; i++ {
+		switch {
+		case i < matching:
+			matchingPolicy(&b, i, "Deployment")
+		case i%2 == 0:
+			quietPolicy(&b, i, false) // pinned to another kind
+		default:
+			fmt.Fprintf(&b, "---\napiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata:\n  name: policy-%04d\n  namespace: %s\nspec:\n", i, benchNS)
+			b.WriteString("  matchConditions:\n  - name: team\n    cel: \"object.metadata.?labels.?team.orValue('') == 'nobody'\"\n")
+			fmt.Fprintf(&b, "  mutations:\n  - jsonPatch: \"[JSONPatch{op: 'add', path: '/metadata/labels/policy-%04d', value: 'x'}]\"\n", i)
+		}
+	}
+	return b.String()
+}
+
+// modRuleSet is the ModRule benchmark's rule set in YAML: total rules of
+// which matching match the Deployment (4 criteria, 2 operations), the
+// others pinned to other kinds.
+func modRuleSet(total, matching int) string {
+	var b strings.Builder
+	for i := 0; i < total; i++ {
+		kind := "Deployment"
+		if i >= matching {
+			kind = otherKinds[i%len(otherKinds)]
+		}
+		fmt.Fprintf(&b, "---\napiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata:\n  name: rule-%04d\n  namespace: %s\nspec:\n  type: Patch\n", i, benchNS)
+		fmt.Fprintf(&b, "  match:\n  - select: '$.kind'\n    matchValue: %s\n  - select: '$.metadata.labels.app'\n    matchValue: nginx\n", kind)
+		b.WriteString("  - select: '$.spec.template.spec.containers[*].image'\n    matchRegex: 'nginx:1\\.14\\..*'\n  - select: '$.spec.replicas'\n    matchValues: ['1', '2', '3']\n")
+		b.WriteString("  patch:\n  - op: replace\n    select: '$.spec.template.spec.containers[? @.name == \"nginx\"]'\n    path: /spec/template/spec/containers/#0/ports/0/containerPort\n    value: '8080'\n")
+		fmt.Fprintf(&b, "  - op: add\n    path: /metadata/labels/rule-%04d\n    value: '{{ .Target.metadata.name }}-%d'\n", i, i)
+	}
+	return b.String()
+}
+
+// quietSet is total Policies none of which can apply to the Deployment in
+// bench.
+func quietSet(total int) string {
+	var b strings.Builder
+	for i := 0; i < total; i++ {
+		quietPolicy(&b, i, i%2 == 1)
+	}
+	return b.String()
+}
+
+// BenchmarkLoad compares Policies with ModRules doing the same work on the
+// Deployment, and measures what Policies that cannot apply cost against an
+// empty snapshot (the engine's floor).
+func BenchmarkLoad(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		yaml  string
+		check func(*engine.Decision) error
+	}{
+		{"empty", "", nil},
+		{"policies=100/none-apply", quietSet(100), nil},
+		{"modrules=10/matching=10", modRuleSet(10, 10), patched},
+		{"modrules=100/matching=10", modRuleSet(100, 10), patched},
+		{"policies=10/matching=10", policySet(10, 10), patched},
+		{"policies=100/matching=10", policySet(100, 10), patched},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			benchEval(b, benchLoad(b, bc.yaml), benchObject(b, false), bc.check)
+		})
+	}
+}
