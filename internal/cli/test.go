@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
@@ -207,7 +208,11 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 	if err != nil {
 		return nil, suiteError(st, "context", errors.Unwrap(err))
 	}
-	drv := runner.NewEngine(snap, resolver)
+	var authz engine.Authorizer
+	if st.Authorizer != nil {
+		authz = st.Authorizer
+	}
+	drv := runner.NewEngineAuthz(snap, resolver, authz)
 	name := st.Name
 	if name == "" {
 		name = st.Path

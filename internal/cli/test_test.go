@@ -76,6 +76,7 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-bad-format", args: []string{"test", "--format", "xml", dir + "pass"}},
 		{name: "test-scalar", args: []string{"test", dir + "scalar"}},
 		{name: "test-policy-fail", args: []string{"test", "../../testdata/cli/policy/suite"}},
+		{name: "test-policy-authz", args: []string{"test", "../../testdata/cli/policy/authz"}},
 	})
 }
 

@@ -17,7 +17,13 @@ var _ Driver = (*Engine)(nil)
 // NewEngine returns the Engine driver for snap; objects reads the context
 // objects (syntheticRefs), nil for none.
 func NewEngine(snap *engine.Snapshot, objects engine.ObjectReader) *Engine {
-	return &Engine{eng: engine.New(engine.Options{Objects: objects, NoTrace: true}), snap: snap}
+	return NewEngineAuthz(snap, objects, nil)
+}
+
+// NewEngineAuthz is NewEngine with an authorizer for the rules'
+// authorization checks (a test suite's decisions).
+func NewEngineAuthz(snap *engine.Snapshot, objects engine.ObjectReader, authz engine.Authorizer) *Engine {
+	return &Engine{eng: engine.New(engine.Options{Objects: objects, Authorizer: authz, NoTrace: true}), snap: snap}
 }
 
 // Run evaluates one request.

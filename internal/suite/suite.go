@@ -51,13 +51,18 @@ type Suite struct {
 	Kind       string `json:"kind"`
 	// Name labels the suite's cases in the output (default: the file's path).
 	Name string `json:"name,omitempty"`
-	// Rules are ModRule files or directories, relative to the suite file.
+	// Rules are rule files or directories, relative to the suite file.
 	Rules []string `json:"rules"`
 	// Resources are manifest files or directories whose objects cases refer
 	// to by Kind/name.
 	Resources []string `json:"resources,omitempty"`
 	// Context are Namespace and Node objects served as syntheticRefs.
 	Context []string `json:"context,omitempty"`
+	// Authorizer holds the authorization decisions the rules' checks get
+	// (CEL's authorizer): the first entry that matches a question answers
+	// it, and a question no entry matches is denied. Without it, a check
+	// fails, as offline.
+	Authorizer Decisions `json:"authorizer,omitempty"`
 	// Operation is the default admission operation (default CREATE).
 	Operation string `json:"operation,omitempty"`
 	// Namespace is assumed for namespaced objects that carry none (default
