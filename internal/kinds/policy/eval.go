@@ -498,12 +498,12 @@ func (ev *run) variable(i int) (any, error) {
 	vars := ev.act.Vars
 	prev := vars[varVariables]
 	vars[varVariables] = &ev.views[i]
-	act := ev.act
-	act.Item = nil
-	// The value stays a CEL value: the expressions that read it take it
-	// as it is, with no conversion to JSON and back (and a quantity or an
-	// IP, which has no JSON form, stays usable, as in admission policies).
-	val, err := ev.evalValue(v.prog, &act)
+	// The run's own activation: it has no self (a scoped validation's is
+	// a copy), and a copy would escape to the heap. The value stays a CEL
+	// value: the expressions that read it take it as it is, with no
+	// conversion to JSON and back (and a quantity or an IP, which has no
+	// JSON form, stays usable, as in admission policies).
+	val, err := ev.evalValue(v.prog, &ev.act)
 	vars[varVariables] = prev
 	if err != nil {
 		err = fmt.Errorf("variable %q (%s): %w", v.name, v.field, err)
