@@ -169,6 +169,7 @@ type evaluation struct {
 	doc       *patch.Doc
 	la        *patch.Doc // last-applied-configuration, parsed; nil when absent
 	laChanged bool
+	laParsed  bool // parseLastApplied ran
 
 	h            Handle          // see handle
 	kept         []any           // Handle.Keep's current block (part of the decision)
@@ -222,7 +223,8 @@ func (ev *evaluation) run() error {
 	}
 	ev.prepare()
 	ev.doc.Release()
-	ev.parseLastApplied(ev.original)
+	// The last-applied configuration is parsed when a rule first patches
+	// (mirrorLastApplied): most requests patch nothing.
 
 	// Mutate rules, tier by tier: every rule of a tier is matched against
 	// the object as the tier found it, then the matching ones apply in
@@ -448,6 +450,10 @@ func (ev *evaluation) parseLastApplied(work map[string]any) {
 // configuration too. A failure there is recorded and leaves that copy as the
 // rule found it; it never affects the object itself.
 func (ev *evaluation) mirrorLastApplied(h *Handle, ops []patch.Operation) {
+	if !ev.laParsed {
+		ev.laParsed = true
+		ev.parseLastApplied(ev.original)
+	}
 	if ev.la == nil {
 		return
 	}
