@@ -46,7 +46,9 @@ func (r *Rule) Lint(ctx context.Context, origin string, samples []kinds.Manifest
 		out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: code, Origin: origin, Kind: r.Kind, Rule: r.Key, Field: field, Message: msg, Hint: hint})
 	}
 	costly := func(field string, cost uint64) {
-		if cost > cel.PerCallLimit {
+		// An unbounded estimate says the size is unknown (an optional's
+		// value, a function's result), not that the expression is costly.
+		if cost > cel.PerCallLimit && cost < cel.UnboundedCost {
 			warn(codeCostly, field,
 				fmt.Sprintf("the estimated cost reaches %d, over the per-expression limit %d, when the lists, maps and strings it reads hold %d elements or bytes: such an evaluation fails (failurePolicy decides)", cost, uint64(cel.PerCallLimit), cel.LargeSize),
 				"bound what the expression iterates over (check size() first), or avoid nested loops over lists")

@@ -121,7 +121,7 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	// unbounded, and sums and products of it saturate): not refused, as
 	// the apiserver accepts such expressions; the runtime budget bounds
 	// them.
-	if fixed.Max > uint64(budget) && fixed.Max < unboundedCost {
+	if fixed.Max > uint64(budget) && fixed.Max < UnboundedCost {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: costMessage(fixed.Max, uint64(budget))}}
 	}
 	large, err := ce.EstimateCost(ast, &library.CostEstimator{SizeEstimator: sizeEstimator{LargeSize}})
@@ -138,9 +138,10 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	return &Program{src: src, prg: prg, vars: names, min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}, nil
 }
 
-// unboundedCost: an estimate from this on is cel-go's "unknown size", not
-// a cost the literals of an expression make.
-const unboundedCost = math.MaxUint64 / 1024
+// UnboundedCost: an estimate from this on is cel-go's "unknown size" (a
+// function's result, an optional's value), not a cost the literals or
+// sizes of an expression make.
+const UnboundedCost = math.MaxUint64 / 1024
 
 // costMessage says by how much an estimate exceeds the budget, in the
 // apiserver's words.
