@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -145,11 +146,19 @@ func (m *Mutation) Apply(ctx context.Context, in *lang.Activation, obj map[strin
 // applied by the same JSON Patch library; the result of a built-in kind
 // must decode strictly into its Go type.
 func applyJSONPatch(out ref.Val, obj map[string]any) (map[string]any, error) {
+	return applyJSONPatchWith(out, obj, true)
+}
+
+// applyJSONPatchWith is applyJSONPatch, with the fast path (fastpatch.go)
+// or without it (tests compare the two).
+func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool) (map[string]any, error) {
 	iter, ok := out.(traits.Lister)
 	if !ok {
 		return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array")
 	}
 	var ops jsonpatch.Patch
+	var fast []patch.Operation // nil when the fast path cannot take them
+	fastOK := true
 	for it := iter.Iterator(); it.HasNext() == types.True; {
 		native, err := it.Next().ConvertToNative(reflect.TypeOf(&mutation.JSONPatchVal{}))
 		if err != nil {
@@ -181,11 +190,26 @@ func applyJSONPatch(out ref.Val, obj map[string]any) (map[string]any, error) {
 				return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
 			}
 			o["value"] = raw(string(b))
+			if fastOK {
+				fo, ok := fastOp(op.Op, op.Path, v)
+				fast, fastOK = append(fast, fo), ok
+			}
+		} else if fastOK {
+			fo, ok := fastOp(op.Op, op.Path, nil)
+			fastOK = ok && fo.Op == patch.Remove // a test without a value: the apiserver's way
+			fast = append(fast, fo)
 		}
 		ops = append(ops, o)
 	}
 	if len(ops) == 0 {
 		return obj, nil
+	}
+	gvk := (&unstructured.Unstructured{Object: obj}).GroupVersionKind()
+	builtin := gvk.Kind != "" && scheme.Scheme.Recognizes(gvk)
+	if fastOK && fastAllowed {
+		if res, ok := applyFast(fast, obj, gvk, builtin); ok {
+			return res, nil
+		}
 	}
 	doc, err := value.AppendJSON(nil, obj)
 	if err != nil {
@@ -195,9 +219,7 @@ func applyJSONPatch(out ref.Val, obj map[string]any) (map[string]any, error) {
 	// type serializes it (empty structs present, quantities canonical).
 	// Operations that only add, replace and remove give the same result on
 	// obj's own text when they succeed on it: that is tried first.
-	gvk := (&unstructured.Unstructured{Object: obj}).GroupVersionKind()
 	var norm any
-	builtin := gvk.Kind != "" && scheme.Scheme.Recognizes(gvk)
 	var patched []byte
 	if builtin && onlyEdits(ops) {
 		if patched, err = ops.Apply(doc); err != nil {

@@ -1,0 +1,244 @@
+package cel
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// The fast path of a JSONPatch mutation. The apiserver's way (applyJSONPatch)
+// encodes the object, applies the patch with json-patch v4 on its text, and
+// for a built-in kind decodes the result strictly into the Go type: about
+// 300 µs on a 3 KB Deployment. When every operation is an add, a replace or
+// a remove that RFC 6902 applies to the decoded object as it is, json-patch
+// v4 gives the same result (it differs only where RFC 6902 fails: a
+// replace of a missing member), so the patch is applied to the tree
+// (patch.ApplyRFC6902, copy-on-write); and for a built-in kind each value
+// written is decoded strictly into the Go type of the field it lands in,
+// which is what the whole object's strict decode checks of the parts the
+// patch changed. Anything else (another operation, a failure, a path the Go
+// type does not know, a custom-decoded type on the way) takes the
+// apiserver's way, which also gives its exact errors.
+
+// fastOp turns one JSONPatch into a patch.Operation for the fast path;
+// ok is false when the operation is not an add, replace or remove, or its
+// path is not a JSON pointer.
+func fastOp(op, path string, val any) (patch.Operation, bool) {
+	var o patch.Operation
+	switch op {
+	case "add":
+		o.Op = patch.Add
+	case "replace":
+		o.Op = patch.Replace
+	case "remove":
+		o.Op = patch.Remove
+	case "test":
+		o.Op = opTest
+	default:
+		return o, false
+	}
+	p, err := patch.ParsePointer(path)
+	if err != nil || len(p) == 0 {
+		return o, false
+	}
+	o.Path, o.Value = p, val
+	return o, true
+}
+
+// opTest marks a test operation among the fast path's operations (package
+// patch applies none).
+const opTest patch.OpType = "test"
+
+// applyFast applies ops to obj on the fast path; ok is false when the
+// apiserver's way must decide. A test passes on the fast path only when
+// the value is there and equal, and (for a built-in kind) the field is of
+// a plain type, whose Go form is its JSON: a test that fails is the
+// apiserver's way's to decide (the patch is then not applied).
+func applyFast(ops []patch.Operation, obj map[string]any, gvk schema.GroupVersionKind, builtin bool) (map[string]any, bool) {
+	var goType reflect.Type
+	if builtin {
+		t, ok := scheme.Scheme.AllKnownTypes()[gvk]
+		if !ok {
+			return nil, false
+		}
+		goType = t
+	}
+	cur := any(obj)
+	for start := 0; start < len(ops); {
+		if ops[start].Op == opTest {
+			if !testHolds(cur, ops[start], goType) {
+				return nil, false
+			}
+			start++
+			continue
+		}
+		end := start
+		for end < len(ops) && ops[end].Op != opTest {
+			end++
+		}
+		out, err := patch.ApplyRFC6902(cur, ops[start:end])
+		if err != nil {
+			return nil, false
+		}
+		cur, start = out, end
+	}
+	res, ok := cur.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	if builtin {
+		for _, op := range ops {
+			if op.Op == opTest {
+				continue
+			}
+			if op.Op == patch.Remove {
+				if _, ok := typeAt(goType, op.Path); !ok {
+					return nil, false
+				}
+				continue
+			}
+			if !fitsType(goType, op.Path, op.Value) {
+				return nil, false
+			}
+		}
+	}
+	return res, true
+}
+
+// fitsType reports whether v, written at path, decodes strictly into the
+// Go type of that place in t.
+func fitsType(t reflect.Type, path patch.Pointer, v any) bool {
+	ft, ok := typeAt(t, path)
+	if !ok {
+		return false
+	}
+	b, err := value.AppendJSON(nil, v)
+	if err != nil {
+		return false
+	}
+	strict, err := sigsjson.UnmarshalStrict(b, reflect.New(ft).Interface())
+	return err == nil && len(strict) == 0
+}
+
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// typeAt is the Go type at path in t (by the fields' JSON names, list
+// indices and map keys); ok is false for a path t does not have, or one
+// that goes inside a type that decodes itself (a Quantity, a Time).
+func typeAt(t reflect.Type, path patch.Pointer) (reflect.Type, bool) {
+	for _, seg := range path {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if reflect.PointerTo(t).Implements(unmarshaler) {
+			return nil, false
+		}
+		switch t.Kind() {
+		case reflect.Struct:
+			f, ok := jsonField(t, seg)
+			if !ok {
+				return nil, false
+			}
+			t = f
+		case reflect.Slice:
+			if t.Elem().Kind() == reflect.Uint8 { // []byte: a base64 string
+				return nil, false
+			}
+			if _, err := strconv.Atoi(seg); err != nil && seg != "-" {
+				return nil, false
+			}
+			t = t.Elem()
+		case reflect.Map:
+			if t.Key().Kind() != reflect.String {
+				return nil, false
+			}
+			t = t.Elem()
+		default:
+			return nil, false
+		}
+	}
+	return t, true
+}
+
+// jsonField is the type of t's field whose JSON name is name, looking into
+// inlined and embedded structs.
+func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" {
+			continue
+		}
+		inline := strings.Contains(f.Tag.Get("json"), ",inline") || (f.Anonymous && tag == "")
+		if inline {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if r, ok := jsonField(ft, name); ok {
+					return r, true
+				}
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		if tag == name {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+// testHolds reports whether a test operation holds on doc: the value at
+// its path exists and equals the operation's, and for a built-in kind (t
+// not nil) the field's Go type is a plain one.
+func testHolds(doc any, op patch.Operation, t reflect.Type) bool {
+	if t != nil {
+		ft, ok := typeAt(t, op.Path)
+		if !ok {
+			return false
+		}
+		switch ft.Kind() {
+		case reflect.String, reflect.Bool, reflect.Int, reflect.Int32, reflect.Int64:
+			if reflect.PointerTo(ft).Implements(unmarshaler) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	v := doc
+	for _, seg := range op.Path {
+		switch c := v.(type) {
+		case map[string]any:
+			x, ok := c[seg]
+			if !ok {
+				return false
+			}
+			v = x
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(c) {
+				return false
+			}
+			v = c[i]
+		default:
+			return false
+		}
+	}
+	return value.Equal(v, op.Value)
+}
