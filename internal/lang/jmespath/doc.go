@@ -1,0 +1,37 @@
+// Package jmespath is the JMESPath language (lang.Language "jmespath") with
+// Kyverno's custom functions, over github.com/jmespath-community/go-jmespath
+// (the maintained community library; Kyverno evaluates with a fork of it).
+//
+// It owns: parsing an expression once at Compile (a syntax error is a
+// lang.Diagnostic at the library's offset); the function table (JMESPath's
+// built-ins, then Kyverno's functions, which replace a built-in of the same
+// name as in Kyverno), built once per compiled Program; the binding of an
+// evaluation's document (Activation.Vars[VarContext], else
+// Activation.Object); the conversion between our JSON value trees
+// (json.Number numbers, lang.Lazy objects) and the library's (float64),
+// both ways: integral results come back as json.Number integer text.
+// The library cannot be interrupted: Eval checks its context before and
+// after the evaluation only.
+//
+// Kyverno's functions implemented: compare, equal_fold, replace,
+// replace_all, to_upper, to_lower, trim, trim_prefix, split,
+// regex_replace_all, regex_replace_all_literal, regex_match,
+// pattern_match, label_match, to_boolean, base64_decode, base64_encode,
+// sha256, sha1, md5, truncate, path_canonicalize, parse_json, parse_yaml,
+// items, object_from_lists. Argument type errors come from the library's
+// signature check, as in Kyverno; a function's own errors start with
+// "JMESPath function '<name>': ", as Kyverno's do.
+//
+// Remaining work (Kyverno's functions not implemented yet; their
+// conformance cases are counted as skipped): add, subtract, multiply,
+// divide, modulo, sum, round (quantities and durations), lookup,
+// semver_compare, image_normalize, is_external_url, x509_decode, random,
+// time_since, time_now, time_now_utc, time_add, time_parse, time_utc,
+// time_diff, time_before, time_after, time_between, time_truncate,
+// time_to_cron.
+//
+// It must not know: rule kinds, Kubernetes types, admission reviews, what
+// the document holds (a Policy builds Kyverno's context and passes it as
+// VarContext), or `{{ }}` substitution (a caller compiles each variable's
+// expression through this package).
+package jmespath

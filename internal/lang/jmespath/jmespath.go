@@ -1,0 +1,232 @@
+package jmespath
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+
+	"github.com/jmespath-community/go-jmespath/pkg/functions"
+	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
+	"github.com/jmespath-community/go-jmespath/pkg/parsing"
+
+	"github.com/modwright/modwright/internal/lang"
+)
+
+// VarContext is the variable whose value is the document an expression is
+// evaluated over (for a Kyverno-style Policy, the whole context: request,
+// images, variables...). When an Activation has no such variable, the
+// document is Activation.Object.
+const VarContext = "context"
+
+// Language is the JMESPath language with Kyverno's functions; its zero
+// value is ready to use.
+type Language struct{}
+
+var _ lang.Language = Language{}
+
+// Name returns "jmespath".
+func (Language) Name() string { return "jmespath" }
+
+// Compile parses src once; a syntax error becomes a Diagnostic at the
+// library's offset. env's variables are not checked: an expression reads
+// the one document Eval builds (see VarContext).
+func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagnostic) {
+	p, ds := l.CompileExpr(env, src)
+	if ds != nil {
+		return nil, ds
+	}
+	return p, nil
+}
+
+// CompileExpr is Compile returning the concrete *Program.
+func (Language) CompileExpr(_ *lang.Env, src string) (*Program, []lang.Diagnostic) {
+	node, err := parsing.NewParser().Parse(src)
+	if err != nil {
+		var se parsing.SyntaxError
+		if errors.As(err, &se) {
+			return nil, []lang.Diagnostic{{Pos: se.Offset, Msg: err.Error()}}
+		}
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: err.Error()}}
+	}
+	return &Program{src: src, node: node, caller: newCaller()}, nil
+}
+
+// newCaller returns the function table: JMESPath's built-ins, then
+// Kyverno's functions (which replace a built-in of the same name, as in
+// Kyverno).
+func newCaller() interpreter.FunctionCaller {
+	return interpreter.NewFunctionCaller(allFunctions()...)
+}
+
+// allFunctions returns the function table's entries in order.
+func allFunctions() []functions.FunctionEntry {
+	fs := functions.GetDefaultFunctions()
+	return append(fs[:len(fs):len(fs)], kyvernoFunctions()...)
+}
+
+// Program is a compiled expression. It is immutable and safe for
+// concurrent use.
+type Program struct {
+	src    string
+	node   parsing.ASTNode
+	caller interpreter.FunctionCaller
+}
+
+var _ lang.Program = (*Program)(nil)
+
+// Source returns the text the expression was compiled from.
+func (p *Program) Source() string { return p.src }
+
+// Eval evaluates the expression over in.Vars[VarContext], or in.Object when
+// that variable is absent. The document's json.Number values are given to
+// the library as float64 (a copy of the containers holding them is made;
+// a lang.Lazy is read whole), and the result comes back as a JSON value
+// tree: integral numbers as json.Number integer text, others as their
+// shortest float text. The library cannot be interrupted: ctx is checked
+// before and after the evaluation only.
+func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	doc, ok := in.Vars[VarContext]
+	if !ok {
+		doc = in.Object
+	}
+	data, _, err := toLib(doc)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.Search(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return fromLib(res), nil
+}
+
+// Search evaluates the expression over data, a tree in the library's own
+// form (float64 numbers), and returns the library's result.
+func (p *Program) Search(data any) (any, error) {
+	return interpreter.NewInterpreter(data, p.caller, nil).Execute(p.node, data)
+}
+
+// toLib converts a JSON value tree to the library's form: json.Number to
+// float64, a lang.Lazy to a map of all its members. Containers holding no
+// such value are returned as they are (changed is false), so a tree with
+// float64 numbers only is not copied.
+func toLib(v any) (out any, changed bool, err error) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return nil, false, err
+		}
+		return f, true, nil
+	case int:
+		return float64(x), true, nil
+	case int64:
+		return float64(x), true, nil
+	case float32:
+		return float64(x), true, nil
+	case lang.Lazy:
+		m := make(map[string]any, len(x.Names()))
+		for _, k := range x.Names() {
+			mv, ok, err := x.Member(k)
+			if err != nil {
+				return nil, false, err
+			}
+			if !ok {
+				continue
+			}
+			if m[k], _, err = toLib(mv); err != nil {
+				return nil, false, err
+			}
+		}
+		return m, true, nil
+	case map[string]any:
+		var m map[string]any
+		for k, e := range x {
+			c, ch, err := toLib(e)
+			if err != nil {
+				return nil, false, err
+			}
+			if ch && m == nil {
+				m = make(map[string]any, len(x))
+				for k2, e2 := range x {
+					m[k2] = e2
+				}
+			}
+			if m != nil {
+				m[k] = c
+			}
+		}
+		if m == nil {
+			return x, false, nil
+		}
+		return m, true, nil
+	case []any:
+		var s []any
+		for i, e := range x {
+			c, ch, err := toLib(e)
+			if err != nil {
+				return nil, false, err
+			}
+			if ch && s == nil {
+				s = make([]any, len(x))
+				copy(s, x)
+			}
+			if s != nil {
+				s[i] = c
+			}
+		}
+		if s == nil {
+			return x, false, nil
+		}
+		return s, true, nil
+	}
+	return v, false, nil
+}
+
+// fromLib converts the library's result to a JSON value tree.
+func fromLib(v any) any {
+	switch x := v.(type) {
+	case float64:
+		return number(x)
+	case int:
+		return json.Number(strconv.Itoa(x))
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = fromLib(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = fromLib(e)
+		}
+		return out
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out
+	}
+	return v
+}
+
+// number renders f as a JSON number: integral values as integer text.
+func number(f float64) any {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return f
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return json.Number(strconv.FormatInt(int64(f), 10))
+	}
+	return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+}

@@ -1,0 +1,172 @@
+package jmespath
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/modwright/modwright/internal/lang"
+)
+
+func eval(t testing.TB, src string, in *lang.Activation) (any, error) {
+	t.Helper()
+	p, ds := Language{}.CompileExpr(&lang.Env{Name: "test"}, src)
+	if ds != nil {
+		t.Fatalf("compile %q: %v", src, ds)
+	}
+	return p.Eval(context.Background(), in)
+}
+
+func TestFunctions(t *testing.T) {
+	obj := map[string]any{
+		"n":      json.Number("12"),
+		"f":      json.Number("1.5"),
+		"labels": map[string]any{"app": "a", "tier": "web"},
+		"list":   []any{json.Number("1"), json.Number("2")},
+	}
+	tests := []struct {
+		src     string
+		want    any
+		wantErr string
+	}{
+		{src: "compare('a', 'b')", want: json.Number("-1")},
+		{src: "compare('b', 'b')", want: json.Number("0")},
+		{src: "equal_fold('Go', 'GO')", want: true},
+		{src: "replace('a.a.a', '.', '-', `1`)", want: "a-a.a"},
+		{src: "replace('a.a.a', '.', '-', `-1`)", want: "a-a-a"},
+		{src: "replace_all('a.a.a', '.', '')", want: "aaa"},
+		{src: "to_upper('aB1')", want: "AB1"},
+		{src: "to_lower('aB1')", want: "ab1"},
+		{src: "trim('--a-b--', '-')", want: "a-b"},
+		{src: "trim_prefix('prefix-x', 'prefix-')", want: "x"},
+		{src: "split('a,b,,c', ',')", want: []any{"a", "b", "", "c"}},
+		{src: "regex_replace_all('a(\\d)', 'a1 a2', 'b$1')", want: "b1 b2"},
+		{src: "regex_replace_all_literal('a\\d', 'a1 a2', '$1')", want: "$1 $1"},
+		{src: "regex_replace_all('\\d', n, 'x')", want: "xx"},
+		{src: "regex_match('^1\\d$', n)", want: true},
+		{src: "regex_match('^x', 'y')", want: false},
+		{src: "regex_match('(', 'y')", wantErr: "JMESPath function 'regex_match': "},
+		{src: "pattern_match('a*c?', 'abbcd')", want: true},
+		{src: "pattern_match('a*c', 'abbcd')", want: false},
+		{src: "pattern_match('1?', n)", want: true},
+		{src: "label_match(`{\"app\":\"a\"}`, labels)", want: true},
+		{src: "label_match(`{\"app\":\"b\"}`, labels)", want: false},
+		{src: "label_match(`{\"x\":\"a\"}`, labels)", want: false},
+		{src: "to_boolean('TRUE')", want: true},
+		{src: "to_boolean('False')", want: false},
+		{src: "to_boolean('yes')", wantErr: "JMESPath function 'to_boolean': lowercase argument must be 'true' or 'false' (provided: 'yes')"},
+		{src: "to_boolean(`1`)", wantErr: "invalid type for: 1"},
+		{src: "base64_encode('hi')", want: "aGk="},
+		{src: "base64_decode('aGk=')", want: "hi"},
+		{src: "base64_decode('!')", wantErr: "JMESPath function 'base64_decode': "},
+		{src: "sha256('')", want: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{src: "sha1('')", want: "da39a3ee5e6b4b0d3255bfef95601890afd80709"},
+		{src: "md5('')", want: "d41d8cd98f00b204e9800998ecf8427e"},
+		{src: "truncate('abcdef', `3.9`)", want: "abc"},
+		{src: "truncate('abc', `-1`)", want: ""},
+		{src: "truncate('abc', `10`)", want: "abc"},
+		{src: "path_canonicalize('//a/./b/../c//')", want: "/a/c"},
+		{src: "parse_json('{\"a\":[1,2.5]}')", want: map[string]any{"a": []any{json.Number("1"), json.Number("2.5")}}},
+		{src: "parse_json('{')", wantErr: "JMESPath function 'parse_json': "},
+		{src: "parse_yaml('a: [1, b]')", want: map[string]any{"a": []any{json.Number("1"), "b"}}},
+		{src: "parse_yaml('a: [')", wantErr: "JMESPath function 'parse_yaml': "},
+		{src: "items(labels, 'k', 'v')", want: []any{map[string]any{"k": "app", "v": "a"}, map[string]any{"k": "tier", "v": "web"}}},
+		{src: "items(list, 'i', 'v')", want: []any{map[string]any{"i": json.Number("0"), "v": json.Number("1")}, map[string]any{"i": json.Number("1"), "v": json.Number("2")}}},
+		{src: "object_from_lists(`[\"a\",\"b\"]`, `[1]`)", want: map[string]any{"a": json.Number("1"), "b": nil}},
+		{src: "object_from_lists(`[1]`, `[1]`)", wantErr: "JMESPath function 'object_from_lists': key #1 is not a string"},
+		{src: "n", want: json.Number("12")},
+		{src: "f", want: json.Number("1.5")},
+		{src: "sum(list)", want: json.Number("3")},
+		{src: "length(labels)", want: json.Number("2")},
+		{src: "missing", want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			got, err := eval(t, tt.src, &lang.Activation{Object: obj})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, %v; want error containing %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCompileDiagnostic(t *testing.T) {
+	_, ds := Language{}.Compile(&lang.Env{Name: "test"}, "a.[")
+	if len(ds) != 1 || ds[0].Pos < 0 {
+		t.Fatalf("got %v, want one positioned diagnostic", ds)
+	}
+	if (Language{}).Name() != "jmespath" {
+		t.Error("name")
+	}
+}
+
+func TestBinding(t *testing.T) {
+	ctxDoc := map[string]any{"request": map[string]any{"operation": "CREATE"}}
+	in := &lang.Activation{Object: map[string]any{"request": "object"}, Vars: map[string]any{VarContext: ctxDoc}}
+	got, err := eval(t, "request.operation", in)
+	if err != nil || got != "CREATE" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	lazy := &lang.LazyFunc{Keys: []string{"a"}, Get: func(string) (any, error) { return json.Number("7"), nil }}
+	got, err = eval(t, "variables.a", &lang.Activation{Vars: map[string]any{VarContext: map[string]any{"variables": lazy}}})
+	if err != nil || got != json.Number("7") {
+		t.Fatalf("lazy: got %v, %v", got, err)
+	}
+	boom := errors.New("boom")
+	bad := &lang.LazyFunc{Keys: []string{"a"}, Get: func(string) (any, error) { return nil, boom }}
+	if _, err := eval(t, "a", &lang.Activation{Object: bad}); !errors.Is(err, boom) {
+		t.Fatalf("lazy error: got %v", err)
+	}
+}
+
+func TestInputNotModified(t *testing.T) {
+	obj := map[string]any{"a": []any{json.Number("1"), map[string]any{"b": json.Number("2")}}, "s": "x"}
+	if _, err := eval(t, "a", &lang.Activation{Object: obj}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"a": []any{json.Number("1"), map[string]any{"b": json.Number("2")}}, "s": "x"}
+	if diff := cmp.Diff(want, obj); diff != "" {
+		t.Errorf("input changed (-want +got):\n%s", diff)
+	}
+}
+
+func TestContextCanceled(t *testing.T) {
+	p, _ := Language{}.CompileExpr(&lang.Env{Name: "test"}, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.Eval(ctx, &lang.Activation{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func BenchmarkEval(b *testing.B) {
+	p, ds := Language{}.CompileExpr(&lang.Env{Name: "bench"}, "to_upper(request.object.metadata.labels.app)")
+	if ds != nil {
+		b.Fatal(ds)
+	}
+	doc := map[string]any{"request": map[string]any{"object": map[string]any{
+		"metadata": map[string]any{"name": "x", "labels": map[string]any{"app": "web"}},
+		"spec":     map[string]any{"replicas": json.Number("3")},
+	}}}
+	in := &lang.Activation{Vars: map[string]any{VarContext: doc}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Eval(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
