@@ -60,6 +60,9 @@ func kyvernoFunctions() []functions.FunctionEntry {
 		{Name: "parse_yaml", Arguments: args(tString), Handler: jpParseYAML},
 		{Name: "items", Arguments: args(tObjArr, tString, tString), Handler: jpItems},
 		{Name: "object_from_lists", Arguments: args(tArray, tArray), Handler: jpObjectFromLists},
+		{Name: "lookup", Arguments: args(tObjArr, tStrNum), Handler: jpLookup},
+		{Name: "semver_compare", Arguments: args(tString, tString), Handler: jpSemverCompare},
+		{Name: "image_normalize", Arguments: args(tString), Handler: jpImageNormalize},
 	}
 }
 
