@@ -30,7 +30,7 @@ type functionCase struct {
 
 // overridden lists the built-in functions Kyverno replaces with its own
 // that are not implemented yet: their cases are skipped too.
-var overridden = []string{"sum"}
+var overridden = []string{}
 
 // deviations lists the cases of implemented functions where modwright
 // deliberately differs from Kyverno, each with the reason.

@@ -19,14 +19,15 @@
 // pattern_match, label_match, to_boolean, base64_decode, base64_encode,
 // sha256, sha1, md5, truncate, path_canonicalize, parse_json, parse_yaml,
 // items, object_from_lists, lookup, semver_compare (blang/semver ranges,
-// as Kyverno), image_normalize. Argument type errors come from the library's
+// as Kyverno), image_normalize, and the arithmetic add, subtract,
+// multiply, divide, modulo, sum, round over numbers, Kubernetes quantities
+// and Go durations (a string operand is a quantity when it parses as one,
+// else a duration, as Kyverno: '1m' is a milli-unit, not a minute). Argument type errors come from the library's
 // signature check, as in Kyverno; a function's own errors start with
 // "JMESPath function '<name>': ", as Kyverno's do.
 //
 // Remaining work (Kyverno's functions not implemented yet; their
-// conformance cases are counted as skipped): add, subtract, multiply,
-// divide, modulo, sum, round (quantities and durations),
-// is_external_url, x509_decode, random,
+// conformance cases are counted as skipped): is_external_url, x509_decode, random,
 // time_since, time_now, time_now_utc, time_add, time_parse, time_utc,
 // time_diff, time_before, time_after, time_between, time_truncate,
 // time_to_cron.

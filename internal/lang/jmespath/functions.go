@@ -63,6 +63,13 @@ func kyvernoFunctions() []functions.FunctionEntry {
 		{Name: "lookup", Arguments: args(tObjArr, tStrNum), Handler: jpLookup},
 		{Name: "semver_compare", Arguments: args(tString, tString), Handler: jpSemverCompare},
 		{Name: "image_normalize", Arguments: args(tString), Handler: jpImageNormalize},
+		{Name: "add", Arguments: args(tStrNum, tStrNum), Handler: jpAdd},
+		{Name: "subtract", Arguments: args(tStrNum, tStrNum), Handler: jpSubtract},
+		{Name: "multiply", Arguments: args(tStrNum, tStrNum), Handler: jpMultiply},
+		{Name: "divide", Arguments: args(tStrNum, tStrNum), Handler: jpDivide},
+		{Name: "modulo", Arguments: args(tStrNum, tStrNum), Handler: jpModulo},
+		{Name: "sum", Arguments: args(tArray), Handler: jpSum},
+		{Name: "round", Arguments: args(tNumber, tNumber), Handler: jpRound},
 	}
 }
 
