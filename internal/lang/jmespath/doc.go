@@ -22,15 +22,18 @@
 // as Kyverno), image_normalize, and the arithmetic add, subtract,
 // multiply, divide, modulo, sum, round over numbers, Kubernetes quantities
 // and Go durations (a string operand is a quantity when it parses as one,
-// else a duration, as Kyverno: '1m' is a milli-unit, not a minute). Argument type errors come from the library's
-// signature check, as in Kyverno; a function's own errors start with
-// "JMESPath function '<name>': ", as Kyverno's do.
+// else a duration, as Kyverno: '1m' is a milli-unit, not a minute), the
+// time functions time_since, time_now, time_now_utc, time_add,
+// time_parse, time_to_cron, time_utc, time_diff, time_before, time_after,
+// time_between, time_truncate (RFC 3339 times; time_now* and time_since
+// with an empty end read the wall clock), and is_external_url (an IP
+// literal is classified; a host name is resolved through DNS, bounded by
+// lookupTimeout: the only function doing I/O). Argument type errors come
+// from the library's signature check, as in Kyverno; a function's own
+// errors start with "JMESPath function '<name>': ", as Kyverno's do.
 //
 // Remaining work (Kyverno's functions not implemented yet; their
-// conformance cases are counted as skipped): is_external_url, x509_decode, random,
-// time_since, time_now, time_now_utc, time_add, time_parse, time_utc,
-// time_diff, time_before, time_after, time_between, time_truncate,
-// time_to_cron.
+// conformance cases are counted as skipped): x509_decode, random.
 //
 // It must not know: rule kinds, Kubernetes types, admission reviews, what
 // the document holds (a Policy builds Kyverno's context and passes it as

@@ -70,6 +70,19 @@ func kyvernoFunctions() []functions.FunctionEntry {
 		{Name: "modulo", Arguments: args(tStrNum, tStrNum), Handler: jpModulo},
 		{Name: "sum", Arguments: args(tArray), Handler: jpSum},
 		{Name: "round", Arguments: args(tNumber, tNumber), Handler: jpRound},
+		{Name: "time_since", Arguments: args(tString, tString, tString), Handler: jpTimeSince},
+		{Name: "time_now", Handler: jpTimeNow},
+		{Name: "time_now_utc", Handler: jpTimeNowUTC},
+		{Name: "time_add", Arguments: args(tString, tString), Handler: jpTimeAdd},
+		{Name: "time_parse", Arguments: args(tString, tString), Handler: jpTimeParse},
+		{Name: "time_to_cron", Arguments: args(tString), Handler: jpTimeToCron},
+		{Name: "time_utc", Arguments: args(tString), Handler: jpTimeUTC},
+		{Name: "time_diff", Arguments: args(tString, tString), Handler: jpTimeDiff},
+		{Name: "time_before", Arguments: args(tString, tString), Handler: jpTimeBefore},
+		{Name: "time_after", Arguments: args(tString, tString), Handler: jpTimeAfter},
+		{Name: "time_between", Arguments: args(tString, tString, tString), Handler: jpTimeBetween},
+		{Name: "time_truncate", Arguments: args(tString, tString), Handler: jpTimeTruncate},
+		{Name: "is_external_url", Arguments: args(tString), Handler: jpIsExternalURL},
 	}
 }
 
