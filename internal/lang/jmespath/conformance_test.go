@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/big"
 	"os"
 	"path/filepath"
 	"sort"
@@ -83,7 +84,10 @@ func TestKyvernoFunctions(t *testing.T) {
 		names = append(names, f)
 	}
 	sort.Strings(names)
-	t.Logf("%d cases passed, %d deviations, %d cases skipped: functions not implemented yet: %s", passed, deviated, skipped, strings.Join(names, ", "))
+	t.Logf("%d cases passed, %d deviations", passed, deviated)
+	if skipped > 0 {
+		t.Logf("%d cases skipped: functions not implemented yet: %s", skipped, strings.Join(names, ", "))
+	}
 }
 
 // runCase runs one case and reports whether it passed.
@@ -122,7 +126,7 @@ func runCase(t *testing.T, c functionCase) bool {
 	if err != nil {
 		t.Fatalf("%s: expected: %v", c.Name, err)
 	}
-	if diff := cmp.Diff(normalize(t, want), normalize(t, got)); diff != "" {
+	if diff := cmp.Diff(normalize(t, want), normalize(t, got), numericEqual); diff != "" {
 		t.Errorf("%s: %q (-want +got):\n%s", c.Name, c.Expression, diff)
 		return false
 	}
@@ -140,20 +144,29 @@ func decode(raw json.RawMessage) (any, error) {
 	return v, err
 }
 
-// normalize round-trips v through JSON with float64 numbers, so that
-// numbers compare by value.
+// normalize round-trips v through JSON with json.Number numbers.
 func normalize(t *testing.T, v any) any {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
+	out, err := decode(b)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
+
+// numericEqual compares JSON numbers by value, exactly.
+var numericEqual = cmp.Comparer(func(a, b json.Number) bool {
+	x, _, errx := big.ParseFloat(string(a), 10, 4096, big.ToNearestEven)
+	y, _, erry := big.ParseFloat(string(b), 10, 4096, big.ToNearestEven)
+	if errx != nil || erry != nil {
+		return a == b
+	}
+	return x.Cmp(y) == 0
+})
 
 // newFunctionNames returns the names in the function table.
 func newFunctionNames() []string {

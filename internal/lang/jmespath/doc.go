@@ -26,14 +26,16 @@
 // time functions time_since, time_now, time_now_utc, time_add,
 // time_parse, time_to_cron, time_utc, time_diff, time_before, time_after,
 // time_between, time_truncate (RFC 3339 times; time_now* and time_since
-// with an empty end read the wall clock), and is_external_url (an IP
-// literal is classified; a host name is resolved through DNS, bounded by
-// lookupTimeout: the only function doing I/O). Argument type errors come
-// from the library's signature check, as in Kyverno; a function's own
-// errors start with "JMESPath function '<name>': ", as Kyverno's do.
+// with an empty end read the wall clock), is_external_url (an IP literal
+// is classified; a host name is resolved through DNS, bounded by
+// lookupTimeout: the only function doing I/O), and x509_decode (Go's x509
+// types as JSON, an RSA key as {N: decimal text, E}). Argument type
+// errors come from the library's signature check, as in Kyverno; a
+// function's own errors start with "JMESPath function '<name>': ", as
+// Kyverno's do.
 //
 // Remaining work (Kyverno's functions not implemented yet; their
-// conformance cases are counted as skipped): x509_decode, random.
+// conformance cases are counted as skipped): random.
 //
 // It must not know: rule kinds, Kubernetes types, admission reviews, what
 // the document holds (a Policy builds Kyverno's context and passes it as

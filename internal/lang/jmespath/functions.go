@@ -83,6 +83,7 @@ func kyvernoFunctions() []functions.FunctionEntry {
 		{Name: "time_between", Arguments: args(tString, tString, tString), Handler: jpTimeBetween},
 		{Name: "time_truncate", Arguments: args(tString, tString), Handler: jpTimeTruncate},
 		{Name: "is_external_url", Arguments: args(tString), Handler: jpIsExternalURL},
+		{Name: "x509_decode", Arguments: args(tString), Handler: jpX509Decode},
 	}
 }
 

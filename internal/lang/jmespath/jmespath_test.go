@@ -2,10 +2,18 @@ package jmespath
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -171,6 +179,38 @@ func TestFunctions(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestX509Decode(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(42),
+		Subject:      pkix.Name{CommonName: "test.example"},
+		DNSNames:     []string{"a.example"},
+		NotBefore:    time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
+		NotAfter:     time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := map[string]any{"pem": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))}
+	got, err := eval(t, "x509_decode(pem).[Subject.CommonName, DNSNames[0], SerialNumber, NotAfter]", &lang.Activation{Object: doc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{"test.example", "a.example", json.Number("42"), "2025-01-01T00:00:00Z"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, src := range []string{"x509_decode('x')", "x509_decode('-----BEGIN X-----\nAAAA\n-----END X-----')"} {
+		if _, err := eval(t, src, &lang.Activation{}); err == nil || !strings.HasPrefix(err.Error(), "JMESPath function 'x509_decode': ") {
+			t.Errorf("%s: got %v", src, err)
+		}
 	}
 }
 
