@@ -84,6 +84,7 @@ func kyvernoFunctions() []functions.FunctionEntry {
 		{Name: "time_truncate", Arguments: args(tString, tString), Handler: jpTimeTruncate},
 		{Name: "is_external_url", Arguments: args(tString), Handler: jpIsExternalURL},
 		{Name: "x509_decode", Arguments: args(tString), Handler: jpX509Decode},
+		{Name: "random", Arguments: args(tString), Handler: jpRandom},
 	}
 }
 

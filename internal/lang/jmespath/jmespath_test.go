@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"math/big"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -209,6 +210,26 @@ func TestX509Decode(t *testing.T) {
 	}
 	for _, src := range []string{"x509_decode('x')", "x509_decode('-----BEGIN X-----\nAAAA\n-----END X-----')"} {
 		if _, err := eval(t, src, &lang.Activation{}); err == nil || !strings.HasPrefix(err.Error(), "JMESPath function 'x509_decode': ") {
+			t.Errorf("%s: got %v", src, err)
+		}
+	}
+}
+
+func TestRandom(t *testing.T) {
+	for _, pattern := range []string{`[a-z]{5}`, `^x(ab|cd)+\d*-[0-9a-f]{2,4}$`, `.?\w\s[^a-z]`, `(?i)Ab`, `x{2,}`} {
+		re := regexp.MustCompile("^(?:" + pattern + ")$")
+		for range 50 {
+			got, err := eval(t, "random('"+pattern+"')", &lang.Activation{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, ok := got.(string); !ok || !re.MatchString(s) {
+				t.Fatalf("random(%q) = %q: does not match", pattern, got)
+			}
+		}
+	}
+	for _, src := range []string{"random('')", "random('(')", "random('x{1000}{1000}')", "random('[^\\x00-\\x{10FFFF}]')"} {
+		if _, err := eval(t, src, &lang.Activation{}); err == nil || !strings.HasPrefix(err.Error(), "JMESPath function 'random': ") {
 			t.Errorf("%s: got %v", src, err)
 		}
 	}
