@@ -80,6 +80,17 @@ func sumOf(name string, x, y operand, sign float64) (operand, error) {
 	return x, nil
 }
 
+// float is an operand's value as a float64: a duration in seconds.
+func (o operand) float() float64 {
+	switch o.kind {
+	case quantity:
+		return o.q.AsApproximateFloat64()
+	case duration:
+		return o.d.Seconds()
+	}
+	return o.f
+}
+
 // result is an operand as a function result: scalars as numbers,
 // quantities and durations as their text.
 func (o operand) result() any {
@@ -190,17 +201,9 @@ func jpDivide(a []any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var num, den float64
 	switch {
 	case x.kind == y.kind:
-		switch x.kind {
-		case scalar:
-			num, den = x.f, y.f
-		case quantity:
-			num, den = x.q.AsApproximateFloat64(), y.q.AsApproximateFloat64()
-		case duration:
-			num, den = float64(x.d), float64(y.d)
-		}
+		num, den := x.float(), y.float()
 		if den == 0 {
 			return nil, funcError("divide", "%v", errZero)
 		}
@@ -226,15 +229,13 @@ func jpModulo(a []any) (any, error) {
 	if x.kind != y.kind {
 		return nil, mismatch("modulo")
 	}
-	var n, d float64
-	switch x.kind {
-	case scalar:
-		n, d = x.f, y.f
-	case quantity:
-		n, d = x.q.AsApproximateFloat64(), y.q.AsApproximateFloat64()
-	case duration:
-		n, d = float64(x.d), float64(y.d)
+	if x.kind == duration {
+		if y.d == 0 {
+			return nil, funcError("modulo", "%v", errZero)
+		}
+		return (x.d % y.d).String(), nil
 	}
+	n, d := x.float(), y.float()
 	if n != math.Trunc(n) || d != math.Trunc(d) {
 		return nil, funcError("modulo", "%v", errNonInteger)
 	}
@@ -242,11 +243,8 @@ func jpModulo(a []any) (any, error) {
 		return nil, funcError("modulo", "%v", errZero)
 	}
 	r := int64(n) % int64(d)
-	switch x.kind {
-	case quantity:
+	if x.kind == quantity {
 		return resource.NewQuantity(r, x.q.Format).String(), nil
-	case duration:
-		return time.Duration(r).String(), nil
 	}
 	return float64(r), nil
 }

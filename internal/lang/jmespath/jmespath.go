@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"strconv"
 
@@ -108,11 +109,24 @@ func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
 	return fromLib(res), nil
 }
 
-// Search evaluates the expression over data, a tree in the library's own
-// form (float64 numbers), and returns the library's result.
+// Search evaluates the expression over data, a document Prepare
+// returned (or any tree in the library's form: float64 numbers), and
+// returns the library's result. Evaluating many expressions over one
+// document, a caller prepares it once and calls Search (then Result).
 func (p *Program) Search(data any) (any, error) {
 	return interpreter.NewInterpreter(data, p.caller, nil).Execute(p.node, data)
 }
+
+// Prepare converts a JSON value tree to the library's form (see Eval);
+// the containers holding no json.Number nor lang.Lazy are shared, not
+// copied, and v is not modified.
+func Prepare(v any) (any, error) {
+	out, _, err := toLib(v)
+	return out, err
+}
+
+// Result converts a result of Search to a JSON value tree (see Eval).
+func Result(v any) any { return fromLib(v) }
 
 // toLib converts a JSON value tree to the library's form: json.Number to
 // float64, a lang.Lazy to a map of all its members. Containers holding no
@@ -155,10 +169,7 @@ func toLib(v any) (out any, changed bool, err error) {
 				return nil, false, err
 			}
 			if ch && m == nil {
-				m = make(map[string]any, len(x))
-				for k2, e2 := range x {
-					m[k2] = e2
-				}
+				m = maps.Clone(x)
 			}
 			if m != nil {
 				m[k] = c

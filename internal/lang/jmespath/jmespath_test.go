@@ -275,6 +275,25 @@ func TestInputNotModified(t *testing.T) {
 	}
 }
 
+func TestPrepareSearch(t *testing.T) {
+	doc := map[string]any{"a": []any{json.Number("1"), json.Number("2.5")}}
+	data, err := Prepare(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := Language{}.CompileExpr(&lang.Env{Name: "test"}, "sum(a)")
+	res, err := p.Search(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Result(res); got != json.Number("3.5") {
+		t.Errorf("got %v", got)
+	}
+	if _, err := Prepare(json.Number("x")); err == nil {
+		t.Error("Prepare accepted a bad number")
+	}
+}
+
 func TestContextCanceled(t *testing.T) {
 	p, _ := Language{}.CompileExpr(&lang.Env{Name: "test"}, "a")
 	ctx, cancel := context.WithCancel(context.Background())
