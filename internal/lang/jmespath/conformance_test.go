@@ -54,8 +54,8 @@ func TestKyvernoFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	known := map[string]bool{}
-	for _, f := range newFunctionNames() {
-		known[f] = true
+	for _, f := range allFunctions() {
+		known[f.Name] = true
 	}
 	for _, f := range overridden {
 		delete(known, f)
@@ -168,15 +168,6 @@ var numericEqual = cmp.Comparer(func(a, b json.Number) bool {
 	return x.Cmp(y) == 0
 })
 
-// newFunctionNames returns the names in the function table.
-func newFunctionNames() []string {
-	var names []string
-	for _, f := range allFunctions() {
-		names = append(names, f.Name)
-	}
-	return names
-}
-
 // unknownFunctions returns the functions src calls that are not known; a
 // source that does not parse calls none.
 func unknownFunctions(src string, known map[string]bool) []string {
@@ -185,17 +176,8 @@ func unknownFunctions(src string, known map[string]bool) []string {
 		return nil
 	}
 	var out []string
-	var walk func(n parsing.ASTNode)
-	walk = func(n parsing.ASTNode) {
-		if n.NodeType == parsing.ASTFunctionExpression {
-			if name, ok := n.Value.(string); ok && !known[name] {
-				out = append(out, name)
-			}
-		}
-		for _, c := range n.Children {
-			walk(c)
-		}
+	for _, d := range unknownCalls(src, node, known, nil) {
+		out = append(out, strings.TrimPrefix(d.Msg, "unknown function: "))
 	}
-	walk(node)
 	return out
 }

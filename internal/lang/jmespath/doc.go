@@ -3,9 +3,11 @@
 // (the maintained community library; Kyverno evaluates with a fork of it).
 //
 // It owns: parsing an expression once at Compile (a syntax error is a
-// lang.Diagnostic at the library's offset); the function table (JMESPath's
-// built-ins, then Kyverno's functions, which replace a built-in of the same
-// name as in Kyverno), built once per compiled Program; the binding of an
+// lang.Diagnostic at the library's offset; a call of an unknown function
+// is one too, at load, where Kyverno fails only when the call is reached);
+// the function table (JMESPath's built-ins, then Kyverno's functions,
+// which replace a built-in of the same name as in Kyverno), built once per
+// compiled Program; the binding of an
 // evaluation's document (Activation.Vars[VarContext], else
 // Activation.Object); the conversion between our JSON value trees
 // (json.Number numbers, lang.Lazy objects) and the library's (float64),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"math"
+	"regexp"
 	"strconv"
 
 	"github.com/jmespath-community/go-jmespath/pkg/functions"
@@ -51,17 +52,40 @@ func (Language) CompileExpr(_ *lang.Env, src string) (*Program, []lang.Diagnosti
 		}
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: err.Error()}}
 	}
-	return &Program{src: src, node: node, caller: newCaller()}, nil
+	fs := allFunctions()
+	known := make(map[string]bool, len(fs))
+	for _, f := range fs {
+		known[f.Name] = true
+	}
+	if ds := unknownCalls(src, node, known, nil); ds != nil {
+		return nil, ds
+	}
+	return &Program{src: src, node: node, caller: interpreter.NewFunctionCaller(fs...)}, nil
 }
 
-// newCaller returns the function table: JMESPath's built-ins, then
-// Kyverno's functions (which replace a built-in of the same name, as in
-// Kyverno).
-func newCaller() interpreter.FunctionCaller {
-	return interpreter.NewFunctionCaller(allFunctions()...)
+// unknownCalls appends a Diagnostic for each call of a function the table
+// lacks: an error at load, where the library would fail at evaluation
+// (Kyverno too, only when the call is reached). The AST has no offsets:
+// the position is the first "name(" in src, or -1.
+func unknownCalls(src string, n parsing.ASTNode, known map[string]bool, ds []lang.Diagnostic) []lang.Diagnostic {
+	if n.NodeType == parsing.ASTFunctionExpression {
+		if name, ok := n.Value.(string); ok && !known[name] {
+			pos := -1
+			if m := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\s*\(`).FindStringIndex(src); m != nil {
+				pos = m[0]
+			}
+			ds = append(ds, lang.Diagnostic{Pos: pos, Msg: "unknown function: " + name})
+		}
+	}
+	for _, c := range n.Children {
+		ds = unknownCalls(src, c, known, ds)
+	}
+	return ds
 }
 
-// allFunctions returns the function table's entries in order.
+// allFunctions returns the function table's entries in order: JMESPath's
+// built-ins, then Kyverno's functions (which replace a built-in of the
+// same name, as in Kyverno).
 func allFunctions() []functions.FunctionEntry {
 	fs := functions.GetDefaultFunctions()
 	return append(fs[:len(fs):len(fs)], kyvernoFunctions()...)

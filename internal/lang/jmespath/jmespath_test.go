@@ -240,6 +240,11 @@ func TestCompileDiagnostic(t *testing.T) {
 	if len(ds) != 1 || ds[0].Pos < 0 {
 		t.Fatalf("got %v, want one positioned diagnostic", ds)
 	}
+	_, ds = Language{}.Compile(&lang.Env{Name: "test"}, "a || to_uper(b)")
+	want := []lang.Diagnostic{{Pos: 5, Msg: "unknown function: to_uper"}}
+	if diff := cmp.Diff(want, ds); diff != "" {
+		t.Errorf("unknown function (-want +got):\n%s", diff)
+	}
 	if (Language{}).Name() != "jmespath" {
 		t.Error("name")
 	}
