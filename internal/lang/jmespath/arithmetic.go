@@ -123,7 +123,7 @@ func addSub(name string, a []any, sign float64) (any, error) {
 func jpSum(a []any) (any, error) {
 	items := a[0].([]any)
 	if len(items) == 0 {
-		return 0.0, nil
+		return nil, funcError("sum", "at least one element in the array is required")
 	}
 	acc, err := toOperand("sum", 0, items[0])
 	if err != nil {

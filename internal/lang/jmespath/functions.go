@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -100,13 +101,14 @@ func argError(name string, i int, typ string) error {
 }
 
 // str returns argument i as a string: a string, or a number's text (the
-// functions that take either).
+// functions that take either). As Kyverno, a number is formatted at
+// float32 precision: 123456789 is "123456790" there, and so here.
 func str(a []any, i int) string {
 	switch x := a[i].(type) {
 	case string:
 		return x
 	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
+		return strconv.FormatFloat(x, 'f', -1, 32)
 	}
 	return fmt.Sprint(a[i])
 }
@@ -178,12 +180,13 @@ func jpPatternMatch(a []any) (any, error) {
 }
 
 // jpLabelMatch reports whether every label of the selector (argument 1) is
-// among the labels (argument 2) with the same value.
+// among the labels (argument 2) with an equal value (of the same JSON
+// type: "1" is not 1, as Kyverno).
 func jpLabelMatch(a []any) (any, error) {
 	sel, labels := a[0].(map[string]any), a[1].(map[string]any)
 	for k, v := range sel {
 		lv, ok := labels[k]
-		if !ok || fmt.Sprint(lv) != fmt.Sprint(v) {
+		if !ok || !reflect.DeepEqual(lv, v) {
 			return false, nil
 		}
 	}
