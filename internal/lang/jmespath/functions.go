@@ -230,17 +230,20 @@ func jpMD5(a []any) (any, error) {
 	return hex.EncodeToString(h[:]), nil
 }
 
-// jpTruncate keeps the first n bytes (n truncated to an integer; a
-// negative n keeps none).
+// jpTruncate keeps the first n characters (runes; n truncated to an
+// integer; a negative n keeps none).
 func jpTruncate(a []any) (any, error) {
 	s, n := a[0].(string), int(a[1].(float64))
-	if n < 0 {
-		n = 0
+	if n <= 0 {
+		return "", nil
 	}
-	if n > len(s) {
-		n = len(s)
+	for i := range s {
+		if n == 0 {
+			return s[:i], nil
+		}
+		n--
 	}
-	return s[:n], nil
+	return s, nil
 }
 
 func jpPathCanonicalize(a []any) (any, error) {

@@ -81,6 +81,8 @@ func TestFunctions(t *testing.T) {
 		{src: "truncate('abcdef', `3.9`)", want: "abc"},
 		{src: "truncate('abc', `-1`)", want: ""},
 		{src: "truncate('abc', `10`)", want: "abc"},
+		{src: "truncate('abc', `3`)", want: "abc"},
+		{src: "truncate('¡¡¡x', `2`)", want: "¡¡"},
 		{src: "path_canonicalize('//a/./b/../c//')", want: "/a/c"},
 		{src: "parse_json('{\"a\":[1,2.5]}')", want: map[string]any{"a": []any{json.Number("1"), json.Number("2.5")}}},
 		{src: "parse_json('{')", wantErr: "JMESPath function 'parse_json': "},
