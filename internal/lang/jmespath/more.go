@@ -49,27 +49,34 @@ func jpSemverCompare(a []any) (any, error) {
 
 // jpImageNormalize returns an image reference with Kyverno's defaults: the
 // docker.io registry when the first segment is not a registry (it has no
-// '.' or ':' and is not "localhost"), and the latest tag when there is
-// neither tag nor digest. No "library/" is added, as in Kyverno.
+// '.' or ':', is not "localhost" and is lowercase), and the latest tag
+// when there is no tag; with a digest, the tag is dropped (registry/path@
+// digest), as Kyverno. No "library/" is added, as in Kyverno. The
+// reference's grammar is checked loosely (Kyverno parses it fully).
 func jpImageNormalize(a []any) (any, error) {
 	img := a[0].(string)
 	if img == "" || strings.ContainsAny(img, " \t\n") || strings.HasSuffix(img, "/") || strings.HasPrefix(img, "/") {
 		return nil, funcError("image_normalize", "bad image: %q", img)
 	}
 	first, _, hasSlash := strings.Cut(img, "/")
-	if !hasSlash || (!strings.ContainsAny(first, ".:") && first != "localhost") {
+	if !hasSlash || (!strings.ContainsAny(first, ".:") && first != "localhost" && strings.ToLower(first) == first) {
 		img = "docker.io/" + img
 	}
 	name, digest, hasDigest := strings.Cut(img, "@")
 	if hasDigest && digest == "" {
 		return nil, funcError("image_normalize", "bad image: %q", a[0])
 	}
-	last := name[strings.LastIndexByte(name, '/')+1:]
-	if !strings.Contains(last, ":") && !hasDigest {
-		name += ":latest"
+	slash := strings.LastIndexByte(name, '/')
+	path, tag, hasTag := strings.Cut(name[slash+1:], ":")
+	if hasTag && tag == "" {
+		return nil, funcError("image_normalize", "bad image: %q", a[0])
 	}
-	if hasDigest {
-		return name + "@" + digest, nil
+	repo := name[:slash+1] + path
+	switch {
+	case hasDigest:
+		return repo + "@" + digest, nil
+	case hasTag:
+		return repo + ":" + tag, nil
 	}
-	return name, nil
+	return repo + ":latest", nil
 }
