@@ -33,7 +33,8 @@ func (Language) Name() string { return "jmespath" }
 
 // Compile parses src once; a syntax error becomes a Diagnostic at the
 // library's offset. env's variables are not checked: an expression reads
-// the one document Eval builds (see VarContext).
+// the one document Eval builds (see VarContext). The library has no
+// evaluation bounds: an env asking for limits is refused.
 func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagnostic) {
 	p, ds := l.CompileExpr(env, src)
 	if ds != nil {
@@ -43,7 +44,10 @@ func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagn
 }
 
 // CompileExpr is Compile returning the concrete *Program.
-func (Language) CompileExpr(_ *lang.Env, src string) (*Program, []lang.Diagnostic) {
+func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
+	if env.Limits != (lang.Limits{}) {
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: "environment " + strconv.Quote(env.Name) + " sets limits, which jmespath cannot honour (it has no evaluation bounds)"}}
+	}
 	node, err := parsing.NewParser().Parse(src)
 	if err != nil {
 		var se parsing.SyntaxError

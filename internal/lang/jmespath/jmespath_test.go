@@ -253,6 +253,11 @@ func TestCompileDiagnostic(t *testing.T) {
 	if diff := cmp.Diff(want, ds); diff != "" {
 		t.Errorf("unknown function (-want +got):\n%s", diff)
 	}
+	_, ds = Language{}.Compile(&lang.Env{Name: "e", Limits: lang.Limits{MaxWork: 10}}, "a")
+	want = []lang.Diagnostic{{Pos: -1, Msg: `environment "e" sets limits, which jmespath cannot honour (it has no evaluation bounds)`}}
+	if diff := cmp.Diff(want, ds); diff != "" {
+		t.Errorf("limits (-want +got):\n%s", diff)
+	}
 	if (Language{}).Name() != "jmespath" {
 		t.Error("name")
 	}
@@ -313,6 +318,29 @@ func TestContextCanceled(t *testing.T) {
 	cancel()
 	if _, err := p.Eval(ctx, &lang.Activation{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// BenchmarkSearchPrepared evaluates over a document converted once (the
+// way to evaluate many expressions per request).
+func BenchmarkSearchPrepared(b *testing.B) {
+	p, ds := Language{}.CompileExpr(&lang.Env{Name: "bench"}, "request.object.spec.replicas")
+	if ds != nil {
+		b.Fatal(ds)
+	}
+	data, err := Prepare(map[string]any{"request": map[string]any{"object": map[string]any{
+		"spec": map[string]any{"replicas": json.Number("3")},
+	}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := p.Search(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = Result(res)
 	}
 }
 
