@@ -32,10 +32,10 @@
 // is classified; a host name is resolved through DNS, bounded by
 // lookupTimeout: the only function doing I/O), and x509_decode (Go's x509
 // types as JSON, an RSA key as {N: decimal text, E}), random (a text
-// matching a regular expression). Argument type
-// errors come from the library's signature check, as in Kyverno; a
-// function's own errors start with "JMESPath function '<name>': ", as
-// Kyverno's do.
+// matching a regular expression). Every error of a function call is a
+// *FunctionError naming the function ("JMESPath function '<name>': ...",
+// Kyverno's wording): its own errors, and the library's argument count
+// and type errors, which Kyverno gives without the name.
 //
 // Remaining work: none of the functions Kyverno's current release
 // registers is missing; the conformance test counts and logs the cases of

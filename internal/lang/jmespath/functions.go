@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -16,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/jmespath-community/go-jmespath/pkg/functions"
+	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
 	"sigs.k8s.io/yaml"
 )
 
@@ -89,9 +91,38 @@ func kyvernoFunctions() []functions.FunctionEntry {
 	}
 }
 
+// FunctionError is the error of a function call: its arguments' types
+// (the library's check) or the function's own. Its text starts with
+// "JMESPath function '<name>': ", as Kyverno's own errors do.
+type FunctionError struct {
+	Function string
+	Err      error
+}
+
+func (e *FunctionError) Error() string {
+	return "JMESPath function '" + e.Function + "': " + e.Err.Error()
+}
+
+func (e *FunctionError) Unwrap() error { return e.Err }
+
 // funcError is an error of function name, worded as Kyverno's.
 func funcError(name, format string, a ...any) error {
-	return fmt.Errorf("JMESPath function '%s': %s", name, fmt.Sprintf(format, a...))
+	return &FunctionError{Function: name, Err: fmt.Errorf(format, a...)}
+}
+
+// caller is the function table; it names the function in the library's
+// errors (argument count and types), which do not.
+type caller struct{ table interpreter.FunctionCaller }
+
+func (c caller) CallFunction(name string, args []any) (any, error) {
+	v, err := c.table.CallFunction(name, args)
+	if err != nil {
+		var fe *FunctionError
+		if !errors.As(err, &fe) {
+			err = &FunctionError{Function: name, Err: err}
+		}
+	}
+	return v, err
 }
 
 // argError is Kyverno's error for argument #i (0-based) of function name

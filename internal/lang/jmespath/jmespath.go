@@ -64,7 +64,7 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 	if ds := unknownCalls(src, node, known, nil); ds != nil {
 		return nil, ds
 	}
-	return &Program{src: src, node: node, caller: interpreter.NewFunctionCaller(fs...)}, nil
+	return &Program{src: src, node: node, caller: caller{interpreter.NewFunctionCaller(fs...)}}, nil
 }
 
 // unknownCalls appends a Diagnostic for each call of a function the table

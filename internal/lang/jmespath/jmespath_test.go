@@ -71,7 +71,9 @@ func TestFunctions(t *testing.T) {
 		{src: "to_boolean('TRUE')", want: true},
 		{src: "to_boolean('False')", want: false},
 		{src: "to_boolean('yes')", wantErr: "JMESPath function 'to_boolean': lowercase argument must be 'true' or 'false' (provided: 'yes')"},
-		{src: "to_boolean(`1`)", wantErr: "invalid type for: 1"},
+		{src: "to_boolean(`1`)", wantErr: "JMESPath function 'to_boolean': invalid type for: 1"},
+		{src: "to_upper('a', 'b')", wantErr: "JMESPath function 'to_upper': invalid arity"},
+		{src: "length(`1`)", wantErr: "JMESPath function 'length': invalid type for: 1"},
 		{src: "base64_encode('hi')", want: "aGk="},
 		{src: "base64_decode('aGk=')", want: "hi"},
 		{src: "base64_decode('!')", wantErr: "JMESPath function 'base64_decode': "},
@@ -240,6 +242,14 @@ func TestRandom(t *testing.T) {
 		if _, err := eval(t, src, &lang.Activation{}); err == nil || !strings.HasPrefix(err.Error(), "JMESPath function 'random': ") {
 			t.Errorf("%s: got %v", src, err)
 		}
+	}
+}
+
+func TestFunctionError(t *testing.T) {
+	_, err := eval(t, "to_boolean('x')", &lang.Activation{})
+	var fe *FunctionError
+	if !errors.As(err, &fe) || fe.Function != "to_boolean" {
+		t.Fatalf("got %#v", err)
 	}
 }
 
