@@ -30,8 +30,8 @@
 // time_between, time_truncate (RFC 3339 times; time_now* and time_since
 // with an empty end read the wall clock), is_external_url (an IP literal
 // is classified; a host name is resolved through DNS, bounded by
-// lookupTimeout: the only function doing I/O), and x509_decode (Go's x509
-// types as JSON, an RSA key as {N: decimal text, E}), random (a text
+// lookupTimeout: the only function doing I/O), x509_decode (Go's x509
+// types as JSON, an RSA key as {N: decimal text, E}) and random (a text
 // matching a regular expression). Every error of a function call is a
 // *FunctionError naming the function ("JMESPath function '<name>': ...",
 // Kyverno's wording): its own errors, and the library's argument count
@@ -39,7 +39,11 @@
 //
 // Remaining work: none of the functions Kyverno's current release
 // registers is missing; the conformance test counts and logs the cases of
-// any function added there later (skipped until implemented here).
+// any function added there later (skipped until implemented here). The
+// built-ins are the community library's (v1.1.1), a superset of the
+// JMESPath specification's; Kyverno's fork may differ on functions and
+// syntax beyond the specification, which the conformance data does not
+// exercise.
 //
 // It must not know: rule kinds, Kubernetes types, admission reviews, what
 // the document holds (a Policy builds Kyverno's context and passes it as
