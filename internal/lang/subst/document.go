@@ -203,9 +203,7 @@ func resolveReference(ref, at string, leaves map[string]any) (string, error) {
 	case float64:
 		return op + strconv.FormatFloat(n, 'f', 6, 64), nil
 	case json.Number:
-		if i, err := n.Int64(); err == nil {
-			return op + strconv.FormatInt(i, 10), nil
-		}
+		// Kyverno reads the rule's numbers as float64.
 		if f, err := n.Float64(); err == nil {
 			return op + strconv.FormatFloat(f, 'f', 6, 64), nil
 		}
@@ -223,6 +221,7 @@ func compileNode(v any, p string) (*dnode, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		static := make(map[string]any, len(t))
 		for _, k := range keys {
 			kt, err := compileString(k, p+"/"+k)
 			if err != nil {
@@ -235,21 +234,26 @@ func compileNode(v any, p string) (*dnode, error) {
 			if kt.HasVariables() || kt.escapes || !c.fixed {
 				n.fixed = false
 			}
+			static[kt.unescape] = c.static
 			n.keys = append(n.keys, k)
 			n.keyT = append(n.keyT, kt)
 			n.vals = append(n.vals, c)
 		}
+		n.static = static
 	case []any:
+		static := make([]any, len(t))
 		for i, e := range t {
 			c, err := compileNode(e, p+"/"+strconv.Itoa(i))
 			if err != nil {
 				return nil, err
 			}
+			static[i] = c.static
 			if !c.fixed {
 				n.fixed = false
 			}
 			n.list = append(n.list, c)
 		}
+		n.static = static
 	case string:
 		tm, err := compileString(t, p)
 		if err != nil {
