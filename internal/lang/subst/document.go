@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrReference is in the chain of the error of a `$( )` reference that
@@ -153,7 +154,8 @@ func substituteRefString(s, at string, leaves map[string]any) (string, error) {
 	for _, m := range reReference.FindAllString(s, -1) {
 		ref, prefix := m, ""
 		if !strings.HasPrefix(m, "$(") {
-			ref, prefix = m[1:], m[:1]
+			_, size := utf8.DecodeRuneInString(m)
+			ref, prefix = m[size:], m[:size]
 		}
 		val, err := resolveReference(ref, at, leaves)
 		if err != nil {

@@ -181,6 +181,7 @@ func TestDocument(t *testing.T) {
 			"below":  "$(<./../spec/port)",
 			"num":    "$(>=./../spec/n)",
 			"abs":    "x $(/static/keep)",
+			"utf8":   "é$(/static/keep)",
 			"esc":    `\$(ENV) \${ENV}`,
 			"{{s}}":  "key substituted",
 			"list":   []any{"{{a}}", "n={{a}}", json.Number("1")},
@@ -202,6 +203,7 @@ func TestDocument(t *testing.T) {
 			"below":  "<3000",
 			"num":    ">=3000.000000",
 			"abs":    "x me",
+			"utf8":   "éme",
 			"esc":    `$(ENV) \${ENV}`,
 			"str":    "key substituted",
 			"list":   []any{json.Number("5"), "n=5", json.Number("1")},
@@ -289,4 +291,20 @@ func FuzzCompile(f *testing.F) {
 		_, _ = tm.Render(context.Background(), echo{}, nil)
 		_ = subst.HasReference(s)
 	})
+}
+
+// BenchmarkRender renders ten variables embedded in text (the resolver is
+// a map lookup: this is the package's own cost).
+func BenchmarkRender(b *testing.B) {
+	tm, err := subst.Compile(strings.Repeat("{{s}}-{{a}} ", 5))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tm.Render(ctx, vars, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
