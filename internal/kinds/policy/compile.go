@@ -230,7 +230,7 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 		field := fmt.Sprintf("spec.variables[%d]", i)
 		if _, dup := r.varIndex[v.Name]; dup {
 			c.errorf(field+".name", -1, "variable %q is defined twice", v.Name)
-		} else if !isIdent(v.Name) {
+		} else if !cel.IsIdentifier(v.Name) {
 			c.errorf(field+".name", -1, "variable name %q is not an identifier (letters, digits, _; not starting with a digit)", v.Name)
 		}
 		r.varIndex[v.Name] = i
@@ -497,19 +497,4 @@ func (r *Rule) noteUses(spec *v1alpha1.PolicySpec) {
 		r.usesOld = r.usesOld || strings.Contains(s, varOldObject) || strings.Contains(s, varOldSelf)
 		r.usesAuthz = r.usesAuthz || strings.Contains(s, cel.VarAuthorizer)
 	}
-}
-
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, c := range s {
-		switch {
-		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-		case c >= '0' && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -192,19 +193,10 @@ func (m *matcher) field(exclude bool) string {
 }
 
 func (f *resourceFilter) matches(in objectInput) bool {
-	return (f.groups == nil || contains(f.groups, in.group)) &&
-		(f.kinds == nil || contains(f.kinds, in.kind)) &&
+	return (f.groups == nil || slices.Contains(f.groups, in.group)) &&
+		(f.kinds == nil || slices.Contains(f.kinds, in.kind)) &&
 		(f.names == nil || globAny(f.names, in.name)) &&
 		(f.namespaces == nil || globAny(f.namespaces, in.ns))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func globAny(globs []string, s string) bool {

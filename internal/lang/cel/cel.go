@@ -76,7 +76,7 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	names := make([]string, 0, len(env.Vars))
 	var ds []lang.Diagnostic
 	for _, v := range env.Vars {
-		if !isIdent(v.Name) {
+		if !IsIdentifier(v.Name) {
 			ds = append(ds, lang.Diagnostic{Pos: -1, Msg: fmt.Sprintf("environment %q declares variable %q, which is not a CEL identifier", env.Name, v.Name)})
 			continue
 		}
@@ -191,8 +191,9 @@ func indexNewline(s string) int {
 	return -1
 }
 
-// isIdent reports whether s is a CEL identifier.
-func isIdent(s string) bool {
+// IsIdentifier reports whether s is a CEL identifier (letters, digits and
+// _, not starting with a digit): a name an environment can declare.
+func IsIdentifier(s string) bool {
 	if s == "" {
 		return false
 	}

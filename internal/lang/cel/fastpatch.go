@@ -212,6 +212,9 @@ func testHolds(doc any, op patch.Operation, t reflect.Type) bool {
 		if !ok {
 			return false
 		}
+		for ft.Kind() == reflect.Pointer { // *int32 replicas
+			ft = ft.Elem()
+		}
 		switch ft.Kind() {
 		case reflect.String, reflect.Bool, reflect.Int, reflect.Int32, reflect.Int64:
 			if reflect.PointerTo(ft).Implements(unmarshaler) {

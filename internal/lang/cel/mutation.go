@@ -146,18 +146,19 @@ func (m *Mutation) Apply(ctx context.Context, in *lang.Activation, obj map[strin
 // applied by the same JSON Patch library; the result of a built-in kind
 // must decode strictly into its Go type.
 func applyJSONPatch(out ref.Val, obj map[string]any) (map[string]any, error) {
-	return applyJSONPatchWith(out, obj, true)
+	return applyJSONPatchWith(out, obj, true, nil)
 }
 
 // applyJSONPatchWith is applyJSONPatch, with the fast path (fastpatch.go)
-// or without it (tests compare the two).
-func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool) (map[string]any, error) {
+// or without it (tests compare the two); fast, when not nil, is set when
+// the fast path gave the result.
+func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool, fast *bool) (map[string]any, error) {
 	iter, ok := out.(traits.Lister)
 	if !ok {
 		return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array")
 	}
 	var ops jsonpatch.Patch
-	var fast []patch.Operation // nil when the fast path cannot take them
+	var fastOps []patch.Operation // nil when the fast path cannot take them
 	fastOK := true
 	for it := iter.Iterator(); it.HasNext() == types.True; {
 		native, err := it.Next().ConvertToNative(reflect.TypeOf(&mutation.JSONPatchVal{}))
@@ -192,12 +193,12 @@ func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool) (map[
 			o["value"] = raw(string(b))
 			if fastOK {
 				fo, ok := fastOp(op.Op, op.Path, v)
-				fast, fastOK = append(fast, fo), ok
+				fastOps, fastOK = append(fastOps, fo), ok
 			}
 		} else if fastOK {
 			fo, ok := fastOp(op.Op, op.Path, nil)
 			fastOK = ok && fo.Op == patch.Remove // a test without a value: the apiserver's way
-			fast = append(fast, fo)
+			fastOps = append(fastOps, fo)
 		}
 		ops = append(ops, o)
 	}
@@ -207,7 +208,10 @@ func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool) (map[
 	gvk := (&unstructured.Unstructured{Object: obj}).GroupVersionKind()
 	builtin := gvk.Kind != "" && scheme.Scheme.Recognizes(gvk)
 	if fastOK && fastAllowed {
-		if res, ok := applyFast(fast, obj, gvk, builtin); ok {
+		if res, ok := applyFast(fastOps, obj, gvk, builtin); ok {
+			if fast != nil {
+				*fast = true
+			}
 			return res, nil
 		}
 	}
