@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -33,8 +34,8 @@ const (
 type Operation string
 
 // Expression is one expression slot: a union with one member per language;
-// exactly one is set.
-// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) == 1",message="exactly one language must be set: cel"
+// exactly one is set (each type holding an Expression checks it, with its
+// own members).
 type Expression struct {
 	// CEL is a Common Expression Language expression, type-checked when the
 	// policy loads, evaluated as the kube-apiserver's admission policies
@@ -43,11 +44,65 @@ type Expression struct {
 	// +kubebuilder:validation:MinLength=1
 	// +optional
 	CEL string `json:"cel,omitempty"`
+
+	// JMESPath is a JMESPath query with Kyverno's functions, evaluated
+	// over Kyverno's context: request (with object, oldObject, userInfo,
+	// roles, clusterRoles), serviceAccountName, serviceAccountNamespace,
+	// images, and every variable and context entry by name.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	JMESPath string `json:"jmespath,omitempty"`
+}
+
+// ConditionOperator is a Kyverno condition operator.
+// +kubebuilder:validation:Enum=Equals;NotEquals;In;AnyIn;AllIn;NotIn;AnyNotIn;AllNotIn;GreaterThanOrEquals;GreaterThan;LessThanOrEquals;LessThan;DurationGreaterThanOrEquals;DurationGreaterThan;DurationLessThanOrEquals;DurationLessThan
+type ConditionOperator string
+
+// Condition compares a key with a value, as a Kyverno condition: both may
+// hold {{ }} variables, substituted first.
+type Condition struct {
+	// Key is the value compared: any JSON value, usually a "{{ }}"
+	// variable.
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	Key *apiextensionsv1.JSON `json:"key"`
+	// Operator compares key and value, with Kyverno's semantics
+	// (wildcards in string values, quantities, durations, ranges).
+	Operator ConditionOperator `json:"operator"`
+	// Value is what the key is compared with.
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Value *apiextensionsv1.JSON `json:"value,omitempty"`
+	// Message explains the condition when it fails (it may hold variables).
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// Conditions is a Kyverno condition block: every condition of All and at
+// least one of Any (when it has any) must hold.
+// +kubebuilder:validation:XValidation:rule="(has(self.all) && size(self.all) > 0) || (has(self.any) && size(self.any) > 0)",message="conditions need at least one condition in all or any"
+type Conditions struct {
+	// All must all hold (at most 64).
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	All []Condition `json:"all,omitempty"`
+	// Any: at least one must hold (at most 64).
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Any []Condition `json:"any,omitempty"`
+}
+
+// DenyConditions denies the object when its conditions hold, as a Kyverno
+// validate.deny.
+type DenyConditions struct {
+	Conditions Conditions `json:"conditions"`
 }
 
 // Variable is a named expression; variables are evaluated lazily, at most
 // once per request, and later ones may read earlier ones as
-// variables.<name>.
+// variables.<name> (and JMESPath by name).
+// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) + (has(self.jmespath) ? 1 : 0) == 1",message="exactly one language must be set: cel or jmespath"
 // +kubebuilder:validation:XValidation:rule="!(self.name in ['true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while'])",message="name must be a CEL identifier, not a reserved word",fieldPath=".name"
 type Variable struct {
 	// Name is the variable's name: a CEL identifier (not a reserved word).
@@ -59,6 +114,10 @@ type Variable struct {
 
 // MatchCondition is a condition on the request; the policy applies only
 // when every condition is true, as an admission policy's matchConditions.
+// A condition is an expression (true or false) or a block of Kyverno
+// conditions (the policy applies when they hold, as Kyverno's
+// preconditions).
+// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) + (has(self.jmespath) ? 1 : 0) + (has(self.conditions) ? 1 : 0) == 1",message="exactly one of cel, jmespath and conditions must be set"
 type MatchCondition struct {
 	// Name identifies the condition in messages and explanations: a
 	// qualified name, as an admission policy's (an optional DNS subdomain
@@ -68,12 +127,22 @@ type MatchCondition struct {
 	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="name must be a qualified name: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric"
 	Name       string `json:"name"`
 	Expression `json:",inline"`
+	// Conditions: Kyverno conditions, all of which must hold.
+	// +optional
+	Conditions *Conditions `json:"conditions,omitempty"`
 }
 
-// Validation is a condition the object must satisfy.
+// Validation is a condition the object must satisfy: an expression (false
+// fails the validation) or a Kyverno deny block (the validation fails when
+// its conditions hold).
+// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) + (has(self.jmespath) ? 1 : 0) + (has(self.deny) ? 1 : 0) == 1",message="exactly one of cel, jmespath and deny must be set"
 type Validation struct {
 	// The condition; false fails the validation.
 	Expression `json:",inline"`
+
+	// Deny fails the validation when its conditions hold.
+	// +optional
+	Deny *DenyConditions `json:"deny,omitempty"`
 
 	// Scope is a KubeMod JSONPath expression ($.spec.containers[*]): the
 	// condition is evaluated for each value it selects, bound to `self`
@@ -110,7 +179,7 @@ type Validation struct {
 
 // Mutation changes the object: a union with one member per way of saying
 // the change; exactly one is set.
-// +kubebuilder:validation:XValidation:rule="(has(self.jsonPatch) ? 1 : 0) + (has(self.applyConfiguration) ? 1 : 0) == 1",message="exactly one of jsonPatch and applyConfiguration must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.jsonPatch) ? 1 : 0) + (has(self.applyConfiguration) ? 1 : 0) + (has(self.patch) ? 1 : 0) == 1",message="exactly one of jsonPatch, applyConfiguration and patch must be set"
 type Mutation struct {
 	// JSONPatch is a CEL expression evaluating to a list of JSONPatch
 	// operations, applied as a MutatingAdmissionPolicy applies them.
@@ -124,6 +193,111 @@ type Mutation struct {
 	// +kubebuilder:validation:MinLength=1
 	// +optional
 	ApplyConfiguration string `json:"applyConfiguration,omitempty"`
+
+	// Patch is a static RFC 6902 JSON Patch whose values may hold {{ }}
+	// variables (not its paths), as Kyverno's patchesJson6902.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	Patch []PatchOperation `json:"patch,omitempty"`
+}
+
+// PatchOperation is one RFC 6902 operation (add, replace and test need a
+// value: checked when the policy loads, as a schemaless value is invisible
+// to the CRD's rules).
+// +kubebuilder:validation:XValidation:rule="self.op in ['move', 'copy'] ? has(self.from) : !has(self.from)",message="from is for move and copy only, and they need it"
+type PatchOperation struct {
+	// +kubebuilder:validation:Enum=add;remove;replace;move;copy;test
+	Op string `json:"op"`
+	// Path is a JSON pointer (no variables).
+	Path string `json:"path"`
+	// From is the source pointer of move and copy.
+	// +optional
+	From string `json:"from,omitempty"`
+	// Value of add, replace and test: any JSON, its strings may hold {{ }}
+	// variables.
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Value *apiextensionsv1.JSON `json:"value,omitempty"`
+}
+
+// ContextEntry is a named value read for the policy's expressions, as a
+// Kyverno context entry: exactly one source is set. Its fields may hold
+// {{ }} variables (earlier entries among them).
+// +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.apiCall) ? 1 : 0) + (has(self.variable) ? 1 : 0) == 1",message="exactly one of configMap, apiCall and variable must be set"
+type ContextEntry struct {
+	// Name is the entry's name: a JMESPath and CEL identifier.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// ConfigMap reads a ConfigMap (its data under data).
+	// +optional
+	ConfigMap *ConfigMapReference `json:"configMap,omitempty"`
+	// APICall reads the API server.
+	// +optional
+	APICall *APICall `json:"apiCall,omitempty"`
+	// Variable computes a value.
+	// +optional
+	Variable *ContextVariable `json:"variable,omitempty"`
+}
+
+// ConfigMapReference names a ConfigMap.
+type ConfigMapReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Namespace: default, the policy's (a ClusterPolicy's: the object's).
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// APICall reads a URL path of the API server with the operator's service
+// account (see docs/variables.md for the RBAC it needs).
+type APICall struct {
+	// URLPath is the path (/api/v1/namespaces/{{ request.namespace }}/pods).
+	// +kubebuilder:validation:MinLength=1
+	URLPath string `json:"urlPath"`
+	// Method: GET (default) or POST.
+	// +kubebuilder:validation:Enum=GET;POST
+	// +optional
+	Method string `json:"method,omitempty"`
+	// Data is the POST body: an object of these keys and values.
+	// +optional
+	Data []RequestData `json:"data,omitempty"`
+	// JMESPath transforms the response.
+	// +optional
+	JMESPath string `json:"jmesPath,omitempty"`
+	// Default is the value when the call fails or the result is null.
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Default *apiextensionsv1.JSON `json:"default,omitempty"`
+}
+
+// RequestData is one key of an API call's POST body.
+type RequestData struct {
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key"`
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	Value *apiextensionsv1.JSON `json:"value"`
+}
+
+// ContextVariable is a computed value, as Kyverno's: JMESPath transforms
+// Value when it is given, else queries the whole context; Default when
+// the result is null or missing. It needs a value or a jmesPath (checked
+// when the policy loads).
+type ContextVariable struct {
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Value *apiextensionsv1.JSON `json:"value,omitempty"`
+	// +optional
+	JMESPath string `json:"jmesPath,omitempty"`
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Default *apiextensionsv1.JSON `json:"default,omitempty"`
 }
 
 // AuditAnnotation adds an audit annotation to the request.
@@ -232,6 +406,15 @@ type PolicySpec struct {
 	// Match selects the objects the policy applies to.
 	// +optional
 	Match *MatchResources `json:"match,omitempty"`
+
+	// Context entries read data (ConfigMaps, API reads, computed values)
+	// for the expressions, in order, lazily, once the static match holds
+	// (at most 64).
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Context []ContextEntry `json:"context,omitempty"`
 
 	// Variables are named expressions the others read as
 	// variables.<name> (at most 256).

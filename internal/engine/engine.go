@@ -22,6 +22,11 @@ type Options struct {
 	// Authorizer answers the authorization questions rules ask; nil: none
 	// (offline), and a rule that asks fails.
 	Authorizer Authorizer
+	// API answers the API reads rules make (a Policy's apiCall); nil:
+	// none, and a rule that reads fails (unless it has a default).
+	API APIReader
+	// Roles names the RBAC roles of the requesting user; nil: none known.
+	Roles RoleReader
 	// NoTrace leaves Decision.Trace empty, which saves its memory when
 	// nobody reads it (the webhook): with many rules in scope the trace is
 	// most of what an evaluation allocates. Errors, rejections and the
@@ -34,6 +39,8 @@ type Options struct {
 type Engine struct {
 	objects ObjectReader
 	authz   Authorizer
+	api     APIReader
+	roles   RoleReader
 	noTrace bool
 	// scratch recycles the buffers rules borrow through their Handle.
 	scratch sync.Pool // *scratch
@@ -48,7 +55,7 @@ type scratch struct {
 
 // New returns an Engine.
 func New(opts Options) *Engine {
-	return &Engine{objects: opts.Objects, authz: opts.Authorizer, noTrace: opts.NoTrace}
+	return &Engine{objects: opts.Objects, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, noTrace: opts.NoTrace}
 }
 
 // ErrInvalidRequest marks requests the engine cannot evaluate.

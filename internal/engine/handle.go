@@ -48,6 +48,13 @@ func (h *Handle) Objects() ObjectReader { return h.ev.e.objects }
 // none (offline).
 func (h *Handle) Authorizer() Authorizer { return h.ev.e.authz }
 
+// API reads the API server by path; nil when the engine has none.
+func (h *Handle) API() APIReader { return h.ev.e.api }
+
+// Roles names the requesting user's RBAC roles; nil when the engine has
+// no reader.
+func (h *Handle) Roles() RoleReader { return h.ev.e.roles }
+
 // Tracing reports whether the evaluation keeps a trace (Decision.Trace):
 // without it, rules skip recording their steps.
 func (h *Handle) Tracing() bool { return !h.ev.e.noTrace }

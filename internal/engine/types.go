@@ -119,6 +119,38 @@ type Authorizer interface {
 	Authorize(ctx context.Context, a AuthzAttributes) (allowed bool, reason string, err error)
 }
 
+// APIReader reads the API server by URL path, as a client with the
+// operator's identity would: a Policy's apiCall context entry reaches it
+// through Handle.API. It is declared here, where the kernel carries it, and
+// implemented by the cluster's REST client (package source/cluster, with
+// its timeout, size limit and cache) and offline by recorded responses.
+// Call returns the response body (JSON). A call that cannot be answered
+// offline wraps ErrNoAPIResponse.
+type APIReader interface {
+	Call(ctx context.Context, c APICall) ([]byte, error)
+}
+
+// APICall is one read: Method is GET or POST; Data the POST body (JSON).
+type APICall struct {
+	Method string
+	Path   string
+	Data   []byte
+}
+
+// ErrNoAPIResponse is wrapped by an APIReader's error when it has no
+// answer for a call (offline: no recorded response; in the cluster: no
+// API reader configured).
+var ErrNoAPIResponse = errors.New("no response for the API call")
+
+// RoleReader names the RBAC roles bound to a user, as Kyverno's
+// request.roles ("namespace:name" Roles bound in namespace) and
+// request.clusterRoles (ClusterRole names, bound cluster-wide or in
+// namespace). Implemented by the cluster's RBAC informers and offline by
+// --user-info.
+type RoleReader interface {
+	Roles(ctx context.Context, user UserInfo, namespace string) (roles, clusterRoles []string, err error)
+}
+
 // AuthzAttributes is one question to an Authorizer: may User do Verb on a
 // resource (ResourceRequest) or a non-resource Path?
 type AuthzAttributes struct {
