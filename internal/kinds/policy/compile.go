@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path"
@@ -15,6 +17,7 @@ import (
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/lang/jsonpath"
+	"github.com/modwright/modwright/internal/lang/subst"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -57,11 +60,16 @@ type Rule struct {
 	// Spec is the source, kept for explanations and lint.
 	Spec *v1alpha1.PolicySpec
 
-	cluster    bool
-	match      matcher
-	exclude    *matcher
-	vars       []variable
-	varIndex   map[string]int
+	cluster bool
+	match   matcher
+	exclude *matcher
+	// vars are the context entries (the first contextEntries), then the
+	// variables; varIndex finds them by name.
+	vars           []variable
+	contextEntries int
+	varIndex       map[string]int
+	// progs are the JMESPath programs of the {{ }} variables.
+	progs      programs
 	conditions []condition
 	validates  []validation
 	mutations  []mutation
@@ -71,6 +79,9 @@ type Rule struct {
 	// uses says which costly inputs an expression may read (a variable's
 	// name in its source): the request map, the namespace, the old object.
 	usesRequest, usesNamespace, usesOld, usesAuthz bool
+	// usesRoles: a JMESPath expression or {{ }} may read request.roles or
+	// request.clusterRoles (the RBAC lookup is made only then).
+	usesRoles bool
 }
 
 var _ engine.Rule = (*Rule)(nil)
@@ -78,21 +89,27 @@ var _ engine.Rule = (*Rule)(nil)
 // Info returns the kernel's view of the rule.
 func (r *Rule) Info() *engine.RuleInfo { return &r.RuleInfo }
 
+// variable is a context entry (entry) or a variables[] entry (e).
 type variable struct {
 	name, field string
-	prog        *cel.Program
+	e           expr
+	entry       *contextEntry
 }
 
+// condition is an expression or a block of Kyverno conditions.
 type condition struct {
 	name, field string
-	prog        *cel.Program
+	e           expr
+	conds       *condSet
 }
 
 type validation struct {
 	field     string // spec.validations[i]
-	prog      *cel.Program
+	e         expr
+	deny      *condSet   // a deny block: the validation fails when it holds
 	scope     lang.Query // nil: the object
 	message   string
+	msgT      *subst.Template // the message's {{ }} variables
 	msgExpr   *cel.Program
 	reason    string
 	code      int
@@ -102,6 +119,7 @@ type validation struct {
 type mutation struct {
 	field string
 	m     *cel.Mutation
+	patch *staticPatch
 }
 
 type audit struct {
@@ -159,13 +177,34 @@ func (c *compiler) diags(field string, ds []lang.Diagnostic) {
 }
 
 // expr compiles an expression slot's union: exactly one language member;
-// types, when given, are the types its value may have.
-func (c *compiler) expr(field string, e v1alpha1.Expression, env *lang.Env, types ...string) *cel.Program {
-	if e.CEL == "" {
-		c.errorf(field, -1, "exactly one language must be set: cel")
-		return nil
+// types, when given, are the types a CEL value may have (a JMESPath value
+// is checked when it is evaluated). alt is the number of the slot's other
+// members set (a conditions block); union is the error when the slot does
+// not have exactly one member.
+func (c *compiler) expr(field string, e v1alpha1.Expression, env *lang.Env, alt int, union string, types ...string) expr {
+	n := alt
+	if e.CEL != "" {
+		n++
 	}
-	return c.cel(field+".cel", e.CEL, env, types...)
+	if e.JMESPath != "" {
+		n++
+	}
+	if n != 1 {
+		c.errorf(field, -1, "%s", union)
+		return expr{field: field}
+	}
+	if alt > 0 {
+		return expr{field: field}
+	}
+	switch {
+	case e.CEL != "":
+		return expr{field: field + ".cel", cel: c.cel(field+".cel", e.CEL, env, types...)}
+	case e.JMESPath != "":
+		jp, ds := compileJP(e.JMESPath)
+		c.diags(field+".jmespath", ds)
+		return expr{field: field + ".jmespath", jp: jp}
+	}
+	return expr{field: field}
 }
 
 func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.Program {
@@ -224,8 +263,10 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 	r.compileActions(&c, spec.ValidationActions)
 	r.compileMatch(&c, spec.Match)
 
-	// Expressions.
-	r.varIndex = make(map[string]int, len(spec.Variables))
+	// Context entries and expressions.
+	r.varIndex = make(map[string]int, len(spec.Context)+len(spec.Variables))
+	r.progs.static, r.progs.fields = map[string]*jpExpr{}, map[string]string{}
+	r.compileContext(&c, spec.Context)
 	for i, v := range spec.Variables {
 		field := fmt.Sprintf("spec.variables[%d]", i)
 		if _, dup := r.varIndex[v.Name]; dup {
@@ -233,8 +274,9 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 		} else if !cel.IsIdentifier(v.Name) {
 			c.errorf(field+".name", -1, "variable name %q is not an identifier (letters, digits, _; not starting with a digit)", v.Name)
 		}
-		r.varIndex[v.Name] = i
-		r.vars = append(r.vars, variable{name: v.Name, field: field + ".cel", prog: c.expr(field, v.Expression, baseEnv(field))})
+		r.varIndex[v.Name] = len(r.vars)
+		e := c.expr(field, v.Expression, baseEnv(field), 0, "exactly one language must be set: cel or jmespath")
+		r.vars = append(r.vars, variable{name: v.Name, field: e.field, e: e})
 	}
 	names := map[string]bool{}
 	for i, mc := range spec.MatchConditions {
@@ -247,12 +289,21 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 			c.errorf(field+".name", -1, "match condition %q is defined twice", mc.Name)
 		}
 		names[mc.Name] = true
-		r.conditions = append(r.conditions, condition{name: mc.Name, field: field + ".cel", prog: c.expr(field, mc.Expression, baseEnv(field), "bool")})
+		cond := condition{name: mc.Name}
+		if mc.Conditions != nil {
+			cond.conds = c.conditions(r, field+".conditions", mc.Conditions)
+			cond.field = field + ".conditions"
+		}
+		if cond.e = c.expr(field, mc.Expression, baseEnv(field), boolInt(mc.Conditions != nil), "exactly one of cel, jmespath and conditions must be set", "bool"); cond.conds == nil {
+			cond.field = cond.e.field
+		}
+		r.conditions = append(r.conditions, cond)
 	}
 	for i, v := range spec.Validations {
 		field := fmt.Sprintf("spec.validations[%d]", i)
 		env := baseEnv(field)
 		val := validation{field: field, message: strings.TrimSpace(v.Message), scopeText: v.Scope}
+		val.msgT = c.template(r, field+".message", val.message)
 		if v.Scope != "" {
 			env = scopedEnv(field)
 			q, ds := jsonpath.Language{}.CompileQuery(&lang.Env{Name: field + ".scope", Vars: []lang.Var{{Name: jsonpath.VarObject}}}, v.Scope)
@@ -265,7 +316,13 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 				val.scope = q
 			}
 		}
-		val.prog = c.expr(field, v.Expression, env, "bool")
+		val.e = c.expr(field, v.Expression, env, boolInt(v.Deny != nil), "exactly one of cel, jmespath and deny must be set", "bool")
+		if v.Deny != nil {
+			if v.Scope != "" {
+				c.errorf(field+".scope", -1, "a deny block has no scope: its conditions read the whole context")
+			}
+			val.deny = c.conditions(r, field+".deny.conditions", &v.Deny.Conditions)
+		}
 		if v.MessageExpression != "" {
 			val.msgExpr = c.cel(field+".messageExpression", v.MessageExpression, env, "string")
 		}
@@ -286,15 +343,20 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 			src  string
 		)
 		switch {
-		case m.JSONPatch != "" && m.ApplyConfiguration != "":
-			c.errorf(field, -1, "exactly one of jsonPatch and applyConfiguration must be set")
+		case boolInt(m.JSONPatch != "")+boolInt(m.ApplyConfiguration != "")+boolInt(m.Patch != nil) > 1:
+			c.errorf(field, -1, "exactly one of jsonPatch, applyConfiguration and patch must be set")
+			continue
+		case m.Patch != nil:
+			if sp := c.staticPatch(r, field+".patch", m.Patch); sp != nil {
+				r.mutations = append(r.mutations, mutation{field: field + ".patch", patch: sp})
+			}
 			continue
 		case m.JSONPatch != "":
 			kind, src, field = cel.JSONPatch, m.JSONPatch, field+".jsonPatch"
 		case m.ApplyConfiguration != "":
 			kind, src, field = cel.ApplyConfiguration, m.ApplyConfiguration, field+".applyConfiguration"
 		default:
-			c.errorf(field, -1, "exactly one of jsonPatch and applyConfiguration must be set")
+			c.errorf(field, -1, "exactly one of jsonPatch, applyConfiguration and patch must be set")
 			continue
 		}
 		mu, ds := cel.Language{}.CompileMutation(baseEnv(field), kind, src)
@@ -475,6 +537,11 @@ func (c *compiler) selector(field string, s *metav1.LabelSelector) labels.Select
 // variable's name anywhere in a source (a string literal too) counts, so
 // this errs on the side of providing them.
 func (r *Rule) noteUses(spec *v1alpha1.PolicySpec) {
+	// Everything but CEL reads Kyverno's context, whose request is built
+	// as it is read; only the roles cost a lookup of their own.
+	if b, err := json.Marshal(spec); err == nil {
+		r.usesRoles = bytes.Contains(b, []byte("roles")) || bytes.Contains(b, []byte("Roles"))
+	}
 	var srcs []string
 	for _, v := range spec.Variables {
 		srcs = append(srcs, v.CEL)
@@ -497,4 +564,11 @@ func (r *Rule) noteUses(spec *v1alpha1.PolicySpec) {
 		r.usesOld = r.usesOld || strings.Contains(s, varOldObject) || strings.Contains(s, varOldSelf)
 		r.usesAuthz = r.usesAuthz || strings.Contains(s, cel.VarAuthorizer)
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

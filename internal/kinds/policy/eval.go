@@ -14,6 +14,7 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/cel"
+	"github.com/modwright/modwright/internal/lang/jmespath"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
@@ -59,15 +60,28 @@ func (r *Rule) Match(h *engine.Handle) (bool, error) {
 		return true, nil
 	}
 	ev := r.newRun(h, obj)
-	for i, c := range r.conditions {
-		ok, err := ev.evalBool(c.prog, &ev.act)
-		ev.step(stepCondition, i, c.field, c.prog.Source(), ok, err)
+	for i := range r.conditions {
+		c := &r.conditions[i]
+		var (
+			ok  bool
+			msg string
+			err error
+		)
+		if c.conds != nil {
+			ok, msg, err = ev.evalConds(c.conds)
+		} else {
+			ok, err = ev.exprBool(&c.e, &ev.act)
+			ev.step(stepCondition, i, c.field, c.e.source(), ok, err)
+		}
 		if err != nil {
 			return false, engine.InField(c.field, err)
 		}
 		if !ok {
 			if h.Tracing() {
 				h.Trace().Reason = fmt.Sprintf("match condition %q is false", c.name)
+				if msg != "" {
+					h.Trace().Reason += ": " + msg
+				}
 			}
 			return false, nil
 		}
@@ -244,6 +258,19 @@ type shared struct {
 
 	run  run
 	vars map[string]any
+
+	// Kyverno's context (JMESPath, {{ }}): the run's document, the
+	// request with the object as last built, the roles, the images.
+	doc                   map[string]any
+	kreq                  map[string]any
+	kreqFor               any
+	kreqRoles             bool
+	rolesDone             bool
+	rolesV, clusterRolesV []any
+	rolesErr              error
+	imgs, imgsFor         any
+	imgsErr               error
+	imgsDone              bool
 }
 
 func sharedOf(h *engine.Handle) *shared {
@@ -374,12 +401,19 @@ type run struct {
 	views  []varsView
 	budget int64
 	tr     *Trace
+	// libs[i] is variable i in the JMESPath library's form, when libOK[i].
+	libs  []any
+	libOK []bool
+	// doc is the JMESPath document (nil until an expression reads it); at
+	// the field being substituted, for the trace.
+	doc map[string]any
+	at  string
 }
 
 func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 	s := sharedOf(h)
 	ev := &s.run
-	vals, errs, state, views := ev.vals, ev.errs, ev.state, ev.views
+	vals, errs, state, views, libs, libOK := ev.vals, ev.errs, ev.state, ev.views, ev.libs, ev.libOK
 	if s.vars == nil {
 		s.vars = make(map[string]any, 4)
 	} else {
@@ -415,9 +449,11 @@ func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 	}
 	if n := len(r.vars); n > 0 {
 		ev.vals, ev.errs, ev.state = resize(vals, n), resize(errs, n), resize(state, n)
+		ev.libs, ev.libOK = resize(libs, n), resize(libOK, n)
 	} else {
 		// Keep the storage for the next policy.
 		ev.vals, ev.errs, ev.state = vals[:0], errs[:0], state[:0]
+		ev.libs, ev.libOK = libs[:0], libOK[:0]
 	}
 	if h.Tracing() {
 		ev.tr = &Trace{}
@@ -484,7 +520,36 @@ func (ev *run) variable(i int) (any, error) {
 		return nil, fmt.Errorf("variable %q refers to itself", ev.r.vars[i].name)
 	}
 	ev.state[i] = 1
-	v := ev.r.vars[i]
+	v := &ev.r.vars[i]
+	if v.entry != nil || v.e.jp != nil {
+		var (
+			val, lib any
+			libOK    bool
+			err      error
+		)
+		if v.entry != nil {
+			val, lib, libOK, err = ev.evalEntry(i)
+		} else if lib, err = ev.search(v.e.jp); err == nil {
+			val, libOK = jmespath.Result(lib), true
+		}
+		if err != nil {
+			err = fmt.Errorf("%s %q (%s): %w", v.what(), v.name, v.field, err)
+		}
+		ev.vals[i], ev.errs[i], ev.state[i] = val, err, 2
+		ev.libs[i], ev.libOK[i] = lib, libOK
+		if ev.tr != nil {
+			src := v.e.source()
+			if v.entry != nil {
+				src = v.entry.describe()
+			}
+			k := stepVariable
+			if v.entry != nil {
+				k = stepContext
+			}
+			ev.stepLang(k, i, v.field, v.lang(), src, val, err)
+		}
+		return val, err
+	}
 	// The variable sees the variables before it: the activation's map is
 	// the run's, so set the view for the call and put the caller's back.
 	vars := ev.act.Vars
@@ -495,14 +560,14 @@ func (ev *run) variable(i int) (any, error) {
 	// value: the expressions that read it take it as it is, with no
 	// conversion to JSON and back (and a quantity or an IP, which has no
 	// JSON form, stays usable, as in admission policies).
-	val, err := ev.evalValue(v.prog, &ev.act)
+	val, err := ev.evalValue(v.e.cel, &ev.act)
 	vars[varVariables] = prev
 	if err != nil {
 		err = fmt.Errorf("variable %q (%s): %w", v.name, v.field, err)
 	}
 	ev.vals[i], ev.errs[i], ev.state[i] = val, err, 2
 	if ev.tr != nil {
-		ev.step(stepVariable, i, v.field, v.prog.Source(), cel.JSON(val), err)
+		ev.step(stepVariable, i, v.field, v.e.source(), cel.JSON(val), err)
 	}
 	return val, err
 }
@@ -536,14 +601,25 @@ func (v *varsView) Names() []string {
 // mutate applies the mutations in order to a working copy, then patches
 // the object with the difference, atomically.
 func (ev *run) mutate(obj map[string]any) error {
-	cur := obj
+	var cur any = obj
 	for i, m := range ev.r.mutations {
-		ev.act.Object = cur
-		next, cost, err := m.m.Apply(ev.ctx, &ev.act, cur)
-		if cerr := ev.charge(cost); err == nil {
-			err = cerr
+		var (
+			next any
+			err  error
+		)
+		if m.patch != nil {
+			next, err = ev.applyPatch(m.field, m.patch, cur)
+			ev.stepLang(stepMutation, i, m.field, "jsonpatch", "patch", "applied", err)
+		} else {
+			cm, _ := cur.(map[string]any)
+			ev.act.Object = cm
+			var cost uint64
+			next, cost, err = m.m.Apply(ev.ctx, &ev.act, cm)
+			if cerr := ev.charge(cost); err == nil {
+				err = cerr
+			}
+			ev.step(stepMutation, i, m.field, m.m.Source(), "applied", err)
 		}
-		ev.step(stepMutation, i, m.field, m.m.Source(), "applied", err)
 		if err != nil {
 			return engine.InField(m.field, err)
 		}
@@ -566,11 +642,22 @@ func (ev *run) mutate(obj map[string]any) error {
 // scope selects.
 func (ev *run) validate(i int, obj map[string]any) error {
 	v := &ev.r.validates[i]
-	if v.scope == nil {
-		ok, err := ev.evalBool(v.prog, &ev.act)
-		ev.step(stepValidation, i, v.field+".cel", v.prog.Source(), ok, err)
+	if v.deny != nil {
+		// Kyverno's deny: the validation fails when the conditions hold.
+		deny, _, err := ev.evalConds(v.deny)
 		if err != nil {
-			return engine.InField(v.field+".cel", err)
+			return engine.InField(v.deny.field, err)
+		}
+		if deny {
+			ev.fail(i, &ev.act)
+		}
+		return nil
+	}
+	if v.scope == nil {
+		ok, err := ev.exprBool(&v.e, &ev.act)
+		ev.stepLang(stepValidation, i, v.e.field, v.e.language(), v.e.source(), ok, err)
+		if err != nil {
+			return engine.InField(v.e.field, err)
 		}
 		if !ok {
 			ev.fail(i, &ev.act)
@@ -596,13 +683,19 @@ func (ev *run) validate(i int, obj map[string]any) error {
 	defer delete(ev.act.Vars, varOldSelf)
 	for _, n := range nodes {
 		act.Item = n.Value
-		act.Vars[varOldSelf] = samePlace(olds, n.Keys)
-		ok, err := ev.evalBool(v.prog, &act)
+		old := samePlace(olds, n.Keys)
+		act.Vars[varOldSelf] = old
+		if v.e.jp != nil {
+			if err := ev.bindSelf(n.Value, old); err != nil {
+				return engine.InField(v.e.field, err)
+			}
+		}
+		ok, err := ev.exprBool(&v.e, &act)
 		if ev.tr != nil {
-			ev.step(stepValidation, i, v.field+".cel (self: "+v.scopeText+" "+keysText(n.Keys)+")", v.prog.Source(), ok, err)
+			ev.stepLang(stepValidation, i, v.e.field+" (self: "+v.scopeText+" "+keysText(n.Keys)+")", v.e.language(), v.e.source(), ok, err)
 		}
 		if err != nil {
-			return engine.InField(v.field+".cel", err)
+			return engine.InField(v.e.field, err)
 		}
 		if !ok {
 			ev.fail(i, &act)
@@ -636,6 +729,15 @@ func samePlace(nodes []lang.Node, keys []any) any {
 func (ev *run) fail(i int, act *lang.Activation) {
 	v := &ev.r.validates[i]
 	msg := v.message
+	if v.msgT != nil {
+		// A message whose variables fail is kept as written (the
+		// failure is in the trace).
+		if m, err := ev.renderText(v.field+".message", v.msgT); err == nil {
+			msg = m
+		} else if ev.tr != nil {
+			ev.tr.Substitutions = append(ev.tr.Substitutions, Step{Field: v.field + ".message", Source: v.message, Err: err})
+		}
+	}
 	if v.msgExpr != nil {
 		// As admission policies: a messageExpression that fails or gives
 		// an empty string falls back to message.
@@ -646,7 +748,11 @@ func (ev *run) fail(i int, act *lang.Activation) {
 		}
 	}
 	if msg == "" {
-		msg = "failed expression: " + strings.TrimSpace(v.prog.Source())
+		if v.deny != nil {
+			msg = "denied by " + v.deny.field
+		} else {
+			msg = "failed expression: " + strings.TrimSpace(v.e.source())
+		}
 	}
 	if ev.r.deny {
 		ev.h.Deny(msg, v.reason, v.code)
@@ -706,4 +812,33 @@ func bindAuthorizer(vars map[string]any, h *engine.Handle, a engine.Authorizer) 
 			Namespace: c.Namespace, Name: c.Name, Path: c.Path,
 		})
 	})
+}
+
+// exprBool evaluates an expression slot that must give a boolean.
+func (ev *run) exprBool(e *expr, act *lang.Activation) (bool, error) {
+	if e.jp != nil {
+		return ev.evalJPBool(e.jp)
+	}
+	if e.cel == nil {
+		return false, errors.New("the expression did not compile")
+	}
+	return ev.evalBool(e.cel, act)
+}
+
+// bindSelf puts a scoped validation's self and oldSelf in the JMESPath
+// document.
+func (ev *run) bindSelf(self, old any) error {
+	if ev.doc == nil {
+		ev.doc = sharedOf(ev.h).docMap()
+	}
+	ls, err := jmespath.Prepare(self)
+	if err != nil {
+		return err
+	}
+	lo, err := jmespath.Prepare(old)
+	if err != nil {
+		return err
+	}
+	ev.doc[varSelf], ev.doc[varOldSelf] = ls, lo
+	return nil
 }

@@ -68,7 +68,7 @@ func (r *Rule) Explain(re *kinds.RuleExplain, tr *engine.RuleTrace, dec *engine.
 		}
 		pt, _ := t.Detail.(*Trace)
 		if pt != nil {
-			for _, list := range [][]Step{pt.Variables, pt.Conditions, pt.Validations, pt.Mutations, pt.Audits} {
+			for _, list := range [][]Step{pt.Context, pt.Variables, pt.Conditions, pt.Validations, pt.Mutations, pt.Audits, pt.Substitutions} {
 				for _, s := range list {
 					re.Criteria = append(re.Criteria, explainStep(s))
 				}
@@ -91,7 +91,11 @@ func (r *Rule) Explain(re *kinds.RuleExplain, tr *engine.RuleTrace, dec *engine.
 }
 
 func explainStep(s Step) kinds.CriterionExplain {
-	ce := kinds.CriterionExplain{Field: s.Field, Select: s.Source, Values: []any{s.Value}, At: -1, Language: "cel"}
+	lang := s.Lang
+	if lang == "" {
+		lang = "cel"
+	}
+	ce := kinds.CriterionExplain{Field: s.Field, Select: s.Source, Values: []any{s.Value}, At: -1, Language: lang}
 	switch v := s.Value.(type) {
 	case bool:
 		ce.Held, ce.Why = v, fmt.Sprint(v)

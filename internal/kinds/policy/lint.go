@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modwright/modwright/internal/kinds"
@@ -15,6 +16,9 @@ import (
 const (
 	codeCostly        = "W201" // an expression's estimated cost may exceed the per-expression limit
 	codeNotIdempotent = "W202" // applying the mutations twice changes the object twice
+	codeUndefinedVar  = "W203" // a JMESPath expression or {{ }} reads a name the context does not have
+	codeStaticMatch   = "W204" // {{ }} in match, which is static: never substituted
+	codeUnusedContext = "W205" // a context entry nothing reads
 )
 
 var (
@@ -55,23 +59,32 @@ func (r *Rule) Lint(ctx context.Context, origin string, samples []kinds.Manifest
 		}
 	}
 	for _, v := range r.vars {
-		costly(v.field, v.prog.LargeCost())
+		if v.e.cel != nil {
+			costly(v.field, v.e.cel.LargeCost())
+		}
 	}
 	for _, c := range r.conditions {
-		costly(c.field, c.prog.LargeCost())
+		if c.e.cel != nil {
+			costly(c.field, c.e.cel.LargeCost())
+		}
 	}
 	for _, v := range r.validates {
-		costly(v.field+".cel", v.prog.LargeCost())
+		if v.e.cel != nil {
+			costly(v.e.field, v.e.cel.LargeCost())
+		}
 		if v.msgExpr != nil {
 			costly(v.field+".messageExpression", v.msgExpr.LargeCost())
 		}
 	}
 	for _, m := range r.mutations {
-		costly(m.field, m.m.LargeCost())
+		if m.m != nil {
+			costly(m.field, m.m.LargeCost())
+		}
 	}
 	for _, a := range r.audits {
 		costly(a.field, a.prog.LargeCost())
 	}
+	out = append(out, r.lintContext(origin)...)
 	if len(r.mutations) > 0 {
 		if f, ok := r.checkIdempotent(ctx, origin, samples); ok {
 			out = append(out, f)
@@ -107,4 +120,130 @@ func (r *Rule) checkIdempotent(ctx context.Context, origin string, samples []kin
 			Hint:    "make each mutation set a value rather than append one (a JSONPatch 'add' to '/-' appends every time), or add a matchCondition that stops once the change is there"}, true
 	}
 	return kinds.Finding{}, false
+}
+
+// jpUse is a JMESPath program of the policy and the field it is in.
+type jpUse struct {
+	field string
+	e     *jpExpr
+}
+
+// jmesPaths lists the policy's JMESPath programs: slots, context entries'
+// jmesPaths and the {{ }} variables.
+func (r *Rule) jmesPaths() []jpUse {
+	var out []jpUse
+	add := func(field string, e *jpExpr) {
+		if e != nil {
+			out = append(out, jpUse{field, e})
+		}
+	}
+	for _, v := range r.vars {
+		add(v.e.field, v.e.jp)
+		if v.entry != nil && v.entry.apiCall != nil {
+			add(v.field+".apiCall.jmesPath", v.entry.apiCall.jmesPath)
+		}
+		if v.entry != nil && v.entry.variable != nil {
+			add(v.field+".variable.jmesPath", v.entry.variable.jmesPath)
+		}
+	}
+	for _, c := range r.conditions {
+		add(c.e.field, c.e.jp)
+	}
+	for _, v := range r.validates {
+		add(v.e.field, v.e.jp)
+	}
+	srcs := make([]string, 0, len(r.progs.static))
+	for src := range r.progs.static {
+		srcs = append(srcs, src)
+	}
+	slices.Sort(srcs)
+	for _, src := range srcs {
+		add(r.progs.fields[src], r.progs.static[src])
+	}
+	return out
+}
+
+// lintContext warns about names no context has, {{ }} in the static
+// match, and context entries nothing reads.
+func (r *Rule) lintContext(origin string) []kinds.Finding {
+	var out []kinds.Finding
+	warn := func(code, field, msg, hint string) {
+		out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: code, Origin: origin, Kind: r.Kind, Rule: r.Key, Field: field, Message: msg, Hint: hint})
+	}
+	read := map[string]bool{}
+	readsAll := false
+	for _, u := range r.jmesPaths() {
+		readsAll = readsAll || u.e.all
+		names := slices.Clone(u.e.roots)
+		slices.Sort(names)
+		for _, n := range names {
+			read[n] = true
+			_, known := r.varIndex[n]
+			scoped := (n == varSelf || n == varOldSelf) && strings.HasPrefix(u.field, "spec.validations")
+			if !known && !scoped && !slices.Contains(builtinRoots, n) {
+				warn(codeUndefinedVar, u.field,
+					fmt.Sprintf("%q is not in the context: not a variable, a context entry, nor one of %s; it reads null (a {{ }} variable fails as undefined)", n, strings.Join(builtinRoots, ", ")),
+					"define it under spec.context or spec.variables, or fix the name")
+			}
+		}
+	}
+	if m := r.Spec.Match; m != nil {
+		for i, f := range m.Resources {
+			for _, list := range []struct {
+				name  string
+				globs []string
+			}{{"names", f.Names}, {"namespaces", f.Namespaces}} {
+				for j, g := range list.globs {
+					if strings.Contains(g, "{{") {
+						warn(codeStaticMatch, fmt.Sprintf("spec.match.resources[%d].%s[%d]", i, list.name, j),
+							"match is static and indexed: {{ }} is not substituted here, the text is a glob",
+							"move the check to a matchCondition (jmespath or conditions)")
+					}
+				}
+			}
+		}
+	}
+	if readsAll {
+		return out
+	}
+	var celSrc strings.Builder
+	for _, v := range r.vars {
+		if v.e.cel != nil {
+			celSrc.WriteString(v.e.cel.Source() + "\n")
+		}
+	}
+	for _, c := range r.conditions {
+		if c.e.cel != nil {
+			celSrc.WriteString(c.e.cel.Source() + "\n")
+		}
+	}
+	for _, v := range r.validates {
+		if v.e.cel != nil {
+			celSrc.WriteString(v.e.cel.Source() + "\n")
+		}
+		if v.msgExpr != nil {
+			celSrc.WriteString(v.msgExpr.Source() + "\n")
+		}
+	}
+	for _, m := range r.mutations {
+		if m.m != nil {
+			celSrc.WriteString(m.m.Source() + "\n")
+		}
+	}
+	for _, a := range r.audits {
+		if a.prog != nil {
+			celSrc.WriteString(a.prog.Source() + "\n")
+		}
+	}
+	cel := celSrc.String()
+	for i := 0; i < r.contextEntries; i++ {
+		v := r.vars[i]
+		if read[v.name] || strings.Contains(cel, "variables."+v.name) || strings.Contains(cel, "variables[\""+v.name) || strings.Contains(cel, "variables['"+v.name) {
+			continue
+		}
+		warn(codeUnusedContext, v.field,
+			fmt.Sprintf("context entry %q is never read: no expression, condition or {{ }} refers to it", v.name),
+			"remove it, or read it (JMESPath: "+v.name+", CEL: variables."+v.name+")")
+	}
+	return out
 }

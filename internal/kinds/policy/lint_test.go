@@ -36,6 +36,22 @@ validations: [{cel: "true", messageExpression: "'m'"}]`,
 		spec: `mutations: [{jsonPatch: "[JSONPatch{op: 'add', path: '/spec/template/spec/containers/-', value: {'name': 'x', 'image': 'y'}}]"}]`,
 		want: []string{"W202 spec.mutations"},
 	}, {
+		name: "kyverno context: clean",
+		spec: `
+context:
+- {name: cm, configMap: {name: settings}}
+- {name: nm, variable: {jmesPath: "request.object.metadata.name"}}
+variables: [{name: v, cel: "variables.nm + 'x'"}]
+validations: [{jmespath: "cm.data.x == 'y'", message: "{{ v }} {{ images.containers }} {{ serviceAccountName }}"}]`,
+	}, {
+		name: "kyverno context: undefined name, unused entry, {{ }} in match",
+		spec: `
+match: {resources: [{names: ["{{ request.name }}"]}]}
+context:
+- {name: unused, variable: {value: 1}}
+validations: [{jmespath: "typo.x == 'y'", message: "{{ request.name }} {{ other }}"}]`,
+		want: []string{"W203 spec.validations[0].jmespath", "W203 spec.validations[0].message", "W204 spec.match.resources[0].names[0]", "W205 spec.context[0]"},
+	}, {
 		name: "idempotent mutation",
 		spec: `mutations: [{jsonPatch: "[JSONPatch{op: 'add', path: '/metadata/labels/x', value: 'y'}]"}]`,
 	}} {

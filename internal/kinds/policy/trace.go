@@ -3,18 +3,24 @@ package policy
 // Trace is a policy's record of one evaluation (engine.RuleTrace.Detail):
 // each expression with its value or error, and the failed validations.
 type Trace struct {
+	// Context are the context entries, in the order they were read.
+	Context     []Step
 	Variables   []Step
 	Conditions  []Step
 	Validations []Step
 	Mutations   []Step
 	Audits      []Step
-	Failures    []Failure
+	// Substitutions are the {{ }} variables substituted, with their
+	// values.
+	Substitutions []Step
+	Failures      []Failure
 }
 
 // Step is one expression evaluated.
 type Step struct {
 	Index  int
 	Field  string
+	Lang   string // "cel" (default), "jmespath", "conditions", "context"...
 	Source string
 	Value  any
 	Err    error
@@ -34,16 +40,24 @@ const (
 	stepValidation
 	stepMutation
 	stepAudit
+	stepContext
 )
 
 // step records one expression evaluated, when tracing.
 func (ev *run) step(k stepKind, i int, field, src string, v any, err error) {
+	ev.stepLang(k, i, field, "", src, v, err)
+}
+
+// stepLang is step for an expression of language lang.
+func (ev *run) stepLang(k stepKind, i int, field, lang, src string, v any, err error) {
 	t := ev.tr
 	if t == nil {
 		return
 	}
-	s := Step{Index: i, Field: field, Source: src, Value: v, Err: err}
+	s := Step{Index: i, Field: field, Lang: lang, Source: src, Value: v, Err: err}
 	switch k {
+	case stepContext:
+		t.Context = append(t.Context, s)
 	case stepVariable:
 		t.Variables = append(t.Variables, s)
 	case stepCondition:

@@ -385,3 +385,28 @@ func currentExpr(prefix, p string) string {
 
 // HasReference reports whether s holds an unescaped `$( )` reference.
 func HasReference(s string) bool { return reReference.MatchString(s) }
+
+// Expressions lists the expressions of the document's variables that hold
+// no nested variable (see Template.Expressions), keys' too: a Resolver may
+// compile them once at load.
+func (d *Document) Expressions() []string {
+	var out []string
+	var walk func(n *dnode)
+	walk = func(n *dnode) {
+		if n.fixed {
+			return
+		}
+		if n.tmpl != nil {
+			out = append(out, n.tmpl.Expressions()...)
+		}
+		for i, c := range n.vals {
+			out = append(out, n.keyT[i].Expressions()...)
+			walk(c)
+		}
+		for _, c := range n.list {
+			walk(c)
+		}
+	}
+	walk(d.root)
+	return out
+}

@@ -1,0 +1,276 @@
+package policy_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/modwright/modwright/internal/engine"
+
+	"github.com/modwright/modwright/internal/lang/subst"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// apiResponses is an APIReader over recorded responses, counting calls.
+type apiResponses struct {
+	bodies map[string]string // "GET /path" -> JSON
+	calls  int
+}
+
+func (a *apiResponses) Call(_ context.Context, c engine.APICall) ([]byte, error) {
+	a.calls++
+	b, ok := a.bodies[c.Method+" "+c.Path+string(c.Data)]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s %s", engine.ErrNoAPIResponse, c.Method, c.Path)
+	}
+	return []byte(b), nil
+}
+
+type roleReader struct{ roles, clusterRoles []string }
+
+func (r roleReader) Roles(context.Context, engine.UserInfo, string) ([]string, []string, error) {
+	return r.roles, r.clusterRoles, nil
+}
+
+const configMap = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: team-a}
+data: {registries: "ghcr.io,docker.io", team: blue, maxReplicas: "4"}
+`
+
+func TestKyvernoContext(t *testing.T) {
+	api := &apiResponses{bodies: map[string]string{
+		"GET /api/v1/namespaces/team-a/pods":                  `{"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}`,
+		`POST /apis/x/v1/check{"name":"web"}`:                 `{"allowed": true}`,
+		"GET /apis/apps/v1/namespaces/team-a/deployments/web": `{"spec": {"replicas": 2}}`,
+	}}
+	for _, tc := range []struct {
+		name    string
+		spec    string
+		op      rules.Operation
+		obj     string
+		old     string
+		user    string
+		want    outcome
+		wantErr error
+		errText string
+	}{{
+		name: "jmespath validation passes",
+		spec: `validations: [{jmespath: "request.object.spec.replicas <= ` + "`10`" + `"}]`,
+	}, {
+		name: "jmespath validation denies, message substituted",
+		spec: `validations: [{jmespath: "request.object.spec.replicas <= ` + "`3`" + `", message: "{{ request.object.metadata.name }} has {{ request.object.spec.replicas }} replicas"}]`,
+		want: outcome{Rejections: []string{"web has 5 replicas|Invalid|422"}},
+	}, {
+		name:    "jmespath validation: a non-boolean is an error",
+		spec:    `validations: [{jmespath: "request.object.metadata.name"}]`,
+		errText: "want a boolean",
+	}, {
+		name: "jmespath variable read by CEL and by JMESPath",
+		spec: `
+variables:
+- {name: names, jmespath: "request.object.spec.template.spec.containers[*].name"}
+- {name: count, cel: "size(variables.names)"}
+validations:
+- {cel: "variables.count == 2 && variables.names[0] == 'app'"}
+- {jmespath: "length(names) == count"}`,
+	}, {
+		name: "context variable with value and jmesPath, default",
+		spec: `
+context:
+- name: tier
+  variable: {value: {a: "{{ request.object.metadata.labels.app }}"}, jmesPath: "a"}
+- name: missing
+  variable: {jmesPath: "request.object.metadata.labels.nope", default: fallback}
+validations:
+- {jmespath: "tier == 'web' && missing == 'fallback'"}
+- {cel: "variables.tier == 'web'"}`,
+	}, {
+		name: "configMap entry",
+		spec: `
+context:
+- name: settings
+  configMap: {name: settings}
+validations:
+- jmespath: "request.object.spec.replicas <= to_number(settings.data.maxReplicas)"
+  message: "at most {{ settings.data.maxReplicas }} replicas for team {{ settings.data.team }}"`,
+		want: outcome{Rejections: []string{"at most 4 replicas for team blue|Invalid|422"}},
+	}, {
+		name: "configMap entry with a variable name, not found",
+		spec: `
+context:
+- name: settings
+  configMap: {name: "{{ request.object.metadata.name }}-settings"}
+validations: [{jmespath: "settings.data.x == 'y'"}]`,
+		errText: "ConfigMap team-a/web-settings not found",
+	}, {
+		name: "apiCall with jmesPath",
+		spec: `
+context:
+- name: podCount
+  apiCall: {urlPath: "/api/v1/namespaces/{{ request.namespace }}/pods", jmesPath: "length(items)"}
+validations: [{jmespath: "podCount == ` + "`2`" + `", message: "pods: {{ podCount }}"}]`,
+	}, {
+		name: "apiCall POST with data",
+		spec: `
+context:
+- name: check
+  apiCall: {urlPath: /apis/x/v1/check, method: POST, data: [{key: name, value: "{{ request.object.metadata.name }}"}], jmesPath: allowed}
+validations: [{jmespath: "check"}]`,
+	}, {
+		name: "apiCall failing without default is an error",
+		spec: `
+context:
+- name: x
+  apiCall: {urlPath: /api/v1/nope}
+validations: [{jmespath: "x == null"}]`,
+		wantErr: engine.ErrNoAPIResponse,
+	}, {
+		name: "apiCall failing with default",
+		spec: `
+context:
+- name: x
+  apiCall: {urlPath: /api/v1/nope, default: {limit: 3}}
+validations: [{jmespath: "x.limit == ` + "`3`" + `"}]`,
+	}, {
+		name: "an unused failing context entry costs nothing",
+		spec: `
+context:
+- name: x
+  apiCall: {urlPath: /api/v1/nope}
+validations: [{jmespath: "request.object.spec.replicas == ` + "`5`" + `"}]`,
+	}, {
+		name:    "undefined variable in a message",
+		spec:    `validations: [{jmespath: "` + "`false`" + `", message: "{{ request.object.metadata.nope }}"}]`,
+		want:    outcome{Rejections: []string{"{{ request.object.metadata.nope }}|Invalid|422"}},
+		wantErr: nil,
+	}, {
+		name: "undefined variable in a context value is an error naming it",
+		spec: `
+context:
+- name: v
+  variable: {value: "{{ request.object.metadata.nope }}"}
+validations: [{jmespath: "v == 'x'"}]`,
+		wantErr: subst.ErrUndefined,
+		errText: "nope",
+	}, {
+		name: "a default makes an undefined key fine",
+		spec: `
+context:
+- name: v
+  variable: {value: "{{ request.object.metadata.nope || 'dflt' }}"}
+validations: [{jmespath: "v == 'dflt'"}]`,
+	}, {
+		name: "DELETE: request.object is the old object",
+		spec: "match: {operations: [DELETE]}\nvalidations: [{jmespath: \"request.object.metadata.name != 'web'\", message: \"{{ request.operation }} {{ request.object.metadata.name }}\"}]",
+		op:   rules.Delete,
+		obj:  "-",
+		old:  deployment,
+		want: outcome{Rejections: []string{"DELETE web|Invalid|422"}},
+	}, {
+		name: "serviceAccountName and roles",
+		user: "system:serviceaccount:ci:deployer",
+		spec: `validations: [{jmespath: "serviceAccountName == 'deployer' && serviceAccountNamespace == 'ci' && contains(request.roles, 'team-a:dev') && contains(request.clusterRoles, 'view')", message: "{{ request.userInfo.username }}"}]`,
+	}, {
+		name: "scoped jmespath validation: self",
+		spec: `validations: [{scope: "$.spec.template.spec.containers[*]", jmespath: "contains(self.image, ':')", message: "needs a tag"}]`,
+		want: outcome{Rejections: []string{"needs a tag|Invalid|422"}},
+	}, {
+		name: "static patch with variables",
+		spec: `
+mutations:
+- patch:
+  - {op: add, path: /metadata/labels/owner, value: "{{ request.userInfo.username }}"}
+  - {op: add, path: /metadata/annotations/replicas, value: "r{{ request.object.spec.replicas }}"}
+  - {op: remove, path: /metadata/labels/nope}`,
+		user: "alice",
+		want: outcome{Patch: `[{"op":"add","path":"/metadata/labels/owner","value":"alice"},{"op":"add","path":"/metadata/annotations","value":{"replicas":"r5"}}]`},
+	}, {
+		name: "static patch: a whole-variable value keeps its type",
+		spec: `
+mutations:
+- patch:
+  - {op: replace, path: /spec/replicas, value: "{{ request.object.spec.template.spec.containers | length(@) }}"}`,
+		want: outcome{Patch: `[{"op":"replace","path":"/spec/replicas","value":2}]`},
+	}, {
+		name: "jmespath match condition false: no validation",
+		spec: `
+matchConditions: [{name: only-db, jmespath: "request.object.metadata.labels.app == 'db'"}]
+validations: [{cel: "false"}]`,
+	}, {
+		name:    "jmespath match condition: a non-boolean is an error",
+		spec:    "matchConditions: [{name: c, jmespath: \"request.object.metadata.name\"}]\nvalidations: [{cel: \"false\"}]",
+		errText: "want a boolean",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := load(t, policyYAML("Policy", "team-a", tc.spec))
+			op := tc.op
+			if op == "" {
+				op = rules.Create
+			}
+			src := tc.obj
+			if src == "" {
+				src = deployment
+			}
+			obj := map[string]any(nil)
+			if src != "-" {
+				obj = decode(t, src)
+			}
+			old := decode(t, tc.old)
+			ns := "team-a"
+			req := engine.Request{Operation: op, Namespace: ns, Object: obj, OldObject: old, UserInfo: engine.UserInfo{Username: tc.user}}
+			if obj == nil {
+				req.Object = nil
+			}
+			e := engine.New(engine.Options{Objects: objects{decode(t, configMap)}, API: api, Roles: roleReader{[]string{"team-a:dev"}, []string{"view"}}})
+			dec, err := e.Evaluate(context.Background(), snap, req)
+			var ruleErr error
+			if err != nil {
+				if !errors.Is(err, engine.ErrRuleFailed) {
+					t.Fatal(err)
+				}
+				ruleErr = err
+				dec = &engine.Decision{}
+			}
+			var got outcome
+			if len(dec.Patch) > 0 {
+				b, _ := jsonMarshal(dec.Patch)
+				got.Patch = string(b)
+			}
+			for _, r := range dec.Rejections {
+				got.Rejections = append(got.Rejections, r.Message+"|"+r.Reason+"|"+itoa(r.Code))
+			}
+			for _, r := range dec.Errors {
+				ruleErr = r.Err
+			}
+			if tc.wantErr != nil || tc.errText != "" {
+				if ruleErr == nil {
+					t.Fatalf("no error, want %v %q", tc.wantErr, tc.errText)
+				}
+				if tc.wantErr != nil && !errors.Is(ruleErr, tc.wantErr) {
+					t.Errorf("error %v is not %v", ruleErr, tc.wantErr)
+				}
+				if tc.errText != "" && !contains(ruleErr.Error(), tc.errText) {
+					t.Errorf("error %v does not say %q", ruleErr, tc.errText)
+				}
+				return
+			}
+			if ruleErr != nil {
+				t.Fatalf("error: %v", ruleErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
