@@ -7,8 +7,8 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"github.com/modwright/modwright/api/v1alpha1"
-	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/lang/subst"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/value"
 )
 
