@@ -65,7 +65,9 @@ func (c *compiler) precompileValue(r *Rule, field string, v any) {
 // eval decides the block: its conditions hold or not; msg is Kyverno's
 // message for a block that does not hold.
 func (ev *run) evalConds(cs *condSet) (ok bool, msg string, err error) {
+	prev := ev.at
 	ev.at = cs.field
+	defer func() { ev.at = prev }()
 	var step func(conditions.Step)
 	if ev.tr != nil {
 		step = func(s conditions.Step) {

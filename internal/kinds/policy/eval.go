@@ -609,7 +609,7 @@ func (ev *run) mutate(obj map[string]any) error {
 		)
 		if m.patch != nil {
 			next, err = ev.applyPatch(m.field, m.patch, cur)
-			ev.stepLang(stepMutation, i, m.field, "jsonpatch", "patch", "applied", err)
+			ev.stepLang(stepMutation, i, m.field, "jsonpatch", m.patch.text, "applied", err)
 		} else {
 			cm, _ := cur.(map[string]any)
 			ev.act.Object = cm

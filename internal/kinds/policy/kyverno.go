@@ -297,7 +297,7 @@ func (ev *run) Resolve(_ context.Context, src string) (any, error) {
 	}
 	res := jmespath.Result(v)
 	if ev.tr != nil {
-		ev.tr.Substitutions = append(ev.tr.Substitutions, Step{Field: ev.at, Source: "{{ " + src + " }}", Value: res})
+		ev.tr.Substitutions = append(ev.tr.Substitutions, Step{Field: ev.at, Lang: "jmespath", Source: "{{ " + src + " }}", Value: res})
 	}
 	return res, nil
 }
@@ -321,7 +321,9 @@ func missingKey(doc map[string]any, path []string) string {
 
 // render substitutes a template in field.
 func (ev *run) render(field string, t *subst.Template) (any, error) {
+	prev := ev.at
 	ev.at = field
+	defer func() { ev.at = prev }()
 	v, err := t.Render(ev.ctx, ev, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
@@ -343,7 +345,9 @@ func (ev *run) renderText(field string, t *subst.Template) (string, error) {
 }
 
 func (ev *run) substitute(field string, d *subst.Document) (any, error) {
+	prev := ev.at
 	ev.at = field
+	defer func() { ev.at = prev }()
 	v, err := d.Substitute(ev.ctx, ev)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)

@@ -16,6 +16,7 @@ import (
 // may hold {{ }} variables, applied as Kyverno applies its
 // patchesJson6902 (github.com/evanphx/json-patch/v5).
 type staticPatch struct {
+	text  string // "add /a; remove /b", for explanations
 	doc   *subst.Document
 	fixed jsonpatch.Patch // decoded once when ops holds no variable
 }
@@ -69,7 +70,11 @@ func (c *compiler) staticPatch(r *Rule, field string, ops []v1alpha1.PatchOperat
 	if !ok {
 		return nil
 	}
-	sp := &staticPatch{doc: c.document(r, field, list)}
+	texts := make([]string, len(ops))
+	for i, op := range ops {
+		texts[i] = op.Op + " " + op.Path
+	}
+	sp := &staticPatch{doc: c.document(r, field, list), text: strings.Join(texts, "; ")}
 	if sp.doc == nil {
 		return nil
 	}
