@@ -90,7 +90,7 @@ context:
     urlPath: "/api/v1/namespaces/{{ request.namespace }}"
     jmesPath: "metadata.labels.\"max-keys\""
 validations:
-- jmespath: "length(keys(request.object.data || ` + "`{}`" + `)) <= to_number(maxKeys)"
+- jmespath: "length(keys(request.object.data || `+"`{}`"+`)) <= to_number(maxKeys)"
   message: "at most {{ maxKeys }} keys in {{ request.object.metadata.name }}"
 `))
 		two := configMap("ctx-b", "two", nil)
