@@ -21,6 +21,11 @@ func FuzzPolicy(f *testing.F) {
 		`mutations: [{applyConfiguration: "Object{metadata: Object.metadata{labels: {'a': 'b'}}}"}]`,
 		"match: {resources: [{kinds: [Deployment], names: ['w*']}], objectSelector: {matchLabels: {app: web}}}\nauditAnnotations: [{key: k, valueExpression: \"'v'\"}]",
 		"failurePolicy: Ignore\nvalidationActions: [Warn, Audit]\nvalidations: [{cel: 'object.nope'}]",
+		"context: [{name: v, variable: {value: '{{ request.object.metadata.name }}', jmesPath: 'to_upper(@)'}}]\nvalidations: [{jmespath: \"v == 'WEB'\", message: '{{ v }} {{ request.operation }}'}]",
+		"context: [{name: cm, configMap: {name: '{{ request.name }}'}}, {name: a, apiCall: {urlPath: /api, default: 1}}]\nvalidations: [{jmespath: 'cm.data.x == a'}]",
+		"mutations: [{patch: [{op: add, path: /metadata/labels/x, value: '{{ request.object.spec.replicas }}'}, {op: remove, path: /spec/x}]}]",
+		"matchConditions: [{name: c, jmespath: \"request.object.metadata.labels.app == 'web'\"}]\nvalidations: [{scope: '$.spec.template.spec.containers[*]', jmespath: \"contains(self.image, ':')\"}]",
+		"matchConditions: [{name: c, conditions: {any: [{key: '{{ request.operation }}', operator: AnyIn, value: [CREATE]}]}}]\nvalidations: [{deny: {conditions: {all: [{key: '{{ request.object.spec.replicas }}', operator: GreaterThan, value: 3}]}}, message: m}]",
 	} {
 		f.Add(policyYAML("Policy", "team-a", spec))
 	}
