@@ -1,5 +1,3 @@
-//go:build kyvernoconds
-
 package policy
 
 import (
@@ -19,6 +17,9 @@ type condSet struct {
 // conditions compiles a block of Kyverno conditions.
 func (c *compiler) conditions(r *Rule, field string, b *v1alpha1.Conditions) *condSet {
 	conv := func(list []v1alpha1.Condition, name string) []conditions.Condition {
+		if list == nil {
+			return nil // an absent any is not an empty one (which never holds)
+		}
 		out := make([]conditions.Condition, len(list))
 		for i, cd := range list {
 			f := fmt.Sprintf("%s.%s[%d]", field, name, i)
@@ -43,23 +44,8 @@ func (c *compiler) conditions(r *Rule, field string, b *v1alpha1.Conditions) *co
 	if len(errs) > 0 {
 		return nil
 	}
-	for _, l := range [][]conditions.Condition{blk.All, blk.Any} {
-		for _, cd := range l {
-			c.precompileValue(r, field, cd.Key)
-			c.precompileValue(r, field, cd.Value)
-			c.template(r, field, cd.Message)
-		}
-	}
+	c.precompile(r, field, set.Expressions())
 	return &condSet{field: field, set: set}
-}
-
-// precompileValue compiles the {{ }} expressions of a JSON value's
-// strings (the conditions package renders them through the run).
-func (c *compiler) precompileValue(r *Rule, field string, v any) {
-	if v == nil {
-		return
-	}
-	c.document(r, field, v)
 }
 
 // eval decides the block: its conditions hold or not; msg is Kyverno's

@@ -204,6 +204,59 @@ mutations:
 matchConditions: [{name: only-db, jmespath: "request.object.metadata.labels.app == 'db'"}]
 validations: [{cel: "false"}]`,
 	}, {
+		name: "precondition block holds",
+		spec: `
+matchConditions:
+- name: pre
+  conditions:
+    all:
+    - {key: "{{ request.operation }}", operator: AnyIn, value: [CREATE, UPDATE]}
+    - {key: "{{ request.object.spec.replicas }}", operator: GreaterThan, value: 3}
+validations: [{jmespath: "` + "`false`" + `", message: "replicas {{ request.object.spec.replicas }}"}]`,
+		want: outcome{Rejections: []string{"replicas 5|Invalid|422"}},
+	}, {
+		name: "precondition block fails: the policy does not apply",
+		spec: `
+matchConditions:
+- name: pre
+  conditions:
+    any:
+    - {key: "{{ request.object.metadata.name }}", operator: Equals, value: "db-*"}
+    - {key: "{{ request.object.metadata.labels.app }}", operator: AnyIn, value: [db, cache]}
+validations: [{cel: "false"}]`,
+	}, {
+		name: "deny block holds: denied with the message",
+		spec: `
+context:
+- {name: settings, configMap: {name: settings}}
+validations:
+- deny:
+    conditions:
+      all:
+      - {key: "{{ request.object.spec.replicas }}", operator: GreaterThan, value: "{{ settings.data.maxReplicas }}"}
+      - {key: "{{ images.containers.*.name || ` + "`[]`" + ` }}", operator: AllNotIn, value: [forbidden]}
+  message: "at most {{ settings.data.maxReplicas }} replicas"`,
+		want: outcome{Rejections: []string{"at most 4 replicas|Invalid|422"}},
+	}, {
+		name: "deny block does not hold",
+		spec: `
+validations:
+- deny:
+    conditions:
+      any:
+      - {key: "{{ request.object.metadata.name }}", operator: NotEquals, value: "we?"}
+  message: m`,
+	}, {
+		name: "condition with an undefined variable is an error naming it",
+		spec: `
+validations:
+- deny:
+    conditions:
+      any:
+      - {key: "{{ request.object.metadata.nope }}", operator: Equals, value: x}`,
+		wantErr: subst.ErrUndefined,
+		errText: "spec.validations[0].deny.conditions: any[0].key",
+	}, {
 		name:    "jmespath match condition: a non-boolean is an error",
 		spec:    "matchConditions: [{name: c, jmespath: \"request.object.metadata.name\"}]\nvalidations: [{cel: \"false\"}]",
 		errText: "want a boolean",
