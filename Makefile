@@ -86,6 +86,7 @@ fuzz:
 	$(GO) test ./internal/lang/cel -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/subst -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/conditions -run '^$$' -fuzz '^FuzzEvaluate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/kinds/images -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 # The benchmark harness (BENCHMARKS.md): engine and handler micro-benchmarks,
 # then load tests of `modwright serve --standalone` and of the floor server

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modwright/modwright/api/v1alpha1"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/images"
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/lang/jmespath"
@@ -225,7 +226,7 @@ func (ev *run) member(name string) error {
 		ev.doc[rootSANamespace], ev.doc[rootSAName] = ns, n
 		return nil
 	case rootImages:
-		imgs, err := s.images(ev.h)
+		imgs, err := s.imageInfos(ev.h)
 		if err != nil {
 			return fmt.Errorf("images: %w", err)
 		}
@@ -466,14 +467,14 @@ func (s *shared) roles(h *engine.Handle) (roles, clusterRoles []any, err error) 
 	return s.rolesV, s.clusterRolesV, nil
 }
 
-// images is Kyverno's images variable of the object, once per object.
-func (s *shared) images(h *engine.Handle) (any, error) {
+// imageInfos is Kyverno's images variable of the object, once per object.
+func (s *shared) imageInfos(h *engine.Handle) (any, error) {
 	obj := h.Object()
 	if s.imgsDone && patch.Same(s.imgsFor, obj) {
 		return s.imgs, s.imgsErr
 	}
 	m, _ := obj.(map[string]any)
-	v, err := extractImages(h.Kind(), m)
+	v, err := images.Extract(h.Kind(), m)
 	if err == nil && v != nil {
 		var lv any
 		lv, err = jmespath.Prepare(v)

@@ -178,6 +178,19 @@ validations: [{jmespath: "v == 'dflt'"}]`,
 		user: "system:serviceaccount:ci:deployer",
 		spec: `validations: [{jmespath: "serviceAccountName == 'deployer' && serviceAccountNamespace == 'ci' && contains(request.roles, 'team-a:dev') && contains(request.clusterRoles, 'view')", message: "{{ request.userInfo.username }}"}]`,
 	}, {
+		name: "images",
+		spec: `
+validations:
+- jmespath: "images.containers.app.registry == 'docker.io' && images.containers.app.tag == '1.25' && images.containers.sidecar.tag == 'latest'"
+- deny:
+    conditions:
+      any:
+      - {key: "{{ images.containers.*.registry }}", operator: AnyNotIn, value: [docker.io]}
+  message: "registry {{ images.containers.*.registry }}"
+- jmespath: "` + "`false`" + `"
+  message: "{{ images.containers.sidecar.reference }}"`,
+		want: outcome{Rejections: []string{"docker.io/envoy:latest|Invalid|422"}},
+	}, {
 		name: "scoped jmespath validation: self",
 		spec: `validations: [{scope: "$.spec.template.spec.containers[*]", jmespath: "contains(self.image, ':')", message: "needs a tag"}]`,
 		want: outcome{Rejections: []string{"needs a tag|Invalid|422"}},
