@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -52,6 +53,13 @@ type operatorOptions struct {
 	probeAddr        string
 	leaderElect      bool
 	leaderElectionID string
+	// Policies' context: apiCall reads and ConfigMap watches.
+	apiCallTimeout  time.Duration
+	apiCallMaxBytes int64
+	apiCallCacheTTL time.Duration
+	configMapIdle   time.Duration
+	contextCMs      bool
+	contextRoles    bool
 	// restConfig, when set (the sandbox), is used instead of --kubeconfig.
 	restConfig *rest.Config
 }
@@ -70,7 +78,14 @@ func addOperatorFlags(f interface {
 	StringArrayVar(*[]string, string, []string, string)
 	BoolVar(*bool, string, bool, string)
 	DurationVar(*time.Duration, string, time.Duration, string)
+	Int64Var(*int64, string, int64, string)
 }, o *operatorOptions) {
+	f.DurationVar(&o.apiCallTimeout, "api-call-timeout", 5*time.Second, "upper bound of one apiCall context read (Policies)")
+	f.Int64Var(&o.apiCallMaxBytes, "api-call-max-bytes", 2<<20, "largest apiCall response read (Policies); larger is an error")
+	f.DurationVar(&o.apiCallCacheTTL, "api-call-cache-ttl", 5*time.Second, "how long an apiCall response is reused for the same method, path and body (0: never)")
+	f.DurationVar(&o.configMapIdle, "configmap-idle", 10*time.Minute, "how long a ConfigMap no Policy read stays watched")
+	f.BoolVar(&o.contextCMs, "policy-context-configmaps", true, "serve Policies' configMap context entries (needs get, list, watch on configmaps)")
+	f.BoolVar(&o.contextRoles, "policy-context-roles", true, "serve request.roles and request.clusterRoles (needs get, list, watch on rolebindings and clusterrolebindings)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (empty: $KUBECONFIG, the in-cluster configuration, or ~/.kube/config)")
 	f.StringVar(&o.namespace, "namespace", defaultNamespace, "namespace modwright runs in (its Secret, Service and leader-election lease)")
 	f.StringVar(&o.serviceName, "service-name", defaultServiceName, "Service in front of the webhooks (the serving certificate covers its DNS names)")
@@ -227,15 +242,30 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		Log:     log.WithName("rules"),
 		Metrics: m,
 	}
-	resolver := &cluster.Resolver{Reader: mgr.GetCache()}
-	if err := resolver.Watch(informers[0], informers[1]); err != nil {
-		return err
-	}
-	// CEL's authorizer asks the API server (SubjectAccessReviews, cached).
 	clients, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
+	// Policies' context: the ConfigMaps they read (watched one by one),
+	// apiCall reads, the requester's RBAC roles (indexed bindings).
+	resolver := &cluster.Resolver{Reader: mgr.GetCache()}
+	if op.contextCMs {
+		resolver.ConfigMaps = &cluster.ConfigMaps{Client: clients, Idle: op.configMapIdle}
+		if err := mgr.Add(manager.RunnableFunc(resolver.ConfigMaps.Run)); err != nil {
+			return err
+		}
+	}
+	if err := resolver.Watch(informers[0], informers[1]); err != nil {
+		return err
+	}
+	if op.contextRoles {
+		if err := cluster.IndexSubjects(ctx, mgr.GetFieldIndexer()); err != nil {
+			return &ExitError{Code: 2, Err: err}
+		}
+		o.roles = &cluster.Roles{Reader: mgr.GetCache()}
+	}
+	o.api = &cluster.APIClient{REST: clients.Discovery().RESTClient(), Timeout: op.apiCallTimeout, MaxBytes: op.apiCallMaxBytes, TTL: op.apiCallCacheTTL}
+	// CEL's authorizer asks the API server (SubjectAccessReviews, cached).
 	o.authz = &cluster.Authorizer{Reviews: clients.AuthorizationV1().SubjectAccessReviews()}
 	dragnet := o.dragnet(store, resolver, log, m)
 	srv := mgr.GetWebhookServer()

@@ -51,6 +51,10 @@ type serveOptions struct {
 	// authz answers the rules' authorization questions (the operator's
 	// SubjectAccessReviews); nil standalone.
 	authz engine.Authorizer
+	// api and roles serve Policies' apiCall entries and request.roles (the
+	// operator's); nil standalone.
+	api   engine.APIReader
+	roles engine.RoleReader
 }
 
 // defaultGCPercent is --gc-percent's default: the collector lets the heap
@@ -358,7 +362,7 @@ func (o *serveOptions) serverOptions(so webhook.ServerOptions) webhook.ServerOpt
 // serves syntheticRefs (nil: none).
 func (o *serveOptions) dragnet(store webhook.Snapshots, resolver engine.ObjectReader, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
 	d := webhook.NewDragnet(webhook.Options{
-		Evaluator:       engine.New(engine.Options{Objects: resolver, Authorizer: o.authz, NoTrace: true}), // nobody reads the trace here
+		Evaluator:       engine.New(engine.Options{Objects: resolver, Authorizer: o.authz, API: o.api, Roles: o.roles, NoTrace: true}), // nobody reads the trace here
 		Snapshots:       store,
 		Log:             log.WithName("dragnet"),
 		Metrics:         m,

@@ -5,6 +5,13 @@
 // published with an atomic swap), and it serves syntheticRefs (Namespaces,
 // Nodes) from the same caches, never with a live API call per request.
 //
+// It also serves Policies' context: ConfigMaps (ConfigMaps: an informer per
+// ConfigMap read, field-selected on its name, stopped when idle), apiCall
+// reads (APIClient: timeout, size limit, a TTL cache per distinct read,
+// concurrent identical reads shared) and the requester's RBAC roles (Roles:
+// RoleBindings and ClusterRoleBindings indexed by subject in the manager's
+// cache), the authorizer (Authorizer: SubjectAccessReviews, cached).
+//
 // It owns watching and compiling; what a rule means is the kinds' and
 // internal/engine's business: it holds no kind's Go types. It must not know about HTTP, admission reviews
 // or the CLI.

@@ -26,6 +26,9 @@ import (
 // gone or, after Watch, when its informer reports the deletion.
 type Resolver struct {
 	Reader client.Reader // the manager's cache
+	// ConfigMaps serves ConfigMaps (Policies' configMap context entries);
+	// nil: they are not served.
+	ConfigMaps *ConfigMaps
 
 	mu    sync.Mutex
 	trees map[string]tree // "ns/NAME" or "node/NAME"
@@ -39,8 +42,12 @@ type tree struct {
 var _ engine.ObjectReader = (*Resolver)(nil)
 
 // Get returns the object ref names, or nil when it does not exist. Only
-// Namespaces and Nodes (core group, cluster-scoped) are served.
+// Namespaces and Nodes (core group, cluster-scoped) are served, and
+// ConfigMaps when ConfigMaps is set.
 func (r *Resolver) Get(ctx context.Context, ref engine.ObjectRef) (map[string]any, error) {
+	if ref.Group == "" && ref.Kind == "ConfigMap" && r.ConfigMaps != nil {
+		return r.ConfigMaps.Get(ctx, ref.Namespace, ref.Name)
+	}
 	if ref.Group != "" || (ref.Kind != "Namespace" && ref.Kind != "Node") {
 		return nil, fmt.Errorf("%s: %w (the cluster reader caches Namespaces and Nodes only)", ref, engine.ErrKindNotServed)
 	}
