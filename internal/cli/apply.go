@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -53,6 +54,7 @@ type applyOptions struct {
 	rules    []string
 	files    []string
 	contexts []string
+	userInfo string
 	old      string
 	admissionFlags
 	output string
@@ -109,7 +111,8 @@ func (o *applyOptions) addFlags(cmd *cobra.Command, what, output, outputUsage st
 	f := cmd.Flags()
 	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory (repeatable)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, what+": file, directory or - for stdin (repeatable)")
-	f.StringArrayVar(&o.contexts, "context", nil, "Namespace and Node objects served as syntheticRefs (repeatable)")
+	f.StringArrayVar(&o.contexts, "context", nil, "objects the rules read (Namespaces and Nodes for syntheticRefs, ConfigMaps for Policies' context) and recorded APICallResponse documents (repeatable)")
+	f.StringVar(&o.userInfo, "user-info", "", "the requester: a UserInfo document (userInfo: {username, groups}, roles, clusterRoles), Kyverno CLI's format")
 	o.admissionFlags.add(f, "objects")
 	f.StringVar(&o.old, "old", "", oldUsage)
 	f.StringVarP(&o.output, "output", "o", output, outputUsage)
@@ -145,6 +148,7 @@ type inputs struct {
 // admission is the admission of objs[i], with its old object.
 func (in *inputs) admission(i int, defaultNS string) admission {
 	a := newAdmission(in.objs[i].Object, defaultNS)
+	a.user = userOf(in.resolver)
 	if in.olds != nil {
 		a.old = in.olds[i].Object
 	}
@@ -160,7 +164,11 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	if o.old != "" {
 		old = []string{o.old}
 	}
-	if err := checkStdin(o.rules, o.files, old, o.contexts); err != nil {
+	contexts := o.contexts
+	if o.userInfo != "" {
+		contexts = append(slices.Clone(contexts), o.userInfo)
+	}
+	if err := checkStdin(o.rules, o.files, old, contexts); err != nil {
 		return nil, err
 	}
 	snap, err := loadSnapshot(o.rules, s, o.registry.kinds(o.clusterRules))
@@ -180,8 +188,11 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 			return nil, &ExitError{Code: 2, Err: err}
 		}
 	}
-	if in.resolver, err = resolverFor(o.contexts, s); err != nil {
+	if in.resolver, err = resolverFor(contexts, s); err != nil {
 		return nil, err
+	}
+	if o.userInfo != "" && userOf(in.resolver).Username == "" {
+		return nil, usageError("--user-info %s: no UserInfo document with a userInfo.username", o.userInfo)
 	}
 	return in, nil
 }
@@ -202,7 +213,8 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(engine.Options{Objects: in.resolver, NoTrace: true})
+	api, roles := runner.Readers(in.resolver)
+	eng := engine.New(engine.Options{Objects: in.resolver, API: api, Roles: roles, NoTrace: true})
 
 	var out []any
 	var origins []string // where each of out came from, for errors

@@ -16,16 +16,27 @@ import (
 // kinds); a later object with the same reference replaces an earlier one.
 type staticResolver struct {
 	objects map[engine.ObjectRef]map[string]any
+	// api holds the recorded apiCall responses; user the requester
+	// (context_readers.go).
+	api  map[string][]byte
+	user *offlineUser
 }
 
 var _ engine.ObjectReader = (*staticResolver)(nil)
 
 // newStaticResolver also returns warnings for the documents no reference
-// can name (no kind or no metadata.name).
-func newStaticResolver(docs []source.Document) (*staticResolver, []string) {
+// can name (no kind or no metadata.name), and an error for a context data
+// document (APICallResponse, UserInfo) that is not right.
+func newStaticResolver(docs []source.Document) (*staticResolver, []string, error) {
 	r := &staticResolver{objects: map[engine.ObjectRef]map[string]any{}}
 	var ignored []string
 	for _, d := range docs {
+		if isContextData(&d) {
+			if err := r.addContextData(&d); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		ref := engine.ObjectRef{Group: apiGroup(d.APIVersion()), Kind: d.Kind(), Namespace: d.Namespace(), Name: d.Name()}
 		if ref.Kind == "" || ref.Name == "" {
 			ignored = append(ignored, d.Origin+": an object without kind or metadata.name; ignored as context")
@@ -36,7 +47,7 @@ func newStaticResolver(docs []source.Document) (*staticResolver, []string) {
 		}
 		r.objects[ref] = d.Object
 	}
-	return r, ignored
+	return r, ignored, nil
 }
 
 // Get returns the context object ref names, or nil.

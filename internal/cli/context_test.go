@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -66,7 +69,10 @@ metadata: {namespace: team-a}
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, ignored := newStaticResolver(docs)
+	r, ignored, err := newStaticResolver(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if want := []string{"context.yaml, document 4: an object without kind or metadata.name; ignored as context"}; !cmp.Equal(want, ignored) {
 		t.Errorf("warnings %q, want %q", ignored, want)
 	}
@@ -92,6 +98,76 @@ metadata: {namespace: team-a}
 		}
 		if !cmp.Equal(want, got) {
 			t.Errorf("Get(%v) = %v, want %v", tc.ref, got, want)
+		}
+	}
+}
+
+func TestContextData(t *testing.T) {
+	ctx := context.Background()
+	docs, err := source.ParseManifest("context.yaml", []byte(`
+apiVersion: cli.modwright.io/v1alpha1
+kind: APICallResponse
+urlPath: /api/v1/namespaces/a/pods
+response: {items: [{metadata: {name: p}}]}
+---
+apiVersion: cli.modwright.io/v1alpha1
+kind: APICallResponse
+urlPath: /apis/x/v1/check
+method: POST
+data: {name: web, count: 1}
+response: {allowed: true}
+---
+apiVersion: cli.kyverno.io/v1alpha1
+kind: UserInfo
+userInfo: {username: alice, groups: [devs], extra: {scopes: [a]}}
+roles: [a:dev]
+clusterRoles: [view]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := newStaticResolver(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.objects) != 0 {
+		t.Errorf("context data served as objects: %v", r.objects)
+	}
+	body, err := r.Call(ctx, engine.APICall{Method: "GET", Path: "/api/v1/namespaces/a/pods"})
+	if err != nil || string(body) != `{"items":[{"metadata":{"name":"p"}}]}` {
+		t.Errorf("GET: %s, %v", body, err)
+	}
+	// The POST body is compared as JSON: key order and spacing do not matter.
+	if body, err := r.Call(ctx, engine.APICall{Method: "POST", Path: "/apis/x/v1/check", Data: []byte(`{"count": 1.0, "name":"web"}`)}); err != nil || string(body) != `{"allowed":true}` {
+		t.Errorf("POST: %s, %v", body, err)
+	}
+	for _, miss := range []engine.APICall{{Method: "GET", Path: "/nope"}, {Method: "POST", Path: "/apis/x/v1/check", Data: []byte(`{"name":"db"}`)}, {Method: "POST", Path: "/api/v1/namespaces/a/pods"}} {
+		if _, err := r.Call(ctx, miss); !errors.Is(err, engine.ErrNoAPIResponse) || !strings.Contains(err.Error(), "record one in a --context file") {
+			t.Errorf("%v: %v", miss, err)
+		}
+	}
+	if u := userOf(r); u.Username != "alice" || !cmp.Equal(u.Groups, []string{"devs"}) || !cmp.Equal(u.Extra, map[string][]string{"scopes": {"a"}}) {
+		t.Errorf("user %+v", u)
+	}
+	roles, crs, _ := r.Roles(ctx, engine.UserInfo{}, "a")
+	if !cmp.Equal(roles, []string{"a:dev"}) || !cmp.Equal(crs, []string{"view"}) {
+		t.Errorf("roles %v %v", roles, crs)
+	}
+
+	for _, bad := range []struct{ doc, want string }{
+		{"apiVersion: cli.modwright.io/v1alpha1\nkind: APICallResponse\nresponse: 1", "urlPath is required"},
+		{"apiVersion: cli.modwright.io/v1alpha1\nkind: APICallResponse\nurlPath: /x", "response is required"},
+		{"apiVersion: cli.modwright.io/v1alpha1\nkind: APICallResponse\nurlPath: /x\nmethod: PUT\nresponse: 1", `method "PUT"`},
+		{"apiVersion: cli.modwright.io/v1alpha1\nkind: UserInfo\nroles: [a]", "userInfo (username, groups) is required"},
+		{"apiVersion: cli.modwright.io/v1alpha1\nkind: UserInfo\nuserInfo: {username: a, groups: [1]}", "groups[0] must be a string"},
+		{"apiVersion: cli.modwright.io/v1alpha1\nkind: UserInfo\nuserInfo: {username: a}\n---\napiVersion: cli.modwright.io/v1alpha1\nkind: UserInfo\nuserInfo: {username: b}", "a second UserInfo"},
+	} {
+		docs, err := source.ParseManifest("bad.yaml", []byte(bad.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := newStaticResolver(docs); err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "bad.yaml") {
+			t.Errorf("%q: error %v, want one naming the file and saying %q", bad.doc, err, bad.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -213,6 +214,70 @@ func runCase(t *testing.T, path string) {
 		t.Fatalf("webhook pass: the case is listed in webhookInexpressible (%s) but can be expressed; remove it from the list", reason)
 	}
 	webhookPass(t, files, flags, want, stderr.String())
+	if strings.HasPrefix(name, "kyverno-") {
+		c.suitePass(t, dir, files, flags, want, code)
+	}
+}
+
+// suitePass runs a Kyverno case once more as a `modwright test` suite
+// written beside its files: one case per input object, expecting what
+// apply gave (the want section's object, or the denial the stderr section
+// names) and the warnings the stderr section lists.
+func (c *corpusCase) suitePass(t *testing.T, dir string, files caseFiles, f caseFlags, want []byte, code int) {
+	t.Helper()
+	docs, err := source.ReadPaths([]string{files.input}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wants, err := source.ParseManifest("want", want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	if sec, ok := c.section("stderr"); ok {
+		for _, l := range strings.Split(string(sec), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				lines = append(lines, l)
+			}
+		}
+	}
+	if code == 1 && len(docs) != 1 {
+		t.Fatalf("suite pass: a denial case must have one input object")
+	}
+	st := map[string]any{"apiVersion": "modwright.io/v1alpha1", "kind": "TestSuite", "rules": []any{files.rules}, "operation": f.operation}
+	if files.context != "" {
+		st["context"] = []any{files.context}
+	}
+	var cases []any
+	for i, d := range docs {
+		tc := map[string]any{"name": fmt.Sprintf("object %d", i+1), "object": d.Object}
+		if code == 1 {
+			tc["expect"] = "rejected"
+			tc["message"] = lines[0]
+		} else {
+			tc["expect"] = "admitted"
+			tc["resultObject"] = wants[i].Object
+			if len(lines) > 0 {
+				tc["warnings"] = lines
+			}
+		}
+		cases = append(cases, tc)
+	}
+	st["cases"] = cases
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suiteFile := filepath.Join(dir, "modwright-test.yaml")
+	if err := os.WriteFile(suiteFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if rc := ExecuteContext(context.Background(), []string{"test", suiteFile}, Streams{In: strings.NewReader(""), Out: &stdout, Err: &stderr}); rc != 0 {
+		t.Errorf("suite pass: modwright test exit %d\n%s\n%s", rc, stdout.String(), stderr.String())
+		return
+	}
+	t.Logf("suite pass: %d cases passed", len(cases))
 }
 
 // webhookInexpressible lists, by dir/name, the corpus cases the webhook
@@ -304,7 +369,7 @@ func webhookPass(t *testing.T, files caseFiles, f caseFlags, want []byte, applyS
 	for i := range docs {
 		d := &docs[i]
 		a := in.admission(i, f.namespace)
-		res, err := wh.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old})
+		res, err := wh.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old, User: userOf(objects)})
 		if err != nil {
 			t.Fatalf("webhook pass: %s: %s: %v", d.Origin, a, err)
 		}

@@ -128,7 +128,8 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(engine.Options{Objects: in.resolver})
+	api, roles := runner.Readers(in.resolver)
+	eng := engine.New(engine.Options{Objects: in.resolver, API: api, Roles: roles})
 	var out []Explanation
 	for i := range in.objs {
 		d := &in.objs[i]

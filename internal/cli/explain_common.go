@@ -34,6 +34,7 @@ type admission struct {
 	kind string
 	ns   string // "" for cluster-scoped kinds
 	name string
+	user engine.UserInfo // the requester (a UserInfo context document)
 }
 
 // newAdmission takes a namespaced object without a namespace to be in
@@ -65,7 +66,7 @@ func (a admission) String() string {
 // the uid and the options are unknown without an API server and left
 // empty; DryRun is false.
 func (a admission) request(op rules.Operation) engine.Request {
-	return runner.Attributes(runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old})
+	return runner.Attributes(runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old, User: a.user})
 }
 
 // evaluate runs the engine on one admission.
@@ -83,7 +84,10 @@ func resolverFor(paths []string, s Streams) (engine.ObjectReader, error) {
 	if err != nil {
 		return nil, &ExitError{Code: 2, Err: err}
 	}
-	r, ignored := newStaticResolver(docs)
+	r, ignored, err := newStaticResolver(docs)
+	if err != nil {
+		return nil, &ExitError{Code: 2, Err: err}
+	}
 	for _, w := range ignored {
 		fmt.Fprintln(s.Err, "warning:", w)
 	}

@@ -154,10 +154,16 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 	}
 	var resolver engine.ObjectReader
 	if len(contextDocs) > 0 {
-		resolver, _ = newStaticResolver(contextDocs)
+		r, _, err := newStaticResolver(contextDocs)
+		if err != nil {
+			fail(err.Error(), nil, "")
+		} else {
+			resolver = r
+		}
 	}
 	snap := engine.NewSnapshot(res.Rules)
-	eng := engine.New(engine.Options{Objects: resolver, NoTrace: true})
+	api, roles := runner.Readers(resolver)
+	eng := engine.New(engine.Options{Objects: resolver, API: api, Roles: roles, NoTrace: true})
 
 	out := make([]any, 0, len(items))
 	for i, it := range items {

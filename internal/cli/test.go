@@ -255,7 +255,7 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 		if a.old, err = caseOld(st, c, obj, ns); err != nil {
 			return nil, suiteError(st, field+".old", err)
 		}
-		res, err := drv.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old})
+		res, err := drv.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old, User: userOf(resolver)})
 		if err != nil {
 			return nil, suiteError(st, field, err)
 		}
@@ -340,7 +340,7 @@ func check(c *suite.Case, in, want map[string]any, res *runner.Result) (reason, 
 	for _, w := range c.Warnings {
 		found := false
 		for _, got := range res.Decision.Warnings {
-			found = found || strings.Contains(got.Message, w)
+			found = found || strings.Contains(runner.WarningText(got), w)
 		}
 		if !found {
 			return fmt.Sprintf("expected a warning containing %q; got %d warnings", w, len(res.Decision.Warnings)), ""

@@ -23,7 +23,8 @@ func NewEngine(snap *engine.Snapshot, objects engine.ObjectReader) *Engine {
 // NewEngineAuthz is NewEngine with an authorizer for the rules'
 // authorization checks (a test suite's decisions).
 func NewEngineAuthz(snap *engine.Snapshot, objects engine.ObjectReader, authz engine.Authorizer) *Engine {
-	return &Engine{eng: engine.New(engine.Options{Objects: objects, Authorizer: authz, NoTrace: true}), snap: snap}
+	api, roles := Readers(objects)
+	return &Engine{eng: engine.New(engine.Options{Objects: objects, Authorizer: authz, API: api, Roles: roles, NoTrace: true}), snap: snap}
 }
 
 // Run evaluates one request.

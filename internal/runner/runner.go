@@ -27,6 +27,9 @@ type Request struct {
 	// old); nil for none, as the CLI admits an UPDATE without --old. It is
 	// never modified, and must be nil for CREATE and DELETE.
 	Old map[string]any
+	// User is the requester (offline: --user-info, a suite's UserInfo
+	// context document); zero for an anonymous request.
+	User engine.UserInfo
 }
 
 // Result is what one request gave.
@@ -66,10 +69,23 @@ type Driver interface {
 // carries Old as its old object. The resource, the user, the uid and the
 // options are unknown without an API server and left empty.
 func Attributes(req Request) engine.Request {
+	var r engine.Request
 	if req.Operation == rules.Update {
-		return kinds.OfflineUpdate(req.Object, req.Old, req.Namespace)
+		r = kinds.OfflineUpdate(req.Object, req.Old, req.Namespace)
+	} else {
+		r = kinds.OfflineRequest(req.Object, req.Namespace, req.Operation)
 	}
-	return kinds.OfflineRequest(req.Object, req.Namespace, req.Operation)
+	r.UserInfo = req.User
+	return r
+}
+
+// Readers are the engine's readers a context offers beyond objects: the
+// recorded API responses and the requester's roles, when objects serves
+// them too (the CLI's context does).
+func Readers(objects engine.ObjectReader) (engine.APIReader, engine.RoleReader) {
+	api, _ := objects.(engine.APIReader)
+	roles, _ := objects.(engine.RoleReader)
+	return api, roles
 }
 
 // WarningText is how an admission warning reads in Result.Warnings (the

@@ -34,8 +34,9 @@ var _ Driver = (*Webhook)(nil)
 func NewWebhook(snap *engine.Snapshot, objects engine.ObjectReader) *Webhook {
 	st := &source.Store{}
 	st.Publish(snap)
+	api, roles := Readers(objects)
 	return &Webhook{h: webhook.NewDragnet(webhook.Options{
-		Evaluator: engine.New(engine.Options{Objects: objects, NoTrace: true}),
+		Evaluator: engine.New(engine.Options{Objects: objects, API: api, Roles: roles, NoTrace: true}),
 		Snapshots: st,
 		Log:       logr.Discard(),
 	})}
@@ -121,8 +122,15 @@ func Review(req Request) ([]byte, error) {
 		Version string `json:"version"`
 		Kind    string `json:"kind"`
 	}
+	type userInfo struct {
+		Username string              `json:"username,omitempty"`
+		UID      string              `json:"uid,omitempty"`
+		Groups   []string            `json:"groups,omitempty"`
+		Extra    map[string][]string `json:"extra,omitempty"`
+	}
 	type request struct {
 		UID       string          `json:"uid"`
+		UserInfo  userInfo        `json:"userInfo"`
 		Kind      gvk             `json:"kind"`
 		Name      string          `json:"name,omitempty"`
 		Namespace string          `json:"namespace,omitempty"`
@@ -136,6 +144,7 @@ func Review(req Request) ([]byte, error) {
 	}
 	rq := request{
 		UID:       reviewUID,
+		UserInfo:  userInfo{a.UserInfo.Username, a.UserInfo.UID, a.UserInfo.Groups, a.UserInfo.Extra},
 		Kind:      gvk{a.Kind.Group, a.Kind.Version, a.Kind.Kind},
 		Name:      a.Name,
 		Namespace: a.Namespace,

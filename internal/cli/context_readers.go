@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// The offline stand-ins for what the operator reads from the cluster,
+// given as context documents (--context, --user-info, a suite's context):
+//
+//	apiVersion: cli.modwright.io/v1alpha1
+//	kind: APICallResponse        # one recorded apiCall answer
+//	urlPath: /api/v1/namespaces/team-a/pods
+//	method: GET                  # default GET
+//	data: {...}                  # a POST body, compared as JSON
+//	response: {...}              # any JSON
+//
+//	apiVersion: cli.modwright.io/v1alpha1   # or Kyverno's cli.kyverno.io/v1alpha1
+//	kind: UserInfo               # the requester (one per context)
+//	userInfo: {username, uid, groups, extra}
+//	roles: [namespace:name, ...]
+//	clusterRoles: [name, ...]
+const (
+	cliAPIVersion        = "cli.modwright.io/v1alpha1"
+	kyvernoCLIAPIVersion = "cli.kyverno.io/v1alpha1"
+	kindAPICallResponse  = "APICallResponse"
+	kindUserInfo         = "UserInfo"
+)
+
+// offlineUser is a UserInfo context document.
+type offlineUser struct {
+	user                engine.UserInfo
+	roles, clusterRoles []string
+	origin              string
+}
+
+// isContextData reports whether d is one of the documents above.
+func isContextData(d *source.Document) bool {
+	av := d.APIVersion()
+	return (av == cliAPIVersion || av == kyvernoCLIAPIVersion) && (d.Kind() == kindAPICallResponse || d.Kind() == kindUserInfo)
+}
+
+// apiKey identifies a recorded call: method, path and the body's JSON.
+func apiKey(method, path string, body any) (string, error) {
+	if method == "" {
+		method = "GET"
+	}
+	b, err := json.Marshal(canonical(body))
+	if err != nil {
+		return "", err
+	}
+	return method + " " + path + " " + string(b), nil
+}
+
+// canonical makes equal JSON values encode alike: numbers as float64
+// (1 and 1.0 are one number); encoding/json sorts keys.
+func canonical(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return string(x)
+		}
+		return f
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = canonical(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = canonical(e)
+		}
+		return out
+	}
+	return v
+}
+
+// addContextData records an APICallResponse or UserInfo document.
+func (r *staticResolver) addContextData(d *source.Document) error {
+	o := d.Object
+	str := func(k string) (string, error) {
+		v, ok := o[k]
+		if !ok || v == nil {
+			return "", nil
+		}
+		s, ok := v.(string)
+		if !ok {
+			return "", fmt.Errorf("%s: %s %s: %s must be a string", d.Origin, d.APIVersion(), d.Kind(), k)
+		}
+		return s, nil
+	}
+	strs := func(m map[string]any, k string) ([]string, error) {
+		v, ok := m[k]
+		if !ok || v == nil {
+			return nil, nil
+		}
+		l, ok := v.([]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: %s: %s must be a list of strings", d.Origin, d.Kind(), k)
+		}
+		out := make([]string, len(l))
+		for i, e := range l {
+			if out[i], ok = e.(string); !ok {
+				return nil, fmt.Errorf("%s: %s: %s[%d] must be a string", d.Origin, d.Kind(), k, i)
+			}
+		}
+		return out, nil
+	}
+	switch d.Kind() {
+	case kindAPICallResponse:
+		path, err := str("urlPath")
+		if err != nil {
+			return err
+		}
+		if path == "" {
+			return fmt.Errorf("%s: APICallResponse: urlPath is required", d.Origin)
+		}
+		method, err := str("method")
+		if err != nil {
+			return err
+		}
+		if method != "" && method != "GET" && method != "POST" {
+			return fmt.Errorf("%s: APICallResponse: method %q: use GET or POST", d.Origin, method)
+		}
+		resp, ok := o["response"]
+		if !ok {
+			return fmt.Errorf("%s: APICallResponse %s: response is required (null is a response)", d.Origin, path)
+		}
+		key, err := apiKey(method, path, o["data"])
+		if err != nil {
+			return fmt.Errorf("%s: APICallResponse %s: data: %w", d.Origin, path, err)
+		}
+		body, err := value.Encode(resp)
+		if err != nil {
+			return fmt.Errorf("%s: APICallResponse %s: response: %w", d.Origin, path, err)
+		}
+		if r.api == nil {
+			r.api = map[string][]byte{}
+		}
+		r.api[key] = body
+	case kindUserInfo:
+		if r.user != nil {
+			return fmt.Errorf("%s: a second UserInfo (the first is in %s): a request has one requester", d.Origin, r.user.origin)
+		}
+		u := &offlineUser{origin: d.Origin}
+		ui, _ := o["userInfo"].(map[string]any)
+		if ui == nil {
+			return fmt.Errorf("%s: UserInfo: userInfo (username, groups) is required", d.Origin)
+		}
+		u.user.Username, _ = ui["username"].(string)
+		u.user.UID, _ = ui["uid"].(string)
+		var err error
+		if u.user.Groups, err = strs(ui, "groups"); err != nil {
+			return err
+		}
+		if extra, ok := ui["extra"].(map[string]any); ok {
+			u.user.Extra = map[string][]string{}
+			for k := range extra {
+				if u.user.Extra[k], err = strs(extra, k); err != nil {
+					return err
+				}
+			}
+		}
+		if u.roles, err = strs(o, "roles"); err != nil {
+			return err
+		}
+		if u.clusterRoles, err = strs(o, "clusterRoles"); err != nil {
+			return err
+		}
+		r.user = u
+	}
+	return nil
+}
+
+var (
+	_ engine.APIReader  = (*staticResolver)(nil)
+	_ engine.RoleReader = (*staticResolver)(nil)
+)
+
+// Call answers an apiCall from the recorded responses.
+func (r *staticResolver) Call(_ context.Context, c engine.APICall) ([]byte, error) {
+	var body any
+	if len(c.Data) > 0 {
+		v, err := value.Decode(c.Data)
+		if err != nil {
+			return nil, err
+		}
+		body = v
+	}
+	key, err := apiKey(c.Method, c.Path, body)
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := r.api[key]; ok {
+		return b, nil
+	}
+	recorded := make([]string, 0, len(r.api))
+	for k := range r.api {
+		recorded = append(recorded, k)
+	}
+	sort.Strings(recorded)
+	hint := "record one in a --context file: apiVersion: " + cliAPIVersion + ", kind: " + kindAPICallResponse + ", urlPath, method, data, response"
+	if len(recorded) > 0 {
+		hint += "; recorded: " + strings.Join(recorded, ", ")
+	}
+	return nil, fmt.Errorf("%w: %s %s (%s)", engine.ErrNoAPIResponse, c.Method, c.Path, hint)
+}
+
+// Roles gives the UserInfo document's roles (none without one).
+func (r *staticResolver) Roles(context.Context, engine.UserInfo, string) ([]string, []string, error) {
+	if r.user == nil {
+		return nil, nil, nil
+	}
+	return slices.Clone(r.user.roles), slices.Clone(r.user.clusterRoles), nil
+}
+
+// userOf is the requester a context names (zero without a UserInfo).
+func userOf(objects engine.ObjectReader) engine.UserInfo {
+	if r, ok := objects.(*staticResolver); ok && r != nil && r.user != nil {
+		return r.user.user
+	}
+	return engine.UserInfo{}
+}
