@@ -71,8 +71,8 @@ func docCommands(t *testing.T, path string) []docCommand {
 	return cmds
 }
 
-// TestDocsCLIExamples runs every shell command docs/cli.md and
-// docs/policy.md show, from the
+// TestDocsCLIExamples runs every shell command docs/cli.md,
+// docs/policy.md and docs/variables.md show, from the
 // repository's root as the document says, and checks its exit status: 0
 // unless the table below says otherwise. The only rewrites: `go run
 // ./cmd/modwright`, `./bin/modwright` and `$PWD/bin` name a modwright built
@@ -100,7 +100,7 @@ func TestDocsCLIExamples(t *testing.T) {
 			code: 1, stderr: `reject-external-ips: "external IPs [203.0.113.7] are not allowed"`},
 	}
 	var cmds []docCommand
-	for _, doc := range []string{"cli.md", "policy.md"} {
+	for _, doc := range []string{"cli.md", "policy.md", "variables.md"} {
 		cs := docCommands(t, filepath.Join(root, "docs", doc))
 		if len(cs) < 3 {
 			t.Fatalf("found %d commands in docs/%s; the parser is broken", len(cs), doc)
