@@ -192,3 +192,30 @@ func TestRoles(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAPIClient measures a repeated apiCall within the TTL: served
+// from the cache, it makes no request (checked), whatever b.N.
+func BenchmarkAPIClient(b *testing.B) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		fmt.Fprint(w, `{"metadata": {"annotations": {"example.com/max-replicas": "3"}}}`)
+	}))
+	defer srv.Close()
+	rc, err := rest.UnversionedRESTClientFor(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{NegotiatedSerializer: clientgoscheme.Codecs.WithoutConversion()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &cluster.APIClient{REST: rc, TTL: time.Hour}
+	call := engine.APICall{Method: "GET", Path: "/api/v1/namespaces/shop"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Call(ctx, call); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := requests.Load(); n != 1 {
+		b.Fatalf("%d requests for %d calls, want 1", n, b.N)
+	}
+}
