@@ -3,8 +3,20 @@
 // their manifests strictly and compiles them into engine.Rules, with their
 // index keys (namespace, operations, kinds), their static match (resource
 // filters, label selectors, exclusions), and every expression slot compiled
-// once through the language seam (CEL today: internal/lang/cel; scopes in
-// KubeMod JSONPath).
+// once through the language seam (CEL: internal/lang/cel; Kyverno's
+// JMESPath: internal/lang/jmespath; scopes in KubeMod JSONPath), with
+// Kyverno's {{ }} templates (internal/lang/subst), condition blocks
+// (internal/lang/conditions), static patches and context entries
+// (configMap, apiCall, variable) compiled at load too.
+//
+// Kyverno's context (kyverno.go) is the one document JMESPath programs and
+// {{ }} variables read: request (with object and oldObject, the roles),
+// serviceAccountName/Namespace, images (internal/kinds/images), and every
+// context entry and variable by name. It is built member by member, only
+// the members a program reads (jmespath.Program.Roots), once per run; the
+// object in the library's form and Kyverno's request are shared by every
+// policy of an evaluation. ConfigMaps, API reads and roles come through
+// engine.Handle (Objects, API, Roles).
 //
 // Evaluation follows the kube-apiserver's admission policies: variables are
 // lazy and evaluated at most once per phase, matchConditions gate the rule,
