@@ -128,8 +128,10 @@ type jpUse struct {
 	e     *jpExpr
 }
 
-// jmesPaths lists the policy's JMESPath programs: slots, context entries'
-// jmesPaths and the {{ }} variables.
+// jmesPaths lists the policy's JMESPath programs that read the context:
+// slots, context variables' jmesPaths without a value (with one, or in an
+// apiCall, a jmesPath reads the value or the response) and the {{ }}
+// variables.
 func (r *Rule) jmesPaths() []jpUse {
 	var out []jpUse
 	add := func(field string, e *jpExpr) {
@@ -139,10 +141,7 @@ func (r *Rule) jmesPaths() []jpUse {
 	}
 	for _, v := range r.vars {
 		add(v.e.field, v.e.jp)
-		if v.entry != nil && v.entry.apiCall != nil {
-			add(v.field+".apiCall.jmesPath", v.entry.apiCall.jmesPath)
-		}
-		if v.entry != nil && v.entry.variable != nil {
+		if v.entry != nil && v.entry.variable != nil && v.entry.variable.value == nil {
 			add(v.field+".variable.jmesPath", v.entry.variable.jmesPath)
 		}
 	}

@@ -41,8 +41,10 @@ validations: [{cel: "true", messageExpression: "'m'"}]`,
 context:
 - {name: cm, configMap: {name: settings}}
 - {name: nm, variable: {jmesPath: "request.object.metadata.name"}}
+- {name: limit, apiCall: {urlPath: /api/v1/namespaces/x, jmesPath: "metadata.labels.limit"}}
+- {name: tr, variable: {value: {a: 1}, jmesPath: "a"}}
 variables: [{name: v, cel: "variables.nm + 'x'"}]
-validations: [{jmespath: "cm.data.x == 'y'", message: "{{ v }} {{ images.containers }} {{ serviceAccountName }}"}]`,
+validations: [{jmespath: "cm.data.x == 'y'", message: "{{ v }} {{ images.containers }} {{ serviceAccountName }} {{ limit }} {{ tr }}"}]`,
 	}, {
 		name: "kyverno context: undefined name, unused entry, {{ }} in match",
 		spec: `
