@@ -164,6 +164,9 @@ func reasonCode(r metav1.StatusReason) (int, bool) {
 // compiler collects a policy's errors while compiling it.
 type compiler struct {
 	errs []rules.FieldError
+	// refsFailed: a `$( )` reference did not resolve (reported once; the
+	// condition blocks holding references are not compiled).
+	refsFailed bool
 }
 
 func (c *compiler) errorf(field string, pos int, format string, args ...any) {
@@ -242,6 +245,8 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 		cluster:  cluster,
 	}
 	var c compiler
+	spec = c.resolveReferences(spec)
+	r.Spec = spec
 	if !cluster && meta.Namespace == "" {
 		c.errorf("metadata.namespace", -1, "a Policy needs a namespace (a ClusterPolicy applies cluster-wide)")
 	}

@@ -16,6 +16,9 @@ type condSet struct {
 
 // conditions compiles a block of Kyverno conditions.
 func (c *compiler) conditions(r *Rule, field string, b *v1alpha1.Conditions) *condSet {
+	if c.refsFailed {
+		return nil // the unresolved reference is the error
+	}
 	conv := func(list []v1alpha1.Condition, name string) []conditions.Condition {
 		if list == nil {
 			return nil // an absent any is not an empty one (which never holds)

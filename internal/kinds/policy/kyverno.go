@@ -1,11 +1,15 @@
 package policy
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -130,7 +134,7 @@ func (c *compiler) template(r *Rule, field, s string) *subst.Template {
 	if !strings.Contains(s, "{{") && !strings.Contains(s, `\$(`) && !strings.Contains(s, `\{{`) {
 		return nil
 	}
-	t, err := subst.Compile(s)
+	t, err := subst.Compile(subst.UnescapeReferences(s))
 	if err != nil {
 		c.substErr(field, err)
 		return nil
@@ -825,4 +829,57 @@ func (ce *contextEntry) describe() string {
 		return "apiCall " + ce.apiCall.method + " " + ce.apiCall.path
 	}
 	return "variable"
+}
+
+// refFields are the fields of a spec whose strings Kyverno resolves
+// `$( )` references in: condition blocks, messages, context entries and
+// patch values (never CEL nor JMESPath slots, whose text is code).
+var refFields = regexp.MustCompile(`^/(validations/\d+/(deny/|message$)|matchConditions/\d+/conditions/|context/|mutations/\d+/patch/)`)
+
+// resolveReferences resolves the `$(./../key)` references of spec, each
+// relative to the field holding it (a condition's value may read its key),
+// once at load; a spec without one is returned as it is.
+func (c *compiler) resolveReferences(spec *v1alpha1.PolicySpec) *v1alpha1.PolicySpec {
+	b, err := json.Marshal(spec)
+	if err != nil || !bytes.Contains(b, []byte("$(")) {
+		return spec
+	}
+	tree, err := value.Decode(b)
+	if err != nil {
+		return spec
+	}
+	resolved, err := subst.ResolveReferences(tree, refFields.MatchString)
+	if err != nil {
+		c.refsFailed = true
+		var pe *subst.PathError
+		if errors.As(err, &pe) {
+			c.errorf("spec"+fieldOf(pe.Path), -1, "%v", pe.Err)
+		} else {
+			c.errorf("spec", -1, "%v", err)
+		}
+		return spec
+	}
+	out, err := value.Encode(resolved)
+	if err != nil {
+		return spec
+	}
+	var rs v1alpha1.PolicySpec
+	if err := json.Unmarshal(out, &rs); err != nil {
+		return spec
+	}
+	return &rs
+}
+
+// fieldOf turns a JSON pointer into a field path: /validations/0/message
+// is .validations[0].message.
+func fieldOf(pointer string) string {
+	var b strings.Builder
+	for _, seg := range strings.Split(strings.Trim(pointer, "/"), "/") {
+		if _, err := strconv.Atoi(seg); err == nil {
+			b.WriteString("[" + seg + "]")
+		} else {
+			b.WriteString("." + seg)
+		}
+	}
+	return b.String()
 }

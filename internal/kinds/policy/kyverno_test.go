@@ -260,6 +260,21 @@ validations:
       - {key: "{{ request.object.metadata.name }}", operator: NotEquals, value: "we?"}
   message: m`,
 	}, {
+		name: "$( ) references: a condition's value reads its key's field, with an operator prefix",
+		spec: `
+validations:
+- deny:
+    conditions:
+      all:
+      - key: "{{ request.object.spec.replicas }}"
+        operator: Equals
+        value: "$(./../key)"
+      - key: "$(./../../0/key)"
+        operator: Equals
+        value: 5
+  message: "same: $(./../deny/conditions/all/0/operator) \\$(./not)"`,
+		want: outcome{Rejections: []string{"same: Equals $(./not)|Invalid|422"}},
+	}, {
 		name: "condition with an undefined variable is an error naming it",
 		spec: `
 validations:

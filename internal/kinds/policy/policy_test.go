@@ -392,6 +392,50 @@ func TestCompileErrors(t *testing.T) {
 		spec: `mutations: [{jsonPatch: "[]", applyConfiguration: "Object{}"}]`,
 		want: []string{"spec.mutations[0]: exactly one of jsonPatch, applyConfiguration and patch must be set"},
 	}, {
+		name: "a $( ) reference to nothing, reported once",
+		spec: "validations:\n- deny: {conditions: {any: [{key: a, operator: Equals, value: \"$(./../nope)\"}]}}",
+		want: []string{"spec.validations[0].deny.conditions.any[0].value: unresolved reference $(./../nope): no value at /validations/0/deny/conditions/any/0/nope"},
+	}, {
+		name: "an unknown condition operator",
+		spec: "validations:\n- deny: {conditions: {all: [{key: a, operator: Bigger, value: b}]}}",
+		want: []string{"spec.validations[0].deny.conditions.all[0].operator: unknown operator \"Bigger\""},
+	}, {
+		name: "a JMESPath syntax error with its offset",
+		spec: `validations: [{jmespath: "request.object.(("}]`,
+		want: []string{"spec.validations[0].jmespath: column"},
+	}, {
+		name: "an unknown JMESPath function",
+		spec: `variables: [{name: v, jmespath: "nope(@)"}]
+validations: [{cel: "true"}]`,
+		want: []string{"spec.variables[0].jmespath: column 1: unknown function: nope"},
+	}, {
+		name: "a {{ }} variable that does not parse",
+		spec: `validations: [{jmespath: "` + "`true`" + `", message: "{{ request.( }}"}]`,
+		want: []string{"spec.validations[0].message: variable {{ request.( }}"},
+	}, {
+		name: "a variable in a patch path",
+		spec: `mutations: [{patch: [{op: add, path: "/metadata/labels/{{ request.name }}", value: x}]}]`,
+		want: []string{"spec.mutations[0].patch[0].path: column 18: variables are not allowed in a patch's path"},
+	}, {
+		name: "a patch operation without its value",
+		spec: `mutations: [{patch: [{op: replace, path: /spec/replicas}]}]`,
+		want: []string{"spec.mutations[0].patch[0].value: replace needs a value"},
+	}, {
+		name: "context: two sources, a name that hides request, a variable without value",
+		spec: `context:
+- {name: a, configMap: {name: x}, variable: {value: 1}}
+- {name: request, variable: {value: 1}}
+- {name: c, variable: {default: 1}}
+validations: [{cel: "true"}]`,
+		want: []string{"spec.context[0]: exactly one of configMap, apiCall and variable must be set",
+			"spec.context[1].name: context entry name \"request\" hides Kyverno's variable of that name",
+			"spec.context[2].variable: a variable needs a value or a jmesPath"},
+	}, {
+		name: "an apiCall with data but GET",
+		spec: `context: [{name: a, apiCall: {urlPath: /x, data: [{key: k, value: v}]}}]
+validations: [{cel: "true"}]`,
+		want: []string{"spec.context[0].apiCall.data: data is the body of a POST"},
+	}, {
 		name: "bad selector",
 		spec: "match: {objectSelector: {matchExpressions: [{key: a, operator: Nope}]}}\nvalidations: [{cel: 'true'}]",
 		want: []string{"spec.match.objectSelector: "},

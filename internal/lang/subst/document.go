@@ -118,12 +118,36 @@ func stripAnchor(k string) string {
 	return k
 }
 
+// ResolveReferences resolves the `$( )` references of doc's strings
+// against doc itself, as CompileDocument does, in the strings whose JSON
+// pointer include accepts (nil: all), leaving escaped references (`\$(`)
+// as they are for a later CompileDocument of the same text to unescape.
+// doc is not modified.
+func ResolveReferences(doc any, include func(pointer string) bool) (any, error) {
+	leaves := map[string]any{}
+	collectLeaves(doc, "", leaves)
+	r := refResolver{leaves: leaves, include: include}
+	return r.substitute(doc, "")
+}
+
 func substituteRefs(v any, p string, leaves map[string]any) (any, error) {
+	r := refResolver{leaves: leaves, unescape: true}
+	return r.substitute(v, p)
+}
+
+// refResolver resolves references in a document's strings.
+type refResolver struct {
+	leaves   map[string]any
+	include  func(pointer string) bool
+	unescape bool
+}
+
+func (rr *refResolver) substitute(v any, p string) (any, error) {
 	switch t := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, e := range t {
-			r, err := substituteRefs(e, p+"/"+k, leaves)
+			r, err := rr.substitute(e, p+"/"+k)
 			if err != nil {
 				return nil, err
 			}
@@ -133,7 +157,7 @@ func substituteRefs(v any, p string, leaves map[string]any) (any, error) {
 	case []any:
 		out := make([]any, len(t))
 		for i, e := range t {
-			r, err := substituteRefs(e, p+"/"+strconv.Itoa(i), leaves)
+			r, err := rr.substitute(e, p+"/"+strconv.Itoa(i))
 			if err != nil {
 				return nil, err
 			}
@@ -141,13 +165,17 @@ func substituteRefs(v any, p string, leaves map[string]any) (any, error) {
 		}
 		return out, nil
 	case string:
-		return substituteRefString(t, pointer(p), leaves)
+		at := pointer(p)
+		if rr.include != nil && !rr.include(at) {
+			return t, nil
+		}
+		return substituteRefString(t, at, rr.leaves, rr.unescape)
 	default:
 		return v, nil
 	}
 }
 
-func substituteRefString(s, at string, leaves map[string]any) (string, error) {
+func substituteRefString(s, at string, leaves map[string]any, unescape bool) (string, error) {
 	if !strings.Contains(s, "$(") {
 		return s, nil
 	}
@@ -162,6 +190,9 @@ func substituteRefString(s, at string, leaves map[string]any) (string, error) {
 			return "", &PathError{Path: at, Err: fmt.Errorf("%w %s: %v", ErrReference, ref, err)}
 		}
 		s = strings.Replace(s, m, prefix+val, 1)
+	}
+	if !unescape {
+		return s, nil
 	}
 	return reEscapedRef.ReplaceAllStringFunc(s, func(m string) string { return m[1:] }), nil
 }
@@ -409,4 +440,13 @@ func (d *Document) Expressions() []string {
 	}
 	walk(d.root)
 	return out
+}
+
+// UnescapeReferences turns escaped references (`\$(x)`) into their text
+// (`$(x)`), as CompileDocument does, for a string compiled on its own.
+func UnescapeReferences(s string) string {
+	if !strings.Contains(s, `\$(`) {
+		return s
+	}
+	return reEscapedRef.ReplaceAllStringFunc(s, func(m string) string { return m[1:] })
 }
