@@ -1,0 +1,265 @@
+package cue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/parser"
+
+	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Parameter names a program reads, as kinitiras passes them: the object,
+// the old object (UPDATE), and data ({object, oldObject, ...}: what
+// rendered templates and Policies read).
+const (
+	VarObject    = "object"
+	VarOldObject = "oldObject"
+	VarData      = "data"
+)
+
+// ErrNoOutput is in the chain of the error of a program that has no value
+// at the output field asked for (kinitiras: "output ... not found").
+var ErrNoOutput = errors.New("the CUE program has no output field")
+
+// maxUses is how many evaluations a pooled CUE context serves before it
+// is dropped: a context keeps what it interned (labels, strings), so a
+// fresh one bounds its growth.
+const maxUses = 1024
+
+// MaxSource bounds the text Compile accepts.
+const MaxSource = 1 << 20
+
+// Language is CUE (cuelang.org/go); its zero value is ready to use.
+type Language struct{}
+
+var _ lang.Language = Language{}
+
+// Name returns "cue".
+func (Language) Name() string { return "cue" }
+
+// Compile parses and builds src once; a syntax or build error is a
+// Diagnostic at its byte offset. env's variables are not checked (a
+// program declares its parameters itself: object: _ @tag(object)).
+func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagnostic) {
+	p, ds := l.CompileExpr(env, src)
+	if ds != nil {
+		return nil, ds
+	}
+	return p, nil
+}
+
+// CompileExpr is Compile returning the concrete *Program.
+func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
+	if len(src) > MaxSource {
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("the CUE program is %d bytes, over the %d limit", len(src), MaxSource)}}
+	}
+	f, err := parser.ParseFile("program.cue", src, parser.ParseComments)
+	if err != nil {
+		return nil, diagnostics(err)
+	}
+	p := &Program{src: src, file: f}
+	inst, err := p.build()
+	if err != nil {
+		return nil, diagnostics(err)
+	}
+	p.pool.Put(inst)
+	return p, nil
+}
+
+// diagnostics turns CUE errors into positioned diagnostics.
+func diagnostics(err error) []lang.Diagnostic {
+	var ds []lang.Diagnostic
+	for _, e := range cueerrors.Errors(err) {
+		pos := -1
+		if p := e.Position(); p.IsValid() {
+			pos = p.Offset()
+		} else {
+			for _, ip := range e.InputPositions() {
+				if ip.IsValid() {
+					pos = ip.Offset()
+					break
+				}
+			}
+		}
+		ds = append(ds, lang.Diagnostic{Pos: pos, Msg: message(e)})
+	}
+	if ds == nil {
+		ds = []lang.Diagnostic{{Pos: -1, Msg: err.Error()}}
+	}
+	return ds
+}
+
+// message is an error's text without its position (the caller adds the
+// field and the offset).
+func message(e cueerrors.Error) string {
+	format, args := e.Msg()
+	msg := fmt.Sprintf(format, args...)
+	if path := e.Path(); len(path) > 0 {
+		msg = strings.Join(path, ".") + ": " + msg
+	}
+	return msg
+}
+
+// Program is a compiled CUE program. It is immutable and safe for
+// concurrent use: each evaluation borrows a context holding the built
+// program (a CUE context is not safe for concurrent use).
+type Program struct {
+	src  string
+	file *ast.File
+	pool sync.Pool // *instance
+}
+
+type instance struct {
+	ctx  *cue.Context
+	v    cue.Value
+	uses int
+}
+
+var _ lang.Program = (*Program)(nil)
+
+// Source returns the program's text.
+func (p *Program) Source() string { return p.src }
+
+func (p *Program) build() (*instance, error) {
+	ctx := cuecontext.New()
+	v := ctx.BuildFile(p.file)
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	return &instance{ctx: ctx, v: v}, nil
+}
+
+// Eval evaluates the program with the Activation's object and old object
+// (when not nil) and its Vars as parameters; the result is the whole
+// program's value as a JSON tree.
+func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
+	params := map[string]any{}
+	for k, v := range in.Vars {
+		params[k] = v
+	}
+	if in.Object != nil {
+		params[VarObject] = in.Object
+	}
+	if in.OldObject != nil {
+		params[VarOldObject] = in.OldObject
+	}
+	return p.Run(ctx, params, "")
+}
+
+// Run unifies each parameter (a JSON tree) into the field of its name, as
+// kinitiras does, and returns the value of the output field ("" for the
+// whole program) as a JSON tree; it must be concrete. An output field the
+// program lacks wraps ErrNoOutput. CUE cannot be interrupted: an
+// evaluation still running when ctx ends is abandoned (its context is
+// not reused) and Run returns ctx's error.
+func (p *Program) Run(ctx context.Context, params map[string]any, output string) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	inst, _ := p.pool.Get().(*instance)
+	if inst == nil {
+		var err error
+		if inst, err = p.build(); err != nil {
+			return nil, err
+		}
+	}
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := inst.run(params, output)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		if inst.uses++; inst.uses < maxUses {
+			p.pool.Put(inst)
+		}
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the CUE program did not finish: %w", context.Cause(ctx))
+	}
+}
+
+func (inst *instance) run(params map[string]any, output string) (any, error) {
+	v := inst.v
+	for name, pv := range params {
+		b, err := value.Encode(pv)
+		if err != nil {
+			return nil, fmt.Errorf("parameter %s: %w", name, err)
+		}
+		x := inst.ctx.CompileBytes(b)
+		if err := x.Err(); err != nil {
+			return nil, fmt.Errorf("parameter %s: %w", name, err)
+		}
+		v = v.FillPath(cue.MakePath(cue.Str(name)), x)
+	}
+	out := v
+	if output != "" {
+		out = v.LookupPath(cue.ParsePath(output))
+		if !out.Exists() {
+			if err := v.Err(); err != nil {
+				return nil, evalError(err)
+			}
+			return nil, fmt.Errorf("%w %q", ErrNoOutput, output)
+		}
+	}
+	if err := out.Validate(cue.Concrete(true)); err != nil {
+		return nil, evalError(err)
+	}
+	b, err := out.MarshalJSON()
+	if err != nil {
+		return nil, evalError(err)
+	}
+	return value.Decode(b)
+}
+
+// evalError renders CUE's errors as one error: each with its path.
+func evalError(err error) error {
+	var msgs []string
+	for _, e := range cueerrors.Errors(err) {
+		msgs = append(msgs, message(e))
+	}
+	if msgs == nil {
+		return err
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// The output fields kinitiras' programs produce.
+const (
+	OutputValidate = "validate"
+	OutputPatches  = "patches"
+)
+
+// ValidateResult reads a `validate` output as kinitiras decodes it into
+// its result: valid (true when absent) and reason ("" when absent).
+func ValidateResult(v any) (valid bool, reason string, err error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false, "", fmt.Errorf("validate must be a struct {valid: bool, reason: string}, not %s", value.TypeName(v))
+	}
+	valid = true
+	if x, ok := m["valid"]; ok {
+		if valid, ok = x.(bool); !ok {
+			return false, "", fmt.Errorf("validate.valid must be a bool, not %s", value.TypeName(x))
+		}
+	}
+	if x, ok := m["reason"]; ok {
+		if reason, ok = x.(string); !ok {
+			return false, "", fmt.Errorf("validate.reason must be a string, not %s", value.TypeName(x))
+		}
+	}
+	return valid, reason, nil
+}
