@@ -135,7 +135,7 @@ type MatchCondition struct {
 // Validation is a condition the object must satisfy: an expression (false
 // fails the validation) or a Kyverno deny block (the validation fails when
 // its conditions hold).
-// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) + (has(self.jmespath) ? 1 : 0) + (has(self.deny) ? 1 : 0) == 1",message="exactly one of cel, jmespath and deny must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) + (has(self.jmespath) ? 1 : 0) + (has(self.deny) ? 1 : 0) + (has(self.cue) ? 1 : 0) == 1",message="exactly one of cel, jmespath, deny and cue must be set"
 type Validation struct {
 	// The condition; false fails the validation.
 	Expression `json:",inline"`
@@ -143,6 +143,16 @@ type Validation struct {
 	// Deny fails the validation when its conditions hold.
 	// +optional
 	Deny *DenyConditions `json:"deny,omitempty"`
+
+	// CUE is a CUE program producing `validate: {valid: bool, reason:
+	// string}` (valid when absent), as kinitiras' validate rules: it reads
+	// `object`, `oldObject` (UPDATE) and `data` (object, oldObject,
+	// request, and the context entries and variables it names); a false
+	// valid fails the validation with reason as the message (else
+	// message).
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	CUE string `json:"cue,omitempty"`
 
 	// Scope is a KubeMod JSONPath expression ($.spec.containers[*]): the
 	// condition is evaluated for each value it selects, bound to `self`
@@ -179,7 +189,7 @@ type Validation struct {
 
 // Mutation changes the object: a union with one member per way of saying
 // the change; exactly one is set.
-// +kubebuilder:validation:XValidation:rule="(has(self.jsonPatch) ? 1 : 0) + (has(self.applyConfiguration) ? 1 : 0) + (has(self.patch) ? 1 : 0) == 1",message="exactly one of jsonPatch, applyConfiguration and patch must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.jsonPatch) ? 1 : 0) + (has(self.applyConfiguration) ? 1 : 0) + (has(self.patch) ? 1 : 0) + (has(self.cue) ? 1 : 0) == 1",message="exactly one of jsonPatch, applyConfiguration, patch and cue must be set"
 type Mutation struct {
 	// JSONPatch is a CEL expression evaluating to a list of JSONPatch
 	// operations, applied as a MutatingAdmissionPolicy applies them.
@@ -200,6 +210,13 @@ type Mutation struct {
 	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	Patch []PatchOperation `json:"patch,omitempty"`
+
+	// CUE is a CUE program producing `patches`, a list of JSON-patch
+	// operations, as kinitiras' cue overriders: it reads `object`,
+	// `oldObject` (UPDATE) and `data` as a validation's.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	CUE string `json:"cue,omitempty"`
 }
 
 // PatchOperation is one RFC 6902 operation (add, replace and test need a

@@ -107,6 +107,7 @@ type validation struct {
 	field     string // spec.validations[i]
 	e         expr
 	deny      *condSet   // a deny block: the validation fails when it holds
+	cue       *cueProg   // a CUE program producing validate
 	scope     lang.Query // nil: the object
 	message   string
 	msgT      *subst.Template // the message's {{ }} variables
@@ -120,6 +121,7 @@ type mutation struct {
 	field string
 	m     *cel.Mutation
 	patch *staticPatch
+	cue   *cueProg
 }
 
 type audit struct {
@@ -321,7 +323,13 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 				val.scope = q
 			}
 		}
-		val.e = c.expr(field, v.Expression, env, boolInt(v.Deny != nil), "exactly one of cel, jmespath and deny must be set", "bool")
+		val.e = c.expr(field, v.Expression, env, boolInt(v.Deny != nil)+boolInt(v.CUE != ""), "exactly one of cel, jmespath, deny and cue must be set", "bool")
+		if v.CUE != "" && v.Deny == nil {
+			if v.Scope != "" {
+				c.errorf(field+".scope", -1, "a cue validation has no scope: its program reads the whole object")
+			}
+			val.cue = c.cueProgram(r, field+".cue", v.CUE)
+		}
 		if v.Deny != nil {
 			if v.Scope != "" {
 				c.errorf(field+".scope", -1, "a deny block has no scope: its conditions read the whole context")
@@ -348,8 +356,13 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 			src  string
 		)
 		switch {
-		case boolInt(m.JSONPatch != "")+boolInt(m.ApplyConfiguration != "")+boolInt(m.Patch != nil) > 1:
-			c.errorf(field, -1, "exactly one of jsonPatch, applyConfiguration and patch must be set")
+		case boolInt(m.JSONPatch != "")+boolInt(m.ApplyConfiguration != "")+boolInt(m.Patch != nil)+boolInt(m.CUE != "") > 1:
+			c.errorf(field, -1, "exactly one of jsonPatch, applyConfiguration, patch and cue must be set")
+			continue
+		case m.CUE != "":
+			if cp := c.cueProgram(r, field+".cue", m.CUE); cp != nil {
+				r.mutations = append(r.mutations, mutation{field: field + ".cue", cue: cp})
+			}
 			continue
 		case m.Patch != nil:
 			if sp := c.staticPatch(r, field+".patch", m.Patch); sp != nil {
@@ -361,7 +374,7 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 		case m.ApplyConfiguration != "":
 			kind, src, field = cel.ApplyConfiguration, m.ApplyConfiguration, field+".applyConfiguration"
 		default:
-			c.errorf(field, -1, "exactly one of jsonPatch, applyConfiguration and patch must be set")
+			c.errorf(field, -1, "exactly one of jsonPatch, applyConfiguration, patch and cue must be set")
 			continue
 		}
 		mu, ds := cel.Language{}.CompileMutation(baseEnv(field), kind, src)

@@ -607,10 +607,14 @@ func (ev *run) mutate(obj map[string]any) error {
 			next any
 			err  error
 		)
-		if m.patch != nil {
+		switch {
+		case m.patch != nil:
 			next, err = ev.applyPatch(m.field, m.patch, cur)
 			ev.stepLang(stepMutation, i, m.field, "jsonpatch", m.patch.text, "applied", err)
-		} else {
+		case m.cue != nil:
+			next, err = ev.cuePatches(&ev.r.mutations[i], cur)
+			ev.stepLang(stepMutation, i, m.field, "cue", m.cue.prog.Source(), "applied", err)
+		default:
 			cm, _ := cur.(map[string]any)
 			ev.act.Object = cm
 			var cost uint64
@@ -642,6 +646,9 @@ func (ev *run) mutate(obj map[string]any) error {
 // scope selects.
 func (ev *run) validate(i int, obj map[string]any) error {
 	v := &ev.r.validates[i]
+	if v.cue != nil {
+		return ev.cueValidate(i)
+	}
 	if v.deny != nil {
 		// Kyverno's deny: the validation fails when the conditions hold.
 		deny, _, err := ev.evalConds(v.deny)
@@ -726,7 +733,11 @@ func samePlace(nodes []lang.Node, keys []any) any {
 
 // fail acts on a failed validation: its message, then the policy's
 // validation actions.
-func (ev *run) fail(i int, act *lang.Activation) {
+func (ev *run) fail(i int, act *lang.Activation) { ev.failWith(i, act, "") }
+
+// failWith is fail with a message that wins over the validation's when
+// not empty (a CUE program's reason).
+func (ev *run) failWith(i int, act *lang.Activation, reason string) {
 	v := &ev.r.validates[i]
 	msg := v.message
 	if v.msgT != nil {
@@ -747,10 +758,16 @@ func (ev *run) fail(i int, act *lang.Activation) {
 			}
 		}
 	}
+	if reason != "" {
+		msg = reason
+	}
 	if msg == "" {
-		if v.deny != nil {
+		switch {
+		case v.deny != nil:
 			msg = "denied by " + v.deny.field
-		} else {
+		case v.cue != nil:
+			msg = "failed CUE validation " + v.cue.field
+		default:
 			msg = "failed expression: " + strings.TrimSpace(v.e.source())
 		}
 	}

@@ -212,6 +212,45 @@ mutations:
   - {op: replace, path: /spec/replicas, value: "{{ request.object.spec.template.spec.containers | length(@) }}"}`,
 		want: outcome{Patch: `[{"op":"replace","path":"/spec/replicas","value":2}]`},
 	}, {
+		name: "cue validation: reason as the message, data with a context entry",
+		spec: `
+context:
+- {name: settings, configMap: {name: settings}}
+validations:
+- cue: |
+    object: _ @tag(object)
+    data: _ @tag(data)
+    validate: {
+      if object.spec.replicas > 4 {
+        valid: false
+        reason: "\(object.metadata.name): \(object.spec.replicas) replicas for team \(data.settings.data.team) (\(data.request.operation))"
+      }
+    }
+- cue: |
+    object: _ @tag(object)
+    validate: valid: object.metadata.name == "web"
+  message: not shown`,
+		want: outcome{Rejections: []string{"web: 5 replicas for team blue (CREATE)|Invalid|422"}},
+	}, {
+		name: "cue mutations: patches, each seeing the one before",
+		spec: `
+mutations:
+- cue: |
+    object: _ @tag(object)
+    patches: [{op: "add", path: "/metadata/labels/cue", value: "\(object.spec.replicas)"}]
+- cue: |
+    object: _ @tag(object)
+    patches: [{op: "add", path: "/metadata/labels/copy", value: object.metadata.labels.cue}]`,
+		want: outcome{Patch: `[{"op":"add","path":"/metadata/labels/copy","value":"5"},{"op":"add","path":"/metadata/labels/cue","value":"5"}]`},
+	}, {
+		name: "cue: an incomplete output is an error naming the field",
+		spec: `
+validations:
+- cue: |
+    object: _ @tag(object)
+    validate: valid: object.nope == 1`,
+		errText: "spec.validations[0].cue",
+	}, {
 		name: "jmespath match condition false: no validation",
 		spec: `
 matchConditions: [{name: only-db, jmespath: "request.object.metadata.labels.app == 'db'"}]

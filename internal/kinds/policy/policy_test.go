@@ -370,7 +370,7 @@ func TestCompileErrors(t *testing.T) {
 	}, {
 		name: "no language",
 		spec: `validations: [{message: m}]`,
-		want: []string{"spec.validations[0]: exactly one of cel, jmespath and deny must be set"},
+		want: []string{"spec.validations[0]: exactly one of cel, jmespath, deny and cue must be set"},
 	}, {
 		name: "Deny and Warn",
 		spec: "validationActions: [Deny, Warn]\nvalidations: [{cel: 'true'}]",
@@ -390,7 +390,7 @@ func TestCompileErrors(t *testing.T) {
 	}, {
 		name: "both mutation members",
 		spec: `mutations: [{jsonPatch: "[]", applyConfiguration: "Object{}"}]`,
-		want: []string{"spec.mutations[0]: exactly one of jsonPatch, applyConfiguration and patch must be set"},
+		want: []string{"spec.mutations[0]: exactly one of jsonPatch, applyConfiguration, patch and cue must be set"},
 	}, {
 		name: "a $( ) reference to nothing, reported once",
 		spec: "validations:\n- deny: {conditions: {any: [{key: a, operator: Equals, value: \"$(./../nope)\"}]}}",

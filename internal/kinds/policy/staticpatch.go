@@ -110,6 +110,12 @@ func (ev *run) applyPatch(field string, sp *staticPatch, obj any) (any, error) {
 			return nil, err
 		}
 	}
+	return applyJSONPatch(p, obj)
+}
+
+// applyJSONPatch applies p to obj (not modified) as Kyverno applies its
+// patchesJson6902.
+func applyJSONPatch(p jsonpatch.Patch, obj any) (any, error) {
 	doc, err := value.Encode(obj)
 	if err != nil {
 		return nil, err
