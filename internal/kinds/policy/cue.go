@@ -3,12 +3,15 @@ package policy
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/cel"
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
 )
 
 // cueProg is a compiled CUE validation or mutation: names are the context
@@ -116,9 +119,105 @@ func (ev *run) cuePatches(m *mutation, obj any) (any, error) {
 	if len(ops) == 0 {
 		return obj, nil
 	}
+	if next, ok, err := fastPatches(ops, obj); ok {
+		return next, err
+	}
 	p, err := decodePatch(ops)
 	if err != nil {
 		return nil, fmt.Errorf("patches: %w", err)
 	}
-	return applyJSONPatch(p, obj)
+	out, err = p.Apply(mustEncode(obj))
+	if err != nil {
+		return nil, fmt.Errorf("patches: %w", err)
+	}
+	return value.Decode(out.([]byte))
+}
+
+// fastPatches applies add, replace and remove operations (RFC 6902, as
+// kinitiras applies a program's patches) to a copy-on-write document
+// over obj, without encoding it; ok is false when an operation is of
+// another kind (the caller applies the list as JSON).
+func fastPatches(ops []any, obj any) (any, bool, error) {
+	list := make([]patch.Operation, 0, len(ops))
+	for _, o := range ops {
+		m, _ := o.(map[string]any)
+		op, _ := m["op"].(string)
+		path, _ := m["path"].(string)
+		switch patch.OpType(op) {
+		case patch.Add, patch.Replace, patch.Remove:
+		default:
+			return nil, false, nil
+		}
+		ptr, err := patch.ParsePointer(path)
+		if err != nil {
+			return nil, false, nil
+		}
+		list = append(list, patch.Operation{Op: patch.OpType(op), Path: ptr, Value: m["value"]})
+	}
+	d := patch.NewDoc(obj)
+	for _, op := range list {
+		// The Doc is lenient where RFC 6902 fails (a missing parent, a
+		// missing target of remove): only an operation RFC 6902 accepts
+		// takes this way; the list is then applied as JSON, which fails as
+		// kinitiras' does.
+		if !strictOK(d.Root(), op) {
+			return nil, false, nil
+		}
+		if err := d.Apply(op); err != nil {
+			return nil, false, nil
+		}
+	}
+	return d.Root(), true, nil
+}
+
+// strictOK reports whether RFC 6902 applies op to root as the Doc does:
+// the parent of an add exists (an object, or an array with the index in
+// range or "-"), the target of a replace or remove exists; no negative
+// index.
+func strictOK(root any, op patch.Operation) bool {
+	if len(op.Path) == 0 {
+		return false
+	}
+	cur := root
+	last := len(op.Path) - 1
+	for i, tok := range op.Path {
+		final := i == last
+		switch c := cur.(type) {
+		case map[string]any:
+			v, ok := c[tok]
+			if final {
+				return ok || op.Op == patch.Add
+			}
+			if !ok {
+				return false
+			}
+			cur = v
+		case []any:
+			if tok == "-" {
+				return final && op.Op == patch.Add
+			}
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 || strconv.Itoa(n) != tok {
+				return false
+			}
+			if final {
+				if op.Op == patch.Add {
+					return n <= len(c)
+				}
+				return n < len(c)
+			}
+			if n >= len(c) {
+				return false
+			}
+			cur = c[n]
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func mustEncode(v any) []byte {
+	b, _ := value.Encode(v)
+	return b
 }

@@ -2,6 +2,7 @@ package cue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -66,7 +67,7 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 	if err != nil {
 		return nil, diagnostics(err)
 	}
-	p := &Program{src: src, file: f}
+	p := &Program{src: src, file: f, reads: usages(f, VarObject, VarOldObject, VarData)}
 	inst, err := p.build()
 	if err != nil {
 		return nil, diagnostics(err)
@@ -116,6 +117,12 @@ type Program struct {
 	src  string
 	file *ast.File
 	pool sync.Pool // *instance
+	// reads is what the program reads of its parameters (see usages):
+	// a parameter it never reads is not compiled in, one it reads in
+	// part is pruned to those paths.
+	reads map[string]*usage
+	// outputs caches the parsed paths of the output fields asked for.
+	outputs sync.Map // string -> cue.Path
 }
 
 type instance struct {
@@ -178,7 +185,7 @@ func (p *Program) Run(ctx context.Context, params map[string]any, output string)
 	}
 	done := make(chan result, 1)
 	go func() {
-		v, err := inst.run(params, output)
+		v, err := inst.run(p, params, output)
 		done <- result{v, err}
 	}()
 	select {
@@ -192,14 +199,30 @@ func (p *Program) Run(ctx context.Context, params map[string]any, output string)
 	}
 }
 
-func (inst *instance) run(params map[string]any, output string) (any, error) {
+func (p *Program) inject(name string, v any) (any, bool) {
+	if name != VarObject && name != VarOldObject && name != VarData {
+		return v, true
+	}
+	u := p.reads[name]
+	switch {
+	case u == nil:
+		return nil, false // never read: nothing to compile
+	case u.all:
+		return v, true
+	}
+	return prune(v, u.paths), true
+}
+
+func (inst *instance) run(p *Program, params map[string]any, output string) (any, error) {
 	v := inst.v
 	for name, pv := range params {
-		b, err := value.Encode(pv)
-		if err != nil {
-			return nil, fmt.Errorf("parameter %s: %w", name, err)
+		pv, ok := p.inject(name, pv)
+		if !ok {
+			continue
 		}
-		x := inst.ctx.CompileBytes(b)
+		// Go values, not JSON text: no parse per request. Numbers become
+		// int64 when integral text, else float64 (as JSON's 3 and 3.5).
+		x := inst.ctx.Encode(goValue(pv))
 		if err := x.Err(); err != nil {
 			return nil, fmt.Errorf("parameter %s: %w", name, err)
 		}
@@ -207,7 +230,7 @@ func (inst *instance) run(params map[string]any, output string) (any, error) {
 	}
 	out := v
 	if output != "" {
-		out = v.LookupPath(cue.ParsePath(output))
+		out = v.LookupPath(p.outputPath(output))
 		if !out.Exists() {
 			if err := v.Err(); err != nil {
 				return nil, evalError(err)
@@ -262,4 +285,42 @@ func ValidateResult(v any) (valid bool, reason string, err error) {
 		}
 	}
 	return valid, reason, nil
+}
+
+// goValue turns a JSON tree's json.Number values into int64 (integer
+// text) or float64, which CUE encodes as int and float.
+func goValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return string(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = goValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = goValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// outputPath parses an output field's path once per program.
+func (p *Program) outputPath(s string) cue.Path {
+	if v, ok := p.outputs.Load(s); ok {
+		return v.(cue.Path)
+	}
+	path := cue.ParsePath(s)
+	p.outputs.Store(s, path)
+	return path
 }
