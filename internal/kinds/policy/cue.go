@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 
+	jsonpatchv4 "gopkg.in/evanphx/json-patch.v4"
+
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/cel"
@@ -122,21 +124,32 @@ func (ev *run) cuePatches(m *mutation, obj any) (any, error) {
 	if next, ok, err := fastPatches(ops, obj); ok {
 		return next, err
 	}
-	p, err := decodePatch(ops)
-	if err != nil {
-		return nil, fmt.Errorf("patches: %w", err)
-	}
-	out, err = p.Apply(mustEncode(obj))
-	if err != nil {
-		return nil, fmt.Errorf("patches: %w", err)
-	}
-	return value.Decode(out.([]byte))
+	return applyV4(ops, obj)
 }
 
-// fastPatches applies add, replace and remove operations (RFC 6902, as
-// kinitiras applies a program's patches) to a copy-on-write document
-// over obj, without encoding it; ok is false when an operation is of
-// another kind (the caller applies the list as JSON).
+// applyV4 applies a program's patches as kinitiras does, with
+// gopkg.in/evanphx/json-patch.v4 (whose replace of a missing object member
+// adds it).
+func applyV4(ops []any, obj any) (any, error) {
+	b, err := value.Encode(ops)
+	if err != nil {
+		return nil, err
+	}
+	p, err := jsonpatchv4.DecodePatch(b)
+	if err != nil {
+		return nil, fmt.Errorf("patches: %w", err)
+	}
+	out, err := p.Apply(mustEncode(obj))
+	if err != nil {
+		return nil, fmt.Errorf("patches: %w", err)
+	}
+	return value.Decode(out)
+}
+
+// fastPatches applies add, replace and remove operations to a
+// copy-on-write document over obj, without encoding it, when json-patch v4
+// (kinitiras') would apply them the same way; ok is false otherwise (the
+// caller applies the list with v4).
 func fastPatches(ops []any, obj any) (any, bool, error) {
 	list := make([]patch.Operation, 0, len(ops))
 	for _, o := range ops {
@@ -156,9 +169,9 @@ func fastPatches(ops []any, obj any) (any, bool, error) {
 	}
 	d := patch.NewDoc(obj)
 	for _, op := range list {
-		// The Doc is lenient where RFC 6902 fails (a missing parent, a
-		// missing target of remove): only an operation RFC 6902 accepts
-		// takes this way; the list is then applied as JSON, which fails as
+		// The Doc is lenient where v4 fails (a missing parent, a missing
+		// target of remove): only an operation v4 applies alike takes this
+		// way; otherwise the list is applied with v4, which fails as
 		// kinitiras' does.
 		if !strictOK(d.Root(), op) {
 			return nil, false, nil
@@ -170,10 +183,10 @@ func fastPatches(ops []any, obj any) (any, bool, error) {
 	return d.Root(), true, nil
 }
 
-// strictOK reports whether RFC 6902 applies op to root as the Doc does:
-// the parent of an add exists (an object, or an array with the index in
-// range or "-"), the target of a replace or remove exists; no negative
-// index.
+// strictOK reports whether json-patch v4 applies op to root as the Doc
+// does: the parent exists (an object, or an array with the index in range
+// or "-" for add); the target of a remove exists, a replace's too unless
+// it is an object member (v4 adds it); no negative index.
 func strictOK(root any, op patch.Operation) bool {
 	if len(op.Path) == 0 {
 		return false
@@ -186,7 +199,7 @@ func strictOK(root any, op patch.Operation) bool {
 		case map[string]any:
 			v, ok := c[tok]
 			if final {
-				return ok || op.Op == patch.Add
+				return ok || op.Op != patch.Remove
 			}
 			if !ok {
 				return false
