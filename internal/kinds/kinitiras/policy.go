@@ -1,0 +1,328 @@
+package kinitiras
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+
+	jsonpatchv4 "gopkg.in/evanphx/json-patch.v4"
+
+	"github.com/modwright/modwright/internal/lang"
+	cuelang "github.com/modwright/modwright/internal/lang/cue"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// The kinds, group and version.
+const (
+	Group               = "policy.kcloudlabs.io"
+	Version             = "v1alpha1"
+	KindOverridePolicy  = "OverridePolicy"
+	KindClusterOverride = "ClusterOverridePolicy"
+	KindClusterValidate = "ClusterValidatePolicy"
+)
+
+// manifest is a policy as stored: the fields this part of the kind reads
+// (templates are rendered by kinitiras' interrupter into renderedCue).
+type manifest struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec struct {
+		ResourceSelectors []ResourceSelector `json:"resourceSelectors"`
+		OverrideRules     []struct {
+			TargetOperations []string `json:"targetOperations"`
+			Overriders       struct {
+				Plaintext   []json.RawMessage `json:"plaintext"`
+				Cue         string            `json:"cue"`
+				Template    json.RawMessage   `json:"template"`
+				RenderedCue string            `json:"renderedCue"`
+				Origin      json.RawMessage   `json:"origin"`
+			} `json:"overriders"`
+		} `json:"overrideRules"`
+		ValidateRules []struct {
+			TargetOperations []string        `json:"targetOperations"`
+			Cue              string          `json:"cue"`
+			Template         json.RawMessage `json:"template"`
+			RenderedCue      string          `json:"renderedCue"`
+		} `json:"validateRules"`
+	} `json:"spec"`
+}
+
+// Policy is a compiled kinitiras policy. It is immutable.
+type Policy struct {
+	Kind, Namespace, Name string
+	selectors             []ResourceSelector
+	overrides             []overrideRule
+	validates             []validateRule
+	// Overriders keeps each override rule's overriders as written (the
+	// applied-overrides annotations list them).
+	overriders []json.RawMessage
+}
+
+type ops []string // target operations; empty or "*": all
+
+func (o ops) has(op rules.Operation) bool {
+	return len(o) == 0 || slices.Contains(o, "*") || slices.Contains(o, string(op))
+}
+
+type overrideRule struct {
+	ops       ops
+	rendered  *cuelang.Program // only with a template, as kinitiras
+	cue       *cuelang.Program
+	plaintext []any // JSON-patch operations
+}
+
+type validateRule struct {
+	ops      ops
+	rendered *cuelang.Program
+	cue      *cuelang.Program
+}
+
+// Compile compiles a policy manifest (a JSON tree); a policy that does not
+// compile gives a *rules.CompileError naming every problem.
+func Compile(obj map[string]any) (*Policy, error) {
+	b, err := value.Encode(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Kind, err)
+	}
+	p := &Policy{Kind: m.Kind, Namespace: m.Metadata.Namespace, Name: m.Metadata.Name, selectors: m.Spec.ResourceSelectors}
+	var errs []rules.FieldError
+	prog := func(field, src string) *cuelang.Program {
+		if src == "" {
+			return nil
+		}
+		pr, ds := cuelang.Language{}.CompileExpr(&lang.Env{Name: field}, src)
+		for _, d := range ds {
+			errs = append(errs, rules.FieldError{Field: field, Pos: d.Pos, Msg: d.Msg})
+		}
+		return pr
+	}
+	for i, r := range m.Spec.OverrideRules {
+		field := fmt.Sprintf("spec.overrideRules[%d].overriders", i)
+		or := overrideRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Overriders.Cue)}
+		if len(r.Overriders.Template) > 0 && string(r.Overriders.Template) != "null" {
+			or.rendered = prog(field+".renderedCue", r.Overriders.RenderedCue)
+		}
+		if len(r.Overriders.Origin) > 0 && string(r.Overriders.Origin) != "null" {
+			errs = append(errs, rules.FieldError{Field: field + ".origin", Pos: -1, Msg: "origin overriders are not supported yet"})
+		}
+		for j, raw := range r.Overriders.Plaintext {
+			v, err := value.Decode(raw)
+			if err != nil {
+				errs = append(errs, rules.FieldError{Field: fmt.Sprintf("%s.plaintext[%d]", field, j), Pos: -1, Msg: err.Error()})
+				continue
+			}
+			or.plaintext = append(or.plaintext, v)
+		}
+		if _, err := decodeV4(or.plaintext); err != nil && len(or.plaintext) > 0 {
+			errs = append(errs, rules.FieldError{Field: field + ".plaintext", Pos: -1, Msg: err.Error()})
+		}
+		b, _ := json.Marshal(r.Overriders)
+		p.overriders = append(p.overriders, b)
+		p.overrides = append(p.overrides, or)
+	}
+	for i, r := range m.Spec.ValidateRules {
+		field := fmt.Sprintf("spec.validateRules[%d]", i)
+		vr := validateRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Cue)}
+		if len(r.Template) > 0 && string(r.Template) != "null" {
+			vr.rendered = prog(field+".renderedCue", r.RenderedCue)
+		}
+		p.validates = append(p.validates, vr)
+	}
+	if len(errs) > 0 {
+		key := p.Name
+		if p.Namespace != "" {
+			key = p.Namespace + "/" + p.Name
+		}
+		return p, &rules.CompileError{Kind: p.Kind, Rule: key, Errors: errs}
+	}
+	return p, nil
+}
+
+// selects reports whether the policy applies to obj: its selectors (none:
+// every object).
+func (p *Policy) selects(obj map[string]any) bool {
+	return len(p.selectors) == 0 || Matches(obj, p.selectors)
+}
+
+// Applied is one override rule applied, as kinitiras records it.
+type Applied struct {
+	PolicyName string          `json:"policyName"`
+	Overriders json.RawMessage `json:"overriders"`
+}
+
+// ApplyOverrides applies the override policies to obj as kinitiras does:
+// ClusterOverridePolicies, then the OverridePolicies of the object's
+// namespace (modwright: only those; kinitiras also applied other
+// namespaces' when their selectors matched), each group's matching rules
+// sorted by policy name; within a rule renderedCue (with a template),
+// then cue, then plaintext, each seeing the one before. obj is not
+// modified.
+func ApplyOverrides(ctx context.Context, policies []*Policy, obj, old map[string]any, op rules.Operation) (result map[string]any, cluster, namespaced []Applied, err error) {
+	cur := any(obj)
+	md, _ := obj["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	for _, group := range []string{KindClusterOverride, KindOverridePolicy} {
+		type match struct {
+			p *Policy
+			i int
+		}
+		var ms []match
+		for _, p := range policies {
+			if p.Kind != group || (group == KindOverridePolicy && (ns == "" || p.Namespace != ns)) {
+				continue
+			}
+			cm, _ := cur.(map[string]any)
+			if !p.selects(cm) {
+				continue
+			}
+			for i := range p.overrides {
+				if p.overrides[i].ops.has(op) {
+					ms = append(ms, match{p, i})
+				}
+			}
+		}
+		sort.SliceStable(ms, func(a, b int) bool { return ms[a].p.Name < ms[b].p.Name })
+		for _, m := range ms {
+			r := &m.p.overrides[m.i]
+			if cur, err = r.apply(ctx, cur, old); err != nil {
+				return nil, nil, nil, fmt.Errorf("%s %s: %w", m.p.Kind, m.p.key(), err)
+			}
+			a := Applied{PolicyName: m.p.Name, Overriders: m.p.overriders[m.i]}
+			if group == KindClusterOverride {
+				cluster = append(cluster, a)
+			} else {
+				namespaced = append(namespaced, a)
+			}
+		}
+	}
+	result, _ = cur.(map[string]any)
+	return result, cluster, namespaced, nil
+}
+
+func (p *Policy) key() string {
+	if p.Namespace == "" {
+		return p.Name
+	}
+	return p.Namespace + "/" + p.Name
+}
+
+func (r *overrideRule) apply(ctx context.Context, obj any, old map[string]any) (any, error) {
+	if r.rendered != nil {
+		var o any = map[string]any{}
+		if old != nil {
+			o = old
+		}
+		data := map[string]any{"object": obj, "oldObject": o, "extraParams": map[string]any{}}
+		out, err := r.rendered.Run(ctx, map[string]any{cuelang.VarData: data}, cuelang.OutputPatches)
+		if err != nil {
+			return nil, fmt.Errorf("renderedCue: %w", err)
+		}
+		if obj, err = applyPatches(out, obj); err != nil {
+			return nil, fmt.Errorf("renderedCue: %w", err)
+		}
+	}
+	if r.cue != nil {
+		out, err := r.cue.Run(ctx, map[string]any{cuelang.VarObject: obj}, cuelang.OutputPatches)
+		if err != nil {
+			return nil, fmt.Errorf("cue: %w", err)
+		}
+		if obj, err = applyPatches(out, obj); err != nil {
+			return nil, fmt.Errorf("cue: %w", err)
+		}
+	}
+	if len(r.plaintext) > 0 {
+		var err error
+		if obj, err = applyPatches(r.plaintext, obj); err != nil {
+			return nil, fmt.Errorf("plaintext: %w", err)
+		}
+	}
+	return obj, nil
+}
+
+func decodeV4(ops any) (jsonpatchv4.Patch, error) {
+	b, err := value.Encode(ops)
+	if err != nil {
+		return nil, err
+	}
+	return jsonpatchv4.DecodePatch(b)
+}
+
+// applyPatches applies JSON-patch operations as kinitiras does (json-patch
+// v4).
+func applyPatches(ops any, obj any) (any, error) {
+	if l, ok := ops.([]any); ok && len(l) == 0 {
+		return obj, nil
+	}
+	p, err := decodeV4(ops)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := value.Encode(obj)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.Apply(doc)
+	if err != nil {
+		return nil, err
+	}
+	return value.Decode(out)
+}
+
+// Validate runs the ClusterValidatePolicies as kinitiras does, in order:
+// the first rule whose program gives valid false rejects, with its reason;
+// oldObject is passed on UPDATE only.
+func Validate(ctx context.Context, policies []*Policy, obj, old map[string]any, op rules.Operation) (allowed bool, message string, err error) {
+	if op != rules.Update {
+		old = nil
+	}
+	for _, p := range policies {
+		if p.Kind != KindClusterValidate || !p.selects(obj) {
+			continue
+		}
+		for i := range p.validates {
+			r := &p.validates[i]
+			if !r.ops.has(op) {
+				continue
+			}
+			if r.rendered != nil {
+				data := map[string]any{"object": obj, "extraParams": map[string]any{}}
+				if old != nil {
+					data["oldObject"] = old
+				}
+				ok, msg, err := runValidate(ctx, r.rendered, map[string]any{cuelang.VarData: data})
+				if err != nil || !ok {
+					return false, msg, err
+				}
+			}
+			if r.cue != nil {
+				params := map[string]any{cuelang.VarObject: obj}
+				if old != nil {
+					params[cuelang.VarOldObject] = old
+				}
+				ok, msg, err := runValidate(ctx, r.cue, params)
+				if err != nil || !ok {
+					return false, msg, err
+				}
+			}
+		}
+	}
+	return true, "", nil
+}
+
+func runValidate(ctx context.Context, p *cuelang.Program, params map[string]any) (bool, string, error) {
+	out, err := p.Run(ctx, params, cuelang.OutputValidate)
+	if err != nil {
+		return false, "", err
+	}
+	return cuelang.ValidateResult(out)
+}
