@@ -13,6 +13,7 @@
 //     and validate cases pass. Deviations fixed: an OverridePolicy applies to
 //     its own namespace only; targetOperations ["*"] means every operation
 //     (kinitiras matched none).
+//
 // Not yet: the engine.Rule adapter and the registry (the kinds are not
 // loaded by apply, test or the operator yet), the Go API types and CRDs,
 // templates rendered to CUE, origin overriders, valueRef/dataRef sources,
