@@ -234,7 +234,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}
 
 	store := &source.Store{}
-	reg := newRegistry(o.clusterRules)
+	reg := newClusterRegistry(o.clusterRules)
 	ruleSource := &cluster.RuleSource{
 		Cache:   mgr.GetCache(),
 		Store:   store,
@@ -293,7 +293,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}
 	// One status reconciler per kind; they compile with their own
 	// adapters (a registry of their own), not the rule source's caches.
-	for _, k := range newRegistry(o.clusterRules).Kinds() {
+	for _, k := range newClusterRegistry(o.clusterRules).Kinds() {
 		status := &controller.StatusReconciler{Kind: k, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("modwright"), Log: log.WithName("status")}
 		if err := status.SetupWithManager(mgr); err != nil {
 			return err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/kinitiras"
 	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/kinds/policy"
 )
@@ -9,9 +10,17 @@ import (
 // defaultClusterRulesNamespace is the --cluster-rules-namespace default.
 const defaultClusterRulesNamespace = modrule.DefaultClusterRulesNamespace
 
-// newRegistry is the kinds modwright serves, with clusterNS as the
+// newRegistry is the kinds modwright serves from files (apply, test,
+// explain, lint, krm, serve --standalone), with clusterNS as the
 // cluster-rules namespace ("" for the default): the one place the front
 // ends name a kind.
 func newRegistry(clusterNS string) *kinds.Registry {
+	return kinds.NewRegistry(modrule.NewKind(clusterNS), policy.NewPolicyKind(), policy.NewClusterPolicyKind(),
+		kinitiras.NewClusterOverridePolicyKind(), kinitiras.NewOverridePolicyKind(), kinitiras.NewClusterValidatePolicyKind())
+}
+
+// newClusterRegistry is the kinds the operator watches in the cluster:
+// kinitiras' kinds join when their CRDs ship (issue 17).
+func newClusterRegistry(clusterNS string) *kinds.Registry {
 	return kinds.NewRegistry(modrule.NewKind(clusterNS), policy.NewPolicyKind(), policy.NewClusterPolicyKind())
 }

@@ -1,0 +1,164 @@
+package kinitiras
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Kind is the adapter of one of kinitiras' three kinds. It is stateless
+// and safe for concurrent use.
+type Kind struct{ name string }
+
+var _ kinds.Kind = (*Kind)(nil)
+
+// NewOverridePolicyKind, NewClusterOverridePolicyKind and
+// NewClusterValidatePolicyKind return the adapters.
+func NewOverridePolicyKind() *Kind        { return &Kind{KindOverridePolicy} }
+func NewClusterOverridePolicyKind() *Kind { return &Kind{KindClusterOverride} }
+func NewClusterValidatePolicyKind() *Kind { return &Kind{KindClusterValidate} }
+
+// Name is the kind's name.
+func (k *Kind) Name() string { return k.name }
+
+// Group is policy.kcloudlabs.io.
+func (*Kind) Group() string { return Group }
+
+// Versions are the versions served: v1alpha1.
+func (*Kind) Versions() []string { return []string{Version} }
+
+// Compile compiles a manifest into a rule: override policies mutate in
+// tier 0 (after every ClusterOverridePolicy come the OverridePolicies, each
+// kind's rules by name, as kinitiras orders them: the kernel's order is
+// tier, kind, namespace, name); ClusterValidatePolicies validate the final
+// object.
+func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
+	if av := m.APIVersion(); av != Group+"/"+Version {
+		return nil, fmt.Errorf("%s %s: apiVersion %q is not served; use %s/%s", k.name, m.Key(), av, Group, Version)
+	}
+	p, err := Compile(m.Object)
+	if p == nil {
+		return nil, err
+	}
+	r := &Rule{p: p}
+	r.RuleInfo = engine.RuleInfo{Kind: k.name, Key: p.key(), Namespace: p.Namespace, Name: p.Name, FailurePolicy: engine.FailureFail}
+	if err == nil {
+		switch {
+		case k.name == KindOverridePolicy && p.Namespace == "":
+			err = fmt.Errorf("%s %s: an OverridePolicy needs a namespace", k.name, p.Name)
+		case k.name != KindOverridePolicy && p.Namespace != "":
+			err = fmt.Errorf("%s %s: a %s has no namespace", k.name, p.key(), k.name)
+		}
+	}
+	r.Err = err
+	all := []rules.Operation{rules.Create, rules.Update, rules.Delete, rules.Connect}
+	var rulesOps []ops
+	if k.name == KindClusterValidate {
+		r.Phase = engine.Validate
+		for _, v := range p.validates {
+			rulesOps = append(rulesOps, v.ops)
+		}
+	} else {
+		r.Phase = engine.Mutate
+		all = all[:2] // an override never patches a DELETE (nor a CONNECT)
+		for _, o := range p.overrides {
+			rulesOps = append(rulesOps, o.ops)
+		}
+	}
+	for _, op := range all {
+		for _, o := range rulesOps {
+			if o.has(op) {
+				r.Index.Operations |= engine.OpSetOf(op)
+				break
+			}
+		}
+	}
+	if k.name == KindOverridePolicy {
+		r.Index.Namespace = p.Namespace
+	} else {
+		r.Index.AnyNamespace = true
+	}
+	var ks []string
+	for _, s := range p.selectors {
+		if !slices.Contains(ks, s.Kind) {
+			ks = append(ks, s.Kind)
+		}
+	}
+	if len(p.selectors) > 0 {
+		r.Index.Kinds = ks
+	}
+	return r, err
+}
+
+// Rule is a compiled kinitiras policy as the kernel runs it.
+type Rule struct {
+	engine.RuleInfo
+	p *Policy
+}
+
+var _ engine.Rule = (*Rule)(nil)
+
+// Info returns the kernel's view of the rule.
+func (r *Rule) Info() *engine.RuleInfo { return &r.RuleInfo }
+
+// InScope is never asked (the index decides).
+func (r *Rule) InScope(string) bool { return true }
+
+// Match decides the selectors on the object as earlier rules left it.
+func (r *Rule) Match(h *engine.Handle) (bool, error) {
+	obj, _ := h.Object().(map[string]any)
+	return r.p.selects(obj), nil
+}
+
+// Apply runs the policy's rules for the operation: overrides patch the
+// object (the difference, atomically); validations deny with the reason,
+// as kinitiras' webhook (403 Forbidden).
+func (r *Rule) Apply(h *engine.Handle) error {
+	obj, _ := h.Object().(map[string]any)
+	op := h.Request().Operation
+	var old map[string]any
+	if q := h.Request(); op == rules.Update {
+		old, _ = q.OldObject.(map[string]any)
+		if old == nil && q.OldObjectJSON != nil {
+			if v, err := value.Decode(q.OldObjectJSON); err == nil {
+				old, _ = v.(map[string]any)
+			}
+		}
+	}
+	if r.Phase == engine.Validate {
+		ok, msg, err := Validate(h.Context(), []*Policy{r.p}, obj, old, op)
+		if err != nil {
+			return engine.InField("spec.validateRules", err)
+		}
+		if !ok {
+			h.Deny(msg, "Forbidden", http.StatusForbidden)
+		}
+		return nil
+	}
+	var cur any = obj
+	for i := range r.p.overrides {
+		o := &r.p.overrides[i]
+		if !o.ops.has(op) {
+			continue
+		}
+		next, err := o.apply(h.Context(), cur, old)
+		if err != nil {
+			return engine.InField(fmt.Sprintf("spec.overrideRules[%d]", i), err)
+		}
+		cur = next
+	}
+	ops := patch.Diff(obj, cur)
+	if len(ops) == 0 {
+		return nil
+	}
+	if h.Tracing() {
+		h.Trace().Ops = ops
+	}
+	return h.Patch(ops)
+}
