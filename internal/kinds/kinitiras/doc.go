@@ -14,8 +14,12 @@
 //     its own namespace only; targetOperations ["*"] means every operation
 //     (kinitiras matched none).
 //
-// Not yet: the engine.Rule adapter and the registry (the kinds are not
-// loaded by apply, test or the operator yet), the Go API types and CRDs,
+//   - the kinds' adapters (kind.go): engine.Rules in the kernel's order
+//     (tier, kind, namespace, name: ClusterOverridePolicies before
+//     OverridePolicies, each by name), served from files by the CLI and
+//     serve --standalone.
+//
+// Not yet: the operator's watch (the Go API types and CRDs do not ship),
 // templates rendered to CUE, origin overriders, valueRef/dataRef sources,
 // the applied-overrides annotations, kinitiras' webhook paths. CUE programs
 // run through internal/lang/cue.
