@@ -1,9 +1,11 @@
 // Package kinitiras is the adapter of kinitiras' policy kinds
 // (policy.kcloudlabs.io/v1alpha1: OverridePolicy, ClusterOverridePolicy,
 // ClusterValidatePolicy), issue 17, in progress. It owns so far:
+//
 //   - their resource selectors (selector.go): which objects a policy's
 //     resourceSelectors select, exactly as kinitiras' ResourceMatchSelectors
 //     decides (kinitiras' 20 selector cases pass);
+//
 //   - their semantics over stored manifests (policy.go): Compile (every CUE
 //     program once, positioned errors), ApplyOverrides (cluster policies,
 //     then the object's namespace's, rules sorted by policy name; within a
