@@ -26,6 +26,7 @@ func FuzzPolicy(f *testing.F) {
 		"mutations: [{patch: [{op: add, path: /metadata/labels/x, value: '{{ request.object.spec.replicas }}'}, {op: remove, path: /spec/x}]}]",
 		"matchConditions: [{name: c, jmespath: \"request.object.metadata.labels.app == 'web'\"}]\nvalidations: [{scope: '$.spec.template.spec.containers[*]', jmespath: \"contains(self.image, ':')\"}]",
 		"matchConditions: [{name: c, conditions: {any: [{key: '{{ request.operation }}', operator: AnyIn, value: [CREATE]}]}}]\nvalidations: [{deny: {conditions: {all: [{key: '{{ request.object.spec.replicas }}', operator: GreaterThan, value: 3}]}}, message: m}]",
+		"validations: [{cue: \"object: _ @tag(object)\\nvalidate: valid: object.spec.replicas < 3\"}]\nmutations: [{cue: \"object: _ @tag(object)\\npatches: [{op: \\\"add\\\", path: \\\"/metadata/labels/x\\\", value: \\\"y\\\"}]\"}]",
 	} {
 		f.Add(policyYAML("Policy", "team-a", spec))
 	}
