@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/kinitiras"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/testtool"
@@ -171,5 +172,56 @@ func TestOwnNamespace(t *testing.T) {
 	got, _, applied, err = kinitiras.ApplyOverrides(context.Background(), []*kinitiras.Policy{p}, obj, nil, rules.Create)
 	if err != nil || len(applied) != 1 || got["metadata"].(map[string]any)["labels"] == nil {
 		t.Errorf("the policy of the object's namespace did not apply: %v %v %v", got, applied, err)
+	}
+}
+
+func TestScopeReason(t *testing.T) {
+	compile := func(kind, ns, spec string) *kinitiras.Rule {
+		t.Helper()
+		m := map[string]any{"apiVersion": "policy.kcloudlabs.io/v1alpha1", "kind": kind, "metadata": map[string]any{"name": "p"}}
+		if ns != "" {
+			m["metadata"].(map[string]any)["namespace"] = ns
+		}
+		var s any
+		if err := json.Unmarshal([]byte(spec), &s); err != nil {
+			t.Fatal(err)
+		}
+		m["spec"] = s
+		b, _ := json.Marshal(m)
+		v, _ := value.Decode(b)
+		var k *kinitiras.Kind
+		switch kind {
+		case kinitiras.KindOverridePolicy:
+			k = kinitiras.NewOverridePolicyKind()
+		case kinitiras.KindClusterOverride:
+			k = kinitiras.NewClusterOverridePolicyKind()
+		default:
+			k = kinitiras.NewClusterValidatePolicyKind()
+		}
+		r, err := k.Compile(&kinds.Manifest{Origin: "t", Object: v.(map[string]any), JSON: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*kinitiras.Rule)
+	}
+	op := compile(kinitiras.KindOverridePolicy, "a", `{"resourceSelectors": [{"apiVersion": "v1", "kind": "Pod"}], "overrideRules": [{"targetOperations": ["CREATE"], "overriders": {"plaintext": [{"op": "add", "path": "/x", "value": 1}]}}]}`)
+	cvp := compile(kinitiras.KindClusterValidate, "", `{"validateRules": [{"targetOperations": ["DELETE"], "cue": "validate: valid: true"}]}`)
+	for _, c := range []struct {
+		r        *kinitiras.Rule
+		ns, kind string
+		op       rules.Operation
+		want     string
+	}{
+		{op, "b", "Pod", rules.Create, "out of scope: an OverridePolicy applies to objects of its own namespace (a) only"},
+		{op, "a", "Pod", rules.Delete, "out of scope: an override policy never patches a DELETE"},
+		{op, "a", "Pod", rules.Update, "out of scope: no rule's targetOperations include UPDATE"},
+		{op, "a", "Service", rules.Create, "out of scope: resourceSelectors name the kinds Pod"},
+		{op, "a", "Pod", rules.Create, "OverridePolicy in the object's namespace a"},
+		{cvp, "x", "Pod", rules.Delete, "ClusterValidatePolicy: applies cluster-wide"},
+		{cvp, "x", "Pod", rules.Create, "out of scope: no rule's targetOperations include CREATE"},
+	} {
+		if got := c.r.ScopeReason(c.ns, c.kind, c.op, true); got != c.want {
+			t.Errorf("%s %s/%s %s: %q, want %q", c.r.Kind, c.ns, c.kind, c.op, got, c.want)
+		}
 	}
 }
