@@ -360,16 +360,6 @@ func (ev *run) substitute(field string, d *subst.Document) (any, error) {
 	return v, nil
 }
 
-// evalJP evaluates a JMESPath expression slot; the value comes back as a
-// JSON tree.
-func (ev *run) evalJP(e *jpExpr) (any, error) {
-	v, err := ev.search(e)
-	if err != nil {
-		return nil, err
-	}
-	return jmespath.Result(v), nil
-}
-
 // evalJPBool evaluates a JMESPath slot that must give a boolean.
 func (ev *run) evalJPBool(e *jpExpr) (bool, error) {
 	v, err := ev.search(e)
