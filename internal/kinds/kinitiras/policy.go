@@ -24,8 +24,7 @@ const (
 	KindClusterValidate = "ClusterValidatePolicy"
 )
 
-// manifest is a policy as stored: the fields this part of the kind reads
-// (templates are rendered by kinitiras' interrupter into renderedCue).
+// manifest is a policy as stored: the fields this part of the kind reads.
 type manifest struct {
 	Kind     string `json:"kind"`
 	Metadata struct {
@@ -39,16 +38,16 @@ type manifest struct {
 			Overriders       struct {
 				Plaintext   []json.RawMessage `json:"plaintext"`
 				Cue         string            `json:"cue"`
-				Template    json.RawMessage   `json:"template"`
+				Template    *OverrideTemplate `json:"template"`
 				RenderedCue string            `json:"renderedCue"`
 				Origin      json.RawMessage   `json:"origin"`
 			} `json:"overriders"`
 		} `json:"overrideRules"`
 		ValidateRules []struct {
-			TargetOperations []string        `json:"targetOperations"`
-			Cue              string          `json:"cue"`
-			Template         json.RawMessage `json:"template"`
-			RenderedCue      string          `json:"renderedCue"`
+			TargetOperations []string          `json:"targetOperations"`
+			Cue              string            `json:"cue"`
+			Template         *ValidateTemplate `json:"template"`
+			RenderedCue      string            `json:"renderedCue"`
 		} `json:"validateRules"`
 	} `json:"spec"`
 }
@@ -109,8 +108,20 @@ func Compile(obj map[string]any) (*Policy, error) {
 	for i, r := range m.Spec.OverrideRules {
 		field := fmt.Sprintf("spec.overrideRules[%d].overriders", i)
 		or := overrideRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Overriders.Cue)}
-		if len(r.Overriders.Template) > 0 && string(r.Overriders.Template) != "null" {
+		switch t := r.Overriders.Template; {
+		case t != nil && r.Overriders.RenderedCue != "":
+			// As kinitiras: the renderedCue its policy webhook stored runs
+			// (Render, used by the webhook and lint, checks the template).
 			or.rendered = prog(field+".renderedCue", r.Overriders.RenderedCue)
+		case t != nil:
+			// Not through the policy webhook (offline): rendered here.
+			src, es := RenderOverride(t, field+".template")
+			errs = append(errs, es...)
+			if src != "" {
+				or.rendered = prog(field+".template (rendered)", src)
+			}
+		case r.Overriders.RenderedCue != "":
+			prog(field+".renderedCue", r.Overriders.RenderedCue) // checked; kinitiras runs it only with a template
 		}
 		if len(r.Overriders.Origin) > 0 && string(r.Overriders.Origin) != "null" {
 			errs = append(errs, rules.FieldError{Field: field + ".origin", Pos: -1, Msg: "origin overriders are not supported yet"})
@@ -133,8 +144,17 @@ func Compile(obj map[string]any) (*Policy, error) {
 	for i, r := range m.Spec.ValidateRules {
 		field := fmt.Sprintf("spec.validateRules[%d]", i)
 		vr := validateRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Cue)}
-		if len(r.Template) > 0 && string(r.Template) != "null" {
+		switch t := r.Template; {
+		case t != nil && r.RenderedCue != "":
 			vr.rendered = prog(field+".renderedCue", r.RenderedCue)
+		case t != nil:
+			src, es := RenderValidate(t, field+".template")
+			errs = append(errs, es...)
+			if src != "" {
+				vr.rendered = prog(field+".template (rendered)", src)
+			}
+		case r.RenderedCue != "":
+			prog(field+".renderedCue", r.RenderedCue)
 		}
 		p.validates = append(p.validates, vr)
 	}

@@ -12,6 +12,7 @@ import (
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/literal"
 	"cuelang.org/go/cue/parser"
 
 	"github.com/modwright/modwright/internal/lang"
@@ -67,13 +68,59 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 	if err != nil {
 		return nil, diagnostics(err)
 	}
-	p := &Program{src: src, file: f, reads: usages(f, VarObject, VarOldObject, VarData)}
+	dropUnusedImports(f)
+	p := &Program{src: src, file: f}
+	p.reads, p.aliases = usages(f, VarObject, VarOldObject, VarData)
 	inst, err := p.build()
 	if err != nil {
 		return nil, diagnostics(err)
 	}
 	p.pool.Put(inst)
 	return p, nil
+}
+
+// dropUnusedImports removes the imports a program never uses: CUE up to
+// v0.4 (the one kinitiras runs, whose rendered templates import strings,
+// strconv, math and list whatever they use) accepted them; current CUE
+// refuses them.
+func dropUnusedImports(f *ast.File) {
+	used := map[string]bool{}
+	ast.Walk(f, func(n ast.Node) bool {
+		if s, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := s.X.(*ast.Ident); ok {
+				used[id.Name] = true
+			}
+		}
+		return true
+	}, nil)
+	name := func(spec *ast.ImportSpec) string {
+		if spec.Name != nil {
+			return spec.Name.Name
+		}
+		path, err := literal.Unquote(spec.Path.Value)
+		if err != nil {
+			return ""
+		}
+		path, _, _ = strings.Cut(path, ":")
+		return path[strings.LastIndex(path, "/")+1:]
+	}
+	var decls []ast.Decl
+	for _, d := range f.Decls {
+		if imp, ok := d.(*ast.ImportDecl); ok {
+			var specs []*ast.ImportSpec
+			for _, spec := range imp.Specs {
+				if n := name(spec); n == "" || used[n] {
+					specs = append(specs, spec)
+				}
+			}
+			if len(specs) == 0 {
+				continue
+			}
+			imp.Specs = specs
+		}
+		decls = append(decls, d)
+	}
+	f.Decls = decls
 }
 
 // diagnostics turns CUE errors into positioned diagnostics.
@@ -121,6 +168,9 @@ type Program struct {
 	// a parameter it never reads is not compiled in, one it reads in
 	// part is pruned to those paths.
 	reads map[string]*usage
+	// aliases are the top-level fields that only name a parameter's
+	// path: one asked for as the output gets the parameters whole.
+	aliases map[string]bool
 	// outputs caches the parsed paths of the output fields asked for.
 	outputs sync.Map // string -> cue.Path
 }
@@ -139,7 +189,10 @@ func (p *Program) Source() string { return p.src }
 func (p *Program) build() (*instance, error) {
 	ctx := cuecontext.New()
 	v := ctx.BuildFile(p.file)
-	if err := v.Err(); err != nil {
+	// Validate, not Err: without its parameters a program is incomplete
+	// (a top-level `if object.kind == "Pod"` cannot be decided yet); only
+	// errors that no parameter can mend refuse it.
+	if err := v.Validate(); err != nil {
 		return nil, err
 	}
 	return &instance{ctx: ctx, v: v}, nil
@@ -199,8 +252,8 @@ func (p *Program) Run(ctx context.Context, params map[string]any, output string)
 	}
 }
 
-func (p *Program) inject(name string, v any) (any, bool) {
-	if name != VarObject && name != VarOldObject && name != VarData {
+func (p *Program) inject(name string, v any, whole bool) (any, bool) {
+	if whole || name != VarObject && name != VarOldObject && name != VarData {
 		return v, true
 	}
 	u := p.reads[name]
@@ -216,7 +269,9 @@ func (p *Program) inject(name string, v any) (any, bool) {
 func (inst *instance) run(p *Program, params map[string]any, output string) (any, error) {
 	v := inst.v
 	for name, pv := range params {
-		pv, ok := p.inject(name, pv)
+		// The whole program's value shows every field: nothing pruned.
+		root, _, _ := strings.Cut(output, ".")
+		pv, ok := p.inject(name, pv, output == "" || p.aliases[root])
 		if !ok {
 			continue
 		}

@@ -1,6 +1,7 @@
 package cue
 
 import (
+	"slices"
 	"strconv"
 
 	"cuelang.org/go/cue/ast"
@@ -21,7 +22,12 @@ type usage struct {
 // top-level field is declared with anything but _ (a constraint a
 // parameter unifies with) is read whole. Names the program never reads
 // are absent.
-func usages(f *ast.File, names ...string) map[string]*usage {
+//
+// A top-level field that is only a selector chain of a parameter is an
+// alias: its references read at its path, and its own declaration reads
+// nothing unless it is the output (aliases lists them; Run then passes
+// the parameters whole).
+func usages(f *ast.File, names ...string) (map[string]*usage, map[string]bool) {
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
@@ -35,11 +41,48 @@ func usages(f *ast.File, names ...string) map[string]*usage {
 		}
 		return u
 	}
+	// Aliases: a top-level field that is a parameter's selector chain
+	// (`object: data.object`, `kind: object.kind`, as kinitiras' rendered
+	// templates declare them) reads what its references read, at its
+	// path.
+	aliases := map[string]alias{}
+	aliasDecl := map[*ast.Field]bool{}
+	for range len(f.Decls) + 1 { // to a fixed point: aliases of aliases in any order
+		changed := false
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.Field)
+			if !ok || len(fd.Attrs) > 0 {
+				continue
+			}
+			name, ok := labelName(fd.Label)
+			if !ok {
+				continue
+			}
+			root, path, ok := chain(fd.Value)
+			if !ok || root == name {
+				continue
+			}
+			var to alias
+			if a, ok := aliases[root]; ok {
+				to = alias{a.root, append(slices.Clip(a.path), path...)}
+			} else if want[root] {
+				to = alias{root, path}
+			} else {
+				continue
+			}
+			if old, ok := aliases[name]; !ok || old.root != to.root || !slices.Equal(old.path, to.path) {
+				aliases[name], aliasDecl[fd], changed = to, true, true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
 	// Top-level declarations: `object: _ @tag(object)` is a declaration;
 	// `object: {spec: replicas: <10}` constrains the parameter.
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.Field)
-		if !ok {
+		if !ok || aliasDecl[fd] {
 			continue
 		}
 		if name, ok := labelName(fd.Label); ok && want[name] {
@@ -50,9 +93,20 @@ func usages(f *ast.File, names ...string) map[string]*usage {
 	}
 	var stack []ast.Node
 	ast.Walk(f, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok && want[id.Name] && !isLabel(stack, id) {
+		if fd, ok := n.(*ast.Field); ok && aliasDecl[fd] {
+			return false
+		}
+		if id, ok := n.(*ast.Ident); ok && !isLabel(stack, id) {
+			name := id.Name
 			path, whole := selectorPath(stack, id)
-			u := get(id.Name)
+			if a, ok := aliases[name]; ok {
+				name, path = a.root, append(slices.Clip(a.path), path...)
+				whole = len(path) == 0
+			} else if !want[name] {
+				stack = append(stack, n)
+				return true
+			}
+			u := get(name)
 			if whole {
 				u.all = true
 			} else {
@@ -62,7 +116,53 @@ func usages(f *ast.File, names ...string) map[string]*usage {
 		stack = append(stack, n)
 		return true
 	}, func(ast.Node) { stack = stack[:len(stack)-1] })
-	return out
+	named := map[string]bool{}
+	for n := range aliases {
+		named[n] = true
+	}
+	return out, named
+}
+
+type alias struct {
+	root string
+	path []string
+}
+
+// chain is the root and path of a selector chain with constant labels and
+// indexes (data.object.spec, object.spec.containers[0]).
+func chain(e ast.Expr) (root string, path []string, ok bool) {
+	for {
+		switch x := e.(type) {
+		case *ast.Ident:
+			slices.Reverse(path)
+			return x.Name, path, true
+		case *ast.SelectorExpr:
+			name, ok := labelName(x.Sel)
+			if !ok {
+				return "", nil, false
+			}
+			path = append(path, name)
+			e = x.X
+		case *ast.IndexExpr:
+			lit, ok := x.Index.(*ast.BasicLit)
+			if !ok {
+				return "", nil, false
+			}
+			s, err := literal.Unquote(lit.Value)
+			if lit.Kind == token.INT {
+				s, err = lit.Value, nil
+			} else if lit.Kind != token.STRING {
+				err = strconv.ErrSyntax
+			}
+			if err != nil {
+				return "", nil, false
+			}
+			path = append(path, s)
+			e = x.X
+		default:
+			return "", nil, false
+		}
+	}
 }
 
 // isLabel reports whether id is the label of its parent field or the

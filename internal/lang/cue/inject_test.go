@@ -17,16 +17,20 @@ func TestUsages(t *testing.T) {
 		src  string
 		want map[string]string // name -> "all" or the paths joined
 	}{
-		{"object: _ @tag(object)\nx: object.spec.replicas", map[string]string{"object": "spec.replicas"}},
-		{"object: _ @tag(object)\nx: object.metadata.annotations[\"a/b\"]\ny: object.spec.list[0].name", map[string]string{"object": "metadata.annotations.a/b spec.list.0.name"}},
-		{"object: _ @tag(object)\nx: object", map[string]string{"object": "all"}},
-		{"object: _ @tag(object)\nk: \"spec\"\nx: object[k]", map[string]string{"object": "all"}},
+		{"object: _ @tag(object)\nx: [object.spec.replicas]", map[string]string{"object": "spec.replicas"}},
+		{"object: _ @tag(object)\nx: [object.metadata.annotations[\"a/b\"]]\ny: [object.spec.list[0].name]", map[string]string{"object": "metadata.annotations.a/b spec.list.0.name"}},
+		{"object: _ @tag(object)\nx: [object]", map[string]string{"object": "all"}},
+		{"object: _ @tag(object)\nk: \"spec\"\nx: [object[k]]", map[string]string{"object": "all"}},
 		{"object: {spec: replicas: <10}", map[string]string{"object": "all"}},
 		{"object: _ @tag(object)\nx: [for k, v in object.metadata.labels {k}]", map[string]string{"object": "metadata.labels"}},
 		{"object: _ @tag(object)\nx: \"\\(object.metadata.name)\"", map[string]string{"object": "metadata.name"}},
-		{"data: _ @tag(data)\nx: data.object.spec\ny: data.request.operation", map[string]string{"data": "object.spec request.operation"}},
+		{"data: _ @tag(data)\nx: [data.object.spec]\ny: [data.request.operation]", map[string]string{"data": "object.spec request.operation"}},
 		{"patches: [{op: \"add\", path: \"/a\", value: 1}]", map[string]string{}},
-		{"let o = object\nobject: _ @tag(object)\nx: o.spec", map[string]string{"object": "all"}},
+		{"data: _ @tag(data)\nobject: data.object\nkind: object.kind\nx: [object.spec.containers[0].resources]\ny: [kind]", map[string]string{"data": "object.spec.containers.0.resources object.kind"}},
+		{"data: _ @tag(data)\nkind: object.kind\nobject: data.object\ny: [kind]", map[string]string{"data": "object.kind"}},
+		{"data: _ @tag(data)\nobject: data.object\nx: [object]", map[string]string{"data": "object"}},
+		{"data: _ @tag(data)\nobject: data.object\nother: data.extraParams.\"http\"\nx: [other.body.name]", map[string]string{"data": "extraParams.http.body.name"}},
+		{"let o = object\nobject: _ @tag(object)\nx: [o.spec]", map[string]string{"object": "all"}},
 	} {
 		f, ds := Language{}.CompileExpr(&lang.Env{Name: "t"}, c.src)
 		if ds != nil {
