@@ -213,8 +213,9 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	api, roles := runner.Readers(in.resolver)
-	eng := engine.New(engine.Options{Objects: in.resolver, API: api, Roles: roles, NoTrace: true})
+	opts := runner.Options(in.resolver)
+	opts.NoTrace = true
+	eng := engine.New(opts)
 
 	var out []any
 	var origins []string // where each of out came from, for errors

@@ -19,6 +19,7 @@ type staticResolver struct {
 	// api holds the recorded apiCall responses; user the requester
 	// (context_readers.go).
 	api  map[string][]byte
+	http map[string]*engine.HTTPResponse
 	user *offlineUser
 }
 

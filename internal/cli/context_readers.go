@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 )
 
 // The offline stand-ins for what the operator reads from the cluster,
@@ -23,6 +26,14 @@ import (
 //	data: {...}                  # a POST body, compared as JSON
 //	response: {...}              # any JSON
 //
+//	apiVersion: cli.modwright.io/v1alpha1
+//	kind: HTTPResponse           # one recorded HTTP answer (kinitiras' http references)
+//	url: http://example.com/api?val=x   # with its query, as requested
+//	method: GET                  # default GET
+//	data: {...}                  # a request body, compared as JSON
+//	status: 200                  # default 200
+//	response: {...}              # the JSON body
+//
 //	apiVersion: cli.modwright.io/v1alpha1   # or Kyverno's cli.kyverno.io/v1alpha1
 //	kind: UserInfo               # the requester (one per context)
 //	userInfo: {username, uid, groups, extra}
@@ -33,6 +44,7 @@ const (
 	kyvernoCLIAPIVersion = "cli.kyverno.io/v1alpha1"
 	kindAPICallResponse  = "APICallResponse"
 	kindUserInfo         = "UserInfo"
+	kindHTTPResponse     = "HTTPResponse"
 )
 
 // offlineUser is a UserInfo context document.
@@ -45,7 +57,7 @@ type offlineUser struct {
 // isContextData reports whether d is one of the documents above.
 func isContextData(d *source.Document) bool {
 	av := d.APIVersion()
-	return (av == cliAPIVersion || av == kyvernoCLIAPIVersion) && (d.Kind() == kindAPICallResponse || d.Kind() == kindUserInfo)
+	return (av == cliAPIVersion || av == kyvernoCLIAPIVersion) && (d.Kind() == kindAPICallResponse || d.Kind() == kindUserInfo || d.Kind() == kindHTTPResponse && av == cliAPIVersion)
 }
 
 // apiKey identifies a recorded call: method, path and the body's JSON.
@@ -149,6 +161,42 @@ func (r *staticResolver) addContextData(d *source.Document) error {
 			r.api = map[string][]byte{}
 		}
 		r.api[key] = body
+	case kindHTTPResponse:
+		u, err := str("url")
+		if err != nil {
+			return err
+		}
+		if u == "" {
+			return fmt.Errorf("%s: HTTPResponse: url is required", d.Origin)
+		}
+		method, err := str("method")
+		if err != nil {
+			return err
+		}
+		resp, ok := o["response"]
+		if !ok {
+			return fmt.Errorf("%s: HTTPResponse %s: response is required", d.Origin, u)
+		}
+		status := 200
+		if st, ok := o["status"]; ok {
+			n, err := strconv.Atoi(fmt.Sprint(st))
+			if err != nil {
+				return fmt.Errorf("%s: HTTPResponse %s: status %v is not a number", d.Origin, u, st)
+			}
+			status = n
+		}
+		key, err := apiKey(strings.ToUpper(method), u, o["data"])
+		if err != nil {
+			return fmt.Errorf("%s: HTTPResponse %s: data: %w", d.Origin, u, err)
+		}
+		body, err := value.Encode(resp)
+		if err != nil {
+			return fmt.Errorf("%s: HTTPResponse %s: response: %w", d.Origin, u, err)
+		}
+		if r.http == nil {
+			r.http = map[string]*engine.HTTPResponse{}
+		}
+		r.http[key] = &engine.HTTPResponse{Status: status, Body: body}
 	case kindUserInfo:
 		if r.user != nil {
 			return fmt.Errorf("%s: a second UserInfo (the first is in %s): a request has one requester", d.Origin, r.user.origin)
@@ -186,7 +234,78 @@ func (r *staticResolver) addContextData(d *source.Document) error {
 var (
 	_ engine.APIReader  = (*staticResolver)(nil)
 	_ engine.RoleReader = (*staticResolver)(nil)
+	_ engine.KindReader = (*staticResolver)(nil)
+	_ engine.HTTPReader = (*staticResolver)(nil)
 )
+
+// Fetch answers an HTTP request from the recorded responses.
+func (r *staticResolver) Fetch(_ context.Context, req engine.HTTPRequest) (*engine.HTTPResponse, error) {
+	var body any
+	if len(req.Body) > 0 {
+		v, err := value.Decode(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		body = v
+	}
+	key, err := apiKey(req.Method, req.URL, body)
+	if err != nil {
+		return nil, err
+	}
+	if resp, ok := r.http[key]; ok {
+		return resp, nil
+	}
+	recorded := make([]string, 0, len(r.http))
+	for k := range r.http {
+		recorded = append(recorded, k)
+	}
+	sort.Strings(recorded)
+	hint := "record one in a --context file: apiVersion: " + cliAPIVersion + ", kind: " + kindHTTPResponse + ", url, method, data, status, response"
+	if len(recorded) > 0 {
+		hint += "; recorded: " + strings.Join(recorded, ", ")
+	}
+	return nil, fmt.Errorf("%w: %s %s (%s)", engine.ErrNoAPIResponse, req.Method, req.URL, hint)
+}
+
+// GetKind returns the context object of that apiVersion's group, kind,
+// namespace and name, or nil.
+func (r *staticResolver) GetKind(_ context.Context, apiVersion, kind, namespace, name string) (map[string]any, error) {
+	if kinds.IsClusterScoped(kind) {
+		namespace = ""
+	}
+	return r.objects[engine.ObjectRef{Group: apiGroup(apiVersion), Kind: kind, Namespace: namespace, Name: name}], nil
+}
+
+// ListKind returns the context objects of that kind in namespace (""
+// for all) whose labels the selector matches, by name.
+func (r *staticResolver) ListKind(_ context.Context, apiVersion, kind, namespace, selector string) ([]map[string]any, error) {
+	sel, err := k8slabels.Parse(selector)
+	if err != nil {
+		return nil, err
+	}
+	var refs []engine.ObjectRef
+	for ref, o := range r.objects {
+		if ref.Group != apiGroup(apiVersion) || ref.Kind != kind || namespace != "" && ref.Namespace != namespace {
+			continue
+		}
+		md, _ := o["metadata"].(map[string]any)
+		ls := k8slabels.Set{}
+		if m, ok := md["labels"].(map[string]any); ok {
+			for k, v := range m {
+				ls[k], _ = v.(string)
+			}
+		}
+		if sel.Matches(ls) {
+			refs = append(refs, ref)
+		}
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+	out := make([]map[string]any, len(refs))
+	for i, ref := range refs {
+		out[i] = r.objects[ref]
+	}
+	return out, nil
+}
 
 // Call answers an apiCall from the recorded responses.
 func (r *staticResolver) Call(_ context.Context, c engine.APICall) ([]byte, error) {

@@ -128,8 +128,7 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	api, roles := runner.Readers(in.resolver)
-	eng := engine.New(engine.Options{Objects: in.resolver, API: api, Roles: roles})
+	eng := engine.New(runner.Options(in.resolver))
 	var out []Explanation
 	for i := range in.objs {
 		d := &in.objs[i]

@@ -162,8 +162,9 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 		}
 	}
 	snap := engine.NewSnapshot(res.Rules)
-	api, roles := runner.Readers(resolver)
-	eng := engine.New(engine.Options{Objects: resolver, API: api, Roles: roles, NoTrace: true})
+	opts := runner.Options(resolver)
+	opts.NoTrace = true
+	eng := engine.New(opts)
 
 	out := make([]any, 0, len(items))
 	for i, it := range items {

@@ -27,6 +27,11 @@ type Options struct {
 	API APIReader
 	// Roles names the RBAC roles of the requesting user; nil: none known.
 	Roles RoleReader
+	// Kinds reads objects of any kind (kinitiras references); nil: none.
+	Kinds KindReader
+	// HTTP makes the HTTP requests rules need (kinitiras references);
+	// nil: none.
+	HTTP HTTPReader
 	// NoTrace leaves Decision.Trace empty, which saves its memory when
 	// nobody reads it (the webhook): with many rules in scope the trace is
 	// most of what an evaluation allocates. Errors, rejections and the
@@ -40,6 +45,8 @@ type Engine struct {
 	objects ObjectReader
 	authz   Authorizer
 	api     APIReader
+	kinds   KindReader
+	http    HTTPReader
 	roles   RoleReader
 	noTrace bool
 	// scratch recycles the buffers rules borrow through their Handle.
@@ -55,7 +62,7 @@ type scratch struct {
 
 // New returns an Engine.
 func New(opts Options) *Engine {
-	return &Engine{objects: opts.Objects, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, noTrace: opts.NoTrace}
+	return &Engine{objects: opts.Objects, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, noTrace: opts.NoTrace}
 }
 
 // ErrInvalidRequest marks requests the engine cannot evaluate.

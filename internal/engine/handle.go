@@ -51,6 +51,12 @@ func (h *Handle) Authorizer() Authorizer { return h.ev.e.authz }
 // API reads the API server by path; nil when the engine has none.
 func (h *Handle) API() APIReader { return h.ev.e.api }
 
+// Kinds reads objects of any kind; nil when the engine has none.
+func (h *Handle) Kinds() KindReader { return h.ev.e.kinds }
+
+// HTTP makes HTTP requests; nil when the engine has none.
+func (h *Handle) HTTP() HTTPReader { return h.ev.e.http }
+
 // Roles names the requesting user's RBAC roles; nil when the engine has
 // no reader.
 func (h *Handle) Roles() RoleReader { return h.ev.e.roles }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
@@ -149,6 +150,42 @@ var ErrNoAPIResponse = errors.New("no response for the API call")
 // --user-info.
 type RoleReader interface {
 	Roles(ctx context.Context, user UserInfo, namespace string) (roles, clusterRoles []string, err error)
+}
+
+// KindReader reads objects of any kind by apiVersion and kind, one by
+// name or those a label selector picks: what a kinitiras reference
+// (valueRef from k8s or owner) reads. It is implemented in the cluster by
+// informer caches started per kind on first use, and offline by the
+// context objects. Get returns (nil, nil) when the object does not exist;
+// List's selector is in the label selector syntax (app=web,tier in (a,b)).
+// The trees returned are shared and read-only.
+type KindReader interface {
+	GetKind(ctx context.Context, apiVersion, kind, namespace, name string) (map[string]any, error)
+	ListKind(ctx context.Context, apiVersion, kind, namespace, selector string) ([]map[string]any, error)
+}
+
+// HTTPReader makes an HTTP request outside the cluster for a rule (a
+// kinitiras http reference). The cluster's client allows only the hosts
+// the operator lists, with a timeout, a size limit and a cache (a response
+// is reused for MaxAge, or the client's own time when zero); offline,
+// responses are recorded in the context.
+type HTTPReader interface {
+	Fetch(ctx context.Context, r HTTPRequest) (*HTTPResponse, error)
+}
+
+// HTTPRequest is one request: Method is GET when empty.
+type HTTPRequest struct {
+	Method, URL string
+	Header      map[string]string
+	Body        []byte
+	MaxAge      time.Duration
+}
+
+// HTTPResponse is a response read whole.
+type HTTPResponse struct {
+	Status int
+	Header map[string][]string
+	Body   []byte
 }
 
 // AuthzAttributes is one question to an Authorizer: may User do Verb on a

@@ -23,8 +23,9 @@ func NewEngine(snap *engine.Snapshot, objects engine.ObjectReader) *Engine {
 // NewEngineAuthz is NewEngine with an authorizer for the rules'
 // authorization checks (a test suite's decisions).
 func NewEngineAuthz(snap *engine.Snapshot, objects engine.ObjectReader, authz engine.Authorizer) *Engine {
-	api, roles := Readers(objects)
-	return &Engine{eng: engine.New(engine.Options{Objects: objects, Authorizer: authz, API: api, Roles: roles, NoTrace: true}), snap: snap}
+	opts := Options(objects)
+	opts.Authorizer, opts.NoTrace = authz, true
+	return &Engine{eng: engine.New(opts), snap: snap}
 }
 
 // Run evaluates one request.

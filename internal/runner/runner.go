@@ -79,13 +79,16 @@ func Attributes(req Request) engine.Request {
 	return r
 }
 
-// Readers are the engine's readers a context offers beyond objects: the
-// recorded API responses and the requester's roles, when objects serves
-// them too (the CLI's context does).
-func Readers(objects engine.ObjectReader) (engine.APIReader, engine.RoleReader) {
-	api, _ := objects.(engine.APIReader)
-	roles, _ := objects.(engine.RoleReader)
-	return api, roles
+// Options are the engine's options for a context: its objects, and the
+// readers it also serves (the CLI's context serves recorded API and HTTP
+// responses, the requester's roles and objects of any kind).
+func Options(objects engine.ObjectReader) engine.Options {
+	o := engine.Options{Objects: objects}
+	o.API, _ = objects.(engine.APIReader)
+	o.Roles, _ = objects.(engine.RoleReader)
+	o.Kinds, _ = objects.(engine.KindReader)
+	o.HTTP, _ = objects.(engine.HTTPReader)
+	return o
 }
 
 // WarningText is how an admission warning reads in Result.Warnings (the

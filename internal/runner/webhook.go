@@ -34,9 +34,10 @@ var _ Driver = (*Webhook)(nil)
 func NewWebhook(snap *engine.Snapshot, objects engine.ObjectReader) *Webhook {
 	st := &source.Store{}
 	st.Publish(snap)
-	api, roles := Readers(objects)
+	opts := Options(objects)
+	opts.NoTrace = true
 	return &Webhook{h: webhook.NewDragnet(webhook.Options{
-		Evaluator: engine.New(engine.Options{Objects: objects, API: api, Roles: roles, NoTrace: true}),
+		Evaluator: engine.New(opts),
 		Snapshots: st,
 		Log:       logr.Discard(),
 	})}

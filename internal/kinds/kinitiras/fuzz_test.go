@@ -37,7 +37,7 @@ func FuzzPolicy(f *testing.F) {
 		o, _ := value.Decode([]byte(obj))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_, _, _, _ = kinitiras.ApplyOverrides(ctx, []*kinitiras.Policy{p}, o.(map[string]any), nil, rules.Create)
-		_, _, _ = kinitiras.Validate(ctx, []*kinitiras.Policy{p}, o.(map[string]any), nil, rules.Delete)
+		_, _, _, _ = kinitiras.ApplyOverrides(ctx, nil, []*kinitiras.Policy{p}, o.(map[string]any), nil, rules.Create)
+		_, _, _ = kinitiras.Validate(ctx, nil, []*kinitiras.Policy{p}, o.(map[string]any), nil, rules.Delete)
 	})
 }

@@ -132,7 +132,7 @@ func (r *Rule) Apply(h *engine.Handle) error {
 		}
 	}
 	if r.Phase == engine.Validate {
-		ok, msg, err := Validate(h.Context(), []*Policy{r.p}, obj, old, op)
+		ok, msg, err := Validate(h.Context(), readersOf(h), []*Policy{r.p}, obj, old, op)
 		if err != nil {
 			return engine.InField("spec.validateRules", err)
 		}
@@ -147,7 +147,7 @@ func (r *Rule) Apply(h *engine.Handle) error {
 		if !o.ops.has(op) {
 			continue
 		}
-		next, err := o.apply(h.Context(), cur, old)
+		next, err := o.apply(h.Context(), readersOf(h), cur, old)
 		if err != nil {
 			return engine.InField(fmt.Sprintf("spec.overrideRules[%d]", i), err)
 		}
@@ -161,4 +161,9 @@ func (r *Rule) Apply(h *engine.Handle) error {
 		h.Trace().Ops = ops
 	}
 	return h.Patch(ops)
+}
+
+// readersOf are the engine's readers references use.
+func readersOf(h *engine.Handle) *Readers {
+	return &Readers{Kinds: h.Kinds(), HTTP: h.HTTP()}
 }

@@ -71,6 +71,7 @@ func (o ops) has(op rules.Operation) bool {
 
 type overrideRule struct {
 	ops       ops
+	refs      []extRef         // the template's references to other objects and HTTP
 	rendered  *cuelang.Program // only with a template, as kinitiras
 	cue       *cuelang.Program
 	plaintext []any // JSON-patch operations
@@ -78,6 +79,7 @@ type overrideRule struct {
 
 type validateRule struct {
 	ops      ops
+	refs     []extRef
 	rendered *cuelang.Program
 	cue      *cuelang.Program
 }
@@ -107,7 +109,7 @@ func Compile(obj map[string]any) (*Policy, error) {
 	}
 	for i, r := range m.Spec.OverrideRules {
 		field := fmt.Sprintf("spec.overrideRules[%d].overriders", i)
-		or := overrideRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Overriders.Cue)}
+		or := overrideRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Overriders.Cue), refs: overrideRefs(r.Overriders.Template, field+".template")}
 		switch t := r.Overriders.Template; {
 		case t != nil && r.Overriders.RenderedCue != "":
 			// As kinitiras: the renderedCue its policy webhook stored runs
@@ -143,7 +145,7 @@ func Compile(obj map[string]any) (*Policy, error) {
 	}
 	for i, r := range m.Spec.ValidateRules {
 		field := fmt.Sprintf("spec.validateRules[%d]", i)
-		vr := validateRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Cue)}
+		vr := validateRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Cue), refs: validateRefs(r.Template, field+".template")}
 		switch t := r.Template; {
 		case t != nil && r.RenderedCue != "":
 			vr.rendered = prog(field+".renderedCue", r.RenderedCue)
@@ -187,7 +189,7 @@ type Applied struct {
 // sorted by policy name; within a rule renderedCue (with a template),
 // then cue, then plaintext, each seeing the one before. obj is not
 // modified.
-func ApplyOverrides(ctx context.Context, policies []*Policy, obj, old map[string]any, op rules.Operation) (result map[string]any, cluster, namespaced []Applied, err error) {
+func ApplyOverrides(ctx context.Context, rd *Readers, policies []*Policy, obj, old map[string]any, op rules.Operation) (result map[string]any, cluster, namespaced []Applied, err error) {
 	cur := any(obj)
 	md, _ := obj["metadata"].(map[string]any)
 	ns, _ := md["namespace"].(string)
@@ -214,7 +216,7 @@ func ApplyOverrides(ctx context.Context, policies []*Policy, obj, old map[string
 		sort.SliceStable(ms, func(a, b int) bool { return ms[a].p.Name < ms[b].p.Name })
 		for _, m := range ms {
 			r := &m.p.overrides[m.i]
-			if cur, err = r.apply(ctx, cur, old); err != nil {
+			if cur, err = r.apply(ctx, rd, cur, old); err != nil {
 				return nil, nil, nil, fmt.Errorf("%s %s: %w", m.p.Kind, m.p.key(), err)
 			}
 			a := Applied{PolicyName: m.p.Name, Overriders: m.p.overriders[m.i]}
@@ -236,13 +238,18 @@ func (p *Policy) key() string {
 	return p.Namespace + "/" + p.Name
 }
 
-func (r *overrideRule) apply(ctx context.Context, obj any, old map[string]any) (any, error) {
+func (r *overrideRule) apply(ctx context.Context, rd *Readers, obj any, old map[string]any) (any, error) {
 	if r.rendered != nil {
 		var o any = map[string]any{}
 		if old != nil {
 			o = old
 		}
-		data := map[string]any{"object": obj, "oldObject": o, "extraParams": map[string]any{}}
+		cur, _ := obj.(map[string]any)
+		extra, err := extraParams(ctx, rd, cur, r.refs)
+		if err != nil {
+			return nil, err
+		}
+		data := map[string]any{"object": obj, "oldObject": o, "extraParams": extra}
 		out, err := r.rendered.Run(ctx, map[string]any{cuelang.VarData: data}, cuelang.OutputPatches)
 		if err != nil {
 			return nil, fmt.Errorf("renderedCue: %w", err)
@@ -301,7 +308,7 @@ func applyPatches(ops any, obj any) (any, error) {
 // Validate runs the ClusterValidatePolicies as kinitiras does, in order:
 // the first rule whose program gives valid false rejects, with its reason;
 // oldObject is passed on UPDATE only.
-func Validate(ctx context.Context, policies []*Policy, obj, old map[string]any, op rules.Operation) (allowed bool, message string, err error) {
+func Validate(ctx context.Context, rd *Readers, policies []*Policy, obj, old map[string]any, op rules.Operation) (allowed bool, message string, err error) {
 	if op != rules.Update {
 		old = nil
 	}
@@ -315,7 +322,11 @@ func Validate(ctx context.Context, policies []*Policy, obj, old map[string]any, 
 				continue
 			}
 			if r.rendered != nil {
-				data := map[string]any{"object": obj, "extraParams": map[string]any{}}
+				extra, err := extraParams(ctx, rd, obj, r.refs)
+				if err != nil {
+					return false, "", err
+				}
+				data := map[string]any{"object": obj, "extraParams": extra}
 				if old != nil {
 					data["oldObject"] = old
 				}

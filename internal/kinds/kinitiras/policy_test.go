@@ -75,7 +75,7 @@ func TestConformanceOverride(t *testing.T) {
 	}
 	for _, c := range file.Cases {
 		t.Run(c.Name, func(t *testing.T) {
-			got, cluster, ns, err := kinitiras.ApplyOverrides(context.Background(), compileAll(t, c.Policies), decodeObj(t, c.Object), optObj(t, c.OldObject), rules.Operation(c.Operation))
+			got, cluster, ns, err := kinitiras.ApplyOverrides(context.Background(), nil, compileAll(t, c.Policies), decodeObj(t, c.Object), optObj(t, c.OldObject), rules.Operation(c.Operation))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestConformanceValidate(t *testing.T) {
 	}
 	for _, c := range file.Cases {
 		t.Run(c.Name, func(t *testing.T) {
-			ok, msg, err := kinitiras.Validate(context.Background(), compileAll(t, c.Policies), decodeObj(t, c.Object), optObj(t, c.OldObject), rules.Operation(c.Operation))
+			ok, msg, err := kinitiras.Validate(context.Background(), nil, compileAll(t, c.Policies), decodeObj(t, c.Object), optObj(t, c.OldObject), rules.Operation(c.Operation))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,12 +164,12 @@ func TestOwnNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default"}}
-	got, _, applied, err := kinitiras.ApplyOverrides(context.Background(), []*kinitiras.Policy{p}, obj, nil, rules.Create)
+	got, _, applied, err := kinitiras.ApplyOverrides(context.Background(), nil, []*kinitiras.Policy{p}, obj, nil, rules.Create)
 	if err != nil || len(applied) != 0 || got["metadata"].(map[string]any)["labels"] != nil {
 		t.Errorf("a policy of another namespace applied: %v %v %v", got, applied, err)
 	}
 	obj["metadata"].(map[string]any)["namespace"] = "other"
-	got, _, applied, err = kinitiras.ApplyOverrides(context.Background(), []*kinitiras.Policy{p}, obj, nil, rules.Create)
+	got, _, applied, err = kinitiras.ApplyOverrides(context.Background(), nil, []*kinitiras.Policy{p}, obj, nil, rules.Create)
 	if err != nil || len(applied) != 1 || got["metadata"].(map[string]any)["labels"] == nil {
 		t.Errorf("the policy of the object's namespace did not apply: %v %v %v", got, applied, err)
 	}
