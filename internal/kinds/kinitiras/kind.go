@@ -1,6 +1,7 @@
 package kinitiras
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -133,6 +134,9 @@ func (r *Rule) Apply(h *engine.Handle) error {
 	}
 	if r.Phase == engine.Validate {
 		ok, msg, err := Validate(h.Context(), readersOf(h), []*Policy{r.p}, obj, old, op)
+		if re := (*RuleError)(nil); errors.As(err, &re) {
+			return engine.InField(fmt.Sprintf("spec.validateRules[%d]", re.Index), re.Err)
+		}
 		if err != nil {
 			return engine.InField("spec.validateRules", err)
 		}

@@ -97,6 +97,17 @@ func Compile(obj map[string]any) (*Policy, error) {
 	}
 	p := &Policy{Kind: m.Kind, Namespace: m.Metadata.Namespace, Name: m.Metadata.Name, selectors: m.Spec.ResourceSelectors}
 	var errs []rules.FieldError
+	for i, sel := range m.Spec.ResourceSelectors {
+		if sel.FieldSelector == nil {
+			continue
+		}
+		for j, r := range sel.FieldSelector.MatchExpressions {
+			if r.Field == "" {
+				errs = append(errs, rules.FieldError{Field: fmt.Sprintf("spec.resourceSelectors[%d].fieldSelector.matchExpressions[%d].field", i, j), Pos: -1,
+					Msg: "field (a dotted path) is required; kinitiras' requirement spells field, operator and value"})
+			}
+		}
+	}
 	prog := func(field, src string) *cuelang.Program {
 		if src == "" {
 			return nil
@@ -109,7 +120,7 @@ func Compile(obj map[string]any) (*Policy, error) {
 	}
 	for i, r := range m.Spec.OverrideRules {
 		field := fmt.Sprintf("spec.overrideRules[%d].overriders", i)
-		or := overrideRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Overriders.Cue), refs: overrideRefs(r.Overriders.Template, field+".template")}
+		or := overrideRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Overriders.Cue), refs: overrideRefs(r.Overriders.Template, "overriders.template")}
 		switch t := r.Overriders.Template; {
 		case t != nil && r.Overriders.RenderedCue != "":
 			// As kinitiras: the renderedCue its policy webhook stored runs
@@ -145,7 +156,7 @@ func Compile(obj map[string]any) (*Policy, error) {
 	}
 	for i, r := range m.Spec.ValidateRules {
 		field := fmt.Sprintf("spec.validateRules[%d]", i)
-		vr := validateRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Cue), refs: validateRefs(r.Template, field+".template")}
+		vr := validateRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Cue), refs: validateRefs(r.Template, "template")}
 		switch t := r.Template; {
 		case t != nil && r.RenderedCue != "":
 			vr.rendered = prog(field+".renderedCue", r.RenderedCue)
@@ -324,15 +335,18 @@ func Validate(ctx context.Context, rd *Readers, policies []*Policy, obj, old map
 			if r.rendered != nil {
 				extra, err := extraParams(ctx, rd, obj, r.refs)
 				if err != nil {
-					return false, "", err
+					return false, "", &RuleError{Policy: p.key(), Index: i, Err: err}
 				}
 				data := map[string]any{"object": obj, "extraParams": extra}
 				if old != nil {
 					data["oldObject"] = old
 				}
 				ok, msg, err := runValidate(ctx, r.rendered, map[string]any{cuelang.VarData: data})
-				if err != nil || !ok {
-					return false, msg, err
+				if err != nil {
+					return false, "", &RuleError{Policy: p.key(), Index: i, Err: fmt.Errorf("template: %w", err)}
+				}
+				if !ok {
+					return false, msg, nil
 				}
 			}
 			if r.cue != nil {
@@ -341,14 +355,31 @@ func Validate(ctx context.Context, rd *Readers, policies []*Policy, obj, old map
 					params[cuelang.VarOldObject] = old
 				}
 				ok, msg, err := runValidate(ctx, r.cue, params)
-				if err != nil || !ok {
-					return false, msg, err
+				if err != nil {
+					return false, "", &RuleError{Policy: p.key(), Index: i, Err: fmt.Errorf("cue: %w", err)}
+				}
+				if !ok {
+					return false, msg, nil
 				}
 			}
 		}
 	}
 	return true, "", nil
 }
+
+// RuleError is the failure of one validate rule (its index in
+// spec.validateRules) of a policy.
+type RuleError struct {
+	Policy string
+	Index  int
+	Err    error
+}
+
+func (e *RuleError) Error() string {
+	return fmt.Sprintf("%s spec.validateRules[%d]: %v", e.Policy, e.Index, e.Err)
+}
+
+func (e *RuleError) Unwrap() error { return e.Err }
 
 func runValidate(ctx context.Context, p *cuelang.Program, params map[string]any) (bool, string, error) {
 	out, err := p.Run(ctx, params, cuelang.OutputValidate)

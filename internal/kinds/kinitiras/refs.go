@@ -88,6 +88,10 @@ func resolveRef(ctx context.Context, rd *Readers, obj map[string]any, r *Resourc
 		}
 		return k8sObject(ctx, rd.Kinds, obj, r.K8s)
 	case FromOwner:
+		md, _ := obj["metadata"].(map[string]any)
+		if owners, _ := md["ownerReferences"].([]any); len(owners) == 0 {
+			return nil, nil // no owner: nothing to read
+		}
 		if rd.Kinds == nil {
 			return nil, fmt.Errorf("%w: the owner object (offline: give it with --context)", ErrNoReader)
 		}

@@ -213,7 +213,7 @@ func TestReferences(t *testing.T) {
 			}
 		})
 	}
-	if _, err := resolveRef(context.Background(), nil, pod, &ResourceRef{From: FromOwner}); !errors.Is(err, ErrNoReader) {
+	if _, err := resolveRef(context.Background(), nil, owned, &ResourceRef{From: FromOwner}); !errors.Is(err, ErrNoReader) {
 		t.Errorf("no readers: %v", err)
 	}
 }

@@ -258,9 +258,9 @@ func refExpr(p *problems, field string, r *ResourceRef, suffix string) string {
 	if r.From == FromHTTP && (r.HTTP == nil || r.HTTP.URL == "") {
 		p.add(field+".http.url", "from http needs http.url")
 	}
-	if strings.Contains(r.Path, "/") {
+	segments := func(sep string) string {
 		e := key
-		for _, s := range strings.Split(strings.Trim(r.Path, "/"), "/") {
+		for _, s := range strings.Split(strings.Trim(r.Path, sep), sep) {
 			if _, err := strconv.Atoi(s); err == nil && s != "" && s[0] != '-' && s[0] != '+' {
 				e += "[" + s + "]"
 			} else {
@@ -269,18 +269,21 @@ func refExpr(p *problems, field string, r *ResourceRef, suffix string) string {
 		}
 		return e
 	}
-	e := key + "." + r.Path
-	x, err := parser.ParseExpr("path", e)
-	if err == nil {
-		if !isPath(x) {
-			err = fmt.Errorf("not a path")
-		}
+	if strings.Contains(r.Path, "/") {
+		return segments("/")
 	}
-	if err != nil {
+	// A dotted path is CUE selector text, as kinitiras reads it
+	// (metadata.annotations."a.b"); one that is not (a key with a dash:
+	// metadata.labels.pod-template-hash) is split at its dots.
+	e := key + "." + r.Path
+	if x, err := parser.ParseExpr("path", e); err == nil && isPath(x) {
+		return e
+	}
+	if strings.ContainsAny(r.Path, `"[]()\ `) {
 		p.add(field+".path", "%q is not a path (a.b.c or /a/b/c)", r.Path)
 		return ""
 	}
-	return e
+	return segments(".")
 }
 
 // isPath reports whether e is a reference with constant selectors and

@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+
+	"cuelang.org/go/cue/literal"
+	"cuelang.org/go/cue/token"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
-	"cuelang.org/go/cue/literal"
 	"cuelang.org/go/cue/parser"
 
 	"github.com/modwright/modwright/internal/lang"
@@ -71,11 +74,15 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 	dropUnusedImports(f)
 	p := &Program{src: src, file: f}
 	p.reads, p.aliases = usages(f, VarObject, VarOldObject, VarData)
-	inst, err := p.build()
-	if err != nil {
+	// Checked on a value of its own: evaluating a program before its
+	// parameters are filled in would leave its comprehensions decided
+	// without them (a top-level `if kind == "Pod"` stays unapplied).
+	// Validate, not Err: without its parameters a program is incomplete;
+	// only errors that no parameter can mend refuse it.
+	if err := cuecontext.New().BuildFile(f).Validate(); err != nil {
 		return nil, diagnostics(err)
 	}
-	p.pool.Put(inst)
+	p.pool.Put(p.build())
 	return p, nil
 }
 
@@ -186,16 +193,11 @@ var _ lang.Program = (*Program)(nil)
 // Source returns the program's text.
 func (p *Program) Source() string { return p.src }
 
-func (p *Program) build() (*instance, error) {
+// build builds the program, unevaluated, for one evaluation after another
+// (each fills its parameters into it).
+func (p *Program) build() *instance {
 	ctx := cuecontext.New()
-	v := ctx.BuildFile(p.file)
-	// Validate, not Err: without its parameters a program is incomplete
-	// (a top-level `if object.kind == "Pod"` cannot be decided yet); only
-	// errors that no parameter can mend refuse it.
-	if err := v.Validate(); err != nil {
-		return nil, err
-	}
-	return &instance{ctx: ctx, v: v}, nil
+	return &instance{ctx: ctx, v: ctx.BuildFile(p.file)}
 }
 
 // Eval evaluates the program with the Activation's object and old object
@@ -227,10 +229,7 @@ func (p *Program) Run(ctx context.Context, params map[string]any, output string)
 	}
 	inst, _ := p.pool.Get().(*instance)
 	if inst == nil {
-		var err error
-		if inst, err = p.build(); err != nil {
-			return nil, err
-		}
+		inst = p.build()
 	}
 	type result struct {
 		v   any
@@ -275,9 +274,11 @@ func (inst *instance) run(p *Program, params map[string]any, output string) (any
 		if !ok {
 			continue
 		}
-		// Go values, not JSON text: no parse per request. Numbers become
-		// int64 when integral text, else float64 (as JSON's 3 and 3.5).
-		x := inst.ctx.Encode(goValue(pv))
+		// A literal built from the JSON tree, not JSON text: no parse per
+		// request (JSON's 3 is an int, 3.5 a float). Not Context.Encode:
+		// lists it makes are not indexed inside comprehensions
+		// (`if ... {x: data.list[0].y}` stays unapplied; CUE v0.17).
+		x := inst.ctx.BuildExpr(jsonLiteral(pv))
 		if err := x.Err(); err != nil {
 			return nil, fmt.Errorf("parameter %s: %w", name, err)
 		}
@@ -342,32 +343,48 @@ func ValidateResult(v any) (valid bool, reason string, err error) {
 	return valid, reason, nil
 }
 
-// goValue turns a JSON tree's json.Number values into int64 (integer
-// text) or float64, which CUE encodes as int and float.
-func goValue(v any) any {
+// jsonLiteral is a JSON tree as a CUE literal: integer text an int, other
+// numbers floats.
+func jsonLiteral(v any) ast.Expr {
 	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		if f, err := x.Float64(); err == nil {
-			return f
-		}
-		return string(x)
 	case map[string]any:
-		out := make(map[string]any, len(x))
+		s := &ast.StructLit{Elts: make([]ast.Decl, 0, len(x))}
 		for k, e := range x {
-			out[k] = goValue(e)
+			s.Elts = append(s.Elts, &ast.Field{Label: ast.NewString(k), Value: jsonLiteral(e)})
 		}
-		return out
+		return s
 	case []any:
-		out := make([]any, len(x))
+		l := &ast.ListLit{Elts: make([]ast.Expr, len(x))}
 		for i, e := range x {
-			out[i] = goValue(e)
+			l.Elts[i] = jsonLiteral(e)
 		}
-		return out
+		return l
+	case string:
+		return ast.NewString(x)
+	case bool:
+		return ast.NewBool(x)
+	case nil:
+		return ast.NewNull()
+	case json.Number:
+		if _, err := x.Int64(); err == nil {
+			return &ast.BasicLit{Kind: token.INT, Value: string(x)}
+		}
+		if _, err := x.Float64(); err == nil {
+			return &ast.BasicLit{Kind: token.FLOAT, Value: string(x)}
+		}
+		return ast.NewString(string(x))
+	case int64:
+		return &ast.BasicLit{Kind: token.INT, Value: strconv.FormatInt(x, 10)}
+	case int:
+		return &ast.BasicLit{Kind: token.INT, Value: strconv.Itoa(x)}
+	case float64:
+		t := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(t, ".eEnI") {
+			t += ".0"
+		}
+		return &ast.BasicLit{Kind: token.FLOAT, Value: t}
 	}
-	return v
+	return &ast.BottomLit{}
 }
 
 // outputPath parses an output field's path once per program.

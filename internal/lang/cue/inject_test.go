@@ -107,3 +107,45 @@ func TestInjectSameResult(t *testing.T) {
 		}
 	}
 }
+
+// TestParametersInComprehensions: a parameter read inside a top-level
+// comprehension, through a list index, once filled in. (CUE's
+// Context.Encode made lists that stayed unindexed there, and a program
+// evaluated before its parameters kept its comprehensions unapplied.)
+func TestParametersInComprehensions(t *testing.T) {
+	src := `data: _ @tag(data)
+object: data.object
+kind: object.kind
+_res: {}
+if kind == "Pod" {_res: object.spec.containers[0].resources}
+if kind != "Pod" {_res: object.spec.template.spec.containers[0].resources}
+_limits: {}
+if _res.limits != _|_ {_limits: _res.limits}
+_cpu: *0 | number
+if _limits.cpu != _|_ {_cpu: _limits.cpu * 2}
+out: {cpu: _cpu, n: len(object.spec.containers)}`
+	p, ds := Language{}.CompileExpr(&lang.Env{Name: "t"}, src)
+	if ds != nil {
+		t.Fatal(ds)
+	}
+	for _, c := range []struct{ obj, want string }{
+		{`{"kind": "Pod", "spec": {"containers": [{"resources": {"limits": {"cpu": 3}}}]}}`, `{"cpu":6,"n":1}`},
+		{`{"kind": "Pod", "spec": {"containers": [{"name": "c"}, {"name": "d"}]}}`, `{"cpu":0,"n":2}`},
+		{`{"kind": "Deployment", "spec": {"containers": [], "template": {"spec": {"containers": [{"resources": {"limits": {"cpu": 1.5}}}]}}}}`, `{"cpu":3.0,"n":0}`},
+	} {
+		for range 2 { // a fresh instance, then a pooled one
+			obj, err := value.Decode([]byte(c.obj))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Run(context.Background(), map[string]any{"data": map[string]any{"object": obj}}, "out")
+			if err != nil {
+				t.Fatalf("%s: %v", c.obj, err)
+			}
+			b, _ := value.Encode(out)
+			if string(b) != c.want {
+				t.Errorf("%s: got %s, want %s", c.obj, b, c.want)
+			}
+		}
+	}
+}
