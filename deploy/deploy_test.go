@@ -109,7 +109,8 @@ func TestBundleInSync(t *testing.T) {
 }
 
 // crdFiles are the files of deploy/crds, each a CustomResourceDefinition.
-var crdFiles = []string{"api.kubemod.io_modrules.yaml", "modwright.io_clusterpolicies.yaml", "modwright.io_policies.yaml"}
+var crdFiles = []string{"api.kubemod.io_modrules.yaml", "modwright.io_clusterpolicies.yaml", "modwright.io_policies.yaml",
+	"policy.kcloudlabs.io_clusteroverridepolicies.yaml", "policy.kcloudlabs.io_clustervalidatepolicies.yaml", "policy.kcloudlabs.io_overridepolicies.yaml"}
 
 // TestCRDs: deploy/crds holds the CRDs of every rule kind, the Helm chart
 // has the same copies, and the package embeds them all (its CRDs are what

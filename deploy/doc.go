@@ -1,6 +1,8 @@
 // Package deploy holds modwright's installation manifests: the CRDs
 // (ModRule, Policy and ClusterPolicy, generated from api/v1beta1 and
-// api/v1alpha1 by controller-gen), the Helm chart (helm/modwright) and the
+// api/v1alpha1 by controller-gen, and kinitiras' OverridePolicy,
+// ClusterOverridePolicy and ClusterValidatePolicy from
+// api/kinitiras/v1alpha1), the Helm chart (helm/modwright) and the
 // kustomize bundle rendered from it. It embeds the CRDs and the bundle so
 // that the sandbox and the tests install exactly what users install.
 package deploy
@@ -22,9 +24,22 @@ var PolicyCRD []byte
 //go:embed crds/modwright.io_clusterpolicies.yaml
 var ClusterPolicyCRD []byte
 
+// The CustomResourceDefinitions of kinitiras' kinds (YAML), generated
+// from api/kinitiras/v1alpha1.
+var (
+	//go:embed crds/policy.kcloudlabs.io_overridepolicies.yaml
+	OverridePolicyCRD []byte
+	//go:embed crds/policy.kcloudlabs.io_clusteroverridepolicies.yaml
+	ClusterOverridePolicyCRD []byte
+	//go:embed crds/policy.kcloudlabs.io_clustervalidatepolicies.yaml
+	ClusterValidatePolicyCRD []byte
+)
+
 // CRDs returns every CustomResourceDefinition of deploy/crds (YAML each):
 // the rule kinds modwright serves, ModRule first.
-func CRDs() [][]byte { return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD} }
+func CRDs() [][]byte {
+	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD}
+}
 
 // Bundle is `helm template` of the chart with its default values (YAML,
 // several documents), namespace modwright-system.
