@@ -60,6 +60,12 @@ type operatorOptions struct {
 	configMapIdle   time.Duration
 	contextCMs      bool
 	contextRoles    bool
+	// kinitiras' kinds, and their http references' client.
+	kinitiras          bool
+	kinitirasHosts     []string
+	kinitirasHTTPTime  time.Duration
+	kinitirasHTTPBytes int64
+	kinitirasHTTPTTL   time.Duration
 	// restConfig, when set (the sandbox), is used instead of --kubeconfig.
 	restConfig *rest.Config
 }
@@ -86,6 +92,11 @@ func addOperatorFlags(f interface {
 	f.DurationVar(&o.configMapIdle, "configmap-idle", 10*time.Minute, "how long a ConfigMap no Policy read stays watched")
 	f.BoolVar(&o.contextCMs, "policy-context-configmaps", true, "serve Policies' configMap context entries (needs get, list, watch on configmaps)")
 	f.BoolVar(&o.contextRoles, "policy-context-roles", true, "serve request.roles and request.clusterRoles (needs get, list, watch on rolebindings and clusterrolebindings)")
+	f.BoolVar(&o.kinitiras, "kinitiras", true, "serve kinitiras' OverridePolicy, ClusterOverridePolicy and ClusterValidatePolicy (their CRDs must be installed; the operator waits for them)")
+	f.StringArrayVar(&o.kinitirasHosts, "kinitiras-http-hosts", nil, "hosts (host or host:port) kinitiras' http references may reach (repeatable); none by default: such a reference lets policy authors make the operator call URLs")
+	f.DurationVar(&o.kinitirasHTTPTime, "kinitiras-http-timeout", time.Second, "upper bound of one kinitiras http reference request")
+	f.Int64Var(&o.kinitirasHTTPBytes, "kinitiras-http-max-bytes", 1<<20, "largest kinitiras http reference response; larger is an error")
+	f.DurationVar(&o.kinitirasHTTPTTL, "kinitiras-http-cache-ttl", time.Second, "how long a kinitiras http reference response is reused for the same request (a token: until it expires)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (empty: $KUBECONFIG, the in-cluster configuration, or ~/.kube/config)")
 	f.StringVar(&o.namespace, "namespace", defaultNamespace, "namespace modwright runs in (its Secret, Service and leader-election lease)")
 	f.StringVar(&o.serviceName, "service-name", defaultServiceName, "Service in front of the webhooks (the serving certificate covers its DNS names)")
@@ -234,7 +245,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}
 
 	store := &source.Store{}
-	reg := newClusterRegistry(o.clusterRules)
+	reg := newClusterRegistry(o.clusterRules, op.kinitiras)
 	ruleSource := &cluster.RuleSource{
 		Cache:   mgr.GetCache(),
 		Store:   store,
@@ -265,6 +276,10 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		o.roles = &cluster.Roles{Reader: mgr.GetCache()}
 	}
 	o.api = &cluster.APIClient{REST: clients.Discovery().RESTClient(), Timeout: op.apiCallTimeout, MaxBytes: op.apiCallMaxBytes, TTL: op.apiCallCacheTTL}
+	// kinitiras' references: objects of any kind from the cache (an
+	// informer per kind read), HTTP to the listed hosts only.
+	o.kinds = &cluster.Kinds{Reader: mgr.GetCache()}
+	o.http = &cluster.HTTPClient{Hosts: op.kinitirasHosts, Timeout: op.kinitirasHTTPTime, MaxBytes: op.kinitirasHTTPBytes, TTL: op.kinitirasHTTPTTL}
 	// CEL's authorizer asks the API server (SubjectAccessReviews, cached).
 	o.authz = &cluster.Authorizer{Reviews: clients.AuthorizationV1().SubjectAccessReviews()}
 	dragnet := o.dragnet(store, resolver, log, m)
@@ -283,6 +298,10 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		MaxReviewBytes: maxBytes, Timeout: o.reviewTimeout, MaxReviewMemory: 4 * (maxBytes + 1),
 		FailOpen: true, // never block scheduling (failurePolicy Ignore too)
 	}))
+	srv.Register(controller.DefaultPath, webhook.NewHandler(webhook.HandlerOptions{
+		Name: "default-rule", Admit: controller.DefaultHandler{Kinds: reg}.Admit, Log: log.WithName("default"), Metrics: m,
+		MaxReviewBytes: maxBytes, Timeout: o.reviewTimeout, MaxReviewMemory: 4 * (maxBytes + 1),
+	}))
 	srv.Register(controller.ValidatePath, webhook.NewHandler(webhook.HandlerOptions{
 		Name: "validate-modrule", Admit: controller.ValidateHandler{Kinds: reg}.Admit, Log: log.WithName("validate"), Metrics: m,
 		MaxReviewBytes: maxBytes, Timeout: o.reviewTimeout, MaxReviewMemory: 4 * (maxBytes + 1),
@@ -293,7 +312,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}
 	// One status reconciler per kind; they compile with their own
 	// adapters (a registry of their own), not the rule source's caches.
-	for _, k := range newClusterRegistry(o.clusterRules).Kinds() {
+	for _, k := range newClusterRegistry(o.clusterRules, op.kinitiras).Kinds() {
 		status := &controller.StatusReconciler{Kind: k, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("modwright"), Log: log.WithName("status")}
 		if err := status.SetupWithManager(mgr); err != nil {
 			return err

@@ -20,7 +20,10 @@ func newRegistry(clusterNS string) *kinds.Registry {
 }
 
 // newClusterRegistry is the kinds the operator watches in the cluster:
-// kinitiras' kinds join when their CRDs ship (issue 17).
-func newClusterRegistry(clusterNS string) *kinds.Registry {
+// kinitiras' with --kinitiras (their CRDs must then be installed).
+func newClusterRegistry(clusterNS string, withKinitiras bool) *kinds.Registry {
+	if withKinitiras {
+		return newRegistry(clusterNS)
+	}
 	return kinds.NewRegistry(modrule.NewKind(clusterNS), policy.NewPolicyKind(), policy.NewClusterPolicyKind())
 }

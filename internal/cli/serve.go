@@ -55,6 +55,10 @@ type serveOptions struct {
 	// operator's); nil standalone.
 	api   engine.APIReader
 	roles engine.RoleReader
+	// kinds and http serve kinitiras' references (the operator's); nil
+	// standalone.
+	kinds engine.KindReader
+	http  engine.HTTPReader
 }
 
 // defaultGCPercent is --gc-percent's default: the collector lets the heap
@@ -362,7 +366,7 @@ func (o *serveOptions) serverOptions(so webhook.ServerOptions) webhook.ServerOpt
 // serves syntheticRefs (nil: none).
 func (o *serveOptions) dragnet(store webhook.Snapshots, resolver engine.ObjectReader, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
 	d := webhook.NewDragnet(webhook.Options{
-		Evaluator:       engine.New(engine.Options{Objects: resolver, Authorizer: o.authz, API: o.api, Roles: o.roles, NoTrace: true}), // nobody reads the trace here
+		Evaluator:       engine.New(engine.Options{Objects: resolver, Authorizer: o.authz, API: o.api, Roles: o.roles, Kinds: o.kinds, HTTP: o.http, NoTrace: true}), // nobody reads the trace here
 		Snapshots:       store,
 		Log:             log.WithName("dragnet"),
 		Metrics:         m,

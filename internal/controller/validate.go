@@ -35,6 +35,28 @@ func (h ValidateHandler) Admit(_ context.Context, req *engine.Request) webhook.V
 	if req.Operation != rules.Create && req.Operation != rules.Update {
 		return webhook.Verdict{Allowed: true}
 	}
+	m, refused := manifestOf(req)
+	if refused != nil {
+		return *refused
+	}
+	k := h.Kinds.For(m)
+	if k == nil {
+		return webhook.Verdict{Allowed: true} // not a rule kind modwright serves
+	}
+	if _, err := k.Compile(m); err != nil {
+		return Invalid(k, m, err)
+	}
+	if a, ok := k.(kinds.Admitter); ok {
+		if err := a.Check(m); err != nil {
+			return Invalid(k, m, err)
+		}
+	}
+	return webhook.Verdict{Allowed: true}
+}
+
+// manifestOf is the rule a review carries, with the namespace the API
+// server will give it; a body that is not a JSON object is refused.
+func manifestOf(req *engine.Request) (*kinds.Manifest, *webhook.Verdict) {
 	tree, err := value.Decode(req.ObjectJSON)
 	obj, _ := tree.(map[string]any)
 	if err != nil || obj == nil {
@@ -42,7 +64,7 @@ func (h ValidateHandler) Admit(_ context.Context, req *engine.Request) webhook.V
 		if kind == "" {
 			kind = "rule"
 		}
-		return webhook.Verdict{Code: http.StatusBadRequest, Message: fmt.Sprintf("undecodable %s: not a JSON object", kind)}
+		return nil, &webhook.Verdict{Code: http.StatusBadRequest, Message: fmt.Sprintf("undecodable %s: not a JSON object", kind)}
 	}
 	m := &kinds.Manifest{Object: obj, JSON: req.ObjectJSON}
 	if m.Namespace() == "" && req.Namespace != "" {
@@ -58,18 +80,11 @@ func (h ValidateHandler) Admit(_ context.Context, req *engine.Request) webhook.V
 		obj["metadata"] = md
 		data, err := value.AppendJSON(nil, obj)
 		if err != nil {
-			return webhook.Verdict{Code: http.StatusBadRequest, Message: err.Error()}
+			return nil, &webhook.Verdict{Code: http.StatusBadRequest, Message: err.Error()}
 		}
 		m = &kinds.Manifest{Object: obj, JSON: data}
 	}
-	k := h.Kinds.For(m)
-	if k == nil {
-		return webhook.Verdict{Allowed: true} // not a rule kind modwright serves
-	}
-	if _, err := k.Compile(m); err != nil {
-		return Invalid(k, m, err)
-	}
-	return webhook.Verdict{Allowed: true}
+	return m, nil
 }
 
 // Invalid is the denial for a rule that does not compile: an Invalid

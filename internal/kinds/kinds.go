@@ -72,6 +72,19 @@ type Kind interface {
 	Compile(m *Manifest) (engine.Rule, error)
 }
 
+// Admitter is implemented by the kinds whose manifests the operator's rule
+// webhooks complete and check beyond compiling them (kinitiras' policy
+// webhook renders templates into renderedCue and refuses templates that do
+// not render).
+type Admitter interface {
+	// Default returns the JSON patch (an array) that completes a created
+	// or updated manifest, nil for none.
+	Default(m *Manifest) ([]byte, error)
+	// Check returns why a manifest that compiles must still be refused
+	// (a *rules.CompileError), nil when it is admitted.
+	Check(m *Manifest) error
+}
+
 // Registry holds the kinds modwright serves. It is immutable.
 type Registry struct {
 	kinds []Kind

@@ -1,6 +1,7 @@
 package kinitiras
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,7 +18,27 @@ import (
 // and safe for concurrent use.
 type Kind struct{ name string }
 
-var _ kinds.Kind = (*Kind)(nil)
+var (
+	_ kinds.Kind     = (*Kind)(nil)
+	_ kinds.Admitter = (*Kind)(nil)
+)
+
+// Default renders the manifest's templates into renderedCue and defaults
+// a condition's affectMode to reject, as kinitiras' policy webhook does.
+func (k *Kind) Default(m *kinds.Manifest) ([]byte, error) {
+	ops, err := Render(m.Object)
+	if err != nil || len(ops) == 0 {
+		return nil, err
+	}
+	return json.Marshal(ops)
+}
+
+// Check refuses a manifest whose templates do not render (its stored
+// renderedCue, if any, was checked by Compile).
+func (k *Kind) Check(m *kinds.Manifest) error {
+	_, err := Render(m.Object)
+	return err
+}
 
 // NewOverridePolicyKind, NewClusterOverridePolicyKind and
 // NewClusterValidatePolicyKind return the adapters.

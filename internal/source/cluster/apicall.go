@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	"k8s.io/client-go/rest"
 
 	"github.com/modwright/modwright/internal/engine"
@@ -36,21 +34,10 @@ type APIClient struct {
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 
-	group singleflight.Group
-	mu    sync.Mutex
-	cache map[string]apiEntry
-}
-
-type apiEntry struct {
-	body    []byte
-	expires time.Time
+	cache responses[[]byte]
 }
 
 var _ engine.APIReader = (*APIClient)(nil)
-
-// maxCachedResponses bounds the responses kept; beyond it the expired
-// ones are dropped, then the cache is emptied.
-const maxCachedResponses = 4096
 
 func (c *APIClient) now() time.Time {
 	if c.Now != nil {
@@ -62,48 +49,7 @@ func (c *APIClient) now() time.Time {
 // Call reads the API server.
 func (c *APIClient) Call(ctx context.Context, call engine.APICall) ([]byte, error) {
 	key := call.Method + " " + call.Path + "\x00" + string(call.Data)
-	if c.TTL > 0 {
-		c.mu.Lock()
-		e, ok := c.cache[key]
-		c.mu.Unlock()
-		if ok && c.now().Before(e.expires) {
-			return e.body, nil
-		}
-	}
-	v, err, _ := c.group.Do(key, func() (any, error) {
-		body, err := c.read(ctx, call)
-		if err != nil {
-			return nil, err
-		}
-		if c.TTL > 0 {
-			c.keep(key, body)
-		}
-		return body, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return v.([]byte), nil
-}
-
-func (c *APIClient) keep(key string, body []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cache == nil {
-		c.cache = map[string]apiEntry{}
-	}
-	if len(c.cache) >= maxCachedResponses {
-		now := c.now()
-		for k, e := range c.cache {
-			if !now.Before(e.expires) {
-				delete(c.cache, k)
-			}
-		}
-		if len(c.cache) >= maxCachedResponses {
-			clear(c.cache)
-		}
-	}
-	c.cache[key] = apiEntry{body: body, expires: c.now().Add(c.TTL)}
+	return c.cache.get(key, c.TTL, c.now, func() ([]byte, error) { return c.read(ctx, call) })
 }
 
 func (c *APIClient) read(ctx context.Context, call engine.APICall) ([]byte, error) {

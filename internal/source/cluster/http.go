@@ -1,0 +1,145 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/modwright/modwright/internal/engine"
+)
+
+// ErrHostNotAllowed is in the chain of the error of an HTTP request to a
+// host HTTPClient.Hosts does not list.
+var ErrHostNotAllowed = errors.New("the host is not allowed")
+
+// HTTPClient is the engine's HTTPReader in the cluster (kinitiras' http
+// references). Requests reach only the hosts the operator lists: a rule
+// that could make the operator call any URL would let policy authors probe
+// the cluster's network (SSRF), so the list is empty by default. Each
+// request is bounded by Timeout and MaxBytes and follows at most 10
+// redirects, each to an allowed host; a response (2xx or not) is reused
+// for the request's MaxAge, or TTL when it gives none, and concurrent
+// identical requests share one. Errors are not kept.
+type HTTPClient struct {
+	// Hosts are the allowed hosts, as host or host:port (a host alone
+	// allows every port).
+	Hosts []string
+	// Timeout bounds one request; default 1 s (kinitiras').
+	Timeout time.Duration
+	// MaxBytes bounds a response; default 1 MiB.
+	MaxBytes int64
+	// TTL is how long a response is reused when the request does not say;
+	// 0: not at all.
+	TTL time.Duration
+	// Client makes the requests; default a client of its own.
+	Client *http.Client
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+
+	cache responses[*engine.HTTPResponse]
+}
+
+var _ engine.HTTPReader = (*HTTPClient)(nil)
+
+func (c *HTTPClient) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// allowed reports whether u's host may be requested.
+func (c *HTTPClient) allowed(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%s: only http and https URLs", u.Redacted())
+	}
+	if slices.Contains(c.Hosts, u.Host) || slices.Contains(c.Hosts, u.Hostname()) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (the operator's --kinitiras-http-hosts lists the hosts http references may reach; none by default)", ErrHostNotAllowed, u.Host)
+}
+
+// Fetch makes the request.
+func (c *HTTPClient) Fetch(ctx context.Context, r engine.HTTPRequest) (*engine.HTTPResponse, error) {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.allowed(u); err != nil {
+		return nil, err
+	}
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	keys := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var key strings.Builder
+	key.WriteString(method + " " + r.URL + "\x00" + string(r.Body))
+	for _, k := range keys {
+		key.WriteString("\x00" + k + ":" + r.Header[k])
+	}
+	ttl := r.MaxAge
+	if ttl == 0 {
+		ttl = c.TTL
+	}
+	return c.cache.get(key.String(), ttl, c.now, func() (*engine.HTTPResponse, error) { return c.do(ctx, method, u, r) })
+}
+
+func (c *HTTPClient) do(ctx context.Context, method string, u *url.URL, r engine.HTTPRequest) (*engine.HTTPResponse, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	limit := c.MaxBytes
+	if limit <= 0 {
+		limit = 1 << 20
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var body io.Reader
+	if len(r.Body) > 0 {
+		body = bytes.NewReader(r.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	client := http.Client{Transport: http.DefaultTransport}
+	if c.Client != nil {
+		client = *c.Client
+	}
+	client.CheckRedirect = func(next *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return c.allowed(next.URL)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: reading the response: %w", method, u.Redacted(), err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s %s: %w: more than %d bytes", method, u.Redacted(), ErrResponseTooLarge, limit)
+	}
+	return &engine.HTTPResponse{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}

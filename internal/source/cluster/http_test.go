@@ -1,0 +1,71 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modwright/modwright/internal/engine"
+)
+
+func TestHTTPClient(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		switch r.URL.Path {
+		case "/big":
+			_, _ = w.Write([]byte(strings.Repeat("x", 2048)))
+		case "/slow":
+			time.Sleep(300 * time.Millisecond)
+		case "/away":
+			http.Redirect(w, r, "http://elsewhere.example/", http.StatusFound)
+		default:
+			_, _ = w.Write([]byte(`{"token":"` + r.Header.Get("Authorization") + `"}`))
+		}
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	now := time.Unix(1000, 0)
+	c := &HTTPClient{Hosts: []string{u.Hostname()}, MaxBytes: 1024, Timeout: 100 * time.Millisecond, TTL: time.Minute, Now: func() time.Time { return now }}
+	ctx := context.Background()
+
+	r, err := c.Fetch(ctx, engine.HTTPRequest{URL: srv.URL + "/t", Header: map[string]string{"Authorization": "a"}})
+	if err != nil || string(r.Body) != `{"token":"a"}` || r.Status != 200 {
+		t.Fatalf("fetch: %v %+v", err, r)
+	}
+	if _, err := c.Fetch(ctx, engine.HTTPRequest{URL: srv.URL + "/t", Header: map[string]string{"Authorization": "a"}}); err != nil || hits.Load() != 1 {
+		t.Errorf("a repeated request within the TTL: %v, %d hits", err, hits.Load())
+	}
+	if r, _ := c.Fetch(ctx, engine.HTTPRequest{URL: srv.URL + "/t", Header: map[string]string{"Authorization": "b"}}); hits.Load() != 2 || string(r.Body) != `{"token":"b"}` {
+		t.Errorf("another header is another request: %d hits", hits.Load())
+	}
+	now = now.Add(2 * time.Minute)
+	if _, _ = c.Fetch(ctx, engine.HTTPRequest{URL: srv.URL + "/t", Header: map[string]string{"Authorization": "a"}}); hits.Load() != 3 {
+		t.Errorf("after the TTL the request is made again: %d hits", hits.Load())
+	}
+	for _, tc := range []struct {
+		url  string
+		want error
+		msg  string
+	}{
+		{"http://10.0.0.1/", ErrHostNotAllowed, ""},
+		{"file:///etc/passwd", nil, "only http and https"},
+		{srv.URL + "/big", ErrResponseTooLarge, ""},
+		{srv.URL + "/slow", context.DeadlineExceeded, ""},
+		{srv.URL + "/away", ErrHostNotAllowed, ""},
+	} {
+		_, err := c.Fetch(ctx, engine.HTTPRequest{URL: tc.url})
+		if err == nil || tc.want != nil && !errors.Is(err, tc.want) || tc.msg != "" && !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want %v %s", tc.url, err, tc.want, tc.msg)
+		}
+	}
+	if _, err := (&HTTPClient{}).Fetch(ctx, engine.HTTPRequest{URL: srv.URL}); !errors.Is(err, ErrHostNotAllowed) {
+		t.Errorf("no hosts listed: %v", err)
+	}
+}

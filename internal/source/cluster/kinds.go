@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/modwright/modwright/internal/engine"
+)
+
+// Kinds is the engine's KindReader in the cluster (kinitiras' k8s and
+// owner references): it reads objects of any kind from the manager's
+// cache, which starts an informer for a kind the first time it is read
+// and keeps it watched (the operator needs get, list and watch on the
+// kinds references read; the Helm chart's kinitiras.referenceRules grant
+// them).
+type Kinds struct {
+	Reader client.Reader // the manager's cache
+}
+
+var _ engine.KindReader = (*Kinds)(nil)
+
+// GetKind reads one object; nil when it does not exist.
+func (k *Kinds) GetKind(ctx context.Context, apiVersion, kind, namespace, name string) (map[string]any, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gv.WithKind(kind))
+	if err := k.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	return u.Object, nil
+}
+
+// ListKind lists the objects of a kind in namespace ("" for all) whose
+// labels the selector matches.
+func (k *Kinds) ListKind(ctx context.Context, apiVersion, kind, namespace, selector string) ([]map[string]any, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, err
+	}
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gv.WithKind(kind + "List"))
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if err := k.Reader.List(ctx, l, opts...); err != nil {
+		return nil, fmt.Errorf("%s: %w", kind, err)
+	}
+	out := make([]map[string]any, len(l.Items))
+	for i := range l.Items {
+		out[i] = l.Items[i].Object
+	}
+	return out, nil
+}
