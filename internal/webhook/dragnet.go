@@ -350,9 +350,24 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 		return d.failure(rv, code, msg)
 	}
 
+	// kinitiras' metrics label the resource as its GroupVersionKind prints.
+	var resourceType string
+	if len(dec.Applied)+len(dec.Rejections)+len(dec.Errors) > 0 {
+		resourceType = req.Kind.Version + ", Kind=" + req.Kind.Kind
+		if req.Kind.Group != "" {
+			resourceType = req.Kind.Group + "/" + resourceType
+		}
+	}
+	for _, r := range dec.Applied {
+		d.opts.Metrics.PolicyApplied(r.Kind, r.Key, resourceType)
+	}
+	for _, r := range dec.Rejections {
+		d.opts.Metrics.PolicyRejected(r.Kind, r.Rule, resourceType)
+	}
 	for i, e := range dec.Errors {
 		if e.Rule != "" {
 			d.opts.Metrics.RuleError(e.Kind, e.Rule)
+			d.opts.Metrics.PolicyFailed(e.Kind, e.Rule, resourceType)
 		}
 		d.opts.Log.Info("a rule failed on this object and was skipped", "rule", e.Rule, "field", e.Field, "error", e.Err.Error(),
 			"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
