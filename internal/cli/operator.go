@@ -31,6 +31,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/modwright/modwright/internal/controller"
+	"github.com/modwright/modwright/internal/kinds/kinitiras"
 	"github.com/modwright/modwright/internal/metrics"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/source/cluster"
@@ -62,6 +63,7 @@ type operatorOptions struct {
 	contextRoles    bool
 	// kinitiras' kinds, and their http references' client.
 	kinitiras          bool
+	kinitirasPaths     bool
 	kinitirasHosts     []string
 	kinitirasHTTPTime  time.Duration
 	kinitirasHTTPBytes int64
@@ -72,6 +74,8 @@ type operatorOptions struct {
 
 // Names the deploy/ bundle and Helm chart use; the flags' defaults.
 const (
+	kinitirasMutatePath   = "/mutate"   // kinitiras' own paths (--kinitiras-paths)
+	kinitirasValidatePath = "/validate" //
 	defaultNamespace      = "modwright-system"
 	defaultServiceName    = "modwright-webhook"
 	defaultCertSecret     = "modwright-webhook-cert"
@@ -93,6 +97,7 @@ func addOperatorFlags(f interface {
 	f.BoolVar(&o.contextCMs, "policy-context-configmaps", true, "serve Policies' configMap context entries (needs get, list, watch on configmaps)")
 	f.BoolVar(&o.contextRoles, "policy-context-roles", true, "serve request.roles and request.clusterRoles (needs get, list, watch on rolebindings and clusterrolebindings)")
 	f.BoolVar(&o.kinitiras, "kinitiras", true, "serve kinitiras' OverridePolicy, ClusterOverridePolicy and ClusterValidatePolicy (their CRDs must be installed; the operator waits for them)")
+	f.BoolVar(&o.kinitirasPaths, "kinitiras-paths", false, "serve kinitiras' policies on kinitiras' own webhook paths (/mutate: override policies, /validate: validate policies), for webhook configurations with kinitiras' object selector; the dragnet then leaves them out")
 	f.StringArrayVar(&o.kinitirasHosts, "kinitiras-http-hosts", nil, "hosts (host or host:port) kinitiras' http references may reach (repeatable); none by default: such a reference lets policy authors make the operator call URLs")
 	f.DurationVar(&o.kinitirasHTTPTime, "kinitiras-http-timeout", time.Second, "upper bound of one kinitiras http reference request")
 	f.Int64Var(&o.kinitirasHTTPBytes, "kinitiras-http-max-bytes", 1<<20, "largest kinitiras http reference response; larger is an error")
@@ -282,9 +287,23 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	o.http = &cluster.HTTPClient{Hosts: op.kinitirasHosts, Timeout: op.kinitirasHTTPTime, MaxBytes: op.kinitirasHTTPBytes, TTL: op.kinitirasHTTPTTL}
 	// CEL's authorizer asks the API server (SubjectAccessReviews, cached).
 	o.authz = &cluster.Authorizer{Reviews: clients.AuthorizationV1().SubjectAccessReviews()}
-	dragnet := o.dragnet(store, resolver, log, m)
 	srv := mgr.GetWebhookServer()
-	srv.Register(webhook.DragnetPath, dragnet)
+	if op.kinitiras && op.kinitirasPaths {
+		// kinitiras' paths serve its kinds, behind its object selector;
+		// the dragnet serves the others.
+		isKinitiras := func(k string) bool {
+			return k == kinitiras.KindOverridePolicy || k == kinitiras.KindClusterOverride || k == kinitiras.KindClusterValidate
+		}
+		srv.Register(webhook.DragnetPath, o.dragnet("dragnet", &webhook.KindFilter{Source: store, Keep: func(k string) bool { return !isKinitiras(k) }}, resolver, log, m))
+		srv.Register(kinitirasMutatePath, o.dragnet("kinitiras-mutate", &webhook.KindFilter{Source: store, Keep: func(k string) bool {
+			return k == kinitiras.KindOverridePolicy || k == kinitiras.KindClusterOverride
+		}}, resolver, log, m))
+		srv.Register(kinitirasValidatePath, o.dragnet("kinitiras-validate", &webhook.KindFilter{Source: store, Keep: func(k string) bool {
+			return k == kinitiras.KindClusterValidate
+		}}, resolver, log, m))
+	} else {
+		srv.Register(webhook.DragnetPath, o.dragnet("dragnet", store, resolver, log, m))
+	}
 	// The other webhooks go through the dragnet's codec. Their bodies (a
 	// Binding, a ModRule) are small: each reads within a body budget of
 	// two of the largest reviews, apart from the dragnet's.

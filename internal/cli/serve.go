@@ -296,7 +296,7 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 		// later, with a reload); it is logged as a warning.
 		AllowEmpty: true,
 	}
-	dragnet := o.dragnet(store, nil, log, m)
+	dragnet := o.dragnet("dragnet", store, nil, log, m)
 	srv, err := webhook.NewServer(o.serverOptions(webhook.ServerOptions{
 		CertFile: filepath.Join(o.certDir, certs.CertFile),
 		KeyFile:  filepath.Join(o.certDir, certs.KeyFile),
@@ -364,11 +364,12 @@ func (o *serveOptions) serverOptions(so webhook.ServerOptions) webhook.ServerOpt
 
 // dragnet is the dragnet handler as serve's flags configure it; resolver
 // serves syntheticRefs (nil: none).
-func (o *serveOptions) dragnet(store webhook.Snapshots, resolver engine.ObjectReader, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
+func (o *serveOptions) dragnet(name string, store webhook.Snapshots, resolver engine.ObjectReader, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
 	d := webhook.NewDragnet(webhook.Options{
+		Name:            name,
 		Evaluator:       engine.New(engine.Options{Objects: resolver, Authorizer: o.authz, API: o.api, Roles: o.roles, Kinds: o.kinds, HTTP: o.http, NoTrace: true}), // nobody reads the trace here
 		Snapshots:       store,
-		Log:             log.WithName("dragnet"),
+		Log:             log.WithName(name),
 		Metrics:         m,
 		MaxReviewBytes:  o.maxReviewBytes,
 		Timeout:         o.reviewTimeout,

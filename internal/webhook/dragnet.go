@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -44,8 +45,54 @@ type Evaluator interface {
 
 var _ Evaluator = (*engine.Engine)(nil)
 
+// name is the handler's metrics label.
+func (d *Dragnet) name() string {
+	if d.opts.Name != "" {
+		return d.opts.Name
+	}
+	return webhookName
+}
+
+// KindFilter serves, of another source's snapshots, the rules of the kinds
+// Keep accepts: kinitiras' own webhook paths serve its kinds only, and the
+// dragnet then serves the others. The filtered snapshot is built once per
+// source snapshot.
+type KindFilter struct {
+	Source Snapshots
+	Keep   func(kind string) bool
+
+	last atomic.Pointer[filtered]
+}
+
+type filtered struct{ src, out *engine.Snapshot }
+
+var _ Snapshots = (*KindFilter)(nil)
+
+// Current returns the filtered current snapshot (nil while the source has
+// none).
+func (f *KindFilter) Current() *engine.Snapshot {
+	src := f.Source.Current()
+	if src == nil {
+		return nil
+	}
+	if l := f.last.Load(); l != nil && l.src == src {
+		return l.out
+	}
+	var rs []engine.Rule
+	for _, r := range src.Rules() {
+		if f.Keep(r.Info().Kind) {
+			rs = append(rs, r)
+		}
+	}
+	out := engine.NewSnapshot(rs)
+	f.last.Store(&filtered{src, out})
+	return out
+}
+
 // Options configure a Dragnet handler.
 type Options struct {
+	// Name labels the handler's metrics ("webhook"); "" means dragnet.
+	Name      string
 	Evaluator Evaluator
 	Snapshots Snapshots
 	Log       logr.Logger
@@ -184,7 +231,7 @@ func (d *Dragnet) runJob(j *evalJob) {
 	j.resp, j.outcome = d.review(j.ctx, j.snap, j.rv, j.patchBuf)
 }
 
-const webhookName = "dragnet"
+const webhookName = "dragnet" // the default Options.Name
 
 // httpError is a request the handler refuses before reading a review.
 type httpError struct {
@@ -197,7 +244,7 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(d.deadline(r)))
 	defer cancel()
 	if herr := checkRequest(w, r); herr != nil {
-		d.opts.Metrics.Review(webhookName, "", metrics.OutcomeInvalid, d.now().Sub(start))
+		d.opts.Metrics.Review(d.name(), "", metrics.OutcomeInvalid, d.now().Sub(start))
 		http.Error(w, herr.msg, herr.code)
 		return
 	}
@@ -224,13 +271,13 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if herr.code == http.StatusServiceUnavailable || herr.code == http.StatusRequestTimeout {
 			outcome = metrics.OutcomeError
 		}
-		d.opts.Metrics.Review(webhookName, "", outcome, d.now().Sub(start))
+		d.opts.Metrics.Review(d.name(), "", outcome, d.now().Sub(start))
 		http.Error(w, herr.msg, herr.code)
 		return
 	}
 	rv, err := decodeReview(body)
 	if err != nil {
-		d.opts.Metrics.Review(webhookName, "", metrics.OutcomeInvalid, d.now().Sub(start))
+		d.opts.Metrics.Review(d.name(), "", metrics.OutcomeInvalid, d.now().Sub(start))
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -238,14 +285,14 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if snap == nil {
 		// Not ready: an error lets the API server apply the webhook's
 		// failurePolicy, as for an unreachable webhook.
-		d.opts.Metrics.Review(webhookName, opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
+		d.opts.Metrics.Review(d.name(), opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
 		http.Error(w, "modwright: the rule snapshot is not loaded yet", http.StatusServiceUnavailable)
 		return
 	}
 
 	cost = reviewCost(body)
 	if herr := d.admit(ctx, cost); herr != nil {
-		d.opts.Metrics.Review(webhookName, opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
+		d.opts.Metrics.Review(d.name(), opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
 		d.opts.Log.V(1).Info("review not admitted", "uid", rv.Request.UID, "bytes", len(body), "cost", cost, "reason", herr.msg)
 		http.Error(w, herr.msg, herr.code)
 		return
@@ -261,7 +308,7 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, err := w.Write(out.Bytes()); err != nil {
 		d.opts.Log.V(1).Info("writing the admission response failed", "uid", rv.Request.UID, "error", err.Error())
 	}
-	d.opts.Metrics.Review(webhookName, opLabel(rv.Request.Operation), outcome, d.now().Sub(start))
+	d.opts.Metrics.Review(d.name(), opLabel(rv.Request.Operation), outcome, d.now().Sub(start))
 }
 
 func (d *Dragnet) putBuffer(b *bytes.Buffer) {
@@ -310,7 +357,7 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 	resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
 	defer func() {
 		if p := recover(); p != nil {
-			d.opts.Metrics.Panic(webhookName)
+			d.opts.Metrics.Panic(d.name())
 			d.opts.Log.Error(fmt.Errorf("panic: %v", p), "recovered a panic while evaluating rules; this is a bug, please report it",
 				"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "stack", string(debug.Stack()))
 			resp, outcome = d.failure(rv, http.StatusInternalServerError, "modwright: internal error while evaluating rules (recovered a panic; see the modwright log)")

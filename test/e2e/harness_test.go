@@ -212,6 +212,7 @@ func (cl *cluster) startOperator(t *testing.T, name string, extra ...string) *op
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", op.probes,
 		"--log-format", "text", "--v", "1",
+		"--kinitiras-paths", // as the Helm chart's default (kinitiras.webhooks)
 	}, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	op.cancel = cancel

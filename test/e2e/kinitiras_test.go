@@ -16,6 +16,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// kinitirasLabel is the label kinitiras' webhook configuration selects.
+const kinitirasLabel = "kinitiras.kcloudlabs.io/webhook"
+
 // kinitirasPolicy is a kinitiras policy as its users write it (YAML).
 func kinitirasPolicy(t *testing.T, doc string) *unstructured.Unstructured {
 	t.Helper()
@@ -80,10 +83,39 @@ spec:
 			t.Errorf("Ready: %+v", cond)
 		}
 		waitLabel(t, c, func() client.Object {
-			return configMap("kin", "probe", map[string]string{"kinitiras.kcloudlabs.io/webhook": "enabled"})
+			return configMap("kin", "probe", map[string]string{kinitirasLabel: "enabled"})
 		}, "team", "payments")
 		if got, err := dryRunLabel(ctx, c, configMap("kin", "other", nil), "team"); err != nil || got != "" {
 			t.Errorf("an unselected ConfigMap: label %q, %v", got, err)
+		}
+		// kinitiras' webhook configuration, which the chart installs,
+		// sends it the labeled objects only: a policy without selectors
+		// leaves the others alone, as in kinitiras.
+		create(t, c, kinitirasPolicy(t, `
+apiVersion: policy.kcloudlabs.io/v1alpha1
+kind: OverridePolicy
+metadata:
+  name: everything
+  namespace: kin
+spec:
+  overrideRules:
+  - overriders:
+      plaintext:
+      - {op: add, path: /metadata/labels/seen, value: "yes"}
+`))
+		eventually(t, 10*time.Second, func() error {
+			cm := configMap("kin", "labeled", map[string]string{kinitirasLabel: "enabled"})
+			if err := c.Create(ctx, cm, client.DryRunAll); err != nil {
+				return err
+			}
+			if cm.Labels["seen"] != "yes" {
+				return errors.New("the labeled ConfigMap was not overridden")
+			}
+			return nil
+		})
+		unlabeled := configMap("kin", "unlabeled", nil)
+		if err := c.Create(ctx, unlabeled, client.DryRunAll); err != nil || unlabeled.Labels["seen"] != "" {
+			t.Errorf("an unlabeled ConfigMap: labels %v, %v", unlabeled.Labels, err)
 		}
 	})
 
@@ -129,6 +161,7 @@ spec:
 `))
 		eventually(t, 10*time.Second, func() error {
 			d := deployment("kin", "web", "nginx", false)
+			d.Labels[kinitirasLabel] = "enabled"
 			d.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")}}
 			if err := c.Create(ctx, d, client.DryRunAll); err != nil {
@@ -161,10 +194,10 @@ spec:
         message: cannot delete this
         dataRef: {from: current, path: /metadata/annotations/no-delete}
 `))
-		kept := configMap("kin", "kept", nil)
+		kept := configMap("kin", "kept", map[string]string{kinitirasLabel: "enabled"})
 		kept.Annotations = map[string]string{"no-delete": "true"}
 		create(t, c, kept)
-		gone := configMap("kin", "gone", nil)
+		gone := configMap("kin", "gone", map[string]string{kinitirasLabel: "enabled"})
 		create(t, c, gone)
 		eventually(t, 10*time.Second, func() error {
 			err := c.Delete(ctx, kept.DeepCopy(), client.DryRunAll)
@@ -212,7 +245,7 @@ spec:
             name: "{{metadata.annotations.deployment}}"
 `))
 		waitLabel(t, c, func() client.Object {
-			cm := configMap("kin", "api-settings", nil)
+			cm := configMap("kin", "api-settings", map[string]string{kinitirasLabel: "enabled"})
 			cm.Annotations = map[string]string{"deployment": "api"}
 			return cm
 		}, "owner-team", "checkout")
