@@ -464,6 +464,9 @@ func (ev *evaluation) parseLastApplied(work map[string]any) {
 // configuration too. A failure there is recorded and leaves that copy as the
 // rule found it; it never affects the object itself.
 func (ev *evaluation) mirrorLastApplied(h *Handle, ops []patch.Operation) {
+	if h.rule.Info().KeepLastApplied {
+		return
+	}
 	if !ev.laParsed {
 		ev.laParsed = true
 		ev.parseLastApplied(ev.original)

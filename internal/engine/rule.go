@@ -111,6 +111,10 @@ type RuleInfo struct {
 	// /syntheticRefs (KubeMod's context): the kernel reads them only when
 	// a candidate asks.
 	SyntheticRefs bool
+	// KeepLastApplied is true when the rule's operations are not mirrored
+	// into the kubectl last-applied-configuration annotation (KubeMod
+	// mirrors them; kinitiras does not).
+	KeepLastApplied bool
 }
 
 // Rule is one compiled rule of some kind: a kind adapter (package

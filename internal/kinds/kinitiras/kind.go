@@ -69,7 +69,9 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 		return nil, err
 	}
 	r := &Rule{p: p}
-	r.RuleInfo = engine.RuleInfo{Kind: k.name, Key: p.key(), Namespace: p.Namespace, Name: p.Name, FailurePolicy: engine.FailureFail}
+	// kinitiras patches the object only, never its last-applied
+	// configuration.
+	r.RuleInfo = engine.RuleInfo{Kind: k.name, Key: p.key(), Namespace: p.Namespace, Name: p.Name, FailurePolicy: engine.FailureFail, KeepLastApplied: true}
 	if err == nil {
 		switch {
 		case k.name == KindOverridePolicy && p.Namespace == "":

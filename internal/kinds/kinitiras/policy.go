@@ -11,6 +11,7 @@ import (
 
 	"github.com/modwright/modwright/internal/lang"
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -73,6 +74,7 @@ type overrideRule struct {
 	ops       ops
 	refs      []extRef         // the template's references to other objects and HTTP
 	rendered  *cuelang.Program // only with a template, as kinitiras
+	native    *nativeMetadata  // the template run natively (equal to rendered)
 	cue       *cuelang.Program
 	plaintext []any // JSON-patch operations
 }
@@ -80,6 +82,7 @@ type overrideRule struct {
 type validateRule struct {
 	ops      ops
 	refs     []extRef
+	native   *nativeCondition // the template run natively, equal to rendered
 	rendered *cuelang.Program
 	cue      *cuelang.Program
 }
@@ -124,14 +127,19 @@ func Compile(obj map[string]any) (*Policy, error) {
 		switch t := r.Overriders.Template; {
 		case t != nil && r.Overriders.RenderedCue != "":
 			// As kinitiras: the renderedCue its policy webhook stored runs
-			// (Render, used by the webhook and lint, checks the template).
+			// (Render, used by the webhook and lint, checks the template),
+			// natively when it is modwright's own rendering.
 			or.rendered = prog(field+".renderedCue", r.Overriders.RenderedCue)
+			if src, es := RenderOverride(t, field+".template"); len(es) == 0 && src == r.Overriders.RenderedCue {
+				or.native = newNativeMetadata(t)
+			}
 		case t != nil:
 			// Not through the policy webhook (offline): rendered here.
 			src, es := RenderOverride(t, field+".template")
 			errs = append(errs, es...)
 			if src != "" {
 				or.rendered = prog(field+".template (rendered)", src)
+				or.native = newNativeMetadata(t)
 			}
 		case r.Overriders.RenderedCue != "":
 			prog(field+".renderedCue", r.Overriders.RenderedCue) // checked; kinitiras runs it only with a template
@@ -160,11 +168,15 @@ func Compile(obj map[string]any) (*Policy, error) {
 		switch t := r.Template; {
 		case t != nil && r.RenderedCue != "":
 			vr.rendered = prog(field+".renderedCue", r.RenderedCue)
+			if src, es := RenderValidate(t, field+".template"); len(es) == 0 && src == r.RenderedCue {
+				vr.native = newNativeCondition(t)
+			}
 		case t != nil:
 			src, es := RenderValidate(t, field+".template")
 			errs = append(errs, es...)
 			if src != "" {
 				vr.rendered = prog(field+".template (rendered)", src)
+				vr.native = newNativeCondition(t)
 			}
 		case r.RenderedCue != "":
 			prog(field+".renderedCue", r.RenderedCue)
@@ -260,10 +272,14 @@ func (r *overrideRule) apply(ctx context.Context, rd *Readers, obj any, old map[
 		if err != nil {
 			return nil, err
 		}
-		data := map[string]any{"object": obj, "oldObject": o, "extraParams": extra}
-		out, err := r.rendered.Run(ctx, map[string]any{cuelang.VarData: data}, cuelang.OutputPatches)
-		if err != nil {
-			return nil, fmt.Errorf("renderedCue: %w", err)
+		var out any
+		if r.native != nil {
+			out = r.native.patches(&sources{object: obj, oldObject: o, hasOld: true, extra: extra})
+		} else {
+			data := map[string]any{"object": obj, "oldObject": o, "extraParams": extra}
+			if out, err = r.rendered.Run(ctx, map[string]any{cuelang.VarData: data}, cuelang.OutputPatches); err != nil {
+				return nil, fmt.Errorf("renderedCue: %w", err)
+			}
 		}
 		if obj, err = applyPatches(out, obj); err != nil {
 			return nil, fmt.Errorf("renderedCue: %w", err)
@@ -296,24 +312,13 @@ func decodeV4(ops any) (jsonpatchv4.Patch, error) {
 }
 
 // applyPatches applies JSON-patch operations as kinitiras does (json-patch
-// v4).
+// v4; through a copy-on-write document when v4 would apply them alike).
 func applyPatches(ops any, obj any) (any, error) {
-	if l, ok := ops.([]any); ok && len(l) == 0 {
-		return obj, nil
+	l, ok := ops.([]any)
+	if !ok {
+		return nil, fmt.Errorf("patches must be a list of JSON-patch operations, not %v", ops)
 	}
-	p, err := decodeV4(ops)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := value.Encode(obj)
-	if err != nil {
-		return nil, err
-	}
-	out, err := p.Apply(doc)
-	if err != nil {
-		return nil, err
-	}
-	return value.Decode(out)
+	return patch.ApplyV4(l, obj)
 }
 
 // Validate runs the ClusterValidatePolicies as kinitiras does, in order:
@@ -337,11 +342,17 @@ func Validate(ctx context.Context, rd *Readers, policies []*Policy, obj, old map
 				if err != nil {
 					return false, "", &RuleError{Policy: p.key(), Index: i, Err: err}
 				}
-				data := map[string]any{"object": obj, "extraParams": extra}
-				if old != nil {
-					data["oldObject"] = old
+				var ok bool
+				var msg string
+				if r.native != nil {
+					ok, msg, err = r.native.validate(&sources{object: obj, oldObject: old, hasOld: old != nil, extra: extra})
+				} else {
+					data := map[string]any{"object": obj, "extraParams": extra}
+					if old != nil {
+						data["oldObject"] = old
+					}
+					ok, msg, err = runValidate(ctx, r.rendered, map[string]any{cuelang.VarData: data})
 				}
-				ok, msg, err := runValidate(ctx, r.rendered, map[string]any{cuelang.VarData: data})
 				if err != nil {
 					return false, "", &RuleError{Policy: p.key(), Index: i, Err: fmt.Errorf("template: %w", err)}
 				}

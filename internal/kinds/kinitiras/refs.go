@@ -277,7 +277,7 @@ func httpResponse(ctx context.Context, hr engine.HTTPReader, obj map[string]any,
 		req.Body = r.Body
 	}
 	if r.Auth != nil {
-		tok, err := token(ctx, hr, r.Auth)
+		tok, err := bearerToken(ctx, hr, r.Auth)
 		if err != nil {
 			return nil, fmt.Errorf("auth: %w", err)
 		}
@@ -306,10 +306,10 @@ func httpResponse(ctx context.Context, hr engine.HTTPReader, obj map[string]any,
 // token endpoint nor expireDuration says (kinitiras: 5 minutes).
 const defaultTokenLife = 5 * time.Minute
 
-// token is the bearer token of an auth: static, already set, or fetched
+// bearerToken is the bearer token of an auth: static, already set, or fetched
 // from authUrl (POST with basic auth, answering {token, expireAt}) and
 // reused by the HTTP reader's cache for its life.
-func token(ctx context.Context, hr engine.HTTPReader, a *HTTPAuth) (string, error) {
+func bearerToken(ctx context.Context, hr engine.HTTPReader, a *HTTPAuth) (string, error) {
 	switch {
 	case a.StaticToken != "":
 		return a.StaticToken, nil

@@ -1,4 +1,4 @@
-package policy
+package patch
 
 import (
 	"encoding/json"
@@ -8,10 +8,10 @@ import (
 	"github.com/modwright/modwright/internal/value"
 )
 
-// TestFastPatchesStrict checks that the copy-on-write way and json-patch
+// TestFastV4 checks that the copy-on-write way and json-patch
 // v4 (kinitiras') give the same result or both fail, and which operations
 // take the fast way.
-func TestFastPatchesStrict(t *testing.T) {
+func TestFastV4(t *testing.T) {
 	obj, err := value.Decode([]byte(`{"metadata": {"name": "web", "labels": {"a": "1"}}, "spec": {"list": [1, 2]}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestFastPatchesStrict(t *testing.T) {
 		if err := json.Unmarshal([]byte(c.ops), &ops); err != nil {
 			t.Fatal(err)
 		}
-		got, fast, ferr := fastPatches(ops, obj)
+		got, fast, ferr := fastV4(ops, obj)
 		if fast != c.fast {
 			t.Errorf("%s: fast way %v, want %v", c.ops, fast, c.fast)
 		}
