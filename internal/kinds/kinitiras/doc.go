@@ -1,30 +1,25 @@
 // Package kinitiras is the adapter of kinitiras' policy kinds
 // (policy.kcloudlabs.io/v1alpha1: OverridePolicy, ClusterOverridePolicy,
-// ClusterValidatePolicy), issue 17, in progress. It owns so far:
+// ClusterValidatePolicy), which kinitiras' users bring unchanged:
 //
-//   - their resource selectors (selector.go): which objects a policy's
-//     resourceSelectors select, exactly as kinitiras' ResourceMatchSelectors
-//     decides (kinitiras' 20 selector cases pass);
+//   - selector.go: resourceSelectors select exactly as kinitiras'
+//     ResourceMatchSelectors decides (kinitiras' 20 selector cases pass);
+//   - template.go, interrupt.go: templates rendered to CUE (RenderOverride,
+//     RenderValidate), the CUE kinitiras' policy webhook stores as
+//     renderedCue; Render and Check are that webhook's work (the rendered
+//     programs are compared with kinitiras' own on probe objects);
+//   - native.go: annotations, labels and condition templates run natively,
+//     tested equal to their rendered CUE;
+//   - refs.go: valueRef and dataRef sources (k8s, owner, http) resolved into
+//     data.extraParams through the engine's KindReader and HTTPReader;
+//   - policy.go: Compile (every program compiled once), ApplyOverrides
+//     (kinitiras' order: cluster policies, then the object's namespace's,
+//     by name; renderedCue, cue, plaintext; json-patch v4 semantics) and
+//     Validate (the first valid: false rejects with its reason);
+//   - kind.go, explain.go: the engine's adapters (override policies mutate,
+//     never on DELETE; validate policies deny with 403) and explain.
 //
-//   - their semantics over stored manifests (policy.go): Compile (every CUE
-//     program once, positioned errors), ApplyOverrides (cluster policies,
-//     then the object's namespace's, rules sorted by policy name; within a
-//     rule renderedCue with a template, then cue, then plaintext; patches
-//     with json-patch v4, as kinitiras) and Validate (the first valid: false
-//     rejects with its reason; oldObject on UPDATE only); kinitiras' override
-//     and validate cases pass. Deviations fixed: an OverridePolicy applies to
-//     its own namespace only; targetOperations ["*"] means every operation
-//     (kinitiras matched none).
-//
-//   - the kinds' adapters (kind.go): engine.Rules in the kernel's order
-//     (tier, kind, namespace, name: ClusterOverridePolicies before
-//     OverridePolicies, each by name), served from files by the CLI and
-//     serve --standalone.
-//
-// Not yet: the operator's watch (the Go API types and CRDs do not ship),
-// templates rendered to CUE, origin overriders, valueRef/dataRef sources,
-// the applied-overrides annotations, kinitiras' webhook paths. CUE programs
-// run through internal/lang/cue.
-//
-// Package kinitiras must not know HTTP, the CLI, informers or other kinds.
+// Where modwright differs from kinitiras on purpose, docs/compatibility.md
+// says why. Package kinitiras must not know HTTP, the CLI, informers or
+// other kinds.
 package kinitiras
