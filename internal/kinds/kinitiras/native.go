@@ -158,7 +158,7 @@ func newNativeMetadata(t *OverrideTemplate) *nativeMetadata {
 	if t.Type != TypeAnnotations && t.Type != TypeLabels {
 		return nil
 	}
-	n := &nativeMetadata{field: t.Type, op: t.Operation, key: t.Path}
+	n := &nativeMetadata{field: string(t.Type), op: string(t.Operation), key: t.Path}
 	switch {
 	case t.Operation == "remove":
 	case t.Value != nil:
@@ -170,7 +170,7 @@ func newNativeMetadata(t *OverrideTemplate) *nativeMetadata {
 			}
 			break
 		}
-		s, _ := c.str()
+		s, _ := constStr(c)
 		n.consts = [][2]string{{t.Path, s}}
 	case t.ValueRef != nil:
 		root, path, ok := refPath(t.ValueRef, "")

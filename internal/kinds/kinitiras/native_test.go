@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/modwright/modwright/api/kinitiras/v1alpha1"
 	"github.com/modwright/modwright/internal/kinds/kinitiras"
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
 	"github.com/modwright/modwright/internal/value"
@@ -34,7 +35,7 @@ func TestNativeMetadata(t *testing.T) {
 	}{
 		{"string", &kinitiras.ConstantValue{String: ptrTo(`say "hi" \o/`)}, nil},
 		{"integer", &kinitiras.ConstantValue{Integer: ptrTo[int64](5)}, nil},
-		{"float", &kinitiras.ConstantValue{Float: ptrTo("0.5")}, nil},
+		{"float", &kinitiras.ConstantValue{Float: ptrTo[v1alpha1.Float64]("0.5")}, nil},
 		{"boolean", &kinitiras.ConstantValue{Boolean: ptrTo(true)}, nil},
 		{"stringSlice", &kinitiras.ConstantValue{StringSlice: []string{"a", "b"}}, nil},
 		{"stringMap", &kinitiras.ConstantValue{StringMap: map[string]string{"b": "2", "a/x": "1"}}, nil},
@@ -48,14 +49,14 @@ func TestNativeMetadata(t *testing.T) {
 		{"ref old", nil, &kinitiras.ResourceRef{From: "old", Path: "/metadata/name"}},
 		{"ref k8s", nil, &kinitiras.ResourceRef{From: "k8s", Path: "/metadata/labels/app", K8s: &kinitiras.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}}},
 		{"ref owner", nil, &kinitiras.ResourceRef{From: "owner", Path: "metadata.name"}},
-		{"ref http", nil, &kinitiras.ResourceRef{From: "http", Path: "body.name", HTTP: &kinitiras.HTTPRef{URL: "http://x"}}},
+		{"ref http", nil, &kinitiras.ResourceRef{From: "http", Path: "body.name", Http: &kinitiras.HTTPRef{URL: "http://x"}}},
 	}
 	n := 0
 	for _, field := range []string{kinitiras.TypeAnnotations, kinitiras.TypeLabels} {
 		for _, op := range []string{"add", "replace", "remove"} {
 			for _, key := range []string{"added-by", "example.com/team", "no-delete", "app"} {
 				for _, v := range values {
-					tmpl := &kinitiras.OverrideTemplate{Type: field, Operation: op, Path: key, Value: v.v, ValueRef: v.ref}
+					tmpl := &kinitiras.OverrideTemplate{Type: v1alpha1.OverrideRuleType(field), Operation: v1alpha1.OverriderOperator(op), Path: key, Value: v.v, ValueRef: v.ref}
 					name := fmt.Sprintf("%s %s %s %s", field, op, key, v.name)
 					src, errs := kinitiras.RenderOverride(tmpl, "t")
 					if errs != nil {
@@ -123,15 +124,15 @@ func TestNativeCondition(t *testing.T) {
 	values := []*kinitiras.ConstantValue{
 		{Integer: ptrTo[int64](3)},
 		{Integer: ptrTo[int64](2)},
-		{Float: ptrTo("3.0")},
+		{Float: ptrTo[v1alpha1.Float64]("3.0")},
 		{String: ptrTo("web")},
 		{String: ptrTo("^w")},
 		{Boolean: ptrTo(true)},
 		{IntegerSlice: []int64{1, 3}},
 		{StringSlice: []string{"web", "p"}},
-		{FloatSlice: []string{"3.0", "2"}},
+		{FloatSlice: []v1alpha1.Float64{"3.0", "2"}},
 	}
-	refs := []*kinitiras.ResourceRef{nil, {From: "current", Path: "/spec/replicas"}, {From: "http", Path: "body.n", HTTP: &kinitiras.HTTPRef{URL: "http://x"}}}
+	refs := []*kinitiras.ResourceRef{nil, {From: "current", Path: "/spec/replicas"}, {From: "http", Path: "body.n", Http: &kinitiras.HTTPRef{URL: "http://x"}}}
 	processes := []*kinitiras.ValueProcess{nil,
 		{Operation: "*", OperationWith: ptrTo(intstr.FromString("50%"))},
 		{Operation: "+", OperationWith: ptrTo(intstr.FromInt32(2))},

@@ -100,7 +100,7 @@ func resolveRef(ctx context.Context, rd *Readers, obj map[string]any, r *Resourc
 		if rd.HTTP == nil {
 			return nil, fmt.Errorf("%w: HTTP responses (offline: record them in the context)", ErrNoReader)
 		}
-		return httpResponse(ctx, rd.HTTP, obj, r.HTTP)
+		return httpResponse(ctx, rd.HTTP, obj, r.Http)
 	}
 	return nil, nil
 }
@@ -273,8 +273,8 @@ func httpResponse(ctx context.Context, hr engine.HTTPReader, obj map[string]any,
 	for k, v := range r.Header {
 		req.Header[k] = v
 	}
-	if len(r.Body) > 0 && string(r.Body) != "null" {
-		req.Body = r.Body
+	if len(r.Body.Raw) > 0 && string(r.Body.Raw) != "null" {
+		req.Body = r.Body.Raw
 	}
 	if r.Auth != nil {
 		tok, err := bearerToken(ctx, hr, r.Auth)
@@ -319,12 +319,8 @@ func bearerToken(ctx context.Context, hr engine.HTTPReader, a *HTTPAuth) (string
 		return "", errors.New("no token: set staticToken, or authUrl with username and password")
 	}
 	life := defaultTokenLife
-	if a.ExpireDuration != "" {
-		d, err := time.ParseDuration(a.ExpireDuration)
-		if err != nil {
-			return "", fmt.Errorf("expireDuration %q: %w", a.ExpireDuration, err)
-		}
-		life = d
+	if a.ExpireDuration.Duration > 0 {
+		life = a.ExpireDuration.Duration
 	}
 	basic := base64.StdEncoding.EncodeToString([]byte(a.Username + ":" + a.Password))
 	resp, err := hr.Fetch(ctx, engine.HTTPRequest{Method: "POST", URL: a.AuthURL, Header: map[string]string{"Authorization": "Basic " + basic}, MaxAge: life})

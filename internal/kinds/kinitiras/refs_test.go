@@ -184,12 +184,12 @@ func TestReferences(t *testing.T) {
 		{"named object missing", pod, ResourceRef{From: FromK8s, K8s: &ResourceSelector{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "zz"}}, "error: ConfigMap shop/zz not found"},
 		{"no owner: absent", pod, ResourceRef{From: FromOwner}, "absent"},
 		{"owner missing", owned, ResourceRef{From: FromOwner}, "error: owner ReplicaSet shop/gone not found"},
-		{"http with a static token", pod, ResourceRef{From: FromHTTP, HTTP: &HTTPRef{URL: "http://127.0.0.1:8090/api/v1/auth", Auth: &HTTPAuth{StaticToken: "s3"}}}, `{"token":"Bearer s3"}`},
-		{"http with a fetched token", pod, ResourceRef{From: FromHTTP, HTTP: &HTTPRef{URL: "http://127.0.0.1:8090/api/v1/auth",
+		{"http with a static token", pod, ResourceRef{From: FromHTTP, Http: &HTTPRef{URL: "http://127.0.0.1:8090/api/v1/auth", Auth: &HTTPAuth{StaticToken: "s3"}}}, `{"token":"Bearer s3"}`},
+		{"http with a fetched token", pod, ResourceRef{From: FromHTTP, Http: &HTTPRef{URL: "http://127.0.0.1:8090/api/v1/auth",
 			Auth: &HTTPAuth{AuthURL: "http://127.0.0.1:8090/api/v1/token", Username: "u", Password: "p"}}}, `{"token":"Bearer ` + basic + `"}`},
-		{"http params from the object", pod, ResourceRef{From: FromHTTP, HTTP: &HTTPRef{URL: "http://127.0.0.1:8090/api/v1/token", Method: "post", Params: map[string]string{"val": "{{metadata.name}}"}}}, `{"token":"web-1"}`},
-		{"http: a 404 answers its body", pod, ResourceRef{From: FromHTTP, HTTP: &HTTPRef{URL: "http://127.0.0.1:8090/nowhere"}}, `{}`},
-		{"http host unreachable", pod, ResourceRef{From: FromHTTP, HTTP: &HTTPRef{URL: "http://10.0.0.1/x"}}, "error: no route to 10.0.0.1"},
+		{"http params from the object", pod, ResourceRef{From: FromHTTP, Http: &HTTPRef{URL: "http://127.0.0.1:8090/api/v1/token", Method: "post", Params: map[string]string{"val": "{{metadata.name}}"}}}, `{"token":"web-1"}`},
+		{"http: a 404 answers its body", pod, ResourceRef{From: FromHTTP, Http: &HTTPRef{URL: "http://127.0.0.1:8090/nowhere"}}, `{}`},
+		{"http host unreachable", pod, ResourceRef{From: FromHTTP, Http: &HTTPRef{URL: "http://10.0.0.1/x"}}, "error: no route to 10.0.0.1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v, err := resolveRef(context.Background(), rd, c.obj, &c.ref)

@@ -6,34 +6,18 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/modwright/modwright/api/kinitiras/v1alpha1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// ResourceSelector selects objects, as kinitiras' resourceSelectors entry.
-type ResourceSelector struct {
-	APIVersion    string                `json:"apiVersion"`
-	Kind          string                `json:"kind"`
-	Namespace     string                `json:"namespace,omitempty"`
-	Name          string                `json:"name,omitempty"`
-	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
-	FieldSelector *FieldSelector        `json:"fieldSelector,omitempty"`
-}
-
-// FieldSelector selects on fields of the object by dotted path: every
-// matchFields entry and every matchExpressions requirement must hold.
-type FieldSelector struct {
-	MatchFields      map[string]string          `json:"matchFields,omitempty"`
-	MatchExpressions []FieldSelectorRequirement `json:"matchExpressions,omitempty"`
-}
-
-// FieldSelectorRequirement is one requirement on a field: Exists,
-// DoesNotExist, In or NotIn (the label selector operators).
-type FieldSelectorRequirement struct {
-	Field    string                       `json:"field"`
-	Operator metav1.LabelSelectorOperator `json:"operator"`
-	Value    []string                     `json:"value,omitempty"`
-}
+// The selector types are kinitiras' (api/kinitiras/v1alpha1).
+type (
+	ResourceSelector         = v1alpha1.ResourceSelector
+	FieldSelector            = v1alpha1.FieldSelector
+	FieldSelectorRequirement = v1alpha1.FieldSelectorRequirement
+)
 
 // ErrNotString is in the chain of the error of a field selector whose
 // field holds something else than a string (the selector does not
@@ -45,19 +29,19 @@ var ErrNotString = errors.New("the field is not a string")
 // selectors is the caller's business).
 func Matches(obj map[string]any, selectors []ResourceSelector) bool {
 	for i := range selectors {
-		if ok, _ := selectors[i].Matches(obj); ok {
+		if ok, _ := SelectorMatches(&selectors[i], obj); ok {
 			return true
 		}
 	}
 	return false
 }
 
-// Matches decides one selector, as kinitiras: apiVersion and kind exactly,
+// SelectorMatches decides one selector, as kinitiras: apiVersion and kind exactly,
 // the namespace when given; then a name decides alone; else the field
 // selector and the label selector must both hold (no selector: any). The
 // error says why a selector that cannot be decided does not match (an
 // unknown operator, a field that is not a string, a bad label selector).
-func (s *ResourceSelector) Matches(obj map[string]any) (bool, error) {
+func SelectorMatches(s *ResourceSelector, obj map[string]any) (bool, error) {
 	apiVersion, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
 	md, _ := obj["metadata"].(map[string]any)
@@ -70,7 +54,7 @@ func (s *ResourceSelector) Matches(obj map[string]any) (bool, error) {
 		return s.Name == name, nil
 	}
 	if s.FieldSelector != nil {
-		ok, err := s.FieldSelector.Matches(obj)
+		ok, err := fieldSelectorMatches(s.FieldSelector, obj)
 		if err != nil || !ok {
 			return false, err
 		}
@@ -92,8 +76,8 @@ func (s *ResourceSelector) Matches(obj map[string]any) (bool, error) {
 	return true, nil
 }
 
-// Matches decides a field selector.
-func (f *FieldSelector) Matches(obj map[string]any) (bool, error) {
+// fieldSelectorMatches decides a field selector.
+func fieldSelectorMatches(f *FieldSelector, obj map[string]any) (bool, error) {
 	keys := make([]string, 0, len(f.MatchFields))
 	for k := range f.MatchFields {
 		keys = append(keys, k)
@@ -106,7 +90,7 @@ func (f *FieldSelector) Matches(obj map[string]any) (bool, error) {
 		}
 	}
 	for i := range f.MatchExpressions {
-		ok, err := f.MatchExpressions[i].Matches(obj)
+		ok, err := requirementMatches(f.MatchExpressions[i], obj)
 		if err != nil || !ok {
 			return false, err
 		}
@@ -114,8 +98,12 @@ func (f *FieldSelector) Matches(obj map[string]any) (bool, error) {
 	return true, nil
 }
 
-// Matches decides one requirement; an unknown operator is an error.
-func (r *FieldSelectorRequirement) Matches(obj map[string]any) (bool, error) {
+// requirementMatches decides one requirement; an unknown operator is an
+// error.
+func requirementMatches(r *FieldSelectorRequirement, obj map[string]any) (bool, error) {
+	if r == nil {
+		return false, nil
+	}
 	v, found, err := fieldValue(obj, r.Field)
 	if err != nil {
 		return false, err

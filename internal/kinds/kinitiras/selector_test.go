@@ -79,7 +79,7 @@ func TestSelector(t *testing.T) {
 			if err := json.Unmarshal([]byte(c.sel), &s); err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.Matches(obj)
+			got, err := kinitiras.SelectorMatches(&s, obj)
 			if got != c.want {
 				t.Errorf("Matches = %v (%v), want %v", got, err, c.want)
 			}

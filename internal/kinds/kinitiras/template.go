@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modwright/modwright/api/kinitiras/v1alpha1"
+
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/format"
 	"cuelang.org/go/cue/literal"
@@ -35,93 +37,18 @@ const (
 	FromHTTP    = "http"
 )
 
-// OverrideTemplate is an override rule's template (kinitiras'
-// OverrideRuleTemplate).
-type OverrideTemplate struct {
-	Type              string                       `json:"type,omitempty"`
-	Operation         string                       `json:"operation,omitempty"`
-	Path              string                       `json:"path,omitempty"`
-	Value             *ConstantValue               `json:"value,omitempty"`
-	ValueRef          *ResourceRef                 `json:"valueRef,omitempty"`
-	Resources         *corev1.ResourceRequirements `json:"resources,omitempty"`
-	ResourcesOversell *ResourcesOversell           `json:"resourcesOversell,omitempty"`
-	Tolerations       []*corev1.Toleration         `json:"tolerations,omitempty"`
-	Affinity          *corev1.Affinity             `json:"affinity,omitempty"`
-}
-
-// ResourcesOversell holds the oversell factors (decimal strings).
-type ResourcesOversell struct {
-	CPUFactor    string `json:"cpuFactor,omitempty"`
-	MemoryFactor string `json:"memoryFactor,omitempty"`
-	DiskFactor   string `json:"diskFactor,omitempty"`
-}
-
-// ConstantValue is a constant of one of kinitiras' value types; the first
-// member set is the value.
-type ConstantValue struct {
-	String       *string           `json:"string,omitempty"`
-	Integer      *int64            `json:"integer,omitempty"`
-	Float        *string           `json:"float,omitempty"`
-	Boolean      *bool             `json:"boolean,omitempty"`
-	StringSlice  []string          `json:"stringSlice,omitempty"`
-	IntegerSlice []int64           `json:"integerSlice,omitempty"`
-	FloatSlice   []string          `json:"floatSlice,omitempty"`
-	StringMap    map[string]string `json:"stringMap,omitempty"`
-}
-
-// ResourceRef names where a value comes from: the object, the old
-// object, another object (k8s, owner) or an HTTP response.
-type ResourceRef struct {
-	From string            `json:"from,omitempty"`
-	Path string            `json:"path,omitempty"`
-	K8s  *ResourceSelector `json:"k8s,omitempty"`
-	HTTP *HTTPRef          `json:"http,omitempty"`
-}
-
-// HTTPRef is an HTTP request whose response is a value source.
-type HTTPRef struct {
-	URL    string            `json:"url,omitempty"`
-	Method string            `json:"method,omitempty"`
-	Header map[string]string `json:"header,omitempty"`
-	Params map[string]string `json:"params,omitempty"`
-	Body   json.RawMessage   `json:"body,omitempty"`
-	Auth   *HTTPAuth         `json:"auth,omitempty"`
-}
-
-// HTTPAuth authenticates an HTTPRef: a static token, or a token fetched
-// from AuthURL with the username and password.
-type HTTPAuth struct {
-	StaticToken    string `json:"staticToken,omitempty"`
-	Username       string `json:"username,omitempty"`
-	Password       string `json:"password,omitempty"`
-	AuthURL        string `json:"authUrl,omitempty"`
-	ExpireDuration string `json:"expireDuration,omitempty"`
-	Token          string `json:"token,omitempty"`
-	ExpireAt       string `json:"expireAt,omitempty"`
-}
-
-// ValidateTemplate is a validate rule's template.
-type ValidateTemplate struct {
-	Type      string     `json:"type,omitempty"`
-	Condition *Condition `json:"condition,omitempty"`
-}
-
-// Condition is a validate template's condition.
-type Condition struct {
-	AffectMode   string         `json:"affectMode,omitempty"`
-	Cond         string         `json:"cond,omitempty"`
-	DataRef      *ResourceRef   `json:"dataRef,omitempty"`
-	Message      string         `json:"message,omitempty"`
-	Value        *ConstantValue `json:"value,omitempty"`
-	ValueRef     *ResourceRef   `json:"valueRef,omitempty"`
-	ValueProcess *ValueProcess  `json:"valueProcess,omitempty"`
-}
-
-// ValueProcess is arithmetic applied to the value before comparing.
-type ValueProcess struct {
-	Operation     string              `json:"operation,omitempty"`
-	OperationWith *intstr.IntOrString `json:"operationWith,omitempty"`
-}
+// The template types are kinitiras' (api/kinitiras/v1alpha1).
+type (
+	OverrideTemplate  = v1alpha1.OverrideRuleTemplate
+	ResourcesOversell = v1alpha1.ResourcesOversellRule
+	ConstantValue     = v1alpha1.ConstantValue
+	ResourceRef       = v1alpha1.ResourceRefer
+	HTTPRef           = v1alpha1.HttpDataRef
+	HTTPAuth          = v1alpha1.HttpRequestAuth
+	ValidateTemplate  = v1alpha1.ValidateRuleTemplate
+	Condition         = v1alpha1.ValidateCondition
+	ValueProcess      = v1alpha1.ValueProcess
+)
 
 // problems collects a template's field errors.
 type problems struct {
@@ -220,7 +147,7 @@ func jsonValue(v any) string {
 
 // refKey is the name a reference's source has in the program, as
 // kinitiras names it (suffix "_d" for a validate dataRef).
-func refKey(from, suffix string) string {
+func refKey(from v1alpha1.ValueRefFrom, suffix string) string {
 	switch from {
 	case FromCurrent:
 		return "object"
@@ -236,7 +163,7 @@ func refKey(from, suffix string) string {
 
 // external reports whether a source is resolved outside the object (it
 // arrives in data.extraParams).
-func external(from string) bool { return from == FromK8s || from == FromOwner || from == FromHTTP }
+func external(from v1alpha1.ValueRefFrom) bool { return from == FromK8s || from == FromOwner || from == FromHTTP }
 
 // refExpr is the CUE reference of a ResourceRef: a path with slashes
 // (/metadata/labels/app) is selected segment by segment (numbers index
@@ -255,7 +182,7 @@ func refExpr(p *problems, field string, r *ResourceRef, suffix string) string {
 	if r.From == FromK8s && r.K8s == nil {
 		p.add(field+".k8s", "from k8s needs k8s (the object's selector)")
 	}
-	if r.From == FromHTTP && (r.HTTP == nil || r.HTTP.URL == "") {
+	if r.From == FromHTTP && (r.Http == nil || r.Http.URL == "") {
 		p.add(field+".http.url", "from http needs http.url")
 	}
 	segments := func(sep string) string {
@@ -321,16 +248,16 @@ func header(w *cueWriter, withKind bool, refs ...string) {
 	}
 }
 
-// str is a constant as kinitiras writes it into a string ("{{.Value}}"):
+// constStr is a constant as kinitiras writes it into a string ("{{.Value}}"):
 // Go's formatting of the value.
-func (c *ConstantValue) str() (string, bool) {
+func constStr(c *ConstantValue) (string, bool) {
 	switch {
 	case c.String != nil:
 		return *c.String, true
 	case c.Integer != nil:
 		return strconv.FormatInt(*c.Integer, 10), true
 	case c.Float != nil:
-		return *c.Float, true
+		return string(*c.Float), true
 	case c.Boolean != nil:
 		return strconv.FormatBool(*c.Boolean), true
 	case len(c.StringSlice) > 0:
@@ -343,8 +270,8 @@ func (c *ConstantValue) str() (string, bool) {
 	return "", false
 }
 
-// cue is a constant as a CUE value; list reports whether it is a list.
-func (c *ConstantValue) cue(p *problems, field string) (v string, list bool) {
+// constCUE is a constant as a CUE value; list reports whether it is a list.
+func constCUE(c *ConstantValue, p *problems, field string) (v string, list bool) {
 	num := func(s string) string {
 		if _, err := strconv.ParseFloat(s, 64); err != nil {
 			p.add(field, "%q is not a number", s)
@@ -358,7 +285,7 @@ func (c *ConstantValue) cue(p *problems, field string) (v string, list bool) {
 	case c.Integer != nil:
 		return strconv.FormatInt(*c.Integer, 10), false
 	case c.Float != nil:
-		return num(*c.Float), false
+		return num(string(*c.Float)), false
 	case c.Boolean != nil:
 		return strconv.FormatBool(*c.Boolean), false
 	case len(c.StringSlice) > 0:
@@ -372,7 +299,7 @@ func (c *ConstantValue) cue(p *problems, field string) (v string, list bool) {
 	case len(c.FloatSlice) > 0:
 		var es []string
 		for _, s := range c.FloatSlice {
-			es = append(es, num(s))
+			es = append(es, num(string(s)))
 		}
 		return "[" + strings.Join(es, ", ") + "]", true
 	case len(c.StringMap) > 0:
@@ -393,7 +320,7 @@ func RenderOverride(t *OverrideTemplate, field string) (string, []rules.FieldErr
 	p := &problems{field: field}
 	w := &cueWriter{}
 	w.use("list")
-	op := t.Operation
+	op := string(t.Operation)
 	if !slices.Contains(operations, op) {
 		p.add(".operation", "operation %q is not one of add, remove, replace", op)
 	}
@@ -436,7 +363,7 @@ func RenderOverride(t *OverrideTemplate, field string) (string, []rules.FieldErr
 // metadataPatches: annotations or labels (the map made first when
 // absent), each key added, replaced or removed.
 func metadataPatches(p *problems, t *OverrideTemplate, op, ref string) []string {
-	m := t.Type
+	m := string(t.Type)
 	base := "object.metadata." + m
 	elems := []string{guard(base+" == _|_", patchOp("replace", q(ptr("metadata", m)), "{}"))}
 	switch {
@@ -458,7 +385,7 @@ func metadataPatches(p *problems, t *OverrideTemplate, op, ref string) []string 
 			}
 			break
 		}
-		s, ok := t.Value.str()
+		s, ok := constStr(t.Value)
 		if !ok {
 			p.add(".value", "the value sets none of string, integer, float, boolean, stringSlice, integerSlice, floatSlice, stringMap")
 		}
@@ -555,10 +482,10 @@ const unitsDecl = `_units: {Ki: 1024, Mi: 1024 * 1024, Gi: 1024 * 1024 * 1024, T
 // times each factor, as kinitiras computes them (cpu in millicores,
 // memory and ephemeral storage in bytes).
 func oversellPatches(p *problems, w *cueWriter, o *ResourcesOversell, op string) []string {
-	if o == nil || !validFactor(o.CPUFactor) && !validFactor(o.MemoryFactor) && !validFactor(o.DiskFactor) {
+	if o == nil || !validFactor(string(o.CpuFactor)) && !validFactor(string(o.MemoryFactor)) && !validFactor(string(o.DiskFactor)) {
 		return nil // kinitiras: no factor in (0, 1), nothing to do
 	}
-	for _, f := range []struct{ name, v string }{{"cpuFactor", o.CPUFactor}, {"memoryFactor", o.MemoryFactor}, {"diskFactor", o.DiskFactor}} {
+	for _, f := range []struct{ name, v string }{{"cpuFactor", string(o.CpuFactor)}, {"memoryFactor", string(o.MemoryFactor)}, {"diskFactor", string(o.DiskFactor)}} {
 		if _, err := strconv.ParseFloat(f.v, 64); f.v != "" && err != nil {
 			p.add(".resourcesOversell."+f.name, "%q is not a number", f.v)
 		}
@@ -596,7 +523,7 @@ func oversellPatches(p *problems, w *cueWriter, o *ResourcesOversell, op string)
 			return []string{pt}
 		})
 	}
-	if o.CPUFactor != "" {
+	if o.CpuFactor != "" {
 		w.decl(`_cpuFactor: %s
 _cpuZeroRequest: *false | bool
 if _requests.cpu != _|_ if _requests.cpu == "0" {_cpuZeroRequest: true}
@@ -607,7 +534,7 @@ if _limits.cpu != _|_ {
 		if !strings.HasSuffix(_limits.cpu, "m") {_cpu: strconv.Atoi(_limits.cpu) * _cpuFactor}
 	}
 	if _cpuZeroRequest {_cpu: 0.0}
-}`, o.CPUFactor)
+}`, o.CpuFactor)
 		if op == "remove" {
 			out = append(out, remove("cpu", "")...)
 		} else {
@@ -875,7 +802,7 @@ func RenderValidate(t *ValidateTemplate, field string) (string, []rules.FieldErr
 			hit = append(hit, v+" != _|_")
 			list = true
 		case c.Value != nil:
-			v, list = c.Value.cue(p, ".value")
+			v, list = constCUE(c.Value, p, ".value")
 		default:
 			p.add(".value", "cond %s needs a value or a valueRef", c.Cond)
 		}
