@@ -166,7 +166,9 @@ func TestKustomize(t *testing.T) {
 	kustomize := testtool.Find(t, "kustomize")
 	objs := objects(t, run(t, kustomize, "build", "deploy"))
 	want := append([]string{"CustomResourceDefinition modrules.api.kubemod.io", "CustomResourceDefinition policies.modwright.io",
-		"CustomResourceDefinition clusterpolicies.modwright.io", "Namespace modwright-system"}, chartObjects...)
+		"CustomResourceDefinition clusterpolicies.modwright.io", "CustomResourceDefinition overridepolicies.policy.kcloudlabs.io",
+		"CustomResourceDefinition clusteroverridepolicies.policy.kcloudlabs.io", "CustomResourceDefinition clustervalidatepolicies.policy.kcloudlabs.io",
+		"Namespace modwright-system"}, chartObjects...)
 	slices.Sort(want)
 	if d := cmp.Diff(want, ids(objs)); d != "" {
 		t.Errorf("kustomize build deploy (-want +got):\n%s", d)
