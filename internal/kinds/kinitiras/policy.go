@@ -41,7 +41,7 @@ type manifest struct {
 				Cue         string            `json:"cue"`
 				Template    *OverrideTemplate `json:"template"`
 				RenderedCue string            `json:"renderedCue"`
-				Origin      json.RawMessage   `json:"origin"`
+				Origin      []Origin          `json:"origin"`
 			} `json:"overriders"`
 		} `json:"overrideRules"`
 		ValidateRules []struct {
@@ -75,6 +75,7 @@ type overrideRule struct {
 	refs      []extRef         // the template's references to other objects and HTTP
 	rendered  *cuelang.Program // only with a template, as kinitiras
 	native    *nativeMetadata  // the template run natively (equal to rendered)
+	origin    []Origin
 	cue       *cuelang.Program
 	plaintext []any // JSON-patch operations
 }
@@ -144,9 +145,8 @@ func Compile(obj map[string]any) (*Policy, error) {
 		case r.Overriders.RenderedCue != "":
 			prog(field+".renderedCue", r.Overriders.RenderedCue) // checked; kinitiras runs it only with a template
 		}
-		if len(r.Overriders.Origin) > 0 && string(r.Overriders.Origin) != "null" {
-			errs = append(errs, rules.FieldError{Field: field + ".origin", Pos: -1, Msg: "origin overriders are not supported yet"})
-		}
+		errs = append(errs, checkOrigins(r.Overriders.Origin, field)...)
+		or.origin = r.Overriders.Origin
 		for j, raw := range r.Overriders.Plaintext {
 			v, err := value.Decode(raw)
 			if err != nil {
@@ -292,6 +292,19 @@ func (r *overrideRule) apply(ctx context.Context, rd *Readers, obj any, old map[
 		}
 		if obj, err = applyPatches(out, obj); err != nil {
 			return nil, fmt.Errorf("cue: %w", err)
+		}
+	}
+	if len(r.origin) > 0 {
+		// Each computed from the object as the origin step found it, then
+		// applied in order (kinitiras then skipped plaintext: modwright
+		// applies it).
+		cur, _ := obj.(map[string]any)
+		ops, err := originPatches(cur, r.origin)
+		if err != nil {
+			return nil, err
+		}
+		if obj, err = applyPatches(ops, obj); err != nil {
+			return nil, fmt.Errorf("origin: %w", err)
 		}
 	}
 	if len(r.plaintext) > 0 {

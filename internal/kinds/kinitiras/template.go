@@ -163,7 +163,9 @@ func refKey(from v1alpha1.ValueRefFrom, suffix string) string {
 
 // external reports whether a source is resolved outside the object (it
 // arrives in data.extraParams).
-func external(from v1alpha1.ValueRefFrom) bool { return from == FromK8s || from == FromOwner || from == FromHTTP }
+func external(from v1alpha1.ValueRefFrom) bool {
+	return from == FromK8s || from == FromOwner || from == FromHTTP
+}
 
 // refExpr is the CUE reference of a ResourceRef: a path with slashes
 // (/metadata/labels/app) is selected segment by segment (numbers index
