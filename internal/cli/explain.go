@@ -276,7 +276,7 @@ func printRule(w io.Writer, r *RuleExplain) {
 	fmt.Fprintf(w, "  %s\n", r.Scope)
 	for _, c := range r.Criteria {
 		if c.Language != "" {
-			fmt.Fprintf(w, "  %s (%s): %s\n", c.Field, c.Language, c.Select)
+			fmt.Fprintf(w, "  %s (%s): %s\n", c.Field, c.Language, strings.ReplaceAll(c.Select, "\n", "\n      "))
 			if c.Error != "" {
 				fmt.Fprintf(w, "    error: %s\n", c.Error)
 			} else if len(c.Values) > 0 {

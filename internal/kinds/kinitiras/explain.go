@@ -2,12 +2,14 @@ package kinitiras
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/rules"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var _ kinds.Explainer = (*Rule)(nil)
@@ -45,6 +47,18 @@ func (r *Rule) Explain(re *kinds.RuleExplain, tr *engine.RuleTrace, dec *engine.
 	if tr.Outcome == engine.NotMatched && re.Reason == "" {
 		re.Reason = "no resourceSelectors entry selects the object"
 	}
+	if d, ok := tr.Detail.(*Trace); ok {
+		for i, v := range d.Selectors {
+			s := &r.p.selectors[i]
+			c := kinds.CriterionExplain{Field: fmt.Sprintf("spec.resourceSelectors[%d]", i), Language: "selector",
+				Select: describeSelector(s), Values: []any{v.Selects}, Held: v.Selects, At: -1}
+			if v.Err != nil {
+				c.Error = v.Err.Error()
+			}
+			re.Criteria = append(re.Criteria, c)
+		}
+	}
+	re.Criteria = append(re.Criteria, r.p.ruleCriteria()...)
 	for _, o := range tr.Ops {
 		re.Ops = append(re.Ops, kinds.OpExplain{Op: string(o.Op), Path: o.Path.String(), Value: o.Value, Field: "spec.overrideRules"})
 	}
@@ -54,4 +68,82 @@ func (r *Rule) Explain(re *kinds.RuleExplain, tr *engine.RuleTrace, dec *engine.
 			re.Rejection = &m
 		}
 	}
+}
+
+// describeSelector is a selector in one line.
+func describeSelector(s *ResourceSelector) string {
+	parts := []string{s.APIVersion + " " + s.Kind}
+	if s.Namespace != "" {
+		parts = append(parts, "namespace "+s.Namespace)
+	}
+	if s.Name != "" {
+		parts = append(parts, "name "+s.Name)
+	}
+	if s.LabelSelector != nil {
+		if sel, err := metav1.LabelSelectorAsSelector(s.LabelSelector); err == nil {
+			parts = append(parts, "labels "+sel.String())
+		}
+	}
+	if f := s.FieldSelector; f != nil {
+		for _, k := range slices.Sorted(maps.Keys(f.MatchFields)) {
+			parts = append(parts, "field "+k+"="+f.MatchFields[k])
+		}
+		for _, e := range f.MatchExpressions {
+			if e != nil {
+				parts = append(parts, fmt.Sprintf("field %s %s %v", e.Field, e.Operator, e.Value))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ruleCriteria describe each rule: what it runs, and the rendered CUE of
+// its template.
+func (p *Policy) ruleCriteria() []kinds.CriterionExplain {
+	var out []kinds.CriterionExplain
+	add := func(field, what string, ops ops, rendered string, native bool) {
+		on := "every operation"
+		if len(ops) > 0 && !slices.Contains(ops, "*") {
+			on = strings.Join(ops, ", ")
+		}
+		out = append(out, kinds.CriterionExplain{Field: field, Language: "rule", Select: what + "; targetOperations: " + on, At: -1})
+		if rendered != "" {
+			how := "rendered CUE"
+			if native {
+				how += ", run natively"
+			}
+			out = append(out, kinds.CriterionExplain{Field: field + " template", Language: how, Select: strings.TrimSpace(rendered), At: -1})
+		}
+	}
+	for i, r := range p.overrides {
+		var what []string
+		src := ""
+		if r.rendered != nil {
+			what = append(what, "template")
+			src = r.rendered.Source()
+		}
+		if r.cue != nil {
+			what = append(what, "cue")
+		}
+		if len(r.origin) > 0 {
+			what = append(what, fmt.Sprintf("%d origin", len(r.origin)))
+		}
+		if len(r.plaintext) > 0 {
+			what = append(what, fmt.Sprintf("%d plaintext", len(r.plaintext)))
+		}
+		add(fmt.Sprintf("spec.overrideRules[%d]", i), strings.Join(what, ", then "), r.ops, src, r.native != nil)
+	}
+	for i, r := range p.validates {
+		var what []string
+		src := ""
+		if r.rendered != nil {
+			what = append(what, "template")
+			src = r.rendered.Source()
+		}
+		if r.cue != nil {
+			what = append(what, "cue")
+		}
+		add(fmt.Sprintf("spec.validateRules[%d]", i), strings.Join(what, ", then "), r.ops, src, r.native != nil)
+	}
+	return out
 }

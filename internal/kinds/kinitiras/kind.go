@@ -137,7 +137,26 @@ func (r *Rule) InScope(string) bool { return true }
 // Match decides the selectors on the object as earlier rules left it.
 func (r *Rule) Match(h *engine.Handle) (bool, error) {
 	obj, _ := h.Object().(map[string]any)
+	if h.Tracing() {
+		tr := &Trace{}
+		for i := range r.p.selectors {
+			ok, err := SelectorMatches(&r.p.selectors[i], obj)
+			tr.Selectors = append(tr.Selectors, SelectorVerdict{Selects: ok, Err: err})
+		}
+		h.Trace().Detail = tr
+	}
 	return r.p.selects(obj), nil
+}
+
+// Trace is what a policy records for explain: each selector's verdict.
+type Trace struct {
+	Selectors []SelectorVerdict
+}
+
+// SelectorVerdict is one resourceSelectors entry's verdict.
+type SelectorVerdict struct {
+	Selects bool
+	Err     error
 }
 
 // Apply runs the policy's rules for the operation: overrides patch the
