@@ -129,7 +129,12 @@ func patchOp(op, path, value string) string {
 }
 
 // group is a list of elements (patches or groups), flattened at the end.
-func group(elems ...string) string { return "[" + strings.Join(elems, ", ") + "]" }
+func group(elems ...string) string {
+	if len(elems) == 0 {
+		return "[]"
+	}
+	return "[\n" + strings.Join(elems, ",\n") + ",\n]"
+}
 
 // guard is a group present only when cond holds.
 func guard(cond string, elems ...string) string {
