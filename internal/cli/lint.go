@@ -165,6 +165,9 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		}
 		seen[key] = d.Origin
 		r, err := k.Compile(d)
+		if a, ok := k.(kinds.Admitter); ok && err == nil {
+			err = a.Check(d) // what the kind's rule webhook refuses too
+		}
 		if err != nil {
 			fs := kinds.CompileFindings(k.Name(), d, err)
 			if cl, ok := k.(kinds.CompileLinter); ok {

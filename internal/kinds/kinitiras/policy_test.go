@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -224,4 +225,29 @@ func TestScopeReason(t *testing.T) {
 			t.Errorf("%s %s/%s %s: %q, want %q", c.r.Kind, c.ns, c.kind, c.op, got, c.want)
 		}
 	}
+}
+
+// TestRunawayCUE: a program that computes too long is bounded by the
+// request's deadline: the override fails with the deadline's error, in
+// about the deadline, and does not hang the request.
+func TestRunawayCUE(t *testing.T) {
+	p, err := kinitiras.Compile(decodeObj(t, json.RawMessage(`{"apiVersion": "policy.kcloudlabs.io/v1alpha1", "kind": "ClusterOverridePolicy",
+		"metadata": {"name": "runaway"}, "spec": {"overrideRules": [{"overriders": {"cue":
+		"import \"list\"\nobject: _ @tag(object)\n_n: [for i in list.Range(0, object.spec.replicas, 1) for j in list.Range(0, object.spec.replicas, 1) {i * j}]\npatches: [{op: \"add\", path: \"/metadata/labels/n\", value: \"\\(len(_n))\"}]"}}]}}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := decodeObj(t, json.RawMessage(`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "p", "labels": {}}, "spec": {"replicas": 200}}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, _, err = kinitiras.ApplyOverrides(ctx, nil, []*kinitiras.Policy{p}, obj, nil, rules.Create)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v, want the deadline's (after %v)", err, took)
+	}
+	if took > 2*time.Second {
+		t.Errorf("returned after %v", took)
+	}
+	t.Logf("bounded after %v: %v", took, err)
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"cuelang.org/go/cue/literal"
 	"cuelang.org/go/cue/token"
@@ -40,11 +41,26 @@ var ErrNoOutput = errors.New("the CUE program has no output field")
 // fresh one bounds its growth.
 const maxUses = 1024
 
+// DefaultCheckTimeout bounds the check of a program when it loads (CUE
+// cannot be interrupted: a check still running is abandoned).
+const DefaultCheckTimeout = 2 * time.Second
+
 // MaxSource bounds the text Compile accepts.
 const MaxSource = 1 << 20
 
 // Language is CUE (cuelang.org/go); its zero value is ready to use.
-type Language struct{}
+type Language struct {
+	// CheckTimeout bounds the check of a program when it loads; zero:
+	// DefaultCheckTimeout.
+	CheckTimeout time.Duration
+}
+
+func (l Language) checkTimeout() time.Duration {
+	if l.CheckTimeout > 0 {
+		return l.CheckTimeout
+	}
+	return DefaultCheckTimeout
+}
 
 var _ lang.Language = Language{}
 
@@ -63,7 +79,7 @@ func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagn
 }
 
 // CompileExpr is Compile returning the concrete *Program.
-func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
+func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
 	if len(src) > MaxSource {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("the CUE program is %d bytes, over the %d limit", len(src), MaxSource)}}
 	}
@@ -79,8 +95,18 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 	// without them (a top-level `if kind == "Pod"` stays unapplied).
 	// Validate, not Err: without its parameters a program is incomplete;
 	// only errors that no parameter can mend refuse it.
-	if err := cuecontext.New().BuildFile(f).Validate(); err != nil {
-		return nil, diagnostics(err)
+	// What it computes without them (a constant list of a million
+	// elements) is computed here: bounded by CheckTimeout, as a request
+	// is by its deadline.
+	checked := make(chan error, 1)
+	go func() { checked <- cuecontext.New().BuildFile(f).Validate() }()
+	select {
+	case err := <-checked:
+		if err != nil {
+			return nil, diagnostics(err)
+		}
+	case <-time.After(l.checkTimeout()):
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("checking the program took over %v: what it computes without its parameters is too large", l.checkTimeout())}}
 	}
 	p.pool.Put(p.build())
 	return p, nil
