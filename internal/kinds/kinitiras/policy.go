@@ -286,7 +286,7 @@ func (r *overrideRule) apply(ctx context.Context, rd *Readers, obj any, old map[
 		}
 	}
 	if r.cue != nil {
-		out, err := r.cue.Run(ctx, map[string]any{cuelang.VarObject: obj}, cuelang.OutputPatches)
+		out, err := r.cue.RunTasks(ctx, map[string]any{cuelang.VarObject: obj}, cuelang.OutputPatches, rd.tasks())
 		if err != nil {
 			return nil, fmt.Errorf("cue: %w", err)
 		}
@@ -364,7 +364,7 @@ func Validate(ctx context.Context, rd *Readers, policies []*Policy, obj, old map
 					if old != nil {
 						data["oldObject"] = old
 					}
-					ok, msg, err = runValidate(ctx, r.rendered, map[string]any{cuelang.VarData: data})
+					ok, msg, err = runValidate(ctx, r.rendered, map[string]any{cuelang.VarData: data}, nil)
 				}
 				if err != nil {
 					return false, "", &RuleError{Policy: p.key(), Index: i, Err: fmt.Errorf("template: %w", err)}
@@ -378,7 +378,7 @@ func Validate(ctx context.Context, rd *Readers, policies []*Policy, obj, old map
 				if old != nil {
 					params[cuelang.VarOldObject] = old
 				}
-				ok, msg, err := runValidate(ctx, r.cue, params)
+				ok, msg, err := runValidate(ctx, r.cue, params, rd.tasks())
 				if err != nil {
 					return false, "", &RuleError{Policy: p.key(), Index: i, Err: fmt.Errorf("cue: %w", err)}
 				}
@@ -405,8 +405,8 @@ func (e *RuleError) Error() string {
 
 func (e *RuleError) Unwrap() error { return e.Err }
 
-func runValidate(ctx context.Context, p *cuelang.Program, params map[string]any) (bool, string, error) {
-	out, err := p.Run(ctx, params, cuelang.OutputValidate)
+func runValidate(ctx context.Context, p *cuelang.Program, params map[string]any, tasks cuelang.Tasks) (bool, string, error) {
+	out, err := p.RunTasks(ctx, params, cuelang.OutputValidate, tasks)
 	if err != nil {
 		return false, "", err
 	}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/modwright/modwright/internal/engine"
+	cuelang "github.com/modwright/modwright/internal/lang/cue"
 )
 
 // Readers are what references read beyond the object: objects of any
@@ -23,6 +24,21 @@ import (
 type Readers struct {
 	Kinds engine.KindReader
 	HTTP  engine.HTTPReader
+}
+
+// tasks runs the processing.http tasks of cue programs through the HTTP
+// reader (nil without one: such a program then fails, naming why).
+func (rd *Readers) tasks() cuelang.Tasks {
+	if rd == nil || rd.HTTP == nil {
+		return nil
+	}
+	return func(ctx context.Context, t cuelang.Task) ([]byte, error) {
+		resp, err := rd.HTTP.Fetch(ctx, engine.HTTPRequest{Method: t.Method, URL: t.URL, Header: t.Header, Body: t.Body})
+		if err != nil {
+			return nil, err
+		}
+		return resp.Body, nil
+	}
 }
 
 // ErrNoReader is wrapped by the error of a reference whose source has no

@@ -3,6 +3,9 @@ package cue_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -31,7 +34,17 @@ type cueCase struct {
 var cueDeviations = map[string]string{
 	"TestCueDoAndReturn#3": "a check of kinitiras' Go API (the output argument must be settable), not of CUE: no such argument here",
 	"TestCueDoAndReturn#4": "a check of kinitiras' Go API (the output argument must not be nil), not of CUE: no such argument here",
-	"TestCueDoAndReturn#6": "kinitiras' processing.http hook (the engine makes the HTTP request a program describes and fills processing.output) is not implemented yet: an HTTP read from a program needs the operator's host allowlist first",
+}
+
+// tokenServer is the HTTP server kinitiras' processing.http case calls
+// (127.0.0.1:8090: /api/v1/token?val=X answers {"token": X}), without a
+// network.
+func tokenServer(_ context.Context, t cue.Task) ([]byte, error) {
+	u, err := url.Parse(t.URL)
+	if err != nil || u.Host != "127.0.0.1:8090" || u.Path != "/api/v1/token" {
+		return nil, fmt.Errorf("no route to %s", t.URL)
+	}
+	return json.Marshal(map[string]string{"token": u.Query().Get("val")})
 }
 
 func TestConformanceCUE(t *testing.T) {
@@ -68,7 +81,7 @@ func TestConformanceCUE(t *testing.T) {
 			if ds != nil {
 				err = ds[0]
 			} else {
-				got, err = p.Run(context.Background(), params, c.OutputName)
+				got, err = p.RunTasks(context.Background(), params, c.OutputName, tokenServer)
 			}
 			if c.ExpectedError {
 				if err == nil {
@@ -101,4 +114,20 @@ func TestConformanceCUE(t *testing.T) {
 		})
 	}
 	t.Logf("%d of %d kinitiras CUE cases pass", pass, len(file.Cases))
+}
+
+// TestTaskNeedsTasks: a program with processing.http run where nothing
+// runs tasks fails, naming why.
+func TestTaskNeedsTasks(t *testing.T) {
+	p, ds := cue.Language{}.CompileExpr(&lang.Env{Name: "t"}, "processing: {http: {url: \"http://x\"}, output: {a?: int}}\nout: processing.output")
+	if ds != nil {
+		t.Fatal(ds)
+	}
+	if _, err := p.Run(context.Background(), nil, "out"); !errors.Is(err, cue.ErrNoTasks) {
+		t.Errorf("error %v", err)
+	}
+	got, err := p.RunTasks(context.Background(), nil, "out", func(context.Context, cue.Task) ([]byte, error) { return []byte(`{"a": 1}`), nil })
+	if err != nil || !value.Equal(got, map[string]any{"a": json.Number("1")}) {
+		t.Errorf("got %v, %v", got, err)
+	}
 }

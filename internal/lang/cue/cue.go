@@ -90,6 +90,13 @@ func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagn
 	dropUnusedImports(f)
 	p := &Program{src: src, file: f}
 	p.reads, p.aliases = usages(f, VarObject, VarOldObject, VarData)
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.Field); ok {
+			if name, ok := labelName(fd.Label); ok && name == "processing" {
+				p.task = true
+			}
+		}
+	}
 	// Checked on a value of its own: evaluating a program before its
 	// parameters are filled in would leave its comprehensions decided
 	// without them (a top-level `if kind == "Pod"` stays unapplied).
@@ -201,6 +208,9 @@ type Program struct {
 	// a parameter it never reads is not compiled in, one it reads in
 	// part is pruned to those paths.
 	reads map[string]*usage
+	// task is true when the program has a top-level processing field
+	// (kinitiras' http task).
+	task bool
 	// aliases are the top-level fields that only name a parameter's
 	// path: one asked for as the output gets the parameters whole.
 	aliases map[string]bool
@@ -250,6 +260,31 @@ func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
 // evaluation still running when ctx ends is abandoned (its context is
 // not reused) and Run returns ctx's error.
 func (p *Program) Run(ctx context.Context, params map[string]any, output string) (any, error) {
+	return p.RunTasks(ctx, params, output, nil)
+}
+
+// Task is the HTTP request a program's processing.http describes
+// (kinitiras' http task): its method (GET by default), url, and
+// request.header and request.body.
+type Task struct {
+	Method, URL string
+	Header      map[string]string
+	Body        []byte
+}
+
+// Tasks carries out a program's task and returns the response body, a
+// JSON object the program then reads as processing.output. A program with
+// a task and no Tasks fails.
+type Tasks func(ctx context.Context, t Task) ([]byte, error)
+
+// ErrNoTasks is wrapped by the error of a program with a task run without
+// Tasks.
+var ErrNoTasks = errors.New("the program has a processing.http task and nothing runs tasks here")
+
+// RunTasks is Run for a program that may describe a task
+// (processing.http): the parameters filled, the task carried out by tasks
+// and its response filled into processing.output, then the output read.
+func (p *Program) RunTasks(ctx context.Context, params map[string]any, output string, tasks Tasks) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -263,7 +298,7 @@ func (p *Program) Run(ctx context.Context, params map[string]any, output string)
 	}
 	done := make(chan result, 1)
 	go func() {
-		v, err := inst.run(p, params, output)
+		v, err := inst.run(ctx, p, params, output, tasks)
 		done <- result{v, err}
 	}()
 	select {
@@ -291,7 +326,7 @@ func (p *Program) inject(name string, v any, whole bool) (any, bool) {
 	return prune(v, u.paths), true
 }
 
-func (inst *instance) run(p *Program, params map[string]any, output string) (any, error) {
+func (inst *instance) run(ctx context.Context, p *Program, params map[string]any, output string, tasks Tasks) (any, error) {
 	v := inst.v
 	for name, pv := range params {
 		// The whole program's value shows every field: nothing pruned.
@@ -309,6 +344,12 @@ func (inst *instance) run(p *Program, params map[string]any, output string) (any
 			return nil, fmt.Errorf("parameter %s: %w", name, err)
 		}
 		v = v.FillPath(cue.MakePath(cue.Str(name)), x)
+	}
+	if p.task {
+		var err error
+		if v, err = inst.runTask(ctx, v, tasks); err != nil {
+			return nil, err
+		}
 	}
 	out := v
 	if output != "" {
@@ -328,6 +369,57 @@ func (inst *instance) run(p *Program, params map[string]any, output string) (any
 		return nil, evalError(err)
 	}
 	return value.Decode(b)
+}
+
+var (
+	taskPath   = cue.ParsePath("processing.http")
+	outputPath = cue.ParsePath("processing.output")
+)
+
+// runTask carries out processing.http, when the program has it, and fills
+// processing.output with the response.
+func (inst *instance) runTask(ctx context.Context, v cue.Value, tasks Tasks) (cue.Value, error) {
+	tv := v.LookupPath(taskPath)
+	if !tv.Exists() {
+		return v, nil
+	}
+	if tasks == nil {
+		return v, ErrNoTasks
+	}
+	t := Task{Method: "GET", Header: map[string]string{}}
+	if m, err := tv.LookupPath(cue.ParsePath("method")).String(); err == nil && m != "" {
+		t.Method = m
+	}
+	u, err := tv.LookupPath(cue.ParsePath("url")).String()
+	if err != nil {
+		return v, fmt.Errorf("processing.http.url: %w", evalError(err))
+	}
+	t.URL = u
+	if hs := tv.LookupPath(cue.ParsePath("request.header")); hs.Exists() {
+		it, err := hs.Fields()
+		if err != nil {
+			return v, fmt.Errorf("processing.http.request.header: %w", evalError(err))
+		}
+		for it.Next() {
+			if s, err := it.Value().String(); err == nil {
+				t.Header[it.Selector().Unquoted()] = s
+			}
+		}
+	}
+	if b := tv.LookupPath(cue.ParsePath("request.body")); b.Exists() && b.IsConcrete() {
+		if t.Body, err = b.Bytes(); err != nil {
+			return v, fmt.Errorf("processing.http.request.body: %w", evalError(err))
+		}
+	}
+	body, err := tasks(ctx, t)
+	if err != nil {
+		return v, fmt.Errorf("processing.http: %w", err)
+	}
+	resp, err := value.Decode(body)
+	if _, ok := resp.(map[string]any); err != nil || !ok {
+		return v, fmt.Errorf("processing.http: %s %s: the response is not a JSON object", t.Method, t.URL)
+	}
+	return v.FillPath(outputPath, inst.ctx.BuildExpr(jsonLiteral(resp))), nil
 }
 
 // evalError renders CUE's errors as one error: each with its path.
