@@ -386,6 +386,9 @@ func (inst *instance) runTask(ctx context.Context, v cue.Value, tasks Tasks) (cu
 	if tasks == nil {
 		return v, ErrNoTasks
 	}
+	if tv.LookupPath(cue.ParsePath("tls_config")).Exists() {
+		return v, errors.New("processing.http.tls_config is not supported: the request would be made without its CA and client certificate")
+	}
 	t := Task{Method: "GET", Header: map[string]string{}}
 	if m, err := tv.LookupPath(cue.ParsePath("method")).String(); err == nil && m != "" {
 		t.Method = m
