@@ -5,7 +5,6 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
-	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/webhook"
 )
 
@@ -26,14 +25,10 @@ var _ webhook.AdmitFunc = DefaultHandler{}.Admit
 
 // Admit completes a rule.
 func (h DefaultHandler) Admit(_ context.Context, req *engine.Request) webhook.Verdict {
-	if req.Operation != rules.Create && req.Operation != rules.Update {
-		return webhook.Verdict{Allowed: true}
+	k, m, answer := ruleOf(h.Kinds, req)
+	if answer != nil {
+		return *answer
 	}
-	m, refused := manifestOf(req)
-	if refused != nil {
-		return *refused
-	}
-	k := h.Kinds.For(m)
 	a, ok := k.(kinds.Admitter)
 	if !ok {
 		return webhook.Verdict{Allowed: true}

@@ -32,16 +32,9 @@ var _ webhook.AdmitFunc = ValidateHandler{}.Admit
 
 // Admit validates a created or updated rule.
 func (h ValidateHandler) Admit(_ context.Context, req *engine.Request) webhook.Verdict {
-	if req.Operation != rules.Create && req.Operation != rules.Update {
-		return webhook.Verdict{Allowed: true}
-	}
-	m, refused := manifestOf(req)
-	if refused != nil {
-		return *refused
-	}
-	k := h.Kinds.For(m)
-	if k == nil {
-		return webhook.Verdict{Allowed: true} // not a rule kind modwright serves
+	k, m, answer := ruleOf(h.Kinds, req)
+	if answer != nil {
+		return *answer
 	}
 	if _, err := k.Compile(m); err != nil {
 		return Invalid(k, m, err)
@@ -52,6 +45,23 @@ func (h ValidateHandler) Admit(_ context.Context, req *engine.Request) webhook.V
 		}
 	}
 	return webhook.Verdict{Allowed: true}
+}
+
+// ruleOf is the rule a created or updated review carries and its kind;
+// answer is set when the webhook answers without it (another operation,
+// an undecodable body, a kind modwright does not serve).
+func ruleOf(reg *kinds.Registry, req *engine.Request) (k kinds.Kind, m *kinds.Manifest, answer *webhook.Verdict) {
+	if req.Operation != rules.Create && req.Operation != rules.Update {
+		return nil, nil, &webhook.Verdict{Allowed: true}
+	}
+	m, refused := manifestOf(req)
+	if refused != nil {
+		return nil, nil, refused
+	}
+	if k = reg.For(m); k == nil {
+		return nil, nil, &webhook.Verdict{Allowed: true} // not a rule kind modwright serves
+	}
+	return k, m, nil
 }
 
 // manifestOf is the rule a review carries, with the namespace the API

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	cuelang "github.com/modwright/modwright/internal/lang/cue"
 	"github.com/modwright/modwright/internal/rules"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -115,35 +116,32 @@ func (p *Policy) ruleCriteria() []kinds.CriterionExplain {
 			out = append(out, kinds.CriterionExplain{Field: field + " template", Language: how, Select: strings.TrimSpace(rendered), At: -1})
 		}
 	}
-	for i, r := range p.overrides {
+	// steps names what a rule runs, in order, and its rendered program.
+	steps := func(rendered, cue *cuelang.Program, origins, plaintext int) (string, string) {
 		var what []string
 		src := ""
-		if r.rendered != nil {
+		if rendered != nil {
 			what = append(what, "template")
-			src = r.rendered.Source()
+			src = rendered.Source()
 		}
-		if r.cue != nil {
+		if cue != nil {
 			what = append(what, "cue")
 		}
-		if len(r.origin) > 0 {
-			what = append(what, fmt.Sprintf("%d origin", len(r.origin)))
+		if origins > 0 {
+			what = append(what, fmt.Sprintf("%d origin", origins))
 		}
-		if len(r.plaintext) > 0 {
-			what = append(what, fmt.Sprintf("%d plaintext", len(r.plaintext)))
+		if plaintext > 0 {
+			what = append(what, fmt.Sprintf("%d plaintext", plaintext))
 		}
-		add(fmt.Sprintf("spec.overrideRules[%d]", i), strings.Join(what, ", then "), r.ops, src, r.native != nil)
+		return strings.Join(what, ", then "), src
+	}
+	for i, r := range p.overrides {
+		what, src := steps(r.rendered, r.cue, len(r.origin), len(r.plaintext))
+		add(fmt.Sprintf("spec.overrideRules[%d]", i), what, r.ops, src, r.native != nil)
 	}
 	for i, r := range p.validates {
-		var what []string
-		src := ""
-		if r.rendered != nil {
-			what = append(what, "template")
-			src = r.rendered.Source()
-		}
-		if r.cue != nil {
-			what = append(what, "cue")
-		}
-		add(fmt.Sprintf("spec.validateRules[%d]", i), strings.Join(what, ", then "), r.ops, src, r.native != nil)
+		what, src := steps(r.rendered, r.cue, 0, 0)
+		add(fmt.Sprintf("spec.validateRules[%d]", i), what, r.ops, src, r.native != nil)
 	}
 	return out
 }

@@ -125,25 +125,13 @@ func Compile(obj map[string]any) (*Policy, error) {
 	for i, r := range m.Spec.OverrideRules {
 		field := fmt.Sprintf("spec.overrideRules[%d].overriders", i)
 		or := overrideRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Overriders.Cue), refs: overrideRefs(r.Overriders.Template, "overriders.template")}
-		switch t := r.Overriders.Template; {
-		case t != nil && r.Overriders.RenderedCue != "":
-			// As kinitiras: the renderedCue its policy webhook stored runs
-			// (Render, used by the webhook and lint, checks the template),
-			// natively when it is modwright's own rendering.
-			or.rendered = prog(field+".renderedCue", r.Overriders.RenderedCue)
-			if src, es := RenderOverride(t, field+".template"); len(es) == 0 && src == r.Overriders.RenderedCue {
+		if t := r.Overriders.Template; t != nil || r.Overriders.RenderedCue != "" {
+			var native bool
+			or.rendered, native = templateProgram(prog, &errs, field, t != nil, r.Overriders.RenderedCue,
+				func() (string, []rules.FieldError) { return RenderOverride(t, field+".template") })
+			if native {
 				or.native = newNativeMetadata(t)
 			}
-		case t != nil:
-			// Not through the policy webhook (offline): rendered here.
-			src, es := RenderOverride(t, field+".template")
-			errs = append(errs, es...)
-			if src != "" {
-				or.rendered = prog(field+".template (rendered)", src)
-				or.native = newNativeMetadata(t)
-			}
-		case r.Overriders.RenderedCue != "":
-			prog(field+".renderedCue", r.Overriders.RenderedCue) // checked; kinitiras runs it only with a template
 		}
 		errs = append(errs, checkOrigins(r.Overriders.Origin, field)...)
 		or.origin = r.Overriders.Origin
@@ -165,21 +153,13 @@ func Compile(obj map[string]any) (*Policy, error) {
 	for i, r := range m.Spec.ValidateRules {
 		field := fmt.Sprintf("spec.validateRules[%d]", i)
 		vr := validateRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Cue), refs: validateRefs(r.Template, "template")}
-		switch t := r.Template; {
-		case t != nil && r.RenderedCue != "":
-			vr.rendered = prog(field+".renderedCue", r.RenderedCue)
-			if src, es := RenderValidate(t, field+".template"); len(es) == 0 && src == r.RenderedCue {
+		if t := r.Template; t != nil || r.RenderedCue != "" {
+			var native bool
+			vr.rendered, native = templateProgram(prog, &errs, field, t != nil, r.RenderedCue,
+				func() (string, []rules.FieldError) { return RenderValidate(t, field+".template") })
+			if native {
 				vr.native = newNativeCondition(t)
 			}
-		case t != nil:
-			src, es := RenderValidate(t, field+".template")
-			errs = append(errs, es...)
-			if src != "" {
-				vr.rendered = prog(field+".template (rendered)", src)
-				vr.native = newNativeCondition(t)
-			}
-		case r.RenderedCue != "":
-			prog(field+".renderedCue", r.RenderedCue)
 		}
 		p.validates = append(p.validates, vr)
 	}
@@ -191,6 +171,30 @@ func Compile(obj map[string]any) (*Policy, error) {
 		return p, &rules.CompileError{Kind: p.Kind, Rule: key, Errors: errs}
 	}
 	return p, nil
+}
+
+// templateProgram is the program a rule's template runs: as kinitiras, the
+// renderedCue its policy webhook stored (render, which the webhook and
+// lint check, gives modwright's own: the template then runs natively when
+// the two are the same); else, not through the webhook (offline), the
+// template rendered here. A renderedCue without a template is checked but
+// not run, as kinitiras runs it only with a template.
+func templateProgram(prog func(field, src string) *cuelang.Program, errs *[]rules.FieldError, field string, hasTemplate bool,
+	stored string, render func() (string, []rules.FieldError)) (*cuelang.Program, bool) {
+	switch {
+	case !hasTemplate:
+		prog(field+".renderedCue", stored)
+		return nil, false
+	case stored != "":
+		src, es := render()
+		return prog(field+".renderedCue", stored), len(es) == 0 && src == stored
+	}
+	src, es := render()
+	*errs = append(*errs, es...)
+	if src == "" {
+		return nil, false
+	}
+	return prog(field+".template (rendered)", src), true
 }
 
 // selects reports whether the policy applies to obj: its selectors (none:

@@ -98,6 +98,19 @@ func (w *cueWriter) source() (string, error) {
 	return string(out), nil
 }
 
+// finish is the program's text, or the template's problems.
+func (w *cueWriter) finish(p *problems) (string, []rules.FieldError) {
+	if len(p.errs) > 0 {
+		return "", p.errs
+	}
+	src, err := w.source()
+	if err != nil {
+		p.add("", "%v", err)
+		return "", p.errs
+	}
+	return src, nil
+}
+
 // q quotes a CUE string.
 func q(s string) string { return literal.String.Quote(s) }
 
@@ -356,15 +369,7 @@ func RenderOverride(t *OverrideTemplate, field string) (string, []rules.FieldErr
 	}
 	w.decl("_patches: %s", group(elems...))
 	w.decl("patches: list.FlattenN(_patches, -1)")
-	if len(p.errs) > 0 {
-		return "", p.errs
-	}
-	src, err := w.source()
-	if err != nil {
-		p.add("", "%v", err)
-		return "", p.errs
-	}
-	return src, nil
+	return w.finish(p)
 }
 
 // metadataPatches: annotations or labels (the map made first when
@@ -849,15 +854,7 @@ func RenderValidate(t *ValidateTemplate, field string) (string, []rules.FieldErr
 	}
 	fmt.Fprintf(&b, "if %s {\nvalid: false\nreason: %s\n}\n}", deny, q(c.Message))
 	w.decl("%s", b.String())
-	if len(p.errs) > 0 {
-		return "", p.errs
-	}
-	src, err := w.source()
-	if err != nil {
-		p.add("", "%v", err)
-		return "", p.errs
-	}
-	return src, nil
+	return w.finish(p)
 }
 
 // operand is valueProcess.operationWith as a CUE number: an integer, a
