@@ -90,6 +90,7 @@ fuzz:
 	$(GO) test ./internal/kinds/images -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/cue -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kinds/kinitiras -run '^$$' -fuzz '^FuzzPolicy$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/kinds/kinitiras -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME)
 
 # The benchmark harness (BENCHMARKS.md): engine and handler micro-benchmarks,
 # then load tests of `modwright serve --standalone` and of the floor server
