@@ -13,7 +13,8 @@
 // tier matched against the object as the tier found it and then applied;
 // Validate rules on the final object), the copy-on-write patch.Doc and its
 // journal (Handle.Patch applies a rule's operations atomically), the
-// managedFields and last-applied-configuration handling, the related
+// managedFields and last-applied-configuration handling (mirrored unless
+// a rule keeps it: RuleInfo.KeepLastApplied), the related
 // objects under /syntheticRefs (read through the ObjectReader only when a
 // candidate asks), the diff, the trace, and the denial that lists every
 // rejecting rule of every kind.
@@ -26,6 +27,10 @@
 //
 // It knows nothing of HTTP, AdmissionReview, informers or files: a request
 // comes in as a Request (the admission attributes the API server sends, in
-// plain types), related objects are read by reference through the small
-// ObjectReader interface, and results go out as plain values.
+// plain types), what rules read beyond the object comes through small
+// context readers it carries for them (ObjectReader for related objects,
+// APIReader, RoleReader, KindReader for objects of any kind, HTTPReader for
+// a rule's external requests; implemented by the cluster's caches and
+// clients and offline by the CLI's context), and results go out as plain
+// values.
 package engine
