@@ -1,12 +1,13 @@
 package packs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -249,12 +250,17 @@ func DecodeEdges(out any) ([]Edge, error) {
 		}
 		edges = append(edges, e)
 	}
-	sort.Slice(edges, func(i, j int) bool { return edgeKey(edges[i]) < edgeKey(edges[j]) })
+	if len(edges) > 1 {
+		slices.SortFunc(edges, compareEdges)
+	}
 	return edges, nil
 }
 
-func edgeKey(e Edge) string {
-	return strings.Join([]string{e.Type, e.From.Kind, e.From.Namespace, e.From.Name, e.To.Kind, e.To.Namespace, e.To.Name}, "\x00")
+// compareEdges orders edges by type, then from, then to.
+func compareEdges(a, b Edge) int {
+	return cmp.Or(cmp.Compare(a.Type, b.Type),
+		cmp.Compare(a.From.Kind, b.From.Kind), cmp.Compare(a.From.Namespace, b.From.Namespace), cmp.Compare(a.From.Name, b.From.Name),
+		cmp.Compare(a.To.Kind, b.To.Kind), cmp.Compare(a.To.Namespace, b.To.Namespace), cmp.Compare(a.To.Name, b.To.Name))
 }
 
 // Router routes resources to the modules of the packs loaded.
