@@ -1,7 +1,6 @@
 package packs
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/modwright/modwright/internal/graph"
 
 	"github.com/Masterminds/semver/v3"
 	"sigs.k8s.io/yaml"
@@ -182,19 +183,11 @@ func Register(ctx context.Context, m Metadata, mods []SourceModule, timeout time
 	return p, nil
 }
 
-// Edge is one relationship: type, from and to.
-type Edge struct {
-	Type string `json:"type"`
-	From Ref    `json:"from"`
-	To   Ref    `json:"to"`
-}
-
-// Ref names an object; Namespace is "" for cluster-scoped ones.
-type Ref struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-}
+// Edges are the graph's (package graph).
+type (
+	Edge = graph.Edge
+	Ref  = graph.Ref
+)
 
 // Derive is the module's edges for input (a resource as a JSON tree).
 func (m *Module) Derive(ctx context.Context, input any) ([]Edge, error) {
@@ -251,16 +244,9 @@ func DecodeEdges(out any) ([]Edge, error) {
 		edges = append(edges, e)
 	}
 	if len(edges) > 1 {
-		slices.SortFunc(edges, compareEdges)
+		slices.SortFunc(edges, graph.Compare)
 	}
 	return edges, nil
-}
-
-// compareEdges orders edges by type, then from, then to.
-func compareEdges(a, b Edge) int {
-	return cmp.Or(cmp.Compare(a.Type, b.Type),
-		cmp.Compare(a.From.Kind, b.From.Kind), cmp.Compare(a.From.Namespace, b.From.Namespace), cmp.Compare(a.From.Name, b.From.Name),
-		cmp.Compare(a.To.Kind, b.To.Kind), cmp.Compare(a.To.Namespace, b.To.Namespace), cmp.Compare(a.To.Name, b.To.Name))
 }
 
 // Router routes resources to the modules of the packs loaded.

@@ -1,0 +1,11 @@
+// Package graph owns the relationship graph's vocabulary (Edge, Ref, the
+// built-in edge types) and the built-in extractors: Extract derives, from
+// one object's JSON tree, the edges the core API defines (ownership, the
+// ConfigMaps, Secrets, PersistentVolumeClaims and ServiceAccount a pod spec
+// uses, an Ingress's Services, a claim's volume); docs/graph.md states
+// each exactly.
+//
+// It knows Kubernetes objects' shapes, nothing of admission, rule kinds,
+// languages, informers or packs (which derive edges of their own in
+// package packs).
+package graph
