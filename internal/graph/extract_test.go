@@ -185,3 +185,50 @@ func BenchmarkExtract(b *testing.B) {
 		_ = graph.Extract(o)
 	}
 }
+
+func TestBuild(t *testing.T) {
+	var objs []map[string]any
+	for _, y := range []string{
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, namespace: shop, labels: {app: web, tier: front}}\nspec: {volumes: [{name: s, secret: {secretName: tls}}]}",
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: api-1, namespace: shop, labels: {app: api}}\nspec: {containers: [{name: c}]}",
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: web-9, namespace: other, labels: {app: web}}\nspec: {containers: [{name: c}]}",
+		"apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec: {selector: {app: web}}",
+		"apiVersion: v1\nkind: Service\nmetadata: {name: manual, namespace: shop}\nspec: {}",
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {selector: {matchExpressions: [{key: app, operator: In, values: [web, api]}]}, template: {spec: {containers: [{name: c}]}}}",
+		"apiVersion: v1\nkind: Secret\nmetadata: {name: tls, namespace: shop}",
+	} {
+		objs = append(objs, obj(t, y))
+	}
+	custom := func(o map[string]any) []graph.Edge {
+		if o["kind"] == "Secret" {
+			return []graph.Edge{e("ISSUED_FOR Secret shop/tls -> Service shop/web")}
+		}
+		return nil
+	}
+	g := graph.Build(objs, custom)
+	in := func(s string) []string {
+		var out []string
+		for _, x := range g.Incoming(e("X " + s + " -> A b").From) {
+			out = append(out, fmt.Sprintf("%s %s %s/%s", x.Type, x.From.Kind, x.From.Namespace, x.From.Name))
+		}
+		return out
+	}
+	if d := cmp.Diff([]string{"SELECTS Deployment shop/web", "SELECTS Service shop/web"}, in("Pod shop/web-1")); d != "" {
+		t.Errorf("web-1 incoming (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"SELECTS Deployment shop/web"}, in("Pod shop/api-1")); d != "" {
+		t.Errorf("api-1 incoming (-want +got):\n%s", d)
+	}
+	if got := in("Pod other/web-9"); got != nil {
+		t.Errorf("a Pod of another namespace is selected: %v", got)
+	}
+	if d := cmp.Diff([]string{"USES_SECRET Pod shop/web-1"}, in("Secret shop/tls")); d != "" {
+		t.Errorf("tls incoming (-want +got):\n%s", d)
+	}
+	if got := g.Outgoing(e("X Secret shop/tls -> A b").From); len(got) != 1 || got[0].Type != "ISSUED_FOR" {
+		t.Errorf("a deriver's edges: %v", got)
+	}
+	if n := len(g.Edges()); n != 5 {
+		t.Errorf("%d edges: %v", n, g.Edges())
+	}
+}
