@@ -27,7 +27,7 @@ func synthetic() []map[string]any {
 		objs = append(objs, map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": map[string]any{
 			"serviceAccountName": "default",
 			"volumes":            []any{map[string]any{"name": "c", "configMap": map[string]any{"name": fmt.Sprintf("cm-%d", i%2000)}}},
-			"containers": []any{map[string]any{"name": "app", "envFrom": []any{map[string]any{"secretRef": map[string]any{"name": fmt.Sprintf("secret-%d", i%2000)}}}}},
+			"containers":         []any{map[string]any{"name": "app", "envFrom": []any{map[string]any{"secretRef": map[string]any{"name": fmt.Sprintf("secret-%d", i%2000)}}}}},
 		}})
 	}
 	for i := range 2000 {
