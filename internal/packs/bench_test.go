@@ -45,6 +45,21 @@ func BenchmarkDerive(b *testing.B) {
 			}
 		}
 	})
+	b.Run("warm-cache", func(b *testing.B) {
+		md := input.(map[string]any)["metadata"].(map[string]any)
+		md["uid"], md["resourceVersion"] = "0b9c", "42"
+		defer func() { delete(md, "uid"); delete(md, "resourceVersion") }()
+		router := packs.NewRouter(pack)
+		c := packs.NewCache(router.Derive, router.Hash(), 0)
+		b.ReportAllocs()
+		for b.Loop() {
+			es, errs := c.Derive(ctx, input.(map[string]any))
+			if errs != nil || len(es) != 3 {
+				b.Fatal(es, errs)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "derivations/s")
+	})
 	b.Run("opa", func(b *testing.B) {
 		src, err := os.ReadFile(filepath.Join(dir, "bundle.rego"))
 		if err != nil {

@@ -121,6 +121,7 @@ type Module struct {
 	Key   string // <pack>/<module>
 	Match Match
 	prog  *rego.Program
+	hash  string // of its key, match, entrypoint and source
 }
 
 // SourceModule is a module given by its source (Register).
@@ -178,7 +179,8 @@ func Register(ctx context.Context, m Metadata, mods []SourceModule, timeout time
 		if err != nil {
 			return nil, fmt.Errorf("module %s: %w", key, err)
 		}
-		p.Modules = append(p.Modules, &Module{Key: key, Match: mod.Match, prog: prog})
+		p.Modules = append(p.Modules, &Module{Key: key, Match: mod.Match, prog: prog,
+			hash: hashOf(key, mod.Match.Group, mod.Match.Kind, mod.Entrypoint, mod.Source)})
 	}
 	return p, nil
 }
@@ -253,13 +255,16 @@ func DecodeEdges(out any) ([]Edge, error) {
 type Router struct {
 	exact    map[Match][]*Module
 	catchAll []*Module
+	hash     string
 }
 
 // NewRouter routes to the packs' modules, in pack and module order.
 func NewRouter(packs ...*Pack) *Router {
 	r := &Router{exact: map[Match][]*Module{}}
+	var hashes []string
 	for _, p := range packs {
 		for _, m := range p.Modules {
+			hashes = append(hashes, m.hash)
 			if m.Match.catchAll() {
 				r.catchAll = append(r.catchAll, m)
 			} else {
@@ -267,6 +272,7 @@ func NewRouter(packs ...*Pack) *Router {
 			}
 		}
 	}
+	r.hash = hashOf(hashes...)
 	return r
 }
 

@@ -1,0 +1,66 @@
+package packs_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modwright/modwright/internal/packs"
+)
+
+func TestCache(t *testing.T) {
+	var calls atomic.Int64
+	fail := false
+	derive := func(_ context.Context, obj map[string]any) ([]packs.Edge, []error) {
+		calls.Add(1)
+		time.Sleep(10 * time.Millisecond) // long enough for concurrent callers to meet
+		if fail {
+			return nil, []error{errors.New("boom")}
+		}
+		return []packs.Edge{{Type: "T", From: packs.Ref{Kind: "A", Name: "a"}, To: packs.Ref{Kind: "B", Name: "b"}}}, nil
+	}
+	c := packs.NewCache(derive, "rules-1", 2)
+	ctx := context.Background()
+	obj := func(uid, rv string) map[string]any {
+		return map[string]any{"metadata": map[string]any{"uid": uid, "resourceVersion": rv}}
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if es, errs := c.Derive(ctx, obj("u1", "1")); len(es) != 1 || errs != nil {
+				t.Errorf("%v %v", es, errs)
+			}
+		})
+	}
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("8 concurrent callers evaluated %d times", n)
+	}
+	c.Derive(ctx, obj("u1", "1"))
+	if n := calls.Load(); n != 1 {
+		t.Errorf("a repeated object evaluated again (%d)", n)
+	}
+	c.Derive(ctx, obj("u1", "2")) // a new resourceVersion
+	c.Derive(ctx, obj("u2", "1"))
+	c.Derive(ctx, obj("u1", "1")) // evicted: the cache holds 2
+	if n := calls.Load(); n != 4 {
+		t.Errorf("%d evaluations, want 4", n)
+	}
+	c.Derive(ctx, map[string]any{"metadata": map[string]any{}}) // no uid: never kept
+	c.Derive(ctx, map[string]any{"metadata": map[string]any{}})
+	if n := calls.Load(); n != 6 {
+		t.Errorf("%d evaluations, want 6", n)
+	}
+	fail = true
+	c.Derive(ctx, obj("u3", "1"))
+	c.Derive(ctx, obj("u3", "1"))
+	if n := calls.Load(); n != 8 {
+		t.Errorf("errors are kept: %d evaluations, want 8", n)
+	}
+	if hits, _ := c.Stats(); hits != 1 { // the one repeat of an object kept
+		t.Errorf("hits %d, want 1", hits)
+	}
+}
