@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"maps"
 	"strings"
+	"sync"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/graph"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/source"
 )
@@ -21,6 +24,10 @@ type staticResolver struct {
 	api  map[string][]byte
 	http map[string]*engine.HTTPResponse
 	user *offlineUser
+	// graph is the context objects' relationship graph, built on first
+	// use.
+	graphOnce sync.Once
+	graph     *graph.Graph
 }
 
 var _ engine.ObjectReader = (*staticResolver)(nil)
@@ -64,4 +71,47 @@ func apiGroup(apiVersion string) string {
 		return ""
 	}
 	return group
+}
+
+var _ engine.GraphReader = (*staticResolver)(nil)
+
+// Edges are the object's edges in the graph of the context objects: those
+// into it, and those out of it (its own, derived from it, and those of its
+// context copy's).
+func (r *staticResolver) Edges(_ context.Context, ref engine.ObjectRef, obj map[string]any) (incoming, outgoing []any, err error) {
+	r.graphOnce.Do(func() {
+		objs := make([]map[string]any, 0, len(r.objects))
+		for _, o := range r.objects {
+			objs = append(objs, o)
+		}
+		r.graph = graph.Build(objs, nil)
+	})
+	self := graph.Ref{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
+	if md, _ := obj["metadata"].(map[string]any); md != nil && (md["namespace"] != ref.Namespace && ref.Namespace != "" || md["name"] == nil) {
+		// The request names the object where the object itself may not
+		// (a manifest without metadata.namespace): derive as it will be.
+		md = maps.Clone(md)
+		md["namespace"], md["name"] = ref.Namespace, ref.Name
+		obj = maps.Clone(obj)
+		obj["metadata"] = md
+	}
+	for _, e := range r.graph.Incoming(self) {
+		incoming = append(incoming, edgeTree(e))
+	}
+	out := map[graph.Edge]bool{}
+	for _, e := range append(graph.Extract(obj), r.graph.Outgoing(self)...) {
+		if e.From == self && !out[e] {
+			out[e] = true
+			outgoing = append(outgoing, edgeTree(e))
+		}
+	}
+	return incoming, outgoing, nil
+}
+
+// edgeTree is an edge as a JSON tree.
+func edgeTree(e graph.Edge) any {
+	ref := func(r graph.Ref) map[string]any {
+		return map[string]any{"kind": r.Kind, "namespace": r.Namespace, "name": r.Name}
+	}
+	return map[string]any{"type": e.Type, "from": ref(e.From), "to": ref(e.To)}
 }

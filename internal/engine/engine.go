@@ -32,6 +32,8 @@ type Options struct {
 	// HTTP makes the HTTP requests rules need (kinitiras references);
 	// nil: none.
 	HTTP HTTPReader
+	// Graph reads the relationship graph (syntheticRefs.edges); nil: none.
+	Graph GraphReader
 	// NoTrace leaves Decision.Trace empty, which saves its memory when
 	// nobody reads it (the webhook): with many rules in scope the trace is
 	// most of what an evaluation allocates. Errors, rejections and the
@@ -47,6 +49,7 @@ type Engine struct {
 	api     APIReader
 	kinds   KindReader
 	http    HTTPReader
+	graph   GraphReader
 	roles   RoleReader
 	noTrace bool
 	// scratch recycles the buffers rules borrow through their Handle.
@@ -62,7 +65,7 @@ type scratch struct {
 
 // New returns an Engine.
 func New(opts Options) *Engine {
-	return &Engine{objects: opts.Objects, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, noTrace: opts.NoTrace}
+	return &Engine{objects: opts.Objects, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, graph: opts.Graph, noTrace: opts.NoTrace}
 }
 
 // ErrInvalidRequest marks requests the engine cannot evaluate.
@@ -234,6 +237,9 @@ func (ev *evaluation) run() error {
 	ev.doc = patch.NewDoc(ev.original)
 	if slices.ContainsFunc(ev.candidates, func(r Rule) bool { return r.Info().SyntheticRefs }) {
 		ev.refs = ev.syntheticRefs(ev.original)
+		if slices.ContainsFunc(ev.candidates, func(r Rule) bool { return r.Info().SyntheticEdges }) {
+			ev.addEdges(ev.refs, ev.original)
+		}
 	}
 	ev.prepare()
 	ev.doc.Release()
@@ -418,6 +424,30 @@ func (ev *evaluation) syntheticRefs(work map[string]any) map[string]any {
 		}
 	}
 	return refs
+}
+
+// addEdges reads the object's edges into refs["edges"] ({incoming,
+// outgoing}); an error is recorded against syntheticRefs.edges.
+func (ev *evaluation) addEdges(refs, work map[string]any) {
+	if ev.e.graph == nil {
+		return
+	}
+	name := ev.req.Name
+	if name == "" {
+		name, _ = lookupString(work, "metadata", "name")
+	}
+	in, out, err := ev.e.graph.Edges(ev.ctx, ObjectRef{Group: ev.req.Kind.Group, Kind: ev.kind, Namespace: ev.req.Namespace, Name: name}, work)
+	if err != nil {
+		ev.d.Errors = append(ev.d.Errors, RuleError{Field: "syntheticRefs.edges", Err: err})
+		return
+	}
+	if in == nil {
+		in = []any{}
+	}
+	if out == nil {
+		out = []any{}
+	}
+	refs["edges"] = map[string]any{"incoming": in, "outgoing": out}
 }
 
 // addRef reads one related object into refs[key]; an error is recorded

@@ -111,6 +111,10 @@ type RuleInfo struct {
 	// /syntheticRefs (KubeMod's context): the kernel reads them only when
 	// a candidate asks.
 	SyntheticRefs bool
+	// SyntheticEdges is true when the rule reads syntheticRefs.edges (the
+	// object's edges in the relationship graph): the kernel reads them
+	// only when a candidate asks.
+	SyntheticEdges bool
 	// KeepLastApplied is true when the rule's operations are not mirrored
 	// into the kubectl last-applied-configuration annotation (KubeMod
 	// mirrors them; kinitiras does not).

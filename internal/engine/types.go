@@ -164,6 +164,16 @@ type KindReader interface {
 	ListKind(ctx context.Context, apiVersion, kind, namespace, selector string) ([]map[string]any, error)
 }
 
+// GraphReader reads the relationship graph (docs/graph.md): the edges
+// into and out of the object under admission (obj, as the request has it:
+// its own edges out are derived from it, not from a stored copy), each a
+// JSON tree {type, from: {kind, namespace, name}, to: {...}}. ModRules
+// read them under syntheticRefs.edges. It is implemented offline by the
+// graph of the context objects.
+type GraphReader interface {
+	Edges(ctx context.Context, ref ObjectRef, obj map[string]any) (incoming, outgoing []any, err error)
+}
+
 // HTTPReader makes an HTTP request outside the cluster for a rule (a
 // kinitiras http reference). The cluster's client allows only the hosts
 // the operator lists, with a timeout, a size limit and a cache (a response

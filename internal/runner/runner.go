@@ -88,6 +88,7 @@ func Options(objects engine.ObjectReader) engine.Options {
 	o.Roles, _ = objects.(engine.RoleReader)
 	o.Kinds, _ = objects.(engine.KindReader)
 	o.HTTP, _ = objects.(engine.HTTPReader)
+	o.Graph, _ = objects.(engine.GraphReader)
 	return o
 }
 

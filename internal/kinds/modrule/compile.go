@@ -217,7 +217,7 @@ func (c *compiler) compile() {
 	}
 	if spec.RejectMessage != nil {
 		r.RejectMessage = c.compileText("spec.rejectMessage", *spec.RejectMessage)
-		r.SyntheticRefs = r.SyntheticRefs || mentionsRefs(*spec.RejectMessage)
+		c.noteRefs(*spec.RejectMessage)
 	}
 	if spec.TargetNamespaceRegex != nil && *spec.TargetNamespaceRegex != "" {
 		re, pos, err := c.compileRegex(*spec.TargetNamespaceRegex)
@@ -235,6 +235,16 @@ func fieldError(fe *field.Error) rules.FieldError {
 
 func mentionsRefs(s string) bool { return strings.Contains(s, "syntheticRefs") }
 
+// noteRefs records what an expression or template reads of syntheticRefs:
+// the related objects, and the object's edges when it names them
+// (syntheticRefs.edges, a modwright extension: docs/modrule.md).
+func (c *compiler) noteRefs(src string) {
+	if mentionsRefs(src) {
+		c.rule.SyntheticRefs = true
+		c.rule.SyntheticEdges = c.rule.SyntheticEdges || strings.Contains(src, "edges")
+	}
+}
+
 func (c *compiler) compileExpr(fieldPath, src string) lang.Query {
 	e, err := c.cache.expr(src)
 	if err != nil {
@@ -246,7 +256,7 @@ func (c *compiler) compileExpr(fieldPath, src string) lang.Query {
 		}
 		return nil
 	}
-	c.rule.SyntheticRefs = c.rule.SyntheticRefs || mentionsRefs(src)
+	c.noteRefs(src)
 	return e
 }
 
@@ -262,7 +272,7 @@ func (c *compiler) compileText(fieldPath, src string) lang.Text {
 		c.add(fieldPath, pos, "%v", err)
 		return nil
 	}
-	c.rule.SyntheticRefs = c.rule.SyntheticRefs || mentionsRefs(src)
+	c.noteRefs(src)
 	return t
 }
 
