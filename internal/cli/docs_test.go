@@ -94,6 +94,8 @@ func TestDocsCLIExamples(t *testing.T) {
 		"modwright lint testdata/cli/lint/errors -o json": {code: 1},
 		"modwright apply --rules examples/policies -f testdata/cli/policy/web-v2.yaml --operation UPDATE --old testdata/cli/policy/web-v1.yaml": {
 			code: 1, stderr: `default/immutable-images: "container nginx: the image cannot change (was nginx:1.25.3)"`},
+		"modwright apply --rules examples/graph-protect/rules.yaml --context examples/graph -f examples/graph-protect/secret.yaml --operation DELETE": {
+			code: 1, stderr: `kubemod-system/secret-in-use: "this Secret is in use by Deployment web"`},
 		"modwright krm < testdata/cli/krm/resource-list.yaml": {
 			code: 1, stderr: `operation rejected by the following ModRule(s): shop/no-latest: "bad uses :latest"`},
 		"helm template web testdata/cli/helm/chart --set 'externalIPs={203.0.113.7}' --post-renderer ./bin/modwright --post-renderer-args apply --post-renderer-args --rules=examples/rules --post-renderer-args -f --post-renderer-args -": {
