@@ -54,6 +54,7 @@ type applyOptions struct {
 	rules    []string
 	files    []string
 	contexts []string
+	packs    []string
 	userInfo string
 	old      string
 	admissionFlags
@@ -112,6 +113,7 @@ func (o *applyOptions) addFlags(cmd *cobra.Command, what, output, outputUsage st
 	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory (repeatable)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, what+": file, directory or - for stdin (repeatable)")
 	f.StringArrayVar(&o.contexts, "context", nil, "objects the rules read (Namespaces and Nodes for syntheticRefs, ConfigMaps for Policies' context) and recorded APICallResponse documents (repeatable)")
+	f.StringArrayVar(&o.packs, "rule-pack", nil, "a Rego rule pack directory whose edges join the context objects' graph (syntheticRefs.edges; repeatable)")
 	f.StringVar(&o.userInfo, "user-info", "", "the requester: a UserInfo document (userInfo: {username, groups}, roles, clusterRoles), Kyverno CLI's format")
 	o.admissionFlags.add(f, "objects")
 	f.StringVar(&o.old, "old", "", oldUsage)
@@ -188,7 +190,7 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 			return nil, &ExitError{Code: 2, Err: err}
 		}
 	}
-	if in.resolver, err = resolverFor(contexts, s); err != nil {
+	if in.resolver, err = resolverFor(contexts, s, o.packs...); err != nil {
 		return nil, err
 	}
 	if o.userInfo != "" && userOf(in.resolver).Username == "" {

@@ -2,13 +2,16 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/graph"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/packs"
 	"github.com/modwright/modwright/internal/source"
 )
 
@@ -28,6 +31,10 @@ type staticResolver struct {
 	// use.
 	graphOnce sync.Once
 	graph     *graph.Graph
+	// packs derive more edges (--rule-pack); nil: none. buildErrs are
+	// their failures on the context objects.
+	packs     *packs.Router
+	buildErrs []error
 }
 
 var _ engine.ObjectReader = (*staticResolver)(nil)
@@ -78,14 +85,15 @@ var _ engine.GraphReader = (*staticResolver)(nil)
 // Edges are the object's edges in the graph of the context objects: those
 // into it, and those out of it (its own, derived from it, and those of its
 // context copy's).
-func (r *staticResolver) Edges(_ context.Context, ref engine.ObjectRef, obj map[string]any) (incoming, outgoing []any, err error) {
+func (r *staticResolver) Edges(ctx context.Context, ref engine.ObjectRef, obj map[string]any) (incoming, outgoing []any, err error) {
 	r.graphOnce.Do(func() {
 		objs := make([]map[string]any, 0, len(r.objects))
 		for _, o := range r.objects {
 			objs = append(objs, o)
 		}
-		r.graph = graph.Build(objs, nil)
+		r.graph = graph.Build(objs, r.derive(ctx, &r.buildErrs))
 	})
+	errs := slices.Clone(r.buildErrs)
 	self := graph.Ref{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
 	if md, _ := obj["metadata"].(map[string]any); md != nil && (md["namespace"] != ref.Namespace && ref.Namespace != "" || md["name"] == nil) {
 		// The request names the object where the object itself may not
@@ -99,13 +107,30 @@ func (r *staticResolver) Edges(_ context.Context, ref engine.ObjectRef, obj map[
 		incoming = append(incoming, edgeTree(e))
 	}
 	out := map[graph.Edge]bool{}
-	for _, e := range append(graph.Extract(obj), r.graph.Outgoing(self)...) {
+	own := graph.Extract(obj)
+	if d := r.derive(ctx, &errs); d != nil {
+		own = append(own, d(obj)...)
+	}
+	for _, e := range append(own, r.graph.Outgoing(self)...) {
 		if e.From == self && !out[e] {
 			out[e] = true
 			outgoing = append(outgoing, edgeTree(e))
 		}
 	}
-	return incoming, outgoing, nil
+	return incoming, outgoing, errors.Join(errs...)
+}
+
+// derive is the packs' edges of an object, their failures appended to
+// errs (the other edges remain); nil without packs.
+func (r *staticResolver) derive(ctx context.Context, errs *[]error) graph.Deriver {
+	if r.packs == nil {
+		return nil
+	}
+	return func(obj map[string]any) []graph.Edge {
+		edges, es := r.packs.Derive(ctx, obj)
+		*errs = append(*errs, es...)
+		return edges
+	}
 }
 
 // edgeTree is an edge as a JSON tree.

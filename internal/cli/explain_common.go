@@ -11,6 +11,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/packs"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
@@ -74,19 +75,34 @@ func (a admission) evaluate(ctx context.Context, eng *engine.Engine, snap *engin
 	return eng.Evaluate(ctx, snap, a.request(op))
 }
 
-// resolverFor reads context objects into an ObjectReader; nil when there
-// are none. Objects without kind or name are reported as warnings.
-func resolverFor(paths []string, s Streams) (engine.ObjectReader, error) {
-	if len(paths) == 0 {
+// resolverFor reads context objects into an ObjectReader, with the edges
+// of the rule packs in packDirs in their graph; nil when there are
+// neither. Objects without kind or name are reported as warnings.
+func resolverFor(paths []string, s Streams, packDirs ...string) (engine.ObjectReader, error) {
+	if len(paths) == 0 && len(packDirs) == 0 {
 		return nil, nil
 	}
-	docs, err := source.ReadPaths(paths, s.In)
-	if err != nil {
-		return nil, &ExitError{Code: 2, Err: err}
+	var docs []source.Document
+	if len(paths) > 0 {
+		var err error
+		if docs, err = source.ReadPaths(paths, s.In); err != nil {
+			return nil, &ExitError{Code: 2, Err: err}
+		}
 	}
 	r, ignored, err := newStaticResolver(docs)
 	if err != nil {
 		return nil, &ExitError{Code: 2, Err: err}
+	}
+	var loaded []*packs.Pack
+	for _, dir := range packDirs {
+		p, err := packs.LoadDir(context.Background(), dir, packs.KubeAtlasVersion, 0)
+		if err != nil {
+			return nil, &ExitError{Code: 2, Err: err}
+		}
+		loaded = append(loaded, p)
+	}
+	if len(loaded) > 0 {
+		r.packs = packs.NewRouter(loaded...)
 	}
 	for _, w := range ignored {
 		fmt.Fprintln(s.Err, "warning:", w)

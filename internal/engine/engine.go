@@ -438,8 +438,11 @@ func (ev *evaluation) addEdges(refs, work map[string]any) {
 	}
 	in, out, err := ev.e.graph.Edges(ev.ctx, ObjectRef{Group: ev.req.Kind.Group, Kind: ev.kind, Namespace: ev.req.Namespace, Name: name}, work)
 	if err != nil {
+		// Recorded; the edges read despite it are still given.
 		ev.d.Errors = append(ev.d.Errors, RuleError{Field: "syntheticRefs.edges", Err: err})
-		return
+		if in == nil && out == nil {
+			return
+		}
 	}
 	if in == nil {
 		in = []any{}
