@@ -242,7 +242,7 @@ type PatchOperation struct {
 // ContextEntry is a named value read for the policy's expressions, as a
 // Kyverno context entry: exactly one source is set. Its fields may hold
 // {{ }} variables (earlier entries among them).
-// +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.apiCall) ? 1 : 0) + (has(self.variable) ? 1 : 0) == 1",message="exactly one of configMap, apiCall and variable must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.apiCall) ? 1 : 0) + (has(self.variable) ? 1 : 0) + (has(self.graph) ? 1 : 0) == 1",message="exactly one of configMap, apiCall, variable and graph must be set"
 type ContextEntry struct {
 	// Name is the entry's name: a JMESPath and CEL identifier.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
@@ -257,6 +257,22 @@ type ContextEntry struct {
 	// Variable computes a value.
 	// +optional
 	Variable *ContextVariable `json:"variable,omitempty"`
+	// Graph reads the object's edges in the relationship graph
+	// (docs/graph.md): a list of {type, from: {kind, namespace, name},
+	// to: {...}}.
+	// +optional
+	Graph *GraphContext `json:"graph,omitempty"`
+}
+
+// GraphContext selects the object's edges: those into it (incoming), out
+// of it (outgoing) or both, of the given types (none: every type).
+type GraphContext struct {
+	// +kubebuilder:validation:Enum=incoming;outgoing;both
+	// +optional
+	Direction string `json:"direction,omitempty"`
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Types []string `json:"types,omitempty"`
 }
 
 // ConfigMapReference names a ConfigMap.

@@ -57,6 +57,9 @@ func (h *Handle) Kinds() KindReader { return h.ev.e.kinds }
 // HTTP makes HTTP requests; nil when the engine has none.
 func (h *Handle) HTTP() HTTPReader { return h.ev.e.http }
 
+// Graph reads the relationship graph; nil when the engine has none.
+func (h *Handle) Graph() GraphReader { return h.ev.e.graph }
+
 // Roles names the requesting user's RBAC roles; nil when the engine has
 // no reader.
 func (h *Handle) Roles() RoleReader { return h.ev.e.roles }

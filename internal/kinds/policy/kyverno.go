@@ -486,6 +486,13 @@ type contextEntry struct {
 	configMap *cmEntry
 	apiCall   *apiEntry
 	variable  *varEntry
+	graph     *graphEntry
+}
+
+// graphEntry reads the object's edges.
+type graphEntry struct {
+	in, out bool
+	types   []string // none: every type
 }
 
 type cmEntry struct {
@@ -524,6 +531,8 @@ func (ev *run) evalEntry(i int) (val any, lib any, libOK bool, err error) {
 		val, err = ev.configMap(v.field, ce.configMap)
 	case ce.apiCall != nil:
 		return ev.apiCall(v.field, ce.apiCall)
+	case ce.graph != nil:
+		val, err = ev.graphEdges(v.field, ce.graph)
 	default:
 		return ev.contextVariable(v.field, ce.variable)
 	}
@@ -564,6 +573,46 @@ func (ev *run) configMap(field string, cm *cmEntry) (any, error) {
 		return nil, fmt.Errorf("ConfigMap %s/%s not found", ns, name)
 	}
 	return obj, nil
+}
+
+// graphEdges are the object's edges the entry selects (a list, incoming
+// first).
+func (ev *run) graphEdges(field string, g *graphEntry) (any, error) {
+	gr := ev.h.Graph()
+	if gr == nil {
+		return nil, fmt.Errorf("%s.graph: no relationship graph (offline, pass the objects with --context)", field)
+	}
+	obj, _ := ev.h.Object().(map[string]any)
+	q := ev.h.Request()
+	name := q.Name
+	if name == "" {
+		md, _ := obj["metadata"].(map[string]any)
+		name, _ = md["name"].(string)
+	}
+	kind := q.Kind.Kind
+	if kind == "" {
+		kind, _ = obj["kind"].(string)
+	}
+	in, out, err := gr.Edges(ev.ctx, engine.ObjectRef{Group: q.Kind.Group, Kind: kind, Namespace: q.Namespace, Name: name}, obj)
+	if err != nil && in == nil && out == nil {
+		return nil, fmt.Errorf("%s.graph: %w", field, err)
+	}
+	edges := []any{}
+	pick := func(es []any) {
+		for _, e := range es {
+			t, _ := e.(map[string]any)["type"].(string)
+			if len(g.types) == 0 || slices.Contains(g.types, t) {
+				edges = append(edges, e)
+			}
+		}
+	}
+	if g.in {
+		pick(in)
+	}
+	if g.out {
+		pick(out)
+	}
+	return edges, nil
 }
 
 func (ev *run) apiCall(field string, a *apiEntry) (any, any, bool, error) {
@@ -733,6 +782,21 @@ func (r *Rule) compileContext(c *compiler, entries []v1alpha1.ContextEntry) {
 			ae.def, ae.hasDef = jsonOf(c, field+".apiCall.default", rawOf(a.Default))
 			entry.apiCall = ae
 		}
+		if g := ce.Graph; g != nil {
+			n++
+			ge := &graphEntry{types: g.Types}
+			switch g.Direction {
+			case "", "incoming":
+				ge.in = true
+			case "outgoing":
+				ge.out = true
+			case "both":
+				ge.in, ge.out = true, true
+			default:
+				c.errorf(field+".graph.direction", -1, "direction %q: use incoming, outgoing or both", g.Direction)
+			}
+			entry.graph = ge
+		}
 		if v := ce.Variable; v != nil {
 			n++
 			ve := &varEntry{}
@@ -747,7 +811,7 @@ func (r *Rule) compileContext(c *compiler, entries []v1alpha1.ContextEntry) {
 			entry.variable = ve
 		}
 		if n != 1 {
-			c.errorf(field, -1, "exactly one of configMap, apiCall and variable must be set")
+			c.errorf(field, -1, "exactly one of configMap, apiCall, variable and graph must be set")
 		}
 		r.vars = append(r.vars, variable{name: ce.Name, field: field, entry: entry})
 	}

@@ -427,7 +427,7 @@ validations: [{cel: "true"}]`,
 - {name: request, variable: {value: 1}}
 - {name: c, variable: {default: 1}}
 validations: [{cel: "true"}]`,
-		want: []string{"spec.context[0]: exactly one of configMap, apiCall and variable must be set",
+		want: []string{"spec.context[0]: exactly one of configMap, apiCall, variable and graph must be set",
 			"spec.context[1].name: context entry name \"request\" hides Kyverno's variable of that name",
 			"spec.context[2].variable: a variable needs a value or a jmesPath"},
 	}, {
