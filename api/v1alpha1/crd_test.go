@@ -108,11 +108,11 @@ auditAnnotations:
 		{name: "an action twice", spec: check + "validationActions: [Deny, Deny]", want: []string{`spec.validationActions[1]: Duplicate value: "Deny"`}},
 		{name: "unknown action", spec: check + "validationActions: [Block]", want: []string{`spec.validationActions[0]: Unsupported value: "Block"`}},
 		{name: "no language", spec: "validations:\n  - message: m", want: []string{
-			"spec.validations[0]: Invalid value: exactly one of cel, jmespath, deny and cue must be set"}},
+			"spec.validations[0]: Invalid value: exactly one of cel, jmespath, rego, deny and cue must be set"}},
 		{name: "variable without language", spec: check + "variables:\n  - name: v", want: []string{
-			"spec.variables[0]: Invalid value: exactly one language must be set: cel or jmespath"}},
+			"spec.variables[0]: Invalid value: exactly one language must be set: cel, jmespath or rego"}},
 		{name: "match condition without language", spec: check + "matchConditions:\n  - name: c", want: []string{
-			"spec.matchConditions[0]: Invalid value: exactly one of cel, jmespath and conditions must be set"}},
+			"spec.matchConditions[0]: Invalid value: exactly one of cel, jmespath, rego and conditions must be set"}},
 		{name: "empty expression", spec: "validations:\n  - cel: ''", want: []string{"spec.validations[0].cel: Invalid value: \"\": spec.validations[0].cel in body should be at least 1 chars long"}},
 		{name: "both mutation members", spec: "mutations:\n  - jsonPatch: '[]'\n    applyConfiguration: 'Object{}'", want: []string{
 			"spec.mutations[0]: Invalid value: exactly one of jsonPatch, applyConfiguration, patch and cue must be set"}},

@@ -52,6 +52,16 @@ type Expression struct {
 	// +kubebuilder:validation:MinLength=1
 	// +optional
 	JMESPath string `json:"jmespath,omitempty"`
+
+	// Rego is a Rego module (v1) and its entrypoint, compiled once when
+	// the policy loads, evaluated over input.object, input.oldObject,
+	// input.request and input.context (the context entries and variables
+	// the module names), with no external data and a 100 ms budget. A
+	// condition's entrypoint is a boolean (undefined: false), a
+	// validation's a boolean or a set of violation messages (any fails
+	// the validation with them), a variable's any value (undefined: null).
+	// +optional
+	Rego *RegoExpression `json:"rego,omitempty"`
 }
 
 // ConditionOperator is a Kyverno condition operator.
@@ -102,7 +112,7 @@ type DenyConditions struct {
 // Variable is a named expression; variables are evaluated lazily, at most
 // once per request, and later ones may read earlier ones as
 // variables.<name> (and JMESPath by name).
-// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) + (has(self.jmespath) ? 1 : 0) == 1",message="exactly one language must be set: cel or jmespath"
+// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) + (has(self.jmespath) ? 1 : 0) + (has(self.rego) ? 1 : 0) == 1",message="exactly one language must be set: cel, jmespath or rego"
 // +kubebuilder:validation:XValidation:rule="!(self.name in ['true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while'])",message="name must be a CEL identifier, not a reserved word",fieldPath=".name"
 type Variable struct {
 	// Name is the variable's name: a CEL identifier (not a reserved word).
@@ -117,7 +127,7 @@ type Variable struct {
 // A condition is an expression (true or false) or a block of Kyverno
 // conditions (the policy applies when they hold, as Kyverno's
 // preconditions).
-// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) + (has(self.jmespath) ? 1 : 0) + (has(self.conditions) ? 1 : 0) == 1",message="exactly one of cel, jmespath and conditions must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) + (has(self.jmespath) ? 1 : 0) + (has(self.rego) ? 1 : 0) + (has(self.conditions) ? 1 : 0) == 1",message="exactly one of cel, jmespath, rego and conditions must be set"
 type MatchCondition struct {
 	// Name identifies the condition in messages and explanations: a
 	// qualified name, as an admission policy's (an optional DNS subdomain
@@ -135,7 +145,7 @@ type MatchCondition struct {
 // Validation is a condition the object must satisfy: an expression (false
 // fails the validation) or a Kyverno deny block (the validation fails when
 // its conditions hold).
-// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) + (has(self.jmespath) ? 1 : 0) + (has(self.deny) ? 1 : 0) + (has(self.cue) ? 1 : 0) == 1",message="exactly one of cel, jmespath, deny and cue must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.cel) ? 1 : 0) + (has(self.jmespath) ? 1 : 0) + (has(self.deny) ? 1 : 0) + (has(self.cue) ? 1 : 0) + (has(self.rego) ? 1 : 0) == 1",message="exactly one of cel, jmespath, rego, deny and cue must be set"
 type Validation struct {
 	// The condition; false fails the validation.
 	Expression `json:",inline"`
@@ -262,6 +272,16 @@ type ContextEntry struct {
 	// to: {...}}.
 	// +optional
 	Graph *GraphContext `json:"graph,omitempty"`
+}
+
+// RegoExpression is a Rego module (v1) and the rule it queries.
+type RegoExpression struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	Module string `json:"module"`
+	// Entrypoint is the rule queried: data.<package>.<rule>.
+	// +kubebuilder:validation:MinLength=1
+	Entrypoint string `json:"entrypoint"`
 }
 
 // GraphContext selects the object's edges: those into it (incoming), out

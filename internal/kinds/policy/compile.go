@@ -185,9 +185,10 @@ func (c *compiler) diags(field string, ds []lang.Diagnostic) {
 // types, when given, are the types a CEL value may have (a JMESPath value
 // is checked when it is evaluated). alt is the number of the slot's other
 // members set (a conditions block); union is the error when the slot does
-// not have exactly one member.
-func (c *compiler) expr(field string, e v1alpha1.Expression, env *lang.Env, alt int, union string, types ...string) expr {
-	n := alt
+// not have exactly one member; vars are the variables a Rego member may
+// read.
+func (c *compiler) expr(field string, e v1alpha1.Expression, env *lang.Env, vars []variable, alt int, union string, types ...string) expr {
+	n := alt + boolInt(e.Rego != nil)
 	if e.CEL != "" {
 		n++
 	}
@@ -208,6 +209,8 @@ func (c *compiler) expr(field string, e v1alpha1.Expression, env *lang.Env, alt 
 		jp, ds := compileJP(e.JMESPath)
 		c.diags(field+".jmespath", ds)
 		return expr{field: field + ".jmespath", jp: jp}
+	case e.Rego != nil:
+		return expr{field: field + ".rego", rego: c.regoProgram(field+".rego", e.Rego, vars)}
 	}
 	return expr{field: field}
 }
@@ -282,7 +285,7 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 			c.errorf(field+".name", -1, "variable name %q is not an identifier (letters, digits, _; not starting with a digit)", v.Name)
 		}
 		r.varIndex[v.Name] = len(r.vars)
-		e := c.expr(field, v.Expression, baseEnv(field), 0, "exactly one language must be set: cel or jmespath")
+		e := c.expr(field, v.Expression, baseEnv(field), r.vars, 0, "exactly one language must be set: cel, jmespath or rego")
 		r.vars = append(r.vars, variable{name: v.Name, field: e.field, e: e})
 	}
 	names := map[string]bool{}
@@ -301,7 +304,7 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 			cond.conds = c.conditions(r, field+".conditions", mc.Conditions)
 			cond.field = field + ".conditions"
 		}
-		if cond.e = c.expr(field, mc.Expression, baseEnv(field), boolInt(mc.Conditions != nil), "exactly one of cel, jmespath and conditions must be set", "bool"); cond.conds == nil {
+		if cond.e = c.expr(field, mc.Expression, baseEnv(field), r.vars, boolInt(mc.Conditions != nil), "exactly one of cel, jmespath, rego and conditions must be set", "bool"); cond.conds == nil {
 			cond.field = cond.e.field
 		}
 		r.conditions = append(r.conditions, cond)
@@ -323,7 +326,10 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 				val.scope = q
 			}
 		}
-		val.e = c.expr(field, v.Expression, env, boolInt(v.Deny != nil)+boolInt(v.CUE != ""), "exactly one of cel, jmespath, deny and cue must be set", "bool")
+		val.e = c.expr(field, v.Expression, env, r.vars, boolInt(v.Deny != nil)+boolInt(v.CUE != ""), "exactly one of cel, jmespath, rego, deny and cue must be set", "bool")
+		if v.Rego != nil && v.Scope != "" {
+			c.errorf(field+".scope", -1, "a rego validation has no scope: its module reads the whole input")
+		}
 		if v.CUE != "" && v.Deny == nil {
 			if v.Scope != "" {
 				c.errorf(field+".scope", -1, "a cue validation has no scope: its program reads the whole object")

@@ -4,7 +4,8 @@
 // index keys (namespace, operations, kinds), their static match (resource
 // filters, label selectors, exclusions), and every expression slot compiled
 // once through the language seam (CEL: internal/lang/cel; Kyverno's
-// JMESPath: internal/lang/jmespath; scopes in KubeMod JSONPath), with
+// JMESPath: internal/lang/jmespath; CUE: internal/lang/cue; Rego:
+// internal/lang/rego, rego.go; scopes in KubeMod JSONPath), with
 // Kyverno's {{ }} templates (internal/lang/subst), condition blocks
 // (internal/lang/conditions), static patches and context entries
 // (configMap, apiCall, variable) compiled at load too.

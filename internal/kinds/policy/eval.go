@@ -521,16 +521,21 @@ func (ev *run) variable(i int) (any, error) {
 	}
 	ev.state[i] = 1
 	v := &ev.r.vars[i]
-	if v.entry != nil || v.e.jp != nil {
+	if v.entry != nil || v.e.jp != nil || v.e.rego != nil {
 		var (
 			val, lib any
 			libOK    bool
 			err      error
 		)
-		if v.entry != nil {
+		switch {
+		case v.entry != nil:
 			val, lib, libOK, err = ev.evalEntry(i)
-		} else if lib, err = ev.search(v.e.jp); err == nil {
-			val, libOK = jmespath.Result(lib), true
+		case v.e.rego != nil:
+			val, err = ev.regoEval(v.e.rego)
+		default:
+			if lib, err = ev.search(v.e.jp); err == nil {
+				val, libOK = jmespath.Result(lib), true
+			}
 		}
 		if err != nil {
 			err = fmt.Errorf("%s %q (%s): %w", v.what(), v.name, v.field, err)
@@ -660,6 +665,17 @@ func (ev *run) validate(i int, obj map[string]any) error {
 		}
 		return nil
 	}
+	if v.e.rego != nil {
+		ok, msgs, err := ev.regoViolations(v.e.rego)
+		ev.stepLang(stepValidation, i, v.e.field, "rego", v.e.source(), ok, err)
+		if err != nil {
+			return engine.InField(v.e.field, err)
+		}
+		if !ok {
+			ev.failWith(i, &ev.act, msgs)
+		}
+		return nil
+	}
 	if v.scope == nil {
 		ok, err := ev.exprBool(&v.e, &ev.act)
 		ev.stepLang(stepValidation, i, v.e.field, v.e.language(), v.e.source(), ok, err)
@@ -736,7 +752,7 @@ func samePlace(nodes []lang.Node, keys []any) any {
 func (ev *run) fail(i int, act *lang.Activation) { ev.failWith(i, act, "") }
 
 // failWith is fail with a message that wins over the validation's when
-// not empty (a CUE program's reason).
+// not empty (a CUE program's reason, a Rego module's violations).
 func (ev *run) failWith(i int, act *lang.Activation, reason string) {
 	v := &ev.r.validates[i]
 	msg := v.message
@@ -767,6 +783,8 @@ func (ev *run) failWith(i int, act *lang.Activation, reason string) {
 			msg = "denied by " + v.deny.field
 		case v.cue != nil:
 			msg = "failed CUE validation " + v.cue.field
+		case v.e.rego != nil:
+			msg = "failed Rego validation " + v.e.field
 		default:
 			msg = "failed expression: " + strings.TrimSpace(v.e.source())
 		}
@@ -835,6 +853,9 @@ func bindAuthorizer(vars map[string]any, h *engine.Handle, a engine.Authorizer) 
 func (ev *run) exprBool(e *expr, act *lang.Activation) (bool, error) {
 	if e.jp != nil {
 		return ev.evalJPBool(e.jp)
+	}
+	if e.rego != nil {
+		return ev.regoBool(e.rego)
 	}
 	if e.cel == nil {
 		return false, errors.New("the expression did not compile")

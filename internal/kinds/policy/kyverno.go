@@ -74,9 +74,10 @@ type expr struct {
 	field string // spec.validations[0].cel, ...jmespath
 	cel   *cel.Program
 	jp    *jpExpr
+	rego  *regoProg
 }
 
-func (e *expr) ok() bool { return e.cel != nil || e.jp != nil }
+func (e *expr) ok() bool { return e.cel != nil || e.jp != nil || e.rego != nil }
 
 func (e *expr) source() string {
 	switch {
@@ -84,13 +85,18 @@ func (e *expr) source() string {
 		return e.cel.Source()
 	case e.jp != nil:
 		return e.jp.prog.Source()
+	case e.rego != nil:
+		return e.rego.source
 	}
 	return ""
 }
 
 func (e *expr) language() string {
-	if e.jp != nil {
+	switch {
+	case e.jp != nil:
 		return "jmespath"
+	case e.rego != nil:
+		return "rego"
 	}
 	return "cel"
 }

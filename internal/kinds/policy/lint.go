@@ -202,6 +202,10 @@ func (r *Rule) lintContext(origin string) []kinds.Finding {
 			}
 		}
 	}
+	// The entries CUE and Rego programs name are read.
+	for _, n := range r.programNames() {
+		read[n] = true
+	}
 	if readsAll {
 		return out
 	}
@@ -245,4 +249,34 @@ func (r *Rule) lintContext(origin string) []kinds.Finding {
 			"remove it, or read it (JMESPath: "+v.name+", CEL: variables."+v.name+")")
 	}
 	return out
+}
+
+// programNames are the context entries and variables the CUE and Rego
+// programs name.
+func (r *Rule) programNames() []string {
+	var names []string
+	exprs := make([]*expr, 0, len(r.vars)+len(r.conditions)+len(r.validates))
+	for i := range r.vars {
+		exprs = append(exprs, &r.vars[i].e)
+	}
+	for i := range r.conditions {
+		exprs = append(exprs, &r.conditions[i].e)
+	}
+	for i := range r.validates {
+		exprs = append(exprs, &r.validates[i].e)
+		if cp := r.validates[i].cue; cp != nil {
+			names = append(names, cp.names...)
+		}
+	}
+	for _, e := range exprs {
+		if e.rego != nil {
+			names = append(names, e.rego.names...)
+		}
+	}
+	for _, m := range r.mutations {
+		if m.cue != nil {
+			names = append(names, m.cue.names...)
+		}
+	}
+	return names
 }

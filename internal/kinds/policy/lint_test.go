@@ -54,6 +54,17 @@ context:
 validations: [{jmespath: "typo.x == 'y'", message: "{{ request.name }} {{ other }}"}]`,
 		want: []string{"W203 spec.validations[0].jmespath", "W203 spec.validations[0].message", "W204 spec.match.resources[0].names[0]", "W205 spec.context[0]"},
 	}, {
+		name: "context read by rego and cue only: clean",
+		spec: `
+context:
+- {name: byRego, variable: {value: 1}}
+- {name: byCUE, variable: {value: 2}}
+- {name: unread, variable: {value: 3}}
+validations:
+- rego: {entrypoint: data.p.allow, module: "package p\nallow if input.context.byRego == 1"}
+- cue: "data: _ @tag(data)\nvalidate: valid: data.byCUE == 2"`,
+		want: []string{"W205 spec.context[2]"},
+	}, {
 		name: "idempotent mutation",
 		spec: `mutations: [{jsonPatch: "[JSONPatch{op: 'add', path: '/metadata/labels/x', value: 'y'}]"}]`,
 	}} {

@@ -370,7 +370,7 @@ func TestCompileErrors(t *testing.T) {
 	}, {
 		name: "no language",
 		spec: `validations: [{message: m}]`,
-		want: []string{"spec.validations[0]: exactly one of cel, jmespath, deny and cue must be set"},
+		want: []string{"spec.validations[0]: exactly one of cel, jmespath, rego, deny and cue must be set"},
 	}, {
 		name: "Deny and Warn",
 		spec: "validationActions: [Deny, Warn]\nvalidations: [{cel: 'true'}]",

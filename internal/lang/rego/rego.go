@@ -88,14 +88,37 @@ type Program struct {
 func Compile(ctx context.Context, entrypoint string, timeout time.Duration, modules ...Module) (*Program, error) {
 	opts := []func(*oparego.Rego){oparego.Query(entrypoint), oparego.Capabilities(capabilities()), oparego.StrictBuiltinErrors(true)}
 	for _, m := range modules {
-		opts = append(opts, oparego.Module(m.File, m.Source))
+		// Parsed here, not by rego.New, which flattens parse errors to text.
+		pm, err := ast.ParseModuleWithOpts(m.File, m.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrCompile, compileText(err))
+		}
+		opts = append(opts, oparego.ParsedModule(pm))
 	}
 	pq, err := oparego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCompile, err)
+		return nil, fmt.Errorf("%w: %s", ErrCompile, compileText(err))
 	}
 	t, _ := ClampTimeout(timeout)
 	return &Program{entrypoint: entrypoint, pq: pq, timeout: t}, nil
+}
+
+// compileText is OPA's compile errors one per line as file:row:col:
+// message (without OPA's echo of the source line).
+func compileText(err error) string {
+	var errs ast.Errors
+	if !errors.As(err, &errs) || len(errs) == 0 {
+		return err.Error()
+	}
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		loc := ""
+		if e.Location != nil {
+			loc = fmt.Sprintf("%s:%d:%d: ", e.Location.File, e.Location.Row, e.Location.Col)
+		}
+		lines[i] = loc + e.Message
+	}
+	return strings.Join(lines, "; ")
 }
 
 // Eval evaluates the entrypoint with input (a JSON tree): its value (a
