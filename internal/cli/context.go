@@ -103,19 +103,16 @@ func (r *staticResolver) Edges(ctx context.Context, ref engine.ObjectRef, obj ma
 		obj = maps.Clone(obj)
 		obj["metadata"] = md
 	}
-	for _, e := range r.graph.Incoming(self) {
-		incoming = append(incoming, edgeTree(e))
-	}
-	out := map[graph.Edge]bool{}
 	own := graph.Extract(obj)
 	if d := r.derive(ctx, &errs); d != nil {
 		own = append(own, d(obj)...)
 	}
-	for _, e := range append(own, r.graph.Outgoing(self)...) {
-		if e.From == self && !out[e] {
-			out[e] = true
-			outgoing = append(outgoing, edgeTree(e))
-		}
+	in, out := r.graph.Of(self, own)
+	for _, e := range in {
+		incoming = append(incoming, e.Tree())
+	}
+	for _, e := range out {
+		outgoing = append(outgoing, e.Tree())
 	}
 	return incoming, outgoing, errors.Join(errs...)
 }
@@ -131,12 +128,4 @@ func (r *staticResolver) derive(ctx context.Context, errs *[]error) graph.Derive
 		*errs = append(*errs, es...)
 		return edges
 	}
-}
-
-// edgeTree is an edge as a JSON tree.
-func edgeTree(e graph.Edge) any {
-	ref := func(r graph.Ref) map[string]any {
-		return map[string]any{"kind": r.Kind, "namespace": r.Namespace, "name": r.Name}
-	}
-	return map[string]any{"type": e.Type, "from": ref(e.From), "to": ref(e.To)}
 }

@@ -67,3 +67,30 @@ func BenchmarkGraph(b *testing.B) {
 	b.ReportMetric(float64(len(g.Edges())), "edges")
 	runtime.KeepAlive(g)
 }
+
+// BenchmarkUpsert measures the informer's update of a Pod in the
+// synthetic cluster's graph whose edges did not change (a status update,
+// the common case) and one whose labels changed (its SELECTS edges are
+// matched again).
+func BenchmarkUpsert(b *testing.B) {
+	objs := synthetic()
+	g := graph.Build(objs, nil)
+	pod := objs[7]
+	b.Run("unchanged", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			g.Upsert(pod)
+		}
+	})
+	b.Run("relabeled", func(b *testing.B) {
+		other := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{
+			"name": "pod-7", "namespace": "ns-7", "labels": map[string]any{"app": "app-8"}}, "spec": pod["spec"]}
+		pods := [2]map[string]any{pod, other}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			g.Upsert(pods[i%2])
+			i++
+		}
+	})
+}

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"slices"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -11,76 +12,233 @@ import (
 // the Pods its selector selects (docs/graph.md).
 const Selects = "SELECTS"
 
-// Graph is the edges between a set of objects, indexed by both ends. It is
-// immutable once built and safe for concurrent reads.
+// Graph is the edges between objects, indexed by both ends and kept up to
+// date object by object (Upsert, Delete): the operator feeds it from its
+// informers, the CLI builds it from manifests (Build). It is safe for
+// concurrent use; reads see each update whole.
 type Graph struct {
-	edges    []Edge
-	out, in  map[Ref][]int // indexes into edges, by from and by to
-	nObjects int
+	derive Deriver
+
+	mu      sync.RWMutex
+	objects map[Ref]*node
+	// out and in index the edges by their ends; an edge two objects
+	// derive is there twice (a query gives it once).
+	out, in map[Ref][]Edge
+	// pods: the labels of each namespace's Pods; holders: the Services'
+	// and workloads' selectors, by namespace (SELECTS edges).
+	pods    map[string]map[Ref]labels.Set
+	holders map[string]map[Ref]labels.Selector
+}
+
+// node is what the graph keeps of an object: its identity and the edges
+// it derived (SELECTS apart).
+type node struct {
+	res Resource
+	own []Edge
+	// selector: a holder's selector text ("" for none), to skip updates
+	// that do not change it.
+	selector string
 }
 
 // Deriver derives more edges of one object (a rule pack's router); nil:
 // none.
 type Deriver func(obj map[string]any) []Edge
 
+// New is an empty graph whose objects' edges are their built-in ones and
+// those derive gives.
+func New(derive Deriver) *Graph {
+	return &Graph{derive: derive, objects: map[Ref]*node{}, out: map[Ref][]Edge{}, in: map[Ref][]Edge{},
+		pods: map[string]map[Ref]labels.Set{}, holders: map[string]map[Ref]labels.Selector{}}
+}
+
 // Build builds the graph of objs: each object's built-in edges (Extract),
 // those derive gives, and SELECTS edges from Services and workloads to the
 // Pods of their namespace their selectors match.
 func Build(objs []map[string]any, derive Deriver) *Graph {
-	g := &Graph{out: map[Ref][]int{}, in: map[Ref][]int{}, nObjects: len(objs)}
-	var all []Edge
-	type pod struct {
-		ref    Ref
-		labels labels.Set
-	}
-	pods := map[string][]pod{} // by namespace
+	g := New(derive)
 	for _, o := range objs {
-		all = append(all, Extract(o)...)
-		if derive != nil {
-			all = append(all, derive(o)...)
-		}
-		if str(o, "kind") == "Pod" && str(o, "apiVersion") == "v1" {
-			ns := str(o, "metadata", "namespace")
-			pods[ns] = append(pods[ns], pod{Ref{"Pod", ns, str(o, "metadata", "name")}, stringMap(dig(o, "metadata", "labels"))})
-		}
-	}
-	for _, o := range objs {
-		sel, ok := selectorOf(o)
-		if !ok {
-			continue
-		}
-		ns := str(o, "metadata", "namespace")
-		from := Ref{str(o, "kind"), ns, str(o, "metadata", "name")}
-		for _, p := range pods[ns] {
-			if sel.Matches(p.labels) {
-				all = append(all, Edge{Type: Selects, From: from, To: p.ref})
-			}
-		}
-	}
-	slices.SortFunc(all, Compare)
-	g.edges = slices.Compact(all)
-	for i, e := range g.edges {
-		g.out[e.From] = append(g.out[e.From], i)
-		g.in[e.To] = append(g.in[e.To], i)
+		g.Upsert(o)
 	}
 	return g
 }
 
-// selectorOf is a Service's or a workload's Pod selector; an empty one
-// selects nothing here (a Service without selector has its endpoints
-// managed by hand).
-func selectorOf(o map[string]any) (labels.Selector, bool) {
+// RefOf names an object.
+func RefOf(obj map[string]any) Ref {
+	return Ref{Kind: str(obj, "kind"), Namespace: str(obj, "metadata", "namespace"), Name: str(obj, "metadata", "name")}
+}
+
+// Derive is an object's own edges: its built-in ones and those the
+// graph's deriver gives, sorted, without duplicates.
+func (g *Graph) Derive(obj map[string]any) []Edge {
+	own := Extract(obj)
+	if g.derive != nil {
+		if d := g.derive(obj); len(d) > 0 {
+			own = append(own, d...)
+			slices.SortFunc(own, Compare)
+			own = slices.Compact(own)
+		}
+	}
+	return own
+}
+
+// Upsert adds an object or replaces its earlier version: its edges are
+// derived again (an object whose edges did not change costs a comparison).
+// obj is not kept nor modified.
+func (g *Graph) Upsert(obj map[string]any) {
+	ref := RefOf(obj)
+	if ref.Kind == "" || ref.Name == "" {
+		return
+	}
+	own := g.Derive(obj)
+	sel, selText, isHolder := selectorOf(obj)
+	res := resourceOf(ref, obj)
+	isPod := ref.Kind == "Pod" && res.GroupVersion == "v1"
+	podLabels := labels.Set(res.Labels) // shared: neither is modified
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := g.objects[ref]
+	if n == nil {
+		n = &node{}
+		g.objects[ref] = n
+	}
+	n.res = res
+	if !slices.Equal(n.own, own) {
+		for _, e := range n.own {
+			g.unlink(e)
+		}
+		for _, e := range own {
+			g.link(e)
+		}
+		n.own = own
+	}
+	if isPod {
+		old, had := g.pods[ref.Namespace][ref]
+		if !had || !labels.Equals(old, podLabels) {
+			g.setPod(ref, podLabels)
+		}
+	}
+	if isHolder && (selText != n.selector || g.holders[ref.Namespace][ref] == nil) {
+		g.setHolder(ref, sel)
+		n.selector = selText
+	} else if !isHolder && n.selector != "" {
+		g.dropHolder(ref)
+		n.selector = ""
+	}
+}
+
+// Delete removes an object and the edges it derived.
+func (g *Graph) Delete(ref Ref) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := g.objects[ref]
+	if n == nil {
+		return
+	}
+	for _, e := range n.own {
+		g.unlink(e)
+	}
+	if _, ok := g.pods[ref.Namespace][ref]; ok {
+		g.dropSelected(ref)
+		delete(g.pods[ref.Namespace], ref)
+	}
+	if n.selector != "" {
+		g.dropHolder(ref)
+	}
+	delete(g.objects, ref)
+}
+
+// setPod records a Pod's labels and its SELECTS edges anew.
+func (g *Graph) setPod(ref Ref, set labels.Set) {
+	g.dropSelected(ref)
+	if g.pods[ref.Namespace] == nil {
+		g.pods[ref.Namespace] = map[Ref]labels.Set{}
+	}
+	g.pods[ref.Namespace][ref] = set
+	for h, sel := range g.holders[ref.Namespace] {
+		if sel.Matches(set) {
+			g.link(Edge{Type: Selects, From: h, To: ref})
+		}
+	}
+}
+
+// dropSelected removes the SELECTS edges into a Pod.
+func (g *Graph) dropSelected(pod Ref) {
+	for _, e := range slices.Clone(g.in[pod]) {
+		if e.Type == Selects {
+			g.unlink(e)
+		}
+	}
+}
+
+// setHolder records a Service's or workload's selector and its SELECTS
+// edges anew.
+func (g *Graph) setHolder(ref Ref, sel labels.Selector) {
+	g.dropHolder(ref)
+	if g.holders[ref.Namespace] == nil {
+		g.holders[ref.Namespace] = map[Ref]labels.Selector{}
+	}
+	g.holders[ref.Namespace][ref] = sel
+	for p, set := range g.pods[ref.Namespace] {
+		if sel.Matches(set) {
+			g.link(Edge{Type: Selects, From: ref, To: p})
+		}
+	}
+}
+
+// dropHolder removes a holder's selector and its SELECTS edges.
+func (g *Graph) dropHolder(ref Ref) {
+	for _, e := range slices.Clone(g.out[ref]) {
+		if e.Type == Selects {
+			g.unlink(e)
+		}
+	}
+	delete(g.holders[ref.Namespace], ref)
+}
+
+func (g *Graph) link(e Edge) {
+	g.out[e.From] = append(g.out[e.From], e)
+	g.in[e.To] = append(g.in[e.To], e)
+}
+
+// unlink removes one copy of e from both indexes.
+func (g *Graph) unlink(e Edge) {
+	g.out[e.From] = removeOne(g.out[e.From], e)
+	if len(g.out[e.From]) == 0 {
+		delete(g.out, e.From)
+	}
+	g.in[e.To] = removeOne(g.in[e.To], e)
+	if len(g.in[e.To]) == 0 {
+		delete(g.in, e.To)
+	}
+}
+
+func removeOne(es []Edge, e Edge) []Edge {
+	if i := slices.Index(es, e); i >= 0 {
+		last := len(es) - 1
+		es[i] = es[last]
+		es[last] = Edge{}
+		return es[:last]
+	}
+	return es
+}
+
+// selectorOf is a Service's or a workload's Pod selector and its text;
+// an empty one selects nothing here (a Service without selector has its
+// endpoints managed by hand).
+func selectorOf(o map[string]any) (labels.Selector, string, bool) {
 	switch str(o, "kind") {
 	case "Service":
 		m := stringMap(dig(o, "spec", "selector"))
 		if len(m) == 0 {
-			return nil, false
+			return nil, "", false
 		}
-		return labels.SelectorFromSet(m), true
+		sel := labels.SelectorFromSet(m)
+		return sel, sel.String(), true
 	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job":
 		s, ok := dig(o, "spec", "selector").(map[string]any)
 		if !ok {
-			return nil, false
+			return nil, "", false
 		}
 		ls := &metav1.LabelSelector{MatchLabels: stringMap(s["matchLabels"])}
 		for _, e := range list(s, "matchExpressions") {
@@ -93,15 +251,15 @@ func selectorOf(o map[string]any) (labels.Selector, bool) {
 			ls.MatchExpressions = append(ls.MatchExpressions, req)
 		}
 		if len(ls.MatchLabels) == 0 && len(ls.MatchExpressions) == 0 {
-			return nil, false
+			return nil, "", false
 		}
 		sel, err := metav1.LabelSelectorAsSelector(ls)
 		if err != nil {
-			return nil, false
+			return nil, "", false
 		}
-		return sel, true
+		return sel, sel.String(), true
 	}
-	return nil, false
+	return nil, "", false
 }
 
 func stringMap(v any) map[string]string {
@@ -118,19 +276,112 @@ func stringMap(v any) map[string]string {
 	return out
 }
 
-// Edges are every edge, sorted.
-func (g *Graph) Edges() []Edge { return g.edges }
-
-// Outgoing are the edges from ref, sorted.
-func (g *Graph) Outgoing(ref Ref) []Edge { return g.pick(g.out[ref]) }
-
-// Incoming are the edges to ref, sorted.
-func (g *Graph) Incoming(ref Ref) []Edge { return g.pick(g.in[ref]) }
-
-func (g *Graph) pick(idx []int) []Edge {
-	out := make([]Edge, len(idx))
-	for i, j := range idx {
-		out[i] = g.edges[j]
+// Edges are every edge, sorted, once each.
+func (g *Graph) Edges() []Edge {
+	g.mu.RLock()
+	var all []Edge
+	for _, es := range g.out {
+		all = append(all, es...)
 	}
-	return out
+	g.mu.RUnlock()
+	return sorted(all)
+}
+
+// Outgoing are the edges from ref, sorted, once each.
+func (g *Graph) Outgoing(ref Ref) []Edge {
+	g.mu.RLock()
+	es := slices.Clone(g.out[ref])
+	g.mu.RUnlock()
+	return sorted(es)
+}
+
+// Incoming are the edges to ref, sorted, once each.
+func (g *Graph) Incoming(ref Ref) []Edge {
+	g.mu.RLock()
+	es := slices.Clone(g.in[ref])
+	g.mu.RUnlock()
+	return sorted(es)
+}
+
+// Resource is what the graph keeps of an object, KubeAtlas' resource
+// (its read API's shape).
+type Resource struct {
+	Kind            string            `json:"kind"`
+	Name            string            `json:"name"`
+	Namespace       string            `json:"namespace"`
+	Labels          map[string]string `json:"labels,omitempty"`
+	GroupVersion    string            `json:"groupVersion,omitempty"`
+	UID             string            `json:"uid,omitempty"`
+	OwnerReferences []OwnerRef        `json:"ownerReferences,omitempty"`
+	ResourceVersion string            `json:"resourceVersion,omitempty"`
+}
+
+// OwnerRef is an owner reference as a Resource lists it.
+type OwnerRef struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+}
+
+func resourceOf(ref Ref, obj map[string]any) Resource {
+	r := Resource{Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace, GroupVersion: str(obj, "apiVersion"),
+		UID: str(obj, "metadata", "uid"), ResourceVersion: str(obj, "metadata", "resourceVersion")}
+	if ls := stringMap(dig(obj, "metadata", "labels")); len(ls) > 0 {
+		r.Labels = ls
+	}
+	for _, o := range list(obj, "metadata", "ownerReferences") {
+		r.OwnerReferences = append(r.OwnerReferences, OwnerRef{Kind: str(o, "kind"), Name: str(o, "name"), UID: str(o, "uid")})
+	}
+	return r
+}
+
+// Object is the object ref names, when the graph holds it (one an
+// informer or a manifest gave, not only an edge's end).
+func (g *Graph) Object(ref Ref) (Resource, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n := g.objects[ref]
+	if n == nil {
+		return Resource{}, false
+	}
+	return n.res, true
+}
+
+// Len is the number of objects the graph holds.
+func (g *Graph) Len() int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return len(g.objects)
+}
+
+func sorted(es []Edge) []Edge {
+	slices.SortFunc(es, Compare)
+	return slices.Compact(es)
+}
+
+// Of are the edges of the object self for a rule: those into it, and
+// those out of it (own, derived from the object as the request has it,
+// and those the graph holds from it: SELECTS, and those another object
+// derived).
+func (g *Graph) Of(self Ref, own []Edge) (incoming, outgoing []Edge) {
+	incoming = g.Incoming(self)
+	for _, e := range g.Outgoing(self) {
+		own = append(own, e)
+	}
+	outgoing = own[:0:0]
+	for _, e := range sorted(own) {
+		if e.From == self {
+			outgoing = append(outgoing, e)
+		}
+	}
+	return incoming, outgoing
+}
+
+// Tree is an edge as a JSON tree: {type, from: {kind, namespace, name},
+// to: {...}}.
+func (e Edge) Tree() map[string]any {
+	ref := func(r Ref) map[string]any {
+		return map[string]any{"kind": r.Kind, "namespace": r.Namespace, "name": r.Name}
+	}
+	return map[string]any{"type": e.Type, "from": ref(e.From), "to": ref(e.To)}
 }
