@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -95,14 +94,7 @@ func (r *staticResolver) Edges(ctx context.Context, ref engine.ObjectRef, obj ma
 	})
 	errs := slices.Clone(r.buildErrs)
 	self := graph.Ref{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
-	if md, _ := obj["metadata"].(map[string]any); md != nil && (md["namespace"] != ref.Namespace && ref.Namespace != "" || md["name"] == nil) {
-		// The request names the object where the object itself may not
-		// (a manifest without metadata.namespace): derive as it will be.
-		md = maps.Clone(md)
-		md["namespace"], md["name"] = ref.Namespace, ref.Name
-		obj = maps.Clone(obj)
-		obj["metadata"] = md
-	}
+	obj = graph.Named(obj, self)
 	own := graph.Extract(obj)
 	if d := r.derive(ctx, &errs); d != nil {
 		own = append(own, d(obj)...)

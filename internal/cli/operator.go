@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -31,8 +32,10 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/modwright/modwright/internal/controller"
+	"github.com/modwright/modwright/internal/graphapi"
 	"github.com/modwright/modwright/internal/kinds/kinitiras"
 	"github.com/modwright/modwright/internal/metrics"
+	"github.com/modwright/modwright/internal/packs"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/source/cluster"
 	"github.com/modwright/modwright/internal/webhook"
@@ -68,6 +71,9 @@ type operatorOptions struct {
 	kinitirasHTTPTime  time.Duration
 	kinitirasHTTPBytes int64
 	kinitirasHTTPTTL   time.Duration
+	// The relationship graph and the rule packs deriving its edges.
+	graph     bool
+	rulePacks []string
 	// restConfig, when set (the sandbox), is used instead of --kubeconfig.
 	restConfig *rest.Config
 }
@@ -102,6 +108,8 @@ func addOperatorFlags(f interface {
 	f.DurationVar(&o.kinitirasHTTPTime, "kinitiras-http-timeout", time.Second, "upper bound of one kinitiras http reference request")
 	f.Int64Var(&o.kinitirasHTTPBytes, "kinitiras-http-max-bytes", 1<<20, "largest kinitiras http reference response; larger is an error")
 	f.DurationVar(&o.kinitirasHTTPTTL, "kinitiras-http-cache-ttl", time.Second, "how long a kinitiras http reference response is reused for the same request (a token: until it expires)")
+	f.BoolVar(&o.graph, "graph", true, "keep the relationship graph (docs/graph.md) from informers of the core kinds (needs get, list, watch on pods, services, persistentvolumeclaims, replicationcontrollers, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs, ingresses) and serve its read API on the metrics port; off: rules reading edges fail")
+	f.StringArrayVar(&o.rulePacks, "rule-pack", nil, "a Rego rule pack directory (docs/rule-packs.md) deriving more edges (repeatable); the custom resources its modules route are watched while their CRDs exist (needs get, list, watch on customresourcedefinitions and on those resources). A pack that does not load is logged and skipped")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (empty: $KUBECONFIG, the in-cluster configuration, or ~/.kube/config)")
 	f.StringVar(&o.namespace, "namespace", defaultNamespace, "namespace modwright runs in (its Secret, Service and leader-election lease)")
 	f.StringVar(&o.serviceName, "service-name", defaultServiceName, "Service in front of the webhooks (the serving certificate covers its DNS names)")
@@ -181,6 +189,27 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		byObject[&admissionregv1.ValidatingWebhookConfiguration{}] = cache.ByObject{Field: byName(op.validatingConfig)}
 	}
 
+	// The relationship graph: its informers, the engine's GraphReader and
+	// the read API on the metrics port.
+	var graphSource *cluster.GraphSource
+	extraHandlers := map[string]http.Handler{}
+	if op.graph {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+		}
+		graphSource = &cluster.GraphSource{Client: dyn, Packs: loadPacks(ctx, op.rulePacks, log), Log: log.WithName("graph")}
+		graphSource.Metrics = metrics.NewGraph(lenientRegisterer{ctrlmetrics.Registry}, metrics.GraphStats{
+			CacheHits:   func() float64 { h, _ := graphSource.CacheStats(); return float64(h) },
+			CacheMisses: func() float64 { _, m := graphSource.CacheStats(); return float64(m) },
+		})
+		graphSource.Metrics.ModulesLoaded(graphSource.Packs.NumModules())
+		extraHandlers[graphapi.Prefix] = graphapi.Handler(graphSource.Graph())
+		o.graph = graphSource
+	} else if len(op.rulePacks) > 0 {
+		return usageError("--rule-pack needs --graph")
+	}
+
 	certs := &controller.CertProvider{Secret: secret}
 	// The webhooks are served by modwright's own server, not by
 	// controller-runtime's (see webhookServer).
@@ -219,7 +248,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		// the status reconcilers read them from the same cache as the
 		// rule source, not live from the API server.
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Metrics:                       metricsserver.Options{BindAddress: op.metricsAddr},
+		Metrics:                       metricsserver.Options{BindAddress: op.metricsAddr, ExtraHandlers: extraHandlers},
 		HealthProbeBindAddress:        op.probeAddr,
 		LeaderElection:                op.leaderElect,
 		LeaderElectionID:              op.leaderElectionID,
@@ -329,6 +358,19 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	if err := mgr.Add(ruleSource); err != nil {
 		return err
 	}
+	if graphSource != nil {
+		if err := mgr.Add(graphSource); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("graph", func(*http.Request) error {
+			if !graphSource.Synced() {
+				return errors.New("the relationship graph's informers have not synced yet")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	// One status reconciler per kind; they compile with their own
 	// adapters (a registry of their own), not the rule source's caches.
 	for _, k := range newClusterRegistry(o.clusterRules, op.kinitiras).Kinds() {
@@ -387,6 +429,29 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// loadPacks loads the rule packs of dirs; one that does not load is
+// logged and skipped (the graph runs on with the others). nil: none.
+func loadPacks(ctx context.Context, dirs []string, log logr.Logger) *packs.Router {
+	var loaded []*packs.Pack
+	for _, dir := range dirs {
+		if strings.HasPrefix(dir, "oci://") {
+			log.Error(errors.New("OCI rule packs are not supported yet: give a directory"), "rule pack skipped", "pack", dir)
+			continue
+		}
+		p, err := packs.LoadDir(ctx, dir, packs.KubeAtlasVersion, 0)
+		if err != nil {
+			log.Error(err, "rule pack skipped", "pack", dir)
+			continue
+		}
+		log.Info("rule pack loaded", "pack", p.Name, "version", p.Version, "modules", len(p.Modules))
+		loaded = append(loaded, p)
+	}
+	if len(loaded) == 0 {
+		return nil
+	}
+	return packs.NewRouter(loaded...)
 }
 
 // webhookServer runs modwright's HTTPS server (internal/webhook) as the

@@ -59,6 +59,8 @@ type serveOptions struct {
 	// standalone.
 	kinds engine.KindReader
 	http  engine.HTTPReader
+	// graph is the relationship graph (the operator's); nil standalone.
+	graph engine.GraphReader
 }
 
 // defaultGCPercent is --gc-percent's default: the collector lets the heap
@@ -95,10 +97,12 @@ serves from its own snapshot. It serves, on --webhook-port (TLS 1.2+):
   /podbinding-webhook   records a bound Pod's node (ref.kubemod.io/nodename)
                         when it is annotated ref.kubemod.io/inject-node-ref: "true"
   /validate-modrule     refuses ModRules that do not compile, with field errors
-plus /metrics on --metrics-bind-address and /healthz, /readyz on
+plus /metrics and the relationship graph's read API (/api/v1alpha1/resources/,
+docs/graph.md) on --metrics-bind-address and /healthz, /readyz on
 --health-probe-bind-address (ready once the ModRule, Namespace and Node caches
-have synced, the first snapshot is published and a serving certificate
-exists). The elected leader writes ModRule status (observedGeneration, a Ready
+and the graph's informers have synced, the first snapshot is published and a
+serving certificate exists). The graph (--graph) is fed by informers of the
+core kinds and of the custom resources the --rule-pack packs name. The elected leader writes ModRule status (observedGeneration, a Ready
 condition, Warning events for rules that do not compile), keeps a CA and
 serving certificate in --cert-secret (renewed before expiry) and keeps the
 caBundle and the dragnet's --target-resources of the named webhook
@@ -367,7 +371,7 @@ func (o *serveOptions) serverOptions(so webhook.ServerOptions) webhook.ServerOpt
 func (o *serveOptions) dragnet(name string, store webhook.Snapshots, resolver engine.ObjectReader, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
 	d := webhook.NewDragnet(webhook.Options{
 		Name:            name,
-		Evaluator:       engine.New(engine.Options{Objects: resolver, Authorizer: o.authz, API: o.api, Roles: o.roles, Kinds: o.kinds, HTTP: o.http, NoTrace: true}), // nobody reads the trace here
+		Evaluator:       engine.New(engine.Options{Objects: resolver, Authorizer: o.authz, API: o.api, Roles: o.roles, Kinds: o.kinds, HTTP: o.http, Graph: o.graph, NoTrace: true}), // nobody reads the trace here
 		Snapshots:       store,
 		Log:             log.WithName(name),
 		Metrics:         m,

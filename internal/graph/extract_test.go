@@ -161,8 +161,12 @@ spec: {serviceAccountName: x}
 			for _, s := range c.want {
 				want = append(want, e(s))
 			}
-			if d := cmp.Diff(want, graph.Extract(obj(t, c.obj))); d != "" {
+			o := obj(t, c.obj)
+			if d := cmp.Diff(want, graph.Extract(o)); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(want, graph.Extract(graph.Slim(o))); d != "" {
+				t.Errorf("slim: (-want +got):\n%s", d)
 			}
 		})
 	}

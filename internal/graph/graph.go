@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -354,6 +355,17 @@ func (g *Graph) Len() int {
 	return len(g.objects)
 }
 
+// Size is the number of objects and of edges (an edge two objects derive
+// counts twice).
+func (g *Graph) Size() (objects, edges int) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for _, es := range g.out {
+		edges += len(es)
+	}
+	return len(g.objects), edges
+}
+
 func sorted(es []Edge) []Edge {
 	slices.SortFunc(es, Compare)
 	return slices.Compact(es)
@@ -384,4 +396,25 @@ func (e Edge) Tree() map[string]any {
 		return map[string]any{"kind": r.Kind, "namespace": r.Namespace, "name": r.Name}
 	}
 	return map[string]any{"type": e.Type, "from": ref(e.From), "to": ref(e.To)}
+}
+
+// Named is obj as the request names it: with self's namespace and name
+// where the object itself has none or another namespace (a manifest
+// without metadata.namespace), so that its edges are derived as the
+// object will be stored. obj is not modified.
+func Named(obj map[string]any, self Ref) map[string]any {
+	md, _ := obj["metadata"].(map[string]any)
+	if md == nil || (md["namespace"] == self.Namespace || self.Namespace == "") && md["name"] != nil {
+		return obj
+	}
+	md = maps.Clone(md)
+	if self.Namespace != "" {
+		md["namespace"] = self.Namespace
+	}
+	if md["name"] == nil {
+		md["name"] = self.Name
+	}
+	obj = maps.Clone(obj)
+	obj["metadata"] = md
+	return obj
 }

@@ -63,6 +63,13 @@ func TestIncremental(t *testing.T) {
 			objs = append(objs, o)
 		}
 		want := graph.Build(objs, nil)
+		slim := make([]map[string]any, len(objs))
+		for i, o := range objs {
+			slim[i] = graph.Slim(o)
+		}
+		if d := cmp.Diff(want.Edges(), graph.Build(slim, nil).Edges()); d != "" {
+			t.Fatalf("seed %d: -whole +slim:\n%s", seed, d)
+		}
 		if d := cmp.Diff(want.Edges(), g.Edges()); d != "" {
 			t.Fatalf("seed %d: -built +incremental:\n%s", seed, d)
 		}
@@ -120,5 +127,48 @@ metadata:
 	}
 	if _, ok := g.Object(graph.Ref{Kind: "ReplicaSet", Namespace: "shop", Name: "web-rs"}); ok {
 		t.Error("an edge's end is not an object")
+	}
+}
+
+// TestSlim: what the graph does not read is dropped.
+func TestSlim(t *testing.T) {
+	got := graph.Slim(obj(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+  labels: {app: web}
+  annotations: {note: big}
+  managedFields: [{manager: kubectl}]
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      serviceAccountName: web
+      containers:
+      - name: app
+        image: nginx
+        env:
+        - {name: MODE, value: fast}
+        - {name: KEY, valueFrom: {secretKeyRef: {name: keys, key: k}}}
+status: {replicas: 3}
+`))
+	want := obj(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop, labels: {app: web}}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    spec:
+      serviceAccountName: web
+      containers:
+      - env: [{valueFrom: {secretKeyRef: {name: keys, key: k}}}]
+`)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("-want +got:\n%s", d)
 	}
 }

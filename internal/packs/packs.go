@@ -276,6 +276,24 @@ func NewRouter(packs ...*Pack) *Router {
 	return r
 }
 
+// NumModules is the number of modules routed (0 for a nil Router).
+func (r *Router) NumModules() int {
+	if r == nil {
+		return 0
+	}
+	n := len(r.catchAll)
+	for _, ms := range r.exact {
+		n += len(ms)
+	}
+	return n
+}
+
+// Names reports whether a module names group and kind in its match (a
+// catch-all does not).
+func (r *Router) Names(group, kind string) bool {
+	return len(r.exact[Match{Group: group, Kind: kind}]) > 0
+}
+
 // Route is the modules for a resource of group and kind: those matching
 // exactly, then the catch-alls.
 func (r *Router) Route(group, kind string) []*Module {

@@ -12,6 +12,12 @@
 // RoleBindings and ClusterRoleBindings indexed by subject in the manager's
 // cache), the authorizer (Authorizer: SubjectAccessReviews, cached).
 //
+// GraphSource keeps the relationship graph (internal/graph) from dynamic
+// informers of the core kinds the extractors read, objects slimmed on
+// ingest, and of the custom resources rule packs name, started and stopped
+// as their CRDs come and go (a deleted CRD's edges are kept); it is the
+// engine's GraphReader in the cluster.
+//
 // It owns watching and compiling; what a rule means is the kinds' and
 // internal/engine's business: it holds no kind's Go types. It must not know about HTTP, admission reviews
 // or the CLI.
