@@ -9,6 +9,8 @@
 #   helm            helm.sh/helm/v3/cmd/helm                       v3.22.0
 #   controller-gen  sigs.k8s.io/controller-tools/cmd/controller-gen v0.23.0
 #   kustomize       sigs.k8s.io/kustomize/kustomize/v5             v5.5.0
+#   registry        github.com/distribution/distribution/v3/cmd/registry v3.1.2
+#                   (the OCI registry the rule-pack tests push to and pull from)
 #
 # A tool is rebuilt only when its stamp (.cache/tools/bin/NAME.version) does
 # not name the pinned version. Progress goes to stderr. GO overrides the go
@@ -28,11 +30,13 @@ declare -A pkg=(
 	[helm]=helm.sh/helm/v3/cmd/helm
 	[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
 	[kustomize]=sigs.k8s.io/kustomize/kustomize/v5
+	[registry]=github.com/distribution/distribution/v3/cmd/registry
 )
 declare -A ver=(
 	[helm]=v3.22.0
 	[controller-gen]=v0.23.0
 	[kustomize]=v5.5.0
+	[registry]=v3.1.2
 )
 
 install_tool() { # name

@@ -113,7 +113,7 @@ func (o *applyOptions) addFlags(cmd *cobra.Command, what, output, outputUsage st
 	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory (repeatable)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, what+": file, directory or - for stdin (repeatable)")
 	f.StringArrayVar(&o.contexts, "context", nil, "objects the rules read (Namespaces and Nodes for syntheticRefs, ConfigMaps for Policies' context) and recorded APICallResponse documents (repeatable)")
-	f.StringArrayVar(&o.packs, "rule-pack", nil, "a Rego rule pack directory whose edges join the context objects' graph (syntheticRefs.edges; repeatable)")
+	f.StringArrayVar(&o.packs, "rule-pack", nil, "a Rego rule pack (a directory or oci://REF) whose edges join the context objects' graph (syntheticRefs.edges; repeatable)")
 	f.StringVar(&o.userInfo, "user-info", "", "the requester: a UserInfo document (userInfo: {username, groups}, roles, clusterRoles), Kyverno CLI's format")
 	o.admissionFlags.add(f, "objects")
 	f.StringVar(&o.old, "old", "", oldUsage)

@@ -95,7 +95,7 @@ func resolverFor(paths []string, s Streams, packDirs ...string) (engine.ObjectRe
 	}
 	var loaded []*packs.Pack
 	for _, dir := range packDirs {
-		p, err := packs.LoadDir(context.Background(), dir, packs.KubeAtlasVersion, 0)
+		p, err := packs.Load(context.Background(), dir, packs.KubeAtlasVersion, 0, packs.OCIOptions{})
 		if err != nil {
 			return nil, &ExitError{Code: 2, Err: err}
 		}

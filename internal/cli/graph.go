@@ -40,7 +40,7 @@ Output: text (one edge a line), json ({"edges": [...]}) or dot (Graphviz).`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "objects: file, directory or - (repeatable)")
-	f.StringArrayVar(&o.packs, "pack", nil, "a Rego rule pack directory (repeatable)")
+	f.StringArrayVar(&o.packs, "pack", nil, "a Rego rule pack: a directory or oci://REF (repeatable)")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or dot")
 	return cmd
 }
@@ -57,7 +57,7 @@ func runGraph(ctx context.Context, o *graphOptions, s Streams) error {
 	}
 	var loaded []*packs.Pack
 	for _, dir := range o.packs {
-		p, err := packs.LoadDir(ctx, dir, packs.KubeAtlasVersion, 0)
+		p, err := packs.Load(ctx, dir, packs.KubeAtlasVersion, 0, packs.OCIOptions{})
 		if err != nil {
 			return &ExitError{Code: 2, Err: err}
 		}

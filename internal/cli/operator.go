@@ -109,7 +109,7 @@ func addOperatorFlags(f interface {
 	f.Int64Var(&o.kinitirasHTTPBytes, "kinitiras-http-max-bytes", 1<<20, "largest kinitiras http reference response; larger is an error")
 	f.DurationVar(&o.kinitirasHTTPTTL, "kinitiras-http-cache-ttl", time.Second, "how long a kinitiras http reference response is reused for the same request (a token: until it expires)")
 	f.BoolVar(&o.graph, "graph", true, "keep the relationship graph (docs/graph.md) from informers of the core kinds (needs get, list, watch on pods, services, persistentvolumeclaims, replicationcontrollers, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs, ingresses) and serve its read API on the metrics port; off: rules reading edges fail")
-	f.StringArrayVar(&o.rulePacks, "rule-pack", nil, "a Rego rule pack directory (docs/rule-packs.md) deriving more edges (repeatable); the custom resources its modules route are watched while their CRDs exist (needs get, list, watch on customresourcedefinitions and on those resources). A pack that does not load is logged and skipped")
+	f.StringArrayVar(&o.rulePacks, "rule-pack", nil, "a Rego rule pack, a directory or oci://REGISTRY/REPOSITORY:SEMVER (docs/rule-packs.md), deriving more edges (repeatable); the custom resources its modules route are watched while their CRDs exist (needs get, list, watch on customresourcedefinitions and on those resources). A pack that does not load is logged and skipped")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (empty: $KUBECONFIG, the in-cluster configuration, or ~/.kube/config)")
 	f.StringVar(&o.namespace, "namespace", defaultNamespace, "namespace modwright runs in (its Secret, Service and leader-election lease)")
 	f.StringVar(&o.serviceName, "service-name", defaultServiceName, "Service in front of the webhooks (the serving certificate covers its DNS names)")
@@ -431,16 +431,12 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	return nil
 }
 
-// loadPacks loads the rule packs of dirs; one that does not load is
-// logged and skipped (the graph runs on with the others). nil: none.
+// loadPacks loads the rule packs of dirs (directories or oci://
+// references); one that does not load is logged and skipped (the graph runs on with the others). nil: none.
 func loadPacks(ctx context.Context, dirs []string, log logr.Logger) *packs.Router {
 	var loaded []*packs.Pack
 	for _, dir := range dirs {
-		if strings.HasPrefix(dir, "oci://") {
-			log.Error(errors.New("OCI rule packs are not supported yet: give a directory"), "rule pack skipped", "pack", dir)
-			continue
-		}
-		p, err := packs.LoadDir(ctx, dir, packs.KubeAtlasVersion, 0)
+		p, err := packs.Load(ctx, dir, packs.KubeAtlasVersion, 0, packs.OCIOptions{})
 		if err != nil {
 			log.Error(err, "rule pack skipped", "pack", dir)
 			continue

@@ -23,13 +23,16 @@ type rulesTestOptions struct {
 func newRulesTestCmd(s Streams) *cobra.Command {
 	o := &rulesTestOptions{}
 	cmd := &cobra.Command{
-		Use:   "rules-test --pack DIR [--samples DIR] [--format text|json]",
+		Use:   "rules-test --pack DIR|oci://REF [--samples DIR] [--format text|json]",
 		Short: "Run a Rego rule pack on sample objects, as KubeAtlas' rules-test does",
 		Long: `rules-test loads a Rego rule pack written for KubeAtlas' rego_api v1 contract
-(a directory with metadata.yaml and .rego modules; docs/rule-packs.md), checks
+(a directory with metadata.yaml and .rego modules, or an OCI artifact pulled
+from oci://REGISTRY/REPOSITORY:SEMVER as kubeatlas-rules publishes them, with
+Docker's credentials; docs/rule-packs.md), checks
 it as the operator does (rego_api v1, its kubeatlas constraint against the
 contract modwright satisfies, every module compiled), and derives the edges of
-each sample (--samples, default the pack's samples/ directory; .yaml, .yml,
+each sample (--samples, default the pack's samples/ directory, required for an
+OCI pack; .yaml, .yml,
 .json; the first document of each file), through the modules its group and
 kind route to.
 
@@ -37,12 +40,13 @@ Exit status: 0 when every sample produced at least one edge; 1 for a usage
 error or a pack that does not load; 2 when a sample produced no edge or an
 error.`,
 		Example: `  modwright rules-test --pack examples/rule-packs/config-bundles
-  modwright rules-test --pack ./my-pack --samples ./my-pack/samples --format json`,
+  modwright rules-test --pack ./my-pack --samples ./my-pack/samples --format json
+  modwright rules-test --pack oci://ghcr.io/lithastra/rules/cert-manager:0.1.0 --samples ./cert-manager/samples`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRulesTest(cmd.Context(), o, s) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.pack, "pack", "", "the pack: a directory")
+	f.StringVar(&o.pack, "pack", "", "the pack: a directory, or oci://REGISTRY/REPOSITORY:SEMVER (with --samples)")
 	f.StringVar(&o.samples, "samples", "", "the sample objects: a directory (default: the pack's samples/)")
 	f.StringVar(&o.format, "format", "text", "report format: text or json")
 	return cmd
@@ -67,12 +71,12 @@ func runRulesTest(ctx context.Context, o *rulesTestOptions, s Streams) error {
 	switch {
 	case o.pack == "":
 		return &ExitError{Code: 1, Err: fmt.Errorf("--pack is required")}
-	case strings.HasPrefix(o.pack, "oci://"):
-		return &ExitError{Code: 1, Err: fmt.Errorf("--pack %s: OCI packs are not supported yet; pull the artifact into a directory", o.pack)}
+	case strings.HasPrefix(o.pack, "oci://") && o.samples == "":
+		return &ExitError{Code: 1, Err: fmt.Errorf("--pack %s: an OCI pack has no samples: give --samples DIR", o.pack)}
 	case o.format != "text" && o.format != "json":
 		return &ExitError{Code: 1, Err: fmt.Errorf("--format must be text or json, not %q", o.format)}
 	}
-	pack, err := packs.LoadDir(ctx, o.pack, packs.KubeAtlasVersion, 0)
+	pack, err := packs.Load(ctx, o.pack, packs.KubeAtlasVersion, 0, packs.OCIOptions{})
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}

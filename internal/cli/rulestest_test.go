@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modwright/modwright/internal/packs"
 	"github.com/modwright/modwright/internal/testtool"
 )
 
@@ -61,5 +62,25 @@ func TestRulesTest(t *testing.T) {
 	}
 	if code, _, _ := runRulesTestCmd(); code != 1 {
 		t.Errorf("no --pack: exit %d", code)
+	}
+}
+
+// TestRulesTestOCI: rules-test pulls a pack from a registry (pushed as
+// kubeatlas-rules publishes packs) and runs the samples given.
+func TestRulesTestOCI(t *testing.T) {
+	root := testtool.RepoRoot(t)
+	example := filepath.Join(root, "examples", "rule-packs", "config-bundles")
+	ref := "oci://" + testtool.Registry(t, "") + "/rules/config-bundles:0.1.0"
+	if _, err := packs.Push(context.Background(), example, ref, packs.OCIOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runRulesTestCmd("--pack", ref, "--samples", filepath.Join(example, "samples")); code != 0 || !strings.Contains(out, "1 sample(s), 3 edge(s), 0 failed") {
+		t.Errorf("exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runRulesTestCmd("--pack", ref); code != 1 || !strings.Contains(errs, "give --samples") {
+		t.Errorf("without --samples: exit %d, %s", code, errs)
+	}
+	if code, _, errs := runRulesTestCmd("--pack", strings.TrimSuffix(ref, "0.1.0")+"latest", "--samples", example); code != 1 || !strings.Contains(errs, ":latest is refused") {
+		t.Errorf(":latest: exit %d, %s", code, errs)
 	}
 }

@@ -22,8 +22,8 @@ type Graph struct {
 
 	mu      sync.RWMutex
 	objects map[Ref]*node
-	// out and in index the edges by their ends; an edge two objects
-	// derive is there twice (a query gives it once).
+	// out and in index the edges by their ends, sorted; an edge two
+	// objects derive is there twice (a query gives it once).
 	out, in map[Ref][]Edge
 	// pods: the labels of each namespace's Pods; holders: the Services'
 	// and workloads' selectors, by namespace (SELECTS edges).
@@ -197,9 +197,16 @@ func (g *Graph) dropHolder(ref Ref) {
 	delete(g.holders[ref.Namespace], ref)
 }
 
+// link adds e to both indexes, each kept sorted (a lookup copies, no
+// sorting).
 func (g *Graph) link(e Edge) {
-	g.out[e.From] = append(g.out[e.From], e)
-	g.in[e.To] = append(g.in[e.To], e)
+	g.out[e.From] = insertSorted(g.out[e.From], e)
+	g.in[e.To] = insertSorted(g.in[e.To], e)
+}
+
+func insertSorted(es []Edge, e Edge) []Edge {
+	i, _ := slices.BinarySearchFunc(es, e, Compare)
+	return slices.Insert(es, i, e)
 }
 
 // unlink removes one copy of e from both indexes.
@@ -215,11 +222,8 @@ func (g *Graph) unlink(e Edge) {
 }
 
 func removeOne(es []Edge, e Edge) []Edge {
-	if i := slices.Index(es, e); i >= 0 {
-		last := len(es) - 1
-		es[i] = es[last]
-		es[last] = Edge{}
-		return es[:last]
+	if i, found := slices.BinarySearchFunc(es, e, Compare); found {
+		return slices.Delete(es, i, i+1)
 	}
 	return es
 }
@@ -293,7 +297,7 @@ func (g *Graph) Outgoing(ref Ref) []Edge {
 	g.mu.RLock()
 	es := slices.Clone(g.out[ref])
 	g.mu.RUnlock()
-	return sorted(es)
+	return slices.Compact(es)
 }
 
 // Incoming are the edges to ref, sorted, once each.
@@ -301,7 +305,7 @@ func (g *Graph) Incoming(ref Ref) []Edge {
 	g.mu.RLock()
 	es := slices.Clone(g.in[ref])
 	g.mu.RUnlock()
-	return sorted(es)
+	return slices.Compact(es)
 }
 
 // Resource is what the graph keeps of an object, KubeAtlas' resource

@@ -135,13 +135,28 @@ type SourceModule struct {
 // .rego file wraps fs.ErrNotExist; timeout is each evaluation's budget
 // (clamped; 0: the default).
 func LoadDir(ctx context.Context, dir, engineVersion string, timeout time.Duration) (*Pack, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "metadata.yaml"))
+	return load(ctx, dir, func(name string) ([]byte, error) {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if rel, err := filepath.Rel(dir, path); err != nil || strings.HasPrefix(rel, "..") {
+			return nil, errOutside
+		}
+		return os.ReadFile(path)
+	}, engineVersion, timeout)
+}
+
+// errOutside: a module's file is outside the pack.
+var errOutside = errors.New("outside the pack")
+
+// load loads a pack whose files read gives (by their path in the pack);
+// where names it in errors.
+func load(ctx context.Context, where string, read func(name string) ([]byte, error), engineVersion string, timeout time.Duration) (*Pack, error) {
+	b, err := read("metadata.yaml")
 	if err != nil {
-		return nil, fmt.Errorf("pack %s: %w", dir, err)
+		return nil, fmt.Errorf("pack %s: %w", where, err)
 	}
 	var m Metadata
 	if err := yaml.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%w %s: parse: %v", ErrParse, filepath.Join(dir, "metadata.yaml"), err)
+		return nil, fmt.Errorf("%w %s: parse: %v", ErrParse, where+"/metadata.yaml", err)
 	}
 	if err := ValidateMetadata(&m); err != nil {
 		return nil, err
@@ -151,21 +166,16 @@ func LoadDir(ctx context.Context, dir, engineVersion string, timeout time.Durati
 	}
 	srcs := make([]SourceModule, len(m.Modules))
 	for i, mod := range m.Modules {
-		path := filepath.Join(dir, filepath.FromSlash(mod.File))
-		if rel, err := filepath.Rel(dir, path); err != nil || strings.HasPrefix(rel, "..") {
+		src, err := read(mod.File)
+		if errors.Is(err, errOutside) {
 			return nil, fmt.Errorf("%w: %s: modules[%d].file %q is outside the pack", ErrInvalidMetadata, m.Name, i, mod.File)
 		}
-		src, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("pack %s: module %s: %w", m.Name, mod.Name, err)
 		}
 		srcs[i] = SourceModule{Name: mod.Name, Source: string(src), Entrypoint: mod.Entrypoint, Match: mod.Match}
 	}
-	p, err := Register(ctx, m, srcs, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+	return Register(ctx, m, srcs, timeout)
 }
 
 // Register compiles a pack's modules given by their sources (each with

@@ -1,5 +1,5 @@
 // Package testtool finds the external programs some tests need (helm,
-// controller-gen, kubectl), the peer conformance data sets beside the
+// controller-gen, kubectl, the OCI registry, which Registry runs), the peer conformance data sets beside the
 // repository, and the repository root. Tests that need a missing program
 // skip, unless MODWRIGHT_REQUIRE_TOOLS=1 (set by `make test`), when they
 // fail; tests that need missing conformance data skip, unless
@@ -11,11 +11,15 @@ package testtool
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 )
 
 // RepoRoot is the repository's root directory.
@@ -78,4 +82,50 @@ func ConformanceDir(t testing.TB, name, env, probe string) string {
 		t.Skipf("%s; skipped (MODWRIGHT_REQUIRE_CONFORMANCE=1 makes this a failure)", msg)
 	}
 	return dir
+}
+
+// Registry runs the distribution registry (hack/tools.sh registry) on a
+// loopback port until the test ends; with htpasswd it asks for basic
+// credentials. It returns host:port.
+func Registry(t testing.TB, htpasswd string) string {
+	t.Helper()
+	bin := Find(t, "registry")
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := fmt.Sprintf("version: 0.1\nlog: {level: error}\nstorage: {filesystem: {rootdirectory: %s}}\nhttp: {addr: %s}\n", filepath.Join(dir, "data"), addr)
+	if htpasswd != "" {
+		if err := os.WriteFile(filepath.Join(dir, "htpasswd"), []byte(htpasswd), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg += fmt.Sprintf("auth: {htpasswd: {realm: test, path: %s}}\n", filepath.Join(dir, "htpasswd"))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", filepath.Join(dir, "config.yml"))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+				return addr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the registry did not answer: %v\n%s", err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
