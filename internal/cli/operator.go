@@ -13,9 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -72,8 +74,9 @@ type operatorOptions struct {
 	kinitirasHTTPBytes int64
 	kinitirasHTTPTTL   time.Duration
 	// The relationship graph and the rule packs deriving its edges.
-	graph     bool
-	rulePacks []string
+	graph         bool
+	rulePacks     []string
+	openshiftPack string
 	// restConfig, when set (the sandbox), is used instead of --kubeconfig.
 	restConfig *rest.Config
 }
@@ -110,6 +113,7 @@ func addOperatorFlags(f interface {
 	f.DurationVar(&o.kinitirasHTTPTTL, "kinitiras-http-cache-ttl", time.Second, "how long a kinitiras http reference response is reused for the same request (a token: until it expires)")
 	f.BoolVar(&o.graph, "graph", true, "keep the relationship graph (docs/graph.md) from informers of the core kinds (needs get, list, watch on pods, services, persistentvolumeclaims, replicationcontrollers, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs, ingresses) and serve its read API on the metrics port; off: rules reading edges fail")
 	f.StringArrayVar(&o.rulePacks, "rule-pack", nil, "a Rego rule pack, a directory or oci://REGISTRY/REPOSITORY:SEMVER (docs/rule-packs.md), deriving more edges (repeatable); the custom resources its modules route are watched while their CRDs exist (needs get, list, watch on customresourcedefinitions and on those resources). A pack that does not load is logged and skipped")
+	f.StringVar(&o.openshiftPack, "openshift-pack", "auto", "the embedded OpenShift rule pack (Routes, DeploymentConfigs, BuildConfigs): auto loads it when the cluster serves route.openshift.io; true, false")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (empty: $KUBECONFIG, the in-cluster configuration, or ~/.kube/config)")
 	f.StringVar(&o.namespace, "namespace", defaultNamespace, "namespace modwright runs in (its Secret, Service and leader-election lease)")
 	f.StringVar(&o.serviceName, "service-name", defaultServiceName, "Service in front of the webhooks (the serving certificate covers its DNS names)")
@@ -198,7 +202,13 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		if err != nil {
 			return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 		}
-		graphSource = &cluster.GraphSource{Client: dyn, Packs: loadPacks(ctx, op.rulePacks, log), Log: log.WithName("graph")}
+		sources := op.rulePacks
+		if openshift, err := wantOpenShift(op.openshiftPack, cfg); err != nil {
+			return err
+		} else if openshift {
+			sources = append(slices.Clone(sources), "builtin:"+packs.BuiltinOpenShift)
+		}
+		graphSource = &cluster.GraphSource{Client: dyn, Packs: loadPacks(ctx, sources, log), Log: log.WithName("graph")}
 		graphSource.Metrics = metrics.NewGraph(lenientRegisterer{ctrlmetrics.Registry}, metrics.GraphStats{
 			CacheHits:   func() float64 { h, _ := graphSource.CacheStats(); return float64(h) },
 			CacheMisses: func() float64 { _, m := graphSource.CacheStats(); return float64(m) },
@@ -429,6 +439,29 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// wantOpenShift decides --openshift-pack: auto asks the API server whether
+// it serves OpenShift's route group.
+func wantOpenShift(mode string, cfg *rest.Config) (bool, error) {
+	switch mode {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	case "auto":
+	default:
+		return false, usageError("--openshift-pack must be auto, true or false, not %q", mode)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, &ExitError{Code: 2, Err: err}
+	}
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		return false, &ExitError{Code: 2, Err: fmt.Errorf("discovering the API groups (--openshift-pack auto): %w", err)}
+	}
+	return slices.ContainsFunc(groups.Groups, func(g metav1.APIGroup) bool { return g.Name == packs.OpenShiftGroup }), nil
 }
 
 // loadPacks loads the rule packs of dirs (directories or oci://

@@ -71,8 +71,8 @@ func runRulesTest(ctx context.Context, o *rulesTestOptions, s Streams) error {
 	switch {
 	case o.pack == "":
 		return &ExitError{Code: 1, Err: fmt.Errorf("--pack is required")}
-	case strings.HasPrefix(o.pack, "oci://") && o.samples == "":
-		return &ExitError{Code: 1, Err: fmt.Errorf("--pack %s: an OCI pack has no samples: give --samples DIR", o.pack)}
+	case (strings.HasPrefix(o.pack, "oci://") || strings.HasPrefix(o.pack, "builtin:")) && o.samples == "":
+		return &ExitError{Code: 1, Err: fmt.Errorf("--pack %s: an OCI or embedded pack has no samples directory: give --samples DIR", o.pack)}
 	case o.format != "text" && o.format != "json":
 		return &ExitError{Code: 1, Err: fmt.Errorf("--format must be text or json, not %q", o.format)}
 	}

@@ -77,7 +77,7 @@ func TestRulesTestOCI(t *testing.T) {
 	if code, out, errs := runRulesTestCmd("--pack", ref, "--samples", filepath.Join(example, "samples")); code != 0 || !strings.Contains(out, "1 sample(s), 3 edge(s), 0 failed") {
 		t.Errorf("exit %d\n%s%s", code, out, errs)
 	}
-	if code, _, errs := runRulesTestCmd("--pack", ref); code != 1 || !strings.Contains(errs, "give --samples") {
+	if code, _, errs := runRulesTestCmd("--pack", ref); code != 1 || !strings.Contains(errs, "give --samples DIR") {
 		t.Errorf("without --samples: exit %d, %s", code, errs)
 	}
 	if code, _, errs := runRulesTestCmd("--pack", strings.TrimSuffix(ref, "0.1.0")+"latest", "--samples", example); code != 1 || !strings.Contains(errs, ":latest is refused") {

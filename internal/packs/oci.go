@@ -95,10 +95,14 @@ func loopback(registry string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Load loads a pack from a directory or, for oci://REF, from a registry.
+// Load loads a pack from a directory, from a registry (oci://REF) or
+// from those modwright embeds (builtin:NAME).
 func Load(ctx context.Context, source, engineVersion string, timeout time.Duration, oci OCIOptions) (*Pack, error) {
-	if strings.HasPrefix(source, "oci://") {
+	switch {
+	case strings.HasPrefix(source, "oci://"):
 		return LoadOCI(ctx, source, engineVersion, timeout, oci)
+	case strings.HasPrefix(source, builtinPrefix):
+		return Builtin(ctx, strings.TrimPrefix(source, builtinPrefix), engineVersion, timeout)
 	}
 	return LoadDir(ctx, source, engineVersion, timeout)
 }
