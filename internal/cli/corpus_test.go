@@ -30,7 +30,8 @@ var update = flag.Bool("update", false, "rewrite the want sections of testdata/c
 // the name of a section, as in "--old old.yaml", names the file the section
 // was written to), rules.yaml, input.yaml, context.yaml (optional, passed
 // as --context), old.yaml (optional: the old objects of an UPDATE, passed
-// with --old old.yaml in args), want.yaml or
+// with --old old.yaml in args), files in a directory (pack/metadata.yaml:
+// a rule pack, passed with --rule-pack pack in args), want.yaml or
 // want.json (the expected stdout, compared as JSON values document by
 // document), stderr (each non-blank line must occur in stderr), exit (the
 // expected exit code, default 0). The comment at the top says what the case
@@ -120,8 +121,28 @@ func runCase(t *testing.T, path string) {
 		args = append(args, sec.flag, p)
 		*files.field(sec.name) = p
 	}
+	// Sections in a directory (pack/metadata.yaml) are written there; an
+	// args word naming the directory (--rule-pack pack) names the copy.
+	dirs := map[string]bool{}
+	for _, f := range a.Files {
+		top, _, nested := strings.Cut(f.Name, "/")
+		if !nested {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs[top] = true
+	}
 	if extra, ok := c.section("args"); ok {
 		for _, w := range strings.Fields(string(extra)) {
+			if dirs[w] {
+				w = filepath.Join(dir, w)
+			}
 			if w == "old.yaml" {
 				data, ok := c.section(w)
 				if !ok {
@@ -288,6 +309,7 @@ var webhookInexpressible = map[string]string{}
 // caseFlags are the apply flags the webhook pass reproduces.
 type caseFlags struct {
 	operation, namespace, clusterRules string
+	packs                              []string // --rule-pack
 }
 
 // webhookFlags reads the flags of a case's apply run (beyond --rules, -f
@@ -300,7 +322,7 @@ func webhookFlags(args []string) (caseFlags, string) {
 		switch name {
 		case "apply":
 			continue
-		case "--rules", "-f", "--filename", "--context", "--old", "--operation", "--namespace", "--cluster-rules-namespace", "-o", "--output":
+		case "--rules", "-f", "--filename", "--context", "--old", "--operation", "--namespace", "--cluster-rules-namespace", "-o", "--output", "--rule-pack":
 		default:
 			return f, "flag " + args[i]
 		}
@@ -318,6 +340,8 @@ func webhookFlags(args []string) (caseFlags, string) {
 			f.namespace = val
 		case "--cluster-rules-namespace":
 			f.clusterRules = val
+		case "--rule-pack":
+			f.packs = append(f.packs, val)
 		}
 		// -o only changes the output's format; the sections were named
 		// when the case was parsed.
@@ -346,7 +370,7 @@ func webhookPass(t *testing.T, files caseFiles, f caseFlags, want []byte, applyS
 	if files.context != "" {
 		contexts = []string{files.context}
 	}
-	objects, err := resolverFor(contexts, streams)
+	objects, err := resolverFor(contexts, streams, f.packs...)
 	if err != nil {
 		t.Fatalf("webhook pass: loading the context: %v", err)
 	}
