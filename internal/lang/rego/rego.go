@@ -78,7 +78,9 @@ type Module struct {
 // safe for concurrent use.
 type Program struct {
 	entrypoint string
-	pq         oparego.PreparedEvalQuery
+	// eval is the prepared query's Eval (a test replaces it to reach the
+	// panic guard).
+	eval func(ctx context.Context, opts ...oparego.EvalOption) (oparego.ResultSet, error)
 	timeout    time.Duration
 }
 
@@ -100,7 +102,7 @@ func Compile(ctx context.Context, entrypoint string, timeout time.Duration, modu
 		return nil, fmt.Errorf("%w: %s", ErrCompile, compileText(err))
 	}
 	t, _ := ClampTimeout(timeout)
-	return &Program{entrypoint: entrypoint, pq: pq, timeout: t}, nil
+	return &Program{entrypoint: entrypoint, eval: pq.Eval, timeout: t}, nil
 }
 
 // compileText is OPA's compile errors one per line as file:row:col:
@@ -132,7 +134,7 @@ func (p *Program) Eval(ctx context.Context, input any) (out any, err error) {
 			out, err = nil, fmt.Errorf("%w: %v\n%s", ErrEvalPanic, r, debug.Stack())
 		}
 	}()
-	rs, err := p.pq.Eval(ctx, oparego.EvalInput(input))
+	rs, err := p.eval(ctx, oparego.EvalInput(input))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w after %v: %s", ErrEvalTimeout, p.timeout, p.entrypoint)
