@@ -101,13 +101,13 @@ func runGraph(ctx context.Context, o *graphOptions, s Streams) error {
 	case "dot":
 		fmt.Fprintln(s.Out, "digraph modwright {")
 		for _, e := range edges {
-			fmt.Fprintf(s.Out, "  %s -> %s [label=%s];\n", strconv.Quote(refText(e.From)), strconv.Quote(refText(e.To)), strconv.Quote(e.Type))
+			fmt.Fprintf(s.Out, "  %s -> %s [label=%s];\n", strconv.Quote(refText(e.From)), strconv.Quote(refText(e.To)), strconv.Quote(e.Type+attrText(e.Attributes)))
 		}
 		fmt.Fprintln(s.Out, "}")
 	default:
 		var b strings.Builder
 		for _, e := range edges {
-			fmt.Fprintf(&b, "%s %s -> %s\n", e.Type, refText(e.From), refText(e.To))
+			fmt.Fprintf(&b, "%s %s -> %s%s\n", e.Type, refText(e.From), refText(e.To), attrText(e.Attributes))
 		}
 		fmt.Fprint(s.Out, b.String())
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/modwright/modwright/internal/controller"
 	"github.com/modwright/modwright/internal/graphapi"
 	"github.com/modwright/modwright/internal/kinds/kinitiras"
+	"github.com/modwright/modwright/internal/lang/rego"
 	"github.com/modwright/modwright/internal/metrics"
 	"github.com/modwright/modwright/internal/packs"
 	"github.com/modwright/modwright/internal/source"
@@ -77,6 +78,7 @@ type operatorOptions struct {
 	graph         bool
 	rulePacks     []string
 	openshiftPack string
+	regoTimeout   time.Duration
 	// restConfig, when set (the sandbox), is used instead of --kubeconfig.
 	restConfig *rest.Config
 }
@@ -113,6 +115,7 @@ func addOperatorFlags(f interface {
 	f.DurationVar(&o.kinitirasHTTPTTL, "kinitiras-http-cache-ttl", time.Second, "how long a kinitiras http reference response is reused for the same request (a token: until it expires)")
 	f.BoolVar(&o.graph, "graph", true, "keep the relationship graph (docs/graph.md) from informers of the core kinds (needs get, list, watch on pods, services, persistentvolumeclaims, replicationcontrollers, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs, ingresses) and serve its read API on the metrics port; off: rules reading edges fail")
 	f.StringArrayVar(&o.rulePacks, "rule-pack", nil, "a Rego rule pack, a directory or oci://REGISTRY/REPOSITORY:SEMVER (docs/rule-packs.md), deriving more edges (repeatable); the custom resources its modules route are watched while their CRDs exist (needs get, list, watch on customresourcedefinitions and on those resources). A pack that does not load is logged and skipped")
+	f.DurationVar(&o.regoTimeout, "rego-timeout", rego.DefaultTimeout, "time budget of one evaluation of a rule pack's module, clamped to [50ms, 1s] (a warning when clamped); a module that runs longer is skipped for that object")
 	f.StringVar(&o.openshiftPack, "openshift-pack", "auto", "the embedded OpenShift rule pack (Routes, DeploymentConfigs, BuildConfigs): auto loads it when the cluster serves route.openshift.io; true, false")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (empty: $KUBECONFIG, the in-cluster configuration, or ~/.kube/config)")
 	f.StringVar(&o.namespace, "namespace", defaultNamespace, "namespace modwright runs in (its Secret, Service and leader-election lease)")
@@ -208,7 +211,11 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		} else if openshift {
 			sources = append(slices.Clone(sources), "builtin:"+packs.BuiltinOpenShift)
 		}
-		graphSource = &cluster.GraphSource{Client: dyn, Packs: loadPacks(ctx, sources, log), Log: log.WithName("graph")}
+		timeout, clamped := rego.ClampTimeout(op.regoTimeout)
+		if clamped {
+			log.Info("warning: --rego-timeout is out of [50ms, 1s]; clamped", "given", op.regoTimeout, "used", timeout)
+		}
+		graphSource = &cluster.GraphSource{Client: dyn, Packs: loadPacks(ctx, sources, timeout, log), Log: log.WithName("graph")}
 		graphSource.Metrics = metrics.NewGraph(lenientRegisterer{ctrlmetrics.Registry}, metrics.GraphStats{
 			CacheHits:   func() float64 { h, _ := graphSource.CacheStats(); return float64(h) },
 			CacheMisses: func() float64 { _, m := graphSource.CacheStats(); return float64(m) },
@@ -466,10 +473,10 @@ func wantOpenShift(mode string, cfg *rest.Config) (bool, error) {
 
 // loadPacks loads the rule packs of dirs (directories or oci://
 // references); one that does not load is logged and skipped (the graph runs on with the others). nil: none.
-func loadPacks(ctx context.Context, dirs []string, log logr.Logger) *packs.Router {
+func loadPacks(ctx context.Context, dirs []string, timeout time.Duration, log logr.Logger) *packs.Router {
 	var loaded []*packs.Pack
 	for _, dir := range dirs {
-		p, err := packs.Load(ctx, dir, packs.KubeAtlasVersion, 0, packs.OCIOptions{})
+		p, err := packs.Load(ctx, dir, packs.KubeAtlasVersion, timeout, packs.OCIOptions{})
 		if err != nil {
 			log.Error(err, "rule pack skipped", "pack", dir)
 			continue

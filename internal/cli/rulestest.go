@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modwright/modwright/internal/graph"
 	"github.com/modwright/modwright/internal/packs"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -167,7 +170,7 @@ func printRulesTest(s Streams, rep *rulesTestReport, failed int) {
 			fmt.Fprintf(s.Out, "ok   %s: %d edge(s)\n", smp.File, len(smp.Edges))
 		}
 		for _, e := range smp.Edges {
-			fmt.Fprintf(s.Out, "       %s %s -> %s\n", e.Type, refText(e.From), refText(e.To))
+			fmt.Fprintf(s.Out, "       %s %s -> %s%s\n", e.Type, refText(e.From), refText(e.To), attrText(e.Attributes))
 		}
 		edges += len(smp.Edges)
 	}
@@ -183,4 +186,18 @@ func refText(r packs.Ref) string {
 		return r.Kind + " " + r.Name
 	}
 	return r.Kind + " " + r.Namespace + "/" + r.Name
+}
+
+// attrText is an edge's attributes as " {k=v, ...}" (sorted), "" without.
+func attrText(a graph.Attributes) string {
+	m := a.Map()
+	if len(m) == 0 {
+		return ""
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return " {" + strings.Join(parts, ", ") + "}"
 }

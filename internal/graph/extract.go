@@ -2,15 +2,60 @@ package graph
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 	"strings"
 )
 
-// Edge is one relationship between two objects.
+// Edge is one relationship between two objects, with attributes (none
+// for the built-in edges; a rule pack's module may give some).
 type Edge struct {
-	Type string `json:"type"`
-	From Ref    `json:"from"`
-	To   Ref    `json:"to"`
+	Type       string     `json:"type"`
+	From       Ref        `json:"from"`
+	To         Ref        `json:"to"`
+	Attributes Attributes `json:"attributes,omitempty"`
+}
+
+// Attributes are an edge's string attributes, held in one canonical
+// string (sorted keys, JSON) so that edges stay comparable values; "" is
+// none. Build them with NewAttributes, read them with Map.
+type Attributes string
+
+// NewAttributes holds m (none when empty).
+func NewAttributes(m map[string]string) Attributes {
+	if len(m) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(m) // map keys are sorted
+	return Attributes(b)
+}
+
+// Map is the attributes as a map (nil when none).
+func (a Attributes) Map() map[string]string {
+	if a == "" {
+		return nil
+	}
+	var m map[string]string
+	_ = json.Unmarshal([]byte(a), &m)
+	return m
+}
+
+// MarshalJSON writes the attributes as a JSON object.
+func (a Attributes) MarshalJSON() ([]byte, error) {
+	if a == "" {
+		return []byte("{}"), nil
+	}
+	return []byte(a), nil
+}
+
+// UnmarshalJSON reads a JSON object of strings.
+func (a *Attributes) UnmarshalJSON(b []byte) error {
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*a = NewAttributes(m)
+	return nil
 }
 
 // Ref names an object; Namespace is "" for cluster-scoped ones.
@@ -31,11 +76,12 @@ const (
 	AttachedTo         = "ATTACHED_TO"
 )
 
-// Compare orders edges by type, then from, then to.
+// Compare orders edges by type, then from, then to, then attributes.
 func Compare(a, b Edge) int {
 	return cmp.Or(cmp.Compare(a.Type, b.Type),
 		cmp.Compare(a.From.Kind, b.From.Kind), cmp.Compare(a.From.Namespace, b.From.Namespace), cmp.Compare(a.From.Name, b.From.Name),
-		cmp.Compare(a.To.Kind, b.To.Kind), cmp.Compare(a.To.Namespace, b.To.Namespace), cmp.Compare(a.To.Name, b.To.Name))
+		cmp.Compare(a.To.Kind, b.To.Kind), cmp.Compare(a.To.Namespace, b.To.Namespace), cmp.Compare(a.To.Name, b.To.Name),
+		cmp.Compare(a.Attributes, b.Attributes))
 }
 
 // podSpecOf is where a kind keeps its pod spec: a Pod's spec, a

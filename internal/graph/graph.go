@@ -394,12 +394,20 @@ func (g *Graph) Of(self Ref, own []Edge) (incoming, outgoing []Edge) {
 }
 
 // Tree is an edge as a JSON tree: {type, from: {kind, namespace, name},
-// to: {...}}.
+// to: {...}, attributes (when it has some)}.
 func (e Edge) Tree() map[string]any {
 	ref := func(r Ref) map[string]any {
 		return map[string]any{"kind": r.Kind, "namespace": r.Namespace, "name": r.Name}
 	}
-	return map[string]any{"type": e.Type, "from": ref(e.From), "to": ref(e.To)}
+	t := map[string]any{"type": e.Type, "from": ref(e.From), "to": ref(e.To)}
+	if m := e.Attributes.Map(); m != nil {
+		attrs := make(map[string]any, len(m))
+		for k, v := range m {
+			attrs[k] = v
+		}
+		t["attributes"] = attrs
+	}
+	return t
 }
 
 // Named is obj as the request names it: with self's namespace and name

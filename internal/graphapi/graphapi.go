@@ -25,9 +25,10 @@ var _ Reader = (*graph.Graph)(nil)
 // Edge is an edge as KubeAtlas' API gives it: its ends as resource IDs
 // (namespace/Kind/name; /Kind/name for a cluster-scoped object).
 type Edge struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-	Type string `json:"type"`
+	From       string            `json:"from"`
+	To         string            `json:"to"`
+	Type       string            `json:"type"`
+	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
 // Detail is a resource with its edges (GET .../{name}).
@@ -49,7 +50,7 @@ func ID(r graph.Ref) string { return r.Namespace + "/" + r.Kind + "/" + r.Name }
 func edges(es []graph.Edge) []Edge {
 	out := make([]Edge, len(es)) // [] rather than null when empty
 	for i, e := range es {
-		out[i] = Edge{From: ID(e.From), To: ID(e.To), Type: e.Type}
+		out[i] = Edge{From: ID(e.From), To: ID(e.To), Type: e.Type, Attributes: e.Attributes.Map()}
 	}
 	return out
 }

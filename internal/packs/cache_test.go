@@ -2,6 +2,7 @@ package packs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -62,5 +63,30 @@ func TestCache(t *testing.T) {
 	}
 	if hits, _ := c.Stats(); hits != 1 { // the one repeat of an object kept
 		t.Errorf("hits %d, want 1", hits)
+	}
+}
+
+// TestDecodeAttributes: an edge's attributes are kept (strings only).
+func TestDecodeAttributes(t *testing.T) {
+	edge := func(attrs any) map[string]any {
+		return map[string]any{"type": "ENFORCES", "from": map[string]any{"kind": "A", "name": "a"}, "to": map[string]any{"kind": "B", "name": "b"}, "attributes": attrs}
+	}
+	got, err := packs.DecodeEdges([]any{edge(map[string]any{"violated": "true", "message": "no"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := got[0].Attributes.Map(); len(m) != 2 || m["violated"] != "true" || m["message"] != "no" {
+		t.Errorf("attributes %v", m)
+	}
+	if tree := got[0].Tree(); tree["attributes"].(map[string]any)["message"] != "no" {
+		t.Errorf("tree %v", tree)
+	}
+	for _, bad := range []any{"x", map[string]any{"n": json.Number("1")}, map[string]any{"b": true}} {
+		if _, err := packs.DecodeEdges([]any{edge(bad)}); !errors.Is(err, packs.ErrShape) {
+			t.Errorf("attributes %v: %v", bad, err)
+		}
+	}
+	if got, err := packs.DecodeEdges([]any{edge(nil)}); err != nil || got[0].Attributes != "" {
+		t.Errorf("null attributes: %v %v", got, err)
 	}
 }

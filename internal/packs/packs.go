@@ -253,6 +253,21 @@ func DecodeEdges(out any) ([]Edge, error) {
 				return nil, fmt.Errorf("%w: element %d: %s needs kind and name", ErrShape, i, end.name)
 			}
 		}
+		if a, ok := m["attributes"]; ok && a != nil {
+			am, ok := a.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("%w: element %d: attributes must be an object of strings", ErrShape, i)
+			}
+			attrs := make(map[string]string, len(am))
+			for k, v := range am {
+				s, ok := v.(string)
+				if !ok {
+					return nil, fmt.Errorf("%w: element %d: attribute %q is a %T, not a string", ErrShape, i, k, v)
+				}
+				attrs[k] = s
+			}
+			e.Attributes = graph.NewAttributes(attrs)
+		}
 		edges = append(edges, e)
 	}
 	if len(edges) > 1 {

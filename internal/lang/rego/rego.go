@@ -80,8 +80,8 @@ type Program struct {
 	entrypoint string
 	// eval is the prepared query's Eval (a test replaces it to reach the
 	// panic guard).
-	eval func(ctx context.Context, opts ...oparego.EvalOption) (oparego.ResultSet, error)
-	timeout    time.Duration
+	eval    func(ctx context.Context, opts ...oparego.EvalOption) (oparego.ResultSet, error)
+	timeout time.Duration
 }
 
 // Compile compiles modules (Rego v1) for a query of entrypoint
