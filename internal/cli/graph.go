@@ -23,14 +23,15 @@ type graphOptions struct {
 func newGraphCmd(s Streams) *cobra.Command {
 	o := &graphOptions{}
 	cmd := &cobra.Command{
-		Use:   "graph -f PATH [-f PATH]... [--pack DIR]... [-o text|json|dot]",
+		Use:   "graph -f PATH [-f PATH]... [--pack DIR|oci://REF]... [-o text|json|dot]",
 		Short: "Print the relationship graph of a set of objects",
 		Long: `graph builds the relationship graph of the objects in -f (files or directories,
 recursive; "-" reads standard input; a dump of cluster state, say) as the
 operator builds it: the built-in edges (docs/graph.md: ownership, the
 ConfigMaps, Secrets, claims and service account a pod spec uses, an Ingress's
 Services, a claim's volume, the Pods a Service or a workload selects) and the
-edges the Rego rule packs given with --pack derive (docs/rule-packs.md).
+edges the Rego rule packs given with --pack derive (a directory, oci://REF or
+builtin:openshift; docs/rule-packs.md).
 
 Output: text (one edge a line), json ({"edges": [...]}) or dot (Graphviz).`,
 		Example: `  modwright graph -f examples/graph
