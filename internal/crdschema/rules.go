@@ -47,13 +47,23 @@ type RuleCheck struct {
 // apiextensions-apiserver's validator, as the API server does after the
 // schema checks: the errors and the budget left.
 func ValidateRules(ctx context.Context, ss *structuralschema.Structural, c RuleCheck, obj, old any) (field.ErrorList, int64) {
-	v := cel.NewValidator(ss, c.IsResourceRoot, c.PerCallLimit)
+	var ratchet *common.CorrelatedObject
+	if c.Ratcheting && old != nil {
+		ratchet = common.NewCorrelatedObject(obj, old, &model.Structural{Structural: ss})
+	}
+	return validateRules(ctx, cel.NewValidator(ss, c.IsResourceRoot, c.PerCallLimit), ss, c, obj, old, ratchet)
+}
+
+// validateRules is ValidateRules with a validator compiled once (nil: the
+// schema has no rules) and the correlation the schema checks share
+// (ratchet; nil: none).
+func validateRules(ctx context.Context, v *cel.Validator, ss *structuralschema.Structural, c RuleCheck, obj, old any, ratchet *common.CorrelatedObject) (field.ErrorList, int64) {
 	if v == nil {
 		return nil, c.Budget
 	}
 	var opts []cel.Option
-	if c.Ratcheting && old != nil {
-		opts = append(opts, cel.WithRatcheting(common.NewCorrelatedObject(obj, old, &model.Structural{Structural: ss})))
+	if c.Ratcheting && ratchet != nil {
+		opts = append(opts, cel.WithRatcheting(ratchet))
 	}
 	return v.Validate(ctx, c.Path, ss, obj, old, c.Budget, opts...)
 }

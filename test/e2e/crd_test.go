@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/crdschema"
+)
+
+// TestCRDValidation: for objects of testdata/crd/widgets.yaml's kind, the
+// real kube-apiserver's answer (a dry-run create or update, kubectl's
+// strict field validation) and crdschema's are the same, error text
+// included.
+func TestCRDValidation(t *testing.T) {
+	cl := startCluster(t, false)
+	ctx := context.Background()
+	data, err := os.ReadFile("../../testdata/crd/widgets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(cl.cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{crd}}); err != nil {
+		t.Fatal(err)
+	}
+	var crdMap map[string]any
+	if err := yaml.Unmarshal(data, &crdMap); err != nil {
+		t.Fatal(err)
+	}
+	set := crdschema.NewSet()
+	if err := set.Add(ctx, crdMap); err != nil {
+		t.Fatal(err)
+	}
+	v := set.For("example.com/v1", "Widget")
+	dyn, err := dynamic.NewForConfig(cl.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("default")
+	obj := func(name, spec string) map[string]any {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: "+name+"}\nspec: "+spec), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	// text is an answer: its message, or, with several causes (whose
+	// order follows Go map iteration on both sides), the reason and the
+	// sorted causes.
+	text := func(err error) string {
+		if err == nil {
+			return "admitted"
+		}
+		var se *apierrors.StatusError
+		if !errors.As(err, &se) || se.ErrStatus.Details == nil || len(se.ErrStatus.Details.Causes) < 2 {
+			return err.Error()
+		}
+		var causes []string
+		for _, c := range se.ErrStatus.Details.Causes {
+			causes = append(causes, fmt.Sprintf("%s %s: %s", c.Type, c.Field, c.Message))
+		}
+		slices.Sort(causes)
+		return fmt.Sprintf("%s %d %s", se.ErrStatus.Reason, se.ErrStatus.Code, strings.Join(causes, "; "))
+	}
+	for _, c := range []struct{ name, spec, old string }{
+		{"valid", "{size: small}", ""},
+		{"enum", "{size: tiny}", ""},
+		{"required", "{}", ""},
+		{"object-rule", "{size: small, minReplicas: 5, maxReplicas: 2}", ""},
+		{"message-expression", "{size: small, x-mode: fast}", ""},
+		{"scalar-rule", "{size: medium, x-mode: warp}", ""},
+		{"duplicate-key", "{size: small, ports: [{name: a, port: 2000}, {name: a, port: 8080}]}", ""},
+		{"list-rule", "{size: small, ports: [{name: a, port: 80}]}", ""},
+		{"set-duplicate", "{size: small, tags: [a, a]}", ""},
+		{"bounds", "{size: small, minReplicas: -1, maxReplicas: 101}", ""},
+		{"unknown-field", "{size: small, colour: red}", ""},
+		{"bad-name", "{size: small}", "name"},
+		{"transition", "{size: small}", "{size: large}"},
+		{"transition-allowed", "{size: large}", "{size: small}"},
+		{"update-invalid", "{size: large, maxReplicas: 500}", "{size: medium}"},
+		{"update-unknown-field", "{size: large, colour: red}", "{size: medium}"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := c.name
+			if c.old == "name" {
+				name, c.old = "Bad_Name", ""
+			}
+			u := &unstructured.Unstructured{Object: obj(name, c.spec)}
+			var apiErr error
+			var old map[string]any
+			if c.old == "" {
+				_, apiErr = res.Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
+			} else {
+				old = obj(name, c.old)
+				stored, err := createUnvalidated(ctx, res, old)
+				if err != nil {
+					t.Fatal(err)
+				}
+				old = stored.Object
+				u.SetResourceVersion(stored.GetResourceVersion())
+				_, apiErr = res.Update(ctx, u, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
+			}
+			ours := v.Validate(ctx, u.Object, old, "default")
+			if got, want := text(ours.Err(v)), text(apiErr); got != want {
+				t.Errorf("modwright:      %s\nkube-apiserver: %s", got, want)
+			}
+		})
+	}
+}
+
+// createUnvalidated stores an old object for an update case.
+func createUnvalidated(ctx context.Context, res dynamic.ResourceInterface, obj map[string]any) (*unstructured.Unstructured, error) {
+	return res.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+}
