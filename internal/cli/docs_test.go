@@ -96,13 +96,19 @@ func TestDocsCLIExamples(t *testing.T) {
 			code: 1, stderr: `default/immutable-images: "container nginx: the image cannot change (was nginx:1.25.3)"`},
 		"modwright apply --rules examples/graph-protect/rules.yaml --context examples/graph -f examples/graph-protect/secret.yaml --operation DELETE": {
 			code: 1, stderr: `kubemod-system/secret-in-use: "this Secret is in use by Deployment web"`},
+		"modwright validate -f testdata/cli/validate/widget.yaml --crd testdata/crd/widgets.yaml": {
+			code: 1, stderr: `Widget.example.com "crowded" is invalid: [spec: Invalid value: minReplicas must not exceed maxReplicas, spec.size: Forbidden: size small has no mode]`},
+		"modwright validate -f testdata/cli/validate/widget-v2.yaml --crd testdata/crd --operation UPDATE --old testdata/cli/validate/widget-v1.yaml": {
+			code: 1, stderr: `spec.size: Invalid value: "small": a large widget cannot shrink`},
+		"modwright validate -f testdata/cli/validate/widget.yaml --crd testdata/cli/validate/bad-crd.yaml": {
+			code: 2, stderr: `x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.startsWith(1)"`},
 		"modwright krm < testdata/cli/krm/resource-list.yaml": {
 			code: 1, stderr: `operation rejected by the following ModRule(s): shop/no-latest: "bad uses :latest"`},
 		"helm template web testdata/cli/helm/chart --set 'externalIPs={203.0.113.7}' --post-renderer ./bin/modwright --post-renderer-args apply --post-renderer-args --rules=examples/rules --post-renderer-args -f --post-renderer-args -": {
 			code: 1, stderr: `reject-external-ips: "external IPs [203.0.113.7] are not allowed"`},
 	}
 	var cmds []docCommand
-	for _, doc := range []string{"cli.md", "policy.md", "variables.md", "kinitiras.md", "rule-packs.md", "graph.md"} {
+	for _, doc := range []string{"cli.md", "policy.md", "variables.md", "kinitiras.md", "rule-packs.md", "graph.md", "cel.md"} {
 		cs := docCommands(t, filepath.Join(root, "docs", doc))
 		if len(cs) < 3 {
 			t.Fatalf("found %d commands in docs/%s; the parser is broken", len(cs), doc)
