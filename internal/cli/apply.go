@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/rules"
@@ -55,6 +57,7 @@ type applyOptions struct {
 	files    []string
 	contexts []string
 	packs    []string
+	crds     []string
 	userInfo string
 	old      string
 	admissionFlags
@@ -89,6 +92,11 @@ an error with CREATE and refused with DELETE (-f is then the old object).
 Without --old an UPDATE carries no old object. What rules warn about is printed
 on stderr and does not change the exit status.
 
+--crd gives CustomResourceDefinitions: objects of their kinds are decoded and
+validated as the kube-apiserver does, before the rules (an invalid object is
+refused: "invalid: ...") and after them (a rule's invalid result is refused:
+"invalid after the rules: ..."); see docs/cel.md.
+
 Exit status: 0 when every object was admitted; 1 when any was rejected (each
 rejection is printed on stderr; admitted objects are still printed); 2 for
 invalid rules or input (stderr names the file, document, rule, field and
@@ -114,6 +122,7 @@ func (o *applyOptions) addFlags(cmd *cobra.Command, what, output, outputUsage st
 	f.StringArrayVarP(&o.files, "filename", "f", nil, what+": file, directory or - for stdin (repeatable)")
 	f.StringArrayVar(&o.contexts, "context", nil, "objects the rules read (Namespaces and Nodes for syntheticRefs, ConfigMaps for Policies' context) and recorded APICallResponse documents (repeatable)")
 	f.StringArrayVar(&o.packs, "rule-pack", nil, "a Rego rule pack (a directory or oci://REF) whose edges join the context objects' graph (syntheticRefs.edges; repeatable)")
+	f.StringArrayVar(&o.crds, "crd", nil, "CustomResourceDefinitions (a file or directory; repeatable): objects of their kinds are decoded and validated as the kube-apiserver does, before and after the rules (docs/cel.md)")
 	f.StringVar(&o.userInfo, "user-info", "", "the requester: a UserInfo document (userInfo: {username, groups}, roles, clusterRoles), Kyverno CLI's format")
 	o.admissionFlags.add(f, "objects")
 	f.StringVar(&o.old, "old", "", oldUsage)
@@ -145,6 +154,7 @@ type inputs struct {
 	// nil without --old.
 	olds     []*source.Document
 	resolver engine.ObjectReader // nil without --context
+	crds     *crdschema.Set      // nil without --crd
 }
 
 // admission is the admission of objs[i], with its old object.
@@ -155,6 +165,45 @@ func (in *inputs) admission(i int, defaultNS string) admission {
 		a.old = in.olds[i].Object
 	}
 	return a
+}
+
+// checkBefore decodes and validates a's object as the API server does
+// before admission when a --crd serves its kind and the operation stores
+// it (CREATE, UPDATE): a.obj becomes the decoded object (defaults,
+// pruning). It returns the CRD version (nil: none) and the API server's
+// refusal.
+func (in *inputs) checkBefore(ctx context.Context, a *admission, op rules.Operation, namespace string) (*crdschema.Version, error) {
+	if in.crds == nil || op != rules.Create && op != rules.Update {
+		return nil, nil
+	}
+	av, _ := a.obj["apiVersion"].(string)
+	crd := in.crds.For(av, a.kind)
+	if crd == nil {
+		return nil, nil
+	}
+	pre := crd.Validate(ctx, a.obj, a.old, namespace)
+	if err := pre.Err(crd); err != nil {
+		return crd, err
+	}
+	a.obj = pre.Object
+	return crd, nil
+}
+
+// checkAfter decodes and validates what the rules admitted (crd nil:
+// nothing to check), as the API server does after mutating admission:
+// the fields the rules added that the schema does not know (pruned) and
+// the refusal; dec.Object becomes the decoded object.
+func checkAfter(ctx context.Context, crd *crdschema.Version, dec *engine.Decision, old map[string]any, namespace string) ([]string, error) {
+	result, ok := dec.Object.(map[string]any)
+	if crd == nil || !ok || !dec.Allowed() {
+		return nil, nil
+	}
+	post := crd.Validate(ctx, result, old, namespace)
+	if err := post.SchemaErr(crd); err != nil {
+		return post.UnknownFields, err
+	}
+	dec.Object = post.Object
+	return post.UnknownFields, nil
 }
 
 // load reads what apply and explain take, in this order: the rules
@@ -170,7 +219,7 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	if o.userInfo != "" {
 		contexts = append(slices.Clone(contexts), o.userInfo)
 	}
-	if err := checkStdin(o.rules, o.files, old, contexts); err != nil {
+	if err := checkStdin(o.rules, o.files, old, append(slices.Clone(contexts), o.crds...)); err != nil {
 		return nil, err
 	}
 	snap, err := loadSnapshot(o.rules, s, o.registry.kinds(o.clusterRules))
@@ -192,6 +241,11 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	}
 	if in.resolver, err = resolverFor(contexts, s, o.packs...); err != nil {
 		return nil, err
+	}
+	if len(o.crds) > 0 {
+		if in.crds, err = loadCRDs(context.Background(), o.crds, s); err != nil {
+			return nil, err
+		}
 	}
 	if o.userInfo != "" && userOf(in.resolver).Username == "" {
 		return nil, usageError("--user-info %s: no UserInfo document with a userInfo.username", o.userInfo)
@@ -225,9 +279,24 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	for i := range in.objs {
 		d := &in.objs[i]
 		a := in.admission(i, o.namespace)
+		crd, err := in.checkBefore(ctx, &a, op, o.namespace)
+		if err != nil {
+			rejected++
+			fmt.Fprintf(s.Err, "invalid: %s: %s: %v\n", d.Origin, a, err)
+			continue
+		}
 		dec, err := a.evaluate(ctx, eng, in.snap, op)
 		if err != nil {
 			return evaluationError(d, err)
+		}
+		pruned, err := checkAfter(ctx, crd, dec, a.old, o.namespace)
+		if len(pruned) > 0 {
+			fmt.Fprintf(s.Err, "warning: %s: %s: the rules added fields the schema does not know, which the API server prunes: %s\n", d.Origin, a, strings.Join(pruned, ", "))
+		}
+		if err != nil {
+			rejected++
+			fmt.Fprintf(s.Err, "invalid after the rules: %s: %s: %v\n", d.Origin, a, err)
+			continue
 		}
 		for _, re := range dec.Errors {
 			fmt.Fprintf(s.Err, "warning: %s: %s: %v\n", d.Origin, a, re)

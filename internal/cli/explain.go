@@ -79,7 +79,10 @@ type Explanation struct {
 	Operation string `json:"operation"`
 	// Old is where the old object of an UPDATE came from (--old); empty
 	// without one.
-	Old    string        `json:"old,omitempty"`
+	Old string `json:"old,omitempty"`
+	// Schema is the --crd checks of the object, as the API server makes
+	// them before and after the rules.
+	Schema []string      `json:"schema,omitempty"`
 	Rules  []RuleExplain `json:"rules"`
 	Errors []string      `json:"errors,omitempty"`
 	// Warnings are the rules' admission warnings ("Kind rule: message"),
@@ -133,12 +136,25 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	for i := range in.objs {
 		d := &in.objs[i]
 		a := in.admission(i, o.namespace)
+		crd, schemaErr := in.checkBefore(ctx, &a, op, o.namespace)
+		var schema []string
+		if crd != nil {
+			schema = append(schema, "before the rules: "+verdict(schemaErr))
+		}
 		dec, err := a.evaluate(ctx, eng, in.snap, op)
 		if err != nil {
 			return evaluationError(d, err)
 		}
+		if crd != nil && schemaErr == nil && dec.Allowed() {
+			pruned, err := checkAfter(ctx, crd, dec, a.old, o.namespace)
+			if len(pruned) > 0 {
+				schema = append(schema, "the rules added fields the schema does not know (pruned): "+strings.Join(pruned, ", "))
+			}
+			schema = append(schema, "after the rules: "+verdict(err))
+		}
 		printWarnings(s, d.Origin+": "+a.String(), dec)
 		ex := explain(in.snap, d.Origin, a, op, dec)
+		ex.Schema = schema
 		if in.olds != nil {
 			ex.Old = in.olds[i].Origin
 		}
@@ -163,6 +179,14 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 		printExplanation(s.Out, &out[i], color)
 	}
 	return nil
+}
+
+// verdict is a schema check's outcome.
+func verdict(err error) string {
+	if err != nil {
+		return "invalid: " + err.Error()
+	}
+	return "valid"
 }
 
 // explain turns a decision's trace into an explanation covering every rule
@@ -240,6 +264,9 @@ func printExplanation(w io.Writer, ex *Explanation, color bool) {
 	}
 	for _, e := range ex.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)
+	}
+	for _, c := range ex.Schema {
+		fmt.Fprintf(w, "schema: %s\n", c)
 	}
 	for _, e := range ex.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", e)

@@ -159,8 +159,9 @@ func (s *Set) Kinds() []string {
 
 // Result is an object checked as the API server checks it.
 type Result struct {
-	// Object is the object as the API server would store it: defaulted,
-	// unknown fields pruned.
+	// Object is the object as the API server decodes it: defaulted,
+	// unknown fields pruned (without the namespace assumed nor the
+	// fields the server sets when it stores it).
 	Object map[string]any
 	// Errors are the API server's validation errors; UnknownFields the
 	// fields it prunes, which kubectl's strict field validation (its
@@ -172,7 +173,6 @@ type Result struct {
 // Err is the error the API server returns for the result, nil when it
 // would admit the object (kubectl's strict field validation included).
 func (r *Result) Err(v *Version) error {
-	name, _, _ := unstructured.NestedString(r.Object, "metadata", "name")
 	if len(r.UnknownFields) > 0 {
 		var parts []string
 		for _, f := range r.UnknownFields {
@@ -181,7 +181,15 @@ func (r *Result) Err(v *Version) error {
 		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s",
 			v.GVK.Kind, v.GVK.Version, v.GVK.Kind, strings.Join(parts, ", ")))
 	}
+	return r.SchemaErr(v)
+}
+
+// SchemaErr is Err without field validation: what the API server says of
+// an object a mutating admission produced (unknown fields it adds are
+// pruned, not refused).
+func (r *Result) SchemaErr(v *Version) error {
 	if len(r.Errors) > 0 {
+		name, _, _ := unstructured.NestedString(r.Object, "metadata", "name")
 		return apierrors.NewInvalid(v.GVK.GroupKind(), name, r.Errors)
 	}
 	return nil
@@ -195,12 +203,18 @@ func (r *Result) Err(v *Version) error {
 // object without one.
 func (v *Version) Validate(ctx context.Context, obj, old map[string]any, namespace string) *Result {
 	u := &unstructured.Unstructured{Object: asDecoded(obj)}
-	if v.Namespaced && u.GetNamespace() == "" {
+	defaultNS := v.Namespaced && u.GetNamespace() == ""
+	if defaultNS {
 		u.SetNamespace(namespace)
 	}
 	res := &Result{}
 	res.UnknownFields = v.decode(u)
-	res.Object = u.Object
+	// The object as decoded, without what the request or the strategy
+	// add (the namespace assumed, the generation).
+	res.Object = runtime.DeepCopyJSON(u.Object)
+	if defaultNS {
+		unstructured.RemoveNestedField(res.Object, "metadata", "namespace")
+	}
 	if old == nil {
 		v.strategy.prepareForCreate(u)
 		res.Errors = v.strategy.validate(ctx, u, nil)

@@ -73,7 +73,7 @@ func TestValidate(t *testing.T) {
 		})
 	}
 	res := v.Validate(context.Background(), yamlMap(t, head+"spec: {size: small}"), nil, "shop")
-	if spec := res.Object["spec"].(map[string]any); spec["minReplicas"] != int64(1) || spec["maxReplicas"] != int64(10) || res.Object["metadata"].(map[string]any)["namespace"] != "shop" {
+	if spec := res.Object["spec"].(map[string]any); spec["minReplicas"] != int64(1) || spec["maxReplicas"] != int64(10) || res.Object["metadata"].(map[string]any)["namespace"] != nil {
 		t.Errorf("not defaulted: %v", res.Object)
 	}
 }
