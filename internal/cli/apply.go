@@ -172,12 +172,12 @@ func (in *inputs) admission(i int, defaultNS string) admission {
 // it (CREATE, UPDATE): a.obj becomes the decoded object (defaults,
 // pruning). It returns the CRD version (nil: none) and the API server's
 // refusal.
-func (in *inputs) checkBefore(ctx context.Context, a *admission, op rules.Operation, namespace string) (*crdschema.Version, error) {
-	if in.crds == nil || op != rules.Create && op != rules.Update {
+func checkBefore(ctx context.Context, crds *crdschema.Set, a *admission, op rules.Operation, namespace string) (*crdschema.Version, error) {
+	if crds == nil || op != rules.Create && op != rules.Update {
 		return nil, nil
 	}
 	av, _ := a.obj["apiVersion"].(string)
-	crd := in.crds.For(av, a.kind)
+	crd := crds.For(av, a.kind)
 	if crd == nil {
 		return nil, nil
 	}
@@ -279,7 +279,7 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	for i := range in.objs {
 		d := &in.objs[i]
 		a := in.admission(i, o.namespace)
-		crd, err := in.checkBefore(ctx, &a, op, o.namespace)
+		crd, err := checkBefore(ctx, in.crds, &a, op, o.namespace)
 		if err != nil {
 			rejected++
 			fmt.Fprintf(s.Err, "invalid: %s: %s: %v\n", d.Origin, a, err)

@@ -136,7 +136,7 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	for i := range in.objs {
 		d := &in.objs[i]
 		a := in.admission(i, o.namespace)
-		crd, schemaErr := in.checkBefore(ctx, &a, op, o.namespace)
+		crd, schemaErr := checkBefore(ctx, in.crds, &a, op, o.namespace)
 		var schema []string
 		if crd != nil {
 			schema = append(schema, "before the rules: "+verdict(schemaErr))

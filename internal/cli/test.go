@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
@@ -208,6 +209,12 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 	if err != nil {
 		return nil, suiteError(st, "context", errors.Unwrap(err))
 	}
+	var crds *crdschema.Set
+	if len(st.CRDs) > 0 {
+		if crds, err = loadCRDs(ctx, st.ResolveAll(st.CRDs), Streams{Err: s.Err}); err != nil {
+			return nil, suiteError(st, "crds", errors.Unwrap(err))
+		}
+	}
 	var authz engine.Authorizer
 	if st.Authorizer != nil {
 		authz = st.Authorizer
@@ -255,7 +262,7 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 		if a.old, err = caseOld(st, c, obj, ns); err != nil {
 			return nil, suiteError(st, field+".old", err)
 		}
-		res, err := drv.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old, User: userOf(resolver)})
+		res, err := runCRDCase(ctx, drv, crds, a, op, ns, userOf(resolver))
 		if err != nil {
 			return nil, suiteError(st, field, err)
 		}
@@ -266,6 +273,25 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// runCRDCase runs a case, between the --crd checks (crds nil: none): an
+// object the API server would refuse, before or after the rules, is a
+// rejection with its message.
+func runCRDCase(ctx context.Context, drv runner.Driver, crds *crdschema.Set, a admission, op rules.Operation, ns string, user engine.UserInfo) (*runner.Result, error) {
+	crd, invalid := checkBefore(ctx, crds, &a, op, ns)
+	if invalid != nil {
+		return &runner.Result{Denial: "invalid: " + invalid.Error(), Decision: &engine.Decision{}}, nil
+	}
+	res, err := drv.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old, User: user})
+	if err != nil || crd == nil {
+		return res, err
+	}
+	if _, invalid := checkAfter(ctx, crd, res.Decision, a.old, ns); invalid != nil {
+		return &runner.Result{Denial: "invalid after the rules: " + invalid.Error(), Decision: res.Decision}, nil
+	}
+	res.Object = res.Decision.Object
+	return res, nil
 }
 
 // caseOld is the old object of a case's UPDATE (old or oldObject), nil
@@ -388,10 +414,10 @@ func check(c *suite.Case, in, want map[string]any, res *runner.Result) (reason, 
 // against: the engine's DenialText, or the whole denial message when the
 // driver gives only that.
 func denialText(res *runner.Result) string {
-	if res.Decision != nil {
+	if res.Decision != nil && !res.Decision.Allowed() {
 		return res.Decision.DenialText()
 	}
-	return res.Denial
+	return res.Denial // the engine's, or the API server's (--crd)
 }
 
 // checkErrors requires every rule error to be expected and every expected

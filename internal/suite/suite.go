@@ -58,6 +58,11 @@ type Suite struct {
 	Resources []string `json:"resources,omitempty"`
 	// Context are Namespace and Node objects served as syntheticRefs.
 	Context []string `json:"context,omitempty"`
+	// CRDs are CustomResourceDefinition files or directories: objects of
+	// their kinds are decoded and validated as the kube-apiserver does,
+	// before and after the rules (an invalid one is a rejection whose text
+	// begins "invalid: " or "invalid after the rules: ").
+	CRDs []string `json:"crds,omitempty"`
 	// Authorizer holds the authorization decisions the rules' checks get
 	// (CEL's authorizer): the first entry that matches a question answers
 	// it, and a question no entry matches is denied. Without it, a check
