@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/runner"
@@ -131,6 +132,19 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 		return &ExitError{Code: 2, Err: fmt.Errorf("functionConfig must be an object, not a JSON %s", value.TypeName(fc))}
 	}
 	var contextDocs []source.Document
+	// CRDs among the items: their kinds are validated as the API server
+	// validates them, around the rules.
+	var crds *crdschema.Set
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok && m["kind"] == "CustomResourceDefinition" && m["apiVersion"] == "apiextensions.k8s.io/v1" {
+			if crds == nil {
+				crds = crdschema.NewSet()
+			}
+			if err := crds.Add(ctx, withoutKRMAnnotations(m)); err != nil {
+				fail(err.Error(), resourceRef(m), "")
+			}
+		}
+	}
 	for i, it := range items {
 		m, ok := it.(map[string]any)
 		if !ok {
@@ -176,11 +190,25 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 		}
 		hidden := krmAnnotations(m)
 		a := newAdmission(withoutKRMAnnotations(m), o.namespace)
+		ref := resourceRef(m)
+		// The manifests stay as written (no defaults added); the API
+		// server's checks run on decoded copies.
+		checked := a
+		crd, invalid := checkBefore(ctx, crds, &checked, op, o.namespace)
+		if invalid != nil {
+			fail("invalid: "+invalid.Error(), ref, "")
+			continue
+		}
 		dec, err := a.evaluate(ctx, eng, snap, op)
 		if err != nil {
 			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", itemOrigin(m, i), err)}
 		}
-		ref := resourceRef(m)
+		if result, ok := dec.Object.(map[string]any); ok && crd != nil && dec.Allowed() {
+			if err := crd.Validate(ctx, result, a.old, o.namespace).SchemaErr(crd); err != nil {
+				fail("invalid after the rules: "+err.Error(), ref, "")
+				continue
+			}
+		}
 		for _, re := range dec.Errors {
 			results = append(results, krmResult{Message: re.Error(), Severity: "warning", ResourceRef: ref, Field: fieldOf(re)})
 		}

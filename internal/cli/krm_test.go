@@ -31,6 +31,7 @@ func TestKRMGolden(t *testing.T) {
 		{name: "krm-bad-function-config", args: []string{"krm"}, stdin: "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nfunctionConfig: {apiVersion: v1, kind: ConfigMap}\nitems: []\n"},
 		{name: "krm-empty", args: []string{"krm"}, stdin: "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"},
 		{name: "krm-empty-stdin", args: []string{"krm"}, stdin: ""},
+		{name: "krm-crd", args: []string{"krm"}, stdin: read("crd.yaml")},
 	})
 }
 
