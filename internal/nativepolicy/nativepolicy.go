@@ -1,0 +1,352 @@
+package nativepolicy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ErrInvalid: a document that is not a valid policy or binding.
+var ErrInvalid = errors.New("invalid admission policy")
+
+const group = "admissionregistration.k8s.io/v1"
+
+// Set is ValidatingAdmissionPolicies (compiled once) and their bindings.
+type Set struct {
+	policies map[string]*policy
+	bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+}
+
+type policy struct {
+	p         *admissionregistrationv1.ValidatingAdmissionPolicy
+	evaluator validating.Validator
+}
+
+// NewSet is an empty set.
+func NewSet() *Set { return &Set{policies: map[string]*policy{}} }
+
+// Len is the number of policies and bindings.
+func (s *Set) Len() int { return len(s.policies) + len(s.bindings) }
+
+// Handles reports whether a document is one of the kinds the set takes.
+func Handles(obj map[string]any) bool {
+	if obj["apiVersion"] != group {
+		return false
+	}
+	k := obj["kind"]
+	return k == "ValidatingAdmissionPolicy" || k == "ValidatingAdmissionPolicyBinding"
+}
+
+// Add adds a ValidatingAdmissionPolicy (compiled now) or a binding.
+func (s *Set) Add(obj map[string]any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	switch obj["kind"] {
+	case "ValidatingAdmissionPolicy":
+		p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		if err := json.Unmarshal(b, p); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		defaultPolicy(p)
+		s.policies[p.Name] = &policy{p: p, evaluator: compile(p)}
+	case "ValidatingAdmissionPolicyBinding":
+		pb := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		if err := json.Unmarshal(b, pb); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		if pb.Spec.MatchResources != nil {
+			defaultMatch(pb.Spec.MatchResources)
+		}
+		s.bindings = append(s.bindings, pb)
+	default:
+		return fmt.Errorf("%w: a %v", ErrInvalid, obj["kind"])
+	}
+	return nil
+}
+
+// defaultPolicy sets the defaults the API server sets when a policy is
+// stored (admissionregistration/v1's defaulting): failurePolicy Fail, and
+// the match constraints'.
+func defaultPolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+	if p.Spec.FailurePolicy == nil {
+		fail := admissionregistrationv1.Fail
+		p.Spec.FailurePolicy = &fail
+	}
+	if p.Spec.MatchConstraints != nil {
+		defaultMatch(p.Spec.MatchConstraints)
+	}
+}
+
+// defaultMatch: matchPolicy Equivalent, empty selectors (everything), the
+// rules' scope "*".
+func defaultMatch(m *admissionregistrationv1.MatchResources) {
+	if m.MatchPolicy == nil {
+		eq := admissionregistrationv1.Equivalent
+		m.MatchPolicy = &eq
+	}
+	if m.NamespaceSelector == nil {
+		m.NamespaceSelector = &metav1.LabelSelector{}
+	}
+	if m.ObjectSelector == nil {
+		m.ObjectSelector = &metav1.LabelSelector{}
+	}
+	for _, rules := range [][]admissionregistrationv1.NamedRuleWithOperations{m.ResourceRules, m.ExcludeResourceRules} {
+		for i := range rules {
+			if rules[i].Scope == nil {
+				all := admissionregistrationv1.AllScopes
+				rules[i].Scope = &all
+			}
+		}
+	}
+}
+
+// compile compiles a policy as the API server's validating admission
+// policy plugin does: one composited compiler holding the variables, then
+// the match conditions, validations, audit annotations and message
+// expressions (these without the authorizer).
+func compile(p *admissionregistrationv1.ValidatingAdmissionPolicy) validating.Validator {
+	withParams := p.Spec.ParamKind != nil
+	vars := cel.OptionalVariableDeclarations{HasParams: withParams, HasAuthorizer: true}
+	messageVars := cel.OptionalVariableDeclarations{HasParams: withParams}
+	fp := p.Spec.FailurePolicy
+	c, err := cel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return validating.NewValidator(nil, nil, nil, nil, fp, err)
+	}
+	named := make([]cel.NamedExpressionAccessor, len(p.Spec.Variables))
+	for i, v := range p.Spec.Variables {
+		named[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+	}
+	c.CompileAndStoreVariables(named, vars, environment.StoredExpressions)
+	var matcher matchconditions.Matcher
+	if n := len(p.Spec.MatchConditions); n > 0 {
+		conds := make([]cel.ExpressionAccessor, n)
+		for i := range p.Spec.MatchConditions {
+			conds[i] = (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i])
+		}
+		matcher = matchconditions.NewMatcher(c.CompileCondition(conds, vars, environment.StoredExpressions), fp, "policy", "validate", p.Name)
+	}
+	checks := make([]cel.ExpressionAccessor, len(p.Spec.Validations))
+	messages := make([]cel.ExpressionAccessor, len(p.Spec.Validations))
+	for i, v := range p.Spec.Validations {
+		checks[i] = &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
+		if v.MessageExpression != "" {
+			messages[i] = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+		}
+	}
+	audits := make([]cel.ExpressionAccessor, len(p.Spec.AuditAnnotations))
+	for i, a := range p.Spec.AuditAnnotations {
+		audits[i] = &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
+	}
+	return validating.NewValidator(c.CompileCondition(checks, vars, environment.StoredExpressions), matcher,
+		c.CompileCondition(audits, vars, environment.StoredExpressions),
+		c.CompileCondition(messages, messageVars, environment.StoredExpressions), fp, nil)
+}
+
+// Request is one admission request.
+type Request struct {
+	Operation string         // CREATE, UPDATE, DELETE or CONNECT
+	Object    map[string]any // the object; on DELETE the one being deleted
+	OldObject map[string]any // UPDATE
+	// Namespace is the request's namespace ("" for a cluster-scoped
+	// object); its object, when the objects hold it, serves
+	// namespaceSelector and namespaceObject.
+	Namespace string
+	// Objects are the objects params and namespaces are looked up in.
+	Objects []map[string]any
+	User    user.Info
+	// Authorizer answers CEL's authorizer checks; nil: every check is
+	// denied (no opinion), as offline there is no cluster to ask.
+	Authorizer authorizer.Authorizer
+}
+
+// Result is the API server's answer.
+type Result struct {
+	// Err is the refusal (an API status error, as the API server returns
+	// it), nil when admitted.
+	Err         error
+	Warnings    []string
+	Annotations map[string]string
+}
+
+// Validate evaluates every policy of the set, through its bindings, as the
+// API server's validating admission policy plugin does for a request.
+func (s *Set) Validate(ctx context.Context, r Request) *Result {
+	res := &Result{Annotations: map[string]string{}}
+	if len(s.policies) == 0 {
+		return res
+	}
+	obj := &unstructured.Unstructured{Object: r.Object}
+	var old runtime.Object
+	if r.OldObject != nil {
+		old = &unstructured.Unstructured{Object: r.OldObject}
+	}
+	var attrObj runtime.Object = obj
+	op := admission.Operation(r.Operation)
+	if op == admission.Delete {
+		attrObj, old = nil, obj
+	}
+	gvk := obj.GroupVersionKind()
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	u := r.User
+	if u == nil {
+		u = &user.DefaultInfo{}
+	}
+	var opts runtime.Object = &metav1.CreateOptions{}
+	switch op {
+	case admission.Update:
+		opts = &metav1.UpdateOptions{}
+	case admission.Delete:
+		opts = &metav1.DeleteOptions{}
+	}
+	attrs := &recordingAttributes{Attributes: admission.NewAttributesRecord(attrObj, old, gvk, r.Namespace, obj.GetName(), gvr, "", op, opts, false, u),
+		annotations: res.Annotations}
+
+	// Namespaces: those given, and the request's own with no labels when
+	// it is not (offline it is unknown, not absent).
+	nsIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, o := range r.Objects {
+		if o["kind"] == "Namespace" && o["apiVersion"] == "v1" {
+			ns := &corev1.Namespace{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o, ns); err == nil {
+				_ = nsIndex.Add(ns)
+			}
+		}
+	}
+	if _, found, _ := nsIndex.GetByKey(r.Namespace); r.Namespace != "" && !found {
+		_ = nsIndex.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}})
+	}
+	matcher := matching.NewMatcher(listersv1.NewNamespaceLister(nsIndex), fake.NewClientset())
+
+	authz := r.Authorizer
+	if authz == nil {
+		authz = noOpinion
+	}
+	names := make([]string, 0, len(s.policies))
+	for n := range s.policies {
+		names = append(names, n)
+	}
+	slices.Sort(names) // the API server's order is its informer's; ours is stable
+	hooks := make([]validating.PolicyHook, 0, len(names))
+	for _, n := range names {
+		p := s.policies[n]
+		h := validating.PolicyHook{Policy: p.p, Evaluator: p.evaluator}
+		for _, b := range s.bindings {
+			if b.Spec.PolicyName == n {
+				h.Bindings = append(h.Bindings, b)
+			}
+		}
+		if pk := p.p.Spec.ParamKind; pk != nil {
+			h.ParamInformer, h.ParamScope = paramsOf(pk, r.Objects)
+		}
+		hooks = append(hooks, h)
+	}
+	rec := &warnings{}
+	wctx := warning.WithWarningRecorder(ctx, rec)
+	dispatcher := validating.NewDispatcher(authz, generic.NewPolicyMatcher(matcher))
+	res.Err = dispatcher.Dispatch(wctx, attrs, admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme), hooks)
+	res.Warnings = rec.list
+	return res
+}
+
+// noOpinion is the authorizer offline: no opinion on anything.
+var noOpinion = authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionNoOpinion, "no authorizer offline", nil
+})
+
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) AddWarning(_, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+// recordingAttributes keeps the audit annotations the policies add.
+type recordingAttributes struct {
+	admission.Attributes
+	mu          sync.Mutex
+	annotations map[string]string
+}
+
+func (a *recordingAttributes) AddAnnotation(k, v string) error {
+	a.mu.Lock()
+	a.annotations[k] = v
+	a.mu.Unlock()
+	return a.Attributes.AddAnnotation(k, v)
+}
+
+// paramsOf serves a paramKind's objects among objs as the plugin's param
+// informer does (typed built-ins lose their apiVersion and kind there;
+// unstructured ones keep them).
+func paramsOf(pk *admissionregistrationv1.ParamKind, objs []map[string]any) (paramInformer, meta.RESTScope) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	scope := meta.RESTScopeRoot
+	gv, _ := schema.ParseGroupVersion(pk.APIVersion)
+	gvk := gv.WithKind(pk.Kind)
+	for _, o := range objs {
+		if o["apiVersion"] != pk.APIVersion || o["kind"] != pk.Kind {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: o}
+		if u.GetNamespace() != "" {
+			scope = meta.RESTScopeNamespace
+		}
+		var stored runtime.Object = u
+		if typed, err := clientgoscheme.Scheme.New(gvk); err == nil {
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(o, typed) == nil {
+				if acc, err := meta.TypeAccessor(typed); err == nil {
+					acc.SetAPIVersion("")
+					acc.SetKind("")
+				}
+				stored = typed
+			}
+		}
+		_ = idx.Add(stored)
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	return paramInformer{idx: idx, gr: gvr.GroupResource()}, scope
+}
+
+type paramInformer struct {
+	idx cache.Indexer
+	gr  schema.GroupResource
+}
+
+func (p paramInformer) Informer() cache.SharedIndexInformer { return synced{} }
+func (p paramInformer) Lister() cache.GenericLister         { return cache.NewGenericLister(p.idx, p.gr) }
+
+// synced is an informer that has listed everything (the params are given).
+type synced struct{ cache.SharedIndexInformer }
+
+func (synced) HasSynced() bool { return true }

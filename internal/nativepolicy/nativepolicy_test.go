@@ -1,0 +1,87 @@
+package nativepolicy_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/nativepolicy"
+)
+
+func load(t *testing.T) *nativepolicy.Set {
+	t.Helper()
+	data, err := os.ReadFile("../../testdata/native/policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := nativepolicy.NewSet()
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		if !nativepolicy.Handles(m) {
+			t.Fatalf("not handled: %v", m["kind"])
+		}
+		if err := set.Add(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return set
+}
+
+func TestValidate(t *testing.T) {
+	set := load(t)
+	ns := func(name string, labels map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "labels": labels}}
+	}
+	objects := []map[string]any{
+		ns("max-keys", map[string]any{"policy": "max-keys"}), ns("owner-label", map[string]any{"policy": "owner-label"}),
+		ns("limits", map[string]any{"policy": "limits"}), ns("named", map[string]any{"policy": "named"}),
+		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "limits", "namespace": "params"}, "data": map[string]any{"maxKeys": "1"}},
+	}
+	cm := func(ns, name string, data map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": ns}, "data": data}
+	}
+	for _, c := range []struct {
+		name, want, warning string
+		obj                 map[string]any
+		code                int32
+	}{
+		{name: "denied", obj: cm("max-keys", "b", map[string]any{"a": "1", "b": "2", "c": "3"}), code: 422,
+			want: `configmaps "b" is forbidden: ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys' denied request: at most 2 keys`},
+		{name: "admitted", obj: cm("max-keys", "a", map[string]any{"a": "1"})},
+		{name: "reason Forbidden", obj: cm("named", "other", nil), code: 403,
+			want: `configmaps "other" is forbidden: ValidatingAdmissionPolicy 'named' with binding 'named' denied request: name other must start with cfg-`},
+		{name: "params", obj: cm("limits", "b", map[string]any{"a": "1", "b": "2"}), code: 422,
+			want: `ValidatingAdmissionPolicy 'limits' with binding 'limits' denied request: at most 1 keys (params limits)`},
+		{name: "warned", obj: cm("owner-label", "a", nil),
+			warning: `Validation failed for ValidatingAdmissionPolicy 'owner-label' with binding 'owner-label': an owner label is expected`},
+		{name: "unmatched namespace", obj: cm("elsewhere", "a", map[string]any{"a": "1", "b": "2", "c": "3"})},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := set.Validate(context.Background(), nativepolicy.Request{Operation: "CREATE", Object: c.obj, Namespace: c.obj["metadata"].(map[string]any)["namespace"].(string), Objects: objects})
+			switch {
+			case c.want == "" && res.Err != nil:
+				t.Fatalf("want admitted, got %v", res.Err)
+			case c.want != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), c.want)):
+				t.Fatalf("got %v\nwant %s", res.Err, c.want)
+			}
+			var se *apierrors.StatusError
+			if c.code != 0 && (!errors.As(res.Err, &se) || se.ErrStatus.Code != c.code) {
+				t.Errorf("code: %v, want %d", res.Err, c.code)
+			}
+			if got := strings.Join(res.Warnings, "|"); got != c.warning {
+				t.Errorf("warnings %q, want %q", got, c.warning)
+			}
+		})
+	}
+	if res := set.Validate(context.Background(), nativepolicy.Request{Operation: "CREATE", Object: cm("owner-label", "a", nil), Namespace: "owner-label", Objects: objects}); res.Annotations["validation.policy.admission.k8s.io/validation_failure"] == "" {
+		t.Errorf("no audit annotation: %v", res.Annotations)
+	}
+}

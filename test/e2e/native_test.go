@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/nativepolicy"
+)
+
+// TestNativePolicies: for testdata/native/policies.yaml's
+// ValidatingAdmissionPolicies and bindings, the real kube-apiserver's
+// answers (dry-run creates and updates, with their warnings) and
+// nativepolicy's are the same, messages included, for every object below.
+func TestNativePolicies(t *testing.T) {
+	cl := startCluster(t, false)
+	ctx := context.Background()
+	data, err := os.ReadFile("../../testdata/native/policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := nativepolicy.NewSet()
+	var objects []map[string]any // what the policies read offline
+	dyn, err := dynamic.NewForConfig(cl.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(m map[string]any) {
+		t.Helper()
+		u := &unstructured.Unstructured{Object: m}
+		gvr := schema.GroupVersionResource{Group: u.GroupVersionKind().Group, Version: u.GroupVersionKind().Version,
+			Resource: strings.ToLower(u.GetKind()) + "s"}
+		if u.GetKind() == "ValidatingAdmissionPolicy" {
+			gvr.Resource = "validatingadmissionpolicies"
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(gvr)
+		if ns := u.GetNamespace(); ns != "" {
+			ri = dyn.Resource(gvr).Namespace(ns)
+		}
+		if _, err := ri.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		if err := set.Add(m); err != nil {
+			t.Fatal(err)
+		}
+		apply(m)
+	}
+	// The namespaces, one per policy, and the params.
+	namespace := func(name string, labels map[string]any) {
+		m := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "labels": labels}}
+		apply(m)
+		objects = append(objects, m)
+	}
+	for _, p := range []string{"max-keys", "named", "owner-label", "limits", "conditions", "immutable-id", "count", "count-lenient", "secret-type"} {
+		namespace(p, map[string]any{"policy": p})
+	}
+	namespace("limits-gone", map[string]any{"policy": "limits", "params": "missing"})
+	namespace("params", map[string]any{})
+	limits := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "limits", "namespace": "params"}, "data": map[string]any{"maxKeys": "1"}}
+	apply(limits)
+	objects = append(objects, limits)
+
+	var rec warnings
+	cfg := rest.CopyConfig(cl.cfg)
+	cfg.WarningHandlerWithContext = &rec
+	wdyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := func(ns, name string, data map[string]any, labels map[string]any) map[string]any {
+		md := map[string]any{"name": name, "namespace": ns}
+		if labels != nil {
+			md["labels"] = labels
+		}
+		m := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md}
+		if data != nil {
+			m["data"] = data
+		}
+		return m
+	}
+	secret := func(ns, name, typ string, labels map[string]any) map[string]any {
+		md := map[string]any{"name": name, "namespace": ns}
+		if labels != nil {
+			md["labels"] = labels
+		}
+		m := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": md, "type": typ}
+		if typ == "kubernetes.io/tls" {
+			// What the API server's own validation of the type requires.
+			m["data"] = map[string]any{"tls.crt": "Y3J0", "tls.key": "a2V5"}
+		}
+		return m
+	}
+	kv := func(n int) map[string]any {
+		m := map[string]any{}
+		for i := range n {
+			m[fmt.Sprintf("k%d", i)] = "v"
+		}
+		return m
+	}
+	cases := []struct {
+		name string
+		obj  map[string]any
+		old  map[string]any // UPDATE when set
+	}{
+		{"max-keys: two keys admitted", cm("max-keys", "a", kv(2), nil), nil},
+		{"max-keys: three keys denied", cm("max-keys", "b", kv(3), nil), nil},
+		{"max-keys: no data admitted", cm("max-keys", "c", nil, nil), nil},
+		{"max-keys: update to three keys denied", cm("max-keys", "d", kv(3), nil), cm("max-keys", "d", kv(1), nil)},
+		{"named: prefixed admitted", cm("named", "cfg-a", nil, nil), nil},
+		{"named: messageExpression and reason Forbidden", cm("named", "other", nil, nil), nil},
+		{"owner-label: warned", cm("owner-label", "a", nil, nil), nil},
+		{"owner-label: labeled, no warning", cm("owner-label", "b", nil, map[string]any{"owner": "x"}), nil},
+		{"limits: one key within the params", cm("limits", "a", kv(1), nil), nil},
+		{"limits: two keys over the params", cm("limits", "b", kv(2), nil), nil},
+		{"limits: params not found", cm("limits-gone", "a", kv(1), nil), nil},
+		{"conditions: not prefixed, not evaluated", cm("conditions", "a", nil, nil), nil},
+		{"conditions: prefixed without data denied", cm("conditions", "x-a", nil, nil), nil},
+		{"conditions: prefixed with data admitted", cm("conditions", "x-b", kv(1), nil), nil},
+		{"conditions: a secret too", secret("conditions", "x-s", "Opaque", nil), nil},
+		{"immutable-id: same id admitted", cm("immutable-id", "a", map[string]any{"id": "1", "x": "2"}, nil), cm("immutable-id", "a", map[string]any{"id": "1"}, nil)},
+		{"immutable-id: changed id denied", cm("immutable-id", "b", map[string]any{"id": "2"}, nil), cm("immutable-id", "b", map[string]any{"id": "1"}, nil)},
+		{"immutable-id: removed id denied", cm("immutable-id", "c", map[string]any{"x": "1"}, nil), cm("immutable-id", "c", map[string]any{"id": "1"}, nil)},
+		{"count: below", cm("count", "a", map[string]any{"count": "3"}, nil), nil},
+		{"count: above", cm("count", "b", map[string]any{"count": "30"}, nil), nil},
+		{"count: an error, failurePolicy Fail", cm("count", "c", map[string]any{"count": "many"}, nil), nil},
+		{"count-lenient: an error, failurePolicy Ignore", cm("count-lenient", "c", map[string]any{"count": "many"}, nil), nil},
+		{"secret-type: tls admitted", secret("secret-type", "a", "kubernetes.io/tls", nil), nil},
+		{"secret-type: opaque denied, reason Invalid", secret("secret-type", "b", "Opaque", nil), nil},
+		{"secret-type: excluded by the object selector", secret("secret-type", "c", "Opaque", map[string]any{"skip": "yes"}), nil},
+	}
+	// The API server's policies become active after their informers
+	// sync: wait until a denied case is denied.
+	probe := cm("max-keys", "probe", kv(3), nil)
+	eventually(t, 30*time.Second, func() error {
+		_, err := wdyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("max-keys").
+			Create(ctx, &unstructured.Unstructured{Object: probe}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil {
+			return fmt.Errorf("the policies are not active yet")
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second) // every policy's informer
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: c.obj}
+			gvr := schema.GroupVersionResource{Version: "v1", Resource: strings.ToLower(u.GetKind()) + "s"}
+			ri := wdyn.Resource(gvr).Namespace(u.GetNamespace())
+			op := "CREATE"
+			rec.take()
+			var apiErr error
+			if c.old == nil {
+				_, apiErr = ri.Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			} else {
+				op = "UPDATE"
+				stored, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, &unstructured.Unstructured{Object: c.old}, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				u.SetResourceVersion(stored.GetResourceVersion())
+				_, apiErr = ri.Update(ctx, u, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			}
+			// The policies' warnings (the API server adds its own, about a
+			// TLS Secret's data, say).
+			var apiWarnings []string
+			for _, w := range rec.take() {
+				if strings.Contains(w, "ValidatingAdmissionPolicy") {
+					apiWarnings = append(apiWarnings, w)
+				}
+			}
+			ours := set.Validate(ctx, nativepolicy.Request{Operation: op, Object: c.obj, OldObject: c.old, Namespace: u.GetNamespace(), Objects: objects})
+			if got, want := answer(ours.Err), answer(apiErr); got != want {
+				t.Errorf("modwright:      %s\nkube-apiserver: %s", got, want)
+			}
+			if got, want := strings.Join(ours.Warnings, " | "), strings.Join(apiWarnings, " | "); got != want {
+				t.Errorf("warnings:\nmodwright:      %s\nkube-apiserver: %s", got, want)
+			}
+		})
+	}
+}
+
+func answer(err error) string {
+	if err == nil {
+		return "admitted"
+	}
+	return err.Error()
+}
