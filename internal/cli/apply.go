@@ -12,11 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/nativepolicy"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
@@ -155,6 +157,9 @@ type inputs struct {
 	olds     []*source.Document
 	resolver engine.ObjectReader // nil without --context
 	crds     *crdschema.Set      // nil without --crd
+	// native are the ValidatingAdmissionPolicies and bindings among the
+	// rules, which run after them as the API server runs them.
+	native *nativepolicy.Set
 }
 
 // admission is the admission of objs[i], with its old object.
@@ -165,6 +170,33 @@ func (in *inputs) admission(i int, defaultNS string) admission {
 		a.old = in.olds[i].Object
 	}
 	return a
+}
+
+// validateNative runs the ValidatingAdmissionPolicies of the rules on what
+// the rules admitted (the API server's validating admission): their
+// warnings are printed; the result is their refusal, nil when they admit
+// it or there are none.
+func (in *inputs) validateNative(ctx context.Context, s Streams, origin string, a admission, op rules.Operation, dec *engine.Decision) error {
+	if in.native == nil || in.native.Len() == 0 || !dec.Allowed() {
+		return nil
+	}
+	obj, _ := dec.Object.(map[string]any)
+	if op == rules.Delete {
+		obj = a.obj
+	}
+	var objects []map[string]any
+	if r, ok := in.resolver.(*staticResolver); ok && r != nil {
+		for _, o := range r.objects {
+			objects = append(objects, o)
+		}
+	}
+	u := userOf(in.resolver)
+	res := in.native.Validate(ctx, nativepolicy.Request{Operation: string(op), Object: obj, OldObject: a.old, Namespace: a.ns,
+		Objects: objects, User: &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups}})
+	for _, w := range res.Warnings {
+		fmt.Fprintf(s.Err, "warning: %s: %s: %s\n", origin, a, w)
+	}
+	return res.Err
 }
 
 // checkBefore decodes and validates a's object as the API server does
@@ -222,11 +254,11 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	if err := checkStdin(o.rules, o.files, old, append(slices.Clone(contexts), o.crds...)); err != nil {
 		return nil, err
 	}
-	snap, err := loadSnapshot(o.rules, s, o.registry.kinds(o.clusterRules))
+	snap, native, err := loadRules(o.rules, s, o.registry.kinds(o.clusterRules), true)
 	if err != nil {
 		return nil, err
 	}
-	in := &inputs{snap: snap}
+	in := &inputs{snap: snap, native: native}
 	if in.objs, err = source.ReadPaths(o.files, s.In); err != nil {
 		return nil, &ExitError{Code: 2, Err: err}
 	}
@@ -298,6 +330,11 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 			fmt.Fprintf(s.Err, "invalid after the rules: %s: %s: %v\n", d.Origin, a, err)
 			continue
 		}
+		if nerr := in.validateNative(ctx, s, d.Origin, a, op, dec); nerr != nil {
+			rejected++
+			fmt.Fprintf(s.Err, "rejected: %s: %s: %v\n", d.Origin, a, nerr)
+			continue
+		}
 		for _, re := range dec.Errors {
 			fmt.Fprintf(s.Err, "warning: %s: %s: %v\n", d.Origin, a, re)
 		}
@@ -341,18 +378,40 @@ func printWarnings(s Streams, what string, dec *engine.Decision) {
 // loadSnapshot reads and compiles the rules of the kinds of reg; any
 // invalid rule is an exit-2 error listing every problem.
 func loadSnapshot(paths []string, s Streams, reg *kinds.Registry) (*engine.Snapshot, error) {
+	snap, _, err := loadRules(paths, s, reg, false)
+	return snap, err
+}
+
+// loadRules is loadSnapshot that, with native, also takes Kubernetes'
+// ValidatingAdmissionPolicies and bindings (compiled; an invalid one is an
+// exit-2 error) instead of skipping them.
+func loadRules(paths []string, s Streams, reg *kinds.Registry, native bool) (*engine.Snapshot, *nativepolicy.Set, error) {
 	docs, err := source.ReadPaths(paths, s.In)
 	if err != nil {
-		return nil, &ExitError{Code: 2, Err: err}
+		return nil, nil, &ExitError{Code: 2, Err: err}
+	}
+	set := nativepolicy.NewSet()
+	if native {
+		kept := docs[:0:0]
+		for _, d := range docs {
+			if !nativepolicy.Handles(d.Object) {
+				kept = append(kept, d)
+				continue
+			}
+			if err := set.Add(d.Object); err != nil {
+				return nil, nil, &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", d.Origin, err)}
+			}
+		}
+		docs = kept
 	}
 	res := source.LoadRules(docs, reg)
 	for _, w := range res.Skipped {
 		fmt.Fprintln(s.Err, "warning:", w, "(skipped)")
 	}
 	if len(res.Errors) > 0 {
-		return nil, &ExitError{Code: 2, Err: errors.Join(res.Errors...)}
+		return nil, nil, &ExitError{Code: 2, Err: errors.Join(res.Errors...)}
 	}
-	return engine.NewSnapshot(res.Rules), nil
+	return engine.NewSnapshot(res.Rules), set, nil
 }
 
 // write prints objects as YAML documents, or as JSON: one object alone, or

@@ -232,6 +232,9 @@ func runCase(t *testing.T, path string) {
 	}
 	name := strings.TrimSuffix(strings.TrimPrefix(path, corpusDir+"/"), ".txtar")
 	flags, why := webhookFlags(args)
+	if rulesText, _ := c.section("rules.yaml"); why == "" && bytes.Contains(rulesText, []byte("kind: ValidatingAdmissionPolicy")) {
+		why = "the rules hold ValidatingAdmissionPolicies"
+	}
 	reason, listed := webhookInexpressible[name]
 	switch {
 	case why != "" && !listed:
@@ -319,6 +322,10 @@ func init() {
 	// resources against their CRDs (--crd).
 	for _, name := range []string{"defaulted", "invalid-input", "rule-makes-invalid", "unknown-field", "rule-adds-unknown", "update-transition", "cel-rule"} {
 		webhookInexpressible["crd/"+name] = "--crd: the API server validates custom resources, the webhook does not"
+	}
+	// The API server, not the webhook, runs its ValidatingAdmissionPolicies.
+	for _, name := range []string{"denied", "admitted", "warned", "params", "update"} {
+		webhookInexpressible["native/"+name] = "ValidatingAdmissionPolicies: the API server runs them, not the webhook"
 	}
 }
 

@@ -102,6 +102,8 @@ func TestDocsCLIExamples(t *testing.T) {
 			code: 1, stderr: `spec.size: Invalid value: "small": a large widget cannot shrink`},
 		"modwright validate -f testdata/cli/validate/widget.yaml --crd testdata/cli/validate/bad-crd.yaml": {
 			code: 2, stderr: `x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.startsWith(1)"`},
+		"modwright apply --rules testdata/native/policies.yaml -f testdata/cli/native/configmaps.yaml --context testdata/cli/native/context.yaml": {
+			code: 1, stderr: `configmaps "big" is forbidden: ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys' denied request: at most 2 keys`},
 		"modwright krm < testdata/cli/krm/resource-list.yaml": {
 			code: 1, stderr: `operation rejected by the following ModRule(s): shop/no-latest: "bad uses :latest"`},
 		"helm template web testdata/cli/helm/chart --set 'externalIPs={203.0.113.7}' --post-renderer ./bin/modwright --post-renderer-args apply --post-renderer-args --rules=examples/rules --post-renderer-args -f --post-renderer-args -": {

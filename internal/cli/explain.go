@@ -82,7 +82,10 @@ type Explanation struct {
 	Old string `json:"old,omitempty"`
 	// Schema is the --crd checks of the object, as the API server makes
 	// them before and after the rules.
-	Schema []string      `json:"schema,omitempty"`
+	Schema []string `json:"schema,omitempty"`
+	// Native is the verdict of the ValidatingAdmissionPolicies among the
+	// rules, which run after them.
+	Native []string      `json:"nativePolicies,omitempty"`
 	Rules  []RuleExplain `json:"rules"`
 	Errors []string      `json:"errors,omitempty"`
 	// Warnings are the rules' admission warnings ("Kind rule: message"),
@@ -153,8 +156,12 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 			schema = append(schema, "after the rules: "+verdict(err))
 		}
 		printWarnings(s, d.Origin+": "+a.String(), dec)
+		var native []string
+		if in.native.Len() > 0 && dec.Allowed() {
+			native = append(native, verdict(in.validateNative(ctx, s, d.Origin, a, op, dec)))
+		}
 		ex := explain(in.snap, d.Origin, a, op, dec)
-		ex.Schema = schema
+		ex.Schema, ex.Native = schema, native
 		if in.olds != nil {
 			ex.Old = in.olds[i].Origin
 		}
@@ -181,7 +188,7 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	return nil
 }
 
-// verdict is a schema check's outcome.
+// verdict is a check's outcome.
 func verdict(err error) string {
 	if err != nil {
 		return "invalid: " + err.Error()
@@ -267,6 +274,9 @@ func printExplanation(w io.Writer, ex *Explanation, color bool) {
 	}
 	for _, c := range ex.Schema {
 		fmt.Fprintf(w, "schema: %s\n", c)
+	}
+	for _, c := range ex.Native {
+		fmt.Fprintf(w, "validating admission policies: %s\n", c)
 	}
 	for _, e := range ex.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", e)
