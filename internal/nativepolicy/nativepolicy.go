@@ -36,10 +36,13 @@ var ErrInvalid = errors.New("invalid admission policy")
 
 const group = "admissionregistration.k8s.io/v1"
 
-// Set is ValidatingAdmissionPolicies (compiled once) and their bindings.
+// Set is Validating and MutatingAdmissionPolicies (compiled once) and
+// their bindings.
 type Set struct {
-	policies map[string]*policy
-	bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	policies         map[string]*policy
+	bindings         []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	mutating         map[string]*mutatingPolicy
+	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 }
 
 type policy struct {
@@ -48,18 +51,28 @@ type policy struct {
 }
 
 // NewSet is an empty set.
-func NewSet() *Set { return &Set{policies: map[string]*policy{}} }
+func NewSet() *Set {
+	return &Set{policies: map[string]*policy{}, mutating: map[string]*mutatingPolicy{}}
+}
 
 // Len is the number of policies and bindings.
-func (s *Set) Len() int { return len(s.policies) + len(s.bindings) }
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.policies) + len(s.bindings) + len(s.mutating) + len(s.mutatingBindings)
+}
 
 // Handles reports whether a document is one of the kinds the set takes.
 func Handles(obj map[string]any) bool {
 	if obj["apiVersion"] != group {
 		return false
 	}
-	k := obj["kind"]
-	return k == "ValidatingAdmissionPolicy" || k == "ValidatingAdmissionPolicyBinding"
+	switch obj["kind"] {
+	case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
+		return true
+	}
+	return false
 }
 
 // Add adds a ValidatingAdmissionPolicy (compiled now) or a binding.
@@ -85,6 +98,24 @@ func (s *Set) Add(obj map[string]any) error {
 			defaultMatch(pb.Spec.MatchResources)
 		}
 		s.bindings = append(s.bindings, pb)
+	case "MutatingAdmissionPolicy":
+		p := &admissionregistrationv1.MutatingAdmissionPolicy{}
+		if err := json.Unmarshal(b, p); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		if err := defaultMutating(p); err != nil {
+			return err
+		}
+		s.mutating[p.Name] = &mutatingPolicy{p: p, evaluator: compileMutating(p)}
+	case "MutatingAdmissionPolicyBinding":
+		pb := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+		if err := json.Unmarshal(b, pb); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		if pb.Spec.MatchResources != nil {
+			defaultMatch(pb.Spec.MatchResources)
+		}
+		s.mutatingBindings = append(s.mutatingBindings, pb)
 	default:
 		return fmt.Errorf("%w: a %v", ErrInvalid, obj["kind"])
 	}
@@ -203,7 +234,68 @@ func (s *Set) Validate(ctx context.Context, r Request) *Result {
 	if len(s.policies) == 0 {
 		return res
 	}
-	obj := &unstructured.Unstructured{Object: r.Object}
+	env := s.prepare(r)
+	attrs := env.attributes(r, &unstructured.Unstructured{Object: r.Object})
+	attrs.annotations = res.Annotations
+	names := make([]string, 0, len(s.policies))
+	for n := range s.policies {
+		names = append(names, n)
+	}
+	slices.Sort(names) // the API server's order is its informer's; ours is stable
+	hooks := make([]validating.PolicyHook, 0, len(names))
+	for _, n := range names {
+		p := s.policies[n]
+		h := validating.PolicyHook{Policy: p.p, Evaluator: p.evaluator}
+		for _, b := range s.bindings {
+			if b.Spec.PolicyName == n {
+				h.Bindings = append(h.Bindings, b)
+			}
+		}
+		if pk := p.p.Spec.ParamKind; pk != nil {
+			h.ParamInformer, h.ParamScope = paramsOf(pk, r.Objects)
+		}
+		hooks = append(hooks, h)
+	}
+	rec := &warnings{}
+	wctx := warning.WithWarningRecorder(ctx, rec)
+	dispatcher := validating.NewDispatcher(env.authz, generic.NewPolicyMatcher(env.matcher))
+	res.Err = dispatcher.Dispatch(wctx, attrs, admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme), hooks)
+	res.Warnings = rec.list
+	return res
+}
+
+// env is what a request's evaluation needs beyond the policies.
+type env struct {
+	matcher *matching.Matcher
+	authz   authorizer.Authorizer
+}
+
+// prepare builds the matcher over the namespaces among r.Objects (and the
+// request's own, with no labels, when it is not given: offline it is
+// unknown, not absent) and the authorizer.
+func (s *Set) prepare(r Request) env {
+	nsIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, o := range r.Objects {
+		if o["kind"] == "Namespace" && o["apiVersion"] == "v1" {
+			ns := &corev1.Namespace{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o, ns); err == nil {
+				_ = nsIndex.Add(ns)
+			}
+		}
+	}
+	if _, found, _ := nsIndex.GetByKey(r.Namespace); r.Namespace != "" && !found {
+		_ = nsIndex.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}})
+	}
+	e := env{matcher: matching.NewMatcher(listersv1.NewNamespaceLister(nsIndex), fake.NewClientset()), authz: r.Authorizer}
+	if e.authz == nil {
+		e.authz = noOpinion
+	}
+	return e
+}
+
+// attributes are the request's admission attributes around obj (on
+// DELETE the old object).
+func (e env) attributes(r Request, obj *unstructured.Unstructured) *recordingAttributes {
 	var old runtime.Object
 	if r.OldObject != nil {
 		old = &unstructured.Unstructured{Object: r.OldObject}
@@ -226,54 +318,8 @@ func (s *Set) Validate(ctx context.Context, r Request) *Result {
 	case admission.Delete:
 		opts = &metav1.DeleteOptions{}
 	}
-	attrs := &recordingAttributes{Attributes: admission.NewAttributesRecord(attrObj, old, gvk, r.Namespace, obj.GetName(), gvr, "", op, opts, false, u),
-		annotations: res.Annotations}
-
-	// Namespaces: those given, and the request's own with no labels when
-	// it is not (offline it is unknown, not absent).
-	nsIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	for _, o := range r.Objects {
-		if o["kind"] == "Namespace" && o["apiVersion"] == "v1" {
-			ns := &corev1.Namespace{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o, ns); err == nil {
-				_ = nsIndex.Add(ns)
-			}
-		}
-	}
-	if _, found, _ := nsIndex.GetByKey(r.Namespace); r.Namespace != "" && !found {
-		_ = nsIndex.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}})
-	}
-	matcher := matching.NewMatcher(listersv1.NewNamespaceLister(nsIndex), fake.NewClientset())
-
-	authz := r.Authorizer
-	if authz == nil {
-		authz = noOpinion
-	}
-	names := make([]string, 0, len(s.policies))
-	for n := range s.policies {
-		names = append(names, n)
-	}
-	slices.Sort(names) // the API server's order is its informer's; ours is stable
-	hooks := make([]validating.PolicyHook, 0, len(names))
-	for _, n := range names {
-		p := s.policies[n]
-		h := validating.PolicyHook{Policy: p.p, Evaluator: p.evaluator}
-		for _, b := range s.bindings {
-			if b.Spec.PolicyName == n {
-				h.Bindings = append(h.Bindings, b)
-			}
-		}
-		if pk := p.p.Spec.ParamKind; pk != nil {
-			h.ParamInformer, h.ParamScope = paramsOf(pk, r.Objects)
-		}
-		hooks = append(hooks, h)
-	}
-	rec := &warnings{}
-	wctx := warning.WithWarningRecorder(ctx, rec)
-	dispatcher := validating.NewDispatcher(authz, generic.NewPolicyMatcher(matcher))
-	res.Err = dispatcher.Dispatch(wctx, attrs, admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme), hooks)
-	res.Warnings = rec.list
-	return res
+	return &recordingAttributes{Attributes: admission.NewAttributesRecord(attrObj, old, gvk, r.Namespace, obj.GetName(), gvr, "", op, opts, false, u),
+		annotations: map[string]string{}}
 }
 
 // noOpinion is the authorizer offline: no opinion on anything.

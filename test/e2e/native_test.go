@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -199,4 +202,171 @@ func answer(err error) string {
 		return "admitted"
 	}
 	return err.Error()
+}
+
+// TestMutatingPolicies: for testdata/native/mutating.yaml's
+// MutatingAdmissionPolicies and bindings, the real kube-apiserver's
+// resulting objects (dry-run creates) and refusals and nativepolicy's are
+// the same for every object below. Each object is first defaulted by the
+// API server (a dry-run create in a namespace no policy is bound to), as
+// the API server's policies see a defaulted object.
+func TestMutatingPolicies(t *testing.T) {
+	cl := startCluster(t, false)
+	ctx := context.Background()
+	data, err := os.ReadFile("../../testdata/native/mutating.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cl.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resource := func(u *unstructured.Unstructured) dynamic.ResourceInterface {
+		gvk := u.GroupVersionKind()
+		r := strings.ToLower(u.GetKind()) + "s"
+		switch u.GetKind() {
+		case "MutatingAdmissionPolicy":
+			r = "mutatingadmissionpolicies"
+		}
+		ri := dyn.Resource(schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: r})
+		if ns := u.GetNamespace(); ns != "" {
+			return ri.(dynamic.NamespaceableResourceInterface).Namespace(ns)
+		}
+		return ri
+	}
+	create := func(m map[string]any, dryRun bool) (*unstructured.Unstructured, error) {
+		opts := metav1.CreateOptions{}
+		if dryRun {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		u := &unstructured.Unstructured{Object: m}
+		return resource(u).Create(ctx, u, opts)
+	}
+	set := nativepolicy.NewSet()
+	var objects []map[string]any
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		if err := set.Add(m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := create(m, false); err != nil {
+			t.Fatalf("creating %v: %v", m["metadata"], err)
+		}
+	}
+	for _, p := range []string{"team-label", "strict-mode", "defaults", "defaults-gone", "proxy-env", "reinvoke", "broken", "broken-lenient", "plain", "params"} {
+		label := p
+		if p == "defaults-gone" {
+			label = "defaults"
+		}
+		m := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": p, "labels": map[string]any{"mutate": label}}}
+		if _, err := create(m, false); err != nil {
+			t.Fatal(err)
+		}
+		objects = append(objects, m)
+	}
+	params := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "defaults", "namespace": "params"},
+		"data": map[string]any{"region": "eu", "tier": "gold"}}
+	if _, err := create(params, false); err != nil {
+		t.Fatal(err)
+	}
+	objects = append(objects, params)
+
+	obj := func(kind, ns, name, rest string) map[string]any {
+		m := map[string]any{}
+		if err := yaml.Unmarshal([]byte(rest), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["apiVersion"], m["kind"] = "v1", kind
+		if kind == "Deployment" {
+			m["apiVersion"] = "apps/v1"
+		}
+		md, _ := m["metadata"].(map[string]any)
+		if md == nil {
+			md = map[string]any{}
+		}
+		md["name"], md["namespace"] = name, ns
+		m["metadata"] = md
+		return m
+	}
+	deployment := `
+spec:
+  selector: {matchLabels: {app: a}}
+  template:
+    metadata: {labels: {app: a}}
+    spec:
+      containers:
+      - {name: app, image: app:1, env: [{name: A, value: "1"}]}
+      - {name: side, image: side:1}
+`
+	cases := []struct {
+		name string
+		obj  map[string]any
+	}{
+		{"team-label: JSONPatch adds the labels", obj("ConfigMap", "team-label", "a", `{}`)},
+		{"team-label: JSONPatch adds a label", obj("ConfigMap", "team-label", "b", `metadata: {labels: {x: z}}`)},
+		{"team-label: JSONPatch replaces a label", obj("ConfigMap", "team-label", "c", `metadata: {labels: {team: other}}`)},
+		{"strict-mode: variable, ConfigMap", obj("ConfigMap", "strict-mode", "x-a", `data: {k: v}`)},
+		{"strict-mode: variable, Secret", obj("Secret", "strict-mode", "x-s", `type: Opaque`)},
+		{"strict-mode: match condition false", obj("ConfigMap", "strict-mode", "a", `{}`)},
+		{"strict-mode: merged into annotations", obj("ConfigMap", "strict-mode", "x-b", `metadata: {annotations: {mode: loose, other: kept}}`)},
+		{"defaults: params merged into data", obj("ConfigMap", "defaults", "a", `data: {region: us, own: "1"}`)},
+		{"defaults: params not found", obj("ConfigMap", "defaults-gone", "a", `{}`)},
+		{"proxy-env: containers merged by name", obj("Deployment", "proxy-env", "d", deployment)},
+		{"reinvoke: IfNeeded policy reinvoked", obj("ConfigMap", "reinvoke", "a", `{}`)},
+		{"reinvoke: label given", obj("ConfigMap", "reinvoke", "b", `metadata: {labels: {b: given}}`)},
+		{"broken: an error, failurePolicy Fail", obj("ConfigMap", "broken", "a", `data: {count: many}`)},
+		{"broken: no error", obj("ConfigMap", "broken", "b", `data: {count: "21"}`)},
+		{"broken-lenient: an error, failurePolicy Ignore", obj("ConfigMap", "broken-lenient", "a", `data: {count: many}`)},
+	}
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		if u == nil {
+			return nil
+		}
+		m := u.DeepCopy().Object
+		for _, f := range []string{"uid", "creationTimestamp", "resourceVersion", "managedFields", "generation"} {
+			unstructured.RemoveNestedField(m, "metadata", f)
+		}
+		delete(m, "status")
+		return m
+	}
+	// The API server's policies become active after their informers
+	// sync: wait until the first case is mutated.
+	eventually(t, 30*time.Second, func() error {
+		u, err := create(obj("ConfigMap", "team-label", "probe", `{}`), true)
+		if err != nil {
+			return err
+		}
+		if u.GetLabels()["team"] == "" {
+			return fmt.Errorf("the policies are not active yet")
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second) // every policy's informer
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ns := c.obj["metadata"].(map[string]any)["namespace"].(string)
+			plain := runtime.DeepCopyJSON(c.obj)
+			plain["metadata"].(map[string]any)["namespace"] = "plain"
+			defaulted, err := create(plain, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := strip(defaulted)
+			in["metadata"].(map[string]any)["namespace"] = ns
+			apiObj, apiErr := create(runtime.DeepCopyJSON(in), true)
+			ours, err := set.Mutate(ctx, nativepolicy.Request{Operation: "CREATE", Object: in, Namespace: ns, Objects: objects}, nil)
+			if got, want := answer(err), answer(apiErr); got != want {
+				t.Fatalf("modwright:      %s\nkube-apiserver: %s", got, want)
+			}
+			if apiErr != nil {
+				return
+			}
+			if diff := cmp.Diff(strip(apiObj), ours); diff != "" {
+				t.Errorf("resulting object (-kube-apiserver +modwright):\n%s", diff)
+			}
+		})
+	}
 }

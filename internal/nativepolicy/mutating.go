@@ -1,0 +1,166 @@
+package nativepolicy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/client-go/applyconfigurations"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+type mutatingPolicy struct {
+	p         *admissionregistrationv1.MutatingAdmissionPolicy
+	evaluator mutating.PolicyEvaluator
+}
+
+// compileMutating compiles a policy as the API server's mutating
+// admission policy plugin does: variables, match conditions, then each
+// mutation (JSONPatch or ApplyConfiguration) with the patch types.
+func compileMutating(p *admissionregistrationv1.MutatingAdmissionPolicy) mutating.PolicyEvaluator {
+	vars := cel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
+	c, err := cel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return mutating.PolicyEvaluator{Error: fmt.Errorf("failed to initialize CEL compiler: %w", err)}
+	}
+	named := make([]cel.NamedExpressionAccessor, len(p.Spec.Variables))
+	for i, v := range p.Spec.Variables {
+		named[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+	}
+	c.CompileAndStoreVariables(named, vars, environment.StoredExpressions)
+	var matcher matchconditions.Matcher
+	if n := len(p.Spec.MatchConditions); n > 0 {
+		conds := make([]cel.ExpressionAccessor, n)
+		for i := range p.Spec.MatchConditions {
+			conds[i] = (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i])
+		}
+		matcher = matchconditions.NewMatcher(c.CompileCondition(conds, vars, environment.StoredExpressions), p.Spec.FailurePolicy, "policy", "validate", p.Name)
+	}
+	patchVars := vars
+	patchVars.HasPatchTypes = true
+	var patchers []patch.Patcher
+	for _, m := range p.Spec.Mutations {
+		switch {
+		case m.PatchType == admissionregistrationv1.PatchTypeJSONPatch && m.JSONPatch != nil:
+			patchers = append(patchers, patch.NewJSONPatcher(c.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, patchVars, environment.StoredExpressions)))
+		case m.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
+			patchers = append(patchers, patch.NewApplyConfigurationPatcher(c.CompileMutatingEvaluator(&patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}, patchVars, environment.StoredExpressions)))
+		}
+	}
+	return mutating.PolicyEvaluator{Matcher: matcher, Mutators: patchers, CompositedCompiler: c}
+}
+
+// defaultMutating sets the defaults the API server sets when a mutating
+// policy is stored (failurePolicy Fail, the match constraints') and refuses
+// what it refuses for want of a default: a policy without
+// reinvocationPolicy.
+func defaultMutating(p *admissionregistrationv1.MutatingAdmissionPolicy) error {
+	if p.Spec.FailurePolicy == nil {
+		fail := admissionregistrationv1.Fail
+		p.Spec.FailurePolicy = &fail
+	}
+	switch p.Spec.ReinvocationPolicy {
+	case admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy:
+	case "":
+		return fmt.Errorf("%w: MutatingAdmissionPolicy %q: spec.reinvocationPolicy: Required value", ErrInvalid, p.Name)
+	default:
+		return fmt.Errorf("%w: MutatingAdmissionPolicy %q: spec.reinvocationPolicy: Unsupported value: %q: supported values: \"IfNeeded\", \"Never\"", ErrInvalid, p.Name, p.Spec.ReinvocationPolicy)
+	}
+	if p.Spec.MatchConstraints != nil {
+		defaultMatch(p.Spec.MatchConstraints)
+	}
+	return nil
+}
+
+// typeConverters are the structured-merge type converters of
+// ApplyConfiguration mutations: the built-in types' (client-go's
+// schemas), and for other kinds one deduced from the object.
+type typeConverters struct{ builtin managedfields.TypeConverter }
+
+var _ patch.TypeConverterManager = typeConverters{}
+
+func (t typeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
+	if clientgoscheme.Scheme.Recognizes(gvk) {
+		return t.builtin
+	}
+	return managedfields.NewDeducedTypeConverter()
+}
+
+func (typeConverters) Run(context.Context) {}
+
+// Mutate runs the MutatingAdmissionPolicies of the set on a request, as
+// the API server's mutating admission does: the policies, then between
+// (the rest of the mutating chain: our rules), then, when an object
+// changed, the policies whose reinvocationPolicy is IfNeeded again. It
+// returns the object as mutated, or the refusal. between may be nil.
+func (s *Set) Mutate(ctx context.Context, r Request, between func(obj map[string]any) (map[string]any, error)) (map[string]any, error) {
+	if len(s.mutating) == 0 {
+		if between == nil {
+			return r.Object, nil
+		}
+		return between(r.Object)
+	}
+	env := s.prepare(r)
+	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(r.Object)}
+	attrs := env.attributes(r, obj)
+	hooks := s.mutatingHooks(r)
+	d := mutating.NewDispatcher(env.authz, env.matcher, typeConverters{builtin: applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)})
+	o := admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme)
+	if err := d.Dispatch(ctx, attrs, o, hooks); err != nil {
+		return nil, err
+	}
+	if between != nil {
+		before := runtime.DeepCopyJSON(obj.Object)
+		out, err := between(runtime.DeepCopyJSON(obj.Object))
+		if err != nil || out == nil {
+			return out, err
+		}
+		obj.Object = out
+		if !equality.Semantic.DeepEqual(before, out) {
+			attrs.GetReinvocationContext().SetShouldReinvoke()
+		}
+	}
+	if rc := attrs.GetReinvocationContext(); rc.ShouldReinvoke() {
+		rc.SetIsReinvoke()
+		if err := d.Dispatch(ctx, attrs, o, hooks); err != nil {
+			return nil, err
+		}
+	}
+	return obj.Object, nil
+}
+
+func (s *Set) mutatingHooks(r Request) []mutating.PolicyHook {
+	names := make([]string, 0, len(s.mutating))
+	for n := range s.mutating {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	hooks := make([]mutating.PolicyHook, 0, len(names))
+	for _, n := range names {
+		p := s.mutating[n]
+		h := mutating.PolicyHook{Policy: p.p, Evaluator: p.evaluator}
+		for _, b := range s.mutatingBindings {
+			if b.Spec.PolicyName == n {
+				h.Bindings = append(h.Bindings, b)
+			}
+		}
+		if pk := p.p.Spec.ParamKind; pk != nil {
+			h.ParamInformer, h.ParamScope = paramsOf(pk, r.Objects)
+		}
+		hooks = append(hooks, h)
+	}
+	return hooks
+}
