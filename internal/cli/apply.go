@@ -19,6 +19,7 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/nativepolicy"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
@@ -157,8 +158,8 @@ type inputs struct {
 	olds     []*source.Document
 	resolver engine.ObjectReader // nil without --context
 	crds     *crdschema.Set      // nil without --crd
-	// native are the ValidatingAdmissionPolicies and bindings among the
-	// rules, which run after them as the API server runs them.
+	// native are the Validating and MutatingAdmissionPolicies and bindings
+	// among the rules, which run around them as the API server runs them.
 	native *nativepolicy.Set
 }
 
@@ -172,18 +173,9 @@ func (in *inputs) admission(i int, defaultNS string) admission {
 	return a
 }
 
-// validateNative runs the ValidatingAdmissionPolicies of the rules on what
-// the rules admitted (the API server's validating admission): their
-// warnings are printed; the result is their refusal, nil when they admit
-// it or there are none.
-func (in *inputs) validateNative(ctx context.Context, s Streams, origin string, a admission, op rules.Operation, dec *engine.Decision) error {
-	if in.native == nil || in.native.Len() == 0 || !dec.Allowed() {
-		return nil
-	}
-	obj, _ := dec.Object.(map[string]any)
-	if op == rules.Delete {
-		obj = a.obj
-	}
+// nativeRequest is the request of a's admission for the native policies,
+// with obj as its object.
+func (in *inputs) nativeRequest(a admission, op rules.Operation, obj map[string]any) nativepolicy.Request {
 	var objects []map[string]any
 	if r, ok := in.resolver.(*staticResolver); ok && r != nil {
 		for _, o := range r.objects {
@@ -191,8 +183,56 @@ func (in *inputs) validateNative(ctx context.Context, s Streams, origin string, 
 		}
 	}
 	u := userOf(in.resolver)
-	res := in.native.Validate(ctx, nativepolicy.Request{Operation: string(op), Object: obj, OldObject: a.old, Namespace: a.ns,
-		Objects: objects, User: &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups}})
+	return nativepolicy.Request{Operation: string(op), Object: obj, OldObject: a.old, Namespace: a.ns,
+		Objects: objects, User: &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups}}
+}
+
+// mutate runs the mutating admission of a's object as the API server does:
+// the MutatingAdmissionPolicies among the rules, then the rules, then the
+// policies whose reinvocationPolicy is IfNeeded again when the object
+// changed since they ran. The decision is the rules' on what the policies
+// made of the object, with the chain's result as its Object and the patch
+// from a's object to it; refused is a policy's refusal (dec is then nil).
+func (in *inputs) mutate(ctx context.Context, eng *engine.Engine, a admission, op rules.Operation) (dec *engine.Decision, refused, err error) {
+	if !in.native.Mutates() || op != rules.Create && op != rules.Update {
+		dec, err = a.evaluate(ctx, eng, in.snap, op)
+		return dec, nil, err
+	}
+	out, refused := in.native.Mutate(ctx, in.nativeRequest(a, op, a.obj), func(obj map[string]any) (map[string]any, error) {
+		b := a
+		b.obj = obj
+		dec, err = b.evaluate(ctx, eng, in.snap, op)
+		if err != nil || !dec.Allowed() {
+			return nil, nil // the rules' refusal ends the chain
+		}
+		m, _ := dec.Object.(map[string]any)
+		return m, nil
+	})
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case refused != nil:
+		return nil, refused, nil
+	case dec.Allowed():
+		dec.Object = out
+		dec.Patch = patch.Diff(a.obj, out)
+	}
+	return dec, nil, nil
+}
+
+// validateNative runs the ValidatingAdmissionPolicies of the rules on what
+// the rules admitted (the API server's validating admission): their
+// warnings are printed; the result is their refusal, nil when they admit
+// it or there are none.
+func (in *inputs) validateNative(ctx context.Context, s Streams, origin string, a admission, op rules.Operation, dec *engine.Decision) error {
+	if !in.native.Validates() || !dec.Allowed() {
+		return nil
+	}
+	obj, _ := dec.Object.(map[string]any)
+	if op == rules.Delete {
+		obj = a.obj
+	}
+	res := in.native.Validate(ctx, in.nativeRequest(a, op, obj))
 	for _, w := range res.Warnings {
 		fmt.Fprintf(s.Err, "warning: %s: %s: %s\n", origin, a, w)
 	}
@@ -317,9 +357,14 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 			fmt.Fprintf(s.Err, "invalid: %s: %s: %v\n", d.Origin, a, err)
 			continue
 		}
-		dec, err := a.evaluate(ctx, eng, in.snap, op)
+		dec, refused, err := in.mutate(ctx, eng, a, op)
 		if err != nil {
 			return evaluationError(d, err)
+		}
+		if refused != nil {
+			rejected++
+			fmt.Fprintf(s.Err, "rejected: %s: %s: %v\n", d.Origin, a, refused)
+			continue
 		}
 		pruned, err := checkAfter(ctx, crd, dec, a.old, o.namespace)
 		if len(pruned) > 0 {

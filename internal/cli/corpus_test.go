@@ -232,8 +232,8 @@ func runCase(t *testing.T, path string) {
 	}
 	name := strings.TrimSuffix(strings.TrimPrefix(path, corpusDir+"/"), ".txtar")
 	flags, why := webhookFlags(args)
-	if rulesText, _ := c.section("rules.yaml"); why == "" && bytes.Contains(rulesText, []byte("kind: ValidatingAdmissionPolicy")) {
-		why = "the rules hold ValidatingAdmissionPolicies"
+	if rulesText, _ := c.section("rules.yaml"); why == "" && (bytes.Contains(rulesText, []byte("kind: ValidatingAdmissionPolicy")) || bytes.Contains(rulesText, []byte("kind: MutatingAdmissionPolicy"))) {
+		why = "the rules hold admission policies"
 	}
 	reason, listed := webhookInexpressible[name]
 	switch {
@@ -323,9 +323,9 @@ func init() {
 	for _, name := range []string{"defaulted", "invalid-input", "rule-makes-invalid", "unknown-field", "rule-adds-unknown", "update-transition", "cel-rule"} {
 		webhookInexpressible["crd/"+name] = "--crd: the API server validates custom resources, the webhook does not"
 	}
-	// The API server, not the webhook, runs its ValidatingAdmissionPolicies.
-	for _, name := range []string{"denied", "admitted", "warned", "params", "update"} {
-		webhookInexpressible["native/"+name] = "ValidatingAdmissionPolicies: the API server runs them, not the webhook"
+	// The API server, not the webhook, runs its admission policies.
+	for _, name := range []string{"denied", "admitted", "warned", "params", "update", "mutated", "mutation-refused"} {
+		webhookInexpressible["native/"+name] = "Validating and MutatingAdmissionPolicies: the API server runs them, not the webhook"
 	}
 }
 

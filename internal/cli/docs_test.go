@@ -86,10 +86,12 @@ func TestDocsCLIExamples(t *testing.T) {
 	}
 	root := testtool.RepoRoot(t)
 	// Commands whose documented outcome is a failure, and the exit status
-	// (or, for helm, a text its error output must hold).
+	// (or, for helm, a text its error output must hold), or whose output
+	// must hold a text.
 	wantFail := map[string]struct {
 		code   int
 		stderr string
+		stdout string // what stdout must hold; "" anything
 	}{
 		"modwright lint testdata/cli/lint/errors -o json": {code: 1},
 		"modwright apply --rules examples/policies -f testdata/cli/policy/web-v2.yaml --operation UPDATE --old testdata/cli/policy/web-v1.yaml": {
@@ -104,6 +106,8 @@ func TestDocsCLIExamples(t *testing.T) {
 			code: 2, stderr: `x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.startsWith(1)"`},
 		"modwright apply --rules testdata/native/policies.yaml -f testdata/cli/native/configmaps.yaml --context testdata/cli/native/context.yaml": {
 			code: 1, stderr: `configmaps "big" is forbidden: ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys' denied request: at most 2 keys`},
+		"modwright apply --rules testdata/native/mutating.yaml -f testdata/cli/native/mutating-objects.yaml --context testdata/cli/native/mutating-context.yaml": {
+			stdout: "value: http://proxy:3128"},
 		"modwright krm < testdata/cli/krm/resource-list.yaml": {
 			code: 1, stderr: `operation rejected by the following ModRule(s): shop/no-latest: "bad uses :latest"`},
 		"helm template web testdata/cli/helm/chart --set 'externalIPs={203.0.113.7}' --post-renderer ./bin/modwright --post-renderer-args apply --post-renderer-args --rules=examples/rules --post-renderer-args -f --post-renderer-args -": {
@@ -162,6 +166,9 @@ func TestDocsCLIExamples(t *testing.T) {
 			}
 			if code == 0 && stdout.Len() == 0 {
 				t.Errorf("%s:%d: no output", c.doc, c.line)
+			}
+			if !strings.Contains(stdout.String(), want.stdout) {
+				t.Errorf("%s:%d: stdout lacks %q:\n%s", c.doc, c.line, want.stdout, stdout.String())
 			}
 		})
 	}

@@ -83,6 +83,9 @@ type Explanation struct {
 	// Schema is the --crd checks of the object, as the API server makes
 	// them before and after the rules.
 	Schema []string `json:"schema,omitempty"`
+	// Mutating is what the MutatingAdmissionPolicies among the rules did:
+	// they run before the rules (and, reinvoked, after them).
+	Mutating []string `json:"mutatingPolicies,omitempty"`
 	// Native is the verdict of the ValidatingAdmissionPolicies among the
 	// rules, which run after them.
 	Native []string      `json:"nativePolicies,omitempty"`
@@ -144,9 +147,17 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 		if crd != nil {
 			schema = append(schema, "before the rules: "+verdict(schemaErr))
 		}
-		dec, err := a.evaluate(ctx, eng, in.snap, op)
+		dec, refused, err := in.mutate(ctx, eng, a, op)
 		if err != nil {
 			return evaluationError(d, err)
+		}
+		var mutating []string
+		switch {
+		case refused != nil:
+			dec = &engine.Decision{Object: a.obj} // the rules did not run
+			mutating = append(mutating, "refused: "+refused.Error())
+		case in.native.Mutates() && (op == rules.Create || op == rules.Update):
+			mutating = append(mutating, "evaluated before the rules (and again after them where reinvocationPolicy is IfNeeded); their changes are in the result")
 		}
 		if crd != nil && schemaErr == nil && dec.Allowed() {
 			pruned, err := checkAfter(ctx, crd, dec, a.old, o.namespace)
@@ -157,11 +168,19 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 		}
 		printWarnings(s, d.Origin+": "+a.String(), dec)
 		var native []string
-		if in.native.Len() > 0 && dec.Allowed() {
+		if in.native.Validates() && dec.Allowed() && refused == nil {
 			native = append(native, verdict(in.validateNative(ctx, s, d.Origin, a, op, dec)))
 		}
 		ex := explain(in.snap, d.Origin, a, op, dec)
-		ex.Schema, ex.Native = schema, native
+		ex.Schema, ex.Native, ex.Mutating = schema, native, mutating
+		if refused != nil {
+			ex.Allowed, ex.Denial = false, refused.Error()
+			for i := range ex.Rules {
+				if ex.Rules[i].InScope {
+					ex.Rules[i].Outcome, ex.Rules[i].Note = "not evaluated", "a mutating admission policy refused the object first"
+				}
+			}
+		}
 		if in.olds != nil {
 			ex.Old = in.olds[i].Origin
 		}
@@ -274,6 +293,9 @@ func printExplanation(w io.Writer, ex *Explanation, color bool) {
 	}
 	for _, c := range ex.Schema {
 		fmt.Fprintf(w, "schema: %s\n", c)
+	}
+	for _, c := range ex.Mutating {
+		fmt.Fprintf(w, "mutating admission policies: %s\n", c)
 	}
 	for _, c := range ex.Native {
 		fmt.Fprintf(w, "validating admission policies: %s\n", c)

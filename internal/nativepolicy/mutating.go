@@ -101,6 +101,12 @@ func (t typeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfie
 
 func (typeConverters) Run(context.Context) {}
 
+// Validates reports whether the set has ValidatingAdmissionPolicies.
+func (s *Set) Validates() bool { return s != nil && len(s.policies) > 0 }
+
+// Mutates reports whether the set has MutatingAdmissionPolicies.
+func (s *Set) Mutates() bool { return s != nil && len(s.mutating) > 0 }
+
 // Mutate runs the MutatingAdmissionPolicies of the set on a request, as
 // the API server's mutating admission does: the policies, then between
 // (the rest of the mutating chain: our rules), then, when an object
