@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/crdschema"
@@ -173,37 +172,22 @@ func (in *inputs) admission(i int, defaultNS string) admission {
 	return a
 }
 
-// nativeRequest is the request of a's admission for the native policies,
-// with obj as its object.
-func (in *inputs) nativeRequest(a admission, op rules.Operation, obj map[string]any) nativepolicy.Request {
-	var objects []map[string]any
-	if r, ok := in.resolver.(*staticResolver); ok && r != nil {
-		for _, o := range r.objects {
-			objects = append(objects, o)
-		}
-	}
-	u := userOf(in.resolver)
-	return nativepolicy.Request{Operation: string(op), Object: obj, OldObject: a.old, Namespace: a.ns,
-		Objects: objects, User: &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups}}
-}
-
-// mutate runs the mutating admission of a's object as the API server does:
-// the MutatingAdmissionPolicies among the rules, then the rules, then the
-// policies whose reinvocationPolicy is IfNeeded again when the object
-// changed since they ran. The decision is the rules' on what the policies
-// made of the object, with the chain's result as its Object and the patch
-// from a's object to it; refused is a policy's refusal (dec is then nil).
+// mutate runs the mutating admission of a's object (nativeChain.mutate)
+// with the rules: the decision is the rules' on what the policies made of
+// the object, with the chain's result as its Object and the patch from a's
+// object to it; refused is a policy's refusal (dec is then nil).
 func (in *inputs) mutate(ctx context.Context, eng *engine.Engine, a admission, op rules.Operation) (dec *engine.Decision, refused, err error) {
-	if !in.native.Mutates() || op != rules.Create && op != rules.Update {
+	c := newNativeChain(in.native, in.resolver)
+	if !c.mutates(op) {
 		dec, err = a.evaluate(ctx, eng, in.snap, op)
 		return dec, nil, err
 	}
-	out, refused := in.native.Mutate(ctx, in.nativeRequest(a, op, a.obj), func(obj map[string]any) (map[string]any, error) {
+	out, refused, err := c.mutate(ctx, a, op, func(obj map[string]any) (map[string]any, error) {
 		b := a
 		b.obj = obj
-		dec, err = b.evaluate(ctx, eng, in.snap, op)
-		if err != nil || !dec.Allowed() {
-			return nil, nil // the rules' refusal ends the chain
+		var err error
+		if dec, err = b.evaluate(ctx, eng, in.snap, op); err != nil || !dec.Allowed() {
+			return nil, err
 		}
 		m, _ := dec.Object.(map[string]any)
 		return m, nil
@@ -225,14 +209,14 @@ func (in *inputs) mutate(ctx context.Context, eng *engine.Engine, a admission, o
 // warnings are printed; the result is their refusal, nil when they admit
 // it or there are none.
 func (in *inputs) validateNative(ctx context.Context, s Streams, origin string, a admission, op rules.Operation, dec *engine.Decision) error {
-	if !in.native.Validates() || !dec.Allowed() {
+	if !dec.Allowed() {
 		return nil
 	}
 	obj, _ := dec.Object.(map[string]any)
-	if op == rules.Delete {
-		obj = a.obj
+	res := newNativeChain(in.native, in.resolver).validate(ctx, a, op, obj)
+	if res == nil {
+		return nil
 	}
-	res := in.native.Validate(ctx, in.nativeRequest(a, op, obj))
 	for _, w := range res.Warnings {
 		fmt.Fprintf(s.Err, "warning: %s: %s: %s\n", origin, a, w)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,6 +236,10 @@ func runCase(t *testing.T, path string) {
 	if rulesText, _ := c.section("rules.yaml"); why == "" && (bytes.Contains(rulesText, []byte("kind: ValidatingAdmissionPolicy")) || bytes.Contains(rulesText, []byte("kind: MutatingAdmissionPolicy"))) {
 		why = "the rules hold admission policies"
 	}
+	// The suite pass: test suites run the same chain as apply.
+	if strings.HasPrefix(name, "kyverno-") || strings.HasPrefix(name, "native/") && !slices.Contains(args, "--old") && (code == 0 || inputCount(t, files) == 1) {
+		c.suitePass(t, dir, files, flags, want, code)
+	}
 	reason, listed := webhookInexpressible[name]
 	switch {
 	case why != "" && !listed:
@@ -246,12 +251,21 @@ func runCase(t *testing.T, path string) {
 		t.Fatalf("webhook pass: the case is listed in webhookInexpressible (%s) but can be expressed; remove it from the list", reason)
 	}
 	webhookPass(t, files, flags, want, stderr.String())
-	if strings.HasPrefix(name, "kyverno-") {
-		c.suitePass(t, dir, files, flags, want, code)
-	}
 }
 
-// suitePass runs a Kyverno case once more as a `modwright test` suite
+// inputCount is the number of a case's input objects.
+func inputCount(t *testing.T, files caseFiles) int {
+	docs, err := source.ReadPaths([]string{files.input}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(docs)
+}
+
+// docPrefix is how apply names an object in a stderr line.
+var docPrefix = regexp.MustCompile(`^document \d+: \S+ \S+: `)
+
+// suitePass runs a Kyverno case (or a native policies' one) once more as a `modwright test` suite
 // written beside its files: one case per input object, expecting what
 // apply gave (the want section's object, or the denial the stderr section
 // names) and the warnings the stderr section lists.
@@ -285,7 +299,7 @@ func (c *corpusCase) suitePass(t *testing.T, dir string, files caseFiles, f case
 		tc := map[string]any{"name": fmt.Sprintf("object %d", i+1), "object": d.Object}
 		if code == 1 {
 			tc["expect"] = "rejected"
-			tc["message"] = lines[0]
+			tc["message"] = docPrefix.ReplaceAllString(lines[0], "")
 		} else {
 			tc["expect"] = "admitted"
 			tc["resultObject"] = wants[i].Object

@@ -12,6 +12,8 @@ import (
 	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/nativepolicy"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
@@ -162,7 +164,30 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 			contextDocs = append(contextDocs, source.Document{Origin: d.Origin, Object: withoutKRMAnnotations(m)})
 		}
 	}
-	res := source.LoadRules(ruleDocs, reg)
+	// Kubernetes' own admission policies, in the functionConfig or among
+	// the items, run around the rules as the API server runs them.
+	native := nativepolicy.NewSet()
+	broken := false // an invalid admission policy: nothing is admitted
+	addNative := func(m map[string]any) {
+		if err := native.Add(m); err != nil {
+			fail(err.Error(), resourceRef(m), "")
+			broken = true
+		}
+	}
+	kept := ruleDocs[:0:0]
+	for _, d := range ruleDocs {
+		if nativepolicy.Handles(d.Object) {
+			addNative(d.Object)
+			continue
+		}
+		kept = append(kept, d)
+	}
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok && nativepolicy.Handles(m) {
+			addNative(withoutKRMAnnotations(m))
+		}
+	}
+	res := source.LoadRules(kept, reg)
 	for _, e := range res.Errors {
 		fail(e.Error(), nil, "")
 	}
@@ -175,6 +200,13 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 			resolver = r
 		}
 	}
+	chain := newNativeChain(native, resolver)
+	chain.objects = nil // params and namespaces: the items
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok {
+			chain.objects = append(chain.objects, withoutKRMAnnotations(m))
+		}
+	}
 	snap := engine.NewSnapshot(res.Rules)
 	opts := runner.Options(resolver)
 	opts.NoTrace = true
@@ -184,7 +216,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 	for i, it := range items {
 		m := it.(map[string]any)
 		d := source.Document{Object: m}
-		if reg.For(&d) != nil || len(res.Errors) > 0 {
+		if reg.For(&d) != nil || nativepolicy.Handles(m) || len(res.Errors) > 0 || broken {
 			out = append(out, m) // rules stay as they are; with broken rules nothing is admitted
 			continue
 		}
@@ -199,14 +231,42 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 			fail("invalid: "+invalid.Error(), ref, "")
 			continue
 		}
-		dec, err := a.evaluate(ctx, eng, snap, op)
+		var dec *engine.Decision
+		result, refused, err := chain.mutate(ctx, a, op, func(obj map[string]any) (map[string]any, error) {
+			b := a
+			b.obj = obj
+			var err error
+			if dec, err = b.evaluate(ctx, eng, snap, op); err != nil || !dec.Allowed() {
+				return nil, err
+			}
+			m, _ := dec.Object.(map[string]any)
+			return m, nil
+		})
 		if err != nil {
 			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", itemOrigin(m, i), err)}
+		}
+		if refused != nil {
+			fail(refused.Error(), ref, "")
+			continue
+		}
+		if dec.Allowed() && chain.mutates(op) {
+			dec.Object, dec.Patch = result, patch.Diff(a.obj, result)
 		}
 		if result, ok := dec.Object.(map[string]any); ok && crd != nil && dec.Allowed() {
 			if err := crd.Validate(ctx, result, a.old, o.namespace).SchemaErr(crd); err != nil {
 				fail("invalid after the rules: "+err.Error(), ref, "")
 				continue
+			}
+		}
+		if result, ok := dec.Object.(map[string]any); ok && dec.Allowed() {
+			if v := chain.validate(ctx, a, op, result); v != nil {
+				for _, w := range v.Warnings {
+					results = append(results, krmResult{Message: w, Severity: "warning", ResourceRef: ref})
+				}
+				if v.Err != nil {
+					fail(v.Err.Error(), ref, "")
+					continue
+				}
 			}
 		}
 		for _, re := range dec.Errors {
@@ -289,13 +349,14 @@ func decodeResourceList(data []byte) (map[string]any, error) {
 }
 
 // functionConfigRules returns the rules of a functionConfig: a rule of a
-// kind of reg, or a List of them.
+// kind of reg or a Validating or MutatingAdmissionPolicy or binding, or a
+// List of them.
 func functionConfigRules(fc map[string]any, reg *kinds.Registry) ([]source.Document, error) {
 	kind, _ := fc["kind"].(string)
 	var objs []map[string]any
 	isList := false
 	switch {
-	case reg.For(&source.Document{Object: fc}) != nil:
+	case reg.For(&source.Document{Object: fc}) != nil || nativepolicy.Handles(fc):
 		objs = append(objs, fc)
 	case strings.HasSuffix(kind, "List"):
 		isList = true
@@ -308,7 +369,7 @@ func functionConfigRules(fc map[string]any, reg *kinds.Registry) ([]source.Docum
 			objs = append(objs, m)
 		}
 	default:
-		return nil, fmt.Errorf("functionConfig must be a %s, or a List of them, not %q", reg.Names(), kind)
+		return nil, fmt.Errorf("functionConfig must be a %s or an admission policy, or a List of them, not %q", reg.Names(), kind)
 	}
 	docs := make([]source.Document, 0, len(objs))
 	for i, m := range objs {
@@ -317,8 +378,8 @@ func functionConfigRules(fc map[string]any, reg *kinds.Registry) ([]source.Docum
 			origin = fmt.Sprintf("functionConfig items[%d]", i)
 		}
 		d := source.Document{Origin: origin, Object: withoutKRMAnnotations(m)}
-		if reg.For(&d) == nil {
-			return nil, fmt.Errorf("%s is a %s, not a %s", origin, d.Kind(), reg.Names())
+		if reg.For(&d) == nil && !nativepolicy.Handles(d.Object) {
+			return nil, fmt.Errorf("%s is a %s, not a %s or an admission policy", origin, d.Kind(), reg.Names())
 		}
 		j, err := value.Encode(d.Object)
 		if err != nil {

@@ -26,6 +26,7 @@ func TestKRMGolden(t *testing.T) {
 		{name: "krm", args: []string{"krm"}, stdin: list},
 		{name: "krm-delete", args: []string{"krm", "--operation", "DELETE"}, stdin: list},
 		{name: "krm-single-rule", args: []string{"krm"}, stdin: read("single-rule.yaml")},
+		{name: "krm-native", args: []string{"krm"}, stdin: read("native.yaml")},
 		{name: "krm-invalid-rule", args: []string{"krm"}, stdin: read("invalid-rule.yaml")},
 		{name: "krm-not-a-resource-list", args: []string{"krm"}, stdin: "apiVersion: v1\nkind: List\nitems: []\n"},
 		{name: "krm-bad-function-config", args: []string{"krm"}, stdin: "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nfunctionConfig: {apiVersion: v1, kind: ConfigMap}\nitems: []\n"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
@@ -193,7 +194,7 @@ func suiteError(st *suite.Suite, field string, err error) error {
 // (those whose title contains o.run).
 func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) ([]caseResult, error) {
 	filter := o.run
-	snap, err := loadSnapshot(st.ResolveAll(st.Rules), s, o.registry.kinds(st.ClusterRulesNamespace))
+	snap, native, err := loadRules(st.ResolveAll(st.Rules), s, o.registry.kinds(st.ClusterRulesNamespace), true)
 	if err != nil {
 		var ee *ExitError
 		if errors.As(err, &ee) {
@@ -220,6 +221,7 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 		authz = st.Authorizer
 	}
 	drv := runner.NewEngineAuthz(snap, resolver, authz)
+	chain := newNativeChain(native, resolver)
 	name := st.Name
 	if name == "" {
 		name = st.Path
@@ -262,7 +264,7 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 		if a.old, err = caseOld(st, c, obj, ns); err != nil {
 			return nil, suiteError(st, field+".old", err)
 		}
-		res, err := runCRDCase(ctx, drv, crds, a, op, ns, userOf(resolver))
+		res, err := runChainCase(ctx, s, name+": "+title, drv, crds, chain, a, op, ns, userOf(resolver))
 		if err != nil {
 			return nil, suiteError(st, field, err)
 		}
@@ -275,22 +277,53 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 	return out, nil
 }
 
-// runCRDCase runs a case, between the --crd checks (crds nil: none): an
-// object the API server would refuse, before or after the rules, is a
-// rejection with its message.
-func runCRDCase(ctx context.Context, drv runner.Driver, crds *crdschema.Set, a admission, op rules.Operation, ns string, user engine.UserInfo) (*runner.Result, error) {
+// runChainCase runs a case through the API server's admission chain as
+// apply does: the --crd check (crds nil: none), the mutating admission
+// policies around the rules, the --crd check of the result, the validating
+// admission policies. An object the API server would refuse is a
+// rejection with its message; the policies' warnings are the result's,
+// printed on stderr after what (the case).
+func runChainCase(ctx context.Context, s Streams, what string, drv runner.Driver, crds *crdschema.Set, chain nativeChain, a admission, op rules.Operation, ns string, user engine.UserInfo) (*runner.Result, error) {
 	crd, invalid := checkBefore(ctx, crds, &a, op, ns)
 	if invalid != nil {
 		return &runner.Result{Denial: "invalid: " + invalid.Error(), Decision: &engine.Decision{}}, nil
 	}
-	res, err := drv.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old, User: user})
-	if err != nil || crd == nil {
-		return res, err
+	var res *runner.Result
+	out, refused, err := chain.mutate(ctx, a, op, func(obj map[string]any) (map[string]any, error) {
+		var err error
+		if res, err = drv.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: obj, Old: a.old, User: user}); err != nil || !res.Allowed {
+			return nil, err
+		}
+		m, _ := res.Object.(map[string]any)
+		return m, nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case refused != nil:
+		return &runner.Result{Denial: refused.Error(), Decision: &engine.Decision{}}, nil
+	case !res.Allowed:
+		return res, nil
 	}
-	if _, invalid := checkAfter(ctx, crd, res.Decision, a.old, ns); invalid != nil {
-		return &runner.Result{Denial: "invalid after the rules: " + invalid.Error(), Decision: res.Decision}, nil
+	if chain.mutates(op) {
+		res.Object, res.Decision.Object, res.Patch = out, out, patch.Diff(a.obj, out)
 	}
-	res.Object = res.Decision.Object
+	if crd != nil {
+		if _, invalid := checkAfter(ctx, crd, res.Decision, a.old, ns); invalid != nil {
+			return &runner.Result{Denial: "invalid after the rules: " + invalid.Error(), Decision: res.Decision}, nil
+		}
+		res.Object = res.Decision.Object
+	}
+	obj, _ := res.Object.(map[string]any)
+	if v := chain.validate(ctx, a, op, obj); v != nil {
+		res.Warnings = append(res.Warnings, v.Warnings...)
+		for _, w := range v.Warnings {
+			fmt.Fprintf(s.Err, "warning: %s: %s\n", what, w)
+		}
+		if v.Err != nil {
+			return &runner.Result{Denial: v.Err.Error(), Decision: &engine.Decision{}, Warnings: res.Warnings}, nil
+		}
+	}
 	return res, nil
 }
 
@@ -367,6 +400,9 @@ func check(c *suite.Case, in, want map[string]any, res *runner.Result) (reason, 
 		found := false
 		for _, got := range res.Decision.Warnings {
 			found = found || strings.Contains(runner.WarningText(got), w)
+		}
+		for _, got := range res.Warnings { // the admission policies' too
+			found = found || strings.Contains(got, w)
 		}
 		if !found {
 			return fmt.Sprintf("expected a warning containing %q; got %d warnings", w, len(res.Decision.Warnings)), ""
