@@ -108,6 +108,8 @@ func TestDocsCLIExamples(t *testing.T) {
 			code: 1, stderr: `configmaps "big" is forbidden: ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys' denied request: at most 2 keys`},
 		"modwright apply --rules testdata/native/mutating.yaml -f testdata/cli/native/mutating-objects.yaml --context testdata/cli/native/mutating-context.yaml": {
 			stdout: "value: http://proxy:3128"},
+		"modwright lint testdata/cli/lint/native": {
+			code: 1, stdout: `spec.validations[0].expression: column 31: error E003`},
 		"modwright krm < testdata/cli/krm/resource-list.yaml": {
 			code: 1, stderr: `operation rejected by the following ModRule(s): shop/no-latest: "bad uses :latest"`},
 		"helm template web testdata/cli/helm/chart --set 'externalIPs={203.0.113.7}' --post-renderer ./bin/modwright --post-renderer-args apply --post-renderer-args --rules=examples/rules --post-renderer-args -f --post-renderer-args -": {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/nativepolicy"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 )
@@ -22,6 +24,8 @@ import (
 const (
 	codeUnreadable = "E001" // a file cannot be parsed
 	codeDuplicate  = "E005" // two documents define the same rule
+	codeUnbound    = "W301" // an admission policy no binding names
+	codeNoPolicy   = "W302" // a binding whose policy is not among the rules
 )
 
 type lintOptions struct {
@@ -74,6 +78,13 @@ stable code and a hint:
         value: '"{{ ... }}"'
   W108  a template rendered "<no value>" on a sample: it reads a key the
         object does not have (guard it with 'with', 'default' or 'hasKey')
+
+Validating and MutatingAdmissionPolicies and their bindings are checked as
+the API server checks them when they are created (E003: an expression that
+does not compile or has the wrong type, each with its field and column), and:
+  W301  a policy no binding among the rules names: the API server never
+        runs it
+  W302  a binding whose policy is not among the rules
 
 Rule templates run under the same bounds as in admission (docs/serve.md).
 Documents that are not ModRules are ignored.
@@ -179,6 +190,8 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		linted = append(linted, lintedRule{origin: d.Origin, rule: r})
 	}
 
+	rep.Findings = append(rep.Findings, lintNative(docs)...)
+
 	for _, lr := range linted {
 		if l, ok := lr.rule.(kinds.Linter); ok {
 			rep.Findings = append(rep.Findings, l.Lint(ctx, lr.origin, samples)...)
@@ -230,4 +243,56 @@ func printLint(w io.Writer, format string, rep *lintReport) error {
 	}
 	_, err := fmt.Fprintf(w, "%d errors, %d warnings\n", rep.Errors, rep.Warnings)
 	return err
+}
+
+// lintNative checks the Validating and MutatingAdmissionPolicies and
+// bindings among docs: each policy as the API server checks it when it is
+// created, and policies and bindings that do not name each other.
+func lintNative(docs []source.Document) []Finding {
+	var out []Finding
+	type ref struct{ kind, name string }
+	policies := map[ref]string{} // where each policy is
+	bound := map[ref]bool{}
+	var bindings []source.Document
+	for _, d := range docs {
+		if !nativepolicy.Handles(d.Object) {
+			continue
+		}
+		kind := d.Kind()
+		if strings.HasSuffix(kind, "Binding") {
+			bindings = append(bindings, d)
+		} else {
+			policies[ref{kind, d.Name()}] = d.Origin
+		}
+		err := nativepolicy.NewSet().Add(d.Object)
+		var invalid *nativepolicy.InvalidError
+		switch {
+		case errors.As(err, &invalid):
+			for _, fe := range invalid.Fields {
+				out = append(out, Finding{Severity: kinds.SeverityError, Code: kinds.CodeInvalid, Origin: d.Origin, Kind: kind, Rule: d.Name(),
+					Field: fe.Field, Pos: nativepolicy.Column(fe), Message: fe.ErrorBody(), Hint: "the API server refuses to store the policy"})
+			}
+		case err != nil:
+			out = append(out, Finding{Severity: kinds.SeverityError, Code: kinds.CodeUndecodable, Origin: d.Origin, Kind: kind, Rule: d.Name(),
+				Message: strings.TrimPrefix(err.Error(), nativepolicy.ErrInvalid.Error()+": ")})
+		}
+	}
+	for _, b := range bindings {
+		spec, _ := b.Object["spec"].(map[string]any)
+		name, _ := spec["policyName"].(string)
+		p := ref{strings.TrimSuffix(b.Kind(), "Binding"), name}
+		bound[p] = true
+		if _, ok := policies[p]; !ok {
+			out = append(out, Finding{Severity: kinds.SeverityWarning, Code: codeNoPolicy, Origin: b.Origin, Kind: b.Kind(), Rule: b.Name(), Field: "spec.policyName",
+				Message: fmt.Sprintf("%s %q is not among the rules", p.kind, name), Hint: "offline the binding does nothing; give the policy too"})
+		}
+	}
+	for _, d := range docs {
+		p := ref{d.Kind(), d.Name()}
+		if origin, ok := policies[p]; ok && origin == d.Origin && !bound[p] {
+			out = append(out, Finding{Severity: kinds.SeverityWarning, Code: codeUnbound, Origin: d.Origin, Kind: p.kind, Rule: p.name,
+				Message: "no " + p.kind + "Binding among the rules names this policy: the API server never runs it", Hint: "add a binding with spec.policyName: " + p.name})
+		}
+	}
+	return out
 }

@@ -120,6 +120,8 @@ func TestLintGolden(t *testing.T) {
 		{name: "lint-example-policies", args: []string{"lint", "../../examples/policies", "--strict", "-f", "../../examples/manifests"}},
 		{name: "lint-warnings", args: []string{"lint", dir + "warnings", "-f", dir + "samples.yaml"}},
 		{name: "lint-warnings-strict", args: []string{"lint", "--strict", dir + "warnings/rules.yaml"}},
+		{name: "lint-native", args: []string{"lint", dir + "native"}},
+		{name: "lint-native-json", args: []string{"lint", dir + "native", "-o", "json"}},
 		{name: "lint-rules-flag", args: []string{"lint", "--rules", dir + "errors/dup.yaml", "--rules", dir + "errors/rules.yaml"}},
 		{name: "lint-no-paths", args: []string{"lint"}},
 		{name: "lint-errors", args: []string{"lint", dir + "errors"}},

@@ -2,6 +2,7 @@ package nativepolicy_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -134,4 +135,50 @@ func nativepolicyCopy(m map[string]any) map[string]any {
 	var out map[string]any
 	_ = yaml.Unmarshal(b, &out)
 	return out
+}
+
+// TestAddRefusesInvalidExpressions: a policy whose expressions do not
+// compile is refused as the API server refuses to store it, every field
+// named.
+func TestAddRefusesInvalidExpressions(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/native/invalid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"bad-validating": {
+			`ValidatingAdmissionPolicy "bad-validating" is invalid: [`,
+			`spec.validations[0].expression: Invalid value: "variables.nm.size()": must evaluate to bool`,
+			`spec.validations[0].messageExpression: Invalid value: "1": must evaluate to string`,
+			`spec.validations[1].expression: Invalid value: "object.metadata.name.startsWith(": compilation failed: ERROR: <input>:1:33: Syntax error`,
+			`spec.auditAnnotations[0].valueExpression: Invalid value: "params.x": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params'`,
+		},
+		"bad-mutating": {
+			`MutatingAdmissionPolicy "bad-mutating" is invalid: [`,
+			`spec.matchConditions[0].expression: Invalid value: "'x'": must evaluate to bool but got string`,
+			`spec.mutations[0].jsonPatch.expression: Invalid value: "Object{}": must evaluate to list(JSONPatch) but got Object`,
+			`spec.mutations[1].applyConfiguration.expression: Invalid value: "Object{": compilation failed: ERROR: <input>:1:8: Syntax error`,
+		},
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		name := m["metadata"].(map[string]any)["name"].(string)
+		t.Run(name, func(t *testing.T) {
+			err := nativepolicy.NewSet().Add(m)
+			if !errors.Is(err, nativepolicy.ErrInvalid) {
+				t.Fatalf("got %v, want ErrInvalid", err)
+			}
+			if len(want[name]) == 0 {
+				t.Fatal("no expectation")
+			}
+			for _, w := range want[name] {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the error lacks %s:\n%v", w, err)
+				}
+			}
+		})
+	}
 }

@@ -88,6 +88,9 @@ func (s *Set) Add(obj map[string]any) error {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 		defaultPolicy(p)
+		if err := checkValidating(p); err != nil {
+			return err
+		}
 		s.policies[p.Name] = &policy{p: p, evaluator: compile(p)}
 	case "ValidatingAdmissionPolicyBinding":
 		pb := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
@@ -104,6 +107,9 @@ func (s *Set) Add(obj map[string]any) error {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 		if err := defaultMutating(p); err != nil {
+			return err
+		}
+		if err := checkMutating(p); err != nil {
 			return err
 		}
 		s.mutating[p.Name] = &mutatingPolicy{p: p, evaluator: compileMutating(p)}

@@ -227,6 +227,8 @@ func TestMutatingPolicies(t *testing.T) {
 		switch u.GetKind() {
 		case "MutatingAdmissionPolicy":
 			r = "mutatingadmissionpolicies"
+		case "ValidatingAdmissionPolicy":
+			r = "validatingadmissionpolicies"
 		}
 		ri := dyn.Resource(schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: r})
 		if ns := u.GetNamespace(); ns != "" {
@@ -332,6 +334,31 @@ spec:
 		delete(m, "status")
 		return m
 	}
+	// Policies whose expressions do not compile: the API server's refusal
+	// to store them and modwright's to load them list the same fields and
+	// messages.
+	t.Run("invalid policies refused alike", func(t *testing.T) {
+		data, err := os.ReadFile("../../testdata/native/invalid.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			var m map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+				t.Fatal(err)
+			}
+			_, apiErr := create(m, true)
+			ours := nativepolicy.NewSet().Add(m)
+			if apiErr == nil || ours == nil {
+				t.Fatalf("kube-apiserver: %v\nmodwright: %v", apiErr, ours)
+			}
+			_, want, _ := strings.Cut(apiErr.Error(), " is invalid: ")
+			_, got, _ := strings.Cut(ours.Error(), " is invalid: ")
+			if got != want || want == "" {
+				t.Errorf("modwright:      %s\nkube-apiserver: %s", got, want)
+			}
+		}
+	})
 	// The API server's policies become active after their informers
 	// sync: wait until the first case is mutated.
 	eventually(t, 30*time.Second, func() error {
