@@ -50,11 +50,19 @@ func TestCorpus(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no cases found in testdata/cases")
 	}
+	tally := &compiledTally{}
 	for _, f := range files {
 		name := strings.TrimSuffix(strings.TrimPrefix(f, corpusDir+"/"), ".txtar")
-		t.Run(name, func(t *testing.T) { runCase(t, f) })
+		t.Run(name, func(t *testing.T) { runCase(t, f, tally) })
+	}
+	if !*update && !testing.Short() && len(files) > 500 {
+		tally.report(t, minCompiledCases)
 	}
 }
+
+// minCompiledCases is how many corpus cases the compiled pass must compare
+// at least (it only grows).
+const minCompiledCases = 155
 
 type corpusCase struct {
 	path    string
@@ -96,7 +104,7 @@ func (f *caseFiles) field(section string) *string {
 // runCase runs one case through `modwright apply` (exit code, stderr and
 // output as a user sees them), then through the webhook handler
 // (webhookPass).
-func runCase(t *testing.T, path string) {
+func runCase(t *testing.T, path string, tally *compiledTally) {
 	a, err := txtar.ParseFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -224,6 +232,7 @@ func runCase(t *testing.T, path string) {
 		t.Errorf("exit 2 must leave stdout empty, got:\n%s", stdout.String())
 	}
 	compareOutput(t, want, stdout.Bytes())
+	compiledPass(t, tally, args, files, code, stdout.String(), stderr.String())
 
 	if code == 2 {
 		// The rules or the input do not load, or an object cannot be

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/client-go/applyconfigurations"
+
+	celmutation "github.com/modwright/modwright/internal/lang/cel"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -119,8 +121,23 @@ func (s *Set) Mutate(ctx context.Context, r Request, between func(obj map[string
 		}
 		return between(r.Object)
 	}
+	r, err := r.normalized() // a copy: r.Object is not changed
+	if err != nil {
+		return nil, err
+	}
+	// A built-in kind is mutated in its Go form, as the API server holds
+	// it; what the policies do not change keeps the object's own form.
+	orig := r.Object
+	form, err := goForm(orig)
+	if err != nil {
+		return nil, err
+	}
+	r.Object = runtime.DeepCopyJSON(form)
+	if r.OldObject, err = goForm(r.OldObject); err != nil {
+		return nil, err
+	}
 	env := s.prepare(r)
-	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(r.Object)}
+	obj := &unstructured.Unstructured{Object: r.Object}
 	attrs := env.attributes(r, obj)
 	hooks := s.mutatingHooks(r)
 	d := mutating.NewDispatcher(env.authz, env.matcher, typeConverters{builtin: applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)})
@@ -145,7 +162,7 @@ func (s *Set) Mutate(ctx context.Context, r Request, between func(obj map[string
 			return nil, err
 		}
 	}
-	return obj.Object, nil
+	return celmutation.Restore(obj.Object, form, orig), nil
 }
 
 func (s *Set) mutatingHooks(r Request) []mutating.PolicyHook {

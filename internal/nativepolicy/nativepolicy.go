@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
@@ -29,6 +30,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	celmutation "github.com/modwright/modwright/internal/lang/cel"
 )
 
 // ErrInvalid: a document that is not a valid policy or binding.
@@ -224,6 +227,71 @@ type Request struct {
 	Authorizer authorizer.Authorizer
 }
 
+// normalized is r with its objects copied into the form the API server's
+// code takes (int64 and float64 numbers: an object decoded with
+// json.Number is not convertible to a typed object; null members absent).
+func (r Request) normalized() (Request, error) {
+	var err error
+	norm := func(m map[string]any) map[string]any {
+		if m == nil || err != nil {
+			return m
+		}
+		m, err = normalize(m)
+		return m
+	}
+	r.Object, r.OldObject = norm(r.Object), norm(r.OldObject)
+	objs := make([]map[string]any, len(r.Objects))
+	for i, o := range r.Objects {
+		objs[i] = norm(o)
+	}
+	r.Objects = objs
+	return r, err
+}
+
+// normalize copies m with int64 and float64 numbers and without null
+// members (absent, as in the API server's decoded objects).
+func normalize(m map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := utiljson.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	dropNulls(out)
+	return out, nil
+}
+
+// goForm is m in its Go type's form when its kind is built in, else m.
+func goForm(m map[string]any) (map[string]any, error) {
+	if m == nil {
+		return nil, nil
+	}
+	form, builtin, err := celmutation.GoForm(m)
+	if err != nil || !builtin {
+		return m, err
+	}
+	return normalize(form)
+}
+
+func dropNulls(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if e == nil {
+				delete(v, k)
+			} else {
+				dropNulls(e)
+			}
+		}
+	case []any:
+		for _, e := range v {
+			dropNulls(e)
+		}
+	}
+}
+
 // Result is the API server's answer.
 type Result struct {
 	// Err is the refusal (an API status error, as the API server returns
@@ -238,6 +306,18 @@ type Result struct {
 func (s *Set) Validate(ctx context.Context, r Request) *Result {
 	res := &Result{Annotations: map[string]string{}}
 	if len(s.policies) == 0 {
+		return res
+	}
+	r, err := r.normalized()
+	if err == nil {
+		// A built-in kind as the API server holds it: its Go form.
+		r.Object, err = goForm(r.Object)
+	}
+	if err == nil {
+		r.OldObject, err = goForm(r.OldObject)
+	}
+	if err != nil {
+		res.Err = err
 		return res
 	}
 	env := s.prepare(r)
@@ -277,26 +357,39 @@ type env struct {
 }
 
 // prepare builds the matcher over the namespaces among r.Objects (and the
-// request's own, with no labels, when it is not given: offline it is
-// unknown, not absent) and the authorizer.
+// request's own when it is not given: offline it is unknown, not absent),
+// each with the kubernetes.io/metadata.name label the API server sets, and
+// the authorizer.
 func (s *Set) prepare(r Request) env {
 	nsIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, o := range r.Objects {
 		if o["kind"] == "Namespace" && o["apiVersion"] == "v1" {
 			ns := &corev1.Namespace{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o, ns); err == nil {
+				withNameLabel(ns)
 				_ = nsIndex.Add(ns)
 			}
 		}
 	}
 	if _, found, _ := nsIndex.GetByKey(r.Namespace); r.Namespace != "" && !found {
-		_ = nsIndex.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}})
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}}
+		withNameLabel(ns)
+		_ = nsIndex.Add(ns)
 	}
 	e := env{matcher: matching.NewMatcher(listersv1.NewNamespaceLister(nsIndex), fake.NewClientset()), authz: r.Authorizer}
 	if e.authz == nil {
 		e.authz = noOpinion
 	}
 	return e
+}
+
+// withNameLabel sets the label the API server sets on every namespace,
+// kubernetes.io/metadata.name: its name.
+func withNameLabel(ns *corev1.Namespace) {
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[corev1.LabelMetadataName] = ns.Name
 }
 
 // attributes are the request's admission attributes around obj (on

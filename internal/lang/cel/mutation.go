@@ -581,3 +581,32 @@ func fromUnstructured(v, orig any) any {
 	}
 	return v
 }
+
+// GoForm is obj, an object of a built-in kind, as its Go type serializes
+// it (empty structs present, quantities canonical): what the API server's
+// admission sees. ok is false for a kind that is not built in.
+func GoForm(obj map[string]any) (form map[string]any, ok bool, err error) {
+	gvk := (&unstructured.Unstructured{Object: obj}).GroupVersionKind()
+	if gvk.Kind == "" || !scheme.Scheme.Recognizes(gvk) {
+		return nil, false, nil
+	}
+	doc, err := value.AppendJSON(nil, obj)
+	if err != nil {
+		return nil, false, err
+	}
+	_, tree, err := normalize(doc, gvk)
+	if err != nil {
+		return nil, false, err
+	}
+	form, ok = tree.(map[string]any)
+	return form, ok, nil
+}
+
+// Restore is res, what became of form (GoForm's of orig), with the parts
+// equal to form's taken from orig: what did not change keeps its original
+// form (restore).
+func Restore(res, form, orig map[string]any) map[string]any {
+	v, _ := restore(res, form, orig, true)
+	m, _ := v.(map[string]any)
+	return m
+}

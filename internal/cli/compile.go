@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/tonative"
+)
+
+type compileOptions struct {
+	rules        []string
+	output       string
+	clusterRules string
+}
+
+func newCompileCmd(s Streams) *cobra.Command {
+	o := &compileOptions{}
+	cmd := &cobra.Command{
+		Use:   "compile --rules PATH [-o yaml|json]",
+		Short: "Translate rules into Kubernetes admission policies where CEL expresses them exactly",
+		Long: `compile writes, for every ModRule and Policy whose semantics CEL can express
+exactly, an equivalent MutatingAdmissionPolicy and/or ValidatingAdmissionPolicy
+with its binding (admissionregistration.k8s.io/v1), which the API server runs
+in-process with no webhook call. Every rule it cannot translate is listed on
+standard error with the reason (other languages, context entries, Sprig
+functions, syntheticRefs...); those stay with the webhook.
+
+The policies are named modwright.<kind>.<namespace>.<name>, labeled
+modwright.io/compiled=true and annotated modwright.io/compiled-from with the
+rule. Each is checked as the API server checks it when it is created.
+
+Exit status: 0 (rules left to the webhook are not an error); 2 when a path
+cannot be read or a rule is invalid.`,
+		Example: `  modwright compile --rules examples/policies
+  modwright compile --rules rules/ -o json > policies.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCompile(cmd.Context(), o, s) },
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.rules, "rules", nil, "rules: a file, a directory or - (repeatable)")
+	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json (a v1 List)")
+	f.StringVar(&o.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	return cmd
+}
+
+func runCompile(_ context.Context, o *compileOptions, s Streams) error {
+	if len(o.rules) == 0 {
+		return usageError("give the rules to compile: --rules PATH")
+	}
+	if o.output != "yaml" && o.output != "json" {
+		return usageError("--output must be yaml or json, not %q", o.output)
+	}
+	if err := checkStdin(o.rules, nil, nil, nil); err != nil {
+		return err
+	}
+	res, err := compileRules(o.rules, s, o.clusterRules)
+	if err != nil {
+		return err
+	}
+	var out []any
+	for _, t := range res.Translated {
+		for _, obj := range t.Objects {
+			out = append(out, obj)
+		}
+	}
+	for _, sk := range res.Skipped {
+		fmt.Fprintf(s.Err, "not compiled: %s: %s %s: %s\n", sk.Rule.Origin, sk.Rule.Kind, sk.Rule.Key(), sk.Reason)
+	}
+	fmt.Fprintf(s.Err, "compiled %d of %d rules\n", len(res.Translated), len(res.Translated)+len(res.Skipped))
+	if err := write(s.Out, o.output, out, nil); err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	return nil
+}
+
+// compileRules loads the rules at paths as apply does (an invalid one is
+// an exit-2 error) and translates them.
+func compileRules(paths []string, s Streams, clusterNS string) (tonative.Result, error) {
+	reg := newRegistry(clusterNS)
+	if _, _, err := loadRules(paths, s, reg, true); err != nil {
+		return tonative.Result{}, err
+	}
+	docs, err := source.ReadPaths(paths, s.In)
+	if err != nil {
+		return tonative.Result{}, &ExitError{Code: 2, Err: err}
+	}
+	var rules []tonative.Rule
+	for i := range docs {
+		if k := reg.For(&docs[i]); k != nil {
+			rules = append(rules, tonative.Rule{Kind: k.Name(), Origin: docs[i].Origin, Object: docs[i].Object})
+		}
+	}
+	return tonative.Compile(rules, tonative.Options{ClusterRulesNamespace: clusterNS}), nil
+}

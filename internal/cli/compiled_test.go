@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// compiledTally counts what the compiled pass made of the corpus.
+type compiledTally struct {
+	compared int
+	skipped  map[string]int // why a case was not compared
+}
+
+func (c *compiledTally) skip(why string) {
+	if c.skipped == nil {
+		c.skipped = map[string]int{}
+	}
+	c.skipped[why]++
+}
+
+// report logs the tally and fails when fewer than min cases were
+// compared: the translation must keep covering the corpus.
+func (c *compiledTally) report(t *testing.T, min int) {
+	var lines []string
+	for why, n := range c.skipped {
+		lines = append(lines, strconv.Itoa(n)+" "+why)
+	}
+	sort.Strings(lines)
+	t.Logf("compiled pass: %d cases compared (the native policies' answers equal the rules'); not compared:\n  %s", c.compared, strings.Join(lines, "\n  "))
+	if c.compared < min {
+		t.Errorf("compiled pass: %d cases compared, want at least %d", c.compared, min)
+	}
+}
+
+// quotedMessage is a rule's message in apply's denial text: `ns/name: "msg"`.
+var quotedMessage = regexp.MustCompile(`: ("(?:[^"\\]|\\.)*")`)
+
+// documentOf is the "document N" of an apply stderr line.
+var documentOf = regexp.MustCompile(`document \d+`)
+
+// compiledPass runs a case once more with its rules compiled to admission
+// policies (modwright compile) in their place, offline as the API server
+// would run them: when every rule of the case translates, the answer must
+// be the same: exit status, admitted objects, and for each refused object
+// one of the rules' messages in the policies' refusal.
+func compiledPass(t *testing.T, tally *compiledTally, args []string, files caseFiles, code int, stdout, stderr string) {
+	t.Helper()
+	rulesText, err := os.ReadFile(files.rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case code == 2:
+		tally.skip("the case exits 2 (no admission to compare)")
+		return
+	case bytes.Contains(rulesText, []byte("admissionregistration.k8s.io")):
+		tally.skip("the rules hold admission policies already")
+		return
+	case bytes.Contains(rulesText, []byte("authorizer")):
+		tally.skip("offline the authorizer differs (Policies: an error; admission policies: no opinion)")
+		return
+	case bytes.Contains(rulesText, []byte("namespaceObject")) && files.context == "":
+		tally.skip("offline without the Namespace (--context) namespaceObject differs (Policies: null; admission policies: a Namespace with no labels)")
+		return
+	case slices.ContainsFunc(args, func(a string) bool { return a == "--rule-pack" || a == "--crd" || a == "--user-info" }):
+		tally.skip("a flag the comparison does not reproduce (--rule-pack, --crd, --user-info)")
+		return
+	}
+	clusterNS := defaultClusterRulesNamespace
+	for i, a := range args {
+		if a == "--cluster-rules-namespace" && i+1 < len(args) {
+			clusterNS = args[i+1]
+		} else if v, ok := strings.CutPrefix(a, "--cluster-rules-namespace="); ok {
+			clusterNS = v
+		}
+	}
+	var errs bytes.Buffer
+	res, err := compileRules([]string{files.rules}, Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errs}, clusterNS)
+	if err != nil {
+		t.Fatalf("compiled pass: compile: %v", err)
+	}
+	if len(res.Skipped) > 0 {
+		reason := res.Skipped[0].Reason
+		if i := strings.IndexAny(reason, "[\":"); i > 0 {
+			reason = reason[:i]
+		}
+		tally.skip("not translated: " + strings.TrimSpace(reason))
+		return
+	}
+	if len(res.Translated) == 0 {
+		tally.skip("no rules")
+		return
+	}
+	var docs [][]byte
+	for _, tr := range res.Translated {
+		for _, o := range tr.Objects {
+			b, err := yaml.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, b)
+		}
+	}
+	compiled := filepath.Join(filepath.Dir(files.rules), "compiled.yaml")
+	if err := os.WriteFile(compiled, bytes.Join(docs, []byte("---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args2 := slices.Clone(args)
+	for i := range args2 {
+		if args2[i] == files.rules {
+			args2[i] = compiled
+		}
+	}
+	var out2, err2 bytes.Buffer
+	code2 := ExecuteContext(context.Background(), args2, Streams{In: strings.NewReader(""), Out: &out2, Err: &err2})
+	tally.compared++
+	fail := func(what string) {
+		t.Errorf("compiled pass: %s\nrules' stderr:\n%s\npolicies' stderr:\n%s\npolicies:\n%s", what, stderr, err2.String(), bytes.Join(docs, []byte("---\n")))
+	}
+	if code2 != code {
+		fail("exit " + strconv.Itoa(code2) + ", the rules' " + strconv.Itoa(code))
+		return
+	}
+	if !sameOutput([]byte(stdout), out2.Bytes()) {
+		fail("output differs:\n" + out2.String() + "\nthe rules':\n" + stdout)
+		return
+	}
+	// Each object the rules refused: one of their messages in the
+	// policies' refusal of it.
+	refusals := map[string]string{}
+	for _, l := range strings.Split(err2.String(), "\n") {
+		if strings.HasPrefix(l, "rejected: ") {
+			refusals[documentOf.FindString(l)] += l
+		}
+	}
+	for _, l := range strings.Split(stderr, "\n") {
+		if !strings.HasPrefix(l, "rejected: ") {
+			continue
+		}
+		doc := documentOf.FindString(l)
+		got, ok := refusals[doc]
+		if !ok {
+			fail(doc + " is not refused by the policies")
+			continue
+		}
+		found := false
+		for _, m := range quotedMessage.FindAllStringSubmatch(l, -1) {
+			msg, err := strconv.Unquote(m[1])
+			found = found || err == nil && strings.Contains(got, msg)
+		}
+		if !found {
+			fail(doc + ": the policies' refusal has none of the rules' messages")
+		}
+	}
+}

@@ -1,0 +1,12 @@
+// Package tonative translates rules into Kubernetes' own admission policies
+// where CEL can express them exactly: a ModRule or a Policy becomes a
+// MutatingAdmissionPolicy and/or a ValidatingAdmissionPolicy with its
+// binding, which the API server runs in-process. A rule it cannot translate
+// is listed with the reason (Sprig functions, syntheticRefs, context
+// entries, other languages...), never translated approximately.
+//
+// It owns the translation: the rule kinds' API types in, admissionregistration
+// objects out. It must not know the engine, the webhook or the CLI; whether
+// a translation is exact is tested against the engine by the CLI's corpus
+// (compiled_test.go) and the end-to-end suite.
+package tonative
