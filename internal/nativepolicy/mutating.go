@@ -121,14 +121,15 @@ func (s *Set) Mutate(ctx context.Context, r Request, between func(obj map[string
 		}
 		return between(r.Object)
 	}
+	orig := r.Object
 	r, err := r.normalized() // a copy: r.Object is not changed
 	if err != nil {
 		return nil, err
 	}
 	// A built-in kind is mutated in its Go form, as the API server holds
-	// it; what the policies do not change keeps the object's own form.
-	orig := r.Object
-	form, err := goForm(orig)
+	// it; what the policies do not change keeps the object's own form
+	// (its nulls included).
+	form, err := goForm(r.Object)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,518 @@
 package tonative
 
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/api/v1beta1"
+)
+
+// modRule translates a ModRule whose criteria select by names, indices and
+// at most one wildcard, and whose patch operations have static values and
+// paths: a Reject rule into a ValidatingAdmissionPolicy, a Patch rule into
+// a MutatingAdmissionPolicy (one JSON Patch mutation per operation, parents
+// created as the ModRule creates them).
 func modRule(r Rule, o Options) ([]any, error) {
-	return nil, untranslatable("ModRules: not yet")
+	b, err := json.Marshal(r.Object)
+	if err != nil {
+		return nil, err
+	}
+	var mr v1beta1.ModRule
+	if err := json.Unmarshal(b, &mr); err != nil {
+		return nil, err
+	}
+	s := &mr.Spec
+	if bytesContain(b, "syntheticRefs") {
+		return nil, untranslatable("syntheticRefs: the namespace, node and graph edges the webhook adds")
+	}
+	m, err := modRuleScope(mr.Namespace, s, o)
+	if err != nil {
+		return nil, err
+	}
+	var crit []string
+	for i, c := range s.Match {
+		e, err := criterion(c)
+		if err != nil {
+			return nil, untranslatable("spec.match[%d]: %v", i, err)
+		}
+		crit = append(crit, e)
+	}
+	criteria := and(crit...)
+	switch s.Type {
+	case v1beta1.ModRuleTypeReject:
+		msg := "rejected by ModRule " + r.Key()
+		if s.RejectMessage != nil && *s.RejectMessage != "" {
+			if strings.Contains(*s.RejectMessage, "{{") {
+				return nil, untranslatable("spec.rejectMessage is a Go template")
+			}
+			msg = strings.TrimSpace(*s.RejectMessage)
+		}
+		if strings.ContainsAny(msg, "\r\n") {
+			return nil, untranslatable("spec.rejectMessage has line breaks")
+		}
+		forbidden := metav1.StatusReasonForbidden
+		v := admissionregistrationv1.Validation{Expression: "!(" + criteria + ")", Message: msg, Reason: &forbidden}
+		return validating(r, m, admissionregistrationv1.Fail, nil, []admissionregistrationv1.Validation{v}, nil,
+			[]admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}), nil
+	case v1beta1.ModRuleTypePatch:
+		// A Patch rule never runs on DELETE.
+		ops := m.constraints.ResourceRules[0].Operations
+		m.constraints.ResourceRules[0].Operations = slices.DeleteFunc(ops, func(o admissionregistrationv1.OperationType) bool { return o == admissionregistrationv1.Delete })
+		if len(m.constraints.ResourceRules[0].Operations) == 0 {
+			return nil, untranslatable("a Patch rule for DELETE only never runs")
+		}
+		ms, pre, err := patchMutations(s.Patch)
+		if err != nil {
+			return nil, err
+		}
+		// Objects kubectl apply manages: the webhook mirrors the patch into
+		// their last-applied-configuration, which no policy can do; they
+		// stay with the webhook.
+		m.conditions = append(m.conditions,
+			admissionregistrationv1.MatchCondition{Name: "modwright-not-last-applied", Expression: "!(has(object.metadata.annotations) && 'kubectl.kubernetes.io/last-applied-configuration' in object.metadata.annotations)"},
+			admissionregistrationv1.MatchCondition{Name: "modwright-match", Expression: criteria})
+		if pre != "true" {
+			// The rule is atomic: when an operation would fail, none applies.
+			m.conditions = append(m.conditions, admissionregistrationv1.MatchCondition{Name: "modwright-applicable", Expression: pre})
+		}
+		// A Patch rule that fails is skipped, the object admitted.
+		return mutating(r, m, admissionregistrationv1.Ignore, nil, ms), nil
+	}
+	return nil, untranslatable("a rule of type %q", s.Type)
+}
+
+func bytesContain(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+// modRuleScope is where a ModRule applies: its namespace's objects (none:
+// everywhere, as offline); in the cluster-rules namespace, cluster-scoped objects, or with
+// targetNamespaceRegex the objects of the namespaces it matches (a
+// Namespace counts as cluster-scoped, as in the webhook).
+func modRuleScope(namespace string, s *v1beta1.ModRuleSpec, o Options) (match, error) {
+	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	if len(s.AdmissionOperations) > 0 {
+		ops = ops[:0]
+		for _, op := range s.AdmissionOperations {
+			ops = append(ops, admissionregistrationv1.OperationType(op))
+		}
+	}
+	m := match{constraints: admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}},
+	}}}}
+	clusterNS := o.ClusterRulesNamespace
+	if clusterNS == "" {
+		clusterNS = "kubemod-system"
+	}
+	scope := admissionregistrationv1.NamespacedScope
+	switch re := s.TargetNamespaceRegex; {
+	case namespace == "":
+		// Offline, a rule without a namespace applies everywhere (in a
+		// cluster every rule has one).
+		scope = admissionregistrationv1.AllScopes
+	case namespace != clusterNS:
+		m.constraints.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": namespace}}
+	case re == nil || *re == "":
+		scope = admissionregistrationv1.ClusterScope
+	default:
+		if _, err := regexp.Compile(*re); err != nil {
+			return match{}, untranslatable("spec.targetNamespaceRegex: %v", err)
+		}
+		scope = admissionregistrationv1.AllScopes
+		ns := "(request.kind.group == '' && request.kind.kind == 'Namespace' ? '' : (has(request.namespace) ? request.namespace : ''))"
+		m.conditions = append(m.conditions, admissionregistrationv1.MatchCondition{Name: "modwright-namespace", Expression: ns + ".matches(" + quote(*re) + ")"})
+	}
+	m.constraints.ResourceRules[0].Scope = &scope
+	return m, nil
+}
+
+// A select's steps: a member name, an index, or the wildcard.
+type step struct {
+	name     string
+	index    int
+	isIndex  bool
+	wildcard bool
+}
+
+var (
+	stepName   = regexp.MustCompile(`^\.([A-Za-z0-9_]+)`)
+	stepQuoted = regexp.MustCompile(`^\[(?:'([^'\\]*)'|"([^"\\]*)")\]`)
+	stepIndex  = regexp.MustCompile(`^\[(-?[0-9]+)\]`)
+	stepWild   = regexp.MustCompile(`^(?:\[\*\]|\.\*)`)
+)
+
+// parseSelect reads the subset of KubeMod's JSONPath CEL can walk exactly:
+// $ then names (.name, ['name']), indices ([n]) and at most one wildcard
+// ([*] or .*).
+func parseSelect(sel string) ([]step, error) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(sel), "$")
+	if !ok {
+		return nil, fmt.Errorf("select %q: a computed expression", sel)
+	}
+	var steps []step
+	wild := 0
+	for rest != "" {
+		switch {
+		case stepWild.MatchString(rest):
+			m := stepWild.FindString(rest)
+			steps, rest = append(steps, step{wildcard: true}), rest[len(m):]
+			wild++
+		case stepName.MatchString(rest):
+			m := stepName.FindStringSubmatch(rest)
+			steps, rest = append(steps, step{name: m[1]}), rest[len(m[0]):]
+		case stepQuoted.MatchString(rest):
+			m := stepQuoted.FindStringSubmatch(rest)
+			steps, rest = append(steps, step{name: m[1] + m[2]}), rest[len(m[0]):]
+		case stepIndex.MatchString(rest):
+			m := stepIndex.FindStringSubmatch(rest)
+			n, err := strconv.Atoi(m[1])
+			if err != nil {
+				return nil, fmt.Errorf("select %q: %v", sel, err)
+			}
+			steps, rest = append(steps, step{index: n, isIndex: true}), rest[len(m[0]):]
+		default:
+			return nil, fmt.Errorf("select %q: filters, slices, unions and recursive descent are not translated", sel)
+		}
+	}
+	if wild > 1 {
+		return nil, fmt.Errorf("select %q: more than one wildcard", sel)
+	}
+	// Rules do not see metadata.managedFields; admission policies do.
+	for i, s := range steps {
+		if s.wildcard && (i == 0 || i == 1 && steps[0].name == "metadata") || s.name == "managedFields" && i == 1 && steps[0].name == "metadata" {
+			return nil, fmt.Errorf("select %q: rules do not see metadata.managedFields, admission policies do", sel)
+		}
+	}
+	return steps, nil
+}
+
+// walk is the CEL condition that the definite steps exist from base, and
+// the expression of what they reach.
+func walk(base string, steps []step) (cond, acc string) {
+	cond, acc = "true", base
+	var cs []string
+	for _, s := range steps {
+		switch {
+		case s.isIndex && s.index >= 0:
+			cs = append(cs, fmt.Sprintf("type(%s) == list && size(%s) > %d", acc, acc, s.index))
+			acc = fmt.Sprintf("%s[%d]", acc, s.index)
+		case s.isIndex:
+			cs = append(cs, fmt.Sprintf("type(%s) == list && size(%s) >= %d", acc, acc, -s.index))
+			acc = fmt.Sprintf("%s[size(%s) - %d]", acc, acc, -s.index)
+		default:
+			cs = append(cs, fmt.Sprintf("type(%s) == map && %s in %s", acc, quote(s.name), acc))
+			acc = fmt.Sprintf("%s[%s]", acc, quote(s.name))
+		}
+	}
+	if len(cs) > 0 {
+		cond = strings.Join(cs, " && ")
+	}
+	return cond, acc
+}
+
+// criterion is a match item as a CEL condition deciding exactly as the
+// ModRule does.
+func criterion(c v1beta1.MatchItem) (string, error) {
+	steps, err := parseSelect(c.Select)
+	if err != nil {
+		return "", err
+	}
+	test, err := matcher(c)
+	if err != nil {
+		return "", err
+	}
+	all := c.MatchFor != nil && *c.MatchFor == v1beta1.MatchForTypeAll
+	// values tests a list of selected values (all defined).
+	values := func(l, e string) string {
+		switch {
+		case test == nil:
+			return fmt.Sprintf("size(%s) > 0", l)
+		case all:
+			return fmt.Sprintf("size(%s) > 0 && %s.all(%s, %s)", l, l, e, test(e))
+		}
+		return fmt.Sprintf("%s.exists(%s, %s)", l, e, test(e))
+	}
+	const root = "(request.operation == 'DELETE' ? oldObject : object)"
+	w := slices.IndexFunc(steps, func(s step) bool { return s.wildcard })
+	var expr string
+	if w < 0 {
+		// One value at most: a boolean decides alone, null does not
+		// match, a list's elements are the values.
+		cond, v := walk(root, steps)
+		single := "true"
+		if test != nil {
+			single = test(v)
+		}
+		expr = fmt.Sprintf("%s && (type(%s) == bool ? %s == true : type(%s) == null_type ? false : type(%s) == list ? (%s) : (%s))",
+			cond, v, v, v, v, values(v, "e0"), single)
+	} else {
+		cond1, acc1 := walk(root, steps[:w])
+		elems := fmt.Sprintf("(type(%[1]s) == list ? %[1]s : (type(%[1]s) == map ? %[1]s.map(k, %[1]s[k]) : []))", acc1)
+		cond2, acc2 := walk("e0", steps[w+1:])
+		defined := fmt.Sprintf("%s.exists(e0, %s)", elems, cond2)
+		switch {
+		case test == nil:
+			expr = fmt.Sprintf("%s && %s", cond1, defined)
+		case all:
+			expr = fmt.Sprintf("%s && %s && %s.all(e0, !(%s) || %s)", cond1, defined, elems, cond2, test(acc2))
+		default:
+			expr = fmt.Sprintf("%s && %s.exists(e0, (%s) && %s)", cond1, elems, cond2, test(acc2))
+		}
+	}
+	if c.Negate {
+		return "!(" + expr + ")", nil
+	}
+	return "(" + expr + ")", nil
+}
+
+// text is the CEL expression of a scalar value's text as ModRules compare
+// it (objects and lists have none in CEL: matcher refuses what could
+// match their JSON text).
+func text(v string) string {
+	return fmt.Sprintf("(type(%[1]s) == string ? %[1]s : type(%[1]s) == bool ? (%[1]s ? 'true' : 'false') : type(%[1]s) == int || type(%[1]s) == uint ? string(%[1]s) : type(%[1]s) == double ? (%[1]s == double(int(%[1]s)) ? string(int(%[1]s)) : string(%[1]s)) : type(%[1]s) == null_type ? 'null' : '')", v)
+}
+
+// scalar is the CEL condition that v is not an object or a list.
+func scalar(v string) string {
+	return fmt.Sprintf("type(%[1]s) != map && type(%[1]s) != list", v)
+}
+
+// matcher is the CEL test of one value (nil: no matcher).
+func matcher(c v1beta1.MatchItem) (func(v string) string, error) {
+	var accepted []string
+	switch {
+	case c.MatchValue != nil:
+		accepted = []string{*c.MatchValue}
+	case len(c.MatchValues) > 0:
+		accepted = c.MatchValues
+	case c.MatchRegex != nil:
+		re := *c.MatchRegex
+		if _, err := regexp.Compile(re); err != nil {
+			return nil, err
+		}
+		// Objects and lists are tested as their JSON text, which CEL
+		// cannot write: only a regex that cannot match such a text
+		// translates.
+		if !regexp.MustCompile(`^\^[A-Za-z0-9_]`).MatchString(re) {
+			return nil, fmt.Errorf("matchRegex %q may match the JSON text of an object or a list, which CEL cannot write (anchor it: ^ and a letter or digit)", re)
+		}
+		return func(v string) string {
+			return fmt.Sprintf("(%s && %s.matches(%s))", scalar(v), text(v), quote(re))
+		}, nil
+	default:
+		return nil, nil
+	}
+	for _, a := range accepted {
+		if strings.HasPrefix(a, "{") || strings.HasPrefix(a, "[") {
+			return nil, fmt.Errorf("a matchValue %q that may be the JSON text of an object or a list", a)
+		}
+	}
+	return func(v string) string {
+		if len(accepted) == 1 {
+			return fmt.Sprintf("(%s && %s == %s)", scalar(v), text(v), quote(accepted[0]))
+		}
+		return fmt.Sprintf("(%s && %s in %s)", scalar(v), text(v), quoteList(accepted))
+	}, nil
+}
+
+// patchMutations are a Patch rule's operations as JSON Patch mutations,
+// one each (each sees the previous ones' writes, as the rule's do), and
+// the condition under which none fails (the rule is atomic).
+func patchMutations(ops []v1beta1.PatchOperation) ([]admissionregistrationv1.Mutation, string, error) {
+	var ms []admissionregistrationv1.Mutation
+	var pre []string
+	var paths [][]string
+	for i, op := range ops {
+		field := fmt.Sprintf("spec.patch[%d]", i)
+		if op.Select != nil && *op.Select != "" {
+			return nil, "", untranslatable("%s.select: operations per selected value", field)
+		}
+		tokens, err := pointer(op.Path)
+		if err != nil {
+			return nil, "", untranslatable("%s.path: %v", field, err)
+		}
+		for _, p := range paths {
+			if related(p, tokens) {
+				return nil, "", untranslatable("%s.path: operations on the same or nested paths", field)
+			}
+		}
+		paths = append(paths, tokens)
+		const object = "object"
+		switch op.Operation {
+		case v1beta1.PatchOperationTypeRemove:
+			cond, _ := walkTokens(object, tokens)
+			ms = append(ms, jsonPatch(fmt.Sprintf("%s ? [JSONPatch{op: 'remove', path: %s}] : []", cond, quote(op.Path))))
+		case v1beta1.PatchOperationTypeReplace:
+			val, err := staticValue(op.Value)
+			if err != nil {
+				return nil, "", untranslatable("%s.value: %v", field, err)
+			}
+			cond, _ := walkTokens(object, tokens)
+			pre = append(pre, cond)
+			ms = append(ms, jsonPatch(fmt.Sprintf("[JSONPatch{op: 'replace', path: %s, value: %s}]", quote(op.Path), val)))
+		case v1beta1.PatchOperationTypeAdd:
+			v, err := staticTree(op.Value)
+			if err != nil {
+				return nil, "", untranslatable("%s.value: %v", field, err)
+			}
+			// The deepest existing parent gets the rest, missing (or null)
+			// parents created as objects; a scalar on the way fails.
+			expr := ""
+			for k := len(tokens) - 1; k >= 0; k-- {
+				sub := v
+				for j := len(tokens) - 1; j > k; j-- {
+					sub = map[string]any{tokens[j]: sub}
+				}
+				lit, err := celLiteral(sub)
+				if err != nil {
+					return nil, "", untranslatable("%s.value: %v", field, err)
+				}
+				patch := fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}]", quote(pointerOf(tokens[:k+1])), lit)
+				if expr == "" {
+					expr = patch
+					continue
+				}
+				// parent k exists as an object: go deeper, else create from k+1.
+				cond, acc := walkTokens(object, tokens[:k+1])
+				expr = fmt.Sprintf("%s && type(%s) == map ? (%s) : %s", cond, acc, expr, patch)
+			}
+			// The parents that exist must be objects.
+			var ok []string
+			for k := 1; k < len(tokens); k++ {
+				cond, acc := walkTokens(object, tokens[:k])
+				ok = append(ok, fmt.Sprintf("!(%s) || type(%s) == map || type(%s) == null_type", cond, acc, acc))
+			}
+			pre = append(pre, ok...)
+			ms = append(ms, jsonPatch(expr))
+		default:
+			return nil, "", untranslatable("%s.op %q", field, op.Operation)
+		}
+	}
+	return ms, and(pre...), nil
+}
+
+func jsonPatch(expr string) admissionregistrationv1.Mutation {
+	return admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+		JSONPatch: &admissionregistrationv1.JSONPatch{Expression: expr}}
+}
+
+// pointer splits an RFC 6901 path into member names; array positions are
+// not translated.
+func pointer(p string) ([]string, error) {
+	if !strings.HasPrefix(p, "/") || strings.Contains(p, "#") {
+		return nil, fmt.Errorf("%q: a path with placeholders", p)
+	}
+	var tokens []string
+	for _, t := range strings.Split(p[1:], "/") {
+		if t == "-" || regexp.MustCompile(`^-?[0-9]+$`).MatchString(t) {
+			return nil, fmt.Errorf("%q: array positions are not translated", p)
+		}
+		if strings.Contains(strings.NewReplacer("~0", "", "~1", "").Replace(t), "~") {
+			return nil, fmt.Errorf("%q: a bad escape", p)
+		}
+		tokens = append(tokens, strings.NewReplacer("~1", "/", "~0", "~").Replace(t))
+	}
+	if slices.Contains(tokens, "managedFields") || len(tokens) > 0 && (tokens[0] == "status" || tokens[0] == "syntheticRefs") {
+		return nil, fmt.Errorf("%q: status, managedFields and syntheticRefs are not translated", p)
+	}
+	return tokens, nil
+}
+
+func pointerOf(tokens []string) string {
+	r := strings.NewReplacer("~", "~0", "/", "~1")
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteString("/" + r.Replace(t))
+	}
+	return b.String()
+}
+
+// related reports whether one path is the other or under it.
+func related(a, b []string) bool {
+	n := min(len(a), len(b))
+	return slices.Equal(a[:n], b[:n])
+}
+
+func walkTokens(base string, tokens []string) (cond, acc string) {
+	steps := make([]step, len(tokens))
+	for i, t := range tokens {
+		steps[i] = step{name: t}
+	}
+	return walk(base, steps)
+}
+
+// staticTree parses a value without template actions as the ModRule does
+// (YAML 1.1 as kubectl; absent: null).
+func staticTree(v *string) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if strings.Contains(*v, "{{") {
+		return nil, fmt.Errorf("a Go template (Sprig functions, .Target)")
+	}
+	var out any
+	if err := yaml.Unmarshal([]byte(*v), &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func staticValue(v *string) (string, error) {
+	t, err := staticTree(v)
+	if err != nil {
+		return "", err
+	}
+	return celLiteral(t)
+}
+
+// celLiteral is a JSON value as a CEL literal.
+func celLiteral(v any) (string, error) {
+	switch v := v.(type) {
+	case nil:
+		return "null", nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	case string:
+		return quote(v), nil
+	case float64:
+		if v == float64(int64(v)) && !strings.ContainsAny(strconv.FormatFloat(v, 'g', -1, 64), "e.") {
+			return strconv.FormatInt(int64(v), 10), nil
+		}
+		return "", fmt.Errorf("a non-integer number %v", v)
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case []any:
+		items := make([]string, len(v))
+		for i, e := range v {
+			s, err := celLiteral(e)
+			if err != nil {
+				return "", err
+			}
+			items[i] = s
+		}
+		return "[" + strings.Join(items, ", ") + "]", nil
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		items := make([]string, len(keys))
+		for i, k := range keys {
+			s, err := celLiteral(v[k])
+			if err != nil {
+				return "", err
+			}
+			items[i] = quote(k) + ": " + s
+		}
+		return "{" + strings.Join(items, ", ") + "}", nil
+	}
+	return "", fmt.Errorf("a value of type %T", v)
 }

@@ -103,7 +103,7 @@ func Compile(rules []Rule, o Options) Result {
 		}
 		res.Translated = append(res.Translated, Translation{Rule: r, Objects: out})
 	}
-	return res
+	return ordered(rules, res, o)
 }
 
 // untranslatable is ErrUntranslatable with the reason.

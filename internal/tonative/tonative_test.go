@@ -80,3 +80,57 @@ func TestCompile(t *testing.T) {
 		}
 	}
 }
+
+// TestModRuleReasons: what a ModRule cannot be translated for is said.
+func TestModRuleReasons(t *testing.T) {
+	for _, c := range []struct{ spec, want string }{
+		{`{type: Reject, match: [{select: "$.spec.containers[?(@.name == 'a')]"}]}`, "filters, slices, unions and recursive descent are not translated"},
+		{`{type: Reject, match: [{select: "$.metadata.name", matchRegex: "a"}]}`, "may match the JSON text of an object or a list"},
+		{`{type: Reject, match: [{select: "$.kind"}], rejectMessage: "{{ .Target.kind }}"}`, "spec.rejectMessage is a Go template"},
+		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, path: /metadata/labels/a, value: "{{ .Namespace }}"}]}`, "spec.patch[0].value: a Go template"},
+		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, path: /spec/containers/0/image, value: x}]}`, "array positions are not translated"},
+		{`{type: Patch, match: [{select: "$.metadata.managedFields"}], patch: [{op: remove, path: /metadata/labels/a}]}`, "rules do not see metadata.managedFields"},
+	} {
+		var spec map[string]any
+		if err := yaml.Unmarshal([]byte(c.spec), &spec); err != nil {
+			t.Fatal(err)
+		}
+		r := Rule{Kind: "ModRule", Origin: "test", Object: map[string]any{"apiVersion": "api.kubemod.io/v1beta1", "kind": "ModRule",
+			"metadata": map[string]any{"name": "r", "namespace": "default"}, "spec": spec}}
+		res := Compile([]Rule{r}, Options{})
+		if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, c.want) {
+			t.Errorf("%s: got %+v, want a reason with %q", c.spec, res.Skipped, c.want)
+		}
+	}
+}
+
+// TestConflict: mutating rules commute when neither writes what the other
+// reads or writes.
+func TestConflict(t *testing.T) {
+	fp := func(reads, writes []string) footprint {
+		f := footprint{mutating: true}
+		for _, r := range reads {
+			f.reads = append(f.reads, strings.Split(r, "."))
+		}
+		for _, w := range writes {
+			f.writes = append(f.writes, strings.Split(w, "."))
+		}
+		return f
+	}
+	for _, c := range []struct {
+		a, b footprint
+		want bool
+	}{
+		{fp([]string{"kind"}, []string{"metadata.labels.a"}), fp([]string{"kind"}, []string{"metadata.labels.b"}), false},
+		{fp([]string{"metadata.labels"}, []string{"metadata.annotations.x"}), fp([]string{"kind"}, []string{"metadata.labels.b"}), true},
+		{fp([]string{"kind"}, []string{"spec"}), fp([]string{"kind"}, []string{"spec.replicas"}), true},
+		{fp([]string{"kind"}, []string{"a"}), footprint{mutating: true, readsAll: true, writesAll: true}, true},
+	} {
+		if got := conflict(c.a, c.b) != ""; got != c.want {
+			t.Errorf("conflict(%+v, %+v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+		if got := conflict(c.b, c.a) != ""; got != c.want {
+			t.Errorf("conflict(%+v, %+v) = %v, want %v (reversed)", c.b, c.a, got, c.want)
+		}
+	}
+}

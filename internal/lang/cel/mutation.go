@@ -322,7 +322,7 @@ func normalize(data []byte, gvk schema.GroupVersionKind) ([]byte, any, error) {
 // restore returns res, a patched tree, with the parts equal to norm (the
 // tree that was patched) taken from orig (the tree norm normalized): a
 // part the patch did not change keeps its original form, or stays absent
-// (present is false) when norm added it. An element of a list is matched
+// (present is false) when norm added it; a member norm dropped stays. An element of a list is matched
 // by its index, else by an equal element of norm.
 func restore(res, norm, orig any, origOK bool) (v any, present bool) {
 	if reflect.DeepEqual(res, norm) {
@@ -345,6 +345,14 @@ func restore(res, norm, orig any, origOK bool) (v any, present bool) {
 			o, ook := om[k]
 			if e, ok := restore(e, n, o, ook); ok {
 				out[k] = e
+			}
+		}
+		// What the normalization dropped (an empty list, a null) and the
+		// patch did not add stays.
+		for k, o := range om {
+			_, inNorm := nm[k]
+			if _, inRes := r[k]; !inNorm && !inRes {
+				out[k] = o
 			}
 		}
 		return out, true

@@ -1,0 +1,150 @@
+package tonative
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modwright/modwright/api/v1beta1"
+)
+
+// footprint is what a mutating rule reads (its criteria, its templates)
+// and writes (its patch paths), as member paths; all: anything.
+type footprint struct {
+	mutating            bool
+	readsAll, writesAll bool
+	reads, writes       [][]string
+	namespace           string // a ModRule's outside the cluster-rules namespace, else ""
+}
+
+// footprintOf is r's footprint: exact for ModRules, everything for the
+// mutations of other kinds (CEL, CUE and the rest read and write anything).
+func footprintOf(r Rule, o Options) footprint {
+	switch r.Kind {
+	case "ModRule":
+		b, _ := json.Marshal(r.Object)
+		var mr v1beta1.ModRule
+		if err := json.Unmarshal(b, &mr); err != nil || mr.Spec.Type != v1beta1.ModRuleTypePatch {
+			return footprint{}
+		}
+		f := footprint{mutating: true}
+		if mr.Namespace != o.ClusterRulesNamespace && !(o.ClusterRulesNamespace == "" && mr.Namespace == "kubemod-system") {
+			f.namespace = mr.Namespace
+		}
+		read := func(sel string) {
+			steps, err := parseSelect(sel)
+			if err != nil {
+				f.readsAll = true
+				return
+			}
+			var p []string
+			for _, s := range steps {
+				if s.wildcard || s.isIndex {
+					break
+				}
+				p = append(p, s.name)
+			}
+			f.reads = append(f.reads, p)
+		}
+		for _, c := range mr.Spec.Match {
+			read(c.Select)
+		}
+		for _, op := range mr.Spec.Patch {
+			if op.Select != nil && *op.Select != "" {
+				read(*op.Select)
+			}
+			if op.Value != nil && strings.Contains(*op.Value, "{{") {
+				f.readsAll = true
+			}
+			var p []string
+			for _, t := range strings.Split(strings.TrimPrefix(op.Path, "/"), "/") {
+				if strings.Contains(t, "#") || t == "-" || strings.Trim(t, "-0123456789") == "" {
+					break
+				}
+				p = append(p, strings.NewReplacer("~1", "/", "~0", "~").Replace(t))
+			}
+			f.writes = append(f.writes, p)
+		}
+		return f
+	case "Policy", "ClusterPolicy":
+		spec, _ := r.Object["spec"].(map[string]any)
+		if ms, _ := spec["mutations"].([]any); len(ms) == 0 {
+			return footprint{}
+		}
+	case "ValidatePolicy", "ClusterValidatePolicy":
+		return footprint{}
+	}
+	return footprint{mutating: true, readsAll: true, writesAll: true}
+}
+
+// conflict reports why a and b, both mutating, do not commute: one writes
+// what the other reads or writes. "" when they commute (or never meet).
+func conflict(a, b footprint) string {
+	if a.namespace != "" && b.namespace != "" && a.namespace != b.namespace {
+		return ""
+	}
+	overlaps := func(w [][]string, all bool, other footprint, both bool) bool {
+		if all && (len(other.reads) > 0 || other.readsAll || len(other.writes) > 0 || other.writesAll) {
+			return true
+		}
+		for _, p := range w {
+			if other.readsAll || both && other.writesAll {
+				return true
+			}
+			for _, q := range other.reads {
+				if related(p, q) {
+					return true
+				}
+			}
+			if both {
+				for _, q := range other.writes {
+					if related(p, q) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	switch {
+	case overlaps(a.writes, a.writesAll, b, true), overlaps(b.writes, b.writesAll, a, false):
+		return "one writes what the other reads or writes"
+	}
+	return ""
+}
+
+// ordered moves to skipped the translated mutating rules whose result
+// depends on their order with another mutating rule of the set: the API
+// server runs admission policies in its own order (not executionTier),
+// and all of them before the webhook.
+func ordered(rules []Rule, res Result, o Options) Result {
+	fps := make([]footprint, len(rules))
+	for i, r := range rules {
+		fps[i] = footprintOf(r, o)
+	}
+	index := map[string]int{}
+	for i, r := range rules {
+		index[r.Kind+" "+r.Key()+" "+r.Origin] = i
+	}
+	var kept []Translation
+	for _, t := range res.Translated {
+		i := index[t.Rule.Kind+" "+t.Rule.Key()+" "+t.Rule.Origin]
+		why := ""
+		for j := range rules {
+			if j == i || !fps[i].mutating || !fps[j].mutating {
+				continue
+			}
+			if c := conflict(fps[i], fps[j]); c != "" {
+				why = fmt.Sprintf("its order with %s %s matters (%s): the API server runs admission policies in its own order, not by executionTier, and before the webhook", rules[j].Kind, rules[j].Key(), c)
+				break
+			}
+		}
+		if why != "" {
+			res.Skipped = append(res.Skipped, Skip{Rule: t.Rule, Reason: why})
+			continue
+		}
+		kept = append(kept, t)
+	}
+	res.Translated = kept
+	return res
+}
