@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -300,8 +302,8 @@ func matcher(c v1beta1.MatchItem) (func(v string) string, error) {
 		// Objects and lists are tested as their JSON text, which CEL
 		// cannot write: only a regex that cannot match such a text
 		// translates.
-		if !regexp.MustCompile(`^\^[A-Za-z0-9_]`).MatchString(re) {
-			return nil, fmt.Errorf("matchRegex %q may match the JSON text of an object or a list, which CEL cannot write (anchor it: ^ and a letter or digit)", re)
+		if !cannotStartJSON(re) {
+			return nil, fmt.Errorf("matchRegex %q may match the JSON text of an object or a list, which CEL cannot write (anchor it: ^ and what cannot be { or [)", re)
 		}
 		return func(v string) string {
 			return fmt.Sprintf("(%s && %s.matches(%s))", scalar(v), text(v), quote(re))
@@ -515,4 +517,63 @@ func celLiteral(v any) (string, error) {
 		return "{" + strings.Join(items, ", ") + "}", nil
 	}
 	return "", fmt.Errorf("a value of type %T", v)
+}
+
+// cannotStartJSON reports whether the regex is anchored at the start of
+// the text and what follows cannot begin with { or [: it can then never
+// match the JSON text of an object or a list.
+func cannotStartJSON(re string) bool {
+	t, err := syntax.Parse(re, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	t = t.Simplify()
+	if t.Op != syntax.OpConcat || len(t.Sub) < 2 || t.Sub[0].Op != syntax.OpBeginText && t.Sub[0].Op != syntax.OpBeginLine {
+		return false
+	}
+	ok, _ := firstExcludes(t.Sub[1], '{', '[')
+	return ok
+}
+
+// firstExcludes reports whether no text t matches can start with one of
+// rs; empty is whether t can match the empty text (then the answer is
+// false: what follows decides).
+func firstExcludes(t *syntax.Regexp, rs ...rune) (ok, empty bool) {
+	switch t.Op {
+	case syntax.OpLiteral:
+		if len(t.Rune) == 0 {
+			return false, true
+		}
+		r := t.Rune[0]
+		return !slices.Contains(rs, r) && (t.Flags&syntax.FoldCase == 0 || !slices.Contains(rs, unicode.SimpleFold(r))), false
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(t.Rune); i += 2 {
+			for _, r := range rs {
+				if t.Rune[i] <= r && r <= t.Rune[i+1] {
+					return false, false
+				}
+			}
+		}
+		return true, false
+	case syntax.OpCapture, syntax.OpPlus:
+		return firstExcludes(t.Sub[0], rs...)
+	case syntax.OpRepeat:
+		if t.Min == 0 {
+			return false, true
+		}
+		return firstExcludes(t.Sub[0], rs...)
+	case syntax.OpConcat:
+		if len(t.Sub) == 0 {
+			return false, true
+		}
+		return firstExcludes(t.Sub[0], rs...)
+	case syntax.OpAlternate:
+		for _, s := range t.Sub {
+			if ok, _ := firstExcludes(s, rs...); !ok {
+				return false, false
+			}
+		}
+		return true, false
+	}
+	return false, false
 }

@@ -134,3 +134,14 @@ func TestConflict(t *testing.T) {
 		}
 	}
 }
+
+func TestCannotStartJSON(t *testing.T) {
+	for re, want := range map[string]bool{
+		"^nginx": true, "^[a-z0-9./-]+:latest$": true, "^(a|b)c": true, "(?i)^x": true,
+		"nginx": false, "^.*x": false, "^[^a]": false, "^(a|{)": false, "^a?b": false, "^\\[": false,
+	} {
+		if got := cannotStartJSON(re); got != want {
+			t.Errorf("cannotStartJSON(%q) = %v, want %v", re, got, want)
+		}
+	}
+}
