@@ -5,7 +5,7 @@ BENCHTIME ?= 2s
 BENCHCOUNT ?= 6
 BENCHFLAGS ?=
 
-.PHONY: all build test lint unit e2e e2e-shutdown-stress envtest-assets tools generate fuzz bench bench-micro clean
+.PHONY: bench-admission all build test lint unit e2e e2e-shutdown-stress envtest-assets tools generate fuzz bench bench-micro clean
 
 # Pinned tools (helm, controller-gen, kustomize) built into .cache/tools/bin by
 # hack/tools.sh; tests find them on PATH. MODWRIGHT_REQUIRE_TOOLS=1 makes a
@@ -98,6 +98,13 @@ fuzz:
 # over HTTPS/HTTP2; prints one table. BENCHFLAGS=-quick for a smoke run.
 bench:
 	$(GO) run ./test/load/cmd/bench $(BENCHFLAGS)
+
+# Issue 19's admission throughput: creates/s and latency of one Deployment
+# on the e2e suite's kube-apiserver with no admission, the ten ModRules of
+# testdata/compile compiled into admission policies, and the same rules
+# through the webhook (20 s each, 1 and 16 clients). Not part of make test.
+bench-admission: tools
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh | tail -n1)" MODWRIGHT_E2E=1 MODWRIGHT_THROUGHPUT=1 $(GO) test -count=1 -timeout 20m ./test/e2e/ -run TestCompiledOnAPIServer -v
 
 # Only the Go micro-benchmarks.
 bench-micro:

@@ -28,9 +28,11 @@ in-process with no webhook call. Every rule it cannot translate is listed on
 standard error with the reason (other languages, context entries, Sprig
 functions, syntheticRefs...); those stay with the webhook.
 
-The policies are named modwright.<kind>.<namespace>.<name>, labeled
-modwright.io/compiled=true and annotated modwright.io/compiled-from with the
-rule. Each is checked as the API server checks it when it is created.
+A Policy's are named modwright.<kind>.<namespace>.<name>; the ModRules of
+one scope and type make one policy, modwright.modrules.<namespace>.<reject|patch>-<hash>.
+All are labeled modwright.io/compiled=true and annotated
+modwright.io/compiled-from with their rules. Each is checked as the API server
+checks it when it is created.
 
 Exit status: 0 (rules left to the webhook are not an error); 2 when a path
 cannot be read or a rule is invalid.`,
@@ -61,7 +63,9 @@ func runCompile(_ context.Context, o *compileOptions, s Streams) error {
 		return err
 	}
 	var out []any
+	compiled := 0
 	for _, t := range res.Translated {
+		compiled += len(t.Rules)
 		for _, obj := range t.Objects {
 			out = append(out, obj)
 		}
@@ -69,7 +73,7 @@ func runCompile(_ context.Context, o *compileOptions, s Streams) error {
 	for _, sk := range res.Skipped {
 		fmt.Fprintf(s.Err, "not compiled: %s: %s %s: %s\n", sk.Rule.Origin, sk.Rule.Kind, sk.Rule.Key(), sk.Reason)
 	}
-	fmt.Fprintf(s.Err, "compiled %d of %d rules\n", len(res.Translated), len(res.Translated)+len(res.Skipped))
+	fmt.Fprintf(s.Err, "compiled %d of %d rules\n", compiled, compiled+len(res.Skipped))
 	if err := write(s.Out, o.output, out, nil); err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}

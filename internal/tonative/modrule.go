@@ -3,6 +3,7 @@ package tonative
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -17,12 +18,33 @@ import (
 	"github.com/modwright/modwright/api/v1beta1"
 )
 
+// modRulePart is a translated ModRule, before the rules of one scope and
+// type are grouped into one policy (one match, one conversion of the
+// object in the API server, for all of them).
+type modRulePart struct {
+	rule     Rule
+	reject   bool
+	m        match  // the scope
+	key      string // the group: type and scope
+	criteria string
+	message  string    // Reject
+	pre      string    // Patch: the condition under which no operation fails
+	ops      []patchOp // Patch
+}
+
+// patchOp is one operation of a Patch rule.
+type patchOp struct {
+	op     v1beta1.PatchOperationType
+	tokens []string
+	value  string // a CEL literal (add, replace)
+}
+
 // modRule translates a ModRule whose criteria select by names, indices and
 // at most one wildcard, and whose patch operations have static values and
-// paths: a Reject rule into a ValidatingAdmissionPolicy, a Patch rule into
-// a MutatingAdmissionPolicy (one JSON Patch mutation per operation, parents
-// created as the ModRule creates them).
-func modRule(r Rule, o Options) ([]any, error) {
+// paths: a Reject rule becomes a validation, a Patch rule JSON Patch
+// operations (parents created as the ModRule creates them), grouped with
+// the other rules of its scope by modRuleGroups.
+func modRule(r Rule, o Options) (*modRulePart, error) {
 	b, err := json.Marshal(r.Object)
 	if err != nil {
 		return nil, err
@@ -39,31 +61,33 @@ func modRule(r Rule, o Options) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The object a criterion reads: on DELETE the old one.
+	root := "object"
+	if slices.Contains(m.constraints.ResourceRules[0].Operations, admissionregistrationv1.Delete) && s.Type == v1beta1.ModRuleTypeReject {
+		root = "(request.operation == 'DELETE' ? oldObject : object)"
+	}
 	var crit []string
 	for i, c := range s.Match {
-		e, err := criterion(c)
+		e, err := criterion(c, root)
 		if err != nil {
 			return nil, untranslatable("spec.match[%d]: %v", i, err)
 		}
 		crit = append(crit, e)
 	}
-	criteria := and(crit...)
+	part := &modRulePart{rule: r, criteria: and(crit...)}
 	switch s.Type {
 	case v1beta1.ModRuleTypeReject:
-		msg := "rejected by ModRule " + r.Key()
+		part.reject = true
+		part.message = "rejected by ModRule " + r.Key()
 		if s.RejectMessage != nil && *s.RejectMessage != "" {
 			if strings.Contains(*s.RejectMessage, "{{") {
 				return nil, untranslatable("spec.rejectMessage is a Go template")
 			}
-			msg = strings.TrimSpace(*s.RejectMessage)
+			part.message = strings.TrimSpace(*s.RejectMessage)
 		}
-		if strings.ContainsAny(msg, "\r\n") {
+		if strings.ContainsAny(part.message, "\r\n") {
 			return nil, untranslatable("spec.rejectMessage has line breaks")
 		}
-		forbidden := metav1.StatusReasonForbidden
-		v := admissionregistrationv1.Validation{Expression: "!(" + criteria + ")", Message: msg, Reason: &forbidden}
-		return validating(r, m, admissionregistrationv1.Fail, nil, []admissionregistrationv1.Validation{v}, nil,
-			[]admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}), nil
 	case v1beta1.ModRuleTypePatch:
 		// A Patch rule never runs on DELETE.
 		ops := m.constraints.ResourceRules[0].Operations
@@ -71,24 +95,143 @@ func modRule(r Rule, o Options) ([]any, error) {
 		if len(m.constraints.ResourceRules[0].Operations) == 0 {
 			return nil, untranslatable("a Patch rule for DELETE only never runs")
 		}
-		ms, pre, err := patchMutations(s.Patch)
-		if err != nil {
+		if part.ops, part.pre, err = patchOps(s.Patch); err != nil {
 			return nil, err
+		}
+	default:
+		return nil, untranslatable("a rule of type %q", s.Type)
+	}
+	part.m = m
+	key, _ := json.Marshal(struct {
+		Reject      bool
+		Constraints admissionregistrationv1.MatchResources
+		Conditions  []admissionregistrationv1.MatchCondition
+	}{part.reject, m.constraints, m.conditions})
+	part.key = string(key)
+	return part, nil
+}
+
+// modRuleGroups makes one policy of the rules of each scope and type: a
+// ValidatingAdmissionPolicy with a validation per Reject rule, a
+// MutatingAdmissionPolicy with one JSON Patch for all the Patch rules
+// (each rule's criteria and applicability a variable, evaluated on the
+// object as the rules find it; missing parents created once).
+func modRuleGroups(parts []*modRulePart) []modRuleGroup {
+	var keys []string
+	groups := map[string][]*modRulePart{}
+	for _, p := range parts {
+		if _, ok := groups[p.key]; !ok {
+			keys = append(keys, p.key)
+		}
+		groups[p.key] = append(groups[p.key], p)
+	}
+	var out []modRuleGroup
+	for _, k := range keys {
+		ps := groups[k]
+		g := modRuleGroup{}
+		var sources []string
+		for _, p := range ps {
+			g.rules = append(g.rules, p.rule)
+			sources = append(sources, p.rule.Kind+" "+p.rule.Key())
+		}
+		h := fnv.New32a()
+		h.Write([]byte(k))
+		scope := ps[0].rule.namespace()
+		if scope == "" {
+			scope = "all"
+		}
+		kind := "patch"
+		if ps[0].reject {
+			kind = "reject"
+		}
+		meta := metav1.ObjectMeta{
+			Name:        fmt.Sprintf("modwright.modrules.%s.%s-%08x", scope, kind, h.Sum32()),
+			Labels:      map[string]string{ManagedLabel: "true"},
+			Annotations: map[string]string{SourceAnnotation: strings.Join(sources, ", ")},
+		}
+		m := ps[0].m
+		if ps[0].reject {
+			forbidden := metav1.StatusReasonForbidden
+			var vs []admissionregistrationv1.Validation
+			for _, p := range ps {
+				vs = append(vs, admissionregistrationv1.Validation{Expression: "!(" + p.criteria + ")", Message: p.message, Reason: &forbidden})
+			}
+			g.objects = validatingNamed(meta, m, admissionregistrationv1.Fail, nil, vs, nil, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny})
+			out = append(out, g)
+			continue
+		}
+		var vars []admissionregistrationv1.Variable
+		for i, p := range ps {
+			vars = append(vars, admissionregistrationv1.Variable{Name: fmt.Sprintf("r%d", i), Expression: and(p.criteria, p.pre)})
 		}
 		// Objects kubectl apply manages: the webhook mirrors the patch into
 		// their last-applied-configuration, which no policy can do; they
 		// stay with the webhook.
-		m.conditions = append(m.conditions,
-			admissionregistrationv1.MatchCondition{Name: "modwright-not-last-applied", Expression: "!(has(object.metadata.annotations) && 'kubectl.kubernetes.io/last-applied-configuration' in object.metadata.annotations)"},
-			admissionregistrationv1.MatchCondition{Name: "modwright-match", Expression: criteria})
-		if pre != "true" {
-			// The rule is atomic: when an operation would fail, none applies.
-			m.conditions = append(m.conditions, admissionregistrationv1.MatchCondition{Name: "modwright-applicable", Expression: pre})
-		}
+		m.conditions = append(slices.Clone(m.conditions), admissionregistrationv1.MatchCondition{Name: "modwright-not-last-applied",
+			Expression: "!(has(object.metadata.annotations) && 'kubectl.kubernetes.io/last-applied-configuration' in object.metadata.annotations)"})
 		// A Patch rule that fails is skipped, the object admitted.
-		return mutating(r, m, admissionregistrationv1.Ignore, nil, ms), nil
+		g.objects = mutatingNamed(meta, m, admissionregistrationv1.Ignore, vars, []admissionregistrationv1.Mutation{jsonPatch(groupPatch(ps))})
+		out = append(out, g)
 	}
-	return nil, untranslatable("a rule of type %q", s.Type)
+	return out
+}
+
+// modRuleGroup is the policy and binding of some rules.
+type modRuleGroup struct {
+	rules   []Rule
+	objects []any
+}
+
+// groupPatch is the JSON Patch of a group of Patch rules: the parents the
+// applying rules' additions need, created once (shallow first), then each
+// rule's operations when it applies (variables.rN).
+func groupPatch(ps []*modRulePart) string {
+	const object = "object"
+	type parent struct {
+		tokens []string
+		rules  []string
+	}
+	var parents []*parent
+	find := func(t []string) *parent {
+		for _, p := range parents {
+			if slices.Equal(p.tokens, t) {
+				return p
+			}
+		}
+		p := &parent{tokens: t}
+		parents = append(parents, p)
+		return p
+	}
+	var leaves []string
+	for i, p := range ps {
+		v := fmt.Sprintf("variables.r%d", i)
+		for _, op := range p.ops {
+			path := quote(pointerOf(op.tokens))
+			switch op.op {
+			case v1beta1.PatchOperationTypeRemove:
+				cond, _ := walkTokens(object, op.tokens)
+				leaves = append(leaves, fmt.Sprintf("(%s && %s ? [JSONPatch{op: 'remove', path: %s}] : [])", v, cond, path))
+			case v1beta1.PatchOperationTypeReplace:
+				leaves = append(leaves, fmt.Sprintf("(%s ? [JSONPatch{op: 'replace', path: %s, value: %s}] : [])", v, path, op.value))
+			default:
+				for k := 1; k < len(op.tokens); k++ {
+					pa := find(op.tokens[:k])
+					if !slices.Contains(pa.rules, v) {
+						pa.rules = append(pa.rules, v)
+					}
+				}
+				leaves = append(leaves, fmt.Sprintf("(%s ? [JSONPatch{op: 'add', path: %s, value: %s}] : [])", v, path, op.value))
+			}
+		}
+	}
+	slices.SortStableFunc(parents, func(a, b *parent) int { return len(a.tokens) - len(b.tokens) })
+	var all []string
+	for _, pa := range parents {
+		cond, acc := walkTokens(object, pa.tokens)
+		missing := fmt.Sprintf("(!(%s) || type(%s) == null_type)", cond, acc)
+		all = append(all, fmt.Sprintf("(%s && (%s) ? [JSONPatch{op: 'add', path: %s, value: {}}] : [])", missing, strings.Join(pa.rules, " || "), quote(pointerOf(pa.tokens))))
+	}
+	return strings.Join(append(all, leaves...), " + ")
 }
 
 func bytesContain(b []byte, s string) bool { return strings.Contains(string(b), s) }
@@ -195,12 +338,25 @@ func parseSelect(sel string) ([]step, error) {
 	return steps, nil
 }
 
+// isRoot reports whether base is the object (or the old one).
+func isRoot(base string) bool {
+	return base == "object" || base == "oldObject" || strings.HasPrefix(base, "(request.operation")
+}
+
 // walk is the CEL condition that the definite steps exist from base, and
 // the expression of what they reach.
 func walk(base string, steps []step) (cond, acc string) {
 	cond, acc = "true", base
 	var cs []string
-	for _, s := range steps {
+	for i, s := range steps {
+		if isRoot(base) && i == 0 && !s.isIndex && !s.wildcard {
+			// The object is an object; it has metadata.
+			if s.name != "metadata" {
+				cs = append(cs, fmt.Sprintf("%s in %s", quote(s.name), acc))
+			}
+			acc = fmt.Sprintf("%s[%s]", acc, quote(s.name))
+			continue
+		}
 		switch {
 		case s.isIndex && s.index >= 0:
 			cs = append(cs, fmt.Sprintf("type(%s) == list && size(%s) > %d", acc, acc, s.index))
@@ -221,7 +377,7 @@ func walk(base string, steps []step) (cond, acc string) {
 
 // criterion is a match item as a CEL condition deciding exactly as the
 // ModRule does.
-func criterion(c v1beta1.MatchItem) (string, error) {
+func criterion(c v1beta1.MatchItem, root string) (string, error) {
 	steps, err := parseSelect(c.Select)
 	if err != nil {
 		return "", err
@@ -229,6 +385,13 @@ func criterion(c v1beta1.MatchItem) (string, error) {
 	test, err := matcher(c)
 	if err != nil {
 		return "", err
+	}
+	// test1 tests one value, any expression, bound once.
+	test1 := func(v string) string {
+		if isIdent(v) {
+			return test(v)
+		}
+		return fmt.Sprintf("[%s].all(t, %s)", v, test("t"))
 	}
 	all := c.MatchFor != nil && *c.MatchFor == v1beta1.MatchForTypeAll
 	// values tests a list of selected values (all defined).
@@ -241,20 +404,27 @@ func criterion(c v1beta1.MatchItem) (string, error) {
 		}
 		return fmt.Sprintf("%s.exists(%s, %s)", l, e, test(e))
 	}
-	const root = "(request.operation == 'DELETE' ? oldObject : object)"
 	w := slices.IndexFunc(steps, func(s step) bool { return s.wildcard })
 	var expr string
-	if w < 0 {
+	switch {
+	case w < 0 && knownString(steps):
+		// A string wherever it is present (object metadata): its text.
+		cond, v := walk(root, steps)
+		expr = cond
+		if test != nil {
+			expr = and(cond, test1(v))
+		}
+	case w < 0:
 		// One value at most: a boolean decides alone, null does not
 		// match, a list's elements are the values.
 		cond, v := walk(root, steps)
 		single := "true"
 		if test != nil {
-			single = test(v)
+			single = test("t")
 		}
-		expr = fmt.Sprintf("%s && (type(%s) == bool ? %s == true : type(%s) == null_type ? false : type(%s) == list ? (%s) : (%s))",
-			cond, v, v, v, v, values(v, "e0"), single)
-	} else {
+		expr = fmt.Sprintf("%s && [%s].all(t, type(t) == bool ? t == true : type(t) == null_type ? false : type(t) == list ? (%s) : (%s))",
+			cond, v, values("t", "e0"), single)
+	default:
 		cond1, acc1 := walk(root, steps[:w])
 		elems := fmt.Sprintf("(type(%[1]s) == list ? %[1]s : (type(%[1]s) == map ? %[1]s.map(k, %[1]s[k]) : []))", acc1)
 		cond2, acc2 := walk("e0", steps[w+1:])
@@ -263,15 +433,40 @@ func criterion(c v1beta1.MatchItem) (string, error) {
 		case test == nil:
 			expr = fmt.Sprintf("%s && %s", cond1, defined)
 		case all:
-			expr = fmt.Sprintf("%s && %s && %s.all(e0, !(%s) || %s)", cond1, defined, elems, cond2, test(acc2))
+			expr = fmt.Sprintf("%s && %s && %s.all(e0, !(%s) || %s)", cond1, defined, elems, cond2, test1(acc2))
 		default:
-			expr = fmt.Sprintf("%s && %s.exists(e0, (%s) && %s)", cond1, elems, cond2, test(acc2))
+			expr = fmt.Sprintf("%s && %s.exists(e0, (%s) && %s)", cond1, elems, cond2, test1(acc2))
 		}
 	}
 	if c.Negate {
 		return "!(" + expr + ")", nil
 	}
 	return "(" + expr + ")", nil
+}
+
+func isIdent(s string) bool { return regexp.MustCompile(`^[a-z][a-z0-9]*$`).MatchString(s) }
+
+// knownString reports whether the definite steps reach a string wherever
+// present, in any object the API server holds: kind, apiVersion, the
+// object metadata's strings, a label or an annotation.
+func knownString(steps []step) bool {
+	var names []string
+	for _, s := range steps {
+		if s.isIndex || s.wildcard {
+			return false
+		}
+		names = append(names, s.name)
+	}
+	p := strings.Join(names, ".")
+	switch {
+	case p == "kind" || p == "apiVersion":
+		return true
+	case len(names) == 2 && names[0] == "metadata":
+		return slices.Contains([]string{"name", "namespace", "generateName", "uid", "resourceVersion"}, names[1])
+	case len(names) == 3 && names[0] == "metadata":
+		return names[1] == "labels" || names[1] == "annotations"
+	}
+	return false
 }
 
 // text is the CEL expression of a scalar value's text as ModRules compare
@@ -324,13 +519,11 @@ func matcher(c v1beta1.MatchItem) (func(v string) string, error) {
 	}, nil
 }
 
-// patchMutations are a Patch rule's operations as JSON Patch mutations,
-// one each (each sees the previous ones' writes, as the rule's do), and
-// the condition under which none fails (the rule is atomic).
-func patchMutations(ops []v1beta1.PatchOperation) ([]admissionregistrationv1.Mutation, string, error) {
-	var ms []admissionregistrationv1.Mutation
+// patchOps are a Patch rule's operations, and the condition under which
+// none fails (the rule is atomic: when one would fail, none applies).
+func patchOps(ops []v1beta1.PatchOperation) ([]patchOp, string, error) {
+	var out []patchOp
 	var pre []string
-	var paths [][]string
 	for i, op := range ops {
 		field := fmt.Sprintf("spec.patch[%d]", i)
 		if op.Select != nil && *op.Select != "" {
@@ -340,64 +533,34 @@ func patchMutations(ops []v1beta1.PatchOperation) ([]admissionregistrationv1.Mut
 		if err != nil {
 			return nil, "", untranslatable("%s.path: %v", field, err)
 		}
-		for _, p := range paths {
-			if related(p, tokens) {
+		for _, p := range out {
+			if related(p.tokens, tokens) {
 				return nil, "", untranslatable("%s.path: operations on the same or nested paths", field)
 			}
 		}
-		paths = append(paths, tokens)
-		const object = "object"
+		po := patchOp{op: op.Operation, tokens: tokens}
 		switch op.Operation {
 		case v1beta1.PatchOperationTypeRemove:
-			cond, _ := walkTokens(object, tokens)
-			ms = append(ms, jsonPatch(fmt.Sprintf("%s ? [JSONPatch{op: 'remove', path: %s}] : []", cond, quote(op.Path))))
-		case v1beta1.PatchOperationTypeReplace:
-			val, err := staticValue(op.Value)
-			if err != nil {
+		case v1beta1.PatchOperationTypeReplace, v1beta1.PatchOperationTypeAdd:
+			if po.value, err = staticValue(op.Value); err != nil {
 				return nil, "", untranslatable("%s.value: %v", field, err)
 			}
-			cond, _ := walkTokens(object, tokens)
-			pre = append(pre, cond)
-			ms = append(ms, jsonPatch(fmt.Sprintf("[JSONPatch{op: 'replace', path: %s, value: %s}]", quote(op.Path), val)))
-		case v1beta1.PatchOperationTypeAdd:
-			v, err := staticTree(op.Value)
-			if err != nil {
-				return nil, "", untranslatable("%s.value: %v", field, err)
+			if op.Operation == v1beta1.PatchOperationTypeReplace {
+				cond, _ := walkTokens("object", tokens)
+				pre = append(pre, cond)
+				break
 			}
-			// The deepest existing parent gets the rest, missing (or null)
-			// parents created as objects; a scalar on the way fails.
-			expr := ""
-			for k := len(tokens) - 1; k >= 0; k-- {
-				sub := v
-				for j := len(tokens) - 1; j > k; j-- {
-					sub = map[string]any{tokens[j]: sub}
-				}
-				lit, err := celLiteral(sub)
-				if err != nil {
-					return nil, "", untranslatable("%s.value: %v", field, err)
-				}
-				patch := fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}]", quote(pointerOf(tokens[:k+1])), lit)
-				if expr == "" {
-					expr = patch
-					continue
-				}
-				// parent k exists as an object: go deeper, else create from k+1.
-				cond, acc := walkTokens(object, tokens[:k+1])
-				expr = fmt.Sprintf("%s && type(%s) == map ? (%s) : %s", cond, acc, expr, patch)
-			}
-			// The parents that exist must be objects.
-			var ok []string
+			// The parents that exist must be objects (or null: replaced).
 			for k := 1; k < len(tokens); k++ {
-				cond, acc := walkTokens(object, tokens[:k])
-				ok = append(ok, fmt.Sprintf("!(%s) || type(%s) == map || type(%s) == null_type", cond, acc, acc))
+				cond, acc := walkTokens("object", tokens[:k])
+				pre = append(pre, fmt.Sprintf("!(%s) || type(%s) == map || type(%s) == null_type", cond, acc, acc))
 			}
-			pre = append(pre, ok...)
-			ms = append(ms, jsonPatch(expr))
 		default:
 			return nil, "", untranslatable("%s.op %q", field, op.Operation)
 		}
+		out = append(out, po)
 	}
-	return ms, and(pre...), nil
+	return out, and(pre...), nil
 }
 
 func jsonPatch(expr string) admissionregistrationv1.Mutation {

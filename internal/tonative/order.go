@@ -3,6 +3,7 @@ package tonative
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modwright/modwright/api/v1beta1"
@@ -113,22 +114,20 @@ func conflict(a, b footprint) string {
 	return ""
 }
 
-// ordered moves to skipped the translated mutating rules whose result
+// ordered moves to skipped the translatable mutating rules whose result
 // depends on their order with another mutating rule of the set: the API
 // server runs admission policies in its own order (not executionTier),
 // and all of them before the webhook.
-func ordered(rules []Rule, res Result, o Options) Result {
+func ordered(rules []Rule, cands []candidate, skipped []Skip, o Options) ([]candidate, []Skip) {
 	fps := make([]footprint, len(rules))
 	for i, r := range rules {
 		fps[i] = footprintOf(r, o)
 	}
-	index := map[string]int{}
-	for i, r := range rules {
-		index[r.Kind+" "+r.Key()+" "+r.Origin] = i
-	}
-	var kept []Translation
-	for _, t := range res.Translated {
-		i := index[t.Rule.Kind+" "+t.Rule.Key()+" "+t.Rule.Origin]
+	var kept []candidate
+	for _, c := range cands {
+		i := slices.IndexFunc(rules, func(r Rule) bool {
+			return r.Origin == c.rule.Origin && r.Kind == c.rule.Kind && r.Key() == c.rule.Key()
+		})
 		why := ""
 		for j := range rules {
 			if j == i || !fps[i].mutating || !fps[j].mutating {
@@ -140,11 +139,10 @@ func ordered(rules []Rule, res Result, o Options) Result {
 			}
 		}
 		if why != "" {
-			res.Skipped = append(res.Skipped, Skip{Rule: t.Rule, Reason: why})
+			skipped = append(skipped, Skip{Rule: c.rule, Reason: why})
 			continue
 		}
-		kept = append(kept, t)
+		kept = append(kept, c)
 	}
-	res.Translated = kept
-	return res
+	return kept, skipped
 }

@@ -33,6 +33,13 @@ type Rule struct {
 	Object map[string]any
 }
 
+// namespace is the rule's namespace, "" for none.
+func (r Rule) namespace() string {
+	md, _ := r.Object["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	return ns
+}
+
 // Key is namespace/name, or name.
 func (r Rule) Key() string {
 	md, _ := r.Object["metadata"].(map[string]any)
@@ -43,9 +50,10 @@ func (r Rule) Key() string {
 	return name
 }
 
-// Translation is a translated rule: the policies and bindings, in order.
+// Translation is what some rules translate into: the policies and
+// bindings, in order (one rule's, or the ModRules' of one scope and type).
 type Translation struct {
-	Rule    Rule
+	Rules   []Rule
 	Objects []map[string]any
 }
 
@@ -69,25 +77,48 @@ type Options struct {
 }
 
 // Compile translates every rule it can; the others are skipped with the
-// reason. Every translation is loaded as the API server would load it
-// (nativepolicy): one it would refuse is skipped too.
+// reason. The ModRules of one scope and type make one policy. Every
+// translation is loaded as the API server would load it (nativepolicy):
+// one it would refuse is skipped too.
 func Compile(rules []Rule, o Options) Result {
 	var res Result
+	var cands []candidate
 	for _, r := range rules {
-		var objs []any
+		c := candidate{rule: r}
 		var err error
 		switch r.Kind {
 		case "ModRule":
-			objs, err = modRule(r, o)
+			c.part, err = modRule(r, o)
 		case "Policy", "ClusterPolicy":
-			objs, err = policy(r)
+			c.objs, err = policy(r)
 		default:
 			err = fmt.Errorf("%w: a %s", ErrUntranslatable, r.Kind)
 		}
-		var out []map[string]any
-		if err == nil {
-			out, err = toMaps(objs)
+		if err != nil {
+			res.Skipped = append(res.Skipped, Skip{Rule: r, Reason: reason(err)})
+			continue
 		}
+		cands = append(cands, c)
+	}
+	cands, res.Skipped = ordered(rules, cands, res.Skipped, o)
+	var parts []*modRulePart
+	type unit struct {
+		rules []Rule
+		objs  []any
+	}
+	var units []unit
+	for _, c := range cands {
+		if c.part != nil {
+			parts = append(parts, c.part)
+			continue
+		}
+		units = append(units, unit{rules: []Rule{c.rule}, objs: c.objs})
+	}
+	for _, g := range modRuleGroups(parts) {
+		units = append(units, unit{rules: g.rules, objs: g.objects})
+	}
+	for _, u := range units {
+		out, err := toMaps(u.objs)
 		if err == nil {
 			set := nativepolicy.NewSet()
 			for _, m := range out {
@@ -98,12 +129,25 @@ func Compile(rules []Rule, o Options) Result {
 			}
 		}
 		if err != nil {
-			res.Skipped = append(res.Skipped, Skip{Rule: r, Reason: strings.TrimPrefix(err.Error(), ErrUntranslatable.Error()+": ")})
+			for _, r := range u.rules {
+				res.Skipped = append(res.Skipped, Skip{Rule: r, Reason: reason(err)})
+			}
 			continue
 		}
-		res.Translated = append(res.Translated, Translation{Rule: r, Objects: out})
+		res.Translated = append(res.Translated, Translation{Rules: u.rules, Objects: out})
 	}
-	return ordered(rules, res, o)
+	return res
+}
+
+// candidate is a rule that translates, before the order check.
+type candidate struct {
+	rule Rule
+	objs []any        // a Policy's policies and bindings
+	part *modRulePart // a ModRule's part of its group's policy
+}
+
+func reason(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrUntranslatable.Error()+": ")
 }
 
 // untranslatable is ErrUntranslatable with the reason.
@@ -158,7 +202,11 @@ type match struct {
 // validating is a ValidatingAdmissionPolicy and its binding.
 func validating(r Rule, m match, fail admissionregistrationv1.FailurePolicyType, vars []admissionregistrationv1.Variable,
 	vs []admissionregistrationv1.Validation, audits []admissionregistrationv1.AuditAnnotation, actions []admissionregistrationv1.ValidationAction) []any {
-	meta := objectMeta(r)
+	return validatingNamed(objectMeta(r), m, fail, vars, vs, audits, actions)
+}
+
+func validatingNamed(meta metav1.ObjectMeta, m match, fail admissionregistrationv1.FailurePolicyType, vars []admissionregistrationv1.Variable,
+	vs []admissionregistrationv1.Validation, audits []admissionregistrationv1.AuditAnnotation, actions []admissionregistrationv1.ValidationAction) []any {
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: typeMeta("ValidatingAdmissionPolicy"), ObjectMeta: meta,
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: &fail, MatchConstraints: &m.constraints, MatchConditions: m.conditions,
@@ -172,7 +220,11 @@ func validating(r Rule, m match, fail admissionregistrationv1.FailurePolicyType,
 // mutating is a MutatingAdmissionPolicy and its binding.
 func mutating(r Rule, m match, fail admissionregistrationv1.FailurePolicyType, vars []admissionregistrationv1.Variable,
 	ms []admissionregistrationv1.Mutation) []any {
-	meta := objectMeta(r)
+	return mutatingNamed(objectMeta(r), m, fail, vars, ms)
+}
+
+func mutatingNamed(meta metav1.ObjectMeta, m match, fail admissionregistrationv1.FailurePolicyType, vars []admissionregistrationv1.Variable,
+	ms []admissionregistrationv1.Mutation) []any {
 	p := &admissionregistrationv1.MutatingAdmissionPolicy{TypeMeta: typeMeta("MutatingAdmissionPolicy"), ObjectMeta: meta,
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			FailurePolicy: &fail, MatchConstraints: &m.constraints, MatchConditions: m.conditions,
