@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
@@ -59,9 +61,13 @@ func (k *expressionChecker) variables(path *field.Path, vs []admissionregistrati
 	}
 }
 
+// matchConditions checks match conditions as the API server does: without
+// the policy's variables.
 func (k *expressionChecker) matchConditions(path *field.Path, mcs []admissionregistrationv1.MatchCondition, vars cel.OptionalVariableDeclarations) {
+	plain := cel.NewCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	for i := range mcs {
-		k.check(path.Index(i).Child("expression"), (*matchconditions.MatchCondition)(&mcs[i]), vars)
+		a := (*matchconditions.MatchCondition)(&mcs[i])
+		k.add(path.Index(i).Child("expression"), a.GetExpression(), plain.CompileCELExpression(a, vars, environment.NewExpressions).Error)
 	}
 }
 
@@ -125,6 +131,12 @@ func checkValidating(p *admissionregistrationv1.ValidatingAdmissionPolicy) error
 		k.check(path.Child("expression"), &validating.ValidationCondition{Expression: v.Expression}, vars)
 		if v.MessageExpression != "" {
 			k.check(path.Child("messageExpression"), &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}, vars)
+		}
+		if r := v.Reason; r != nil {
+			supported := []string{string(metav1.StatusReasonForbidden), string(metav1.StatusReasonInvalid), string(metav1.StatusReasonRequestEntityTooLarge)}
+			if !slices.Contains(supported, string(*r)) {
+				k.errs = append(k.errs, field.NotSupported(path.Child("reason"), *r, supported))
+			}
 		}
 	}
 	for i, a := range p.Spec.AuditAnnotations {

@@ -42,6 +42,9 @@ func policy(r Rule) ([]any, error) {
 		if mc.CEL == "" {
 			return nil, untranslatable("spec.matchConditions[%d] is not CEL", i)
 		}
+		if strings.Contains(mc.CEL, "variables") {
+			return nil, untranslatable("spec.matchConditions[%d] reads variables: an admission policy's match conditions do not see them", i)
+		}
 		m.conditions = append(m.conditions, admissionregistrationv1.MatchCondition{Name: mc.Name, Expression: mc.CEL})
 	}
 	var vars []admissionregistrationv1.Variable
@@ -91,6 +94,8 @@ func policy(r Rule) ([]any, error) {
 				return nil, untranslatable("%s.scope: a KubeMod JSONPath scope", field)
 			case strings.Contains(v.Message, "{{"):
 				return nil, untranslatable("%s.message has {{ }} variables", field)
+			case v.Reason != nil && *v.Reason == metav1.StatusReasonUnauthorized:
+				return nil, untranslatable("%s.reason Unauthorized: admission policies take Forbidden, Invalid or RequestEntityTooLarge", field)
 			}
 			vs = append(vs, admissionregistrationv1.Validation{Expression: strings.TrimSpace(v.CEL), Message: strings.TrimSpace(v.Message),
 				MessageExpression: v.MessageExpression, Reason: v.Reason})
