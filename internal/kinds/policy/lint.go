@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/client-go/kubernetes/scheme"
+
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
@@ -19,6 +21,7 @@ const (
 	codeUndefinedVar  = "W203" // a JMESPath expression or {{ }} reads a name the context does not have
 	codeStaticMatch   = "W204" // {{ }} in match, which is static: never substituted
 	codeUnusedContext = "W205" // a context entry nothing reads
+	codeDynamicScope  = "W206" // a scoped validation on custom resources: self is not typed by their CRD
 )
 
 var (
@@ -83,6 +86,18 @@ func (r *Rule) Lint(ctx context.Context, origin string, samples []kinds.Manifest
 	}
 	for _, a := range r.audits {
 		costly(a.field, a.prog.LargeCost())
+	}
+	// A scoped validation that may see custom resources: self is the JSON
+	// value, not typed by the CRD's schema as the API server's CRD rules
+	// are (property names not escaped, list types not applied).
+	if custom := r.customKinds(); custom != "" {
+		for _, v := range r.validates {
+			if v.scopeText != "" && v.e.cel != nil {
+				warn(codeDynamicScope, v.field+".scope",
+					fmt.Sprintf("self is dynamically typed on %s: the JSON value, not typed by a CRD's schema (property names are not escaped as __dash__ and the like, lists of x-kubernetes-list-type set or map compare in order)", custom),
+					"for rules that need the schema's typing, put them in the CRD's x-kubernetes-validations (modwright validate and apply --crd run those)")
+			}
+		}
 	}
 	out = append(out, r.lintContext(origin)...)
 	if len(r.mutations) > 0 {
@@ -279,4 +294,35 @@ func (r *Rule) programNames() []string {
 		}
 	}
 	return names
+}
+
+// customKinds says which kinds the policy may see that are not built in
+// ("" when it matches built-in kinds only): "any kind" when it names none.
+func (r *Rule) customKinds() string {
+	if len(r.match.resources) == 0 {
+		return "any kind"
+	}
+	var custom []string
+	for _, f := range r.match.resources {
+		if f.kinds == nil {
+			return "any kind"
+		}
+		for _, k := range f.kinds {
+			if !builtinKind(k) {
+				custom = append(custom, k)
+			}
+		}
+	}
+	return strings.Join(custom, ", ")
+}
+
+// builtinKind reports whether a kind is one of Kubernetes' own (in any of
+// its groups).
+func builtinKind(kind string) bool {
+	for gvk := range scheme.Scheme.AllKnownTypes() {
+		if gvk.Kind == kind {
+			return true
+		}
+	}
+	return false
 }

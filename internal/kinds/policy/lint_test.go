@@ -54,6 +54,21 @@ context:
 validations: [{jmespath: "typo.x == 'y'", message: "{{ request.name }} {{ other }}"}]`,
 		want: []string{"W203 spec.validations[0].jmespath", "W203 spec.validations[0].message", "W204 spec.match.resources[0].names[0]", "W205 spec.context[0]"},
 	}, {
+		name: "scoped validation on a custom resource: self dynamically typed",
+		spec: `
+match: {resources: [{kinds: [Widget]}]}
+validations: [{cel: "self.size() > 0", scope: "$.spec.items[*]"}]`,
+		want: []string{"W206 spec.validations[0].scope"},
+	}, {
+		name: "scoped validation on any kind: self dynamically typed",
+		spec: `validations: [{cel: "self != ''", scope: "$.metadata.name"}]`,
+		want: []string{"W206 spec.validations[0].scope"},
+	}, {
+		name: "scoped validation on built-in kinds: clean",
+		spec: `
+match: {resources: [{kinds: [Deployment, Pod]}]}
+validations: [{cel: "self.image != ''", scope: "$.spec.template.spec.containers[*]"}]`,
+	}, {
 		name: "context read by rego and cue only: clean",
 		spec: `
 context:
