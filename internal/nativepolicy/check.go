@@ -27,6 +27,20 @@ type expressionChecker struct {
 	errs field.ErrorList
 }
 
+// newPolicyChecker is a checker that has checked a policy's variables and
+// match conditions, with the declarations and the path of its spec.
+func newPolicyChecker(pk *admissionregistrationv1.ParamKind, vs []admissionregistrationv1.Variable, mcs []admissionregistrationv1.MatchCondition) (*expressionChecker, cel.OptionalVariableDeclarations, *field.Path, error) {
+	vars := cel.OptionalVariableDeclarations{HasParams: pk != nil, HasAuthorizer: true}
+	spec := field.NewPath("spec")
+	k, err := newExpressionChecker()
+	if err != nil {
+		return nil, vars, spec, err
+	}
+	k.variables(spec.Child("variables"), vs, vars)
+	k.matchConditions(spec.Child("matchConditions"), mcs, vars)
+	return k, vars, spec, nil
+}
+
 func newExpressionChecker() (*expressionChecker, error) {
 	c, err := cel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
@@ -118,14 +132,10 @@ func Column(fe *field.Error) int {
 // checkValidating type-checks a ValidatingAdmissionPolicy's expressions:
 // an invalid one is refused as the API server refuses to store it.
 func checkValidating(p *admissionregistrationv1.ValidatingAdmissionPolicy) error {
-	k, err := newExpressionChecker()
+	k, vars, spec, err := newPolicyChecker(p.Spec.ParamKind, p.Spec.Variables, p.Spec.MatchConditions)
 	if err != nil {
 		return err
 	}
-	vars := cel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
-	spec := field.NewPath("spec")
-	k.variables(spec.Child("variables"), p.Spec.Variables, vars)
-	k.matchConditions(spec.Child("matchConditions"), p.Spec.MatchConditions, vars)
 	for i, v := range p.Spec.Validations {
 		path := spec.Child("validations").Index(i)
 		k.check(path.Child("expression"), &validating.ValidationCondition{Expression: v.Expression}, vars)
@@ -147,14 +157,10 @@ func checkValidating(p *admissionregistrationv1.ValidatingAdmissionPolicy) error
 
 // checkMutating type-checks a MutatingAdmissionPolicy's expressions.
 func checkMutating(p *admissionregistrationv1.MutatingAdmissionPolicy) error {
-	k, err := newExpressionChecker()
+	k, vars, spec, err := newPolicyChecker(p.Spec.ParamKind, p.Spec.Variables, p.Spec.MatchConditions)
 	if err != nil {
 		return err
 	}
-	vars := cel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
-	spec := field.NewPath("spec")
-	k.variables(spec.Child("variables"), p.Spec.Variables, vars)
-	k.matchConditions(spec.Child("matchConditions"), p.Spec.MatchConditions, vars)
 	patchVars := vars
 	patchVars.HasPatchTypes = true
 	for i, m := range p.Spec.Mutations {

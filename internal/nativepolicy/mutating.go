@@ -3,7 +3,6 @@ package nativepolicy
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -167,24 +166,7 @@ func (s *Set) Mutate(ctx context.Context, r Request, between func(obj map[string
 }
 
 func (s *Set) mutatingHooks(r Request) []mutating.PolicyHook {
-	names := make([]string, 0, len(s.mutating))
-	for n := range s.mutating {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	hooks := make([]mutating.PolicyHook, 0, len(names))
-	for _, n := range names {
-		p := s.mutating[n]
-		h := mutating.PolicyHook{Policy: p.p, Evaluator: p.evaluator}
-		for _, b := range s.mutatingBindings {
-			if b.Spec.PolicyName == n {
-				h.Bindings = append(h.Bindings, b)
-			}
-		}
-		if pk := p.p.Spec.ParamKind; pk != nil {
-			h.ParamInformer, h.ParamScope = paramsOf(pk, r.Objects)
-		}
-		hooks = append(hooks, h)
-	}
-	return hooks
+	return policyHooks(s.mutating, func(p *mutatingPolicy) (*admissionregistrationv1.MutatingAdmissionPolicy, mutating.PolicyEvaluator, *admissionregistrationv1.ParamKind) {
+		return p.p, p.evaluator, p.p.Spec.ParamKind
+	}, s.mutatingBindings, func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName }, r.Objects)
 }

@@ -323,31 +323,42 @@ func (s *Set) Validate(ctx context.Context, r Request) *Result {
 	env := s.prepare(r)
 	attrs := env.attributes(r, &unstructured.Unstructured{Object: r.Object})
 	attrs.annotations = res.Annotations
-	names := make([]string, 0, len(s.policies))
-	for n := range s.policies {
-		names = append(names, n)
-	}
-	slices.Sort(names) // the API server's order is its informer's; ours is stable
-	hooks := make([]validating.PolicyHook, 0, len(names))
-	for _, n := range names {
-		p := s.policies[n]
-		h := validating.PolicyHook{Policy: p.p, Evaluator: p.evaluator}
-		for _, b := range s.bindings {
-			if b.Spec.PolicyName == n {
-				h.Bindings = append(h.Bindings, b)
-			}
-		}
-		if pk := p.p.Spec.ParamKind; pk != nil {
-			h.ParamInformer, h.ParamScope = paramsOf(pk, r.Objects)
-		}
-		hooks = append(hooks, h)
-	}
+	hooks := policyHooks(s.policies, func(p *policy) (*admissionregistrationv1.ValidatingAdmissionPolicy, validating.Validator, *admissionregistrationv1.ParamKind) {
+		return p.p, p.evaluator, p.p.Spec.ParamKind
+	}, s.bindings, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName }, r.Objects)
 	rec := &warnings{}
 	wctx := warning.WithWarningRecorder(ctx, rec)
 	dispatcher := validating.NewDispatcher(env.authz, generic.NewPolicyMatcher(env.matcher))
 	res.Err = dispatcher.Dispatch(wctx, attrs, admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme), hooks)
 	res.Warnings = rec.list
 	return res
+}
+
+// policyHooks are the dispatcher's hooks of a set's policies, in name
+// order (the API server's order is its informer's; ours is stable), each
+// with its bindings and params.
+func policyHooks[W any, P runtime.Object, B runtime.Object, E any](policies map[string]W, of func(W) (P, E, *admissionregistrationv1.ParamKind),
+	bindings []B, policyName func(B) string, objects []map[string]any) []generic.PolicyHook[P, B, E] {
+	names := make([]string, 0, len(policies))
+	for n := range policies {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	hooks := make([]generic.PolicyHook[P, B, E], 0, len(names))
+	for _, n := range names {
+		p, e, pk := of(policies[n])
+		h := generic.PolicyHook[P, B, E]{Policy: p, Evaluator: e}
+		for _, b := range bindings {
+			if policyName(b) == n {
+				h.Bindings = append(h.Bindings, b)
+			}
+		}
+		if pk != nil {
+			h.ParamInformer, h.ParamScope = paramsOf(pk, objects)
+		}
+		hooks = append(hooks, h)
+	}
+	return hooks
 }
 
 // env is what a request's evaluation needs beyond the policies.

@@ -3,36 +3,17 @@ package nativepolicy_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/nativepolicy"
 )
 
 func load(t *testing.T) *nativepolicy.Set {
 	t.Helper()
-	data, err := os.ReadFile("../../testdata/native/policies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := nativepolicy.NewSet()
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-			t.Fatal(err)
-		}
-		if !nativepolicy.Handles(m) {
-			t.Fatalf("not handled: %v", m["kind"])
-		}
-		if err := set.Add(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return set
+	return loadFile(t, "../../testdata/native/policies.yaml")
 }
 
 func TestValidate(t *testing.T) {
