@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -41,6 +42,7 @@ import (
 	"github.com/modwright/modwright/internal/packs"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/source/cluster"
+	"github.com/modwright/modwright/internal/tonative"
 	"github.com/modwright/modwright/internal/webhook"
 )
 
@@ -75,7 +77,10 @@ type operatorOptions struct {
 	kinitirasHTTPBytes int64
 	kinitirasHTTPTTL   time.Duration
 	// The relationship graph and the rule packs deriving its edges.
-	graph         bool
+	graph bool
+	// compileNative installs the rules that translate exactly as admission
+	// policies and takes them out of the webhook.
+	compileNative bool
 	rulePacks     []string
 	openshiftPack string
 	regoTimeout   time.Duration
@@ -113,6 +118,7 @@ func addOperatorFlags(f interface {
 	f.DurationVar(&o.kinitirasHTTPTime, "kinitiras-http-timeout", time.Second, "upper bound of one kinitiras http reference request")
 	f.Int64Var(&o.kinitirasHTTPBytes, "kinitiras-http-max-bytes", 1<<20, "largest kinitiras http reference response; larger is an error")
 	f.DurationVar(&o.kinitirasHTTPTTL, "kinitiras-http-cache-ttl", time.Second, "how long a kinitiras http reference response is reused for the same request (a token: until it expires)")
+	f.BoolVar(&o.compileNative, "compile-native", false, "run the ModRules and Policies that translate exactly (modwright compile) in the API server as admission policies the leader installs (needs create, update, patch, delete on validating/mutating admission policies and bindings), and take each out of the webhook once the API server holds its policy; rule statuses say where each runs (condition NativeAdmission)")
 	f.BoolVar(&o.graph, "graph", true, "keep the relationship graph (docs/graph.md) from informers of the core kinds (needs get, list, watch on pods, services, persistentvolumeclaims, replicationcontrollers, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs, ingresses) and serve its read API on the metrics port; off: rules reading edges fail")
 	f.StringArrayVar(&o.rulePacks, "rule-pack", nil, "a Rego rule pack, a directory or oci://REGISTRY/REPOSITORY:SEMVER (docs/rule-packs.md), deriving more edges (repeatable); the custom resources its modules route are watched while their CRDs exist (needs get, list, watch on customresourcedefinitions and on those resources). A pack that does not load is logged and skipped")
 	f.DurationVar(&o.regoTimeout, "rego-timeout", rego.DefaultTimeout, "time budget of one evaluation of a rule pack's module, clamped to [50ms, 1s] (a warning when clamped); a module that runs longer is skipped for that object")
@@ -333,6 +339,27 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	o.http = &cluster.HTTPClient{Hosts: op.kinitirasHosts, Timeout: op.kinitirasHTTPTime, MaxBytes: op.kinitirasHTTPBytes, TTL: op.kinitirasHTTPTTL}
 	// CEL's authorizer asks the API server (SubjectAccessReviews, cached).
 	o.authz = &cluster.Authorizer{Reviews: clients.AuthorizationV1().SubjectAccessReviews()}
+	// With --compile-native the webhook serves the rules the API server does
+	// not run itself.
+	var served webhook.Snapshots = store
+	if op.compileNative {
+		filter := &webhook.ExcludeFilter{Source: store}
+		served = filter
+		if err := mgr.Add(&controller.NativeCompiler{
+			Client: mgr.GetClient(),
+			Rules: []schema.GroupVersionKind{
+				{Group: "api.kubemod.io", Version: "v1beta1", Kind: "ModRule"},
+				{Group: "modwright.io", Version: "v1alpha1", Kind: "Policy"},
+				{Group: "modwright.io", Version: "v1alpha1", Kind: "ClusterPolicy"},
+			},
+			Options: tonative.Options{ClusterRulesNamespace: o.clusterRules},
+			Filter:  filter,
+			Elected: mgr.Elected(),
+			Log:     log.WithName("compile-native"),
+		}); err != nil {
+			return err
+		}
+	}
 	srv := mgr.GetWebhookServer()
 	if op.kinitiras && op.kinitirasPaths {
 		// kinitiras' paths serve its kinds, behind its object selector;
@@ -340,7 +367,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		isKinitiras := func(k string) bool {
 			return k == kinitiras.KindOverridePolicy || k == kinitiras.KindClusterOverride || k == kinitiras.KindClusterValidate
 		}
-		srv.Register(webhook.DragnetPath, o.dragnet("dragnet", &webhook.KindFilter{Source: store, Keep: func(k string) bool { return !isKinitiras(k) }}, resolver, log, m))
+		srv.Register(webhook.DragnetPath, o.dragnet("dragnet", &webhook.KindFilter{Source: served, Keep: func(k string) bool { return !isKinitiras(k) }}, resolver, log, m))
 		srv.Register(kinitirasMutatePath, o.dragnet("kinitiras-mutate", &webhook.KindFilter{Source: store, Keep: func(k string) bool {
 			return k == kinitiras.KindOverridePolicy || k == kinitiras.KindClusterOverride
 		}}, resolver, log, m))
@@ -348,7 +375,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 			return k == kinitiras.KindClusterValidate
 		}}, resolver, log, m))
 	} else {
-		srv.Register(webhook.DragnetPath, o.dragnet("dragnet", store, resolver, log, m))
+		srv.Register(webhook.DragnetPath, o.dragnet("dragnet", served, resolver, log, m))
 	}
 	// The other webhooks go through the dragnet's codec. Their bodies (a
 	// Binding, a ModRule) are small: each reads within a body budget of

@@ -12,7 +12,11 @@
 //   - the pods/binding webhook that records a Pod's node for
 //     syntheticRefs.node, and the rules' validating webhook (every kind of
 //     the registry, compiled as the rule source compiles it): both are
-//     webhook.AdmitFuncs served by webhook.Handler, the dragnet's codec.
+//     webhook.AdmitFuncs served by webhook.Handler, the dragnet's codec;
+//   - the native compiler (--compile-native): the rules that translate
+//     exactly (internal/tonative) installed as admission policies by the
+//     leader, taken out of every replica's webhook once the API server
+//     holds them, each rule's NativeAdmission condition.
 //
 // It talks to the API server only through controller-runtime clients and
 // caches. It must not evaluate rules (internal/engine does) nor know about

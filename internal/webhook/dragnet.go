@@ -518,3 +518,51 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// ExcludeFilter serves another source's snapshots without the rules set
+// excluded (by kind and namespace/name): those the API server runs itself,
+// compiled into admission policies. The filtered snapshot is built once
+// per source snapshot and exclusion set.
+type ExcludeFilter struct {
+	Source Snapshots
+
+	excluded atomic.Pointer[map[string]bool]
+	last     atomic.Pointer[excludeCache]
+}
+
+type excludeCache struct {
+	src *engine.Snapshot
+	ex  *map[string]bool
+	out *engine.Snapshot
+}
+
+var _ Snapshots = (*ExcludeFilter)(nil)
+
+// ExcludeKey is a rule's key in an exclusion set.
+func ExcludeKey(kind, key string) string { return kind + " " + key }
+
+// SetExcluded replaces the exclusion set (keys from ExcludeKey); the
+// caller must not change it afterwards.
+func (f *ExcludeFilter) SetExcluded(ex map[string]bool) { f.excluded.Store(&ex) }
+
+// Current returns the source's current snapshot without the excluded
+// rules.
+func (f *ExcludeFilter) Current() *engine.Snapshot {
+	src := f.Source.Current()
+	ex := f.excluded.Load()
+	if src == nil || ex == nil || len(*ex) == 0 {
+		return src
+	}
+	if l := f.last.Load(); l != nil && l.src == src && l.ex == ex {
+		return l.out
+	}
+	var rs []engine.Rule
+	for _, r := range src.Rules() {
+		if !(*ex)[ExcludeKey(r.Info().Kind, r.Info().Key)] {
+			rs = append(rs, r)
+		}
+	}
+	out := engine.NewSnapshot(rs)
+	f.last.Store(&excludeCache{src, ex, out})
+	return out
+}

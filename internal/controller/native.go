@@ -1,0 +1,257 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/modwright/modwright/internal/tonative"
+	"github.com/modwright/modwright/internal/webhook"
+)
+
+// ConditionNative is the rule status condition that says where a rule runs
+// with --compile-native: True in the API server (compiled into an
+// admission policy), False in the webhook (with the reason).
+const ConditionNative = "NativeAdmission"
+
+// The kinds of what the compiler installs.
+var nativeKinds = []schema.GroupVersionKind{
+	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"},
+	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"},
+	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicy"},
+	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicyBinding"},
+}
+
+// NativeCompiler runs, with --compile-native, the rules that translate
+// exactly (internal/tonative) in the API server: the leader installs their
+// admission policies (and removes the ones no rule needs any more) and
+// writes each rule's NativeAdmission condition; every replica takes a rule
+// out of its webhook only once the API server holds its translation as it
+// is, so that no rule is ever served by neither.
+type NativeCompiler struct {
+	Client  client.Client
+	Rules   []schema.GroupVersionKind // the kinds compiled: ModRule, Policy, ClusterPolicy
+	Options tonative.Options
+	Filter  *webhook.ExcludeFilter
+	// Elected is closed once this replica leads (mgr.Elected()).
+	Elected  <-chan struct{}
+	Log      logr.Logger
+	Interval time.Duration // between two passes; 0 means 2 s
+}
+
+var (
+	_ manager.Runnable               = (*NativeCompiler)(nil)
+	_ manager.LeaderElectionRunnable = (*NativeCompiler)(nil)
+)
+
+// NeedLeaderElection is false: every replica filters its webhook; only
+// the leader writes.
+func (n *NativeCompiler) NeedLeaderElection() bool { return false }
+
+// Start runs a pass every Interval until ctx ends.
+func (n *NativeCompiler) Start(ctx context.Context) error {
+	every := n.Interval
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := n.Sync(ctx); err != nil && ctx.Err() == nil {
+			n.Log.Error(err, "compiling rules to admission policies")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (n *NativeCompiler) leader() bool {
+	select {
+	case <-n.Elected:
+		return true
+	default:
+		return false
+	}
+}
+
+// Sync compiles the current rules, installs their policies (leader) and
+// updates the webhook's exclusions.
+func (n *NativeCompiler) Sync(ctx context.Context) error {
+	var rules []tonative.Rule
+	objects := map[string]*unstructured.Unstructured{}
+	for _, gvk := range n.Rules {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := n.Client.List(ctx, l); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		}
+		for i := range l.Items {
+			u := &l.Items[i]
+			obj := u.DeepCopy().Object
+			delete(obj, "status")
+			r := tonative.Rule{Kind: gvk.Kind, Object: obj}
+			r.Origin = gvk.Kind + " " + r.Key()
+			rules = append(rules, r)
+			objects[webhook.ExcludeKey(gvk.Kind, r.Key())] = u
+		}
+	}
+	res := tonative.Compile(rules, n.Options)
+	leader := n.leader()
+	desired := map[string]bool{}
+	excluded := map[string]bool{}
+	where := map[string]string{} // rule -> where it runs, for the status
+	for _, t := range res.Translated {
+		installed := true
+		var names []string
+		for _, o := range t.Objects {
+			u := &unstructured.Unstructured{Object: o}
+			desired[u.GetKind()+"/"+u.GetName()] = true
+			if !strings.HasSuffix(u.GetKind(), "Binding") {
+				names = append(names, u.GetKind()+" "+u.GetName())
+			}
+			if leader {
+				if err := n.Client.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("modwright-compile"), client.ForceOwnership); err != nil {
+					return fmt.Errorf("installing %s %s: %w", u.GetKind(), u.GetName(), err)
+				}
+			}
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(u.GroupVersionKind())
+			if err := n.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, cur); err != nil || !holds(cur.Object["spec"], o["spec"]) {
+				installed = false
+			}
+		}
+		for _, r := range t.Rules {
+			k := webhook.ExcludeKey(r.Kind, r.Key())
+			if installed {
+				excluded[k] = true
+			}
+			where[k] = "runs in the API server: " + strings.Join(names, ", ")
+		}
+	}
+	n.Filter.SetExcluded(excluded)
+	if !leader {
+		return nil
+	}
+	// What no rule needs any more.
+	for _, gvk := range nativeKinds {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := n.Client.List(ctx, l, client.MatchingLabels{tonative.ManagedLabel: "true"}); err != nil {
+			return fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		}
+		for i := range l.Items {
+			u := &l.Items[i]
+			if !desired[u.GetKind()+"/"+u.GetName()] {
+				if err := n.Client.Delete(ctx, u); client.IgnoreNotFound(err) != nil {
+					return fmt.Errorf("removing %s %s: %w", u.GetKind(), u.GetName(), err)
+				}
+			}
+		}
+	}
+	// Each rule's condition.
+	reasons := map[string]string{}
+	for _, s := range res.Skipped {
+		reasons[webhook.ExcludeKey(s.Rule.Kind, s.Rule.Key())] = s.Reason
+	}
+	keys := make([]string, 0, len(objects))
+	for k := range objects {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		c := metav1.Condition{Type: ConditionNative, Status: metav1.ConditionFalse, Reason: "Webhook", Message: "runs in the webhook: " + reasons[k]}
+		if w, ok := where[k]; ok {
+			c = metav1.Condition{Type: ConditionNative, Status: metav1.ConditionTrue, Reason: "AdmissionPolicy", Message: w}
+			if !excluded[k] {
+				c.Status, c.Reason, c.Message = metav1.ConditionFalse, "Installing", "runs in the webhook until the API server holds its policy: "+strings.TrimPrefix(w, "runs in the API server: ")
+			}
+		}
+		if err := n.setCondition(ctx, objects[k], c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setCondition writes a rule's NativeAdmission condition when it changed.
+func (n *NativeCompiler) setCondition(ctx context.Context, u *unstructured.Unstructured, c metav1.Condition) error {
+	c.ObservedGeneration = u.GetGeneration()
+	st := readStatus(u)
+	if old := meta.FindStatusCondition(st.Conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
+		return nil
+	}
+	orig := u.DeepCopy()
+	meta.SetStatusCondition(&st.Conditions, c)
+	if err := writeStatus(u, st); err != nil {
+		return err
+	}
+	if err := n.Client.Status().Patch(ctx, u, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("writing the status of %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}
+
+// holds reports whether cur, a stored spec (defaulted by the API server),
+// has every field of want as want has it.
+func holds(cur, want any) bool {
+	norm := func(v any) any {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil
+		}
+		var out any
+		if utiljson.Unmarshal(b, &out) != nil {
+			return nil
+		}
+		return out
+	}
+	return subset(norm(cur), norm(want))
+}
+
+func subset(cur, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		c, ok := cur.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			if !subset(c[k], wv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		c, ok := cur.([]any)
+		if !ok || len(c) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !subset(c[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return equality.Semantic.DeepEqual(cur, want)
+}

@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// TestCompileNative: the operator with --compile-native installs the
+// admission policies of the rules that translate, stops serving those
+// rules itself once the API server holds them (a refusal then comes from
+// the ValidatingAdmissionPolicy, not the webhook), says so in each rule's
+// NativeAdmission condition, keeps serving a rule that does not translate,
+// and follows a rule's deletion.
+func TestCompileNative(t *testing.T) {
+	cl := startCluster(t, true)
+	cl.installCRDs(t)
+	ctx := context.Background()
+	c := cl.c
+	op := cl.startOperator(t, "a", "--compile-native")
+	op.waitReady(t)
+	cl.lb.add(op.webhook)
+	// What the chart grants with compileNative: true.
+	create(t, c, &rbacv1.ClusterRole{ObjectMeta: metaName("modwright-compile-native"), Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"admissionregistration.k8s.io"},
+		Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings", "mutatingadmissionpolicies", "mutatingadmissionpolicybindings"},
+		Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}})
+	create(t, c, &rbacv1.ClusterRoleBinding{ObjectMeta: metaName("modwright-compile-native"),
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "modwright-compile-native"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: operatorNS, Name: "modwright"}}})
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "bench"}}}
+	create(t, c, ns)
+	data, err := os.ReadFile(compiledRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []*unstructured.Unstructured
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, u)
+		create(t, c, u.DeepCopy())
+	}
+	// A rule that does not translate (a template), served by the webhook.
+	templated := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: frozen, namespace: bench}
+spec:
+  type: Reject
+  match: [{select: "$.metadata.labels.frozen", matchValue: "true"}]
+  rejectMessage: '{{ .Target.metadata.name }} is frozen'
+`), &templated.Object); err != nil {
+		t.Fatal(err)
+	}
+	create(t, c, templated.DeepCopy())
+
+	dyn, err := dynamic.NewForConfig(cl.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployments := dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace("bench")
+	objects := compiledObjects(t)
+	dryRun := func(obj map[string]any) (*unstructured.Unstructured, error) {
+		return deployments.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	}
+
+	t.Run("refused by the API server's policy, not the webhook", func(t *testing.T) {
+		eventually(t, 60*time.Second, func() error {
+			_, err := dryRun(objects["latest"])
+			if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'modwright.modrules.bench.reject-") {
+				return fmt.Errorf("not yet refused by the compiled policy: %v", err)
+			}
+			if !strings.Contains(err.Error(), "images must not use the latest tag") {
+				t.Fatalf("the refusal lacks the rule's message: %v", err)
+			}
+			return nil
+		}, func() string { return op.log.tail(20) })
+	})
+	t.Run("patched by the policy", func(t *testing.T) {
+		u, err := dryRun(objects["good"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.GetLabels()["team"] != "platform" || u.GetAnnotations()["owner"] != "web-team" {
+			t.Errorf("labels %v, annotations %v", u.GetLabels(), u.GetAnnotations())
+		}
+	})
+	t.Run("the rule that does not translate, by the webhook", func(t *testing.T) {
+		frozen := compiledObjects(t)["good"]
+		frozen["metadata"].(map[string]any)["labels"].(map[string]any)["frozen"] = "true"
+		eventually(t, 30*time.Second, func() error {
+			_, err := dryRun(frozen)
+			if err == nil || !strings.Contains(err.Error(), `operation rejected by the following ModRule(s): bench/frozen: "web is frozen"`) {
+				return fmt.Errorf("not refused by the webhook: %v", err)
+			}
+			return nil
+		})
+	})
+	t.Run("each rule says where it runs", func(t *testing.T) {
+		for _, r := range append(rules, templated) {
+			want, reason := metav1.ConditionTrue, "AdmissionPolicy"
+			if r.GetName() == "frozen" {
+				want, reason = metav1.ConditionFalse, "Webhook"
+			}
+			eventually(t, 30*time.Second, func() error {
+				cond, err := nativeCondition(ctx, c, r)
+				if err != nil {
+					return err
+				}
+				if cond.Status != want || cond.Reason != reason {
+					return fmt.Errorf("%s: %s %s: %s", r.GetName(), cond.Status, cond.Reason, cond.Message)
+				}
+				if r.GetName() == "frozen" && !strings.Contains(cond.Message, "Go template") {
+					t.Errorf("%s: the reason is not said: %s", r.GetName(), cond.Message)
+				}
+				return nil
+			})
+		}
+	})
+	t.Run("a deleted rule leaves the policy", func(t *testing.T) {
+		for _, r := range rules {
+			if r.GetName() == "privileged" {
+				if err := c.Delete(ctx, r.DeepCopy()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		eventually(t, 30*time.Second, func() error {
+			if _, err := dryRun(objects["privileged"]); err != nil {
+				return fmt.Errorf("still refused: %v", err)
+			}
+			return nil
+		})
+		if _, err := dryRun(objects["latest"]); err == nil {
+			t.Error("the other Reject rules went too")
+		}
+	})
+}
+
+// nativeCondition reads a rule's NativeAdmission condition.
+func nativeCondition(ctx context.Context, c client.Client, rule *unstructured.Unstructured) (metav1.Condition, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(rule.GroupVersionKind())
+	if err := c.Get(ctx, client.ObjectKeyFromObject(rule), u); err != nil {
+		return metav1.Condition{}, err
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, raw := range conds {
+		m, _ := raw.(map[string]any)
+		if m["type"] == "NativeAdmission" {
+			status, _ := m["status"].(string)
+			reason, _ := m["reason"].(string)
+			msg, _ := m["message"].(string)
+			return metav1.Condition{Type: "NativeAdmission", Status: metav1.ConditionStatus(status), Reason: reason, Message: msg}, nil
+		}
+	}
+	return metav1.Condition{}, fmt.Errorf("%s has no NativeAdmission condition yet", rule.GetName())
+}
