@@ -129,16 +129,17 @@ func (n *NativeCompiler) Sync(ctx context.Context) error {
 			if !strings.HasSuffix(u.GetKind(), "Binding") {
 				names = append(names, u.GetKind()+" "+u.GetName())
 			}
-			if leader {
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(u.GroupVersionKind())
+			holding := n.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, cur) == nil && holds(cur.Object["spec"], o["spec"]) && holds(cur.Object["metadata"], o["metadata"])
+			if !holding && leader {
+				// Installed now; served by the webhook until the next pass
+				// sees it held.
 				if err := n.Client.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("modwright-compile"), client.ForceOwnership); err != nil {
 					return fmt.Errorf("installing %s %s: %w", u.GetKind(), u.GetName(), err)
 				}
 			}
-			cur := &unstructured.Unstructured{}
-			cur.SetGroupVersionKind(u.GroupVersionKind())
-			if err := n.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, cur); err != nil || !holds(cur.Object["spec"], o["spec"]) {
-				installed = false
-			}
+			installed = installed && holding
 		}
 		for _, r := range t.Rules {
 			k := webhook.ExcludeKey(r.Kind, r.Key())
