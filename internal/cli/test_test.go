@@ -130,3 +130,14 @@ func TestLintGolden(t *testing.T) {
 		{name: "lint-cluster-namespace-flag", args: []string{"lint", "--cluster-rules-namespace", "other", dir + "warnings/rules.yaml"}},
 	})
 }
+
+func TestCompileGolden(t *testing.T) {
+	runGolden(t, []goldenCase{
+		{name: "compile-modrules", args: []string{"compile", "--rules", "../../testdata/compile/modrules.yaml"}},
+		{name: "compile-example-policies-json", args: []string{"compile", "--rules", "../../examples/policies", "-o", "json"}},
+		{name: "compile-example-rules", args: []string{"compile", "--rules", "../../examples/rules"}},
+		{name: "compile-no-rules", args: []string{"compile"}},
+		{name: "compile-bad-output", args: []string{"compile", "--rules", "../../examples/policies", "-o", "xml"}},
+		{name: "compile-invalid-rules", args: []string{"compile", "--rules", "../../testdata/cli/test/badrules/rules.yaml"}},
+	})
+}
