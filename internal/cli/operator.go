@@ -342,10 +342,11 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	// With --compile-native the webhook serves the rules the API server does
 	// not run itself.
 	var served webhook.Snapshots = store
+	var native *controller.NativeCompiler
 	if op.compileNative {
 		filter := &webhook.ExcludeFilter{Source: store}
 		served = filter
-		if err := mgr.Add(&controller.NativeCompiler{
+		native = &controller.NativeCompiler{
 			Client: mgr.GetClient(),
 			Rules: []schema.GroupVersionKind{
 				{Group: "api.kubemod.io", Version: "v1beta1", Kind: "ModRule"},
@@ -356,7 +357,11 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 			Filter:  filter,
 			Elected: mgr.Elected(),
 			Log:     log.WithName("compile-native"),
-		}); err != nil {
+			Served:  served,
+			Config:  op.mutatingConfig,
+			Webhook: op.dragnetWebhook,
+		}
+		if err := mgr.Add(native); err != nil {
 			return err
 		}
 	}
@@ -367,7 +372,11 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		isKinitiras := func(k string) bool {
 			return k == kinitiras.KindOverridePolicy || k == kinitiras.KindClusterOverride || k == kinitiras.KindClusterValidate
 		}
-		srv.Register(webhook.DragnetPath, o.dragnet("dragnet", &webhook.KindFilter{Source: served, Keep: func(k string) bool { return !isKinitiras(k) }}, resolver, log, m))
+		dragnetSnaps := &webhook.KindFilter{Source: served, Keep: func(k string) bool { return !isKinitiras(k) }}
+		if native != nil {
+			native.Served = dragnetSnaps
+		}
+		srv.Register(webhook.DragnetPath, o.dragnet("dragnet", dragnetSnaps, resolver, log, m))
 		srv.Register(kinitirasMutatePath, o.dragnet("kinitiras-mutate", &webhook.KindFilter{Source: store, Keep: func(k string) bool {
 			return k == kinitiras.KindOverridePolicy || k == kinitiras.KindClusterOverride
 		}}, resolver, log, m))

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/tonative"
 	"github.com/modwright/modwright/internal/webhook"
 )
@@ -48,7 +51,14 @@ type NativeCompiler struct {
 	Options tonative.Options
 	Filter  *webhook.ExcludeFilter
 	// Elected is closed once this replica leads (mgr.Elected()).
-	Elected  <-chan struct{}
+	Elected <-chan struct{}
+	// Served is what the dragnet serves (the filter, or a kind filter
+	// over it); with Config and Webhook set, the leader narrows that
+	// webhook to the namespaces of the rules left to it (a match
+	// condition), so that the other requests never leave the API server.
+	Served   webhook.Snapshots
+	Config   string // the MutatingWebhookConfiguration
+	Webhook  string // the dragnet's webhook in it
 	Log      logr.Logger
 	Interval time.Duration // between two passes; 0 means 2 s
 }
@@ -153,6 +163,9 @@ func (n *NativeCompiler) Sync(ctx context.Context) error {
 	if !leader {
 		return nil
 	}
+	if err := n.narrow(ctx); err != nil {
+		return err
+	}
 	// What no rule needs any more.
 	for _, gvk := range nativeKinds {
 		l := &unstructured.UnstructuredList{}
@@ -255,4 +268,77 @@ func subset(cur, want any) bool {
 		return true
 	}
 	return equality.Semantic.DeepEqual(cur, want)
+}
+
+// NarrowCondition is the name of the match condition the leader keeps on
+// the dragnet's webhook with --compile-native.
+const NarrowCondition = "modwright-rules-left"
+
+// narrow keeps the dragnet webhook's NarrowCondition: false when no rule
+// is left to the webhook, the namespaces of those left when every one is
+// pinned to a namespace (a Namespace counting as cluster-scoped, as the
+// dragnet takes it), absent when one applies anywhere.
+func (n *NativeCompiler) narrow(ctx context.Context) error {
+	if n.Served == nil || n.Config == "" || n.Webhook == "" {
+		return nil
+	}
+	snap := n.Served.Current()
+	if snap == nil {
+		return nil
+	}
+	expr := narrowExpression(snap)
+	var c admissionv1.MutatingWebhookConfiguration
+	if err := n.Client.Get(ctx, client.ObjectKey{Name: n.Config}, &c); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	orig := c.DeepCopy()
+	changed := false
+	for i := range c.Webhooks {
+		w := &c.Webhooks[i]
+		if w.Name != n.Webhook {
+			continue
+		}
+		at := slices.IndexFunc(w.MatchConditions, func(m admissionv1.MatchCondition) bool { return m.Name == NarrowCondition })
+		switch {
+		case expr == "" && at >= 0:
+			w.MatchConditions = slices.Delete(w.MatchConditions, at, at+1)
+			changed = true
+		case expr != "" && at < 0:
+			w.MatchConditions = append(w.MatchConditions, admissionv1.MatchCondition{Name: NarrowCondition, Expression: expr})
+			changed = true
+		case expr != "" && w.MatchConditions[at].Expression != expr:
+			w.MatchConditions[at].Expression = expr
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := n.Client.Patch(ctx, &c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("narrowing the webhook %s: %w", n.Webhook, err)
+	}
+	n.Log.Info("narrowed the dragnet webhook to the rules left to it", "condition", expr)
+	return nil
+}
+
+// narrowExpression is the match condition for the rules of snap ("": none,
+// some rule applies anywhere).
+func narrowExpression(snap *engine.Snapshot) string {
+	namespaces := map[string]bool{}
+	for _, r := range snap.Rules() {
+		ix := r.Info().Index
+		if ix.AnyNamespace || ix.Filtered {
+			return ""
+		}
+		namespaces[ix.Namespace] = true
+	}
+	if len(namespaces) == 0 {
+		return "false"
+	}
+	list := make([]string, 0, len(namespaces))
+	for ns := range namespaces {
+		list = append(list, strconv.Quote(ns))
+	}
+	slices.Sort(list)
+	return "(request.kind.group == '' && request.kind.kind == 'Namespace' ? '' : (has(request.namespace) ? request.namespace : '')) in [" + strings.Join(list, ", ") + "]"
 }

@@ -1,6 +1,10 @@
 package controller
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/modwright/modwright/internal/engine"
+)
 
 // TestHolds: a stored spec holds the translation when every field of the
 // translation is there as it is (the API server's defaults aside).
@@ -21,3 +25,31 @@ func TestHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowExpression: the dragnet's condition from the rules left to it.
+func TestNarrowExpression(t *testing.T) {
+	rule := func(ns string, any bool) engine.Rule {
+		return &keyedRule{engine.RuleInfo{Kind: "ModRule", Key: ns + "/r", Index: engine.IndexKeys{Namespace: ns, AnyNamespace: any}}}
+	}
+	for _, c := range []struct {
+		name  string
+		rules []engine.Rule
+		want  string
+	}{
+		{"none left", nil, "false"},
+		{"namespaced", []engine.Rule{rule("b", false), rule("a", false), rule("", false)},
+			`(request.kind.group == '' && request.kind.kind == 'Namespace' ? '' : (has(request.namespace) ? request.namespace : '')) in ["", "a", "b"]`},
+		{"one anywhere", []engine.Rule{rule("a", false), rule("", true)}, ""},
+	} {
+		if got := narrowExpression(engine.NewSnapshot(c.rules)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+type keyedRule struct{ info engine.RuleInfo }
+
+func (r *keyedRule) Info() *engine.RuleInfo             { return &r.info }
+func (r *keyedRule) InScope(string) bool                { return true }
+func (r *keyedRule) Match(*engine.Handle) (bool, error) { return false, nil }
+func (r *keyedRule) Apply(*engine.Handle) error         { return nil }

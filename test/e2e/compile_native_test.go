@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -131,6 +132,56 @@ spec:
 				return nil
 			})
 		}
+	})
+	webhookCondition := func() (string, error) {
+		var mw admissionregv1.MutatingWebhookConfiguration
+		if err := c.Get(ctx, client.ObjectKey{Name: "modwright"}, &mw); err != nil {
+			return "", err
+		}
+		for _, w := range mw.Webhooks {
+			if w.Name != "dragnet.modwright.io" {
+				continue
+			}
+			for _, mc := range w.MatchConditions {
+				if mc.Name == "modwright-rules-left" {
+					return mc.Expression, nil
+				}
+			}
+		}
+		return "", fmt.Errorf("no modwright-rules-left condition on the dragnet")
+	}
+	t.Run("the webhook narrowed to the namespaces of the rules left to it", func(t *testing.T) {
+		eventually(t, 30*time.Second, func() error {
+			expr, err := webhookCondition()
+			if err != nil {
+				return err
+			}
+			if !strings.HasSuffix(expr, `in ["bench"]`) {
+				return fmt.Errorf("condition %s", expr)
+			}
+			return nil
+		})
+		// A request in bench still reaches the webhook.
+		frozen := compiledObjects(t)["good"]
+		frozen["metadata"].(map[string]any)["labels"].(map[string]any)["frozen"] = "true"
+		if _, err := dryRun(frozen); err == nil || !strings.Contains(err.Error(), "bench/frozen") {
+			t.Errorf("bench's request: %v", err)
+		}
+	})
+	t.Run("no rule left to the webhook: it is not called", func(t *testing.T) {
+		if err := c.Delete(ctx, templated.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, func() error {
+			expr, err := webhookCondition()
+			if err != nil {
+				return err
+			}
+			if expr != "false" {
+				return fmt.Errorf("condition %s", expr)
+			}
+			return nil
+		})
 	})
 	t.Run("a deleted rule leaves the policy", func(t *testing.T) {
 		for _, r := range rules {
