@@ -14,8 +14,6 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/client-go/applyconfigurations"
 
@@ -37,19 +35,7 @@ func compileMutating(p *admissionregistrationv1.MutatingAdmissionPolicy) mutatin
 	if err != nil {
 		return mutating.PolicyEvaluator{Error: fmt.Errorf("failed to initialize CEL compiler: %w", err)}
 	}
-	named := make([]cel.NamedExpressionAccessor, len(p.Spec.Variables))
-	for i, v := range p.Spec.Variables {
-		named[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
-	}
-	c.CompileAndStoreVariables(named, vars, environment.StoredExpressions)
-	var matcher matchconditions.Matcher
-	if n := len(p.Spec.MatchConditions); n > 0 {
-		conds := make([]cel.ExpressionAccessor, n)
-		for i := range p.Spec.MatchConditions {
-			conds[i] = (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i])
-		}
-		matcher = matchconditions.NewMatcher(c.CompileCondition(conds, vars, environment.StoredExpressions), p.Spec.FailurePolicy, "policy", "validate", p.Name)
-	}
+	matcher := compileShared(c, vars, p.Spec.Variables, p.Spec.MatchConditions, p.Spec.FailurePolicy, p.Name)
 	patchVars := vars
 	patchVars.HasPatchTypes = true
 	var patchers []patch.Patcher

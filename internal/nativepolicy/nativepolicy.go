@@ -180,19 +180,7 @@ func compile(p *admissionregistrationv1.ValidatingAdmissionPolicy) validating.Va
 	if err != nil {
 		return validating.NewValidator(nil, nil, nil, nil, fp, err)
 	}
-	named := make([]cel.NamedExpressionAccessor, len(p.Spec.Variables))
-	for i, v := range p.Spec.Variables {
-		named[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
-	}
-	c.CompileAndStoreVariables(named, vars, environment.StoredExpressions)
-	var matcher matchconditions.Matcher
-	if n := len(p.Spec.MatchConditions); n > 0 {
-		conds := make([]cel.ExpressionAccessor, n)
-		for i := range p.Spec.MatchConditions {
-			conds[i] = (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i])
-		}
-		matcher = matchconditions.NewMatcher(c.CompileCondition(conds, vars, environment.StoredExpressions), fp, "policy", "validate", p.Name)
-	}
+	matcher := compileShared(c, vars, p.Spec.Variables, p.Spec.MatchConditions, fp, p.Name)
 	checks := make([]cel.ExpressionAccessor, len(p.Spec.Validations))
 	messages := make([]cel.ExpressionAccessor, len(p.Spec.Validations))
 	for i, v := range p.Spec.Validations {
@@ -208,6 +196,26 @@ func compile(p *admissionregistrationv1.ValidatingAdmissionPolicy) validating.Va
 	return validating.NewValidator(c.CompileCondition(checks, vars, environment.StoredExpressions), matcher,
 		c.CompileCondition(audits, vars, environment.StoredExpressions),
 		c.CompileCondition(messages, messageVars, environment.StoredExpressions), fp, nil)
+}
+
+// compileShared compiles what both kinds of policy have, as the API
+// server's plugins do: the variables (stored in c for the expressions
+// compiled after them) and the match conditions (nil: none).
+func compileShared(c *cel.CompositedCompiler, vars cel.OptionalVariableDeclarations, vs []admissionregistrationv1.Variable,
+	mcs []admissionregistrationv1.MatchCondition, fp *admissionregistrationv1.FailurePolicyType, name string) matchconditions.Matcher {
+	named := make([]cel.NamedExpressionAccessor, len(vs))
+	for i, v := range vs {
+		named[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+	}
+	c.CompileAndStoreVariables(named, vars, environment.StoredExpressions)
+	if len(mcs) == 0 {
+		return nil
+	}
+	conds := make([]cel.ExpressionAccessor, len(mcs))
+	for i := range mcs {
+		conds[i] = (*matchconditions.MatchCondition)(&mcs[i])
+	}
+	return matchconditions.NewMatcher(c.CompileCondition(conds, vars, environment.StoredExpressions), fp, "policy", "validate", name)
 }
 
 // Request is one admission request.
