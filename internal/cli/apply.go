@@ -157,9 +157,9 @@ type inputs struct {
 	olds     []*source.Document
 	resolver engine.ObjectReader // nil without --context
 	crds     *crdschema.Set      // nil without --crd
-	// native are the Validating and MutatingAdmissionPolicies and bindings
-	// among the rules, which run around them as the API server runs them.
-	native *nativepolicy.Set
+	// chain runs the Validating and MutatingAdmissionPolicies among the
+	// rules around them, as the API server runs them.
+	chain nativeChain
 }
 
 // admission is the admission of objs[i], with its old object.
@@ -177,7 +177,7 @@ func (in *inputs) admission(i int, defaultNS string) admission {
 // the object, with the chain's result as its Object and the patch from a's
 // object to it; refused is a policy's refusal (dec is then nil).
 func (in *inputs) mutate(ctx context.Context, eng *engine.Engine, a admission, op rules.Operation) (dec *engine.Decision, refused, err error) {
-	c := newNativeChain(in.native, in.resolver)
+	c := in.chain
 	if !c.mutates(op) {
 		dec, err = a.evaluate(ctx, eng, in.snap, op)
 		return dec, nil, err
@@ -213,7 +213,7 @@ func (in *inputs) validateNative(ctx context.Context, s Streams, origin string, 
 		return nil
 	}
 	obj, _ := dec.Object.(map[string]any)
-	res := newNativeChain(in.native, in.resolver).validate(ctx, a, op, obj)
+	res := in.chain.validate(ctx, a, op, obj)
 	if res == nil {
 		return nil
 	}
@@ -282,7 +282,7 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &inputs{snap: snap, native: native}
+	in := &inputs{snap: snap}
 	if in.objs, err = source.ReadPaths(o.files, s.In); err != nil {
 		return nil, &ExitError{Code: 2, Err: err}
 	}
@@ -298,6 +298,7 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	if in.resolver, err = resolverFor(contexts, s, o.packs...); err != nil {
 		return nil, err
 	}
+	in.chain = newNativeChain(native, in.resolver)
 	if len(o.crds) > 0 {
 		if in.crds, err = loadCRDs(context.Background(), o.crds, s); err != nil {
 			return nil, err

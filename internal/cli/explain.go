@@ -156,7 +156,7 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 		case refused != nil:
 			dec = &engine.Decision{Object: a.obj} // the rules did not run
 			mutating = append(mutating, "refused: "+refused.Error())
-		case in.native.Mutates() && (op == rules.Create || op == rules.Update):
+		case in.chain.set.Mutates() && (op == rules.Create || op == rules.Update):
 			mutating = append(mutating, "evaluated before the rules (and again after them where reinvocationPolicy is IfNeeded); their changes are in the result")
 		}
 		if crd != nil && schemaErr == nil && dec.Allowed() {
@@ -168,7 +168,7 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 		}
 		printWarnings(s, d.Origin+": "+a.String(), dec)
 		var native []string
-		if in.native.Validates() && dec.Allowed() && refused == nil {
+		if in.chain.set.Validates() && dec.Allowed() && refused == nil {
 			native = append(native, verdict(in.validateNative(ctx, s, d.Origin, a, op, dec)))
 		}
 		ex := explain(in.snap, d.Origin, a, op, dec)

@@ -201,11 +201,14 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 		}
 	}
 	chain := newNativeChain(native, resolver)
-	chain.objects = nil // params and namespaces: the items
-	for _, it := range items {
-		if m, ok := it.(map[string]any); ok {
-			chain.objects = append(chain.objects, withoutKRMAnnotations(m))
+	if native.Len() > 0 {
+		var objs []map[string]any // params and namespaces: the items
+		for _, it := range items {
+			if m, ok := it.(map[string]any); ok {
+				objs = append(objs, withoutKRMAnnotations(m))
+			}
 		}
+		chain.setObjects(objs)
 	}
 	snap := engine.NewSnapshot(res.Rules)
 	opts := runner.Options(resolver)

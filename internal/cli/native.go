@@ -23,17 +23,31 @@ type nativeChain struct {
 	user    user.Info
 }
 
-// newNativeChain is set's chain with the context objects of resolver.
+// newNativeChain is set's chain with the context objects of resolver,
+// built once for all the objects admitted.
 func newNativeChain(set *nativepolicy.Set, resolver engine.ObjectReader) nativeChain {
 	c := nativeChain{set: set}
-	if r, ok := resolver.(*staticResolver); ok && r != nil {
+	if r, ok := resolver.(*staticResolver); ok && r != nil && set.Len() > 0 {
+		objs := make([]map[string]any, 0, len(r.objects))
 		for _, o := range r.objects {
-			c.objects = append(c.objects, o)
+			objs = append(objs, o)
 		}
+		c.setObjects(objs)
 	}
 	u := userOf(resolver)
 	c.user = &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups}
 	return c
+}
+
+// setObjects makes objs the objects params and namespaces are looked up
+// in, normalized once (an object that cannot be is left out).
+func (c *nativeChain) setObjects(objs []map[string]any) {
+	c.objects = c.objects[:0]
+	for _, o := range objs {
+		if n, err := nativepolicy.Normalize(o); err == nil {
+			c.objects = append(c.objects, n)
+		}
+	}
 }
 
 // request is a's admission as the policies see it, with obj as its

@@ -227,7 +227,8 @@ type Request struct {
 	// object); its object, when the objects hold it, serves
 	// namespaceSelector and namespaceObject.
 	Namespace string
-	// Objects are the objects params and namespaces are looked up in.
+	// Objects are the objects params and namespaces are looked up in, in
+	// the form Normalize gives (once for all the requests that share them).
 	Objects []map[string]any
 	User    user.Info
 	// Authorizer answers CEL's authorizer checks; nil: every check is
@@ -244,21 +245,16 @@ func (r Request) normalized() (Request, error) {
 		if m == nil || err != nil {
 			return m
 		}
-		m, err = normalize(m)
+		m, err = Normalize(m)
 		return m
 	}
 	r.Object, r.OldObject = norm(r.Object), norm(r.OldObject)
-	objs := make([]map[string]any, len(r.Objects))
-	for i, o := range r.Objects {
-		objs[i] = norm(o)
-	}
-	r.Objects = objs
 	return r, err
 }
 
-// normalize copies m with int64 and float64 numbers and without null
+// Normalize copies m with int64 and float64 numbers and without null
 // members (absent, as in the API server's decoded objects).
-func normalize(m map[string]any) (map[string]any, error) {
+func Normalize(m map[string]any) (map[string]any, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
@@ -280,7 +276,7 @@ func goForm(m map[string]any) (map[string]any, error) {
 	if err != nil || !builtin {
 		return m, err
 	}
-	return normalize(form)
+	return Normalize(form)
 }
 
 func dropNulls(v any) {

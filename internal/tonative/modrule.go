@@ -291,6 +291,8 @@ var (
 	stepQuoted = regexp.MustCompile(`^\[(?:'([^'\\]*)'|"([^"\\]*)")\]`)
 	stepIndex  = regexp.MustCompile(`^\[(-?[0-9]+)\]`)
 	stepWild   = regexp.MustCompile(`^(?:\[\*\]|\.\*)`)
+	ident      = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+	arrayIndex = regexp.MustCompile(`^-?[0-9]+$`)
 )
 
 // parseSelect reads the subset of KubeMod's JSONPath CEL can walk exactly:
@@ -444,7 +446,7 @@ func criterion(c v1beta1.MatchItem, root string) (string, error) {
 	return "(" + expr + ")", nil
 }
 
-func isIdent(s string) bool { return regexp.MustCompile(`^[a-z][a-z0-9]*$`).MatchString(s) }
+func isIdent(s string) bool { return ident.MatchString(s) }
 
 // knownString reports whether the definite steps reach a string wherever
 // present, in any object the API server holds: kind, apiVersion, the
@@ -576,7 +578,7 @@ func pointer(p string) ([]string, error) {
 	}
 	var tokens []string
 	for _, t := range strings.Split(p[1:], "/") {
-		if t == "-" || regexp.MustCompile(`^-?[0-9]+$`).MatchString(t) {
+		if t == "-" || arrayIndex.MatchString(t) {
 			return nil, fmt.Errorf("%q: array positions are not translated", p)
 		}
 		if strings.Contains(strings.NewReplacer("~0", "", "~1", "").Replace(t), "~") {
