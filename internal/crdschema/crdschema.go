@@ -15,6 +15,7 @@ import (
 	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
@@ -43,7 +44,11 @@ type Version struct {
 	Namespaced bool
 	// Structural is the version's structural schema, defaults pruned as
 	// the API server prunes them.
-	Structural            *structuralschema.Structural
+	Structural *structuralschema.Structural
+	// root is Structural with the type and object metadata the API
+	// server declares for CEL (apiVersion, kind, metadata.name and
+	// generateName).
+	root                  *structuralschema.Structural
 	preserveUnknownFields bool
 	strategy              *crStrategy
 }
@@ -115,6 +120,7 @@ func newVersion(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 			return nil, err
 		}
 		out.Structural = ss
+		out.root = model.WithTypeAndObjectMeta(ss)
 	}
 	validator, _, err := apiservervalidation.NewSchemaValidator(internalSchema)
 	if err != nil {
@@ -138,8 +144,11 @@ func newVersion(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 }
 
 // For is the served version of apiVersion and kind, nil when no CRD of the
-// set serves it.
+// set serves it (a nil Set serves none).
 func (s *Set) For(apiVersion, kind string) *Version {
+	if s == nil {
+		return nil
+	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil

@@ -12,7 +12,9 @@ import (
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
+	"k8s.io/apimachinery/pkg/util/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/cel/library"
 
@@ -58,13 +60,23 @@ func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagn
 
 // CompileExpr is Compile returning the concrete *Program.
 func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
-	return compileCEL(env, src, nil, nil)
+	return compileCEL(env, src, nil, nil, nil)
+}
+
+// CompileTyped is CompileExpr with some variables declared with a type
+// instead of the dynamic one (a CRD schema's, as the API server declares
+// a CRD rule's self): the expression is type-checked against it. The
+// program evaluates as CompileExpr's; a typed variable may be bound to a
+// value of its type (crdschema's) or to a JSON value.
+func (Language) CompileTyped(env *lang.Env, src string, typed map[string]*apiservercel.DeclType) (*Program, []lang.Diagnostic) {
+	return compileCEL(env, src, nil, nil, typed)
 }
 
 // compileCEL compiles src against env extended with extra; want, when not
 // nil, is the type the expression must have (exactly, as the apiserver
-// checks a mutation's type).
-func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type) (*Program, []lang.Diagnostic) {
+// checks a mutation's type); typed declares those variables with their
+// types.
+func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type, typed map[string]*apiservercel.DeclType) (*Program, []lang.Diagnostic) {
 	budget := env.Limits.MaxWork
 	if budget < 0 {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("limit MaxWork %d is not supported: cel's budget must be positive", budget)}}
@@ -85,14 +97,28 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 			names = append(names, VarAuthorizer, VarRequestResource)
 			continue
 		}
-		opts = append(opts, cel.Variable(v.Name, cel.DynType))
+		if dt, ok := typed[v.Name]; ok {
+			opts = append(opts, cel.Variable(v.Name, dt.CelType()))
+		} else {
+			opts = append(opts, cel.Variable(v.Name, cel.DynType))
+		}
 		names = append(names, v.Name)
 	}
 	if ds != nil {
 		return nil, ds
 	}
-	base := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).NewExpressionsEnv()
-	ce, err := base.Extend(opts...)
+	envSet := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+	if len(typed) > 0 {
+		var dts []*apiservercel.DeclType
+		for _, dt := range typed {
+			dts = append(dts, dt)
+		}
+		var err error
+		if envSet, err = envSet.Extend(environment.VersionedOptions{IntroducedVersion: version.MajorMinor(1, 0), DeclTypes: dts}); err != nil {
+			return nil, []lang.Diagnostic{{Pos: -1, Msg: err.Error()}}
+		}
+	}
+	ce, err := envSet.NewExpressionsEnv().Extend(opts...)
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: err.Error()}}
 	}

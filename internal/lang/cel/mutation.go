@@ -90,7 +90,7 @@ func (Language) CompileMutation(env *lang.Env, kind MutationKind, src string) (*
 	default:
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("unknown mutation kind %d", uint8(kind))}}
 	}
-	p, ds := compileCEL(env, src, []cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{})}, want)
+	p, ds := compileCEL(env, src, []cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{})}, want, nil)
 	if ds != nil {
 		return nil, ds
 	}

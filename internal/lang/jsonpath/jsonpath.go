@@ -3,6 +3,7 @@ package jsonpath
 import (
 	"context"
 	"errors"
+	"slices"
 	"unsafe"
 
 	"github.com/modwright/modwright/internal/jsonpath"
@@ -157,3 +158,25 @@ func (p *Program) Definite() bool { return p.e.Definite() }
 
 // Captures returns the number of capturing steps of a path.
 func (p *Program) Captures() int { return p.e.Captures() }
+
+// PathOf is the full path of a node Nodes returned from root (the leaf's
+// Expr.PathOf; a '..' key is a lang.Path).
+func (p *Program) PathOf(root any, keys []any) ([]any, bool) {
+	var ks []any // a copy, when a key is converted
+	for i, k := range keys {
+		if d, ok := k.(lang.Path); ok {
+			if ks == nil {
+				ks = slices.Clone(keys)
+			}
+			ks[i] = jsonpath.Descent(d)
+		}
+	}
+	if ks == nil {
+		ks = keys
+	}
+	return p.e.PathOf(root, ks)
+}
+
+// Pattern is the query's path as its text says it (the leaf's
+// Expr.Pattern): names, indices and jsonpath.AnyMember.
+func (p *Program) Pattern() ([]any, bool) { return p.e.Pattern() }

@@ -1,0 +1,155 @@
+package crdschema
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/google/cel-go/common/types/ref"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+)
+
+// The typing of a custom resource's values as the API server types a
+// CRD rule's self: an expression placed at a path sees the value there
+// typed by the schema there. Policies' scoped validations use it (their
+// scope is the rule's place).
+
+// TypedValue is value, found at path in an object of apiVersion and kind,
+// as the CRD rule at that place sees self (Version.Self); ok is false when
+// no CRD of the set serves the kind or its schema does not type the
+// place. It is what an engine.SchemaReader gives.
+func (s *Set) TypedValue(apiVersion, kind string, path []any, value any) (any, bool) {
+	v := s.For(apiVersion, kind)
+	if v == nil {
+		return nil, false
+	}
+	return v.Self(path, value)
+}
+
+// Self is value, found at path (object keys as strings, list indices as
+// ints, root first) in an object of v's kind, as a CEL value typed by the
+// schema at that place, as the API server binds self for a rule there:
+// property names escaped (__dash__, __dot__, reserved words), lists of
+// x-kubernetes-list-type set and map compared as sets and maps, formats
+// (duration, date, date-time, byte) typed, and at the root and embedded
+// resources only apiVersion, kind, metadata.name and
+// metadata.generateName of the type and object metadata. ok is false
+// when the schema does not type the place (no schema; data kept by
+// x-kubernetes-preserve-unknown-fields). Numbers may be json.Number.
+func (v *Version) Self(path []any, value any) (ref.Val, bool) {
+	node, ok := v.schemaAt(path)
+	if !ok {
+		return nil, false
+	}
+	return common.UnstructuredToVal(decoded(value), &model.Structural{Structural: node}), true
+}
+
+// SelfType is the CEL type the API server declares self with for a rule
+// at pattern (Self's path, nil standing for any member of a list or map):
+// what an expression that reads self there is type-checked against. ok is
+// false where the schema does not type the place.
+func (v *Version) SelfType(pattern []any) (*apiservercel.DeclType, bool) {
+	node, ok := v.schemaAt(pattern)
+	if !ok {
+		return nil, false
+	}
+	dt := model.SchemaDeclType(node, len(pattern) == 0 || node.XEmbeddedResource)
+	if dt == nil {
+		return nil, false
+	}
+	// Object types are declared by name (the API server's is unique per
+	// environment; an expression's environment has this one alone).
+	return dt.MaybeAssignTypeName("selfType"), true
+}
+
+// schemaAt walks v's schema along path (strings, ints, nil for any
+// member), with the type and object metadata of the root and of each
+// embedded resource it goes through as the API server declares them.
+func (v *Version) schemaAt(path []any) (*structuralschema.Structural, bool) {
+	if v.Structural == nil {
+		return nil, false
+	}
+	s := v.root
+	for _, k := range path {
+		if s.XEmbeddedResource {
+			s = model.WithTypeAndObjectMeta(s)
+		}
+		var next *structuralschema.Structural
+		switch k := k.(type) {
+		case string:
+			if p, ok := s.Properties[k]; ok {
+				next = &p
+			} else if s.AdditionalProperties != nil {
+				next = s.AdditionalProperties.Structural
+			}
+		case int:
+			next = s.Items
+		case nil:
+			if s.Items != nil {
+				next = s.Items
+			} else if s.AdditionalProperties != nil {
+				next = s.AdditionalProperties.Structural
+			}
+		}
+		if next == nil {
+			return nil, false
+		}
+		s = next
+	}
+	return s, true
+}
+
+// decoded is v with its json.Numbers as the API server decodes numbers
+// (int64 when integral, else float64): v itself when it has none, else a
+// copy of the maps and lists that hold one.
+func decoded(v any) any {
+	d, _ := decode(v)
+	return d
+}
+
+func decode(v any) (any, bool) {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i, true
+		}
+		f, _ := v.Float64()
+		return f, true
+	case map[string]any:
+		var out map[string]any
+		for k, e := range v {
+			d, changed := decode(e)
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = maps.Clone(v)
+			}
+			out[k] = d
+		}
+		if out == nil {
+			return v, false
+		}
+		return out, true
+	case []any:
+		var out []any
+		for i, e := range v {
+			d, changed := decode(e)
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = slices.Clone(v)
+			}
+			out[i] = d
+		}
+		if out == nil {
+			return v, false
+		}
+		return out, true
+	}
+	return v, false
+}
