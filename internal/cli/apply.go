@@ -223,6 +223,17 @@ func (in *inputs) validateNative(ctx context.Context, s Streams, origin string, 
 	return res.Err
 }
 
+// engineOptions are a command's engine options: the context's readers
+// (runner.Options) and the --crd schemas, which type a Policy's scoped
+// validations of their kinds (nil: none).
+func engineOptions(resolver engine.ObjectReader, crds *crdschema.Set) engine.Options {
+	o := runner.Options(resolver)
+	if crds != nil {
+		o.Schemas = crds
+	}
+	return o
+}
+
 // checkBefore decodes and validates a's object as the API server does
 // before admission when a --crd serves its kind and the operation stores
 // it (CREATE, UPDATE): a.obj becomes the decoded object (defaults,
@@ -326,7 +337,7 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	opts := runner.Options(in.resolver)
+	opts := engineOptions(in.resolver, in.crds)
 	opts.NoTrace = true
 	eng := engine.New(opts)
 

@@ -343,7 +343,7 @@ var webhookInexpressible = map[string]string{}
 func init() {
 	// The API server, not the webhook, decodes and validates custom
 	// resources against their CRDs (--crd).
-	for _, name := range []string{"defaulted", "invalid-input", "rule-makes-invalid", "unknown-field", "rule-adds-unknown", "update-transition", "cel-rule"} {
+	for _, name := range []string{"defaulted", "invalid-input", "rule-makes-invalid", "unknown-field", "rule-adds-unknown", "update-transition", "cel-rule", "policy-scope-typed"} {
 		webhookInexpressible["crd/"+name] = "--crd: the API server validates custom resources, the webhook does not"
 	}
 	// The API server, not the webhook, runs its admission policies.

@@ -137,7 +137,7 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(runner.Options(in.resolver))
+	eng := engine.New(engineOptions(in.resolver, in.crds))
 	var out []Explanation
 	for i := range in.objs {
 		d := &in.objs[i]

@@ -211,7 +211,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 		chain.setObjects(objs)
 	}
 	snap := engine.NewSnapshot(res.Rules)
-	opts := runner.Options(resolver)
+	opts := engineOptions(resolver, crds)
 	opts.NoTrace = true
 	eng := engine.New(opts)
 

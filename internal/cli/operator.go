@@ -69,6 +69,7 @@ type operatorOptions struct {
 	configMapIdle   time.Duration
 	contextCMs      bool
 	contextRoles    bool
+	crdSchemas      bool
 	// kinitiras' kinds, and their http references' client.
 	kinitiras          bool
 	kinitirasPaths     bool
@@ -112,6 +113,7 @@ func addOperatorFlags(f interface {
 	f.DurationVar(&o.configMapIdle, "configmap-idle", 10*time.Minute, "how long a ConfigMap no Policy read stays watched")
 	f.BoolVar(&o.contextCMs, "policy-context-configmaps", true, "serve Policies' configMap context entries (needs get, list, watch on configmaps)")
 	f.BoolVar(&o.contextRoles, "policy-context-roles", true, "serve request.roles and request.clusterRoles (needs get, list, watch on rolebindings and clusterrolebindings)")
+	f.BoolVar(&o.crdSchemas, "policy-crd-schemas", true, "type the self of Policies' scoped CEL validations of custom resources by their CRDs' schemas, as apply --crd does (needs get, list, watch on customresourcedefinitions); off: dynamically typed")
 	f.BoolVar(&o.kinitiras, "kinitiras", true, "serve kinitiras' OverridePolicy, ClusterOverridePolicy and ClusterValidatePolicy (their CRDs must be installed; the operator waits for them)")
 	f.BoolVar(&o.kinitirasPaths, "kinitiras-paths", false, "serve kinitiras' policies on kinitiras' own webhook paths (/mutate: override policies, /validate: validate policies), for webhook configurations with kinitiras' object selector; the dragnet then leaves them out")
 	f.StringArrayVar(&o.kinitirasHosts, "kinitiras-http-hosts", nil, "hosts (host or host:port) kinitiras' http references may reach (repeatable); none by default: such a reference lets policy authors make the operator call URLs")
@@ -331,6 +333,28 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 			return &ExitError{Code: 2, Err: err}
 		}
 		o.roles = &cluster.Roles{Reader: mgr.GetCache()}
+	}
+	// Policies' scoped validations of custom resources: self typed by the
+	// CRDs' schemas (an informer of CRDs; readiness waits for it).
+	var crdSchemas *cluster.CRDSchemas
+	if op.crdSchemas {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+		}
+		crdSchemas = &cluster.CRDSchemas{Client: dyn, Log: log.WithName("crd-schemas")}
+		if err := mgr.Add(crdSchemas); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("crd-schemas", func(*http.Request) error {
+			if !crdSchemas.Synced() {
+				return errors.New("the CustomResourceDefinitions' cache has not synced yet")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		o.schemas = crdSchemas
 	}
 	o.api = &cluster.APIClient{REST: clients.Discovery().RESTClient(), Timeout: op.apiCallTimeout, MaxBytes: op.apiCallMaxBytes, TTL: op.apiCallCacheTTL}
 	// kinitiras' references: objects of any kind from the cache (an

@@ -58,7 +58,10 @@ type serveOptions struct {
 	// kinds and http serve kinitiras' references (the operator's); nil
 	// standalone.
 	kinds engine.KindReader
-	http  engine.HTTPReader
+	// schemas types custom resources by their CRDs (the operator's
+	// CRDSchemas); nil: none.
+	schemas engine.SchemaReader
+	http    engine.HTTPReader
 	// graph is the relationship graph (the operator's); nil standalone.
 	graph engine.GraphReader
 }
@@ -371,7 +374,7 @@ func (o *serveOptions) serverOptions(so webhook.ServerOptions) webhook.ServerOpt
 func (o *serveOptions) dragnet(name string, store webhook.Snapshots, resolver engine.ObjectReader, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
 	d := webhook.NewDragnet(webhook.Options{
 		Name:            name,
-		Evaluator:       engine.New(engine.Options{Objects: resolver, Authorizer: o.authz, API: o.api, Roles: o.roles, Kinds: o.kinds, HTTP: o.http, Graph: o.graph, NoTrace: true}), // nobody reads the trace here
+		Evaluator:       engine.New(engine.Options{Objects: resolver, Authorizer: o.authz, API: o.api, Roles: o.roles, Kinds: o.kinds, HTTP: o.http, Graph: o.graph, Schemas: o.schemas, NoTrace: true}), // nobody reads the trace here
 		Snapshots:       store,
 		Log:             log.WithName(name),
 		Metrics:         m,

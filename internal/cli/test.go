@@ -220,7 +220,9 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 	if st.Authorizer != nil {
 		authz = st.Authorizer
 	}
-	drv := runner.NewEngineAuthz(snap, resolver, authz)
+	opts := engineOptions(resolver, crds)
+	opts.Authorizer = authz
+	drv := runner.NewEngineOptions(snap, opts)
 	chain := newNativeChain(native, resolver)
 	name := st.Name
 	if name == "" {

@@ -42,13 +42,7 @@ type Version struct {
 	CRD        string // the CRD's name
 	GVK        schema.GroupVersionKind
 	Namespaced bool
-	// Structural is the version's structural schema, defaults pruned as
-	// the API server prunes them.
-	Structural *structuralschema.Structural
-	// root is Structural with the type and object metadata the API
-	// server declares for CEL (apiVersion, kind, metadata.name and
-	// generateName).
-	root                  *structuralschema.Structural
+	Typing
 	preserveUnknownFields bool
 	strategy              *crStrategy
 }
@@ -100,27 +94,12 @@ func (s *Set) Add(ctx context.Context, obj map[string]any) error {
 func newVersion(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) (*Version, error) {
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
 	out := &Version{CRD: crd.Name, GVK: gvk, Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped, preserveUnknownFields: crd.Spec.PreserveUnknownFields}
-	val, err := apihelpers.GetSchemaForVersion(crd, v.Name)
+	internalSchema, err := versionSchema(crd, v.Name)
 	if err != nil {
 		return nil, err
 	}
-	var internalSchema *apiextensionsinternal.JSONSchemaProps
-	if val != nil {
-		iv := &apiextensionsinternal.CustomResourceValidation{}
-		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(val, iv, nil); err != nil {
-			return nil, err
-		}
-		internalSchema = iv.OpenAPIV3Schema
-		ss, err := structuralschema.NewStructural(internalSchema)
-		if err != nil {
-			return nil, err
-		}
-		ss = ss.DeepCopy()
-		if err := structuraldefaulting.PruneDefaults(ss); err != nil {
-			return nil, err
-		}
-		out.Structural = ss
-		out.root = model.WithTypeAndObjectMeta(ss)
+	if out.Typing, err = typingOf(internalSchema); err != nil {
+		return nil, err
 	}
 	validator, _, err := apiservervalidation.NewSchemaValidator(internalSchema)
 	if err != nil {
@@ -141,6 +120,37 @@ func newVersion(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 	}
 	out.strategy = st
 	return out, nil
+}
+
+// versionSchema is the OpenAPI schema of a CRD's version (nil: none), in
+// the API server's internal form.
+func versionSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*apiextensionsinternal.JSONSchemaProps, error) {
+	val, err := apihelpers.GetSchemaForVersion(crd, version)
+	if err != nil || val == nil {
+		return nil, err
+	}
+	iv := &apiextensionsinternal.CustomResourceValidation{}
+	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(val, iv, nil); err != nil {
+		return nil, err
+	}
+	return iv.OpenAPIV3Schema, nil
+}
+
+// typingOf is the typing of a version's schema (nil: none): its
+// structural schema with defaults pruned as the API server prunes them.
+func typingOf(internalSchema *apiextensionsinternal.JSONSchemaProps) (Typing, error) {
+	if internalSchema == nil {
+		return Typing{}, nil
+	}
+	ss, err := structuralschema.NewStructural(internalSchema)
+	if err != nil {
+		return Typing{}, err
+	}
+	ss = ss.DeepCopy()
+	if err := structuraldefaulting.PruneDefaults(ss); err != nil {
+		return Typing{}, err
+	}
+	return Typing{Structural: ss, root: model.WithTypeAndObjectMeta(ss)}, nil
 }
 
 // For is the served version of apiVersion and kind, nil when no CRD of the

@@ -2,12 +2,15 @@ package crdschema
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/google/cel-go/common/types/ref"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	"k8s.io/apimachinery/pkg/runtime"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 )
@@ -16,6 +19,49 @@ import (
 // CRD rule's self: an expression placed at a path sees the value there
 // typed by the schema there. Policies' scoped validations use it (their
 // scope is the rule's place).
+
+// Typing is the schema of a CRD version as CEL types values by it.
+type Typing struct {
+	// Structural is the version's structural schema, defaults pruned as
+	// the API server prunes them; nil when the version has none.
+	Structural *structuralschema.Structural
+	// root is Structural with the type and object metadata the API
+	// server declares for CEL (apiVersion, kind, metadata.name and
+	// generateName).
+	root *structuralschema.Structural
+}
+
+// Typings are the typings of the served versions of a CRD as the API
+// server holds it (apiextensions.k8s.io/v1, as a JSON tree), by
+// apiVersion and kind (TypingKey): a CRD read from the cluster, which the
+// API server validated, is not validated again.
+func Typings(obj map[string]any) (map[string]*Typing, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, crd); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidCRD, err)
+	}
+	out := map[string]*Typing{}
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		is, err := versionSchema(crd, v.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%w %s: version %s: %v", ErrInvalidCRD, crd.Name, v.Name, err)
+		}
+		t, err := typingOf(is)
+		if err != nil {
+			return nil, fmt.Errorf("%w %s: version %s: %v", ErrInvalidCRD, crd.Name, v.Name, err)
+		}
+		if t.Structural != nil {
+			out[TypingKey(crd.Spec.Group+"/"+v.Name, crd.Spec.Names.Kind)] = &t
+		}
+	}
+	return out, nil
+}
+
+// TypingKey is the key of a kind in Typings: apiVersion and kind.
+func TypingKey(apiVersion, kind string) string { return apiVersion + " " + kind }
 
 // TypedValue is value, found at path in an object of apiVersion and kind,
 // as the CRD rule at that place sees self (Version.Self); ok is false when
@@ -39,7 +85,7 @@ func (s *Set) TypedValue(apiVersion, kind string, path []any, value any) (any, b
 // metadata.generateName of the type and object metadata. ok is false
 // when the schema does not type the place (no schema; data kept by
 // x-kubernetes-preserve-unknown-fields). Numbers may be json.Number.
-func (v *Version) Self(path []any, value any) (ref.Val, bool) {
+func (v *Typing) Self(path []any, value any) (ref.Val, bool) {
 	node, ok := v.schemaAt(path)
 	if !ok {
 		return nil, false
@@ -51,7 +97,7 @@ func (v *Version) Self(path []any, value any) (ref.Val, bool) {
 // at pattern (Self's path, nil standing for any member of a list or map):
 // what an expression that reads self there is type-checked against. ok is
 // false where the schema does not type the place.
-func (v *Version) SelfType(pattern []any) (*apiservercel.DeclType, bool) {
+func (v *Typing) SelfType(pattern []any) (*apiservercel.DeclType, bool) {
 	node, ok := v.schemaAt(pattern)
 	if !ok {
 		return nil, false
@@ -68,7 +114,7 @@ func (v *Version) SelfType(pattern []any) (*apiservercel.DeclType, bool) {
 // schemaAt walks v's schema along path (strings, ints, nil for any
 // member), with the type and object metadata of the root and of each
 // embedded resource it goes through as the API server declares them.
-func (v *Version) schemaAt(path []any) (*structuralschema.Structural, bool) {
+func (v *Typing) schemaAt(path []any) (*structuralschema.Structural, bool) {
 	if v.Structural == nil {
 		return nil, false
 	}

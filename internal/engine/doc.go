@@ -30,7 +30,8 @@
 // plain types), what rules read beyond the object comes through small
 // context readers it carries for them (ObjectReader for related objects,
 // APIReader, RoleReader, KindReader for objects of any kind, HTTPReader for
-// a rule's external requests; implemented by the cluster's caches and
+// a rule's external requests, SchemaReader for custom resources' values as
+// their CRDs type them; implemented by the cluster's caches and
 // clients and offline by the CLI's context), and results go out as plain
 // values.
 package engine

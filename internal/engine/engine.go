@@ -34,6 +34,10 @@ type Options struct {
 	HTTP HTTPReader
 	// Graph reads the relationship graph (syntheticRefs.edges); nil: none.
 	Graph GraphReader
+	// Schemas types custom resources' values by their CRDs' schemas (a
+	// Policy's scoped validations); nil: none, values stay dynamically
+	// typed.
+	Schemas SchemaReader
 	// NoTrace leaves Decision.Trace empty, which saves its memory when
 	// nobody reads it (the webhook): with many rules in scope the trace is
 	// most of what an evaluation allocates. Errors, rejections and the
@@ -50,6 +54,7 @@ type Engine struct {
 	kinds   KindReader
 	http    HTTPReader
 	graph   GraphReader
+	schemas SchemaReader
 	roles   RoleReader
 	noTrace bool
 	// scratch recycles the buffers rules borrow through their Handle.
@@ -65,7 +70,7 @@ type scratch struct {
 
 // New returns an Engine.
 func New(opts Options) *Engine {
-	return &Engine{objects: opts.Objects, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, graph: opts.Graph, noTrace: opts.NoTrace}
+	return &Engine{objects: opts.Objects, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, graph: opts.Graph, schemas: opts.Schemas, noTrace: opts.NoTrace}
 }
 
 // ErrInvalidRequest marks requests the engine cannot evaluate.

@@ -60,6 +60,10 @@ func (h *Handle) HTTP() HTTPReader { return h.ev.e.http }
 // Graph reads the relationship graph; nil when the engine has none.
 func (h *Handle) Graph() GraphReader { return h.ev.e.graph }
 
+// Schemas types custom resources' values by their schemas; nil when the
+// engine has none.
+func (h *Handle) Schemas() SchemaReader { return h.ev.e.schemas }
+
 // Roles names the requesting user's RBAC roles; nil when the engine has
 // no reader.
 func (h *Handle) Roles() RoleReader { return h.ev.e.roles }

@@ -183,6 +183,19 @@ type HTTPReader interface {
 	Fetch(ctx context.Context, r HTTPRequest) (*HTTPResponse, error)
 }
 
+// SchemaReader types the values of kinds with a declared schema (custom
+// resources, by their CRDs): TypedValue is value, found at path (object
+// keys as strings, list indices as ints, root first) in an object of
+// apiVersion and kind, as an expression typed by the schema at that place
+// sees it (a CEL value, as the API server binds a CRD rule's self there);
+// ok is false when no schema of the kind is known or it does not type
+// the place. A Policy's scoped CEL validation binds self and oldSelf so.
+// It is implemented by crdschema.Set (the CLI's --crd) and in the cluster
+// by the operator's cache of CustomResourceDefinitions.
+type SchemaReader interface {
+	TypedValue(apiVersion, kind string, path []any, value any) (typed any, ok bool)
+}
+
 // HTTPRequest is one request: Method is GET when empty.
 type HTTPRequest struct {
 	Method, URL string

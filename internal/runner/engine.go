@@ -24,7 +24,14 @@ func NewEngine(snap *engine.Snapshot, objects engine.ObjectReader) *Engine {
 // authorization checks (a test suite's decisions).
 func NewEngineAuthz(snap *engine.Snapshot, objects engine.ObjectReader, authz engine.Authorizer) *Engine {
 	opts := Options(objects)
-	opts.Authorizer, opts.NoTrace = authz, true
+	opts.Authorizer = authz
+	return NewEngineOptions(snap, opts)
+}
+
+// NewEngineOptions is the Engine driver for snap with the engine's
+// options (without a trace).
+func NewEngineOptions(snap *engine.Snapshot, opts engine.Options) *Engine {
+	opts.NoTrace = true
 	return &Engine{eng: engine.New(opts), snap: snap}
 }
 

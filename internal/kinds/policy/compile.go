@@ -109,12 +109,20 @@ type validation struct {
 	deny      *condSet   // a deny block: the validation fails when it holds
 	cue       *cueProg   // a CUE program producing validate
 	scope     lang.Query // nil: the object
+	place     placed     // scope's, when it names its nodes' paths
 	message   string
 	msgT      *subst.Template // the message's {{ }} variables
 	msgExpr   *cel.Program
 	reason    string
 	code      int
 	scopeText string
+}
+
+// placed is a scope that gives the full path of a node it selected
+// (lang/jsonpath's): where a CRD's schema types self.
+type placed interface {
+	PathOf(root any, keys []any) ([]any, bool)
+	Pattern() ([]any, bool)
 }
 
 type mutation struct {
@@ -324,6 +332,7 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 				c.errorf(field+".scope", -1, "a scope must be a path into the object ($.spec.containers[*]), not a computed expression")
 			default:
 				val.scope = q
+				val.place = q
 			}
 		}
 		val.e = c.expr(field, v.Expression, env, r.vars, boolInt(v.Deny != nil)+boolInt(v.CUE != ""), "exactly one of cel, jmespath, rego, deny and cue must be set", "bool")

@@ -704,6 +704,7 @@ func (ev *run) validate(i int, obj map[string]any) error {
 	// the validation ends.
 	act := ev.act
 	defer delete(ev.act.Vars, varOldSelf)
+	ty := ev.typer(v, obj)
 	for _, n := range nodes {
 		act.Item = n.Value
 		old := samePlace(olds, n.Keys)
@@ -713,9 +714,14 @@ func (ev *run) validate(i int, obj map[string]any) error {
 				return engine.InField(v.e.field, err)
 			}
 		}
+		typed := ty.bind(&act, obj, ev.act.OldObject, n.Keys, old != nil)
 		ok, err := ev.exprBool(&v.e, &act)
 		if ev.tr != nil {
-			ev.stepLang(stepValidation, i, v.e.field+" (self: "+v.scopeText+" "+keysText(n.Keys)+")", v.e.language(), v.e.source(), ok, err)
+			how := ""
+			if typed {
+				how = ", typed by its CRD's schema"
+			}
+			ev.stepLang(stepValidation, i, v.e.field+" (self: "+v.scopeText+" "+keysText(n.Keys)+how+")", v.e.language(), v.e.source(), ok, err)
 		}
 		if err != nil {
 			return engine.InField(v.e.field, err)
@@ -725,6 +731,56 @@ func (ev *run) validate(i int, obj map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// selfTyper binds a scoped CEL validation's self and oldSelf typed by the
+// schema of the object's kind (the engine's SchemaReader: a CRD's), as
+// the API server binds a CRD rule's self at the same place; its zero
+// value leaves them dynamically typed.
+type selfTyper struct {
+	r                engine.SchemaReader
+	v                *validation
+	apiVersion, kind string
+}
+
+// typer is the selfTyper of validation v on obj: typing only CEL, and
+// only when the engine knows obj's kind's schema.
+func (ev *run) typer(v *validation, obj map[string]any) selfTyper {
+	r := ev.h.Schemas()
+	if r == nil || v.e.cel == nil || v.place == nil {
+		return selfTyper{}
+	}
+	av, _ := obj["apiVersion"].(string)
+	k, _ := obj["kind"].(string)
+	return selfTyper{r: r, v: v, apiVersion: av, kind: k}
+}
+
+// bind replaces act's self (and oldSelf, when hasOld) with their typed
+// values, the node's keys placing them in obj and old; it reports
+// whether self is typed.
+func (t selfTyper) bind(act *lang.Activation, obj, old any, keys []any, hasOld bool) bool {
+	if t.r == nil {
+		return false
+	}
+	path, ok := t.v.place.PathOf(obj, keys)
+	if !ok {
+		return false
+	}
+	self, ok := t.r.TypedValue(t.apiVersion, t.kind, path, act.Item)
+	if !ok {
+		return false
+	}
+	act.Item = self
+	if hasOld {
+		// oldSelf where it is in the old object (a negative index may
+		// place it elsewhere), typed the same way.
+		if p, ok := t.v.place.PathOf(old, keys); ok {
+			if o, ok := t.r.TypedValue(t.apiVersion, t.kind, p, act.Vars[varOldSelf]); ok {
+				act.Vars[varOldSelf] = o
+			}
+		}
+	}
+	return true
 }
 
 // keysText names the keys a scope's capturing steps went through:
