@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/google/cel-go/common/types/ref"
@@ -148,9 +149,9 @@ func (v *Typing) schemaAt(path []any) (*structuralschema.Structural, bool) {
 	return s, true
 }
 
-// decoded is v with its json.Numbers as the API server decodes numbers
-// (int64 when integral, else float64): v itself when it has none, else a
-// copy of the maps and lists that hold one.
+// decoded is v with its numbers as the API server decodes them (int64
+// when integral, else float64): v itself when it has no json.Number nor
+// integral float64, else a copy of the maps and lists that hold one.
 func decoded(v any) any {
 	d, _ := decode(v)
 	return d
@@ -164,6 +165,13 @@ func decode(v any) (any, bool) {
 		}
 		f, _ := v.Float64()
 		return f, true
+	case float64:
+		// A YAML decoder's number: integral ones are int64 as the API
+		// server decodes them (a schema's number takes either).
+		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			return int64(v), true
+		}
+		return v, false
 	case map[string]any:
 		var out map[string]any
 		for k, e := range v {

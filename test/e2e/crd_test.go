@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +21,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/crdschema"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	policykind "github.com/modwright/modwright/internal/kinds/policy"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
 )
 
 // TestCRDValidation: for objects of testdata/crd/widgets.yaml's kind, the
@@ -127,4 +134,115 @@ func TestCRDValidation(t *testing.T) {
 // createUnvalidated stores an old object for an update case.
 func createUnvalidated(ctx context.Context, res dynamic.ResourceInterface, obj map[string]any) (*unstructured.Unstructured, error) {
 	return res.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+}
+
+// scopeTypedPolicy validates Widgets with scoped CEL validations that hold
+// only when self is typed by the CRD's schema (x-mode read as
+// self.x__dash__mode, the set tags compared as a set).
+const scopeTypedPolicy = `
+apiVersion: modwright.io/v1alpha1
+kind: Policy
+metadata: {name: widgets, namespace: team-a}
+spec:
+  match:
+    resources: [{apiGroups: [example.com], kinds: [Widget]}]
+  validations:
+  - scope: $.spec
+    cel: "has(self.x__dash__mode) && self.tags == ['b', 'a']"
+    message: a widget needs a mode and the tags a and b
+  - scope: $.spec.ports[*]
+    cel: "self.port >= 9000"
+    messageExpression: "'port ' + self.name + ' must be 9000 or above'"
+`
+
+// TestPolicyScopeTypedByCRD: a Policy's scoped validations of a custom
+// resource see self typed by the CRD's schema in the operator (its CRD
+// informer; the CRD created after it started) as in `apply --crd`
+// (crdschema.Set): the webhook's answers and the offline engine's are the
+// same.
+func TestPolicyScopeTypedByCRD(t *testing.T) {
+	cl := startCluster(t, true)
+	cl.installCRDs(t)
+	ctx := context.Background()
+	op := cl.startOperator(t, "a", "--target-resources=widgets.example.com")
+	op.waitReady(t)
+	cl.lb.add(op.webhook)
+	eventually(t, 10*time.Second, func() error {
+		// The first write waits for the caBundle the operator injects.
+		return cl.c.Create(ctx, &corev1.Namespace{ObjectMeta: metaName("team-a")})
+	})
+	data, err := os.ReadFile("../../testdata/crd/widgets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(cl.cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{crd}}); err != nil {
+		t.Fatal(err)
+	}
+	var crdMap map[string]any
+	if err := yaml.Unmarshal(data, &crdMap); err != nil {
+		t.Fatal(err)
+	}
+	set := crdschema.NewSet()
+	if err := set.Add(ctx, crdMap); err != nil {
+		t.Fatal(err)
+	}
+	pol := cl.manifests(t, []byte(scopeTypedPolicy))[0]
+	if err := cl.c.Create(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := source.ParseManifest("policy.yaml", []byte(scopeTypedPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := source.LoadRules(docs, kinds.NewRegistry(policykind.NewPolicyKind()))
+	if len(res.Errors) > 0 {
+		t.Fatal(res.Errors)
+	}
+	snap := engine.NewSnapshot(res.Rules)
+	offline := engine.New(engine.Options{Schemas: set})
+	dyn, err := dynamic.NewForConfig(cl.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	widgets := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("team-a")
+	for _, c := range []struct{ name, spec, want string }{
+		{"typed-admitted", "{size: medium, x-mode: fast, tags: [a, b], ports: [{name: admin, port: 9090}]}", "admitted"},
+		{"typed-denied", "{size: medium, x-mode: fast, tags: [b, a], ports: [{name: http, port: 8080}, {name: admin, port: 9090}]}", "port http must be 9000 or above"},
+		{"no-mode", "{size: medium, tags: [a, b]}", "a widget needs a mode"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var obj map[string]any
+			if err := yaml.Unmarshal([]byte("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: "+c.name+", namespace: team-a}\nspec: "+c.spec), &obj); err != nil {
+				t.Fatal(err)
+			}
+			dec, err := offline.Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: "team-a", Object: obj})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "admitted"
+			if !dec.Allowed() {
+				want = dec.DenialMessage()
+			}
+			if !strings.Contains(want, c.want) {
+				t.Fatalf("offline: %s, want %s", want, c.want)
+			}
+			// The policy and the CRD reach the operator's caches
+			// eventually.
+			eventually(t, 20*time.Second, func() error {
+				_, err := widgets.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				got := "admitted"
+				if err != nil {
+					got = err.Error()
+				}
+				if got != want && !strings.HasSuffix(got, ": "+want) {
+					return fmt.Errorf("kube-apiserver: %s\noffline:        %s", got, want)
+				}
+				return nil
+			})
+		})
+	}
 }
