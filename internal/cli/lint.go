@@ -31,6 +31,7 @@ const (
 type lintOptions struct {
 	rules        []string
 	files        []string
+	crds         []string
 	clusterRules string
 	strict       bool
 	output       string
@@ -79,6 +80,17 @@ stable code and a hint:
   W108  a template rendered "<no value>" on a sample: it reads a key the
         object does not have (guard it with 'with', 'default' or 'hasKey')
 
+Policies and ClusterPolicies have codes of their own (docs/policy.md#lint:
+W201-W206, E201). With --crd, the self of their scoped CEL validations of
+the CRDs' kinds is typed by the schema at the scope's place, as the API
+server types a CRD rule's self there (and as apply --crd and the operator
+type it when they run), and the expressions are type-checked against it:
+  E201  a scoped validation does not type-check with self so typed (an
+        undeclared or unescaped property, a wrong type)
+  W206  a scoped validation that stays dynamically typed: it may see
+        custom resources no --crd is given for, or the schema does not
+        type its place
+
 Validating and MutatingAdmissionPolicies and their bindings are checked as
 the API server checks them when they are created (E003: an expression that
 does not compile or has the wrong type, each with its field and column), and:
@@ -91,10 +103,11 @@ Documents that are not ModRules are ignored.
 
 Exit status: 0 when no rule has an error (warnings are printed), or, with
 --strict, when there is no finding at all; 1 otherwise; 2 when a path cannot
-be read.`,
+be read or a --crd is not a valid CustomResourceDefinition.`,
 		Example: `  modwright lint examples/rules
   modwright lint rules/ -f manifests/ --strict
-  modwright lint rules/ -o json`,
+  modwright lint rules/ -o json
+  modwright lint policies/ --crd crds/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			paths := append(args, o.rules...)
 			if len(paths) == 0 {
@@ -106,6 +119,7 @@ be read.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory, as apply takes it (repeatable; same as a PATH argument)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "sample objects for the idempotency check: file or directory (repeatable)")
+	f.StringArrayVar(&o.crds, "crd", nil, "CustomResourceDefinitions (file or directory, repeatable): Policies' scoped validations of their kinds are type-checked with self typed by their schemas")
 	f.StringVar(&o.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 	f.BoolVar(&o.strict, "strict", false, "exit 1 on warnings too")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
@@ -155,6 +169,16 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
+	var schemas []kinds.KindSchema
+	if len(o.crds) > 0 {
+		set, err := loadCRDs(ctx, o.crds, s)
+		if err != nil {
+			return err
+		}
+		for _, v := range set.Versions() {
+			schemas = append(schemas, kinds.KindSchema{Group: v.GVK.Group, Version: v.GVK.Version, Kind: v.GVK.Kind, Typing: &v.Typing})
+		}
+	}
 
 	// Validation, exactly as rules are loaded everywhere: each document
 	// to the kind that owns it, strict decoding, then compilation.
@@ -195,6 +219,9 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 	for _, lr := range linted {
 		if l, ok := lr.rule.(kinds.Linter); ok {
 			rep.Findings = append(rep.Findings, l.Lint(ctx, lr.origin, samples)...)
+		}
+		if l, ok := lr.rule.(kinds.SchemaLinter); ok {
+			rep.Findings = append(rep.Findings, l.LintSchemas(lr.origin, schemas)...)
 		}
 	}
 	for _, f := range rep.Findings {

@@ -166,6 +166,20 @@ func (s *Set) For(apiVersion, kind string) *Version {
 	return s.versions[gv.WithKind(kind)]
 }
 
+// Versions are the served versions of the set, by group, version and
+// kind.
+func (s *Set) Versions() []*Version {
+	if s == nil {
+		return nil
+	}
+	out := make([]*Version, 0, len(s.versions))
+	for _, v := range s.versions {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GVK.String() < out[j].GVK.String() })
+	return out
+}
+
 // Kinds are the group/version/kinds the set serves, sorted.
 func (s *Set) Kinds() []string {
 	out := make([]string, 0, len(s.versions))

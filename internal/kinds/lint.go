@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
 )
@@ -65,6 +66,20 @@ func (f Finding) String() string {
 // knows no kind.
 type Linter interface {
 	Lint(ctx context.Context, origin string, samples []Manifest) []Finding
+}
+
+// SchemaLinter is implemented by compiled rules whose expressions are
+// typed by the schemas of the custom resources they see (`lint --crd`):
+// they check themselves against the schemas given (none without --crd)
+// and say what stays dynamically typed.
+type SchemaLinter interface {
+	LintSchemas(origin string, schemas []KindSchema) []Finding
+}
+
+// KindSchema is a kind a CRD serves, with the version's schema.
+type KindSchema struct {
+	Group, Version, Kind string
+	Typing               *crdschema.Typing
 }
 
 // CompileLinter is implemented by kind adapters that report a manifest

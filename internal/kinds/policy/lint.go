@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/modwright/modwright/internal/jsonpath"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
@@ -22,10 +24,12 @@ const (
 	codeStaticMatch   = "W204" // {{ }} in match, which is static: never substituted
 	codeUnusedContext = "W205" // a context entry nothing reads
 	codeDynamicScope  = "W206" // a scoped validation on custom resources: self is not typed by their CRD
+	codeSchemaType    = "E201" // a scoped validation does not type-check with self typed by a CRD's schema
 )
 
 var (
 	_ kinds.Linter        = (*Rule)(nil)
+	_ kinds.SchemaLinter  = (*Rule)(nil)
 	_ kinds.CompileLinter = (*Kind)(nil)
 )
 
@@ -86,18 +90,6 @@ func (r *Rule) Lint(ctx context.Context, origin string, samples []kinds.Manifest
 	}
 	for _, a := range r.audits {
 		costly(a.field, a.prog.LargeCost())
-	}
-	// A scoped validation that may see custom resources: self is the JSON
-	// value, not typed by the CRD's schema as the API server's CRD rules
-	// are (property names not escaped, list types not applied).
-	if custom := r.customKinds(); custom != "" {
-		for _, v := range r.validates {
-			if v.scopeText != "" && v.e.cel != nil {
-				warn(codeDynamicScope, v.field+".scope",
-					fmt.Sprintf("self is dynamically typed on %s: the JSON value, not typed by a CRD's schema (property names are not escaped as __dash__ and the like, lists of x-kubernetes-list-type set or map compare in order)", custom),
-					"for rules that need the schema's typing, put them in the CRD's x-kubernetes-validations (modwright validate and apply --crd run those)")
-			}
-		}
 	}
 	out = append(out, r.lintContext(origin)...)
 	if len(r.mutations) > 0 {
@@ -297,18 +289,19 @@ func (r *Rule) programNames() []string {
 }
 
 // customKinds says which kinds the policy may see that are not built in
-// ("" when it matches built-in kinds only): "any kind" when it names none.
-func (r *Rule) customKinds() string {
+// and have no schema among typed ("" when there are none): "any kind
+// without a CRD given" when it names none.
+func (r *Rule) customKinds(typed []kinds.KindSchema) string {
 	if len(r.match.resources) == 0 {
-		return "any kind"
+		return "any kind without a CRD given"
 	}
 	var custom []string
 	for _, f := range r.match.resources {
 		if f.kinds == nil {
-			return "any kind"
+			return "any kind without a CRD given"
 		}
 		for _, k := range f.kinds {
-			if !builtinKind(k) {
+			if !builtinKind(k) && !slices.ContainsFunc(typed, func(s kinds.KindSchema) bool { return s.Kind == k }) && !slices.Contains(custom, k) {
 				custom = append(custom, k)
 			}
 		}
@@ -321,6 +314,93 @@ func (r *Rule) customKinds() string {
 func builtinKind(kind string) bool {
 	for gvk := range scheme.Scheme.AllKnownTypes() {
 		if gvk.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// LintSchemas types the self of each scoped CEL validation by the schemas
+// of the custom resources the policy may see (lint --crd), as the API
+// server types a CRD rule's self at the same place, and type-checks the
+// expression and its messageExpression: one that does not type-check is
+// an error (E201: at run time, where self is typed the same way, it fails
+// or reads what the author did not mean). A scoped validation that may
+// see custom resources no schema is given for, or whose place the schema
+// does not type, stays dynamically typed (W206).
+func (r *Rule) LintSchemas(origin string, schemas []kinds.KindSchema) []kinds.Finding {
+	if r.Err != nil {
+		return nil
+	}
+	var out []kinds.Finding
+	add := func(sev, code, field string, pos int, msg, hint string) {
+		out = append(out, kinds.Finding{Severity: sev, Code: code, Origin: origin, Kind: r.Kind, Rule: r.Key, Field: field, Pos: pos, Message: msg, Hint: hint})
+	}
+	dynamic := func(field, msg string) {
+		add(kinds.SeverityWarning, codeDynamicScope, field, 0, msg,
+			"give the CRDs of the kinds it sees with --crd (in the cluster the operator reads them); for rules that must hold whatever the policy, put them in the CRD's x-kubernetes-validations")
+	}
+	var seen []kinds.KindSchema
+	for _, s := range schemas {
+		if r.mayMatch(s.Group, s.Kind) {
+			seen = append(seen, s)
+		}
+	}
+	untyped := r.customKinds(seen)
+	for i := range r.validates {
+		v := &r.validates[i]
+		if v.scopeText == "" || v.e.cel == nil {
+			continue
+		}
+		if untyped != "" {
+			dynamic(v.field+".scope", fmt.Sprintf("self is dynamically typed on %s: the JSON value, not typed by a CRD's schema (property names are not escaped as __dash__ and the like, lists of x-kubernetes-list-type set or map compare in order)", untyped))
+		}
+		if len(seen) == 0 {
+			continue
+		}
+		pattern, ok := v.place.Pattern()
+		if !ok {
+			dynamic(v.field+".scope", "the scope's place depends on the object (a '..' step or a negative index): self is typed by the schema where it is found at run time, but cannot be type-checked here")
+			continue
+		}
+		for j, k := range pattern {
+			if _, isAny := k.(jsonpath.AnyMember); isAny {
+				pattern[j] = nil
+			}
+		}
+		for _, s := range seen {
+			gvk := s.Group + "/" + s.Version + " " + s.Kind
+			dt, ok := s.Typing.SelfType(pattern)
+			if !ok {
+				dynamic(v.field+".scope", fmt.Sprintf("the schema of %s does not type the scope's place (x-kubernetes-preserve-unknown-fields data, or no such property): self is dynamically typed there", gvk))
+				continue
+			}
+			typed := map[string]*apiservercel.DeclType{varSelf: dt}
+			check := func(field, src string) {
+				_, ds := cel.Language{}.CompileTyped(scopedEnv(v.field), src, typed)
+				for _, d := range ds {
+					add(kinds.SeverityError, codeSchemaType, field, d.Pos+1,
+						fmt.Sprintf("with self typed by the schema of %s at %s: %s", gvk, v.scopeText, d.Msg),
+						"read self as a CRD rule at the same place would: property names escaped (x-mode is self.x__dash__mode), only declared properties")
+				}
+			}
+			check(v.e.field, v.e.cel.Source())
+			if v.msgExpr != nil {
+				check(v.field+".messageExpression", v.msgExpr.Source())
+			}
+		}
+	}
+	return out
+}
+
+// mayMatch reports whether the policy's match may select objects of
+// group and kind.
+func (r *Rule) mayMatch(group, kind string) bool {
+	if len(r.match.resources) == 0 {
+		return true
+	}
+	for _, f := range r.match.resources {
+		if (f.groups == nil || slices.Contains(f.groups, group)) && (f.kinds == nil || slices.Contains(f.kinds, kind)) {
 			return true
 		}
 	}

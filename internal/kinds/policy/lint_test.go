@@ -2,10 +2,14 @@ package policy_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/source"
 )
@@ -90,7 +94,9 @@ validations:
 				t.Fatal("a policy is not a kinds.Linter")
 			}
 			var got []string
-			for _, f := range l.Lint(context.Background(), "p.yaml", sample) {
+			fs := l.Lint(context.Background(), "p.yaml", sample)
+			fs = append(fs, snap.Rules()[0].(kinds.SchemaLinter).LintSchemas("p.yaml", nil)...)
+			for _, f := range fs {
 				if f.Severity != kinds.SeverityWarning || f.Kind != "Policy" || f.Rule != "team-a/p" || f.Hint == "" {
 					t.Errorf("finding %+v", f)
 				}
@@ -98,6 +104,72 @@ validations:
 			}
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("-want +got:\n%s", d)
+			}
+		})
+	}
+}
+
+// TestLintSchemas checks lint --crd: self typed by the CRD's schema at the
+// scope's place, expressions type-checked against it, and what stays
+// dynamically typed said.
+func TestLintSchemas(t *testing.T) {
+	b, err := os.ReadFile("../../../testdata/crd/widgets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := crdschema.NewSet()
+	if err := set.Add(context.Background(), decode(t, string(b))); err != nil {
+		t.Fatal(err)
+	}
+	var schemas []kinds.KindSchema
+	for _, v := range set.Versions() {
+		schemas = append(schemas, kinds.KindSchema{Group: v.GVK.Group, Version: v.GVK.Version, Kind: v.GVK.Kind, Typing: &v.Typing})
+	}
+	widgets := "match: {resources: [{apiGroups: [example.com], kinds: [Widget]}]}\n"
+	for _, tc := range []struct {
+		name, spec string
+		want       []string // code field column: message part
+	}{{
+		name: "typed: clean",
+		spec: widgets + `validations: [{scope: "$.spec", cel: "self.x__dash__mode == 'fast' && self.tags.all(t, t != '')", messageExpression: "'mode ' + self.x__dash__mode"}]`,
+	}, {
+		name: "each item of a list: clean",
+		spec: widgets + `validations: [{scope: "$.spec.ports[*]", cel: "self.port > 1024"}]`,
+	}, {
+		name: "undeclared property and wrong type",
+		spec: widgets + `validations: [{scope: "$.spec", cel: "self.mode == 'fast'", messageExpression: "'size ' + self.minReplicas"}]`,
+		want: []string{"E201 spec.validations[0].cel 5: undefined field 'mode'", "E201 spec.validations[0].messageExpression 9: found no matching overload for '_+_'"},
+	}, {
+		name: "the root's metadata as a CRD rule sees it",
+		spec: widgets + `validations: [{scope: "$", cel: "self.metadata.labels.size() > 0"}]`,
+		want: []string{"E201 spec.validations[0].cel 14: undefined field 'labels'"},
+	}, {
+		name: "a place the schema does not type",
+		spec: widgets + `validations: [{scope: "$.status.other", cel: "self != ''"}]`,
+		want: []string{"W206 spec.validations[0].scope 0: does not type the scope's place"},
+	}, {
+		name: "a place that depends on the object",
+		spec: widgets + `validations: [{scope: "$..port", cel: "self > 0"}]`,
+		want: []string{"W206 spec.validations[0].scope 0: depends on the object"},
+	}, {
+		name: "a kind without a CRD given",
+		spec: "match: {resources: [{kinds: [Widget, Gadget]}]}\n" + `validations: [{scope: "$.spec", cel: "has(self.x__dash__mode)"}]`,
+		want: []string{"W206 spec.validations[0].scope 0: dynamically typed on Gadget"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := load(t, policyYAML("Policy", "team-a", tc.spec))
+			var got []string
+			for _, f := range snap.Rules()[0].(kinds.SchemaLinter).LintSchemas("p.yaml", schemas) {
+				got = append(got, fmt.Sprintf("%s %s %d: %s", f.Code, f.Field, f.Pos, f.Message))
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				code, part, _ := strings.Cut(tc.want[i], ": ")
+				if !strings.HasPrefix(got[i], code+": ") || !strings.Contains(got[i], part) {
+					t.Errorf("finding %d: %q, want %q", i, got[i], tc.want[i])
+				}
 			}
 		})
 	}
