@@ -91,3 +91,28 @@ func TestPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestTree checks the tree view of an expression, and that its step kinds
+// are the parser's.
+func TestTree(t *testing.T) {
+	got := MustParse(`$.spec.containers[?(@.name == "a" && @.image =~ "^r/")].ports[0]`).Tree()
+	want := &Tree{Kind: TreePath, Steps: []TreeStep{
+		{Kind: StepName, Name: "spec"}, {Kind: StepName, Name: "containers"},
+		{Kind: StepFilter, Filter: &Tree{Kind: TreeBinary, Op: "&&",
+			X: &Tree{Kind: TreeBinary, Op: "==", X: &Tree{Kind: TreePath, Current: true, Steps: []TreeStep{{Kind: StepName, Name: "name"}}}, Y: &Tree{Kind: TreeLiteral, Value: "a"}},
+			Y: &Tree{Kind: TreeBinary, Op: "=~", Regex: "^r/", X: &Tree{Kind: TreePath, Current: true, Steps: []TreeStep{{Kind: StepName, Name: "image"}}}, Y: &Tree{Kind: TreeLiteral, Value: "^r/"}}}},
+		{Kind: StepName, Name: "ports"}, {Kind: StepIndex, Index: 0},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	for k, want := range map[stepKind]StepKind{sName: StepName, sIndex: StepIndex, sWildcard: StepWildcard, sUnion: StepUnion, sSlice: StepSlice, sFilter: StepFilter, sDescent: StepDescent} {
+		if StepKind(k) != want {
+			t.Errorf("step kind %d is %d in the tree", k, want)
+		}
+	}
+	call := MustParse(`length(@.a) > -@.c && !isDefined($.b)`).Tree()
+	if call.X.X.Kind != TreeCall || call.X.X.Op != "length" || call.X.Y.Kind != TreeUnary || call.Y.Op != "!" || call.Y.X.Op != "isDefined" {
+		t.Errorf("tree %+v", call)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/jsonpath"
 )
 
 // modRulePart is a translated ModRule, before the rules of one scope and
@@ -284,52 +285,49 @@ type step struct {
 	index    int
 	isIndex  bool
 	wildcard bool
+	// filter keeps, of a wildcard's elements, those it holds for (nil:
+	// all).
+	filter *jsonpath.Tree
 }
 
 var (
-	stepName   = regexp.MustCompile(`^\.([A-Za-z0-9_]+)`)
-	stepQuoted = regexp.MustCompile(`^\[(?:'([^'\\]*)'|"([^"\\]*)")\]`)
-	stepIndex  = regexp.MustCompile(`^\[(-?[0-9]+)\]`)
-	stepWild   = regexp.MustCompile(`^(?:\[\*\]|\.\*)`)
 	ident      = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 	arrayIndex = regexp.MustCompile(`^-?[0-9]+$`)
 )
 
 // parseSelect reads the subset of KubeMod's JSONPath CEL can walk exactly:
 // $ then names (.name, ['name']), indices ([n]) and at most one wildcard
-// ([*] or .*).
+// ([*] or .*) or filter ([?(...)], a wildcard keeping the elements its
+// condition holds for).
 func parseSelect(sel string) ([]step, error) {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(sel), "$")
-	if !ok {
+	e, err := jsonpath.Parse(strings.TrimSpace(sel))
+	if err != nil {
+		return nil, fmt.Errorf("select %q: %v", sel, err)
+	}
+	t := e.Tree()
+	if t.Kind != jsonpath.TreePath || t.Current {
 		return nil, fmt.Errorf("select %q: a computed expression", sel)
 	}
 	var steps []step
 	wild := 0
-	for rest != "" {
-		switch {
-		case stepWild.MatchString(rest):
-			m := stepWild.FindString(rest)
-			steps, rest = append(steps, step{wildcard: true}), rest[len(m):]
+	for _, s := range t.Steps {
+		switch s.Kind {
+		case jsonpath.StepName:
+			steps = append(steps, step{name: s.Name})
+		case jsonpath.StepIndex:
+			steps = append(steps, step{index: s.Index, isIndex: true})
+		case jsonpath.StepWildcard:
+			steps = append(steps, step{wildcard: true})
 			wild++
-		case stepName.MatchString(rest):
-			m := stepName.FindStringSubmatch(rest)
-			steps, rest = append(steps, step{name: m[1]}), rest[len(m[0]):]
-		case stepQuoted.MatchString(rest):
-			m := stepQuoted.FindStringSubmatch(rest)
-			steps, rest = append(steps, step{name: m[1] + m[2]}), rest[len(m[0]):]
-		case stepIndex.MatchString(rest):
-			m := stepIndex.FindStringSubmatch(rest)
-			n, err := strconv.Atoi(m[1])
-			if err != nil {
-				return nil, fmt.Errorf("select %q: %v", sel, err)
-			}
-			steps, rest = append(steps, step{index: n, isIndex: true}), rest[len(m[0]):]
+		case jsonpath.StepFilter:
+			steps = append(steps, step{wildcard: true, filter: s.Filter})
+			wild++
 		default:
-			return nil, fmt.Errorf("select %q: filters, slices, unions and recursive descent are not translated", sel)
+			return nil, fmt.Errorf("select %q: slices, unions and recursive descent are not translated", sel)
 		}
 	}
 	if wild > 1 {
-		return nil, fmt.Errorf("select %q: more than one wildcard", sel)
+		return nil, fmt.Errorf("select %q: more than one wildcard or filter", sel)
 	}
 	// Rules do not see metadata.managedFields; admission policies do.
 	for i, s := range steps {
@@ -380,11 +378,26 @@ func walk(base string, steps []step) (cond, acc string) {
 // criterion is a match item as a CEL condition deciding exactly as the
 // ModRule does.
 func criterion(c v1beta1.MatchItem, root string) (string, error) {
+	if e, err := jsonpath.Parse(strings.TrimSpace(c.Select)); err == nil && !e.IsQuery() {
+		// A computed condition: its boolean decides alone (the matchers
+		// are not used); one that may fail or give another type is not
+		// translated.
+		cond, err := filterCond(e.Tree(), root, root)
+		if err != nil {
+			return "", fmt.Errorf("select %q: a computed expression: %v", c.Select, err)
+		}
+		if c.Negate {
+			return "!(" + cond + ")", nil
+		}
+		return "(" + cond + ")", nil
+	}
 	steps, err := parseSelect(c.Select)
 	if err != nil {
 		return "", err
 	}
-	test, err := matcher(c)
+	w := slices.IndexFunc(steps, func(s step) bool { return s.wildcard })
+	str := w < 0 && knownString(steps)
+	test, err := matcher(c, str)
 	if err != nil {
 		return "", err
 	}
@@ -406,10 +419,9 @@ func criterion(c v1beta1.MatchItem, root string) (string, error) {
 		}
 		return fmt.Sprintf("%s.exists(%s, %s)", l, e, test(e))
 	}
-	w := slices.IndexFunc(steps, func(s step) bool { return s.wildcard })
 	var expr string
 	switch {
-	case w < 0 && knownString(steps):
+	case str:
 		// A string wherever it is present (object metadata): its text.
 		cond, v := walk(root, steps)
 		expr = cond
@@ -430,6 +442,13 @@ func criterion(c v1beta1.MatchItem, root string) (string, error) {
 		cond1, acc1 := walk(root, steps[:w])
 		elems := fmt.Sprintf("(type(%[1]s) == list ? %[1]s : (type(%[1]s) == map ? %[1]s.map(k, %[1]s[k]) : []))", acc1)
 		cond2, acc2 := walk("e0", steps[w+1:])
+		if f := steps[w].filter; f != nil {
+			fc, err := filterCond(f, "e0", root)
+			if err != nil {
+				return "", fmt.Errorf("select %q: %v", c.Select, err)
+			}
+			cond2 = and("("+fc+")", cond2)
+		}
 		defined := fmt.Sprintf("%s.exists(e0, %s)", elems, cond2)
 		switch {
 		case test == nil:
@@ -483,8 +502,10 @@ func scalar(v string) string {
 	return fmt.Sprintf("type(%[1]s) != map && type(%[1]s) != list", v)
 }
 
-// matcher is the CEL test of one value (nil: no matcher).
-func matcher(c v1beta1.MatchItem) (func(v string) string, error) {
+// matcher is the CEL test of one value (nil: no matcher); str: the value
+// is a string wherever present (knownString), never an object's or a
+// list's JSON text.
+func matcher(c v1beta1.MatchItem, str bool) (func(v string) string, error) {
 	var accepted []string
 	switch {
 	case c.MatchValue != nil:
@@ -499,7 +520,7 @@ func matcher(c v1beta1.MatchItem) (func(v string) string, error) {
 		// Objects and lists are tested as their JSON text, which CEL
 		// cannot write: only a regex that cannot match such a text
 		// translates.
-		if !cannotStartJSON(re) {
+		if !str && !cannotStartJSON(re) {
 			return nil, fmt.Errorf("matchRegex %q may match the JSON text of an object or a list, which CEL cannot write (anchor it: ^ and what cannot be { or [)", re)
 		}
 		return func(v string) string {

@@ -40,6 +40,13 @@ func footprintOf(r Rule, o Options) footprint {
 			}
 			var p []string
 			for _, s := range steps {
+				if usesRoot(s.filter) {
+					// The filter reads elsewhere in the object.
+					f.readsAll = true
+					return
+				}
+			}
+			for _, s := range steps {
 				if s.wildcard || s.isIndex {
 					break
 				}

@@ -84,8 +84,11 @@ func TestCompile(t *testing.T) {
 // TestModRuleReasons: what a ModRule cannot be translated for is said.
 func TestModRuleReasons(t *testing.T) {
 	for _, c := range []struct{ spec, want string }{
-		{`{type: Reject, match: [{select: "$.spec.containers[?(@.name == 'a')]"}]}`, "filters, slices, unions and recursive descent are not translated"},
-		{`{type: Reject, match: [{select: "$.metadata.name", matchRegex: "a"}]}`, "may match the JSON text of an object or a list"},
+		{`{type: Reject, match: [{select: "$.spec.containers[1:2]"}]}`, "slices, unions and recursive descent are not translated"},
+		{`{type: Reject, match: [{select: "$.spec.containers[?(@.ports[*].containerPort == 80)]"}]}`, "a path selecting several values in a filter"},
+		{`{type: Reject, match: [{select: "$.spec.containers[?(@.port + 1 > 80)]"}]}`, "a computed operand in a filter"},
+		{`{type: Reject, match: [{select: "$.spec.containers[?(length(@.ports) > 1)]"}]}`, "a computed operand in a filter"},
+		{`{type: Reject, match: [{select: "$.spec.x", matchRegex: "a"}]}`, "may match the JSON text of an object or a list"},
 		{`{type: Reject, match: [{select: "$.kind"}], rejectMessage: "{{ .Target.kind }}"}`, "spec.rejectMessage is a Go template"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, path: /metadata/labels/a, value: "{{ .Namespace }}"}]}`, "spec.patch[0].value: a Go template"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, path: /spec/containers/0/image, value: x}]}`, "array positions are not translated"},
