@@ -25,13 +25,13 @@ func filterCond(t *jsonpath.Tree, e, root string) (string, error) {
 		if b, ok := t.Value.(bool); ok {
 			return strconv.FormatBool(b), nil
 		}
-		return "", fmt.Errorf("a filter that is not a condition")
+		return "", fmt.Errorf("a condition that is not a boolean (it fails)")
 	case jsonpath.TreeExists:
 		cond, _, err := filterPath(t.X, e, root)
 		return cond, err
 	case jsonpath.TreeUnary:
 		if t.Op != "!" {
-			return "", fmt.Errorf("the filter operator %q", t.Op)
+			return "", fmt.Errorf("the operator %q in a condition", t.Op)
 		}
 		x, err := filterCond(t.X, e, root)
 		if err != nil {
@@ -42,7 +42,7 @@ func filterCond(t *jsonpath.Tree, e, root string) (string, error) {
 		return filterCall(t, e, root)
 	case jsonpath.TreeBinary:
 	default:
-		return "", fmt.Errorf("a filter that is not a condition")
+		return "", fmt.Errorf("a condition that is not a boolean (it fails)")
 	}
 	switch t.Op {
 	case "&&", "||":
@@ -83,7 +83,7 @@ func filterCond(t *jsonpath.Tree, e, root string) (string, error) {
 		nums := and(number(l), number(r), cmp)
 		return and(lc, rc, or(strs, nums)), nil
 	}
-	return "", fmt.Errorf("the filter operator %q", t.Op)
+	return "", fmt.Errorf("the operator %q in a condition", t.Op)
 }
 
 // number is the CEL condition that v is a number.
@@ -114,7 +114,7 @@ func filterCall(t *jsonpath.Tree, e, root string) (string, error) {
 	case "isNotEmpty":
 		return "!(" + empty + ")", nil
 	}
-	return "", fmt.Errorf("the filter function %s", t.Op)
+	return "", fmt.Errorf("the function %s() in a condition", t.Op)
 }
 
 // filterOperand is a comparison's operand: the condition that it is
@@ -129,8 +129,12 @@ func filterOperand(t *jsonpath.Tree, e, root string) (cond, acc string, err erro
 // filterPath is a definite path of a filter ('@' the element, '$' the
 // object): the condition that it is defined and its CEL value.
 func filterPath(t *jsonpath.Tree, e, root string) (cond, acc string, err error) {
-	if t.Kind != jsonpath.TreePath {
-		return "", "", fmt.Errorf("a computed operand in a filter")
+	switch t.Kind {
+	case jsonpath.TreePath:
+	case jsonpath.TreeCall:
+		return "", "", fmt.Errorf("the value of %s() in a condition (it may fail)", t.Op)
+	default:
+		return "", "", fmt.Errorf("arithmetic in a condition (it may fail)")
 	}
 	var steps []step
 	for _, s := range t.Steps {
@@ -140,7 +144,7 @@ func filterPath(t *jsonpath.Tree, e, root string) (cond, acc string, err error) 
 		case jsonpath.StepIndex:
 			steps = append(steps, step{index: s.Index, isIndex: true})
 		default:
-			return "", "", fmt.Errorf("a path selecting several values in a filter")
+			return "", "", fmt.Errorf("a path selecting several values in a condition")
 		}
 	}
 	base := e

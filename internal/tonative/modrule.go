@@ -384,7 +384,7 @@ func criterion(c v1beta1.MatchItem, root string) (string, error) {
 		// translated.
 		cond, err := filterCond(e.Tree(), root, root)
 		if err != nil {
-			return "", fmt.Errorf("select %q: a computed expression: %v", c.Select, err)
+			return "", fmt.Errorf("select %q: %v", c.Select, err)
 		}
 		if c.Negate {
 			return "!(" + cond + ")", nil

@@ -85,9 +85,10 @@ func TestCompile(t *testing.T) {
 func TestModRuleReasons(t *testing.T) {
 	for _, c := range []struct{ spec, want string }{
 		{`{type: Reject, match: [{select: "$.spec.containers[1:2]"}]}`, "slices, unions and recursive descent are not translated"},
-		{`{type: Reject, match: [{select: "$.spec.containers[?(@.ports[*].containerPort == 80)]"}]}`, "a path selecting several values in a filter"},
-		{`{type: Reject, match: [{select: "$.spec.containers[?(@.port + 1 > 80)]"}]}`, "a computed operand in a filter"},
-		{`{type: Reject, match: [{select: "$.spec.containers[?(length(@.ports) > 1)]"}]}`, "a computed operand in a filter"},
+		{`{type: Reject, match: [{select: "$.spec.containers[?(@.ports[*].containerPort == 80)]"}]}`, "a path selecting several values in a condition"},
+		{`{type: Reject, match: [{select: "$.spec.containers[?(@.port + 1 > 80)]"}]}`, "arithmetic in a condition (it may fail)"},
+		{`{type: Reject, match: [{select: "$.spec.containers[?(length(@.ports) > 1)]"}]}`, "the value of length() in a condition (it may fail)"},
+		{`{type: Reject, match: [{select: "$.spec.replicas + 1"}]}`, `the operator "+" in a condition`},
 		{`{type: Reject, match: [{select: "$.spec.x", matchRegex: "a"}]}`, "may match the JSON text of an object or a list"},
 		{`{type: Reject, match: [{select: "$.kind"}], rejectMessage: "{{ .Target.kind }}"}`, "spec.rejectMessage is a Go template"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, path: /metadata/labels/a, value: "{{ .Namespace }}"}]}`, "spec.patch[0].value: a Go template"},
