@@ -139,7 +139,22 @@ func FuzzEvaluate(f *testing.F) {
 			if !equalValues(nd.Value, res.Values[i]) || len(nd.Keys) != e.Captures() {
 				t.Fatalf("Select(%q): node %d = %v, want value %v and %d keys", src, i, nd, res.Values[i], e.Captures())
 			}
+			// The node's full path leads to its value.
+			p, ok := e.PathOf(root, nd.Keys)
+			if !ok {
+				t.Fatalf("PathOf(%q, %v): not ok", src, nd.Keys)
+			}
+			v := root
+			for _, k := range p {
+				if v, ok = child(v, k); !ok {
+					t.Fatalf("PathOf(%q, %v) = %v: no value there", src, nd.Keys, p)
+				}
+			}
+			if !equalValues(v, nd.Value) {
+				t.Fatalf("PathOf(%q, %v) = %v leads to %v, the node is %v", src, nd.Keys, p, v, nd.Value)
+			}
 		}
+		_ = e.Tree() // every parsed expression has a tree view
 	})
 }
 

@@ -96,7 +96,7 @@ func number(v string) string {
 func filterCall(t *jsonpath.Tree, e, root string) (string, error) {
 	var cond, acc string
 	if t.X.Kind == jsonpath.TreeLiteral {
-		cond, acc = "true", literal(t.X.Value)
+		cond, acc = "true", "dyn("+literal(t.X.Value)+")"
 	} else {
 		var err error
 		if cond, acc, err = filterPath(t.X, e, root); err != nil {
@@ -121,7 +121,9 @@ func filterCall(t *jsonpath.Tree, e, root string) (string, error) {
 // defined and its CEL value.
 func filterOperand(t *jsonpath.Tree, e, root string) (cond, acc string, err error) {
 	if t.Kind == jsonpath.TreeLiteral {
-		return "true", literal(t.Value), nil
+		// dyn: two literals of different types compare (false) rather
+		// than fail to type-check.
+		return "true", "dyn(" + literal(t.Value) + ")", nil
 	}
 	return filterPath(t, e, root)
 }
