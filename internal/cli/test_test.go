@@ -138,6 +138,7 @@ func TestCompileGolden(t *testing.T) {
 	runGolden(t, []goldenCase{
 		{name: "compile-modrules", args: []string{"compile", "--rules", "../../testdata/compile/modrules.yaml"}},
 		{name: "compile-example-policies-json", args: []string{"compile", "--rules", "../../examples/policies", "-o", "json"}},
+		{name: "compile-scoped-validations", args: []string{"compile", "--rules", "../../testdata/cli/lint/crd/policies.yaml"}},
 		{name: "compile-example-rules", args: []string{"compile", "--rules", "../../examples/rules"}},
 		{name: "compile-no-rules", args: []string{"compile"}},
 		{name: "compile-bad-output", args: []string{"compile", "--rules", "../../examples/policies", "-o", "xml"}},

@@ -3,8 +3,11 @@ package tonative
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+
+	"k8s.io/client-go/kubernetes/scheme"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,18 +87,24 @@ func policy(r Rule) ([]any, error) {
 		out = append(out, mutating(r, m, fail, vars, ms)...)
 	}
 	if len(s.Validations) > 0 || len(s.AuditAnnotations) > 0 {
+		denyOnly := len(s.ValidationActions) == 0 || len(s.ValidationActions) == 1 && s.ValidationActions[0] == "Deny"
 		var vs []admissionregistrationv1.Validation
 		for i, v := range s.Validations {
 			field := fmt.Sprintf("spec.validations[%d]", i)
 			switch {
 			case v.CEL == "":
 				return nil, untranslatable("%s is not CEL", field)
-			case v.Scope != "":
-				return nil, untranslatable("%s.scope: a KubeMod JSONPath scope", field)
 			case strings.Contains(v.Message, "{{"):
 				return nil, untranslatable("%s.message has {{ }} variables", field)
 			case v.Reason != nil && *v.Reason == metav1.StatusReasonUnauthorized:
 				return nil, untranslatable("%s.reason Unauthorized: admission policies take Forbidden, Invalid or RequestEntityTooLarge", field)
+			case v.Scope != "":
+				sv, err := scopedValidation(field, v, denyOnly, builtinOnly(s.Match))
+				if err != nil {
+					return nil, err
+				}
+				vs = append(vs, sv)
+				continue
 			}
 			vs = append(vs, admissionregistrationv1.Validation{Expression: strings.TrimSpace(v.CEL), Message: strings.TrimSpace(v.Message),
 				MessageExpression: v.MessageExpression, Reason: v.Reason})
@@ -114,6 +123,97 @@ func policy(r Rule) ([]any, error) {
 		out = append(out, validating(r, m, fail, vars, vs, audits, actions)...)
 	}
 	return out, nil
+}
+
+// scopedValidation is a validation with a scope as one admission policy
+// validation: the condition holds for every value the scope selects
+// (self bound to each by a comprehension), any error failing it as in
+// the Policy; the message, when it is computed, is the first failing
+// value's (a Policy lists each failing value's). Not translated: oldSelf
+// (the value at the same place in the old object), and Warn or Audit
+// actions (a Policy warns once per failing value).
+func scopedValidation(field string, v v1alpha1.Validation, denyOnly, builtin bool) (admissionregistrationv1.Validation, error) {
+	var none admissionregistrationv1.Validation
+	if !builtin {
+		return none, untranslatable("%s.scope on custom resources: the Policy types self by their CRD's schema (where the operator knows it), an admission policy does not", field)
+	}
+	if oldSelf.MatchString(v.CEL) || oldSelf.MatchString(v.MessageExpression) {
+		return none, untranslatable("%s: oldSelf, the value at the same place in the old object", field)
+	}
+	if !denyOnly {
+		return none, untranslatable("%s.scope with Warn or Audit: a Policy reports each failing value, an admission policy once", field)
+	}
+	steps, err := parseSelect(v.Scope)
+	if err != nil {
+		return none, untranslatable("%s.scope: %v", field, err)
+	}
+	list, err := selected(scopeObject, steps)
+	if err != nil {
+		return none, untranslatable("%s.scope: %v", field, err)
+	}
+	cond := strings.TrimSpace(v.CEL)
+	out := admissionregistrationv1.Validation{
+		Expression: fmt.Sprintf("%s.map(self, %s).all(b, b)", list, cond),
+		Message:    strings.TrimSpace(v.Message),
+		Reason:     v.Reason,
+	}
+	if out.Message == "" {
+		// The Policy's own default names its expression.
+		out.Message = "failed expression: " + cond
+	}
+	if m := strings.TrimSpace(v.MessageExpression); m != "" {
+		out.MessageExpression = fmt.Sprintf("string(%s.filter(self, !(%s)).map(self, %s)[0])", list, cond, m)
+	}
+	return out, nil
+}
+
+// builtinOnly reports whether a match names only built-in kinds (those of
+// client-go's scheme): their values are typed the same in a Policy and an
+// admission policy.
+func builtinOnly(m *v1alpha1.MatchResources) bool {
+	if m == nil || len(m.Resources) == 0 {
+		return false
+	}
+	known := map[string]bool{}
+	for gvk := range scheme.Scheme.AllKnownTypes() {
+		known[gvk.Kind] = true
+	}
+	for _, f := range m.Resources {
+		if len(f.Kinds) == 0 {
+			return false
+		}
+		for _, k := range f.Kinds {
+			if !known[k] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// oldSelf finds the identifier oldSelf in CEL text.
+var oldSelf = regexp.MustCompile(`(^|[^A-Za-z0-9_])oldSelf([^A-Za-z0-9_]|$)`)
+
+// selected is the CEL list of the values the steps select from base, in
+// order (a wildcard's or filter's elements, each followed by the steps
+// after it; at most one of them).
+func selected(base string, steps []step) (string, error) {
+	w := slices.IndexFunc(steps, func(s step) bool { return s.wildcard })
+	if w < 0 {
+		cond, acc := walk(base, steps)
+		return fmt.Sprintf("(%s ? [%s] : [])", cond, acc), nil
+	}
+	cond1, acc1 := walk(base, steps[:w])
+	elems := fmt.Sprintf("(type(%[1]s) == list ? %[1]s : (type(%[1]s) == map ? %[1]s.map(k, %[1]s[k]) : []))", acc1)
+	cond2, acc2 := walk("e0", steps[w+1:])
+	if f := steps[w].filter; f != nil {
+		fc, err := filterCond(f, "e0", base)
+		if err != nil {
+			return "", err
+		}
+		cond2 = and("("+fc+")", cond2)
+	}
+	return fmt.Sprintf("(%s ? %s.filter(e0, %s).map(e0, %s) : [])", cond1, elems, cond2, acc2), nil
 }
 
 // policyMatch is a policy's scope: its operations in the match

@@ -149,3 +149,32 @@ func TestCannotStartJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestScopedValidationReasons: a Policy's scoped validation translates on
+// built-in kinds, and what it cannot be translated for is said.
+func TestScopedValidationReasons(t *testing.T) {
+	deployments := "match: {resources: [{apiGroups: [apps], kinds: [Deployment]}]}\n"
+	for _, c := range []struct{ spec, want string }{
+		{deployments + `validations: [{scope: "$.spec.template.spec.containers[*]", cel: "self.image != ''"}]`, ""},
+		{deployments + `validations: [{scope: "$.spec.template.spec.containers[?(@.name == 'a')]", cel: "has(self.ports)", messageExpression: "self.name"}]`, ""},
+		{`validations: [{scope: "$.spec.template.spec.containers[*]", cel: "self.image != ''"}]`, "scope on custom resources"},
+		{"match: {resources: [{kinds: [Widget]}]}\n" + `validations: [{scope: "$.spec", cel: "has(self.x__dash__mode)"}]`, "scope on custom resources"},
+		{deployments + `validations: [{scope: "$.spec.template.spec.containers[*]", cel: "oldSelf == null || self.image == oldSelf.image"}]`, "oldSelf"},
+		{deployments + "validationActions: [Warn]\n" + `validations: [{scope: "$.spec.template.spec.containers[*]", cel: "self.image != ''"}]`, "with Warn or Audit"},
+		{deployments + `validations: [{scope: "$..image", cel: "self != ''"}]`, "slices, unions and recursive descent"},
+	} {
+		var spec map[string]any
+		if err := yaml.Unmarshal([]byte(c.spec), &spec); err != nil {
+			t.Fatal(err)
+		}
+		r := Rule{Kind: "Policy", Origin: "test", Object: map[string]any{"apiVersion": "modwright.io/v1alpha1", "kind": "Policy",
+			"metadata": map[string]any{"name": "p", "namespace": "default"}, "spec": spec}}
+		res := Compile([]Rule{r}, Options{})
+		switch {
+		case c.want == "" && len(res.Skipped) > 0:
+			t.Errorf("%s: not translated: %s", c.spec, res.Skipped[0].Reason)
+		case c.want != "" && (len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, c.want)):
+			t.Errorf("%s: got %+v, want a reason with %q", c.spec, res.Skipped, c.want)
+		}
+	}
+}
