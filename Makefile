@@ -92,6 +92,7 @@ fuzz:
 	$(GO) test ./internal/kinds/kinitiras -run '^$$' -fuzz '^FuzzPolicy$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kinds/kinitiras -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/packs -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/tonative -run '^$$' -fuzz '^FuzzFilterCond$$' -fuzztime $(FUZZTIME)
 
 # The benchmark harness (BENCHMARKS.md): engine and handler micro-benchmarks,
 # then load tests of `modwright serve --standalone` and of the floor server
