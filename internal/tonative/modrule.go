@@ -37,7 +37,8 @@ type modRulePart struct {
 type patchOp struct {
 	op     v1beta1.PatchOperationType
 	tokens []string
-	value  string // a CEL literal (add, replace)
+	value  string     // a CEL literal (add, replace)
+	sel    *selection // an operation per selected member (tokens: the list or map)
 }
 
 // modRule translates a ModRule whose criteria select by names, indices and
@@ -207,6 +208,10 @@ func groupPatch(ps []*modRulePart) string {
 	for i, p := range ps {
 		v := fmt.Sprintf("variables.r%d", i)
 		for _, op := range p.ops {
+			if op.sel != nil {
+				leaves = append(leaves, fmt.Sprintf("(%s ? %s : [])", v, op.sel.patches(op)))
+				continue
+			}
 			path := quote(pointerOf(op.tokens))
 			switch op.op {
 			case v1beta1.PatchOperationTypeRemove:
@@ -550,7 +555,17 @@ func patchOps(ops []v1beta1.PatchOperation) ([]patchOp, string, error) {
 	for i, op := range ops {
 		field := fmt.Sprintf("spec.patch[%d]", i)
 		if op.Select != nil && *op.Select != "" {
-			return nil, "", untranslatable("%s.select: operations per selected value", field)
+			po, cond, err := selectedOp(field, op)
+			if err != nil {
+				return nil, "", err
+			}
+			for _, p := range out {
+				if related(p.tokens, po.tokens) {
+					return nil, "", untranslatable("%s.path: operations on the same or nested paths", field)
+				}
+			}
+			out, pre = append(out, po), append(pre, cond)
+			continue
 		}
 		tokens, err := pointer(op.Path)
 		if err != nil {
