@@ -39,6 +39,8 @@ type patchOp struct {
 	tokens []string
 	value  string     // a CEL literal (add, replace)
 	sel    *selection // an operation per selected member (tokens: the list or map)
+	// position: the last token is an array position (position.go).
+	position bool
 }
 
 // modRule translates a ModRule whose criteria select by names, indices and
@@ -210,6 +212,17 @@ func groupPatch(ps []*modRulePart) string {
 		for _, op := range p.ops {
 			if op.sel != nil {
 				leaves = append(leaves, fmt.Sprintf("(%s ? %s : [])", v, op.sel.patches(op)))
+				continue
+			}
+			if op.position {
+				// Its missing parents but the list, which it creates.
+				for k := 1; k < len(op.tokens)-1 && op.op == v1beta1.PatchOperationTypeAdd; k++ {
+					pa := find(op.tokens[:k])
+					if !slices.Contains(pa.rules, v) {
+						pa.rules = append(pa.rules, v)
+					}
+				}
+				leaves = append(leaves, fmt.Sprintf("(%s ? %s : [])", v, positionPatch(op)))
 				continue
 			}
 			path := quote(pointerOf(op.tokens))
@@ -568,15 +581,32 @@ func patchOps(ops []v1beta1.PatchOperation) ([]patchOp, string, error) {
 			continue
 		}
 		tokens, err := pointer(op.Path)
-		if err != nil {
+		names, pos, atPosition := splitPosition(op.Path)
+		if err != nil && !atPosition {
 			return nil, "", untranslatable("%s.path: %v", field, err)
 		}
+		if atPosition {
+			tokens = append(names, pos)
+		}
 		for _, p := range out {
-			if related(p.tokens, tokens) {
+			if related(p.tokens, tokens) || atPosition && related(p.tokens, names) {
 				return nil, "", untranslatable("%s.path: operations on the same or nested paths", field)
 			}
 		}
-		po := patchOp{op: op.Operation, tokens: tokens}
+		po := patchOp{op: op.Operation, tokens: tokens, position: atPosition}
+		if atPosition {
+			if op.Operation != v1beta1.PatchOperationTypeRemove {
+				if po.value, err = staticValue(op.Value); err != nil {
+					return nil, "", untranslatable("%s.value: %v", field, err)
+				}
+			}
+			cond, err := positionPre(op.Operation, names, pos)
+			if err != nil {
+				return nil, "", untranslatable("%s.path: %v", field, err)
+			}
+			out, pre = append(out, po), append(pre, cond)
+			continue
+		}
 		switch op.Operation {
 		case v1beta1.PatchOperationTypeRemove:
 		case v1beta1.PatchOperationTypeReplace, v1beta1.PatchOperationTypeAdd:
