@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/modwright/modwright/api/v1beta1"
+	"github.com/modwright/modwright/internal/jsonpath"
 )
 
 // footprint is what a mutating rule reads (its criteria, its templates)
@@ -33,6 +34,16 @@ func footprintOf(r Rule, o Options) footprint {
 			f.namespace = mr.Namespace
 		}
 		read := func(sel string) {
+			if e, err := jsonpath.Parse(strings.TrimSpace(sel)); err == nil && !e.IsQuery() {
+				// A computed condition reads the object's paths it names
+				// ('@' at its top is the object too).
+				var paths [][]string
+				all := false
+				rootPaths(e.Tree(), true, &paths, &all)
+				f.readsAll = f.readsAll || all
+				f.reads = append(f.reads, paths...)
+				return
+			}
 			steps, err := parseSelect(sel)
 			if err != nil {
 				f.readsAll = true
@@ -152,4 +163,33 @@ func ordered(rules []Rule, cands []candidate, skipped []Skip, o Options) ([]cand
 		kept = append(kept, c)
 	}
 	return kept, skipped
+}
+
+// rootPaths collects the member names, up to the first other step, of the
+// object paths a computed expression reads ('@' is the object where top
+// is true: outside filters); all is set for what it cannot name.
+func rootPaths(t *jsonpath.Tree, top bool, paths *[][]string, all *bool) {
+	if t == nil {
+		return
+	}
+	if t.Kind == jsonpath.TreePath {
+		if t.Current && !top {
+			// A filter's element: under the path the filter is on.
+			return
+		}
+		var p []string
+		for _, s := range t.Steps {
+			if s.Kind != jsonpath.StepName {
+				break
+			}
+			p = append(p, s.Name)
+		}
+		*paths = append(*paths, p)
+		for _, s := range t.Steps {
+			rootPaths(s.Filter, false, paths, all)
+		}
+		return
+	}
+	rootPaths(t.X, top, paths, all)
+	rootPaths(t.Y, top, paths, all)
 }

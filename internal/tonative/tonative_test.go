@@ -93,6 +93,8 @@ func TestModRuleReasons(t *testing.T) {
 		{`{type: Reject, match: [{select: "$.kind"}], rejectMessage: "{{ .Target.kind }}"}`, "spec.rejectMessage is a Go template"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, path: /metadata/labels/a, value: "{{ .Namespace }}"}]}`, "spec.patch[0].value: a Go template"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, path: /spec/containers/0/image, value: x}]}`, "array positions are not translated"},
+		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: replace, path: /spec/tolerations/-, value: x}]}`, "replace at /-"},
+		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, path: /spec/tolerations/01, value: x}]}`, "array positions are not translated"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, select: "$.spec.containers[*].ports", path: /spec/containers/#0/ports/x, value: x}]}`, "unless the select ends with its only wildcard or filter"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, select: "$.spec.containers[*]", path: /spec/initContainers/#0/x, value: x}]}`, "does not name the selected member as #0"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, select: "$.spec.containers[*]", path: /spec/containers/#0, value: x}]}`, "adding the selected member itself"},
