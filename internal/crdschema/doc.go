@@ -11,7 +11,10 @@
 // transition rules with oldSelf on UPDATE and ratcheting, messageExpression,
 // reason, fieldPath, cost limits). It uses apiextensions-apiserver's
 // schema, defaulting, pruning, validation and CEL packages; it implements
-// none of those semantics itself.
+// none of those semantics itself. Typing (Self, SelfType) gives a value at a
+// place in a custom resource as a CRD rule placed there sees self: what a
+// Policy's scoped validation binds (Set and the operator's CRD cache are
+// the engine's SchemaReader).
 //
 // It knows no rule kind, no admission request and no command line.
 package crdschema

@@ -68,4 +68,9 @@
 // deadline or not: it visits at most MaxVisits nodes, and the '..' steps
 // active at once go at most 10,000 levels down (beyond, ErrTooMuchWork). An
 // Expr is safe for concurrent use.
+//
+// Expr.PathOf gives a selected node's full path (where a schema types it);
+// Expr.Pattern a query's path as its text says it; Expr.Tree a read-only
+// view of the expression for translators (internal/tonative writes filters
+// as CEL). Evaluation uses none of them.
 package jsonpath

@@ -17,7 +17,11 @@
 // the members a program reads (jmespath.Program.Roots), once per run; the
 // object in the library's form and Kyverno's request are shared by every
 // policy of an evaluation. ConfigMaps, API reads and roles come through
-// engine.Handle (Objects, API, Roles).
+// engine.Handle (Objects, API, Roles). A scoped CEL validation's self and
+// oldSelf are typed by the CRD's schema at the scope's place when the
+// engine's SchemaReader knows the object's kind (Handle.Schemas; lint
+// --crd type-checks them: LintSchemas), as the API server types a CRD
+// rule's self.
 //
 // Evaluation follows the kube-apiserver's admission policies: variables are
 // lazy and evaluated at most once per phase, matchConditions gate the rule,
