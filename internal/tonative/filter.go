@@ -138,16 +138,9 @@ func filterPath(t *jsonpath.Tree, e, root string) (cond, acc string, err error) 
 	default:
 		return "", "", fmt.Errorf("arithmetic in a condition (it may fail)")
 	}
-	var steps []step
-	for _, s := range t.Steps {
-		switch s.Kind {
-		case jsonpath.StepName:
-			steps = append(steps, step{name: s.Name})
-		case jsonpath.StepIndex:
-			steps = append(steps, step{index: s.Index, isIndex: true})
-		default:
-			return "", "", fmt.Errorf("a path selecting several values in a condition")
-		}
+	steps, ok := definiteSteps(t.Steps)
+	if !ok {
+		return "", "", fmt.Errorf("a path selecting several values in a condition")
 	}
 	base := e
 	if !t.Current {

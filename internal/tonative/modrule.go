@@ -356,6 +356,40 @@ func parseSelect(sel string) ([]step, error) {
 	return steps, nil
 }
 
+// wildcard splits steps at their wildcard or filter w: the condition that
+// the steps before it exist from base, the CEL list of its elements (a
+// list's, a map's values), and, for an element e0, the condition that it
+// is kept (the filter) and the steps after it exist, and what they reach.
+func wildcard(base string, steps []step, w int) (cond1, elems, cond2, acc2 string, err error) {
+	cond1, acc1 := walk(base, steps[:w])
+	elems = fmt.Sprintf("(type(%[1]s) == list ? %[1]s : (type(%[1]s) == map ? %[1]s.map(k, %[1]s[k]) : []))", acc1)
+	cond2, acc2 = walk("e0", steps[w+1:])
+	if f := steps[w].filter; f != nil {
+		fc, err := filterCond(f, "e0", base)
+		if err != nil {
+			return "", "", "", "", err
+		}
+		cond2 = and("("+fc+")", cond2)
+	}
+	return cond1, elems, cond2, acc2, nil
+}
+
+// definiteSteps are a path's steps when they are names and indices only.
+func definiteSteps(ts []jsonpath.TreeStep) ([]step, bool) {
+	var steps []step
+	for _, s := range ts {
+		switch s.Kind {
+		case jsonpath.StepName:
+			steps = append(steps, step{name: s.Name})
+		case jsonpath.StepIndex:
+			steps = append(steps, step{index: s.Index, isIndex: true})
+		default:
+			return nil, false
+		}
+	}
+	return steps, true
+}
+
 // isRoot reports whether base is the object (or the old one).
 func isRoot(base string) bool {
 	return base == "object" || base == "oldObject" || strings.HasPrefix(base, "(request.operation")
@@ -457,15 +491,9 @@ func criterion(c v1beta1.MatchItem, root string) (string, error) {
 		expr = fmt.Sprintf("%s && [%s].all(t, type(t) == bool ? t == true : type(t) == null_type ? false : type(t) == list ? (%s) : (%s))",
 			cond, v, values("t", "e0"), single)
 	default:
-		cond1, acc1 := walk(root, steps[:w])
-		elems := fmt.Sprintf("(type(%[1]s) == list ? %[1]s : (type(%[1]s) == map ? %[1]s.map(k, %[1]s[k]) : []))", acc1)
-		cond2, acc2 := walk("e0", steps[w+1:])
-		if f := steps[w].filter; f != nil {
-			fc, err := filterCond(f, "e0", root)
-			if err != nil {
-				return "", fmt.Errorf("select %q: %v", c.Select, err)
-			}
-			cond2 = and("("+fc+")", cond2)
+		cond1, elems, cond2, acc2, err := wildcard(root, steps, w)
+		if err != nil {
+			return "", fmt.Errorf("select %q: %v", c.Select, err)
 		}
 		defined := fmt.Sprintf("%s.exists(e0, %s)", elems, cond2)
 		switch {

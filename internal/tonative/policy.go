@@ -203,15 +203,9 @@ func selected(base string, steps []step) (string, error) {
 		cond, acc := walk(base, steps)
 		return fmt.Sprintf("(%s ? [%s] : [])", cond, acc), nil
 	}
-	cond1, acc1 := walk(base, steps[:w])
-	elems := fmt.Sprintf("(type(%[1]s) == list ? %[1]s : (type(%[1]s) == map ? %[1]s.map(k, %[1]s[k]) : []))", acc1)
-	cond2, acc2 := walk("e0", steps[w+1:])
-	if f := steps[w].filter; f != nil {
-		fc, err := filterCond(f, "e0", base)
-		if err != nil {
-			return "", err
-		}
-		cond2 = and("("+fc+")", cond2)
+	cond1, elems, cond2, acc2, err := wildcard(base, steps, w)
+	if err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("(%s ? %s.filter(e0, %s).map(e0, %s) : [])", cond1, elems, cond2, acc2), nil
 }

@@ -35,25 +35,7 @@ import (
 func TestCRDValidation(t *testing.T) {
 	cl := startCluster(t, false)
 	ctx := context.Background()
-	data, err := os.ReadFile("../../testdata/crd/widgets.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &apiextv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := envtest.InstallCRDs(cl.cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{crd}}); err != nil {
-		t.Fatal(err)
-	}
-	var crdMap map[string]any
-	if err := yaml.Unmarshal(data, &crdMap); err != nil {
-		t.Fatal(err)
-	}
-	set := crdschema.NewSet()
-	if err := set.Add(ctx, crdMap); err != nil {
-		t.Fatal(err)
-	}
+	set := installWidgets(t, cl)
 	v := set.For("example.com/v1", "Widget")
 	dyn, err := dynamic.NewForConfig(cl.cfg)
 	if err != nil {
@@ -131,6 +113,33 @@ func TestCRDValidation(t *testing.T) {
 	}
 }
 
+// installWidgets installs testdata/crd/widgets.yaml in the cluster and
+// returns it as crdschema holds it.
+func installWidgets(t *testing.T, cl *cluster) *crdschema.Set {
+	t.Helper()
+	ctx := context.Background()
+	data, err := os.ReadFile("../../testdata/crd/widgets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(cl.cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{crd}}); err != nil {
+		t.Fatal(err)
+	}
+	var crdMap map[string]any
+	if err := yaml.Unmarshal(data, &crdMap); err != nil {
+		t.Fatal(err)
+	}
+	set := crdschema.NewSet()
+	if err := set.Add(ctx, crdMap); err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
 // createUnvalidated stores an old object for an update case.
 func createUnvalidated(ctx context.Context, res dynamic.ResourceInterface, obj map[string]any) (*unstructured.Unstructured, error) {
 	return res.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
@@ -171,25 +180,7 @@ func TestPolicyScopeTypedByCRD(t *testing.T) {
 		// The first write waits for the caBundle the operator injects.
 		return cl.c.Create(ctx, &corev1.Namespace{ObjectMeta: metaName("team-a")})
 	})
-	data, err := os.ReadFile("../../testdata/crd/widgets.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &apiextv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := envtest.InstallCRDs(cl.cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{crd}}); err != nil {
-		t.Fatal(err)
-	}
-	var crdMap map[string]any
-	if err := yaml.Unmarshal(data, &crdMap); err != nil {
-		t.Fatal(err)
-	}
-	set := crdschema.NewSet()
-	if err := set.Add(ctx, crdMap); err != nil {
-		t.Fatal(err)
-	}
+	set := installWidgets(t, cl)
 	pol := cl.manifests(t, []byte(scopeTypedPolicy))[0]
 	if err := cl.c.Create(ctx, pol); err != nil {
 		t.Fatal(err)
