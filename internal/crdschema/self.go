@@ -64,6 +64,13 @@ func Typings(obj map[string]any) (map[string]*Typing, error) {
 // TypingKey is the key of a kind in Typings: apiVersion and kind.
 func TypingKey(apiVersion, kind string) string { return apiVersion + " " + kind }
 
+// Types reports whether a CRD of the set serves apiVersion and kind with a
+// schema.
+func (s *Set) Types(apiVersion, kind string) bool {
+	v := s.For(apiVersion, kind)
+	return v != nil && v.Structural != nil
+}
+
 // TypedValue is value, found at path in an object of apiVersion and kind,
 // as the CRD rule at that place sees self (Version.Self); ok is false when
 // no CRD of the set serves the kind or its schema does not type the

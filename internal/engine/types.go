@@ -193,6 +193,9 @@ type HTTPReader interface {
 // It is implemented by crdschema.Set (the CLI's --crd) and in the cluster
 // by the operator's cache of CustomResourceDefinitions.
 type SchemaReader interface {
+	// Types reports whether a schema of apiVersion and kind is known (a
+	// rule skips the typing of other kinds' values at once).
+	Types(apiVersion, kind string) bool
 	TypedValue(apiVersion, kind string, path []any, value any) (typed any, ok bool)
 }
 

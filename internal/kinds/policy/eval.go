@@ -752,6 +752,9 @@ func (ev *run) typer(v *validation, obj map[string]any) selfTyper {
 	}
 	av, _ := obj["apiVersion"].(string)
 	k, _ := obj["kind"].(string)
+	if !r.Types(av, k) {
+		return selfTyper{}
+	}
 	return selfTyper{r: r, v: v, apiVersion: av, kind: k}
 }
 

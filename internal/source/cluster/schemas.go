@@ -120,6 +120,13 @@ func (s *CRDSchemas) set(name string, ts map[string]*crdschema.Typing) {
 	s.byCRD[name] = keys
 }
 
+// Types reports whether a CRD of the cluster serves apiVersion and kind
+// with a schema.
+func (s *CRDSchemas) Types(apiVersion, kind string) bool {
+	_, ok := s.typings.Load(crdschema.TypingKey(apiVersion, kind))
+	return ok
+}
+
 // TypedValue is value at path in an object of apiVersion and kind typed
 // by its CRD's schema (crdschema.Typing.Self); false when no CRD of the
 // kind is known.

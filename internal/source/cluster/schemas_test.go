@@ -43,6 +43,9 @@ func TestCRDSchemas(t *testing.T) {
 	if !typed("example.com/v1") {
 		t.Fatal("not typed once the CRD is known")
 	}
+	if !s.Types("example.com/v1", "Widget") || s.Types("example.com/v1", "Gadget") || s.Types("v1", "Pod") {
+		t.Fatal("Types does not say which kinds have a schema")
+	}
 	// The version renamed: v1 is no longer served.
 	versions := crd["spec"].(map[string]any)["versions"].([]any)
 	versions[0].(map[string]any)["name"] = "v2"
