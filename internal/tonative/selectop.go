@@ -38,6 +38,11 @@ func selectedOp(field string, op v1beta1.PatchOperation) (patchOp, string, error
 		return none, "", untranslatable("%s.select: operations per selected value, unless the select ends with its only wildcard or filter", field)
 	}
 	sel := &selection{filter: steps[w].filter}
+	if sel.filter != nil {
+		if _, err := filterCond(sel.filter, "e0", "object"); err != nil {
+			return none, "", untranslatable("%s.select: %v", field, err)
+		}
+	}
 	for _, s := range steps[:w] {
 		if s.isIndex {
 			return none, "", untranslatable("%s.select: operations per selected value under an array position", field)
@@ -94,11 +99,8 @@ func (s *selection) members(l string, list, descending bool) string {
 	if s.filter == nil {
 		return keys
 	}
-	fc, err := filterCond(s.filter, l+"[i]", "object")
-	if err != nil {
-		// parseSelect translated it already.
-		panic(err)
-	}
+	// selectedOp checked that the filter translates.
+	fc, _ := filterCond(s.filter, l+"[i]", "object")
 	return fmt.Sprintf("%s.filter(i, %s)", keys, fc)
 }
 

@@ -94,6 +94,7 @@ func TestModRuleReasons(t *testing.T) {
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, path: /metadata/labels/a, value: "{{ .Namespace }}"}]}`, "spec.patch[0].value: a Go template"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, path: /spec/containers/0/image, value: x}]}`, "array positions are not translated"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: replace, path: /spec/tolerations/-, value: x}]}`, "replace at /-"},
+		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: remove, select: "$.spec.containers[?(@.port + 1 > 2)]", path: /spec/containers/#0}]}`, "arithmetic in a condition"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, path: /spec/tolerations/01, value: x}]}`, "array positions are not translated"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, select: "$.spec.containers[*].ports", path: /spec/containers/#0/ports/x, value: x}]}`, "unless the select ends with its only wildcard or filter"},
 		{`{type: Patch, match: [{select: "$.kind"}], patch: [{op: add, select: "$.spec.containers[*]", path: /spec/initContainers/#0/x, value: x}]}`, "does not name the selected member as #0"},
