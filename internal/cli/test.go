@@ -22,6 +22,7 @@ import (
 type testOptions struct {
 	format string
 	run    string
+	crds   []string // --crd: CRDs for every suite, with the suites' own
 	// registry gives the kinds served (nil: newRegistry); tests set it.
 	registry registryFunc
 }
@@ -87,6 +88,7 @@ loaded.`,
 	f := cmd.Flags()
 	f.StringVar(&o.format, "format", "text", "output format: text or json")
 	f.StringVar(&o.run, "run", "", "run only the cases whose name contains this text")
+	f.StringArrayVar(&o.crds, "crd", nil, "CustomResourceDefinitions for every suite, with each suite's own crds (a file or directory; repeatable): objects of their kinds are validated as the API server does, around the rules")
 	return cmd
 }
 
@@ -211,8 +213,8 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 		return nil, suiteError(st, "context", errors.Unwrap(err))
 	}
 	var crds *crdschema.Set
-	if len(st.CRDs) > 0 {
-		if crds, err = loadCRDs(ctx, st.ResolveAll(st.CRDs), Streams{Err: s.Err}); err != nil {
+	if len(st.CRDs) > 0 || len(o.crds) > 0 {
+		if crds, err = loadCRDs(ctx, append(st.ResolveAll(st.CRDs), o.crds...), Streams{Err: s.Err}); err != nil {
 			return nil, suiteError(st, "crds", errors.Unwrap(err))
 		}
 	}

@@ -77,6 +77,8 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-scalar", args: []string{"test", dir + "scalar"}},
 		{name: "test-policy-fail", args: []string{"test", "../../testdata/cli/policy/suite"}},
 		{name: "test-policy-authz", args: []string{"test", "../../testdata/cli/policy/authz"}},
+		{name: "test-crd-flag", args: []string{"test", "--crd", "../../testdata/crd/widgets.yaml", "../../testdata/cli/validate/flag"}},
+		{name: "test-crd-flag-absent", args: []string{"test", "../../testdata/cli/validate/flag"}},
 	})
 }
 
