@@ -137,9 +137,6 @@ func scopedValidation(field string, v v1alpha1.Validation, denyOnly, builtin boo
 	if !builtin {
 		return none, untranslatable("%s.scope on custom resources: the Policy types self by their CRD's schema (where the operator knows it), an admission policy does not", field)
 	}
-	if oldSelf.MatchString(v.CEL) || oldSelf.MatchString(v.MessageExpression) {
-		return none, untranslatable("%s: oldSelf, the value at the same place in the old object", field)
-	}
 	if !denyOnly {
 		return none, untranslatable("%s.scope with Warn or Audit: a Policy reports each failing value, an admission policy once", field)
 	}
@@ -147,24 +144,84 @@ func scopedValidation(field string, v v1alpha1.Validation, denyOnly, builtin boo
 	if err != nil {
 		return none, untranslatable("%s.scope: %v", field, err)
 	}
-	list, err := selected(scopeObject, steps)
-	if err != nil {
-		return none, untranslatable("%s.scope: %v", field, err)
-	}
-	cond := strings.TrimSpace(v.CEL)
-	out := admissionregistrationv1.Validation{
-		Expression: fmt.Sprintf("%s.map(self, %s).all(b, b)", list, cond),
-		Message:    strings.TrimSpace(v.Message),
-		Reason:     v.Reason,
-	}
+	cond, m := strings.TrimSpace(v.CEL), strings.TrimSpace(v.MessageExpression)
+	out := admissionregistrationv1.Validation{Message: strings.TrimSpace(v.Message), Reason: v.Reason}
 	if out.Message == "" {
 		// The Policy's own default names its expression.
 		out.Message = "failed expression: " + cond
 	}
-	if m := strings.TrimSpace(v.MessageExpression); m != "" {
-		out.MessageExpression = fmt.Sprintf("string(%s.filter(self, !(%s)).map(self, %s)[0])", list, cond, m)
+	if !oldSelf.MatchString(cond) && !oldSelf.MatchString(m) {
+		list, err := selected(scopeObject, steps)
+		if err != nil {
+			return none, untranslatable("%s.scope: %v", field, err)
+		}
+		out.Expression = fmt.Sprintf("%s.map(self, %s).all(b, b)", list, cond)
+		if m != "" {
+			out.MessageExpression = fmt.Sprintf("string(%s.filter(self, !(%s)).map(self, %s)[0])", list, cond, m)
+		}
+		return out, nil
+	}
+	// With oldSelf: pairs of each value and the value at the same place
+	// in the old object (null where there is none), bound by one-element
+	// comprehensions.
+	pairs, err := selectedPairs(scopeObject, steps)
+	if err != nil {
+		return none, untranslatable("%s.scope: %v", field, err)
+	}
+	bind := func(body string) string {
+		return fmt.Sprintf("[p[0]].map(self, [p[1]].map(oldSelf, %s)[0])[0]", body)
+	}
+	out.Expression = fmt.Sprintf("%s.map(p, %s).all(b, b)", pairs, bind(cond))
+	if m != "" {
+		out.MessageExpression = fmt.Sprintf("string(%s.filter(p, !(%s)).map(p, %s)[0])", pairs, bind(cond), bind(m))
 	}
 	return out, nil
+}
+
+// selectedPairs is the CEL list of [value, old value] for the values the
+// steps select from base, the old value being the one the same steps
+// select at the same place (list index or map key) in oldObject, null
+// where they select none (as a Policy's oldSelf).
+func selectedPairs(base string, steps []step) (string, error) {
+	const old = "oldObject"
+	w := slices.IndexFunc(steps, func(s step) bool { return s.wildcard })
+	if w < 0 {
+		cond, acc := walk(base, steps)
+		oc, oa := walk(old, steps)
+		return fmt.Sprintf("(%s ? [[%s, %s != null && %s ? %s : null]] : [])", cond, acc, old, oc, oa), nil
+	}
+	cond1, acc1 := walk(base, steps[:w])
+	oc1, oa1 := walk(old, steps[:w])
+	// keep is the condition that element e is selected (the filter, with
+	// root its object, and the steps after the wildcard), value what
+	// those steps reach.
+	keep := func(e, root string) (string, string, error) {
+		c, a := walk(e, steps[w+1:])
+		if f := steps[w].filter; f != nil {
+			fc, err := filterCond(f, e, root)
+			if err != nil {
+				return "", "", err
+			}
+			c = and("("+fc+")", c)
+		}
+		return c, a, nil
+	}
+	kc, ka, err := keep(acc1+"[i]", base)
+	if err != nil {
+		return "", err
+	}
+	okc, oka, err := keep(oa1+"[i]", old)
+	if err != nil {
+		return "", err
+	}
+	at := func(isList string) string {
+		return fmt.Sprintf("(%s != null && %s && %s && (%s) ? %s : null)", old, oc1, isList, okc, oka)
+	}
+	list := fmt.Sprintf("lists.range(size(%[1]s)).filter(i, %[2]s).map(i, [%[3]s, %[4]s])", acc1, kc, ka,
+		at(fmt.Sprintf("type(%[1]s) == list && size(%[1]s) > i", oa1)))
+	mp := fmt.Sprintf("%[1]s.map(k, k).filter(i, %[2]s).map(i, [%[3]s, %[4]s])", acc1, kc, ka,
+		at(fmt.Sprintf("type(%[1]s) == map && i in %[1]s", oa1)))
+	return fmt.Sprintf("(%[1]s && type(%[2]s) == list ? %[3]s : %[1]s && type(%[2]s) == map ? %[4]s : [])", cond1, acc1, list, mp), nil
 }
 
 // builtinOnly reports whether a match names only built-in kinds (those of

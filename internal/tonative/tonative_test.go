@@ -167,7 +167,8 @@ func TestScopedValidationReasons(t *testing.T) {
 		{deployments + `validations: [{scope: "$.spec.template.spec.containers[?(@.name == 'a')]", cel: "has(self.ports)", messageExpression: "self.name"}]`, ""},
 		{`validations: [{scope: "$.spec.template.spec.containers[*]", cel: "self.image != ''"}]`, "scope on custom resources"},
 		{"match: {resources: [{kinds: [Widget]}]}\n" + `validations: [{scope: "$.spec", cel: "has(self.x__dash__mode)"}]`, "scope on custom resources"},
-		{deployments + `validations: [{scope: "$.spec.template.spec.containers[*]", cel: "oldSelf == null || self.image == oldSelf.image"}]`, "oldSelf"},
+		{deployments + `validations: [{scope: "$.spec.template.spec.containers[*]", cel: "oldSelf == null || self.image == oldSelf.image"}]`, ""},
+		{deployments + `validations: [{scope: "$.spec.replicas", cel: "oldSelf == null || self >= oldSelf", messageExpression: "'was ' + string(oldSelf)"}]`, ""},
 		{deployments + "validationActions: [Warn]\n" + `validations: [{scope: "$.spec.template.spec.containers[*]", cel: "self.image != ''"}]`, "with Warn or Audit"},
 		{deployments + `validations: [{scope: "$..image", cel: "self != ''"}]`, "slices, unions and recursive descent"},
 	} {
