@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -61,6 +62,13 @@ type NativeCompiler struct {
 	Webhook  string // the dragnet's webhook in it
 	Log      logr.Logger
 	Interval time.Duration // between two passes; 0 means 2 s
+
+	// The last compilation and what it was of (each rule's kind, key,
+	// uid and generation): a pass whose rules did not change reuses it
+	// rather than compiling them all again.
+	mu       sync.Mutex
+	lastOf   string
+	lastComp tonative.Result
 }
 
 var (
@@ -104,8 +112,13 @@ func (n *NativeCompiler) leader() bool {
 // Sync compiles the current rules, installs their policies (leader) and
 // updates the webhook's exclusions.
 func (n *NativeCompiler) Sync(ctx context.Context) error {
-	var rules []tonative.Rule
+	type item struct {
+		kind string
+		u    *unstructured.Unstructured
+	}
+	var items []item
 	objects := map[string]*unstructured.Unstructured{}
+	var of []string
 	for _, gvk := range n.Rules {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -117,15 +130,23 @@ func (n *NativeCompiler) Sync(ctx context.Context) error {
 		}
 		for i := range l.Items {
 			u := &l.Items[i]
-			obj := u.DeepCopy().Object
-			delete(obj, "status")
-			r := tonative.Rule{Kind: gvk.Kind, Object: obj}
-			r.Origin = gvk.Kind + " " + r.Key()
-			rules = append(rules, r)
-			objects[webhook.ExcludeKey(gvk.Kind, r.Key())] = u
+			key := tonative.Rule{Kind: gvk.Kind, Object: u.Object}.Key()
+			items = append(items, item{gvk.Kind, u})
+			objects[webhook.ExcludeKey(gvk.Kind, key)] = u
+			of = append(of, fmt.Sprintf("%s %s %s %d", gvk.Kind, key, u.GetUID(), u.GetGeneration()))
 		}
 	}
-	res := tonative.Compile(rules, n.Options)
+	res := n.compile(of, func() []tonative.Rule {
+		rules := make([]tonative.Rule, 0, len(items))
+		for _, it := range items {
+			obj := it.u.DeepCopy().Object
+			delete(obj, "status")
+			r := tonative.Rule{Kind: it.kind, Object: obj}
+			r.Origin = it.kind + " " + r.Key()
+			rules = append(rules, r)
+		}
+		return rules
+	})
 	leader := n.leader()
 	desired := map[string]bool{}
 	excluded := map[string]bool{}
@@ -205,6 +226,20 @@ func (n *NativeCompiler) Sync(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// compile is tonative.Compile of the rules, reused while of (what each
+// rule is: its status aside, a rule changes only with its generation) is
+// the last pass's; rules builds them only when they are compiled.
+func (n *NativeCompiler) compile(of []string, rules func() []tonative.Rule) tonative.Result {
+	slices.Sort(of)
+	key := strings.Join(of, "\n")
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if key != n.lastOf || key == "" {
+		n.lastComp, n.lastOf = tonative.Compile(rules(), n.Options), key
+	}
+	return n.lastComp
 }
 
 // setCondition writes a rule's NativeAdmission condition when it changed.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/tonative"
 )
 
 // TestHolds: a stored spec holds the translation when every field of the
@@ -53,3 +54,30 @@ func (r *keyedRule) Info() *engine.RuleInfo             { return &r.info }
 func (r *keyedRule) InScope(string) bool                { return true }
 func (r *keyedRule) Match(*engine.Handle) (bool, error) { return false, nil }
 func (r *keyedRule) Apply(*engine.Handle) error         { return nil }
+
+// TestCompileReused: a pass whose rules did not change (the same kinds,
+// keys, uids and generations) reuses the last compilation; a changed
+// generation compiles again.
+func TestCompileReused(t *testing.T) {
+	rule := func(name string) []tonative.Rule {
+		return []tonative.Rule{{Kind: "ModRule", Origin: "test", Object: map[string]any{
+			"apiVersion": "api.kubemod.io/v1beta1", "kind": "ModRule",
+			"metadata": map[string]any{"name": name, "namespace": "default"},
+			"spec":     map[string]any{"type": "Reject", "match": []any{map[string]any{"select": "$.kind", "matchValue": "Pod"}}}}}}
+	}
+	n := &NativeCompiler{}
+	built := 0
+	compile := func(of string, name string) tonative.Result {
+		return n.compile([]string{of}, func() []tonative.Rule { built++; return rule(name) })
+	}
+	first := compile("ModRule default/a uid 1", "a")
+	if built != 1 || len(first.Translated) != 1 {
+		t.Fatalf("first pass: built %d, %+v", built, first)
+	}
+	if again := compile("ModRule default/a uid 1", "b"); built != 1 || again.Translated[0].Rules[0].Key() != "default/a" {
+		t.Errorf("unchanged rules compiled again (built %d times)", built)
+	}
+	if changed := compile("ModRule default/a uid 2", "b"); built != 2 || changed.Translated[0].Rules[0].Key() != "default/b" {
+		t.Errorf("a new generation was not compiled (built %d times)", built)
+	}
+}
