@@ -169,20 +169,3 @@ func literal(v any) string {
 	}
 	return "null"
 }
-
-// usesRoot reports whether a filter reads the object ('$'), not only its
-// element.
-func usesRoot(t *jsonpath.Tree) bool {
-	if t == nil {
-		return false
-	}
-	if t.Kind == jsonpath.TreePath && !t.Current {
-		return true
-	}
-	for _, s := range t.Steps {
-		if usesRoot(s.Filter) {
-			return true
-		}
-	}
-	return usesRoot(t.X) || usesRoot(t.Y)
-}

@@ -363,15 +363,23 @@ func parseSelect(sel string) ([]step, error) {
 func wildcard(base string, steps []step, w int) (cond1, elems, cond2, acc2 string, err error) {
 	cond1, acc1 := walk(base, steps[:w])
 	elems = fmt.Sprintf("(type(%[1]s) == list ? %[1]s : (type(%[1]s) == map ? %[1]s.map(k, %[1]s[k]) : []))", acc1)
-	cond2, acc2 = walk("e0", steps[w+1:])
+	cond2, acc2, err = kept("e0", base, steps, w)
+	return cond1, elems, cond2, acc2, err
+}
+
+// kept is, for element e of the wildcard or filter w of steps (root: the
+// object its filter's '$' is), the condition that it is selected (the
+// filter, and the steps after it exist) and what those steps reach.
+func kept(e, root string, steps []step, w int) (cond, acc string, err error) {
+	cond, acc = walk(e, steps[w+1:])
 	if f := steps[w].filter; f != nil {
-		fc, err := filterCond(f, "e0", base)
+		fc, err := filterCond(f, e, root)
 		if err != nil {
-			return "", "", "", "", err
+			return "", "", err
 		}
-		cond2 = and("("+fc+")", cond2)
+		cond = and("("+fc+")", cond)
 	}
-	return cond1, elems, cond2, acc2, nil
+	return cond, acc, nil
 }
 
 // definiteSteps are a path's steps when they are names and indices only.

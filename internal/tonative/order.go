@@ -37,11 +37,7 @@ func footprintOf(r Rule, o Options) footprint {
 			if e, err := jsonpath.Parse(strings.TrimSpace(sel)); err == nil && !e.IsQuery() {
 				// A computed condition reads the object's paths it names
 				// ('@' at its top is the object too).
-				var paths [][]string
-				all := false
-				rootPaths(e.Tree(), true, &paths, &all)
-				f.readsAll = f.readsAll || all
-				f.reads = append(f.reads, paths...)
+				f.reads = rootPaths(e.Tree(), true, f.reads)
 				return
 			}
 			steps, err := parseSelect(sel)
@@ -51,11 +47,8 @@ func footprintOf(r Rule, o Options) footprint {
 			}
 			var p []string
 			for _, s := range steps {
-				if usesRoot(s.filter) {
-					// The filter reads elsewhere in the object.
-					f.readsAll = true
-					return
-				}
+				// What a filter reads elsewhere in the object.
+				f.reads = rootPaths(s.filter, false, f.reads)
 			}
 			for _, s := range steps {
 				if s.wildcard || s.isIndex {
@@ -165,17 +158,18 @@ func ordered(rules []Rule, cands []candidate, skipped []Skip, o Options) ([]cand
 	return kept, skipped
 }
 
-// rootPaths collects the member names, up to the first other step, of the
-// object paths a computed expression reads ('@' is the object where top
-// is true: outside filters); all is set for what it cannot name.
-func rootPaths(t *jsonpath.Tree, top bool, paths *[][]string, all *bool) {
+// rootPaths appends to paths the member names, up to the first other
+// step (a prefix of what is read), of the object paths an expression
+// reads: a computed condition ('@' is the object where top is true:
+// outside filters) or a filter (its '@' paths are under the path it is on,
+// which the select reads).
+func rootPaths(t *jsonpath.Tree, top bool, paths [][]string) [][]string {
 	if t == nil {
-		return
+		return paths
 	}
 	if t.Kind == jsonpath.TreePath {
 		if t.Current && !top {
-			// A filter's element: under the path the filter is on.
-			return
+			return paths
 		}
 		var p []string
 		for _, s := range t.Steps {
@@ -184,12 +178,11 @@ func rootPaths(t *jsonpath.Tree, top bool, paths *[][]string, all *bool) {
 			}
 			p = append(p, s.Name)
 		}
-		*paths = append(*paths, p)
+		paths = append(paths, p)
 		for _, s := range t.Steps {
-			rootPaths(s.Filter, false, paths, all)
+			paths = rootPaths(s.Filter, false, paths)
 		}
-		return
+		return paths
 	}
-	rootPaths(t.X, top, paths, all)
-	rootPaths(t.Y, top, paths, all)
+	return rootPaths(t.Y, top, rootPaths(t.X, top, paths))
 }

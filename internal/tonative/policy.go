@@ -192,25 +192,11 @@ func selectedPairs(base string, steps []step) (string, error) {
 	}
 	cond1, acc1 := walk(base, steps[:w])
 	oc1, oa1 := walk(old, steps[:w])
-	// keep is the condition that element e is selected (the filter, with
-	// root its object, and the steps after the wildcard), value what
-	// those steps reach.
-	keep := func(e, root string) (string, string, error) {
-		c, a := walk(e, steps[w+1:])
-		if f := steps[w].filter; f != nil {
-			fc, err := filterCond(f, e, root)
-			if err != nil {
-				return "", "", err
-			}
-			c = and("("+fc+")", c)
-		}
-		return c, a, nil
-	}
-	kc, ka, err := keep(acc1+"[i]", base)
+	kc, ka, err := kept(acc1+"[i]", base, steps, w)
 	if err != nil {
 		return "", err
 	}
-	okc, oka, err := keep(oa1+"[i]", old)
+	okc, oka, err := kept(oa1+"[i]", old, steps, w)
 	if err != nil {
 		return "", err
 	}

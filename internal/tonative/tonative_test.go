@@ -187,3 +187,25 @@ func TestScopedValidationReasons(t *testing.T) {
 		}
 	}
 }
+
+// TestFootprintReads: what a ModRule's selects read, computed conditions
+// and filters included ('@' in a filter is under the path it is on).
+func TestFootprintReads(t *testing.T) {
+	for _, c := range []struct {
+		sel  string
+		want [][]string
+	}{
+		{`$.metadata.labels.app`, [][]string{{"metadata", "labels", "app"}}},
+		{`$.spec.replicas > 3 && isDefined($.metadata.annotations)`, [][]string{{"spec", "replicas"}, {"metadata", "annotations"}}},
+		{`$.spec.containers[?(@.image == $.metadata.annotations.image)].name`, [][]string{{"metadata", "annotations", "image"}, {"spec", "containers"}}},
+		{`$.spec.containers[0].image`, [][]string{{"spec", "containers"}}},
+	} {
+		mr := map[string]any{"apiVersion": "api.kubemod.io/v1beta1", "kind": "ModRule", "metadata": map[string]any{"name": "r", "namespace": "default"},
+			"spec": map[string]any{"type": "Patch", "match": []any{map[string]any{"select": c.sel}},
+				"patch": []any{map[string]any{"op": "add", "path": "/metadata/labels/x", "value": "y"}}}}
+		f := footprintOf(Rule{Kind: "ModRule", Object: mr}, Options{})
+		if f.readsAll || !cmp.Equal(f.reads, c.want) {
+			t.Errorf("%s: reads %v (all %v), want %v", c.sel, f.reads, f.readsAll, c.want)
+		}
+	}
+}
