@@ -154,7 +154,18 @@ func FuzzEvaluate(f *testing.F) {
 				t.Fatalf("PathOf(%q, %v) = %v leads to %v, the node is %v", src, nd.Keys, p, v, nd.Value)
 			}
 		}
-		_ = e.Tree() // every parsed expression has a tree view
+		// The tree view is the expression parsed: a path for a query, with
+		// a step per capturing step where Select captures keys.
+		tr := e.Tree()
+		capturing := 0
+		for _, st := range tr.Steps {
+			if st.Kind != StepName && st.Kind != StepIndex {
+				capturing++
+			}
+		}
+		if (tr.Kind == TreePath) != e.IsQuery() || capturing != e.Captures() {
+			t.Fatalf("Tree(%q) = %+v: not the expression parsed (query %v, %d captures)", src, tr, e.IsQuery(), e.Captures())
+		}
 	})
 }
 

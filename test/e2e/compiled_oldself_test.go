@@ -15,10 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/kinds"
-	policykind "github.com/modwright/modwright/internal/kinds/policy"
 	"github.com/modwright/modwright/internal/rules"
-	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/tonative"
 )
 
@@ -34,15 +31,7 @@ func TestCompiledOldSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := source.ParseManifest("immutable-images.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := source.LoadRules(docs, kinds.NewRegistry(policykind.NewPolicyKind()))
-	if len(res.Errors) > 0 {
-		t.Fatal(res.Errors)
-	}
-	snap := engine.NewSnapshot(res.Rules)
+	snap, docs := loadPolicies(t, "immutable-images.yaml", src)
 	offline := engine.New(engine.Options{})
 	compiled := tonative.Compile([]tonative.Rule{{Kind: docs[0].Kind(), Origin: "immutable-images.yaml", Object: docs[0].Object}}, tonative.Options{})
 	if len(compiled.Skipped) > 0 || len(compiled.Translated) != 1 {

@@ -113,6 +113,21 @@ func TestCRDValidation(t *testing.T) {
 	}
 }
 
+// loadPolicies compiles Policies as modwright loads them: the snapshot the
+// offline engine evaluates, and the documents.
+func loadPolicies(t *testing.T, origin string, src []byte) (*engine.Snapshot, []source.Document) {
+	t.Helper()
+	docs, err := source.ParseManifest(origin, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := source.LoadRules(docs, kinds.NewRegistry(policykind.NewPolicyKind()))
+	if len(res.Errors) > 0 || len(res.Skipped) > 0 {
+		t.Fatalf("load: errors %v, skipped %v", res.Errors, res.Skipped)
+	}
+	return engine.NewSnapshot(res.Rules), docs
+}
+
 // installWidgets installs testdata/crd/widgets.yaml in the cluster and
 // returns it as crdschema holds it.
 func installWidgets(t *testing.T, cl *cluster) *crdschema.Set {
@@ -185,15 +200,7 @@ func TestPolicyScopeTypedByCRD(t *testing.T) {
 	if err := cl.c.Create(ctx, pol); err != nil {
 		t.Fatal(err)
 	}
-	docs, err := source.ParseManifest("policy.yaml", []byte(scopeTypedPolicy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := source.LoadRules(docs, kinds.NewRegistry(policykind.NewPolicyKind()))
-	if len(res.Errors) > 0 {
-		t.Fatal(res.Errors)
-	}
-	snap := engine.NewSnapshot(res.Rules)
+	snap, _ := loadPolicies(t, "policy.yaml", []byte(scopeTypedPolicy))
 	offline := engine.New(engine.Options{Schemas: set})
 	dyn, err := dynamic.NewForConfig(cl.cfg)
 	if err != nil {
