@@ -93,6 +93,8 @@ fuzz:
 	$(GO) test ./internal/kinds/kinitiras -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/packs -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/tonative -run '^$$' -fuzz '^FuzzFilterCond$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/lang/jmespath -run '^$$' -fuzz '^FuzzEvaluate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/lang/quantity -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 # The benchmark harness (BENCHMARKS.md): engine and handler micro-benchmarks,
 # then load tests of `modwright serve --standalone` and of the floor server

@@ -286,7 +286,7 @@ func (ev *run) search(e *jpExpr) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.prog.Search(doc)
+	return e.prog.Search(ev.ctx, doc)
 }
 
 // Resolve evaluates a {{ }} variable's expression (subst.Resolver): a
@@ -691,7 +691,7 @@ func (ev *run) transform(field string, e *jpExpr, t *subst.Template, lib any) (a
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 	}
-	v, err := e.prog.Search(lib)
+	v, err := e.prog.Search(ev.ctx, lib)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}

@@ -154,9 +154,14 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "cost estimation failed: " + err.Error()}}
 	}
+	bounded, err := boundCalls(ce)
+	if err != nil {
+		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}
+	}
 	prg, err := ce.Program(ast,
 		cel.CostLimit(uint64(budget)),
 		cel.InterruptCheckFrequency(celconfig.CheckFrequency),
+		bounded,
 	)
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}

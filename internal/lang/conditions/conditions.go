@@ -189,7 +189,15 @@ func (c *compiled) eval(ctx context.Context, r subst.Resolver, step func(Step)) 
 		}
 		return false, "", err
 	}
-	res := evaluate(c.op, normalize(key), normalize(value))
+	nk, nv := normalize(key), normalize(value)
+	if err := checkQuantities(nk, nv); err != nil {
+		err = fmt.Errorf("%s: %w", c.field, err)
+		if step != nil {
+			step(Step{Field: c.field, Key: key, Value: value, Operator: c.opName, Err: err})
+		}
+		return false, "", err
+	}
+	res := evaluate(c.op, nk, nv)
 	if step != nil {
 		step(Step{Field: c.field, Key: key, Value: value, Operator: c.opName, Result: res})
 	}
@@ -216,5 +224,9 @@ func Evaluate(key any, operator string, value any) (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("unknown operator %q", operator)
 	}
-	return evaluate(op, normalize(key), normalize(value)), nil
+	nk, nv := normalize(key), normalize(value)
+	if err := checkQuantities(nk, nv); err != nil {
+		return false, err
+	}
+	return evaluate(op, nk, nv), nil
 }

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/conditions"
+	"github.com/modwright/modwright/internal/lang/quantity"
 	"github.com/modwright/modwright/internal/lang/subst"
 )
 
@@ -218,4 +221,38 @@ func FuzzEvaluate(f *testing.F) {
 		}
 		_, _ = conditions.Evaluate(k, op, v)
 	})
+}
+
+// TestQuantityOutOfRange: a quantity-shaped operand beyond package
+// quantity's bounds (an object's "1e999999999": apimachinery's comparison
+// of it runs for hours) fails the condition with an error in
+// lang.ErrLimit's chain, at once, for every operator that reads
+// quantities.
+func TestQuantityOutOfRange(t *testing.T) {
+	for _, c := range []struct {
+		key   any
+		op    string
+		value any
+	}{
+		{"1e999999999", "GreaterThan", "1Gi"},
+		{"1Gi", "LessThan", "1e999999999"},
+		{"1e-999999999", "Equals", "1"},
+		{"1", "NotEquals", "-1e999999999"},
+		{[]any{"1Gi", "1e999999999"}, "AnyIn", []any{"> 1"}},
+		{"2e999999999", "AllIn", []any{"1Gi-2Gi"}},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := conditions.Evaluate(c.key, c.op, c.value)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, lang.ErrLimit) || !errors.Is(err, quantity.ErrOutOfRange) {
+				t.Errorf("Evaluate(%v %s %v) = %v, want quantity.ErrOutOfRange", c.key, c.op, c.value, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Evaluate(%v %s %v) did not end", c.key, c.op, c.value)
+		}
+	}
 }

@@ -48,7 +48,7 @@ func (r resolver) Resolve(_ context.Context, expr string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := p.Search(data)
+	v, err := p.Search(context.Background(), data)
 	if err != nil {
 		return nil, err
 	}

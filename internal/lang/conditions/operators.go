@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/blang/semver/v4"
-	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/modwright/modwright/internal/lang/quantity"
 )
 
 // The operators, by their lower-case names (Kyverno matches them without
@@ -93,6 +94,34 @@ func normalize(v any) any {
 	return v
 }
 
+// checkQuantities refuses (quantity.ErrOutOfRange, in lang.ErrLimit's
+// chain) a key or value holding a quantity-shaped string beyond the
+// bounds of package quantity: the operators compare strings as
+// quantities, and apimachinery's arithmetic on "1e999999999" does not
+// end. Kyverno would spin; the condition fails instead, and the rule
+// with it (its failure policy decides).
+func checkQuantities(vs ...any) error {
+	for _, v := range vs {
+		switch x := v.(type) {
+		case string:
+			if err := quantity.Check(x); err != nil {
+				return err
+			}
+		case []any:
+			if err := checkQuantities(x...); err != nil {
+				return err
+			}
+		case map[string]any:
+			for _, e := range x {
+				if err := checkQuantities(e); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // evaluate applies op to a normalized key and value.
 func evaluate(op opKind, key, value any) bool {
 	switch op {
@@ -133,9 +162,9 @@ func equals(key, value any) bool {
 		if kd, vd, ok := durations(k, value); ok {
 			return kd.Seconds() == vd.Seconds()
 		}
-		if kq, err := resource.ParseQuantity(k); err == nil {
+		if kq, err := quantity.Parse(k); err == nil {
 			if v, ok := value.(string); ok {
-				vq, err := resource.ParseQuantity(v)
+				vq, err := quantity.Parse(v)
 				return err == nil && kq.Equal(vq)
 			}
 		}
@@ -171,9 +200,9 @@ func notEquals(key, value any) bool {
 		if kd, vd, ok := durations(k, value); ok {
 			return kd.Seconds() != vd.Seconds()
 		}
-		if kq, err := resource.ParseQuantity(k); err == nil {
+		if kq, err := quantity.Parse(k); err == nil {
 			if v, ok := value.(string); ok && v != "" {
-				vq, err := resource.ParseQuantity(v)
+				vq, err := quantity.Parse(v)
 				return err != nil || !kq.Equal(vq)
 			}
 		}
@@ -512,8 +541,8 @@ func numeric(op opKind, key, value any) bool {
 			return compare(op, kd.Seconds(), vd.Seconds())
 		}
 		if v, ok := value.(string); ok {
-			if kq, err := resource.ParseQuantity(k); err == nil {
-				if vq, err := resource.ParseQuantity(v); err == nil {
+			if kq, err := quantity.Parse(k); err == nil {
+				if vq, err := quantity.Parse(v); err == nil {
 					return compare(op, float64(kq.Cmp(vq)), 0)
 				}
 			}
@@ -681,8 +710,8 @@ func validateOne(value, pattern string) bool {
 			return compareOrdered(op, int(vd-pd))
 		}
 	}
-	if pq, err := resource.ParseQuantity(p); err == nil {
-		if vq, err := resource.ParseQuantity(value); err == nil {
+	if pq, err := quantity.Parse(p); err == nil {
+		if vq, err := quantity.Parse(value); err == nil {
 			return compareOrdered(op, vq.Cmp(pq))
 		}
 	}

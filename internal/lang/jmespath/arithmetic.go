@@ -8,6 +8,8 @@ import (
 
 	"gopkg.in/inf.v0"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	bounded "github.com/modwright/modwright/internal/lang/quantity"
 )
 
 // An operand of Kyverno's arithmetic: a JSON number (scalar), or a string
@@ -37,8 +39,12 @@ func toOperand(name string, i int, v any) (operand, error) {
 	case float64:
 		return operand{kind: scalar, f: x}, nil
 	case string:
-		if q, err := resource.ParseQuantity(x); err == nil {
+		q, err := bounded.Parse(x)
+		if err == nil {
 			return operand{kind: quantity, q: q}, nil
+		}
+		if errors.Is(err, bounded.ErrOutOfRange) {
+			return operand{}, &FunctionError{Function: name, Err: err}
 		}
 		if d, err := time.ParseDuration(x); err == nil {
 			return operand{kind: duration, d: d}, nil

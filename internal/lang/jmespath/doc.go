@@ -11,9 +11,15 @@
 // evaluation's document (Activation.Vars[VarContext], else
 // Activation.Object); the conversion between our JSON value trees
 // (json.Number numbers, lang.Lazy objects) and the library's (float64),
-// both ways: integral results come back as json.Number integer text.
-// The library cannot be interrupted: Eval checks its context before and
-// after the evaluation only.
+// both ways: integral results come back as json.Number integer text;
+// the evaluation of the library's syntax tree, with the library's
+// semantics (eval.go, checked against the library's own interpreter by
+// FuzzEvaluate) within bounds the library lacks: MaxDepth and MaxSource
+// checked before parsing (depth.go), MaxWork steps and MaxOutput bytes
+// for any value built or returned, functions that multiply their input
+// (replace_all, pad_left, join, regex_replace_all...) refused before they
+// allocate (bounds.go), the context checked as it goes; quantities
+// parsed within package quantity's bounds.
 //
 // Kyverno's functions implemented: compare, equal_fold, replace,
 // replace_all, to_upper, to_lower, trim, trim_prefix, split,

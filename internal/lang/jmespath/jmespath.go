@@ -48,6 +48,9 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 	if env.Limits != (lang.Limits{}) {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "environment " + strconv.Quote(env.Name) + " sets limits, which jmespath cannot honour (it has no evaluation bounds)"}}
 	}
+	if d := checkDepth(src); d != nil {
+		return nil, []lang.Diagnostic{*d}
+	}
 	node, err := parsing.NewParser().Parse(src)
 	if err != nil {
 		var se parsing.SyntaxError
@@ -113,8 +116,8 @@ func (p *Program) Source() string { return p.src }
 // the library as float64 (a copy of the containers holding them is made;
 // a lang.Lazy is read whole), and the result comes back as a JSON value
 // tree: integral numbers as json.Number integer text, others as their
-// shortest float text. The library cannot be interrupted: ctx is checked
-// before and after the evaluation only.
+// shortest float text. The evaluation is bounded (MaxWork, MaxOutput)
+// and stops when ctx ends.
 func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -127,11 +130,8 @@ func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.Search(data)
+	res, err := p.Search(ctx, data)
 	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return fromLib(res), nil
@@ -141,8 +141,11 @@ func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
 // returned (or any tree in the library's form: float64 numbers), and
 // returns the library's result. Evaluating many expressions over one
 // document, a caller prepares it once and calls Search (then Result).
-func (p *Program) Search(data any) (any, error) {
-	return interpreter.NewInterpreter(data, p.caller, nil).Execute(p.node, data)
+// The evaluation is the library's semantics within the bounds (MaxWork,
+// MaxOutput; errors in the chain of lang.ErrLimit) and stops when ctx
+// ends (its error).
+func (p *Program) Search(ctx context.Context, data any) (any, error) {
+	return search(ctx, p.node, p.caller, data)
 }
 
 // Prepare converts a JSON value tree to the library's form (see Eval);

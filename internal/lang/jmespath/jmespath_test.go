@@ -310,7 +310,7 @@ func TestPrepareSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := Language{}.CompileExpr(&lang.Env{Name: "test"}, "sum(a)")
-	res, err := p.Search(data)
+	res, err := p.Search(context.Background(), data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func BenchmarkSearchPrepared(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := p.Search(data)
+		res, err := p.Search(context.Background(), data)
 		if err != nil {
 			b.Fatal(err)
 		}
