@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -38,7 +39,7 @@ func applyV4(ops []any, obj any) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("patches: %w", err)
 	}
-	out, err := p.Apply(mustEncode(obj))
+	out, err := ApplyJSONPatchV4(p, mustEncode(obj))
 	if err != nil {
 		return nil, fmt.Errorf("patches: %w", err)
 	}
@@ -132,4 +133,43 @@ func strictV4(root any, op Operation) bool {
 func mustEncode(v any) []byte {
 	b, _ := value.Encode(v)
 	return b
+}
+
+// MaxCopyBytes bounds how much the copy operations of one patch may add
+// to a document, in bytes of its JSON text: a copy into its own subtree
+// doubles the document, and forty of them exhaust any memory. Every JSON
+// Patch application with copies is bounded by it (ApplyJSONPatchV4 for
+// json-patch v4, the option AccumulatedCopySizeLimit for v5).
+const MaxCopyBytes = 4 << 20
+
+// ErrTooLarge is the error of a patch whose copies grow the document
+// beyond MaxCopyBytes.
+var ErrTooLarge = errors.New("patch: copy operations grow the document beyond the bound")
+
+// ApplyJSONPatchV4 is p.Apply(doc) of gopkg.in/evanphx/json-patch.v4
+// with the document's growth bounded by MaxCopyBytes: a patch holding a
+// copy is applied one operation at a time (as v4 applies it: in order,
+// the first failure failing the whole), and the document's size checked
+// after each, so that no copy runs on a document already past the bound.
+// v4's own limit is a package variable, which this package does not set.
+func ApplyJSONPatchV4(p jsonpatchv4.Patch, doc []byte) ([]byte, error) {
+	copies := false
+	for _, op := range p {
+		copies = copies || op.Kind() == "copy"
+	}
+	if !copies {
+		return p.Apply(doc)
+	}
+	limit := len(doc) + MaxCopyBytes
+	for i := range p {
+		out, err := p[i : i+1].Apply(doc)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) > limit {
+			return nil, fmt.Errorf("%w: operation %d makes it %d bytes, more than %d above the original", ErrTooLarge, i, len(out), MaxCopyBytes)
+		}
+		doc = out
+	}
+	return doc, nil
 }

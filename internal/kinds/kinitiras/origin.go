@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/modwright/modwright/api/kinitiras/v1alpha1"
+	bounded "github.com/modwright/modwright/internal/lang/quantity"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -269,6 +270,11 @@ func typed(obj map[string]any, path []string, ps *corev1.PodSpec) error {
 	m, ok := cur.(map[string]any)
 	if !ok {
 		return nil
+	}
+	// apimachinery parses the spec's quantities ("1e-999999999" stalls
+	// there).
+	if err := bounded.CheckTree(m); err != nil {
+		return err
 	}
 	b, err := value.Encode(m)
 	if err != nil {

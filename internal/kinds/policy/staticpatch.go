@@ -122,7 +122,9 @@ func applyJSONPatch(p jsonpatch.Patch, obj any) (any, error) {
 	}
 	// Kyverno's options: a remove of a missing path does nothing, an add
 	// creates the missing parents.
-	out, err := p.ApplyWithOptions(doc, &jsonpatch.ApplyOptions{SupportNegativeIndices: true, AllowMissingPathOnRemove: true, EnsurePathExistsOnAdd: true})
+	// Copies are bounded (patch.MaxCopyBytes): one into its own subtree
+	// doubles the document.
+	out, err := p.ApplyWithOptions(doc, &jsonpatch.ApplyOptions{SupportNegativeIndices: true, AllowMissingPathOnRemove: true, EnsurePathExistsOnAdd: true, AccumulatedCopySizeLimit: patch.MaxCopyBytes})
 	if err != nil {
 		return nil, err
 	}

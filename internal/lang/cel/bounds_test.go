@@ -9,6 +9,7 @@ import (
 
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/quantity"
+	"github.com/modwright/modwright/internal/patch"
 )
 
 // TestHostileCalls: calls that multiply their arguments are refused
@@ -86,5 +87,29 @@ func TestBoundedCallsKeepSemantics(t *testing.T) {
 		if got != want {
 			t.Errorf("%s = %#v, want %#v", src, got, want)
 		}
+	}
+}
+
+// TestJSONPatchCopyBound: copies into their own subtree double the object
+// each; the document's growth is bounded after every operation, for a
+// custom resource and for a built-in kind (its Go form), and a quantity
+// beyond the bounds never reaches apimachinery's decoding of the Go form.
+func TestJSONPatchCopyBound(t *testing.T) {
+	copies := "lists.range(40).map(i, JSONPatch{op: 'copy', from: '/spec', path: '/spec/c' + string(i)})"
+	if _, _, err := mutate(t, JSONPatch, copies, widget); !errors.Is(err, lang.ErrLimit) || !errors.Is(err, patch.ErrTooLarge) {
+		t.Errorf("40 copies into their own subtree: %v, want patch.ErrTooLarge in lang.ErrLimit's chain", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := mutate(t, JSONPatch, "[JSONPatch{op: 'copy', from: '/spec/replicas', path: '/spec/template/spec/containers/0/resources/limits'}, JSONPatch{op: 'add', path: '/spec/template/spec/containers/0/resources/limits', value: {'cpu': '1e-999999999'}}]", deployment)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, quantity.ErrOutOfRange) {
+			t.Errorf("a patched quantity beyond the bounds: %v, want quantity.ErrOutOfRange", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the patched Deployment's Go form was never decoded")
 	}
 }

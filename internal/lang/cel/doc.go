@@ -45,8 +45,15 @@
 // cost with Kubernetes' estimator, as the apiserver counts it; tracking is
 // on for every evaluation, since the budget needs it, so Eval costs the
 // same); a rule kind sums them against RuntimeCostBudget, the apiserver's
-// budget of one policy evaluation.
-// MaxValues and MaxOutput do not apply to CEL and are ignored. Eval honours
+// budget of one policy evaluation. cel-go charges a call's cost after
+// the call ran, so the calls that can multiply their arguments (replace,
+// join, + of strings, bytes or lists, lists.range) are checked before they
+// run against MaxOutput (this package's constant), and quantity() and
+// isQuantity() against package quantity's bounds, by a decorator that
+// evaluates the arguments once and calls the same implementation
+// (bounds.go); a JSON Patch's copies are bounded by patch.MaxCopyBytes and
+// a built-in kind's quantities checked before its Go form is decoded.
+// Env.Limits' MaxValues and MaxOutput do not apply to CEL and are ignored. Eval honours
 // ctx (ContextEval, checked every celconfig.CheckFrequency comprehension
 // steps): a cancelled evaluation's error wraps ctx.Err().
 //

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/lang/quantity"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -226,32 +227,41 @@ func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool, fast 
 	var norm any
 	var patched []byte
 	if builtin && onlyEdits(ops) {
-		if patched, err = ops.Apply(doc); err != nil {
+		if patched, err = patch.ApplyJSONPatchV4(ops, doc); err != nil {
 			patched = nil
 		}
 	}
 	if builtin && patched == nil {
+		if err := quantity.CheckTree(obj); err != nil {
+			return nil, fmt.Errorf("failed to create JSON patch: %w", err)
+		}
 		if doc, norm, err = normalize(doc, gvk); err != nil {
 			return nil, fmt.Errorf("failed to create JSON patch: %w", err)
 		}
 	}
 	if patched == nil {
-		patched, err = ops.Apply(doc)
+		patched, err = patch.ApplyJSONPatchV4(ops, doc)
 	}
 	if err != nil {
 		if errors.Is(err, jsonpatch.ErrTestFailed) {
 			return obj, nil
 		}
-		return nil, fmt.Errorf("JSON Patch: %w", err)
-	}
-	if builtin {
-		if _, err := decodeTyped(patched, gvk, true); err != nil {
-			return nil, fmt.Errorf("JSON Patch: the patched %s is invalid: %w", gvk.Kind, err)
+		if errors.Is(err, patch.ErrTooLarge) {
+			err = lang.Limit(err)
 		}
+		return nil, fmt.Errorf("JSON Patch: %w", err)
 	}
 	v, err := value.Decode(patched)
 	if err != nil {
 		return nil, fmt.Errorf("JSON Patch: %w", err)
+	}
+	if builtin {
+		if err := quantity.CheckTree(v); err != nil {
+			return nil, fmt.Errorf("JSON Patch: the patched %s is invalid: %w", gvk.Kind, err)
+		}
+		if _, err := decodeTyped(patched, gvk, true); err != nil {
+			return nil, fmt.Errorf("JSON Patch: the patched %s is invalid: %w", gvk.Kind, err)
+		}
 	}
 	if norm != nil {
 		// What the patch did not touch is obj's, not its Go form's.

@@ -91,3 +91,29 @@ func outOfRange(s, why string) error {
 	}
 	return lang.Limit(fmt.Errorf("%w: %q: %s", ErrOutOfRange, s, why))
 }
+
+// CheckTree returns Check's error for the first string of a JSON value
+// tree that it refuses: before a tree is decoded into Kubernetes' Go types,
+// whose quantity fields apimachinery parses (and "1e-999999999" stalls
+// there). Any quantity-shaped string counts, wherever it is: a name such
+// as "1e999" is refused too (a false alarm only for such names, which no
+// Go type then reads as a quantity).
+func CheckTree(v any) error {
+	switch x := v.(type) {
+	case string:
+		return Check(x)
+	case []any:
+		for _, e := range x {
+			if err := CheckTree(e); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if err := CheckTree(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
