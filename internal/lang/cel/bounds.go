@@ -22,7 +22,7 @@ import (
 // lists.range): the call is refused before it allocates, with an error in
 // lang.ErrLimit's chain. cel-go charges a call's cost only after it ran,
 // so a per-call budget alone lets one call allocate without bound
-// (s.replace(”, s) through variables).
+// (a replace of the empty string, through variables).
 const MaxOutput = 16 << 20
 
 // ErrTooLarge is the error of a call refused by MaxOutput.
