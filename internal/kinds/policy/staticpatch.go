@@ -79,7 +79,9 @@ func (c *compiler) staticPatch(r *Rule, field string, ops []v1alpha1.PatchOperat
 		return nil
 	}
 	if !sp.doc.HasVariables() {
-		p, err := decodePatch(list)
+		// The operations as substituted: escapes removed ("\{{ x }}" is
+		// the text "{{ x }}", as Kyverno gives it).
+		p, err := decodePatch(sp.doc.Static())
 		if err != nil {
 			c.errorf(field, -1, "%v", err)
 			return nil

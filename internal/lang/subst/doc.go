@@ -11,9 +11,12 @@
 // Semantics follow Kyverno's (pkg/engine/variables): a string that is only
 // one variable takes the value's JSON type; an embedded variable is rendered
 // as text (strings as they are, other values as compact JSON, null as
-// "null"); nested variables resolve inside out; `\{{` and `\$(` escape (the
-// backslash is dropped); `{{- x }}` is shallow (its value is not scanned for
-// variables again, whereas a deep value's `{{ }}` are); `{{@}}` is the
+// "null"); nested variables resolve inside out (the inner value spliced
+// into the outer expression's text as it is); `\{{` and `\$(` escape (the
+// backslash is dropped); `{{- x }}` is Kyverno's shallow form, and here
+// every variable is shallow: a substituted value is never scanned for
+// variables again (Kyverno scans a deep value's `{{ }}`: a documented
+// deviation, docs/compatibility.md); `{{@}}` is the
 // current value: the value at the field's path in "target", else in
 // "request.object", past a "foreach" and two more elements (Document);
 // Template.Render takes it from its caller. References are resolved at
@@ -30,8 +33,6 @@
 //     "{{...}}" the first pass left.
 //   - "{{a}}{{b}}" with a == "" is the text of b here; Kyverno's second pass
 //     sees the string as one variable and keeps b's JSON type.
-//   - a value holding "{{" inside a nested variable is scanned again within
-//     that variable here; Kyverno rescans the whole string.
 //   - a shallow variable whose value is not a string renders as JSON here;
 //     Kyverno panics.
 //   - `$( )` references in map keys are not resolved (variables are).

@@ -310,6 +310,16 @@ func compileString(s, p string) (*Template, error) {
 	return t, nil
 }
 
+// Static returns the document with its escapes removed, when it holds no
+// variable (HasVariables is false); otherwise nil. Callers must not modify
+// it in place.
+func (d *Document) Static() any {
+	if !d.root.fixed {
+		return nil
+	}
+	return d.root.static
+}
+
 // Substitute evaluates the document's variables. Parts of the document
 // without variables are shared with the compiled document (and with other
 // results): callers must not modify the result in place.

@@ -19,19 +19,12 @@ type Resolver interface {
 // undefined (a Resolver reports it; Render adds the variable's text).
 var ErrUndefined = errors.New("undefined variable")
 
-// ErrTooDeep is in the chain of the error of a substitution whose values
-// keep producing new variables beyond MaxRescans passes.
-var ErrTooDeep = errors.New("substitution nested too deeply")
-
 // Bounds of a template, checked at Compile.
 const (
 	// MaxSource is the longest string Compile accepts.
 	MaxSource = 1 << 20
 	// MaxDepth bounds the nesting of variables ({{ a.{{ b }} }} is 2).
 	MaxDepth = 32
-	// MaxRescans bounds the passes Render makes over text that substituted
-	// values made (a value holding {{ }} is scanned again, as Kyverno).
-	MaxRescans = 16
 )
 
 // SyntaxError is a problem in a template's source: Pos is the 0-based byte
@@ -274,81 +267,58 @@ func (t *Template) render(ctx context.Context, r Resolver, cur currentFunc) (any
 	if !t.vars {
 		return t.unescape, nil
 	}
-	parts := t.parts
-	for pass := 0; ; pass++ {
-		if len(parts) == 1 && parts[0].v != nil {
-			val, _, err := parts[0].v.eval(ctx, r, cur)
-			return val, err
-		}
-		s, rescan, err := renderParts(ctx, r, cur, parts)
-		if err != nil {
-			return nil, err
-		}
-		if !rescan {
-			return strings.ReplaceAll(s, `\{{`, "{{"), nil
-		}
-		if pass >= MaxRescans {
-			return nil, fmt.Errorf("%w: %d passes over %q", ErrTooDeep, MaxRescans, t.src)
-		}
-		if parts, err = parse(s); err != nil {
-			return nil, err
-		}
+	if len(t.parts) == 1 && t.parts[0].v != nil {
+		val, _, err := t.parts[0].v.eval(ctx, r, cur)
+		return val, err
 	}
+	return renderParts(ctx, r, cur, t.parts, true)
 }
 
-// renderParts renders parts as text; rescan is true when a deep value
-// brought a new "{{".
-func renderParts(ctx context.Context, r Resolver, cur currentFunc, parts []part) (string, bool, error) {
+// renderParts renders parts as text: the template's own text (its escapes
+// removed when unescape), then each value's text as it is. A value is
+// never scanned for variables again: a text an object holds ("{{
+// settings.data.token }}") stays text, whoever echoes it (Kyverno scans
+// again; docs/compatibility.md).
+func renderParts(ctx context.Context, r Resolver, cur currentFunc, parts []part, unescape bool) (string, error) {
 	var b strings.Builder
-	rescan := false
 	for _, p := range parts {
 		if p.v == nil {
-			b.WriteString(p.text)
+			if unescape {
+				b.WriteString(strings.ReplaceAll(p.text, `\{{`, "{{"))
+			} else {
+				b.WriteString(p.text)
+			}
 			continue
 		}
-		val, shallow, err := p.v.eval(ctx, r, cur)
+		val, _, err := p.v.eval(ctx, r, cur)
 		if err != nil {
-			return "", false, err
+			return "", err
 		}
 		s, err := Text(val)
 		if err != nil {
-			return "", false, &VarError{Expr: p.v.static, Pos: p.v.pos, Err: err}
-		}
-		if shallow {
-			s = strings.ReplaceAll(s, "{{", `\{{`)
-		} else if strings.Contains(s, "{{") {
-			rescan = true
+			return "", &VarError{Expr: p.v.static, Pos: p.v.pos, Err: err}
 		}
 		b.WriteString(s)
 	}
-	return b.String(), rescan, nil
+	return b.String(), nil
 }
 
 // eval evaluates a variable; shallow reports its "{{-" form (known only
-// after nested variables rendered, for a dynamic one).
+// after nested variables rendered, for a dynamic one). A nested
+// variable's value is spliced into the outer expression's text as it is
+// (as Kyverno): docs/variables.md.
 func (v *variable) eval(ctx context.Context, r Resolver, cur currentFunc) (val any, shallow bool, err error) {
 	if !v.dynamic {
 		val, err = resolve(ctx, r, cur, v.pos, v.static)
 		return val, v.shallow, err
 	}
-	parts := v.parts
-	for pass := 0; ; pass++ {
-		s, rescan, err := renderParts(ctx, r, cur, parts)
-		if err != nil {
-			return nil, false, err
-		}
-		if !rescan {
-			expr, shallow := trimExpr(s)
-			val, err = resolve(ctx, r, cur, v.pos, expr)
-			return val, shallow, err
-		}
-		if pass >= MaxRescans {
-			return nil, false, fmt.Errorf("%w: %d passes over %q", ErrTooDeep, MaxRescans, s)
-		}
-		if parts, err = parse(s); err != nil {
-			return nil, false, err
-		}
+	s, err := renderParts(ctx, r, cur, v.parts, false)
+	if err != nil {
+		return nil, false, err
 	}
+	expr, shallow := trimExpr(s)
+	val, err = resolve(ctx, r, cur, v.pos, expr)
+	return val, shallow, err
 }
 
 func resolve(ctx context.Context, r Resolver, cur currentFunc, pos int, expr string) (any, error) {
