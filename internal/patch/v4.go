@@ -140,7 +140,7 @@ func mustEncode(v any) []byte {
 // doubles the document, and forty of them exhaust any memory. Every JSON
 // Patch application with copies is bounded by it (ApplyJSONPatchV4 for
 // json-patch v4, the option AccumulatedCopySizeLimit for v5).
-const MaxCopyBytes = 4 << 20
+const MaxCopyBytes = 1 << 20
 
 // ErrTooLarge is the error of a patch whose copies grow the document
 // beyond MaxCopyBytes.

@@ -70,6 +70,7 @@ type Rule struct {
 	varIndex       map[string]int
 	// progs are the JMESPath programs of the {{ }} variables.
 	progs      programs
+	nested     []fieldExpr // variables nested in another variable, for lint
 	conditions []condition
 	validates  []validation
 	mutations  []mutation

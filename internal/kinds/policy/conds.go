@@ -48,6 +48,7 @@ func (c *compiler) conditions(r *Rule, field string, b *v1alpha1.Conditions) *co
 		return nil
 	}
 	c.precompile(r, field, set.Expressions())
+	r.noteNested(field, set.NestedExpressions())
 	return &condSet{field: field, set: set}
 }
 

@@ -149,6 +149,7 @@ func (c *compiler) template(r *Rule, field, s string) *subst.Template {
 		return t
 	}
 	c.precompile(r, field, t.Expressions())
+	r.noteNested(field, t.NestedExpressions())
 	return t
 }
 
@@ -160,6 +161,7 @@ func (c *compiler) document(r *Rule, field string, v any) *subst.Document {
 		return nil
 	}
 	c.precompile(r, field, d.Expressions())
+	r.noteNested(field, d.NestedExpressions())
 	return d
 }
 
@@ -171,6 +173,17 @@ func (c *compiler) substErr(field string, err error) {
 	}
 	c.errorf(field, -1, "%v", err)
 }
+
+// noteNested records, for lint (W207), the expressions of variables nested
+// in another variable at field.
+func (r *Rule) noteNested(field string, srcs []string) {
+	for _, src := range srcs {
+		r.nested = append(r.nested, fieldExpr{field: field, src: src})
+	}
+}
+
+// fieldExpr is a variable's expression and the field it is in.
+type fieldExpr struct{ field, src string }
 
 // precompile compiles the expressions of a template's variables.
 func (c *compiler) precompile(r *Rule, field string, srcs []string) {

@@ -24,6 +24,7 @@ const (
 	codeStaticMatch   = "W204" // {{ }} in match, which is static: never substituted
 	codeUnusedContext = "W205" // a context entry nothing reads
 	codeDynamicScope  = "W206" // a scoped validation on custom resources: self is not typed by their CRD
+	codeNestedObject  = "W207" // a nested {{ }} reads the request's object: its author writes part of the outer expression
 	codeSchemaType    = "E201" // a scoped validation does not type-check with self typed by a CRD's schema
 )
 
@@ -191,6 +192,13 @@ func (r *Rule) lintContext(origin string) []kinds.Finding {
 					fmt.Sprintf("%q is not in the context: not a variable, a context entry, nor one of %s; it reads null (a {{ }} variable fails as undefined)", n, strings.Join(builtinRoots, ", ")),
 					"define it under spec.context or spec.variables, or fix the name")
 			}
+		}
+	}
+	for _, n := range r.nested {
+		if strings.Contains(n.src, "request.object") || strings.Contains(n.src, "request.oldObject") {
+			warn(codeNestedObject, n.field,
+				fmt.Sprintf("the nested variable {{ %s }} reads the request's object: its value is spliced into the outer expression as text, so the object's author writes part of that expression", n.src),
+				"read the value as a value instead (lookup(map, key), a filter), not as expression text; docs/variables.md#nested-variables")
 		}
 	}
 	if m := r.Spec.Match; m != nil {

@@ -84,6 +84,15 @@ validations:
 - cue: "data: _ @tag(data)\nvalidate: valid: data.byCUE == 2"`,
 		want: []string{"W205 spec.context[2]"},
 	}, {
+		name: "nested variable reading the object",
+		spec: `
+context:
+- {name: settings, configMap: {name: settings}}
+validations:
+- jmespath: "settings.data.x == 'y'"
+  message: "{{ settings.data.\"{{ request.object.metadata.labels.k }}\" }} {{ settings.data.\"{{ request.namespace }}\" }}"`,
+		want: []string{"W207 spec.validations[0].message"},
+	}, {
 		name: "idempotent mutation",
 		spec: `mutations: [{jsonPatch: "[JSONPatch{op: 'add', path: '/metadata/labels/x', value: 'y'}]"}]`,
 	}} {

@@ -120,6 +120,22 @@ func (s *Set) Expressions() []string {
 	return out
 }
 
+// NestedExpressions lists the expressions of the block's variables nested
+// in another variable (subst.Template.NestedExpressions).
+func (s *Set) NestedExpressions() []string {
+	var out []string
+	for _, l := range [][]compiled{s.all, s.any} {
+		for _, c := range l {
+			out = append(out, c.key.NestedExpressions()...)
+			out = append(out, c.value.NestedExpressions()...)
+			if c.message != nil {
+				out = append(out, c.message.NestedExpressions()...)
+			}
+		}
+	}
+	return out
+}
+
 // Eval decides the block, as Kyverno's evaluation of an any/all block:
 // every condition of all is evaluated until one fails, those of any until
 // one holds. msg joins (with "; ") the messages of the conditions that

@@ -6,28 +6,19 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
-
 	"github.com/modwright/modwright/internal/lang"
 )
 
-// boundedCaller calls the function table for one evaluation: before a
-// function that can multiply its input runs, the size of its result is
-// estimated from its arguments and refused beyond MaxOutput (Go's
-// strings.Repeat or ReplaceAll would otherwise allocate it first); after
-// any function, its result is sized and counted as work.
-type boundedCaller struct {
-	ev    *evaluator
-	table interpreter.FunctionCaller
-}
-
-var _ interpreter.FunctionCaller = boundedCaller{}
-
-func (c boundedCaller) CallFunction(name string, args []any) (any, error) {
-	if est, ok := c.ev.estimate(name, args); ok && est > MaxOutput {
+// call calls function name of the table: before a function that can
+// multiply its input runs, the size of its result is estimated from its
+// arguments and refused beyond MaxOutput (Go's strings.Repeat or
+// ReplaceAll would otherwise allocate it first); after any function, its
+// result is sized and counted as work.
+func (ev *evaluator) call(name string, args []any) (any, error) {
+	if est, ok := ev.estimate(name, args); ok && est > MaxOutput {
 		return nil, &FunctionError{Function: name, Err: lang.Limit(fmt.Errorf("%w: the result would be about %d bytes, at most %d", ErrTooLarge, est, MaxOutput))}
 	}
-	v, err := c.table.CallFunction(name, args)
+	v, err := ev.table.CallFunction(name, args)
 	if err != nil {
 		return nil, err
 	}
@@ -35,12 +26,12 @@ func (c boundedCaller) CallFunction(name string, args []any) (any, error) {
 	case nil, bool, float64:
 		return v, nil
 	case string:
-		return v, c.ev.step(1 + len(x)/64)
+		return v, ev.step(1 + len(x)/64)
 	}
-	if s := c.ev.size(v); s > MaxOutput {
+	if s := ev.size(v); s > MaxOutput {
 		return nil, &FunctionError{Function: name, Err: tooLarge(s)}
 	}
-	return v, c.ev.step(1)
+	return v, ev.step(1)
 }
 
 // estimate is an upper bound of the size of name's result over args, for

@@ -23,10 +23,13 @@ import (
 // against it by FuzzEvaluate), counting its work, sizing what it builds
 // and checking its context as it goes.
 const (
-	// MaxWork bounds the steps of one evaluation: each node evaluated and
-	// each element of a list or object built counts one, a function's
-	// string result one per 64 bytes.
+	// MaxWork bounds the steps of one evaluation: each node evaluated
+	// counts one, each element of a list or object built elementSteps (so
+	// at most 250,000 elements, about 4 MB of slots, are built), a
+	// function's string result one per 64 bytes.
 	MaxWork = 1_000_000
+	// elementSteps is what building one element costs in steps.
+	elementSteps = 4
 	// MaxOutput bounds the size of any value an evaluation builds or a
 	// function returns, in bytes of a rough in-memory measure (16 per
 	// scalar, a string's length on top, 24 per container and 16 per
@@ -54,7 +57,7 @@ var (
 type evaluator struct {
 	ctx      context.Context
 	root     any
-	funcs    interpreter.FunctionCaller
+	table    interpreter.FunctionCaller
 	bindings binding.Bindings
 	work     int
 	// sizes memoizes the size of containers this evaluation built or
@@ -72,8 +75,7 @@ func search(ctx context.Context, node parsing.ASTNode, funcs interpreter.Functio
 			v, err = nil, fmt.Errorf("%w: %v", ErrPanic, r)
 		}
 	}()
-	ev := &evaluator{ctx: ctx, root: data, bindings: binding.NewBindings()}
-	ev.funcs = boundedCaller{ev: ev, table: funcs}
+	ev := &evaluator{ctx: ctx, root: data, table: funcs, bindings: binding.NewBindings()}
 	return ev.exec(node, data)
 }
 
@@ -174,7 +176,7 @@ func (ev *evaluator) newList(capacity int) list {
 }
 
 func (l *list) add(v any) error {
-	if err := l.ev.step(1); err != nil {
+	if err := l.ev.step(elementSteps); err != nil {
 		return err
 	}
 	l.size += elementSize + l.ev.size(v)
@@ -250,7 +252,7 @@ func (ev *evaluator) exec(node parsing.ASTNode, value any) (any, error) {
 			}
 			args = append(args, v)
 		}
-		return ev.funcs.CallFunction(node.Value.(string), args)
+		return ev.call(node.Value.(string), args)
 	case parsing.ASTField:
 		if m, ok := value.(map[string]any); ok {
 			return m[node.Value.(string)], nil
@@ -527,7 +529,7 @@ func (ev *evaluator) multiSelectHash(node parsing.ASTNode, value any) (any, erro
 		if err != nil {
 			return nil, err
 		}
-		if err := ev.step(1); err != nil {
+		if err := ev.step(elementSteps); err != nil {
 			return nil, err
 		}
 		key := c.Value.(string)
@@ -605,7 +607,7 @@ func (ev *evaluator) valueProjection(node parsing.ASTNode, value any) (any, erro
 	for _, v := range m {
 		items = append(items, v)
 	}
-	if err := ev.step(len(items)); err != nil {
+	if err := ev.step(elementSteps * len(items)); err != nil {
 		return nil, err
 	}
 	return ev.project(node.Children[1], items)
@@ -628,7 +630,7 @@ func (ev *evaluator) slice(node parsing.ASTNode, value any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ev.step(len(out)); err != nil {
+	if err := ev.step(elementSteps * len(out)); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -452,6 +452,30 @@ func (d *Document) Expressions() []string {
 	return out
 }
 
+// NestedExpressions lists the expressions of the document's variables
+// nested in another variable (Template.NestedExpressions).
+func (d *Document) NestedExpressions() []string {
+	var out []string
+	var walk func(n *dnode)
+	walk = func(n *dnode) {
+		if n.fixed {
+			return
+		}
+		if n.tmpl != nil {
+			out = append(out, n.tmpl.NestedExpressions()...)
+		}
+		for i, c := range n.vals {
+			out = append(out, n.keyT[i].NestedExpressions()...)
+			walk(c)
+		}
+		for _, c := range n.list {
+			walk(c)
+		}
+	}
+	walk(d.root)
+	return out
+}
+
 // UnescapeReferences turns escaped references (`\$(x)`) into their text
 // (`$(x)`), as CompileDocument does, for a string compiled on its own.
 func UnescapeReferences(s string) string {

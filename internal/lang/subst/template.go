@@ -253,6 +253,39 @@ func (t *Template) Expressions() []string {
 	return out
 }
 
+// NestedExpressions lists the expressions of the variables nested in
+// another variable ({{ a.{{ b }} }} gives "b"): their values are spliced
+// into the outer expression's text, so lint can warn when they read what
+// an object's author writes.
+func (t *Template) NestedExpressions() []string {
+	var out []string
+	var inner func([]part)
+	inner = func(ps []part) {
+		for _, p := range ps {
+			if p.v == nil {
+				continue
+			}
+			inner(p.v.parts)
+			if !p.v.dynamic && p.v.static != "@" {
+				out = append(out, p.v.static)
+			}
+		}
+	}
+	var walk func([]part)
+	walk = func(ps []part) {
+		for _, p := range ps {
+			if p.v == nil {
+				continue
+			}
+			if p.v.dynamic {
+				inner(p.v.parts)
+			}
+		}
+	}
+	walk(t.parts)
+	return out
+}
+
 // currentFunc supplies the value of {{@}} on demand.
 type currentFunc func(ctx context.Context) (any, error)
 

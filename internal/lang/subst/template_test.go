@@ -308,3 +308,20 @@ func BenchmarkRender(b *testing.B) {
 		}
 	}
 }
+
+func TestNestedExpressions(t *testing.T) {
+	for src, want := range map[string][]string{
+		"{{ a }} {{ b.c }}":             nil,
+		"{{ a.{{ b }} }}":               {"b"},
+		"x {{ a.{{ b.{{ c }} }} }} y":   {"c"},
+		"{{ a.{{ b }}.{{ c }} }} {{d}}": {"b", "c"},
+	} {
+		tm, err := subst.Compile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, tm.NestedExpressions()); diff != "" {
+			t.Errorf("NestedExpressions(%q) (-want +got):\n%s", src, diff)
+		}
+	}
+}
