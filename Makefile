@@ -101,6 +101,7 @@ fuzz:
 	$(GO) test ./internal/tonative -run '^$$' -fuzz '^FuzzFilterCond$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/jmespath -run '^$$' -fuzz '^FuzzEvaluate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/quantity -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzApplyJSONPatchV4$$' -fuzztime $(FUZZTIME)
 
 # The benchmark harness (BENCHMARKS.md): engine and handler micro-benchmarks,
 # then load tests of `modwright serve --standalone` and of the floor server

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -660,9 +662,54 @@ func (ev *run) apiCall(field string, a *apiEntry) (any, any, bool, error) {
 	return res, lib, true, nil
 }
 
+// ErrURLPath is in the chain of the error of an apiCall whose urlPath a
+// variable's value would change the shape of.
+var ErrURLPath = errors.New("invalid urlPath")
+
+// pathSegment is a variable's value in a urlPath: one path segment,
+// escaped. A value holding "/" or being "." or ".." is refused: an
+// object's text must not redirect the call (Kyverno splices it as it is;
+// docs/compatibility.md).
+func pathSegment(s string) (string, error) {
+	if s == "" || s == "." || s == ".." || strings.Contains(s, "/") {
+		return "", fmt.Errorf("%w: the value %q is not one path segment", ErrURLPath, truncateText(s, 64))
+	}
+	return url.PathEscape(s), nil
+}
+
+// truncateText is s cut to n bytes, "..." marking the cut.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// renderPath renders an apiCall's urlPath: variables' values are path
+// segments (pathSegment), and the result must be a clean absolute path
+// (no "." or ".." segment, no "//"), so that no value leaves the prefix
+// the policy wrote.
+func (ev *run) renderPath(field, s string, t *subst.Template) (string, error) {
+	if t != nil {
+		prev := ev.at
+		ev.at = field
+		var err error
+		s, err = t.RenderEscaped(ev.ctx, ev, pathSegment)
+		ev.at = prev
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", field, err)
+		}
+	}
+	p, _, _ := strings.Cut(s, "?")
+	if !strings.HasPrefix(p, "/") || path.Clean(p) != p && path.Clean(p)+"/" != p {
+		return "", fmt.Errorf("%s: %w: %q is not a clean absolute path", field, ErrURLPath, truncateText(s, 200))
+	}
+	return s, nil
+}
+
 // callAPI renders and makes the call; the response is a JSON tree.
 func (ev *run) callAPI(field string, a *apiEntry) (any, any, error) {
-	path, err := ev.textOr(field+".apiCall.urlPath", a.path, a.pathT)
+	path, err := ev.renderPath(field+".apiCall.urlPath", a.path, a.pathT)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -453,48 +453,38 @@ func (ev *evaluator) index(i int, value any) (any, error) {
 // filterProjection is left[?cond].right; as the library, an error of the
 // left side gives null.
 func (ev *evaluator) filterProjection(node parsing.ASTNode, value any) (any, error) {
-	left, err := ev.exec(node.Children[0], value)
-	if err != nil {
-		if errors.Is(err, lang.ErrLimit) || ev.ctx.Err() != nil {
-			return nil, err
-		}
-		return nil, nil
+	left, stop, err := ev.lenientLeft(node, value)
+	if stop {
+		return nil, err
 	}
 	items, ok, err := ev.asList(left)
 	if !ok || err != nil {
 		return nil, err
 	}
-	l := ev.newList(0)
-	for _, e := range items {
-		cond, err := ev.exec(node.Children[2], e)
-		if err != nil {
-			return nil, err
-		}
-		if util.IsFalse(cond) {
-			continue
-		}
-		v, err := ev.exec(node.Children[1], e)
-		if err != nil {
-			return nil, err
-		}
-		if v != nil {
-			if err := l.add(v); err != nil {
-				return nil, err
-			}
-		}
+	return ev.project(node.Children[1], &node.Children[2], items)
+}
+
+// lenientLeft evaluates a node's left side as the library does for
+// filters, flattens and value projections: an error gives null (stop is
+// true, err nil), but a bound hit or an ended context stays the
+// evaluation's error.
+func (ev *evaluator) lenientLeft(node parsing.ASTNode, value any) (left any, stop bool, err error) {
+	left, err = ev.exec(node.Children[0], value)
+	if err == nil {
+		return left, false, nil
 	}
-	return l.done(), nil
+	if errors.Is(err, lang.ErrLimit) || ev.ctx.Err() != nil {
+		return nil, true, err
+	}
+	return nil, true, nil
 }
 
 // flatten is left[]; as the library, an error of the left side gives
 // null.
 func (ev *evaluator) flatten(node parsing.ASTNode, value any) (any, error) {
-	left, err := ev.exec(node.Children[0], value)
-	if err != nil {
-		if errors.Is(err, lang.ErrLimit) || ev.ctx.Err() != nil {
-			return nil, err
-		}
-		return nil, nil
+	left, stop, err := ev.lenientLeft(node, value)
+	if stop {
+		return nil, err
 	}
 	items, ok, err := ev.asList(left)
 	if !ok || err != nil {
@@ -569,13 +559,23 @@ func (ev *evaluator) projection(node parsing.ASTNode, value any) (any, error) {
 		}
 		return nil, nil
 	}
-	return ev.project(node.Children[1], items)
+	return ev.project(node.Children[1], nil, items)
 }
 
-// project evaluates rhs over each item, keeping the non-null results.
-func (ev *evaluator) project(rhs parsing.ASTNode, items []any) (any, error) {
+// project evaluates rhs over each item (for which cond, when not nil,
+// holds), keeping the non-null results.
+func (ev *evaluator) project(rhs parsing.ASTNode, cond *parsing.ASTNode, items []any) (any, error) {
 	l := ev.newList(0)
 	for _, e := range items {
+		if cond != nil {
+			c, err := ev.exec(*cond, e)
+			if err != nil {
+				return nil, err
+			}
+			if util.IsFalse(c) {
+				continue
+			}
+		}
 		v, err := ev.exec(rhs, e)
 		if err != nil {
 			return nil, err
@@ -592,12 +592,9 @@ func (ev *evaluator) project(rhs parsing.ASTNode, items []any) (any, error) {
 // valueProjection is left.*.right; as the library, an error of the left
 // side gives null.
 func (ev *evaluator) valueProjection(node parsing.ASTNode, value any) (any, error) {
-	left, err := ev.exec(node.Children[0], value)
-	if err != nil {
-		if errors.Is(err, lang.ErrLimit) || ev.ctx.Err() != nil {
-			return nil, err
-		}
-		return nil, nil
+	left, stop, err := ev.lenientLeft(node, value)
+	if stop {
+		return nil, err
 	}
 	m, ok := left.(map[string]any)
 	if !ok {
@@ -610,7 +607,7 @@ func (ev *evaluator) valueProjection(node parsing.ASTNode, value any) (any, erro
 	if err := ev.step(elementSteps * len(items)); err != nil {
 		return nil, err
 	}
-	return ev.project(node.Children[1], items)
+	return ev.project(node.Children[1], nil, items)
 }
 
 func (ev *evaluator) slice(node parsing.ASTNode, value any) (any, error) {

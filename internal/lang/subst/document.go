@@ -432,16 +432,23 @@ func HasReference(s string) bool { return reReference.MatchString(s) }
 // compile them once at load.
 func (d *Document) Expressions() []string {
 	var out []string
+	d.eachTemplate(func(t *Template) { out = append(out, t.Expressions()...) })
+	return out
+}
+
+// eachTemplate calls fn with each template of the document's strings
+// that holds variables (keys and values).
+func (d *Document) eachTemplate(fn func(*Template)) {
 	var walk func(n *dnode)
 	walk = func(n *dnode) {
 		if n.fixed {
 			return
 		}
 		if n.tmpl != nil {
-			out = append(out, n.tmpl.Expressions()...)
+			fn(n.tmpl)
 		}
 		for i, c := range n.vals {
-			out = append(out, n.keyT[i].Expressions()...)
+			fn(n.keyT[i])
 			walk(c)
 		}
 		for _, c := range n.list {
@@ -449,30 +456,13 @@ func (d *Document) Expressions() []string {
 		}
 	}
 	walk(d.root)
-	return out
 }
 
 // NestedExpressions lists the expressions of the document's variables
 // nested in another variable (Template.NestedExpressions).
 func (d *Document) NestedExpressions() []string {
 	var out []string
-	var walk func(n *dnode)
-	walk = func(n *dnode) {
-		if n.fixed {
-			return
-		}
-		if n.tmpl != nil {
-			out = append(out, n.tmpl.NestedExpressions()...)
-		}
-		for i, c := range n.vals {
-			out = append(out, n.keyT[i].NestedExpressions()...)
-			walk(c)
-		}
-		for _, c := range n.list {
-			walk(c)
-		}
-	}
-	walk(d.root)
+	d.eachTemplate(func(t *Template) { out = append(out, t.NestedExpressions()...) })
 	return out
 }
 

@@ -307,6 +307,39 @@ func (t *Template) render(ctx context.Context, r Resolver, cur currentFunc) (any
 	return renderParts(ctx, r, cur, t.parts, true)
 }
 
+// RenderEscaped substitutes the template's variables as text, each
+// variable's text passed through escape before it is spliced in (a URL
+// path's segments: a value is data, never structure); an error of escape
+// names the variable. Nested variables' values are spliced into their
+// outer expression as Render splices them; only the outermost variables'
+// values are escaped.
+func (t *Template) RenderEscaped(ctx context.Context, r Resolver, escape func(string) (string, error)) (string, error) {
+	if !t.vars {
+		return t.unescape, nil
+	}
+	cur := func(context.Context) (any, error) { return nil, nil }
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.v == nil {
+			b.WriteString(strings.ReplaceAll(p.text, `\{{`, "{{"))
+			continue
+		}
+		val, _, err := p.v.eval(ctx, r, cur)
+		if err != nil {
+			return "", err
+		}
+		s, err := Text(val)
+		if err == nil {
+			s, err = escape(s)
+		}
+		if err != nil {
+			return "", &VarError{Expr: p.v.static, Pos: p.v.pos, Err: err}
+		}
+		b.WriteString(s)
+	}
+	return b.String(), nil
+}
+
 // renderParts renders parts as text: the template's own text (its escapes
 // removed when unescape), then each value's text as it is. A value is
 // never scanned for variables again: a text an object holds ("{{

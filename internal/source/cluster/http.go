@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modwright/modwright/internal/engine"
@@ -39,12 +43,67 @@ type HTTPClient struct {
 	// TTL is how long a response is reused when the request does not say;
 	// 0: not at all.
 	TTL time.Duration
-	// Client makes the requests; default a client of its own.
+	// Client makes the requests; default a client of its own, whose
+	// transport goes through no proxy (Proxy) and connects to no
+	// loopback, link-local (the cloud metadata address among them),
+	// unspecified or multicast address unless Hosts lists that address
+	// itself: a listed name that resolves there is refused.
 	Client *http.Client
+	// Proxy is the proxy of the default client's requests; nil: none (the
+	// environment's HTTP_PROXY is not read).
+	Proxy func(*http.Request) (*url.URL, error)
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 
-	cache responses[*engine.HTTPResponse]
+	cache     responses[*engine.HTTPResponse]
+	transport struct {
+		once sync.Once
+		t    *http.Transport
+	}
+}
+
+// ErrAddressNotAllowed is in the chain of the error of a request whose
+// host resolves to a loopback, link-local, unspecified or multicast
+// address that HTTPClient.Hosts does not list.
+var ErrAddressNotAllowed = errors.New("the address is not allowed")
+
+// checkAddress refuses, at connection time (after resolution, so a name
+// cannot be pointed there later), an address no request should reach
+// unless the operator listed it.
+func (c *HTTPClient) checkAddress(address string) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("%w: %s is not an IP address", ErrAddressNotAllowed, address)
+	}
+	ip = ip.Unmap()
+	if !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsLinkLocalMulticast() && !ip.IsUnspecified() && !ip.IsMulticast() && !ip.IsInterfaceLocalMulticast() {
+		return nil
+	}
+	if slices.Contains(c.Hosts, ip.String()) || slices.Contains(c.Hosts, address) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (loopback, link-local and metadata addresses are reached only when --kinitiras-http-hosts lists the address itself)", ErrAddressNotAllowed, address)
+}
+
+// defaultTransport is the default client's transport: no proxy but
+// Proxy, and checkAddress on every connection.
+func (c *HTTPClient) defaultTransport() *http.Transport {
+	c.transport.once.Do(func() {
+		d := &net.Dialer{Timeout: 5 * time.Second, Control: func(_, address string, _ syscall.RawConn) error { return c.checkAddress(address) }}
+		c.transport.t = &http.Transport{
+			Proxy:               c.Proxy,
+			DialContext:         d.DialContext,
+			ForceAttemptHTTP2:   true,
+			MaxIdleConns:        16,
+			IdleConnTimeout:     90 * time.Second,
+			TLSHandshakeTimeout: 5 * time.Second,
+		}
+	})
+	return c.transport.t
 }
 
 var _ engine.HTTPReader = (*HTTPClient)(nil)
@@ -119,7 +178,7 @@ func (c *HTTPClient) do(ctx context.Context, method string, u *url.URL, r engine
 	for k, v := range r.Header {
 		req.Header.Set(k, v)
 	}
-	client := http.Client{Transport: http.DefaultTransport}
+	client := http.Client{Transport: c.defaultTransport()}
 	if c.Client != nil {
 		client = *c.Client
 	}

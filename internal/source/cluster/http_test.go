@@ -69,3 +69,29 @@ func TestHTTPClient(t *testing.T) {
 		t.Errorf("no hosts listed: %v", err)
 	}
 }
+
+// TestHTTPClientAddresses: a listed name that resolves to a loopback (or
+// link-local, metadata) address is refused at connection time; the
+// address itself, listed, is reached.
+func TestHTTPClientAddresses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`{}`)) }))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	ctx := context.Background()
+	byName := &HTTPClient{Hosts: []string{"localhost"}, Timeout: time.Second}
+	if _, err := byName.Fetch(ctx, engine.HTTPRequest{URL: "http://localhost:" + u.Port() + "/"}); !errors.Is(err, ErrAddressNotAllowed) {
+		t.Errorf("a listed name resolving to loopback: %v, want ErrAddressNotAllowed", err)
+	}
+	byAddress := &HTTPClient{Hosts: []string{u.Hostname()}, Timeout: time.Second}
+	if _, err := byAddress.Fetch(ctx, engine.HTTPRequest{URL: srv.URL + "/"}); err != nil {
+		t.Errorf("the listed loopback address: %v", err)
+	}
+	for _, a := range []string{"169.254.169.254:80", "[fe80::1]:80", "0.0.0.0:80", "[::1]:443", "224.0.0.1:80"} {
+		if err := byName.checkAddress(a); !errors.Is(err, ErrAddressNotAllowed) {
+			t.Errorf("checkAddress(%s) = %v, want ErrAddressNotAllowed", a, err)
+		}
+	}
+	if err := byName.checkAddress("93.184.216.34:443"); err != nil {
+		t.Errorf("a public address: %v", err)
+	}
+}
