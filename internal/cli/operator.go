@@ -66,6 +66,7 @@ type operatorOptions struct {
 	apiCallTimeout  time.Duration
 	apiCallMaxBytes int64
 	apiCallCacheTTL time.Duration
+	apiCallPOST     bool
 	configMapIdle   time.Duration
 	contextCMs      bool
 	contextRoles    bool
@@ -110,6 +111,7 @@ func addOperatorFlags(f interface {
 	f.DurationVar(&o.apiCallTimeout, "api-call-timeout", 5*time.Second, "upper bound of one apiCall context read (Policies)")
 	f.Int64Var(&o.apiCallMaxBytes, "api-call-max-bytes", 2<<20, "largest apiCall response read (Policies); larger is an error")
 	f.DurationVar(&o.apiCallCacheTTL, "api-call-cache-ttl", 5*time.Second, "how long an apiCall response is reused for the same method, path and body (0: never)")
+	f.BoolVar(&o.apiCallPOST, "api-call-allow-post", false, "let Policies' apiCall entries POST (SubjectAccessReview-style calls); off: only GET")
 	f.DurationVar(&o.configMapIdle, "configmap-idle", 10*time.Minute, "how long a ConfigMap no Policy read stays watched")
 	f.BoolVar(&o.contextCMs, "policy-context-configmaps", true, "serve Policies' configMap context entries (needs get, list, watch on configmaps)")
 	f.BoolVar(&o.contextRoles, "policy-context-roles", true, "serve request.roles and request.clusterRoles (needs get, list, watch on rolebindings and clusterrolebindings)")
@@ -356,7 +358,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		}
 		o.schemas = crdSchemas
 	}
-	o.api = &cluster.APIClient{REST: clients.Discovery().RESTClient(), Timeout: op.apiCallTimeout, MaxBytes: op.apiCallMaxBytes, TTL: op.apiCallCacheTTL}
+	o.api = &cluster.APIClient{REST: clients.Discovery().RESTClient(), Timeout: op.apiCallTimeout, MaxBytes: op.apiCallMaxBytes, TTL: op.apiCallCacheTTL, AllowPOST: op.apiCallPOST}
 	// kinitiras' references: objects of any kind from the cache (an
 	// informer per kind read), HTTP to the listed hosts only.
 	o.kinds = &cluster.Kinds{Reader: mgr.GetCache()}

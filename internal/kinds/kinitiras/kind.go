@@ -175,7 +175,7 @@ func (r *Rule) Apply(h *engine.Handle) error {
 		}
 	}
 	if r.Phase == engine.Validate {
-		ok, msg, err := Validate(h.Context(), readersOf(h), []*Policy{r.p}, obj, old, op)
+		ok, msg, err := Validate(h.Context(), readersOf(h, r.Namespace), []*Policy{r.p}, obj, old, op)
 		if re := (*RuleError)(nil); errors.As(err, &re) {
 			return engine.InField(fmt.Sprintf("spec.validateRules[%d]", re.Index), re.Err)
 		}
@@ -193,7 +193,7 @@ func (r *Rule) Apply(h *engine.Handle) error {
 		if !o.ops.has(op) {
 			continue
 		}
-		next, err := o.apply(h.Context(), readersOf(h), cur, old)
+		next, err := o.apply(h.Context(), readersOf(h, r.Namespace), cur, old)
 		if err != nil {
 			return engine.InField(fmt.Sprintf("spec.overrideRules[%d]", i), err)
 		}
@@ -209,7 +209,8 @@ func (r *Rule) Apply(h *engine.Handle) error {
 	return h.Patch(ops)
 }
 
-// readersOf are the engine's readers references use.
-func readersOf(h *engine.Handle) *Readers {
-	return &Readers{Kinds: h.Kinds(), HTTP: h.HTTP()}
+// readersOf are the engine's readers references use, confined to ns, the
+// policy's namespace ("" for the cluster kinds: full reach).
+func readersOf(h *engine.Handle, ns string) *Readers {
+	return &Readers{Kinds: h.Kinds(), HTTP: h.HTTP(), Namespace: ns}
 }

@@ -24,7 +24,16 @@ import (
 type Readers struct {
 	Kinds engine.KindReader
 	HTTP  engine.HTTPReader
+	// Namespace confines k8s references to one namespace: a namespaced
+	// OverridePolicy's ("" for the cluster kinds: any namespace, and
+	// cluster-scoped objects).
+	Namespace string
 }
+
+// ErrOutsideNamespace is in the chain of the error of a namespaced
+// policy's k8s reference to another namespace or a cluster-scoped object:
+// a namespaced rule never sees past its namespace (docs/security.md).
+var ErrOutsideNamespace = errors.New("outside the policy's namespace")
 
 // tasks runs the processing.http tasks of cue programs through the HTTP
 // reader (nil without one: such a program then fails, naming why).
@@ -102,7 +111,7 @@ func resolveRef(ctx context.Context, rd *Readers, obj map[string]any, r *Resourc
 		if rd.Kinds == nil {
 			return nil, fmt.Errorf("%w: objects of other kinds (offline: give them with --context)", ErrNoReader)
 		}
-		return k8sObject(ctx, rd.Kinds, obj, r.K8s)
+		return k8sObject(ctx, rd.Kinds, obj, r.K8s, rd.Namespace)
 	case FromOwner:
 		md, _ := obj["metadata"].(map[string]any)
 		if owners, _ := md["ownerReferences"].([]any); len(owners) == 0 {
@@ -153,13 +162,16 @@ func subst(s string, obj map[string]any) (string, bool, error) {
 	return s[:m[0]] + v + s[m[1]:], true, nil
 }
 
-func k8sObject(ctx context.Context, kr engine.KindReader, obj map[string]any, sel *ResourceSelector) (any, error) {
+func k8sObject(ctx context.Context, kr engine.KindReader, obj map[string]any, sel *ResourceSelector, confine string) (any, error) {
 	if sel == nil {
 		return nil, fmt.Errorf("from k8s needs k8s (the object's selector)")
 	}
 	ns, ok, err := subst(sel.Namespace, obj)
 	if err != nil || !ok {
 		return emptyObject(ok), err
+	}
+	if confine != "" && ns != confine {
+		return nil, fmt.Errorf("%w: %s in %q, the policy is in %q", ErrOutsideNamespace, sel.Kind, ns, confine)
 	}
 	if sel.Name != "" {
 		name, ok, err := subst(sel.Name, obj)

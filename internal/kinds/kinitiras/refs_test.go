@@ -225,3 +225,34 @@ func mustSelector(s string) *metav1.LabelSelector {
 	}
 	return &ls
 }
+
+// TestRefsConfined: a namespaced policy's k8s references read its own
+// namespace only; another namespace's Secret (named, or from the object's
+// text) and cluster-scoped objects are refused; the cluster kinds read any.
+func TestRefsConfined(t *testing.T) {
+	secret := func(ns string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "tls", "namespace": ns}, "data": map[string]any{"k": "c2VjcmV0"}}
+	}
+	w := &world{objects: []map[string]any{secret("team-a"), secret("team-b"), {"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "n1"}}}}
+	obj := map[string]any{"metadata": map[string]any{"name": "p", "namespace": "team-a", "annotations": map[string]any{"ns": "team-b"}}}
+	ref := func(ns, kind, name string) *ResourceRef {
+		return &ResourceRef{From: FromK8s, K8s: &ResourceSelector{APIVersion: "v1", Kind: kind, Namespace: ns, Name: name}}
+	}
+	for _, tc := range []struct {
+		confine string
+		ref     *ResourceRef
+		refused bool
+	}{
+		{"team-a", ref("team-a", "Secret", "tls"), false},
+		{"team-a", ref("team-b", "Secret", "tls"), true},
+		{"team-a", ref("{{metadata.annotations.ns}}", "Secret", "tls"), true},
+		{"team-a", ref("", "Node", "n1"), true},
+		{"", ref("team-b", "Secret", "tls"), false},
+		{"", ref("", "Node", "n1"), false},
+	} {
+		got, err := resolveRef(context.Background(), &Readers{Kinds: w, Namespace: tc.confine}, obj, tc.ref)
+		if tc.refused != errors.Is(err, ErrOutsideNamespace) || !tc.refused && (err != nil || got == nil) {
+			t.Errorf("policy in %q reading %s %s/%s: %v, %v; refused: %v", tc.confine, tc.ref.K8s.Kind, tc.ref.K8s.Namespace, tc.ref.K8s.Name, got, err, tc.refused)
+		}
+	}
+}

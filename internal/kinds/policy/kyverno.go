@@ -582,6 +582,9 @@ func (ev *run) configMap(field string, cm *cmEntry) (any, error) {
 			ns = ev.h.Namespace()
 		}
 	}
+	if !ev.r.cluster && ns != ev.r.Namespace {
+		return nil, fmt.Errorf("%s.configMap.namespace: %w: ConfigMap %s/%s, the Policy is in %q", field, ErrOutsideNamespace, ns, name, ev.r.Namespace)
+	}
 	objs := ev.h.Objects()
 	if objs == nil {
 		return nil, fmt.Errorf("ConfigMap %s/%s: no object reader (offline, pass the ConfigMap with --context)", ns, name)
@@ -662,6 +665,31 @@ func (ev *run) apiCall(field string, a *apiEntry) (any, any, bool, error) {
 	return res, lib, true, nil
 }
 
+// ErrOutsideNamespace is in the chain of the error of a namespaced
+// Policy's context entry that would read outside the Policy's namespace:
+// a namespaced rule never sees past its namespace (docs/security.md).
+var ErrOutsideNamespace = errors.New("outside the Policy's namespace")
+
+// confined reports whether an API path stays in namespace ns: a
+// namespaced resource's path under /api/v1/namespaces/ns or
+// /apis/group/version/namespaces/ns (the Namespace object itself
+// included).
+func confined(p, ns string) bool {
+	p, _, _ = strings.Cut(p, "?")
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	var rest []string
+	switch {
+	case len(segs) >= 4 && segs[0] == "api" && segs[1] == "v1" && segs[2] == "namespaces":
+		rest = segs[3:]
+	case len(segs) >= 5 && segs[0] == "apis" && segs[3] == "namespaces":
+		rest = segs[4:]
+	default:
+		return false
+	}
+	name, err := url.PathUnescape(rest[0])
+	return err == nil && name == ns
+}
+
 // ErrURLPath is in the chain of the error of an apiCall whose urlPath a
 // variable's value would change the shape of.
 var ErrURLPath = errors.New("invalid urlPath")
@@ -712,6 +740,9 @@ func (ev *run) callAPI(field string, a *apiEntry) (any, any, error) {
 	path, err := ev.renderPath(field+".apiCall.urlPath", a.path, a.pathT)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !ev.r.cluster && !confined(path, ev.r.Namespace) {
+		return nil, nil, fmt.Errorf("%s.apiCall.urlPath: %w: %q is not a path under /api/v1/namespaces/%s or /apis/GROUP/VERSION/namespaces/%s", field, ErrOutsideNamespace, truncateText(path, 200), ev.r.Namespace, ev.r.Namespace)
 	}
 	call := engine.APICall{Method: a.method, Path: path}
 	if a.data != nil {

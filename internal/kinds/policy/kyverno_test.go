@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/policy"
 
 	"github.com/modwright/modwright/internal/lang/subst"
 	"github.com/modwright/modwright/internal/rules"
@@ -46,9 +47,9 @@ data: {registries: "ghcr.io,docker.io", team: blue, maxReplicas: "4"}
 
 func TestKyvernoContext(t *testing.T) {
 	api := &apiResponses{bodies: map[string]string{
-		"GET /api/v1/namespaces/team-a/pods":                  `{"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}`,
-		`POST /apis/x/v1/check{"name":"web"}`:                 `{"allowed": true}`,
-		"GET /apis/apps/v1/namespaces/team-a/deployments/web": `{"spec": {"replicas": 2}}`,
+		"GET /api/v1/namespaces/team-a/pods":                     `{"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}`,
+		`POST /apis/x/v1/namespaces/team-a/checks{"name":"web"}`: `{"allowed": true}`,
+		"GET /apis/apps/v1/namespaces/team-a/deployments/web":    `{"spec": {"replicas": 2}}`,
 	}}
 	for _, tc := range []struct {
 		name    string
@@ -61,6 +62,23 @@ func TestKyvernoContext(t *testing.T) {
 		wantErr error
 		errText string
 	}{{
+		name:    "a configMap entry in another namespace is refused",
+		spec:    "context: [{name: cm, configMap: {name: settings, namespace: team-b}}]\nvalidations: [{jmespath: \"cm != null\"}]",
+		wantErr: policy.ErrOutsideNamespace,
+	}, {
+		name:    "an apiCall into another namespace is refused",
+		spec:    "context: [{name: s, apiCall: {urlPath: /api/v1/namespaces/team-b/secrets/tls}}]\nvalidations: [{jmespath: \"s != null\"}]",
+		wantErr: policy.ErrOutsideNamespace,
+	}, {
+		name:    "an apiCall of a cluster-wide path is refused",
+		spec:    "context: [{name: s, apiCall: {urlPath: /api/v1/nodes}}]\nvalidations: [{jmespath: \"s != null\"}]",
+		wantErr: policy.ErrOutsideNamespace,
+	}, {
+		name:    "an apiCall whose variable would leave the namespace is refused",
+		spec:    "context: [{name: s, apiCall: {urlPath: \"/api/v1/namespaces/team-a/pods/{{ request.object.metadata.annotations.p }}\"}}]\nvalidations: [{jmespath: \"s != null\"}]",
+		obj:     `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "team-a", "annotations": {"p": "../../team-b/secrets/tls"}}}`,
+		wantErr: policy.ErrURLPath,
+	}, {
 		name: "jmespath validation passes",
 		spec: `validations: [{jmespath: "request.object.spec.replicas <= ` + "`10`" + `"}]`,
 	}, {
@@ -121,14 +139,14 @@ validations: [{jmespath: "podCount == ` + "`2`" + `", message: "pods: {{ podCoun
 		spec: `
 context:
 - name: check
-  apiCall: {urlPath: /apis/x/v1/check, method: POST, data: [{key: name, value: "{{ request.object.metadata.name }}"}], jmesPath: allowed}
+  apiCall: {urlPath: /apis/x/v1/namespaces/team-a/checks, method: POST, data: [{key: name, value: "{{ request.object.metadata.name }}"}], jmesPath: allowed}
 validations: [{jmespath: "check"}]`,
 	}, {
 		name: "apiCall failing without default is an error",
 		spec: `
 context:
 - name: x
-  apiCall: {urlPath: /api/v1/nope}
+  apiCall: {urlPath: /api/v1/namespaces/team-a/nope}
 validations: [{jmespath: "x == null"}]`,
 		wantErr: engine.ErrNoAPIResponse,
 	}, {
@@ -136,14 +154,14 @@ validations: [{jmespath: "x == null"}]`,
 		spec: `
 context:
 - name: x
-  apiCall: {urlPath: /api/v1/nope, default: {limit: 3}}
+  apiCall: {urlPath: /api/v1/namespaces/team-a/nope, default: {limit: 3}}
 validations: [{jmespath: "x.limit == ` + "`3`" + `"}]`,
 	}, {
 		name: "an unused failing context entry costs nothing",
 		spec: `
 context:
 - name: x
-  apiCall: {urlPath: /api/v1/nope}
+  apiCall: {urlPath: /api/v1/namespaces/team-a/nope}
 validations: [{jmespath: "request.object.spec.replicas == ` + "`5`" + `"}]`,
 	}, {
 		name:    "undefined variable in a message",

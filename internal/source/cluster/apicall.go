@@ -33,9 +33,17 @@ type APIClient struct {
 	TTL time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// AllowPOST lets apiCall entries POST (SubjectAccessReview-style
+	// calls); off by default: a POST with the operator's identity can
+	// create objects.
+	AllowPOST bool
 
 	cache responses[[]byte]
 }
+
+// ErrMethodNotAllowed is in the chain of the error of an apiCall POST
+// when APIClient.AllowPOST is off.
+var ErrMethodNotAllowed = errors.New("the method is not allowed")
 
 var _ engine.APIReader = (*APIClient)(nil)
 
@@ -68,6 +76,9 @@ func (c *APIClient) read(ctx context.Context, call engine.APICall) ([]byte, erro
 	case "", "GET":
 		req = c.REST.Get()
 	case "POST":
+		if !c.AllowPOST {
+			return nil, fmt.Errorf("%w: POST (the operator's --api-call-allow-post allows apiCall POSTs, for SubjectAccessReview-style calls; off by default)", ErrMethodNotAllowed)
+		}
 		req = c.REST.Post().Body(bytes.NewReader(call.Data)).SetHeader("Content-Type", "application/json")
 	default:
 		return nil, fmt.Errorf("method %q: only GET and POST are supported", call.Method)

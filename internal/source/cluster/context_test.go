@@ -124,6 +124,10 @@ func TestAPIClient(t *testing.T) {
 	if _, err := c.Call(ctx, engine.APICall{Method: "GET", Path: "/api/v1/namespaces/a/pods"}); err != nil || requests.Load() != 2 {
 		t.Errorf("after the TTL: %d requests, %v", requests.Load(), err)
 	}
+	if _, err := c.Call(ctx, engine.APICall{Method: "POST", Path: "/post", Data: []byte(`{"a":1}`)}); !errors.Is(err, cluster.ErrMethodNotAllowed) {
+		t.Errorf("POST without AllowPOST: %v, want ErrMethodNotAllowed", err)
+	}
+	c.AllowPOST = true
 	body, err = c.Call(ctx, engine.APICall{Method: "POST", Path: "/post", Data: []byte(`{"a":1}`)})
 	if err != nil || string(body) != `{"method": "POST", "body": {"a":1}}` {
 		t.Errorf("POST: %s, %v", body, err)
