@@ -33,5 +33,8 @@
 // a rule's external requests, SchemaReader for custom resources' values as
 // their CRDs type them; implemented by the cluster's caches and
 // clients and offline by the CLI's context), and results go out as plain
-// values.
+// values. When the object under review is a Secret, its values are
+// replaced by Redacted in every text a decision carries (errors,
+// rejections, warnings, audit annotations) and in the evaluation's error,
+// so no front end can print them (redact.go).
 package engine

@@ -171,10 +171,30 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		ev.h = Handle{}
 		e.scratch.Put(s)
 	}()
-	if err := ev.run(); err != nil {
+	err := ev.run()
+	if r := ev.secretRedactor(root); r != nil {
+		if err != nil {
+			return nil, r.err(err)
+		}
+		r.decision(ev.d)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return ev.d, nil
+}
+
+// secretRedactor is the redactor of the Secret under review (its values
+// and its old values), nil for any other object.
+func (ev *evaluation) secretRedactor(root map[string]any) *redactor {
+	if ev.req.Kind.Kind != "Secret" || ev.req.Kind.Group != "" {
+		return nil
+	}
+	old := ev.req.OldObject
+	if old == nil && ev.req.OldObjectJSON != nil {
+		old, _ = decodeObject(ev.req.OldObjectJSON)
+	}
+	return newRedactor(secretValues(ev.req, root, old))
 }
 
 // evaluation is the state of one Evaluate call.

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -412,3 +413,60 @@ validations:
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestSecretRedacted: a policy failing on a Secret's data, or echoing it,
+// never says the value: not in a rejection, a warning, an audit
+// annotation, a rule error (a JMESPath function's error quotes its
+// argument) nor the evaluation's error (failurePolicy Fail).
+func TestSecretRedacted(t *testing.T) {
+	const password = "hunter2hunter2"
+	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "db", "namespace": "team-a"},
+		"data": map[string]any{"password": base64.StdEncoding.EncodeToString([]byte(password))}, "stringData": map[string]any{"token": "s3cr3t-token"}}
+	req := engine.Request{Operation: rules.Create, Namespace: "team-a", Kind: engine.GroupVersionKind{Version: "v1", Kind: "Secret"}, Object: secret}
+	for _, tc := range []struct{ name, spec string }{
+		{"echoed in a denial, a warning and an audit annotation", `
+validations:
+- {jmespath: "to_boolean('false')", message: "{{ base64_decode(request.object.data.password) }} and {{ request.object.stringData.token }} are weak"}
+- {cel: "false", messageExpression: "string(object.data.password)"}
+auditAnnotations: [{key: k, valueExpression: "string(object.stringData.token)"}]`},
+		{"warned", `
+validationActions: [Warn]
+validations: [{jmespath: "to_boolean('false')", message: "{{ request.object.data.password }}"}]`},
+		{"a function error quoting its argument, ignored", `
+failurePolicy: Ignore
+validations: [{jmespath: "to_boolean(base64_decode(request.object.data.password))"}]`},
+		{"a function error quoting its argument, failing", `
+validations: [{jmespath: "to_boolean(base64_decode(request.object.data.password))"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := load(t, policyYAML("Policy", "team-a", tc.spec))
+			dec, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, req)
+			var said []string
+			if err != nil {
+				said = append(said, err.Error())
+			} else {
+				for _, r := range dec.Rejections {
+					said = append(said, r.Message)
+				}
+				for _, w := range dec.Warnings {
+					said = append(said, w.Message)
+				}
+				for _, a := range dec.AuditAnnotations {
+					said = append(said, a.Value)
+				}
+				for _, e := range dec.Errors {
+					said = append(said, e.Error())
+				}
+			}
+			all := strings.Join(said, "\n")
+			if len(said) == 0 || !strings.Contains(all, engine.Redacted) {
+				t.Fatalf("said %q; want the values redacted", all)
+			}
+			for _, v := range []string{password, secret["data"].(map[string]any)["password"].(string), "s3cr3t-token"} {
+				if strings.Contains(all, v) {
+					t.Errorf("a Secret's value was said: %q", all)
+				}
+			}
+		})
+	}
+}
