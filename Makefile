@@ -5,7 +5,7 @@ BENCHTIME ?= 2s
 BENCHCOUNT ?= 6
 BENCHFLAGS ?=
 
-.PHONY: stress bench-admission all build test lint unit e2e e2e-shutdown-stress envtest-assets tools generate fuzz bench bench-micro clean
+.PHONY: image stress bench-admission all build test lint unit e2e e2e-shutdown-stress envtest-assets tools generate fuzz bench bench-micro clean
 
 # Pinned tools (helm, controller-gen, kustomize) built into .cache/tools/bin by
 # hack/tools.sh; tests find them on PATH. MODWRIGHT_REQUIRE_TOOLS=1 makes a
@@ -38,6 +38,13 @@ unit: tools
 # first build takes several minutes).
 e2e: tools
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh | tail -n1)" MODWRIGHT_E2E=1 MODWRIGHT_REQUIRE_TOOLS=1 $(GO) test -count=1 ./test/e2e/...
+
+# The operator's image (there is no published one; docs/operator.md says
+# how to load it into a cluster). Not part of make test.
+IMAGE ?= ghcr.io/modwright/modwright:dev
+CONTAINER_TOOL ?= docker
+image:
+	$(CONTAINER_TOOL) build -t $(IMAGE) .
 
 # TestHostileReviews for STRESS (default 2m) per class of hostile reviews
 # instead of make test's 1s: 8 clients each, benign reviews answered within

@@ -57,6 +57,7 @@ type operatorOptions struct {
 	mutatingConfig   string
 	validatingConfig string
 	dragnetWebhook   string
+	dragnetPolicy    string
 	targetResources  []string
 	metricsAddr      string
 	probeAddr        string
@@ -136,6 +137,7 @@ func addOperatorFlags(f interface {
 	f.StringVar(&o.mutatingConfig, "mutating-webhook-configuration", defaultWebhookConfigs, "MutatingWebhookConfiguration kept correct (caBundle, dragnet target resources); empty: none")
 	f.StringVar(&o.validatingConfig, "validating-webhook-configuration", defaultWebhookConfigs, "ValidatingWebhookConfiguration kept correct (caBundle); empty: none")
 	f.StringVar(&o.dragnetWebhook, "dragnet-webhook-name", defaultDragnetWebhook, "name of the dragnet webhook inside the MutatingWebhookConfiguration")
+	f.StringVar(&o.dragnetPolicy, "dragnet-failure-policy", "Fail", "the dragnet's failure policy once a replica is ready, set once when the configuration carries modwright.io/armed: \"false\" (the chart installs it Ignore until then): Fail or Ignore")
 	f.StringArrayVar(&o.targetResources, "target-resources", controller.DefaultTargetResources(), "resources the dragnet intercepts: plural names in any group, or name.group (repeatable or comma-separated)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0: off)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz (0: off)")
@@ -165,6 +167,9 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	op := &o.operator
 	if op.certManagement != "self" && op.certManagement != "external" {
 		return usageError("--cert-management must be self or external, not %q", op.certManagement)
+	}
+	if op.dragnetPolicy != "Fail" && op.dragnetPolicy != "Ignore" {
+		return usageError("--dragnet-failure-policy must be Fail or Ignore, not %q", op.dragnetPolicy)
 	}
 	var targets []string
 	for _, t := range op.targetResources {
@@ -458,6 +463,12 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 			return err
 		}
 	}
+	rulesReady := func() error {
+		if !ruleSource.Synced() {
+			return errors.New("the ModRule cache has not synced or no rule snapshot is published yet")
+		}
+		return nil
+	}
 	hosts := append(serviceHosts(op.serviceName, op.namespace), o.certHosts...)
 	if err := mgr.Add(&controller.CertManager{
 		Client:      mgr.GetClient(),
@@ -470,8 +481,10 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		Configs: controller.WebhookConfigs{
 			Mutating: op.mutatingConfig, Validating: op.validatingConfig,
 			DragnetWebhook: op.dragnetWebhook, DragnetRules: dragnetRules,
+			DragnetFailurePolicy: admissionregv1.FailurePolicyType(op.dragnetPolicy),
 		},
-		Log: log.WithName("certificates"),
+		Ready: func() error { return errors.Join(certs.Ready(), rulesReady(), srv.StartedChecker()(nil)) },
+		Log:   log.WithName("certificates"),
 	}); err != nil {
 		return err
 	}
@@ -486,12 +499,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 			return nil
 		}),
 		mgr.AddReadyzCheck("certificate", func(*http.Request) error { return certs.Ready() }),
-		mgr.AddReadyzCheck("rules", func(*http.Request) error {
-			if !ruleSource.Synced() {
-				return errors.New("the ModRule cache has not synced or no rule snapshot is published yet")
-			}
-			return nil
-		}),
+		mgr.AddReadyzCheck("rules", func(*http.Request) error { return rulesReady() }),
 		mgr.AddReadyzCheck("related-objects", func(*http.Request) error {
 			if !slices.ContainsFunc(informers, func(i cache.Informer) bool { return !i.HasSynced() }) {
 				return nil

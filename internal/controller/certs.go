@@ -91,7 +91,19 @@ type WebhookConfigs struct {
 	// its rules are set to DragnetRules when DragnetRules is not nil.
 	DragnetWebhook string
 	DragnetRules   []admissionv1.RuleWithOperations
+	// DragnetFailurePolicy is the dragnet's failure policy once armed
+	// ("": the configuration's is left alone). The chart installs the
+	// dragnet with Ignore and the annotation ArmedAnnotation "false", so
+	// that no write fails while no replica answers (an image that cannot
+	// be pulled, a first start); the leader arms it, once, when the
+	// caBundle is in place and the operator is ready, and marks it "true":
+	// a policy set by hand afterwards is respected.
+	DragnetFailurePolicy admissionv1.FailurePolicyType
 }
+
+// ArmedAnnotation marks the MutatingWebhookConfiguration whose dragnet the
+// operator has armed ("true") or is to arm ("false").
+const ArmedAnnotation = "modwright.io/armed"
 
 // CertManager (leader only) keeps a CA and serving certificate in the
 // Secret, renews them RenewBefore their expiry, and keeps the caBundle of
@@ -118,6 +130,9 @@ type CertManager struct {
 	Now func() time.Time
 	// Resync bounds the time between two checks; 0 means 10 minutes.
 	Resync time.Duration
+	// Ready reports whether this replica serves reviews (the operator's
+	// readiness); the dragnet is armed only then. nil: ready.
+	Ready func() error
 }
 
 var (
@@ -212,7 +227,11 @@ func (m *CertManager) Reconcile(ctx context.Context) (time.Duration, error) {
 	}
 	var errs []error
 	if m.Configs.Mutating != "" {
-		errs = append(errs, m.updateMutating(ctx, caBundle))
+		armed, err := m.updateMutating(ctx, caBundle)
+		errs = append(errs, err)
+		if !armed {
+			next = min(next, time.Second) // look again soon: arm once ready
+		}
 	}
 	if m.Configs.Validating != "" {
 		errs = append(errs, m.updateValidating(ctx, caBundle))
@@ -297,33 +316,54 @@ func validCAs(bundle []byte, now time.Time) []byte {
 	}
 }
 
-func (m *CertManager) updateMutating(ctx context.Context, caBundle []byte) error {
+// updateMutating keeps the caBundle and the dragnet's rules correct, and
+// arms the dragnet (see WebhookConfigs.DragnetFailurePolicy); armed is
+// false while the dragnet waits to be armed.
+func (m *CertManager) updateMutating(ctx context.Context, caBundle []byte) (armed bool, err error) {
 	var c admissionv1.MutatingWebhookConfiguration
 	if err := m.Client.Get(ctx, client.ObjectKey{Name: m.Configs.Mutating}, &c); err != nil {
 		if apierrors.IsNotFound(err) {
 			m.Log.V(1).Info("MutatingWebhookConfiguration not found; nothing to update", "name", m.Configs.Mutating)
-			return nil
+			return true, nil
 		}
-		return err
+		return true, err
 	}
 	orig := c.DeepCopy()
+	toArm := c.Annotations[ArmedAnnotation] == "false" && m.Configs.DragnetFailurePolicy != ""
+	ready := !toArm || m.Ready == nil || m.Ready() == nil
+	armedNow := false
 	for i := range c.Webhooks {
 		w := &c.Webhooks[i]
 		if caBundle != nil {
 			w.ClientConfig.CABundle = caBundle
 		}
-		if w.Name == m.Configs.DragnetWebhook && m.Configs.DragnetRules != nil {
+		if w.Name != m.Configs.DragnetWebhook {
+			continue
+		}
+		if m.Configs.DragnetRules != nil {
 			w.Rules = m.Configs.DragnetRules
 		}
+		if toArm && ready && len(w.ClientConfig.CABundle) > 0 {
+			p := m.Configs.DragnetFailurePolicy
+			w.FailurePolicy = &p
+			armedNow = true
+		}
+	}
+	if armedNow {
+		c.Annotations[ArmedAnnotation] = "true"
 	}
 	if equalMutating(orig, &c) {
-		return nil
+		return !toArm, nil
 	}
 	if err := m.Client.Patch(ctx, &c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("updating MutatingWebhookConfiguration %s: %w", c.Name, err)
+		return false, fmt.Errorf("updating MutatingWebhookConfiguration %s: %w", c.Name, err)
 	}
-	m.Log.Info("updated the webhook configuration", "kind", "MutatingWebhookConfiguration", "name", c.Name)
-	return nil
+	if armedNow {
+		m.Log.Info("armed the dragnet webhook: a replica is ready", "name", c.Name, "failurePolicy", m.Configs.DragnetFailurePolicy)
+	} else {
+		m.Log.Info("updated the webhook configuration", "kind", "MutatingWebhookConfiguration", "name", c.Name)
+	}
+	return !toArm || armedNow, nil
 }
 
 func (m *CertManager) updateValidating(ctx context.Context, caBundle []byte) error {
@@ -357,10 +397,17 @@ func (m *CertManager) updateValidating(ctx context.Context, caBundle []byte) err
 }
 
 func equalMutating(a, b *admissionv1.MutatingWebhookConfiguration) bool {
-	return slices.EqualFunc(a.Webhooks, b.Webhooks, func(x, y admissionv1.MutatingWebhook) bool {
-		return bytes.Equal(x.ClientConfig.CABundle, y.ClientConfig.CABundle) &&
-			slices.EqualFunc(x.Rules, y.Rules, equalRule)
-	})
+	policy := func(p *admissionv1.FailurePolicyType) admissionv1.FailurePolicyType {
+		if p == nil {
+			return admissionv1.Fail // the API server's default
+		}
+		return *p
+	}
+	return a.Annotations[ArmedAnnotation] == b.Annotations[ArmedAnnotation] &&
+		slices.EqualFunc(a.Webhooks, b.Webhooks, func(x, y admissionv1.MutatingWebhook) bool {
+			return bytes.Equal(x.ClientConfig.CABundle, y.ClientConfig.CABundle) &&
+				slices.EqualFunc(x.Rules, y.Rules, equalRule) && policy(x.FailurePolicy) == policy(y.FailurePolicy)
+		})
 }
 
 func equalRule(x, y admissionv1.RuleWithOperations) bool {

@@ -142,6 +142,10 @@ func mustEncode(v any) []byte {
 // json-patch v4, the option AccumulatedCopySizeLimit for v5).
 const MaxCopyBytes = 1 << 20
 
+// ErrPanic is in the chain of the error of a JSON patch whose
+// application panicked in json-patch v4.
+var ErrPanic = errors.New("patch: json-patch panicked")
+
 // ErrTooLarge is the error of a patch whose copies grow the document
 // beyond MaxCopyBytes.
 var ErrTooLarge = errors.New("patch: copy operations grow the document beyond the bound")
@@ -152,7 +156,15 @@ var ErrTooLarge = errors.New("patch: copy operations grow the document beyond th
 // the first failure failing the whole), and the document's size checked
 // after each, so that no copy runs on a document already past the bound.
 // v4's own limit is a package variable, which this package does not set.
-func ApplyJSONPatchV4(p jsonpatchv4.Patch, doc []byte) ([]byte, error) {
+//
+// v4 panics on some operations (a test of the root without a value): a
+// panic is returned as an error wrapping ErrPanic.
+func ApplyJSONPatchV4(p jsonpatchv4.Patch, doc []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("%w: %v", ErrPanic, r)
+		}
+	}()
 	copies := false
 	for _, op := range p {
 		copies = copies || op.Kind() == "copy"

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
 
 	"github.com/modwright/modwright/internal/lang"
@@ -143,8 +145,8 @@ func FuzzEvaluate(f *testing.F) {
 		if (err == nil) != (wantErr == nil) {
 			t.Fatalf("%q over %s: Search error %v, library error %v", src, doc, err, wantErr)
 		}
-		if err == nil && !reflect.DeepEqual(normalizeFuncs(got), normalizeFuncs(want)) &&
-			!(unordered(src) && reflect.DeepEqual(sorted(got), sorted(want))) {
+		if err == nil && !cmp.Equal(normalizeFuncs(got), normalizeFuncs(want), cmpopts.EquateNaNs()) &&
+			!(unordered(src) && cmp.Equal(sorted(got), sorted(want), cmpopts.EquateNaNs())) {
 			t.Fatalf("%q over %s: Search = %#v, library = %#v", src, doc, got, want)
 		}
 	})

@@ -22,4 +22,13 @@ namespaceSelector:
     - key: admission.kubemod.io/ignore
       operator: NotIn
       values: ["true"]
+    # Never the release's own namespace (its Pods must start without
+    # their own webhook) nor dragnet.excludedNamespaces (kube-system).
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values:
+        - {{ .Release.Namespace }}
+        {{- range .Values.dragnet.excludedNamespaces }}
+        - {{ . }}
+        {{- end }}
 {{- end -}}
