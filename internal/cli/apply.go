@@ -99,10 +99,13 @@ validated as the kube-apiserver does, before the rules (an invalid object is
 refused: "invalid: ...") and after them (a rule's invalid result is refused:
 "invalid after the rules: ..."); see docs/cel.md.
 
-Exit status: 0 when every object was admitted; 1 when any was rejected (each
-rejection is printed on stderr; admitted objects are still printed); 2 for
-invalid rules or input (stderr names the file, document, rule, field and
-position; nothing is printed on stdout).`,
+Exit status: 0 when every object was admitted; 1 when any was rejected, as
+the webhook would refuse it (a rule rejected it, a rule failed under
+failurePolicy Fail, or a Reject or validation rule could not be decided;
+each rejection is printed on stderr; admitted objects are still printed);
+2 for invalid rules or input, a rule reading data the context does not give
+included (stderr names the file, document, rule, field and position;
+nothing is printed on stdout).`,
 		Example: `  modwright apply --rules examples/rules -f examples/manifests
   modwright apply --rules rules/ -f deploy.yaml --namespace prod -o json
   modwright apply --rules rules/ -f new.yaml --operation UPDATE --old old.yaml
@@ -354,6 +357,13 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 			continue
 		}
 		dec, refused, err := in.mutate(ctx, eng, a, op)
+		if engine.Refusal(err) {
+			// The webhook denies such an object: a rejection, not an
+			// unusable input.
+			rejected++
+			fmt.Fprintf(s.Err, "rejected: %s: %s: modwright: %v\n", d.Origin, a, err)
+			continue
+		}
 		if err != nil {
 			return evaluationError(d, err)
 		}

@@ -194,6 +194,13 @@ func compiledPass(t *testing.T, tally *compiledTally, args []string, files caseF
 		tally.skip("the case exits 2 on the API server's form of its objects")
 		return
 	}
+	if strings.Contains(stderr, ": modwright: ") {
+		// Refused because a rule failed under failurePolicy Fail (as
+		// the webhook answers): how a compiled policy fails is the API
+		// server's, not compared here (it exited 2 before issue 28).
+		tally.skip("a rule fails under failurePolicy Fail")
+		return
+	}
 	code2, out2s, err2s := run(compiled)
 	out2, err2 := bytes.NewBufferString(out2s), bytes.NewBufferString(err2s)
 	tally.compared++

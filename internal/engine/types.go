@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 )
@@ -136,6 +137,27 @@ type APICall struct {
 	Method string
 	Path   string
 	Data   []byte
+}
+
+// ErrNoReader is in the chain of the error of a rule reading data that no
+// reader gives (offline, without --context or recorded responses): how the
+// cluster would answer is unknown, so the CLI reports an unusable input,
+// not a rejection. Kinds and languages make such errors with NoReader
+// (lang.NoReader: the languages sit below the kernel).
+var ErrNoReader = lang.ErrNoReader
+
+// NoReader returns an error whose text is msg and in whose chain
+// ErrNoReader is.
+func NoReader(msg string) error { return lang.NoReader(msg) }
+
+// Refusal reports whether err, an evaluation's error, is one the webhook
+// answers by denying the object (a rule failed under failurePolicy Fail,
+// a Reject or validation rule could not be decided): every front end
+// then reports a rejection, as the cluster would. A rule that read data
+// no reader gives offline (ErrNoReader) is not one: the input is
+// incomplete.
+func Refusal(err error) bool {
+	return (errors.Is(err, ErrRuleFailed) || errors.Is(err, ErrUndecided)) && !errors.Is(err, ErrNoReader)
 }
 
 // ErrNoAPIResponse is wrapped by an APIReader's error when it has no

@@ -146,6 +146,20 @@ type Text interface {
 // gives its keys as Path so that callers need not know its types.
 type Path []any
 
+// ErrNoReader is in the chain of the error of an evaluation reading data
+// that no reader gives (offline: a ConfigMap, an API response, the
+// authorizer): how the cluster would answer is unknown (engine.Refusal).
+var ErrNoReader = errors.New("no reader for the data the rule reads")
+
+// NoReader returns an error whose text is msg and in whose chain
+// ErrNoReader is.
+func NoReader(msg string) error { return noReaderError(msg) }
+
+type noReaderError string
+
+func (e noReaderError) Error() string        { return string(e) }
+func (e noReaderError) Is(target error) bool { return target == ErrNoReader }
+
 // ErrLimit is in the chain of every error of an evaluation that hit one of
 // its language's bounds (values selected, work, output): check it with
 // errors.Is. The language's own sentinel stays in the chain too.

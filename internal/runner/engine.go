@@ -38,6 +38,10 @@ func NewEngineOptions(snap *engine.Snapshot, opts engine.Options) *Engine {
 // Run evaluates one request.
 func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	dec, err := e.eng.Evaluate(ctx, e.snap, Attributes(req))
+	if engine.Refusal(err) {
+		// The webhook denies the object (code 500) with this message.
+		return &Result{Denial: "modwright: " + err.Error(), Decision: &engine.Decision{}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -57,8 +57,10 @@ type Result struct {
 
 // Driver evaluates one request against the snapshot it was built with.
 // The error is an evaluation the driver could not complete (an invalid
-// request, an undecidable Reject rule, a failed review); rule errors are
-// warnings in the Result.
+// request, the deadline, a rule reading data no reader gives offline);
+// a rule failing under failurePolicy Fail or an undecidable Reject rule
+// is a denial, as the webhook answers it (engine.Refusal); other rule
+// errors are warnings in the Result.
 type Driver interface {
 	Run(ctx context.Context, req Request) (*Result, error)
 }

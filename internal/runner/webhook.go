@@ -87,6 +87,13 @@ func (w *Webhook) Run(ctx context.Context, req Request) (*Result, error) {
 		r.Warnings = append(r.Warnings, strings.TrimPrefix(wn, warningPrefix))
 	}
 	if !resp.Allowed {
+		if resp.Status != nil && resp.Status.Code == http.StatusInternalServerError {
+			// A rule failed under failurePolicy Fail, or a Reject rule
+			// could not be decided: the API server denies the object
+			// with this message (the engine driver's engine.Refusal).
+			r.Denial = resp.Status.Message
+			return r, nil
+		}
 		if resp.Status == nil || !isDenialCode(resp.Status.Code) {
 			// A review that failed (deadline, undecidable Reject rule,
 			// invalid object; 500, 504, 400): the engine driver returns

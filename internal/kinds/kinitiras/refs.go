@@ -52,7 +52,7 @@ func (rd *Readers) tasks() cuelang.Tasks {
 
 // ErrNoReader is wrapped by the error of a reference whose source has no
 // reader (offline: no --context objects or recorded responses).
-var ErrNoReader = errors.New("no reader for this reference")
+var ErrNoReader = engine.NoReader("no reader for this reference")
 
 // extRef is one reference resolved outside the object, and the name its
 // value has in data.extraParams.

@@ -237,7 +237,7 @@ func namespaceLabels(h *engine.Handle, in objectInput) (labels.Labels, error) {
 		return nil, err
 	}
 	if nsObj == nil {
-		return nil, fmt.Errorf("%w: Namespace %q not found (offline, pass it with --context)", ErrNoNamespace, in.ns)
+		return nil, fmt.Errorf("%w: %w", ErrNoNamespace, engine.NoReader(fmt.Sprintf("Namespace %q not found (offline, pass it with --context)", in.ns)))
 	}
 	md, _ := nsObj["metadata"].(map[string]any)
 	ls, _ := md["labels"].(map[string]any)
@@ -290,7 +290,7 @@ func (s *shared) namespace(h *engine.Handle) (map[string]any, error) {
 	s.nsDone = true
 	objs := h.Objects()
 	if objs == nil {
-		s.nsErr = fmt.Errorf("%w: no object reader (offline, pass the Namespace %q with --context)", ErrNoNamespace, h.Namespace())
+		s.nsErr = fmt.Errorf("%w: %w", ErrNoNamespace, engine.NoReader(fmt.Sprintf("no object reader (offline, pass the Namespace %q with --context)", h.Namespace())))
 		return nil, s.nsErr
 	}
 	ns, err := objs.Get(h.Context(), engine.ObjectRef{Kind: "Namespace", Name: h.Namespace()})

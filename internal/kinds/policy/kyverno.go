@@ -46,7 +46,7 @@ var builtinRoots = []string{rootRequest, rootSAName, rootSANamespace, rootImages
 
 // ErrNoAPI is in the chain of the error of an apiCall context entry when
 // the engine has no API reader (offline without recorded responses).
-var ErrNoAPI = errors.New("no API reader: offline, record the response in a --context file or the test suite")
+var ErrNoAPI = engine.NoReader("no API reader: offline, record the response in a --context file or the test suite")
 
 // jpExpr is a compiled JMESPath expression with what it reads of the
 // document.
@@ -587,7 +587,7 @@ func (ev *run) configMap(field string, cm *cmEntry) (any, error) {
 	}
 	objs := ev.h.Objects()
 	if objs == nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: no object reader (offline, pass the ConfigMap with --context)", ns, name)
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", ns, name, engine.NoReader("no object reader (offline, pass the ConfigMap with --context)"))
 	}
 	obj, err := objs.Get(ev.ctx, engine.ObjectRef{Kind: "ConfigMap", Namespace: ns, Name: name})
 	if err != nil {

@@ -51,6 +51,7 @@ func TestKyvernoContext(t *testing.T) {
 		"GET /api/v1/namespaces/team-a/pods":                     `{"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}`,
 		`POST /apis/x/v1/namespaces/team-a/checks{"name":"web"}`: `{"allowed": true}`,
 		"GET /apis/apps/v1/namespaces/team-a/deployments/web":    `{"spec": {"replicas": 2}}`,
+		"GET /api/v1/namespaces/team-a/configmaps/team%20web":    `{"data": {"ok": "yes"}}`,
 	}}
 	for _, tc := range []struct {
 		name    string
@@ -79,6 +80,10 @@ func TestKyvernoContext(t *testing.T) {
 		spec:    "context: [{name: s, apiCall: {urlPath: \"/api/v1/namespaces/team-a/pods/{{ request.object.metadata.annotations.p }}\"}}]\nvalidations: [{jmespath: \"s != null\"}]",
 		obj:     `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "team-a", "annotations": {"p": "../../team-b/secrets/tls"}}}`,
 		wantErr: policy.ErrURLPath,
+	}, {
+		name: "an apiCall's variable is one escaped path segment",
+		spec: "context: [{name: s, apiCall: {urlPath: \"/api/v1/namespaces/team-a/configmaps/{{ request.object.metadata.annotations.p }}\", jmesPath: \"data.ok\"}}]\nvalidations: [{jmespath: \"s == 'yes'\"}]",
+		obj:  `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "team-a", "annotations": {"p": "team web"}}}`,
 	}, {
 		name: "jmespath validation passes",
 		spec: `validations: [{jmespath: "request.object.spec.replicas <= ` + "`10`" + `"}]`,

@@ -2,7 +2,6 @@ package cel
 
 import (
 	"context"
-	"errors"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -23,7 +22,7 @@ const (
 
 // ErrNoAuthorizer is the error of an evaluation that reads the authorizer
 // when the Activation binds none (offline, no cluster to ask).
-var ErrNoAuthorizer = errors.New("authorizer is not available offline (no cluster)")
+var ErrNoAuthorizer = lang.NoReader("authorizer is not available offline (no cluster)")
 
 // authzVars declares the authorizer variables with the types of the
 // apiserver's authz library.
