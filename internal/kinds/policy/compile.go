@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/modwright/modwright/api/v1alpha1"
 	"github.com/modwright/modwright/internal/engine"
@@ -175,6 +176,11 @@ func reasonCode(r metav1.StatusReason) (int, bool) {
 // compiler collects a policy's errors while compiling it.
 type compiler struct {
 	errs []rules.FieldError
+	// varFields are the CEL types of the variables compiled so far, by
+	// name: later CEL expressions see `variables` as an object of these
+	// fields, as the apiserver types an admission policy's variables (a
+	// variable in another language is dyn).
+	varFields map[string]*apiservercel.DeclField
 	// refsFailed: a `$( )` reference did not resolve (reported once; the
 	// condition blocks holding references are not compiled).
 	refsFailed bool
@@ -225,7 +231,15 @@ func (c *compiler) expr(field string, e v1alpha1.Expression, env *lang.Env, vars
 }
 
 func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.Program {
-	p, ds := cel.Language{}.CompileExpr(env, src)
+	var p *cel.Program
+	var ds []lang.Diagnostic
+	if len(c.varFields) > 0 && env.Has(varVariables) && !env.Has(varSelf) {
+		p, ds = cel.Language{}.CompileTyped(env, src, map[string]*apiservercel.DeclType{
+			varVariables: apiservercel.NewObjectType("kubernetes.variables", c.varFields),
+		})
+	} else {
+		p, ds = cel.Language{}.CompileExpr(env, src)
+	}
 	if len(ds) > 0 {
 		c.diags(field, ds)
 		return nil
@@ -296,6 +310,14 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 		r.varIndex[v.Name] = len(r.vars)
 		e := c.expr(field, v.Expression, baseEnv(field), r.vars, 0, "exactly one language must be set: cel, jmespath or rego")
 		r.vars = append(r.vars, variable{name: v.Name, field: e.field, e: e})
+		dt := apiservercel.DynType
+		if e.cel != nil {
+			dt = e.cel.DeclType()
+		}
+		if c.varFields == nil {
+			c.varFields = map[string]*apiservercel.DeclField{}
+		}
+		c.varFields[v.Name] = apiservercel.NewDeclField(v.Name, dt, false, nil, nil)
 	}
 	names := map[string]bool{}
 	for i, mc := range spec.MatchConditions {

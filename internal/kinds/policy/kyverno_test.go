@@ -12,10 +12,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/policy"
 
 	"github.com/modwright/modwright/internal/lang/subst"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
 )
 
 // apiResponses is an APIReader over recorded responses, counting calls.
@@ -473,5 +475,36 @@ validations: [{jmespath: "to_boolean(base64_decode(request.object.data.password)
 				}
 			}
 		})
+	}
+}
+
+// TestVariablesTyped: CEL variables are typed by their expressions, as the
+// apiserver types an admission policy's variables: a match condition or
+// validation that reads a boolean variable compiles (it was refused as
+// dyn), and a type error through a variable is refused at load.
+func TestVariablesTyped(t *testing.T) {
+	snap := load(t, policyYAML("Policy", "team-a", `
+variables:
+- {name: r, cel: "object.spec.replicas"}
+- {name: big, cel: "variables.r > 4"}
+- {name: name, cel: "object.metadata.name"}
+- {name: label, jmespath: "request.object.metadata.labels.app"}
+matchConditions: [{name: big, cel: "variables.big"}]
+validations:
+- {cel: "!variables.big || variables.label == 'x'", messageExpression: "variables.name + ' has too many replicas'"}`))
+	req := engine.Request{Operation: rules.Create, Namespace: "team-a", Object: decode(t, deployment)}
+	dec, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, req)
+	if err != nil || len(dec.Rejections) != 1 || dec.Rejections[0].Message != "web has too many replicas" {
+		t.Fatalf("Evaluate = %+v, %v; want one rejection", dec, err)
+	}
+	docs, err := source.ParseManifest("p.yaml", []byte(policyYAML("Policy", "team-a", `
+variables: [{name: num, cel: "1"}]
+validations: [{cel: "variables.num == 'one'"}]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := source.LoadRules(docs, kinds.NewRegistry(policy.NewPolicyKind()))
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error(), "spec.validations[0].cel") {
+		t.Errorf("an int variable compared with a string: %v, want a load error", res.Errors)
 	}
 }

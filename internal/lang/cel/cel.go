@@ -280,6 +280,27 @@ type Program struct {
 // it depends on the inputs (a field of the object).
 func (p *Program) ResultType() string { return p.typ.String() }
 
+// DeclType is the expression's result type as a declared type, for a
+// variable other expressions read (as the apiserver types an admission
+// policy's variables): the scalar types as they are, anything else dyn.
+func (p *Program) DeclType() *apiservercel.DeclType {
+	switch p.typ.String() {
+	case "bool":
+		return apiservercel.BoolType
+	case "int":
+		return apiservercel.IntType
+	case "uint":
+		return apiservercel.UintType
+	case "double":
+		return apiservercel.DoubleType
+	case "string":
+		return apiservercel.StringType
+	case "bytes":
+		return apiservercel.BytesType
+	}
+	return apiservercel.DynType
+}
+
 // ResultIs reports whether the expression's type is one of the named
 // types (ResultType's names), exactly, as the apiserver checks an
 // admission policy's expressions: "dyn" is a type of its own (a field of

@@ -364,16 +364,20 @@ func (ev *evaluator) operands(node parsing.ASTNode, value any) (left, right any,
 	return left, right, err
 }
 
+// numbers returns both operands when both are numbers; an operation on
+// anything else gives null, as in the library.
+func numbers(left, right any) (l, r float64, ok bool) {
+	l, okl := left.(float64)
+	r, okr := right.(float64)
+	return l, r, okl && okr
+}
+
 func (ev *evaluator) arithmetic(node parsing.ASTNode, value any) (any, error) {
 	left, right, err := ev.operands(node, value)
 	if err != nil {
 		return nil, err
 	}
-	l, ok := left.(float64)
-	if !ok {
-		return nil, nil
-	}
-	r, ok := right.(float64)
+	l, r, ok := numbers(left, right)
 	if !ok {
 		return nil, nil
 	}
@@ -405,11 +409,7 @@ func (ev *evaluator) comparator(node parsing.ASTNode, value any) (any, error) {
 	case parsing.TOKNE:
 		return !util.ObjsEqual(left, right), nil
 	}
-	l, ok := left.(float64)
-	if !ok {
-		return nil, nil
-	}
-	r, ok := right.(float64)
+	l, r, ok := numbers(left, right)
 	if !ok {
 		return nil, nil
 	}
