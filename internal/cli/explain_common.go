@@ -41,6 +41,7 @@ type admission struct {
 // newAdmission takes a namespaced object without a namespace to be in
 // defaultNS, as apply does.
 func newAdmission(obj map[string]any, defaultNS string) admission {
+	obj = kinds.AsDecoded(obj)
 	a := admission{obj: obj}
 	a.kind, _ = obj["kind"].(string)
 	md, _ := obj["metadata"].(map[string]any)

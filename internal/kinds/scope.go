@@ -1,6 +1,8 @@
 package kinds
 
 import (
+	"encoding/base64"
+	"maps"
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
@@ -82,4 +84,37 @@ func OfflineUpdate(obj, old map[string]any, ns string) engine.Request {
 		req.OldObject = old
 	}
 	return req
+}
+
+// AsDecoded returns obj as the API server's decoding hands it to
+// admission: a core v1 Secret's stringData merged into data (each value
+// base64-encoded, replacing data's of the same key) and removed, as
+// Secret's conversion does before any webhook or policy sees it. obj is
+// not modified; any other object is returned as it is.
+func AsDecoded(obj map[string]any) map[string]any {
+	if obj == nil || obj["apiVersion"] != "v1" || obj["kind"] != "Secret" {
+		return obj
+	}
+	sd, ok := obj["stringData"].(map[string]any)
+	if !ok {
+		if _, present := obj["stringData"]; !present {
+			return obj
+		}
+	}
+	out := maps.Clone(obj)
+	delete(out, "stringData")
+	if len(sd) == 0 {
+		return out
+	}
+	data, _ := obj["data"].(map[string]any)
+	merged := maps.Clone(data)
+	if merged == nil {
+		merged = make(map[string]any, len(sd))
+	}
+	for k, v := range sd {
+		s, _ := v.(string)
+		merged[k] = base64.StdEncoding.EncodeToString([]byte(s))
+	}
+	out["data"] = merged
+	return out
 }
