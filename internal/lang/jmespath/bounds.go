@@ -73,7 +73,7 @@ func (ev *evaluator) estimate(name string, args []any) (int, bool) {
 		if max, ok := n(3); ok && max >= 0 && float64(count) > max {
 			count = int(max)
 		}
-		return scalarSize + len(str) + count*(len(repl)-len(old)) + count*len(old), true
+		return scalarSize + len(str) + count*len(repl), true
 	case "pad_left", "pad_right":
 		str, _ := s(0)
 		w, ok := n(1)
@@ -103,11 +103,18 @@ func (ev *evaluator) estimate(name string, args []any) (int, bool) {
 		return total, true
 	case "regex_replace_all", "regex_replace_all_literal":
 		return estimateRegexReplace(name, args)
-	case "to_string", "base64_encode":
+	case "to_string":
+		// The measure counts more than the JSON text takes.
 		if len(args) == 0 {
 			return 0, false
 		}
-		return 2 * ev.size(args[0]), true
+		return ev.size(args[0]), true
+	case "base64_encode":
+		str, ok := s(0)
+		if !ok {
+			return 0, false
+		}
+		return scalarSize + (len(str)+2)/3*4, true
 	}
 	return 0, false
 }
