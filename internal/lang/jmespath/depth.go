@@ -2,6 +2,7 @@ package jmespath
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/modwright/modwright/internal/lang"
 )
@@ -27,6 +28,10 @@ const (
 func checkDepth(src string) *lang.Diagnostic {
 	if len(src) > MaxSource {
 		return &lang.Diagnostic{Pos: MaxSource, Msg: fmt.Sprintf("expression longer than %d bytes", MaxSource)}
+	}
+	if !utf8.ValidString(src) {
+		// The library's lexer panics on it.
+		return &lang.Diagnostic{Pos: -1, Msg: "expression is not valid UTF-8"}
 	}
 	depth, prefixes, lets := 0, 0, 0
 	for i := 0; i < len(src); i++ {

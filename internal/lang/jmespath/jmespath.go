@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"regexp"
@@ -51,7 +52,7 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 	if d := checkDepth(src); d != nil {
 		return nil, []lang.Diagnostic{*d}
 	}
-	node, err := parsing.NewParser().Parse(src)
+	node, err := parse(src)
 	if err != nil {
 		var se parsing.SyntaxError
 		if errors.As(err, &se) {
@@ -68,6 +69,17 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 		return nil, ds
 	}
 	return &Program{src: src, node: node, caller: caller{interpreter.NewFunctionCaller(fs...)}}, nil
+}
+
+// parse is the library's parser; a panic of it (its lexer has had some)
+// is a syntax error, never a crash of the process loading the rule.
+func parse(src string) (node parsing.ASTNode, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: the parser panicked: %v", ErrPanic, r)
+		}
+	}()
+	return parsing.NewParser().Parse(src)
 }
 
 // unknownCalls appends a Diagnostic for each call of a function the table
