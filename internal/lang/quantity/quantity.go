@@ -52,9 +52,8 @@ func Check(s string) error {
 			digits++
 		}
 	}
-	if digits == 0 {
-		return nil // not a quantity
-	}
+	// No digit is no quantity, but apimachinery still reads an exponent
+	// after nothing ("e11111111111110"): it is checked all the same.
 	if digits > MaxDigits {
 		return outOfRange(s, fmt.Sprintf("more than %d digits", MaxDigits))
 	}
