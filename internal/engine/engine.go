@@ -172,16 +172,28 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		e.scratch.Put(s)
 	}()
 	err := ev.run()
-	if r := ev.secretRedactor(root); r != nil {
-		if err != nil {
-			return nil, r.err(err)
-		}
-		r.decision(ev.d)
+	if says(ev.d, err) {
+		ev.redact(root, &err)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return ev.d, nil
+}
+
+// says reports whether the decision or the error carries text a rule
+// made (what redaction looks at).
+func says(d *Decision, err error) bool {
+	return err != nil || len(d.Errors)+len(d.Rejections)+len(d.Warnings)+len(d.AuditAnnotations) > 0
+}
+
+// redact removes the values of the Secret under review from the decision
+// and *err (nothing for any other object).
+func (ev *evaluation) redact(root map[string]any, err *error) {
+	if r := ev.secretRedactor(root); r != nil {
+		*err = r.err(*err)
+		r.decision(ev.d)
+	}
 }
 
 // secretRedactor is the redactor of the Secret under review (its values
@@ -194,7 +206,7 @@ func (ev *evaluation) secretRedactor(root map[string]any) *redactor {
 	if old == nil && ev.req.OldObjectJSON != nil {
 		old, _ = decodeObject(ev.req.OldObjectJSON)
 	}
-	return newRedactor(secretValues(ev.req, root, old))
+	return newRedactor(secretValues(root, old))
 }
 
 // evaluation is the state of one Evaluate call.

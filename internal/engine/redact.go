@@ -13,13 +13,10 @@ const Redacted = "<redacted>"
 // would blank out common text everywhere and tells little.
 const minRedacted = 4
 
-// secretValues returns the texts of a core Secret's values (the object's
-// and the old object's): each member of data, as its base64 text and
-// decoded, and of stringData; nil when the request is not for a Secret.
-func secretValues(req Request, objs ...any) []string {
-	if req.Kind.Kind != "Secret" || req.Kind.Group != "" {
-		return nil
-	}
+// secretValues returns the texts of a Secret's values (the object's and
+// the old object's): each member of data, as its base64 text and
+// decoded, and of stringData.
+func secretValues(objs ...any) []string {
 	var out []string
 	add := func(s string) {
 		if len(s) >= minRedacted {

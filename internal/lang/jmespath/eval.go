@@ -453,15 +453,23 @@ func (ev *evaluator) index(i int, value any) (any, error) {
 // filterProjection is left[?cond].right; as the library, an error of the
 // left side gives null.
 func (ev *evaluator) filterProjection(node parsing.ASTNode, value any) (any, error) {
-	left, stop, err := ev.lenientLeft(node, value)
-	if stop {
-		return nil, err
-	}
-	items, ok, err := ev.asList(left)
-	if !ok || err != nil {
+	items, ok, err := ev.lenientList(node, value)
+	if !ok {
 		return nil, err
 	}
 	return ev.project(node.Children[1], &node.Children[2], items)
+}
+
+// lenientList is a node's left side as a list, for filters and flattens:
+// ok is false (the node gives null) when it is not a list or its
+// evaluation failed (lenientLeft).
+func (ev *evaluator) lenientList(node parsing.ASTNode, value any) (items []any, ok bool, err error) {
+	left, stop, err := ev.lenientLeft(node, value)
+	if stop {
+		return nil, false, err
+	}
+	items, ok, err = ev.asList(left)
+	return items, ok && err == nil, err
 }
 
 // lenientLeft evaluates a node's left side as the library does for
@@ -482,12 +490,8 @@ func (ev *evaluator) lenientLeft(node parsing.ASTNode, value any) (left any, sto
 // flatten is left[]; as the library, an error of the left side gives
 // null.
 func (ev *evaluator) flatten(node parsing.ASTNode, value any) (any, error) {
-	left, stop, err := ev.lenientLeft(node, value)
-	if stop {
-		return nil, err
-	}
-	items, ok, err := ev.asList(left)
-	if !ok || err != nil {
+	items, ok, err := ev.lenientList(node, value)
+	if !ok {
 		return nil, err
 	}
 	l := ev.newList(len(items))

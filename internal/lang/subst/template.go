@@ -304,7 +304,7 @@ func (t *Template) render(ctx context.Context, r Resolver, cur currentFunc) (any
 		val, _, err := t.parts[0].v.eval(ctx, r, cur)
 		return val, err
 	}
-	return renderParts(ctx, r, cur, t.parts, true)
+	return renderParts(ctx, r, cur, t.parts, true, nil)
 }
 
 // RenderEscaped substitutes the template's variables as text, each
@@ -318,34 +318,16 @@ func (t *Template) RenderEscaped(ctx context.Context, r Resolver, escape func(st
 		return t.unescape, nil
 	}
 	cur := func(context.Context) (any, error) { return nil, nil }
-	var b strings.Builder
-	for _, p := range t.parts {
-		if p.v == nil {
-			b.WriteString(strings.ReplaceAll(p.text, `\{{`, "{{"))
-			continue
-		}
-		val, _, err := p.v.eval(ctx, r, cur)
-		if err != nil {
-			return "", err
-		}
-		s, err := Text(val)
-		if err == nil {
-			s, err = escape(s)
-		}
-		if err != nil {
-			return "", &VarError{Expr: p.v.static, Pos: p.v.pos, Err: err}
-		}
-		b.WriteString(s)
-	}
-	return b.String(), nil
+	return renderParts(ctx, r, cur, t.parts, true, escape)
 }
 
 // renderParts renders parts as text: the template's own text (its escapes
-// removed when unescape), then each value's text as it is. A value is
+// removed when unescape), then each value's text as it is (through
+// escape, when not nil). A value is
 // never scanned for variables again: a text an object holds ("{{
 // settings.data.token }}") stays text, whoever echoes it (Kyverno scans
 // again; docs/compatibility.md).
-func renderParts(ctx context.Context, r Resolver, cur currentFunc, parts []part, unescape bool) (string, error) {
+func renderParts(ctx context.Context, r Resolver, cur currentFunc, parts []part, unescape bool, escape func(string) (string, error)) (string, error) {
 	var b strings.Builder
 	for _, p := range parts {
 		if p.v == nil {
@@ -361,6 +343,9 @@ func renderParts(ctx context.Context, r Resolver, cur currentFunc, parts []part,
 			return "", err
 		}
 		s, err := Text(val)
+		if err == nil && escape != nil {
+			s, err = escape(s)
+		}
 		if err != nil {
 			return "", &VarError{Expr: p.v.static, Pos: p.v.pos, Err: err}
 		}
@@ -378,7 +363,7 @@ func (v *variable) eval(ctx context.Context, r Resolver, cur currentFunc) (val a
 		val, err = resolve(ctx, r, cur, v.pos, v.static)
 		return val, v.shallow, err
 	}
-	s, err := renderParts(ctx, r, cur, v.parts, false)
+	s, err := renderParts(ctx, r, cur, v.parts, false, nil)
 	if err != nil {
 		return nil, false, err
 	}
