@@ -310,8 +310,13 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		informers = append(informers, inf)
 	}
 
+	cue, stopCUE, err := o.cueLanguage()
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	defer stopCUE()
 	store := &source.Store{}
-	reg := newClusterRegistry(o.clusterRules, op.kinitiras)
+	reg := newClusterRegistry(o.clusterRules, op.kinitiras, cue)
 	ruleSource := &cluster.RuleSource{
 		Cache:   mgr.GetCache(),
 		Store:   store,
@@ -457,7 +462,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}
 	// One status reconciler per kind; they compile with their own
 	// adapters (a registry of their own), not the rule source's caches.
-	for _, k := range newClusterRegistry(o.clusterRules, op.kinitiras).Kinds() {
+	for _, k := range newClusterRegistry(o.clusterRules, op.kinitiras, cue).Kinds() {
 		status := &controller.StatusReconciler{Kind: k, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("modwright"), Log: log.WithName("status")}
 		if err := status.SetupWithManager(mgr); err != nil {
 			return err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"github.com/modwright/modwright/internal/kinds"
+	cuelang "github.com/modwright/modwright/internal/lang/cue"
 	"github.com/modwright/modwright/internal/kinds/kinitiras"
 	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/kinds/policy"
@@ -11,19 +12,27 @@ import (
 const defaultClusterRulesNamespace = modrule.DefaultClusterRulesNamespace
 
 // newRegistry is the kinds modwright serves from files (apply, test,
-// explain, lint, krm, serve --standalone), with clusterNS as the
-// cluster-rules namespace ("" for the default): the one place the front
-// ends name a kind.
+// explain, lint, krm), with clusterNS as the cluster-rules namespace (""
+// for the default): the one place the front ends name a kind. CUE runs in
+// this process.
 func newRegistry(clusterNS string) *kinds.Registry {
-	return kinds.NewRegistry(modrule.NewKind(clusterNS), policy.NewPolicyKind(), policy.NewClusterPolicyKind(),
-		kinitiras.NewClusterOverridePolicyKind(), kinitiras.NewOverridePolicyKind(), kinitiras.NewClusterValidatePolicyKind())
+	return newServingRegistry(clusterNS, cuelang.Language{})
 }
 
-// newClusterRegistry is the kinds the operator watches in the cluster:
-// kinitiras' with --kinitiras (their CRDs must then be installed).
-func newClusterRegistry(clusterNS string, withKinitiras bool) *kinds.Registry {
+// newServingRegistry is newRegistry compiling CUE with cue (serve
+// --standalone: its workers).
+func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry {
+	return kinds.NewRegistry(modrule.NewKind(clusterNS), policy.NewPolicyKind(policy.WithCUE(cue)), policy.NewClusterPolicyKind(policy.WithCUE(cue)),
+		kinitiras.NewClusterOverridePolicyKind(kinitiras.WithCUE(cue)), kinitiras.NewOverridePolicyKind(kinitiras.WithCUE(cue)),
+		kinitiras.NewClusterValidatePolicyKind(kinitiras.WithCUE(cue)))
+}
+
+// newClusterRegistry is the kinds the operator watches in the cluster,
+// compiling CUE with cue: kinitiras' with --kinitiras (their CRDs must
+// then be installed).
+func newClusterRegistry(clusterNS string, withKinitiras bool, cue cuelang.Language) *kinds.Registry {
 	if withKinitiras {
-		return newRegistry(clusterNS)
+		return newServingRegistry(clusterNS, cue)
 	}
-	return kinds.NewRegistry(modrule.NewKind(clusterNS), policy.NewPolicyKind(), policy.NewClusterPolicyKind())
+	return kinds.NewRegistry(modrule.NewKind(clusterNS), policy.NewPolicyKind(policy.WithCUE(cue)), policy.NewClusterPolicyKind(policy.WithCUE(cue)))
 }

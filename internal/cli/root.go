@@ -47,7 +47,7 @@ run offline with 'modwright apply' (in CI, or as a Helm post-renderer).`,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newApplyCmd(s), newServeCmd(s), newTestCmd(s), newExplainCmd(s), newLintCmd(s), newKRMCmd(s), newSandboxCmd(s), newRulesTestCmd(s), newGraphCmd(s), newValidateCmd(s), newCompileCmd(s))
+	root.AddCommand(newApplyCmd(s), newServeCmd(s), newTestCmd(s), newExplainCmd(s), newLintCmd(s), newKRMCmd(s), newSandboxCmd(s), newRulesTestCmd(s), newGraphCmd(s), newValidateCmd(s), newCompileCmd(s), newCUEWorkerCmd())
 	for _, c := range root.Commands() {
 		if c.Name() == "serve" || c.Name() == "sandbox" {
 			if c.Annotations == nil {

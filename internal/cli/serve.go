@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/modwright/modwright/internal/certs"
 	"github.com/modwright/modwright/internal/engine"
+	cuelang "github.com/modwright/modwright/internal/lang/cue"
 	"github.com/modwright/modwright/internal/metrics"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/webhook"
@@ -48,6 +50,14 @@ type serveOptions struct {
 	logFormat      string
 	verbosity      int
 	operator       operatorOptions
+	// cueWorkers, cueWorkerMemory, cueTimeout: --cue-workers,
+	// --cue-worker-memory, --cue-timeout.
+	cueWorkers      int
+	cueWorkerMemory int64
+	cueTimeout      time.Duration
+	// cueWorkerCommand makes a CUE worker's command (nil: this binary's
+	// cue-worker command).
+	cueWorkerCommand func() *exec.Cmd
 	// authz answers the rules' authorization questions (the operator's
 	// SubjectAccessReviews); nil standalone.
 	authz engine.Authorizer
@@ -188,6 +198,9 @@ flags take a comma-separated list. Flags given on the command line win.
 	f.DurationVar(&o.reviewTimeout, "review-timeout", webhook.DefaultTimeout, "upper bound of one evaluation (the API server's own timeout applies when shorter)")
 	f.IntVar(&o.maxInFlight, "max-inflight-reviews", 0, "reviews evaluated at once; the others wait, their bodies read, up to their deadline (0: 4 per CPU, at least 8)")
 	f.Int64Var(&o.maxMemory, "max-review-memory", 0, "memory budget, in bytes, of the reviews being evaluated, estimated from their bodies; reviews being read may hold half as much more (0: half of GOMEMLIMIT when set, else 256 MiB)")
+	f.IntVar(&o.cueWorkers, "cue-workers", 0, "CUE programs are checked and evaluated in at most this many worker processes, each killed at its evaluation's deadline or past --cue-worker-memory (0: one per CPU, at least 2; -1: in this process, where an evaluation past its deadline runs on)")
+	f.Int64Var(&o.cueWorkerMemory, "cue-worker-memory", cuelang.DefaultWorkerMemory, "heap, in bytes, a CUE worker may use; past it its evaluation fails with a limit error")
+	f.DurationVar(&o.cueTimeout, "cue-timeout", cuelang.DefaultTimeout, "time one CUE evaluation may run in its worker (its review's deadline bounds it too); past it the worker is killed and the evaluation fails with a limit error")
 	f.BoolVar(&o.failOpen, "fail-open", false, "admit objects unchanged (with a warning) when evaluation fails, instead of denying them")
 	f.DurationVar(&o.shutdownDelay, "shutdown-delay", defaultShutdownDelay, "on SIGTERM, keep serving this long with /readyz failing (so that the API server and the Service stop sending here), then wait for the reviews in flight and exit")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work)")
@@ -292,10 +305,15 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	log.Info("serving certificate", "dir", o.certDir, "generated", generated, "notAfter", bundle.NotAfter.Format(time.RFC3339),
 		"caBundle", filepath.Join(o.certDir, certs.CAFile))
 
+	cue, stopCUE, err := o.cueLanguage()
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	defer stopCUE()
 	store := &source.Store{}
 	files := &source.FileSource{
 		Paths:   o.rules,
-		Kinds:   newRegistry(o.clusterRules),
+		Kinds:   newServingRegistry(o.clusterRules, cue),
 		Store:   store,
 		Log:     log.WithName("rules"),
 		Metrics: m,

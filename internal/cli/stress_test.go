@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -92,11 +93,51 @@ spec:
 ---
 apiVersion: modwright.io/v1alpha1
 kind: ClusterPolicy
+metadata: {name: cue-doubling}
+spec:
+  validations:
+  - cue: |
+      object: _ @tag(object)
+      a0: *object.metadata.annotations.double | ""
+` + cueDoublings + `      validate: {if len(a40) > 1 {valid: true}}
+---
+apiVersion: modwright.io/v1alpha1
+kind: ClusterPolicy
+metadata: {name: cue-loop}
+spec:
+  validations:
+  - cue: |
+      import ("list", "strconv")
+      object: _ @tag(object)
+      n: *strconv.Atoi(object.metadata.annotations.loop) | 0
+      out: [for x in list.Range(0, n, 1) for y in list.Range(0, n, 1) {x * y}]
+      validate: {if len(out) > 1 {valid: true}}
+---
+apiVersion: modwright.io/v1alpha1
+kind: ClusterPolicy
+metadata: {name: cue-constant}
+spec:
+  validations:
+  - cue: |
+      a0: "0123456789abcdef"
+` + cueDoublings + `      validate: {if len(a40) > 1 {valid: true}}
+---
+apiVersion: modwright.io/v1alpha1
+kind: ClusterPolicy
 metadata: {name: deep-parser}
 spec:
   validations:
   - jmespath: "` + strings.Repeat("(", 600000) + "a" + strings.Repeat(")", 600000) + `"
 `
+
+// cueDoublings double a0 forty times (a40 is a terabyte).
+var cueDoublings = func() string {
+	var b strings.Builder
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&b, "      a%d: a%d + a%d\n", i, i-1, i-1)
+	}
+	return b.String()
+}()
 
 // hostileObjects are one object of each class: a quantity no comparison
 // ends on, a string every replace multiplies, a value a projection doubles
@@ -108,6 +149,8 @@ var hostileObjects = map[string]string{
 	"replace":  `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r", "namespace": "team-a", "annotations": {"s": "` + strings.Repeat("ab", 4096) + `"}}}`,
 	"work":     `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w", "namespace": "team-a", "annotations": {"work": "x"}}}`,
 	"copy":     `{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "team-a"}, "spec": {"copies": 40, "s": "` + strings.Repeat("x", 4096) + `"}}`,
+	"cue-doubling": `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d", "namespace": "team-a", "annotations": {"double": "0123456789abcdef"}}}`,
+	"cue-loop":     `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "l", "namespace": "team-a", "annotations": {"loop": "100000"}}}`,
 }
 
 const benignObject = `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ok", "namespace": "team-a", "annotations": {"memory": "1Gi", "s": "ab"}}}`
@@ -139,13 +182,20 @@ func TestHostileReviews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := source.LoadRules(docs, newRegistry("modwright-system"))
-	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error(), "expression longer than") {
-		t.Fatalf("load errors: %v; want deep-parser's alone", res.Errors)
+	// CUE runs in workers, as serve runs it.
+	cue, stopCUE, err := (&serveOptions{cueWorkerMemory: 64 << 20}).cueLanguage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopCUE()
+	res := source.LoadRules(docs, newServingRegistry("modwright-system", cue))
+	if len(res.Errors) != 2 || !strings.Contains(res.Errors[0].Error(), "more memory than its worker may") ||
+		!strings.Contains(res.Errors[1].Error(), "expression longer than") {
+		t.Fatalf("load errors: %v; want cue-constant's and deep-parser's", res.Errors)
 	}
 	snap := engine.NewSnapshot(res.Rules)
-	if broken := snap.Broken(); len(broken) != 1 || broken[0].Info().Name != "deep-parser" {
-		t.Fatalf("broken rules: %d, want deep-parser alone", len(broken))
+	if broken := snap.Broken(); len(broken) != 2 {
+		t.Fatalf("broken rules: %d, want cue-constant and deep-parser", len(broken))
 	}
 	st := &source.Store{}
 	st.Publish(snap)
@@ -258,7 +308,7 @@ func TestHostileReviews(t *testing.T) {
 	}
 	close(stopSampling)
 	sampling.Wait()
-	const chartLimit = 256 << 20 // deploy/helm/modwright/values.yaml resources.limits.memory
+	const chartLimit = 384 << 20 // deploy/helm/modwright/values.yaml resources.limits.memory (the server and its CUE workers)
 	t.Logf("peak RSS %d MiB", peak.Load()>>20)
 	if peak.Load() > chartLimit {
 		t.Errorf("peak RSS %d MiB, over the chart's limit of %d MiB", peak.Load()>>20, chartLimit>>20)
@@ -286,22 +336,47 @@ func busyGoroutines() (int, string) {
 		if len(lines) > 1 && strings.Contains(lines[1], "internal/webhook.(*Dragnet).worker(") {
 			continue
 		}
+		// An idle CUE worker process's waiters (one for its exit, one
+		// for its stderr; at most --cue-workers of them).
+		if strings.Contains(g, "lang/cue.(*Workers).start") || strings.Contains(g, "os/exec.(*Cmd).Start.func") {
+			continue
+		}
 		busy = append(busy, g)
 	}
 	return len(busy), strings.Join(busy, "\n\n")
 }
 
-// residentBytes is the process's resident set size (Linux), 0 when
+// residentBytes is the process's resident set size and its children's
+// (the CUE workers') anonymous memory (their file pages are this binary's,
+// counted once as a container's memory counts them), Linux; 0 when
 // unknown.
 func residentBytes() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	total := statusKB("/proc/self/status", "VmRSS:") << 10
+	self := strconv.Itoa(os.Getpid())
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(fields) > 1 && fields[1] == self {
+			total += statusKB(filepath.Join(filepath.Dir(f), "status"), "RssAnon:") << 10
+		}
+	}
+	return total
+}
+
+// statusKB reads a kB field of a /proc status file.
+func statusKB(path, field string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
+			return kb
 		}
 	}
 	return 0

@@ -84,8 +84,8 @@ func policyKey(obj map[string]any) string {
 // Check is what the policy admission webhook refuses (kinitiras'
 // OnValidating): a policy that does not compile (its cue or renderedCue
 // included) or whose templates do not render.
-func Check(policy map[string]any) error {
-	if _, err := Compile(policy); err != nil {
+func Check(policy map[string]any, opts ...Option) error {
+	if _, err := Compile(policy, opts...); err != nil {
 		return err
 	}
 	_, err := Render(policy)

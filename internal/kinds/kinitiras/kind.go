@@ -16,7 +16,10 @@ import (
 
 // Kind is the adapter of one of kinitiras' three kinds. It is stateless
 // and safe for concurrent use.
-type Kind struct{ name string }
+type Kind struct {
+	name string
+	opts []Option
+}
 
 var (
 	_ kinds.Kind     = (*Kind)(nil)
@@ -42,9 +45,14 @@ func (k *Kind) Check(m *kinds.Manifest) error {
 
 // NewOverridePolicyKind, NewClusterOverridePolicyKind and
 // NewClusterValidatePolicyKind return the adapters.
-func NewOverridePolicyKind() *Kind        { return &Kind{KindOverridePolicy} }
-func NewClusterOverridePolicyKind() *Kind { return &Kind{KindClusterOverride} }
-func NewClusterValidatePolicyKind() *Kind { return &Kind{KindClusterValidate} }
+// Their options apply to every policy they compile.
+func NewOverridePolicyKind(opts ...Option) *Kind { return &Kind{KindOverridePolicy, opts} }
+func NewClusterOverridePolicyKind(opts ...Option) *Kind {
+	return &Kind{KindClusterOverride, opts}
+}
+func NewClusterValidatePolicyKind(opts ...Option) *Kind {
+	return &Kind{KindClusterValidate, opts}
+}
 
 // Name is the kind's name.
 func (k *Kind) Name() string { return k.name }
@@ -64,7 +72,7 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	if av := m.APIVersion(); av != Group+"/"+Version {
 		return nil, fmt.Errorf("%s %s: apiVersion %q is not served; use %s/%s", k.name, m.Key(), av, Group, Version)
 	}
-	p, err := Compile(m.Object)
+	p, err := Compile(m.Object, k.opts...)
 	if p == nil {
 		return nil, err
 	}

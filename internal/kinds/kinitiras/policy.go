@@ -90,7 +90,11 @@ type validateRule struct {
 
 // Compile compiles a policy manifest (a JSON tree); a policy that does not
 // compile gives a *rules.CompileError naming every problem.
-func Compile(obj map[string]any) (*Policy, error) {
+func Compile(obj map[string]any, opts ...Option) (*Policy, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	b, err := value.Encode(obj)
 	if err != nil {
 		return nil, err
@@ -116,7 +120,7 @@ func Compile(obj map[string]any) (*Policy, error) {
 		if src == "" {
 			return nil
 		}
-		pr, ds := cuelang.Language{}.CompileExpr(&lang.Env{Name: field}, src)
+		pr, ds := o.cue.CompileExpr(&lang.Env{Name: field}, src)
 		for _, d := range ds {
 			errs = append(errs, rules.FieldError{Field: field, Pos: d.Pos, Msg: d.Msg})
 		}

@@ -175,6 +175,7 @@ func reasonCode(r metav1.StatusReason) (int, bool) {
 
 // compiler collects a policy's errors while compiling it.
 type compiler struct {
+	options
 	errs []rules.FieldError
 	// varFields are the CEL types of the variables compiled so far, by
 	// name: later CEL expressions see `variables` as an object of these
@@ -261,7 +262,7 @@ func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.P
 // spec that does not compile gives a rule whose Err is a
 // *rules.CompileError listing every problem, with field paths and
 // positions.
-func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
+func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec, opts ...Option) *Rule {
 	cluster := kind == v1alpha1.KindClusterPolicy
 	key := meta.Name
 	if meta.Namespace != "" {
@@ -273,6 +274,9 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec) *Rule {
 		cluster:  cluster,
 	}
 	var c compiler
+	for _, opt := range opts {
+		opt(&c.options)
+	}
 	spec = c.resolveReferences(spec)
 	r.Spec = spec
 	if !cluster && meta.Namespace == "" {

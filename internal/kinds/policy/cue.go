@@ -25,7 +25,7 @@ type cueProg struct {
 
 // cueProgram compiles a CUE slot.
 func (c *compiler) cueProgram(r *Rule, field, src string) *cueProg {
-	p, ds := cuelang.Language{}.CompileExpr(&lang.Env{Name: field}, src)
+	p, ds := c.cue.CompileExpr(&lang.Env{Name: field}, src)
 	if len(ds) > 0 {
 		c.diags(field, ds)
 		return nil

@@ -10,15 +10,17 @@ import (
 // ClusterPolicy. It is stateless and safe for concurrent use.
 type Kind struct {
 	cluster bool
+	opts    []Option
 }
 
 var _ kinds.Kind = (*Kind)(nil)
 
 // NewPolicyKind returns Policy's adapter.
-func NewPolicyKind() *Kind { return &Kind{} }
+// Its options apply to every policy it compiles.
+func NewPolicyKind(opts ...Option) *Kind { return &Kind{opts: opts} }
 
 // NewClusterPolicyKind returns ClusterPolicy's adapter.
-func NewClusterPolicyKind() *Kind { return &Kind{cluster: true} }
+func NewClusterPolicyKind(opts ...Option) *Kind { return &Kind{cluster: true, opts: opts} }
 
 // Name is "Policy" or "ClusterPolicy".
 func (k *Kind) Name() string {
@@ -53,7 +55,7 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 		}
 		meta, spec = Meta{Namespace: p.Namespace, Name: p.Name}, &p.Spec
 	}
-	r := Compile(k.Name(), meta, spec)
+	r := Compile(k.Name(), meta, spec, k.opts...)
 	if r.Err != nil {
 		return r, r.Err
 	}

@@ -62,13 +62,19 @@ func TestConformanceCUE(t *testing.T) {
 	if len(file.Cases) != 16 {
 		t.Fatalf("%d cases; the data has 16", len(file.Cases))
 	}
+	for _, l := range languages(t) {
+		t.Run(l.name, func(t *testing.T) { runCUECases(t, l.Language, file.Cases) })
+	}
+}
+
+func runCUECases(t *testing.T, l cue.Language, cases []cueCase) {
 	pass := 0
-	for _, c := range file.Cases {
+	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			if why, ok := cueDeviations[c.Name]; ok {
 				t.Skipf("documented deviation: %s", why)
 			}
-			p, ds := cue.Language{}.CompileExpr(&lang.Env{Name: "t"}, c.CUE)
+			p, ds := l.CompileExpr(&lang.Env{Name: "t"}, c.CUE)
 			var params map[string]any
 			if len(c.Parameters) > 0 {
 				v, err := value.Decode(c.Parameters)
@@ -78,6 +84,7 @@ func TestConformanceCUE(t *testing.T) {
 				params, _ = v.(map[string]any)
 			}
 			var got any
+			var err error
 			if ds != nil {
 				err = ds[0]
 			} else {
@@ -113,7 +120,7 @@ func TestConformanceCUE(t *testing.T) {
 			pass++
 		})
 	}
-	t.Logf("%d of %d kinitiras CUE cases pass", pass, len(file.Cases))
+	t.Logf("%d of %d kinitiras CUE cases pass", pass, len(cases))
 }
 
 // TestTaskNeedsTasks: a program with processing.http run where nothing

@@ -53,6 +53,11 @@ type Language struct {
 	// CheckTimeout bounds the check of a program when it loads; zero:
 	// DefaultCheckTimeout.
 	CheckTimeout time.Duration
+	// Workers, when not nil, check and evaluate programs in worker
+	// processes that are killed at the deadline or past their memory
+	// limit (CUE cannot be interrupted in a process: without Workers an
+	// evaluation still running at its deadline is abandoned and runs on).
+	Workers *Workers
 }
 
 func (l Language) checkTimeout() time.Duration {
@@ -78,8 +83,26 @@ func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagn
 	return p, nil
 }
 
-// CompileExpr is Compile returning the concrete *Program.
+// CompileExpr is Compile returning the concrete *Program. With Workers,
+// the program's check runs in a worker (killed at CheckTimeout) and so
+// do its evaluations.
 func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
+	if l.Workers == nil {
+		return l.compile(src)
+	}
+	p, ds := parse(src)
+	if ds != nil {
+		return nil, ds
+	}
+	if ds := l.Workers.check(src, l.checkTimeout()); ds != nil {
+		return nil, ds
+	}
+	p.workers = l.Workers
+	return p, nil
+}
+
+// parse parses src and finds what the program reads of its parameters.
+func parse(src string) (*Program, []lang.Diagnostic) {
 	if len(src) > MaxSource {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("the CUE program is %d bytes, over the %d limit", len(src), MaxSource)}}
 	}
@@ -97,6 +120,20 @@ func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagn
 			}
 		}
 	}
+	return p, nil
+}
+
+// checkTimeoutMsg is the diagnostic of a check that ran out of time.
+func checkTimeoutMsg(d time.Duration) []lang.Diagnostic {
+	return []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("checking the program took over %v: what it computes without its parameters is too large", d)}}
+}
+
+// compile compiles and checks src in this process.
+func (l Language) compile(src string) (*Program, []lang.Diagnostic) {
+	p, ds := parse(src)
+	if ds != nil {
+		return nil, ds
+	}
 	// Checked on a value of its own: evaluating a program before its
 	// parameters are filled in would leave its comprehensions decided
 	// without them (a top-level `if kind == "Pod"` stays unapplied).
@@ -106,14 +143,14 @@ func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagn
 	// elements) is computed here: bounded by CheckTimeout, as a request
 	// is by its deadline.
 	checked := make(chan error, 1)
-	go func() { checked <- cuecontext.New().BuildFile(f).Validate() }()
+	go func() { checked <- cuecontext.New().BuildFile(p.file).Validate() }()
 	select {
 	case err := <-checked:
 		if err != nil {
 			return nil, diagnostics(err)
 		}
 	case <-time.After(l.checkTimeout()):
-		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("checking the program took over %v: what it computes without its parameters is too large", l.checkTimeout())}}
+		return nil, checkTimeoutMsg(l.checkTimeout())
 	}
 	p.pool.Put(p.build())
 	return p, nil
@@ -216,6 +253,8 @@ type Program struct {
 	aliases map[string]bool
 	// outputs caches the parsed paths of the output fields asked for.
 	outputs sync.Map // string -> cue.Path
+	// workers, when not nil, evaluate the program (Language.Workers).
+	workers *Workers
 }
 
 type instance struct {
@@ -256,9 +295,10 @@ func (p *Program) Eval(ctx context.Context, in *lang.Activation) (any, error) {
 // Run unifies each parameter (a JSON tree) into the field of its name, as
 // kinitiras does, and returns the value of the output field ("" for the
 // whole program) as a JSON tree; it must be concrete. An output field the
-// program lacks wraps ErrNoOutput. CUE cannot be interrupted: an
-// evaluation still running when ctx ends is abandoned (its context is
-// not reused) and Run returns ctx's error.
+// program lacks wraps ErrNoOutput. CUE cannot be interrupted in a
+// process: with the Language's Workers the evaluation's worker is killed
+// when ctx ends; without, an evaluation still running when ctx ends is
+// abandoned (its context is not reused) and Run returns ctx's error.
 func (p *Program) Run(ctx context.Context, params map[string]any, output string) (any, error) {
 	return p.RunTasks(ctx, params, output, nil)
 }
@@ -288,25 +328,38 @@ func (p *Program) RunTasks(ctx context.Context, params map[string]any, output st
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if p.workers != nil {
+		return p.workers.run(ctx, p, params, output, tasks)
+	}
+	b, err := p.runJSON(ctx, params, output, tasks)
+	if err != nil {
+		return nil, err
+	}
+	return value.Decode(b)
+}
+
+// runJSON evaluates the program in this process and returns the output's
+// JSON.
+func (p *Program) runJSON(ctx context.Context, params map[string]any, output string, tasks Tasks) ([]byte, error) {
 	inst, _ := p.pool.Get().(*instance)
 	if inst == nil {
 		inst = p.build()
 	}
 	type result struct {
-		v   any
+		b   []byte
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		v, err := inst.run(ctx, p, params, output, tasks)
-		done <- result{v, err}
+		b, err := inst.run(ctx, p, params, output, tasks)
+		done <- result{b, err}
 	}()
 	select {
 	case r := <-done:
 		if inst.uses++; inst.uses < maxUses {
 			p.pool.Put(inst)
 		}
-		return r.v, r.err
+		return r.b, r.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("the CUE program did not finish: %w", context.Cause(ctx))
 	}
@@ -326,7 +379,7 @@ func (p *Program) inject(name string, v any, whole bool) (any, bool) {
 	return prune(v, u.paths), true
 }
 
-func (inst *instance) run(ctx context.Context, p *Program, params map[string]any, output string, tasks Tasks) (any, error) {
+func (inst *instance) run(ctx context.Context, p *Program, params map[string]any, output string, tasks Tasks) ([]byte, error) {
 	v := inst.v
 	for name, pv := range params {
 		// The whole program's value shows every field: nothing pruned.
@@ -368,7 +421,7 @@ func (inst *instance) run(ctx context.Context, p *Program, params map[string]any
 	if err != nil {
 		return nil, evalError(err)
 	}
-	return value.Decode(b)
+	return b, nil
 }
 
 var (

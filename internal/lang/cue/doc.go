@@ -10,13 +10,22 @@
 // request in a CUE context borrowed from the program's pool (a CUE context
 // is not safe for concurrent use; each pooled context holds the built
 // program and is dropped after maxUses evaluations, which bounds what it
-// interns); the request's deadline (CUE cannot be interrupted: an
-// evaluation still running when the context ends is abandoned, its
-// context not reused, and Run returns at once); concrete JSON output.
+// interns); the request's deadline (CUE cannot be interrupted in a
+// process: in this process an evaluation still running when the context
+// ends is abandoned, its context not reused, and Run returns at once);
+// concrete JSON output.
 //
-// Kinitiras' 16 CUE cases run in conformance_test.go: 13 pass, 3 are
-// documented deviations (two checks of kinitiras' Go API, and its
-// processing.http hook, not implemented yet).
+// Workers (workers.go, worker.go) make evaluation stoppable: with
+// Language.Workers a program is checked and evaluated in worker processes
+// (ServeWorker, a frame protocol on stdin and stdout; a program's
+// processing.http task is answered by the parent), each killed at its
+// evaluation's deadline, after WorkerOptions.Timeout, or when its heap
+// passes WorkerOptions.MemoryLimit (ErrTimeout, ErrMemory, in
+// lang.ErrLimit's chain). serve uses them; the one-shot commands do not.
+//
+// Kinitiras' 16 CUE cases run in conformance_test.go, in this process and
+// through Workers: 14 pass, 2 are documented deviations (checks of
+// kinitiras' Go API).
 //
 // Remaining work (issue 17): the parameters are encoded as JSON and
 // compiled per request, as kinitiras does; injecting only what a program

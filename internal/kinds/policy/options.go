@@ -1,0 +1,15 @@
+package policy
+
+import cuelang "github.com/modwright/modwright/internal/lang/cue"
+
+// Option is a front end's choice for how policies compile.
+type Option func(*options)
+
+type options struct {
+	cue cuelang.Language
+}
+
+// WithCUE compiles the policies' CUE members with l: a front end that
+// serves gives it Workers, so that a program that does not end or grows
+// without bound is stopped.
+func WithCUE(l cuelang.Language) Option { return func(o *options) { o.cue = l } }
