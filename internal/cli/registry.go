@@ -2,10 +2,10 @@ package cli
 
 import (
 	"github.com/modwright/modwright/internal/kinds"
-	cuelang "github.com/modwright/modwright/internal/lang/cue"
 	"github.com/modwright/modwright/internal/kinds/kinitiras"
 	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/kinds/policy"
+	cuelang "github.com/modwright/modwright/internal/lang/cue"
 )
 
 // defaultClusterRulesNamespace is the --cluster-rules-namespace default.

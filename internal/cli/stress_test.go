@@ -145,10 +145,10 @@ var cueDoublings = func() string {
 // into itself. Each is denied: its rule fails, and a Policy's failure
 // policy is Fail.
 var hostileObjects = map[string]string{
-	"quantity": `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "q", "namespace": "team-a", "annotations": {"memory": "1e-999999999"}}}`,
-	"replace":  `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r", "namespace": "team-a", "annotations": {"s": "` + strings.Repeat("ab", 4096) + `"}}}`,
-	"work":     `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w", "namespace": "team-a", "annotations": {"work": "x"}}}`,
-	"copy":     `{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "team-a"}, "spec": {"copies": 40, "s": "` + strings.Repeat("x", 4096) + `"}}`,
+	"quantity":     `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "q", "namespace": "team-a", "annotations": {"memory": "1e-999999999"}}}`,
+	"replace":      `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r", "namespace": "team-a", "annotations": {"s": "` + strings.Repeat("ab", 4096) + `"}}}`,
+	"work":         `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w", "namespace": "team-a", "annotations": {"work": "x"}}}`,
+	"copy":         `{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "team-a"}, "spec": {"copies": 40, "s": "` + strings.Repeat("x", 4096) + `"}}`,
 	"cue-doubling": `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d", "namespace": "team-a", "annotations": {"double": "0123456789abcdef"}}}`,
 	"cue-loop":     `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "l", "namespace": "team-a", "annotations": {"loop": "100000"}}}`,
 }
