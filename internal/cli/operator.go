@@ -35,6 +35,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/modwright/modwright/internal/controller"
+	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/graphapi"
 	"github.com/modwright/modwright/internal/kinds/kinitiras"
 	"github.com/modwright/modwright/internal/lang/rego"
@@ -412,7 +413,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		if native != nil {
 			native.Served = dragnetSnaps
 		}
-		srv.Register(webhook.DragnetPath, o.dragnet("dragnet", dragnetSnaps, resolver, log, m))
+		registerDragnet(srv, o.dragnet("dragnet", dragnetSnaps, resolver, log, m))
 		srv.Register(kinitirasMutatePath, o.dragnet("kinitiras-mutate", &webhook.KindFilter{Source: store, Keep: func(k string) bool {
 			return k == kinitiras.KindOverridePolicy || k == kinitiras.KindClusterOverride
 		}}, resolver, log, m))
@@ -420,7 +421,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 			return k == kinitiras.KindClusterValidate
 		}}, resolver, log, m))
 	} else {
-		srv.Register(webhook.DragnetPath, o.dragnet("dragnet", served, resolver, log, m))
+		registerDragnet(srv, o.dragnet("dragnet", served, resolver, log, m))
 	}
 	// The other webhooks go through the dragnet's codec. Their bodies (a
 	// Binding, a ModRule) are small: each reads within a body budget of
@@ -644,3 +645,13 @@ func splitList(s string) []string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// registerDragnet serves the dragnet at its three paths: every rule
+// (webhook.DragnetPath, as KubeMod), mutations alone (MutatePath, the
+// chart's mutating webhook) and validations alone (ValidatePath, the
+// chart's validating webhook).
+func registerDragnet(srv interface{ Register(string, http.Handler) }, d *webhook.Dragnet) {
+	srv.Register(webhook.DragnetPath, d)
+	srv.Register(webhook.MutatePath, d.Phase(engine.Mutate))
+	srv.Register(webhook.ValidatePath, d.Phase(engine.Validate))
+}

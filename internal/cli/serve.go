@@ -106,7 +106,11 @@ Without --standalone it is the in-cluster operator (see docs/operator.md):
 ModRules come from the API server through an informer and are compiled once
 per generation into the serving snapshot, swapped atomically; every replica
 serves from its own snapshot. It serves, on --webhook-port (TLS 1.2+):
-  /dragnet-webhook      the mutating webhook every targeted object goes through
+  /dragnet-mutate       the mutating webhook every targeted object goes through
+                        (the rules' mutations)
+  /dragnet-validate     the validating webhook it goes through (the rules'
+                        validations, on the final object)
+  /dragnet-webhook      both at once (KubeMod's path)
   /podbinding-webhook   records a bound Pod's node (ref.kubemod.io/nodename)
                         when it is annotated ref.kubemod.io/inject-node-ref: "true"
   /validate-modrule     refuses ModRules that do not compile, with field errors
@@ -124,11 +128,15 @@ With --cert-management external, cert-manager provides the Secret and the
 caBundle instead.
 
 With --standalone it needs no Kubernetes API at all: rules come from files and
-directories (read as 'modwright apply --rules' reads them), and the dragnet
-mutating webhook is served over HTTPS (TLS 1.2+, HTTP/2) at /dragnet-webhook,
-KubeMod's path, speaking AdmissionReview admission.k8s.io/v1 (and v1beta1).
-Point any API server's MutatingWebhookConfiguration at it, with the CA from
-<cert-dir>/ca.crt as caBundle. The server also serves /healthz, /readyz (ready
+directories (read as 'modwright apply --rules' reads them), and the dragnet is
+served over HTTPS (TLS 1.2+, HTTP/2), speaking AdmissionReview
+admission.k8s.io/v1 (and v1beta1), at three paths:
+  /dragnet-webhook   every rule, mutations and validations (KubeMod's path)
+  /dragnet-mutate    mutations alone: point a MutatingWebhookConfiguration here
+  /dragnet-validate  validations alone: point a ValidatingWebhookConfiguration
+                     here, so that they see the final object (after every
+                     mutating webhook and admission policy)
+with the CA from <cert-dir>/ca.crt as caBundle. The server also serves /healthz, /readyz (ready
 once the rules are loaded) and /metrics (Prometheus).
 
 When --cert-dir holds no usable tls.crt/tls.key, a CA and a serving certificate
@@ -325,7 +333,8 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	srv, err := webhook.NewServer(o.serverOptions(webhook.ServerOptions{
 		CertFile: filepath.Join(o.certDir, certs.CertFile),
 		KeyFile:  filepath.Join(o.certDir, certs.KeyFile),
-		Handlers: map[string]http.Handler{webhook.DragnetPath: dragnet},
+		Handlers: map[string]http.Handler{webhook.DragnetPath: dragnet,
+			webhook.MutatePath: dragnet.Phase(engine.Mutate), webhook.ValidatePath: dragnet.Phase(engine.Validate)},
 		Ready:    store.Ready,
 		Gatherer: reg,
 		Pprof:    o.pprof,

@@ -87,8 +87,9 @@ func (p *CertProvider) load(ctx context.Context) (*tls.Certificate, error) {
 type WebhookConfigs struct {
 	Mutating   string // MutatingWebhookConfiguration name ("" : none)
 	Validating string // ValidatingWebhookConfiguration name ("" : none)
-	// DragnetWebhook is the name of the dragnet webhook inside Mutating;
-	// its rules are set to DragnetRules when DragnetRules is not nil.
+	// DragnetWebhook is the name of the dragnet webhook inside Mutating
+	// (its mutations) and Validating (its validations); its rules are set
+	// to DragnetRules in both when DragnetRules is not nil.
 	DragnetWebhook string
 	DragnetRules   []admissionv1.RuleWithOperations
 	// DragnetFailurePolicy is the dragnet's failure policy once armed
@@ -101,7 +102,7 @@ type WebhookConfigs struct {
 	DragnetFailurePolicy admissionv1.FailurePolicyType
 }
 
-// ArmedAnnotation marks the MutatingWebhookConfiguration whose dragnet the
+// ArmedAnnotation marks a webhook configuration whose dragnet the
 // operator has armed ("true") or is to arm ("false").
 const ArmedAnnotation = "modwright.io/armed"
 
@@ -234,7 +235,11 @@ func (m *CertManager) Reconcile(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	if m.Configs.Validating != "" {
-		errs = append(errs, m.updateValidating(ctx, caBundle))
+		armed, err := m.updateValidating(ctx, caBundle)
+		errs = append(errs, err)
+		if !armed {
+			next = min(next, time.Second)
+		}
 	}
 	return next, errors.Join(errs...)
 }
@@ -316,9 +321,45 @@ func validCAs(bundle []byte, now time.Time) []byte {
 	}
 }
 
-// updateMutating keeps the caBundle and the dragnet's rules correct, and
-// arms the dragnet (see WebhookConfigs.DragnetFailurePolicy); armed is
-// false while the dragnet waits to be armed.
+// hook is what the operator keeps of one webhook of a mutating or
+// validating configuration.
+type hook struct {
+	name   string
+	ca     *[]byte
+	rules  *[]admissionv1.RuleWithOperations
+	policy **admissionv1.FailurePolicyType
+}
+
+// keep sets every hook's caBundle (when not nil) and the dragnet's rules,
+// and arms the dragnet (see WebhookConfigs.DragnetFailurePolicy), marking
+// annotations; waiting is true while the dragnet waits to be armed.
+func (m *CertManager) keep(annotations map[string]string, caBundle []byte, hooks []hook) (waiting, armedNow bool) {
+	toArm := annotations[ArmedAnnotation] == "false" && m.Configs.DragnetFailurePolicy != ""
+	ready := !toArm || m.Ready == nil || m.Ready() == nil
+	for _, h := range hooks {
+		if caBundle != nil {
+			*h.ca = caBundle
+		}
+		if h.name != m.Configs.DragnetWebhook {
+			continue
+		}
+		if m.Configs.DragnetRules != nil {
+			*h.rules = m.Configs.DragnetRules
+		}
+		if toArm && ready && len(*h.ca) > 0 {
+			p := m.Configs.DragnetFailurePolicy
+			*h.policy = &p
+			armedNow = true
+		}
+	}
+	if armedNow {
+		annotations[ArmedAnnotation] = "true"
+	}
+	return toArm && !armedNow, armedNow
+}
+
+// updateMutating keeps the mutating configuration correct (keep); armed
+// is false while its dragnet waits to be armed.
 func (m *CertManager) updateMutating(ctx context.Context, caBundle []byte) (armed bool, err error) {
 	var c admissionv1.MutatingWebhookConfiguration
 	if err := m.Client.Get(ctx, client.ObjectKey{Name: m.Configs.Mutating}, &c); err != nil {
@@ -329,85 +370,81 @@ func (m *CertManager) updateMutating(ctx context.Context, caBundle []byte) (arme
 		return true, err
 	}
 	orig := c.DeepCopy()
-	toArm := c.Annotations[ArmedAnnotation] == "false" && m.Configs.DragnetFailurePolicy != ""
-	ready := !toArm || m.Ready == nil || m.Ready() == nil
-	armedNow := false
+	hooks := make([]hook, len(c.Webhooks))
 	for i := range c.Webhooks {
 		w := &c.Webhooks[i]
-		if caBundle != nil {
-			w.ClientConfig.CABundle = caBundle
-		}
-		if w.Name != m.Configs.DragnetWebhook {
-			continue
-		}
-		if m.Configs.DragnetRules != nil {
-			w.Rules = m.Configs.DragnetRules
-		}
-		if toArm && ready && len(w.ClientConfig.CABundle) > 0 {
-			p := m.Configs.DragnetFailurePolicy
-			w.FailurePolicy = &p
-			armedNow = true
-		}
+		hooks[i] = hook{w.Name, &w.ClientConfig.CABundle, &w.Rules, &w.FailurePolicy}
 	}
-	if armedNow {
-		c.Annotations[ArmedAnnotation] = "true"
-	}
+	waiting, armedNow := m.keep(c.Annotations, caBundle, hooks)
 	if equalMutating(orig, &c) {
-		return !toArm, nil
+		return !waiting, nil
 	}
 	if err := m.Client.Patch(ctx, &c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return false, fmt.Errorf("updating MutatingWebhookConfiguration %s: %w", c.Name, err)
 	}
-	if armedNow {
-		m.Log.Info("armed the dragnet webhook: a replica is ready", "name", c.Name, "failurePolicy", m.Configs.DragnetFailurePolicy)
-	} else {
-		m.Log.Info("updated the webhook configuration", "kind", "MutatingWebhookConfiguration", "name", c.Name)
-	}
-	return !toArm || armedNow, nil
+	m.logUpdate("MutatingWebhookConfiguration", c.Name, armedNow)
+	return !waiting, nil
 }
 
-func (m *CertManager) updateValidating(ctx context.Context, caBundle []byte) error {
-	if caBundle == nil {
-		return nil
+func (m *CertManager) logUpdate(kind, name string, armedNow bool) {
+	if armedNow {
+		m.Log.Info("armed the dragnet webhook: a replica is ready", "kind", kind, "name", name, "failurePolicy", m.Configs.DragnetFailurePolicy)
+	} else {
+		m.Log.Info("updated the webhook configuration", "kind", kind, "name", name)
 	}
+}
+
+// updateValidating keeps the validating configuration correct (keep: the
+// dragnet's validating webhook too); armed is false while its dragnet
+// waits to be armed.
+func (m *CertManager) updateValidating(ctx context.Context, caBundle []byte) (armed bool, err error) {
 	var c admissionv1.ValidatingWebhookConfiguration
 	if err := m.Client.Get(ctx, client.ObjectKey{Name: m.Configs.Validating}, &c); err != nil {
 		if apierrors.IsNotFound(err) {
 			m.Log.V(1).Info("ValidatingWebhookConfiguration not found; nothing to update", "name", m.Configs.Validating)
-			return nil
+			return true, nil
 		}
-		return err
+		return true, err
 	}
 	orig := c.DeepCopy()
-	changed := false
+	hooks := make([]hook, len(c.Webhooks))
 	for i := range c.Webhooks {
-		if !bytes.Equal(c.Webhooks[i].ClientConfig.CABundle, caBundle) {
-			c.Webhooks[i].ClientConfig.CABundle = caBundle
-			changed = true
-		}
+		w := &c.Webhooks[i]
+		hooks[i] = hook{w.Name, &w.ClientConfig.CABundle, &w.Rules, &w.FailurePolicy}
 	}
-	if !changed {
-		return nil
+	waiting, armedNow := m.keep(c.Annotations, caBundle, hooks)
+	if equalValidating(orig, &c) {
+		return !waiting, nil
 	}
 	if err := m.Client.Patch(ctx, &c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("updating ValidatingWebhookConfiguration %s: %w", c.Name, err)
+		return false, fmt.Errorf("updating ValidatingWebhookConfiguration %s: %w", c.Name, err)
 	}
-	m.Log.Info("updated the webhook configuration", "kind", "ValidatingWebhookConfiguration", "name", c.Name)
-	return nil
+	m.logUpdate("ValidatingWebhookConfiguration", c.Name, armedNow)
+	return !waiting, nil
 }
 
 func equalMutating(a, b *admissionv1.MutatingWebhookConfiguration) bool {
+	return a.Annotations[ArmedAnnotation] == b.Annotations[ArmedAnnotation] &&
+		slices.EqualFunc(a.Webhooks, b.Webhooks, func(x, y admissionv1.MutatingWebhook) bool {
+			return equalHook(x.ClientConfig.CABundle, y.ClientConfig.CABundle, x.Rules, y.Rules, x.FailurePolicy, y.FailurePolicy)
+		})
+}
+
+func equalValidating(a, b *admissionv1.ValidatingWebhookConfiguration) bool {
+	return a.Annotations[ArmedAnnotation] == b.Annotations[ArmedAnnotation] &&
+		slices.EqualFunc(a.Webhooks, b.Webhooks, func(x, y admissionv1.ValidatingWebhook) bool {
+			return equalHook(x.ClientConfig.CABundle, y.ClientConfig.CABundle, x.Rules, y.Rules, x.FailurePolicy, y.FailurePolicy)
+		})
+}
+
+func equalHook(caX, caY []byte, rulesX, rulesY []admissionv1.RuleWithOperations, px, py *admissionv1.FailurePolicyType) bool {
 	policy := func(p *admissionv1.FailurePolicyType) admissionv1.FailurePolicyType {
 		if p == nil {
 			return admissionv1.Fail // the API server's default
 		}
 		return *p
 	}
-	return a.Annotations[ArmedAnnotation] == b.Annotations[ArmedAnnotation] &&
-		slices.EqualFunc(a.Webhooks, b.Webhooks, func(x, y admissionv1.MutatingWebhook) bool {
-			return bytes.Equal(x.ClientConfig.CABundle, y.ClientConfig.CABundle) &&
-				slices.EqualFunc(x.Rules, y.Rules, equalRule) && policy(x.FailurePolicy) == policy(y.FailurePolicy)
-		})
+	return bytes.Equal(caX, caY) && slices.EqualFunc(rulesX, rulesY, equalRule) && policy(px) == policy(py)
 }
 
 func equalRule(x, y admissionv1.RuleWithOperations) bool {

@@ -301,10 +301,10 @@ func (ev *evaluation) run() error {
 		matched = matched[:0]
 		for _, r := range ev.candidates[start:end] {
 			info := r.Info()
-			if info.Phase.Has(Validate) {
+			if info.Phase.Has(Validate) && ev.runs(Validate) {
 				validates = append(validates, r)
 			}
-			if !info.Phase.Has(Mutate) {
+			if !info.Phase.Has(Mutate) || !ev.runs(Mutate) {
 				continue
 			}
 			ev.phase = Mutate
@@ -409,6 +409,11 @@ func (ev *evaluation) run() error {
 	}
 	ev.finish()
 	return nil
+}
+
+// runs reports whether the request runs phase p (Request.Phases).
+func (ev *evaluation) runs(p Phase) bool {
+	return ev.req.Phases == 0 || ev.req.Phases.Has(p)
 }
 
 // failed is the error of an evaluation that a FailureFail rule's failure

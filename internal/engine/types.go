@@ -110,6 +110,11 @@ type Request struct {
 	// can apply.
 	Object, OldObject         any
 	ObjectJSON, OldObjectJSON []byte
+	// Phases are the phases run: Mutate alone where the API server
+	// mutates (a mutating webhook), Validate alone where it validates (a
+	// validating webhook: the object is final, after every mutation of
+	// every admission plugin); zero runs both, as one offline answer does.
+	Phases Phase
 }
 
 // Authorizer decides whether a user may do something, as the API server's

@@ -20,8 +20,19 @@ import (
 	"github.com/modwright/modwright/internal/rules"
 )
 
-// DragnetPath is where KubeMod serves its mutating webhook; modwright keeps it.
-const DragnetPath = "/dragnet-webhook"
+// DragnetPath is where KubeMod serves its mutating webhook; modwright keeps
+// it: a review there runs every rule, mutations and validations (KubeMod's
+// Reject rules ran in its mutating webhook). MutatePath and ValidatePath
+// split them, as the chart registers them: mutations in the mutating
+// webhook, validations in a validating webhook, where the API server
+// sends the final object, after every mutating webhook and mutating
+// admission policy (one that runs after modwright's mutations cannot slip
+// an object past its validations).
+const (
+	DragnetPath  = "/dragnet-webhook"
+	MutatePath   = "/dragnet-mutate"
+	ValidatePath = "/dragnet-validate"
+)
 
 // Defaults for Options.
 const (
@@ -45,13 +56,33 @@ type Evaluator interface {
 
 var _ Evaluator = (*engine.Engine)(nil)
 
-// name is the handler's metrics label.
-func (d *Dragnet) name() string {
-	if d.opts.Name != "" {
-		return d.opts.Name
+// name is the handler's metrics label: Options.Name, and the phase it
+// runs alone (dragnet-mutate, dragnet-validate).
+func (d *Dragnet) name(phases engine.Phase) string {
+	name := d.opts.Name
+	if name == "" {
+		name = webhookName
 	}
-	return webhookName
+	switch phases {
+	case engine.Mutate:
+		return name + "-mutate"
+	case engine.Validate:
+		return name + "-validate"
+	}
+	return name
 }
+
+// Phase is a handler of this dragnet (its evaluation slots, memory
+// budget and workers) that runs the rules' phase p alone: engine.Mutate
+// behind a mutating webhook, engine.Validate behind a validating one.
+func (d *Dragnet) Phase(p engine.Phase) http.Handler { return phaseHandler{d, p} }
+
+type phaseHandler struct {
+	d *Dragnet
+	p engine.Phase
+}
+
+func (h phaseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.d.serve(w, r, h.p) }
 
 // KindFilter serves, of another source's snapshots, the rules of the kinds
 // Keep accepts: kinitiras' own webhook paths serve its kinds only, and the
@@ -239,12 +270,17 @@ type httpError struct {
 	msg  string
 }
 
-func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP runs every rule, mutations and validations.
+func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.serve(w, r, 0) }
+
+// serve answers one review, running phases (zero: all) of the rules.
+func (d *Dragnet) serve(w http.ResponseWriter, r *http.Request, phases engine.Phase) {
+	name := d.name(phases)
 	start := d.now()
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(d.deadline(r)))
 	defer cancel()
 	if herr := checkRequest(w, r); herr != nil {
-		d.opts.Metrics.Review(d.name(), "", metrics.OutcomeInvalid, d.now().Sub(start))
+		d.opts.Metrics.Review(name, "", metrics.OutcomeInvalid, d.now().Sub(start))
 		http.Error(w, herr.msg, herr.code)
 		return
 	}
@@ -271,13 +307,16 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if herr.code == http.StatusServiceUnavailable || herr.code == http.StatusRequestTimeout {
 			outcome = metrics.OutcomeError
 		}
-		d.opts.Metrics.Review(d.name(), "", outcome, d.now().Sub(start))
+		d.opts.Metrics.Review(name, "", outcome, d.now().Sub(start))
 		http.Error(w, herr.msg, herr.code)
 		return
 	}
 	rv, err := decodeReview(body)
+	if err == nil {
+		rv.phases = phases
+	}
 	if err != nil {
-		d.opts.Metrics.Review(d.name(), "", metrics.OutcomeInvalid, d.now().Sub(start))
+		d.opts.Metrics.Review(name, "", metrics.OutcomeInvalid, d.now().Sub(start))
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -285,14 +324,14 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if snap == nil {
 		// Not ready: an error lets the API server apply the webhook's
 		// failurePolicy, as for an unreachable webhook.
-		d.opts.Metrics.Review(d.name(), opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
+		d.opts.Metrics.Review(name, opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
 		http.Error(w, "modwright: the rule snapshot is not loaded yet", http.StatusServiceUnavailable)
 		return
 	}
 
 	cost = reviewCost(body)
 	if herr := d.admit(ctx, cost); herr != nil {
-		d.opts.Metrics.Review(d.name(), opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
+		d.opts.Metrics.Review(name, opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
 		d.opts.Log.V(1).Info("review not admitted", "uid", rv.Request.UID, "bytes", len(body), "cost", cost, "reason", herr.msg)
 		http.Error(w, herr.msg, herr.code)
 		return
@@ -308,7 +347,7 @@ func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, err := w.Write(out.Bytes()); err != nil {
 		d.opts.Log.V(1).Info("writing the admission response failed", "uid", rv.Request.UID, "error", err.Error())
 	}
-	d.opts.Metrics.Review(d.name(), opLabel(rv.Request.Operation), outcome, d.now().Sub(start))
+	d.opts.Metrics.Review(name, opLabel(rv.Request.Operation), outcome, d.now().Sub(start))
 }
 
 func (d *Dragnet) putBuffer(b *bytes.Buffer) {
@@ -357,7 +396,7 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 	resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
 	defer func() {
 		if p := recover(); p != nil {
-			d.opts.Metrics.Panic(d.name())
+			d.opts.Metrics.Panic(d.name(rv.phases))
 			d.opts.Log.Error(fmt.Errorf("panic: %v", p), "recovered a panic while evaluating rules; this is a bug, please report it",
 				"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "stack", string(debug.Stack()))
 			resp, outcome = d.failure(rv, http.StatusInternalServerError, "modwright: internal error while evaluating rules (recovered a panic; see the modwright log)")
@@ -370,6 +409,7 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 	// no ModRule selects it (admissionOperations has no CONNECT), a
 	// Policy may, and mutating rules do not run on it.
 	ereq := req.attributes()
+	ereq.Phases = rv.phases
 	// A Namespace is cluster-scoped, but the API server names the namespace
 	// itself in UPDATE and DELETE requests; KubeMod treats it as
 	// cluster-scoped, and so does modwright.

@@ -438,3 +438,50 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// TestDragnetPhases: the mutating path runs mutations alone (a Reject
+// rule's object is admitted, patched), the validating path validations
+// alone (the object as the API server sends it, final: rejected, no
+// patch), the dragnet's own path both.
+func TestDragnetPhases(t *testing.T) {
+	h, reg := newTestDragnet(t, engine.New(engine.Options{}), nil)
+	body := reviewBody("admission.k8s.io/v1", "CREATE", "", "Pod", "ns1", pod(`"app":"x"`, "nginx:latest"), "")
+	for _, tc := range []struct {
+		name    string
+		h       http.Handler
+		allowed bool
+		patched bool
+	}{
+		{"dragnet", h, false, false},
+		{"mutate", h.Phase(engine.Mutate), true, true},
+		{"validate", h.Phase(engine.Validate), false, false},
+	} {
+		_, resp := decodeResponse(t, post(t, tc.h, "/", body))
+		if resp.Allowed != tc.allowed || (len(resp.Patch) > 0) != tc.patched {
+			t.Errorf("%s: allowed %v, patch %s; want allowed %v, patched %v", tc.name, resp.Allowed, resp.Patch, tc.allowed, tc.patched)
+		}
+		if !tc.allowed && (resp.Result == nil || !strings.Contains(resp.Result.Message, "no latest in ns1")) {
+			t.Errorf("%s: result %+v", tc.name, resp.Result)
+		}
+	}
+	// Each path counts under its own name.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "webhook" {
+					seen[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	for _, name := range []string{"dragnet", "dragnet-mutate", "dragnet-validate"} {
+		if !seen[name] {
+			t.Errorf("no metric labelled webhook=%q (labels %v)", name, seen)
+		}
+	}
+}

@@ -385,7 +385,8 @@ func (b *balancer) serve(c net.Conn) {
 	}
 }
 
-// setFailurePolicy changes the dragnet's failure policy.
+// setFailurePolicy changes the dragnet's failure policy, in the mutating
+// and the validating configuration.
 func (cl *cluster) setFailurePolicy(t *testing.T, p admissionregv1.FailurePolicyType) {
 	t.Helper()
 	eventually(t, 10*time.Second, func() error {
@@ -393,10 +394,29 @@ func (cl *cluster) setFailurePolicy(t *testing.T, p admissionregv1.FailurePolicy
 		if err := cl.c.Get(context.Background(), client.ObjectKey{Name: "modwright"}, &mw); err != nil {
 			return err
 		}
-		mw.Webhooks[0].FailurePolicy = &p
+		for i := range mw.Webhooks {
+			if mw.Webhooks[i].Name == dragnetWebhook {
+				mw.Webhooks[i].FailurePolicy = &p
+			}
+		}
 		return cl.c.Update(context.Background(), &mw)
 	})
+	eventually(t, 10*time.Second, func() error {
+		var vw admissionregv1.ValidatingWebhookConfiguration
+		if err := cl.c.Get(context.Background(), client.ObjectKey{Name: "modwright"}, &vw); err != nil {
+			return err
+		}
+		for i := range vw.Webhooks {
+			if vw.Webhooks[i].Name == dragnetWebhook {
+				vw.Webhooks[i].FailurePolicy = &p
+			}
+		}
+		return cl.c.Update(context.Background(), &vw)
+	})
 }
+
+// dragnetWebhook is the dragnet's name in both configurations.
+const dragnetWebhook = "dragnet.modwright.io"
 
 // storeUnvalidated creates a rule while nothing validates it (as under
 // KubeMod, or before modwright was installed): it removes the validating

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -19,7 +18,8 @@ import (
 // cluster's writes depend on a modwright that does not answer. With the
 // bundle applied and no operator running (an image that cannot be
 // pulled), a Namespace and a Pod in kube-system are created; the dragnet
-// is Ignore, not yet armed. Once a replica is ready, the leader arms it
+// is Ignore, not yet armed, in the mutating and the validating
+// configuration. Once a replica is ready, the leader arms both
 // (failurePolicy Fail, modwright.io/armed "true"); with every replica
 // gone, a ConfigMap in a tenant's namespace is then refused (Fail), while
 // kube-system and the release's own namespace never go through the
@@ -28,17 +28,33 @@ func TestInstallNeverLocks(t *testing.T) {
 	cl := startCluster(t, true)
 	ctx := context.Background()
 	c := cl.c
-	dragnet := func() (admissionregv1.MutatingWebhookConfiguration, admissionregv1.FailurePolicyType, error) {
+	// dragnet is the dragnet's failure policy and armed annotation in the
+	// mutating and the validating configuration, which must agree.
+	dragnet := func() (admissionregv1.FailurePolicyType, string, error) {
 		var mw admissionregv1.MutatingWebhookConfiguration
+		var vw admissionregv1.ValidatingWebhookConfiguration
 		if err := c.Get(ctx, client.ObjectKey{Name: "modwright"}, &mw); err != nil {
-			return mw, "", err
+			return "", "", err
 		}
+		if err := c.Get(ctx, client.ObjectKey{Name: "modwright"}, &vw); err != nil {
+			return "", "", err
+		}
+		var mp, vp admissionregv1.FailurePolicyType
 		for _, w := range mw.Webhooks {
-			if w.Name == "dragnet.modwright.io" && w.FailurePolicy != nil {
-				return mw, *w.FailurePolicy, nil
+			if w.Name == dragnetWebhook && w.FailurePolicy != nil {
+				mp = *w.FailurePolicy
 			}
 		}
-		return mw, "", errors.New("no dragnet webhook with a failure policy")
+		for _, w := range vw.Webhooks {
+			if w.Name == dragnetWebhook && w.FailurePolicy != nil {
+				vp = *w.FailurePolicy
+			}
+		}
+		ma, va := mw.Annotations[controller.ArmedAnnotation], vw.Annotations[controller.ArmedAnnotation]
+		if mp == "" || mp != vp || ma != va {
+			return "", "", fmt.Errorf("mutating dragnet %q (armed %q), validating %q (armed %q)", mp, ma, vp, va)
+		}
+		return mp, ma, nil
 	}
 	pod := func(ns, name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -46,9 +62,9 @@ func TestInstallNeverLocks(t *testing.T) {
 	}
 
 	t.Run("without the operator", func(t *testing.T) {
-		mw, policy, err := dragnet()
-		if err != nil || policy != admissionregv1.Ignore || mw.Annotations[controller.ArmedAnnotation] != "false" {
-			t.Fatalf("installed dragnet: policy %q, annotations %v, %v; want Ignore, not armed", policy, mw.Annotations, err)
+		policy, armed, err := dragnet()
+		if err != nil || policy != admissionregv1.Ignore || armed != "false" {
+			t.Fatalf("installed dragnet: policy %q, armed %q, %v; want Ignore, not armed", policy, armed, err)
 		}
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}}); err != nil {
 			t.Errorf("creating a Namespace with no replica running: %v", err)
@@ -70,12 +86,12 @@ func TestInstallNeverLocks(t *testing.T) {
 	cl.lb.add(a.webhook)
 	t.Run("armed once a replica is ready", func(t *testing.T) {
 		eventually(t, 30*time.Second, func() error {
-			mw, policy, err := dragnet()
+			policy, armed, err := dragnet()
 			if err != nil {
 				return err
 			}
-			if policy != admissionregv1.Fail || mw.Annotations[controller.ArmedAnnotation] != "true" {
-				return fmt.Errorf("dragnet policy %q, annotations %v", policy, mw.Annotations)
+			if policy != admissionregv1.Fail || armed != "true" {
+				return fmt.Errorf("dragnet policy %q, armed %q", policy, armed)
 			}
 			return nil
 		}, func() string { return a.log.tail(20) })

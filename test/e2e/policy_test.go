@@ -121,7 +121,7 @@ func TestPolicy(t *testing.T) {
 				}
 				names = append(names, w.Name)
 			}
-			if want := "modrules.modwright.io policies.modwright.io clusterpolicies.modwright.io kinitiras-policies.modwright.io kinitiras.modwright.io"; strings.Join(names, " ") != want {
+			if want := "dragnet.modwright.io modrules.modwright.io policies.modwright.io clusterpolicies.modwright.io kinitiras-policies.modwright.io kinitiras.modwright.io"; strings.Join(names, " ") != want {
 				t.Fatalf("validating webhooks %q, want %s", names, want)
 			}
 			return nil

@@ -32,3 +32,23 @@ namespaceSelector:
         - {{ . }}
         {{- end }}
 {{- end -}}
+
+{{- /* The dragnet's rules, in the mutating and the validating webhook. */ -}}
+{{- define "modwright.dragnetRules" -}}
+rules:
+  - operations: [CREATE, UPDATE, DELETE]
+    apiGroups: ["*"]
+    apiVersions: ["*"]
+    resources:
+      {{- range .Values.targetResources }}
+      - {{ . }}
+      {{- end }}
+    scope: "*"
+  # CONNECT (exec, attach, port-forward, proxies), for Policies whose
+  # match.operations name it.
+  - operations: [CONNECT]
+    apiGroups: [""]
+    apiVersions: ["v1"]
+    resources: [pods/attach, pods/exec, pods/portforward, pods/proxy, services/proxy, nodes/proxy]
+    scope: "*"
+{{- end -}}
