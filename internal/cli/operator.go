@@ -69,6 +69,7 @@ type operatorOptions struct {
 	apiCallMaxBytes int64
 	apiCallCacheTTL time.Duration
 	apiCallPOST     bool
+	ruleReader      string
 	configMapIdle   time.Duration
 	contextCMs      bool
 	contextRoles    bool
@@ -114,6 +115,7 @@ func addOperatorFlags(f interface {
 	f.Int64Var(&o.apiCallMaxBytes, "api-call-max-bytes", 2<<20, "largest apiCall response read (Policies); larger is an error")
 	f.DurationVar(&o.apiCallCacheTTL, "api-call-cache-ttl", 5*time.Second, "how long an apiCall response is reused for the same method, path and body (0: never)")
 	f.BoolVar(&o.apiCallPOST, "api-call-allow-post", false, "let Policies' apiCall entries POST (SubjectAccessReview-style calls); off: only GET")
+	f.StringVar(&o.ruleReader, "rule-reader-service-account", cluster.DefaultRuleReader, "service account, in a namespaced Policy's own namespace, whose rights its apiCall reads have (a SubjectAccessReview before each read; docs/security.md)")
 	f.DurationVar(&o.configMapIdle, "configmap-idle", 10*time.Minute, "how long a ConfigMap no Policy read stays watched")
 	f.BoolVar(&o.contextCMs, "policy-context-configmaps", true, "serve Policies' configMap context entries (needs get, list, watch on configmaps)")
 	f.BoolVar(&o.contextRoles, "policy-context-roles", true, "serve request.roles and request.clusterRoles (needs get, list, watch on rolebindings and clusterrolebindings)")
@@ -369,13 +371,14 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		}
 		o.schemas = crdSchemas
 	}
-	o.api = &cluster.APIClient{REST: clients.Discovery().RESTClient(), Timeout: op.apiCallTimeout, MaxBytes: op.apiCallMaxBytes, TTL: op.apiCallCacheTTL, AllowPOST: op.apiCallPOST}
+	o.authz = &cluster.Authorizer{Reviews: clients.AuthorizationV1().SubjectAccessReviews()}
+	o.api = &cluster.APIClient{REST: clients.Discovery().RESTClient(), Timeout: op.apiCallTimeout, MaxBytes: op.apiCallMaxBytes, TTL: op.apiCallCacheTTL, AllowPOST: op.apiCallPOST,
+		Authorizer: o.authz, RuleReader: op.ruleReader, Protected: op.namespace}
 	// kinitiras' references: objects of any kind from the cache (an
 	// informer per kind read), HTTP to the listed hosts only.
-	o.kinds = &cluster.Kinds{Reader: mgr.GetCache()}
+	o.kinds = &cluster.Kinds{Reader: mgr.GetCache(), Protected: op.namespace}
 	o.http = &cluster.HTTPClient{Hosts: op.kinitirasHosts, Timeout: op.kinitirasHTTPTime, MaxBytes: op.kinitirasHTTPBytes, TTL: op.kinitirasHTTPTTL}
 	// CEL's authorizer asks the API server (SubjectAccessReviews, cached).
-	o.authz = &cluster.Authorizer{Reviews: clients.AuthorizationV1().SubjectAccessReviews()}
 	// With --compile-native the webhook serves the rules the API server does
 	// not run itself.
 	var served webhook.Snapshots = store

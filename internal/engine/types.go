@@ -142,6 +142,10 @@ type APICall struct {
 	Method string
 	Path   string
 	Data   []byte
+	// Owner is the namespace of the namespaced rule the call is made for
+	// ("" for a cluster-scoped rule): a reader in the cluster makes it
+	// only when that namespace's rule reader (docs/security.md) may.
+	Owner string
 }
 
 // ErrNoReader is in the chain of the error of a rule reading data that no

@@ -17,7 +17,8 @@ import (
 
 // TestPolicyContext runs Policies with Kyverno-style context on the real
 // API server: a ConfigMap read through the operator's informer (and its
-// update seen within a second), an apiCall, and the userInfo and roles of
+// update seen within a second), an apiCall (made only once the
+// namespace grants its rule reader the read), and the userInfo and roles of
 // a real impersonated user.
 func TestPolicyContext(t *testing.T) {
 	cl := startCluster(t, true)
@@ -95,10 +96,28 @@ validations:
 `))
 		two := configMap("ctx-b", "two", nil)
 		two.Data = map[string]string{"a": "1", "b": "2"}
+		// The Policy reads as ctx-b's rule reader, which may read nothing
+		// yet: the read is refused, the rule fails, the object is denied.
 		eventually(t, 10*time.Second, func() error {
+			err := c.Create(ctx, two.DeepCopy(), client.DryRunAll)
+			if err == nil || !strings.Contains(err.Error(), "reads as system:serviceaccount:ctx-b:modwright-rules, which may not get namespaces in ctx-b") {
+				return fmt.Errorf("before the grant: %v", err)
+			}
+			return nil
+		})
+		// The namespace grants it the Namespace's get.
+		create(t, c, &rbacv1.Role{ObjectMeta: metaNS("ctx-b", "rules-read-ns"), Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{"ctx-b"}, Verbs: []string{"get"}}}})
+		create(t, c, &rbacv1.RoleBinding{ObjectMeta: metaNS("ctx-b", "rules-read-ns"),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "rules-read-ns"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "modwright-rules", Namespace: "ctx-b"}}})
+		eventually(t, 30*time.Second, func() error {
 			err := c.Create(ctx, two.DeepCopy(), client.DryRunAll)
 			if err == nil {
 				return errors.New("a ConfigMap with two keys was admitted")
+			}
+			if strings.Contains(err.Error(), "may not get namespaces") {
+				return err // the previous answer, cached for 10 s
 			}
 			if !strings.Contains(err.Error(), "at most 1 keys in two") {
 				t.Fatalf("denial: %v", err)

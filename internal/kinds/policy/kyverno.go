@@ -745,6 +745,9 @@ func (ev *run) callAPI(field string, a *apiEntry) (any, any, error) {
 		return nil, nil, fmt.Errorf("%s.apiCall.urlPath: %w: %q is not a path under /api/v1/namespaces/%s or /apis/GROUP/VERSION/namespaces/%s", field, ErrOutsideNamespace, truncateText(path, 200), ev.r.Namespace, ev.r.Namespace)
 	}
 	call := engine.APICall{Method: a.method, Path: path}
+	if !ev.r.cluster {
+		call.Owner = ev.r.Namespace
+	}
 	if a.data != nil {
 		body, err := ev.substitute(field+".apiCall.data", a.data)
 		if err != nil {

@@ -223,3 +223,71 @@ func BenchmarkAPIClient(b *testing.B) {
 		b.Fatalf("%d requests for %d calls, want 1", n, b.N)
 	}
 }
+
+// fakeAuthorizer allows what allow says and records what it was asked.
+type fakeAuthorizer struct {
+	allow func(engine.AuthzAttributes) bool
+	asked []engine.AuthzAttributes
+}
+
+func (f *fakeAuthorizer) Authorize(_ context.Context, a engine.AuthzAttributes) (bool, string, error) {
+	f.asked = append(f.asked, a)
+	if f.allow(a) {
+		return true, "", nil
+	}
+	return false, "no RBAC rule allows it", nil
+}
+
+// TestAPIClientRuleReader: a namespaced rule's call is made only when its
+// namespace's rule reader may (a SubjectAccessReview as
+// system:serviceaccount:NS:modwright-rules, the verb and resource as the
+// API server reads the path); the operator's Secrets are never read, for
+// any rule.
+func TestAPIClientRuleReader(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"path": "`+r.URL.Path+`"}`)
+	}))
+	defer srv.Close()
+	rc, err := rest.UnversionedRESTClientFor(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{NegotiatedSerializer: clientgoscheme.Codecs.WithoutConversion()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz := &fakeAuthorizer{allow: func(a engine.AuthzAttributes) bool {
+		return a.User.Username == "system:serviceaccount:team-a:modwright-rules" && a.Resource == "configmaps" && a.Namespace == "team-a"
+	}}
+	c := &cluster.APIClient{REST: rc, TTL: time.Hour, Authorizer: authz, Protected: "modwright-system"}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		call    engine.APICall
+		allowed bool
+	}{
+		{engine.APICall{Path: "/api/v1/namespaces/team-a/configmaps/settings", Owner: "team-a"}, true},
+		{engine.APICall{Path: "/api/v1/namespaces/team-a/configmaps?labelSelector=a%3Db", Owner: "team-a"}, true},
+		{engine.APICall{Path: "/api/v1/namespaces/team-a/secrets/token", Owner: "team-a"}, false},
+		{engine.APICall{Path: "/apis/apps/v1/namespaces/team-a/deployments", Owner: "team-a"}, false},
+		// A cluster-scoped rule reads as the operator...
+		{engine.APICall{Path: "/api/v1/namespaces/team-a/secrets/token"}, true},
+		// ... but never the operator's Secrets, nor Secrets across namespaces.
+		{engine.APICall{Path: "/api/v1/namespaces/modwright-system/secrets/modwright-webhook-cert"}, false},
+		{engine.APICall{Path: "/api/v1/secrets"}, false},
+		{engine.APICall{Path: "/api/v1/namespaces/modwright-system/secrets"}, false},
+	} {
+		body, err := c.Call(ctx, tc.call)
+		if tc.allowed && err != nil {
+			t.Errorf("%+v: %v", tc.call, err)
+		}
+		if !tc.allowed && (!errors.Is(err, cluster.ErrForbidden) || body != nil) {
+			t.Errorf("%+v: %s, %v; want ErrForbidden", tc.call, body, err)
+		}
+	}
+	want := engine.AuthzAttributes{User: engine.UserInfo{Username: "system:serviceaccount:team-a:modwright-rules",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:team-a", "system:authenticated"}},
+		Verb: "list", ResourceRequest: true, Version: "v1", Resource: "configmaps", Namespace: "team-a", Path: "/api/v1/namespaces/team-a/configmaps"}
+	if len(authz.asked) != 4 || !cmp.Equal(authz.asked[1], want) {
+		t.Errorf("asked %d times; the second: %s", len(authz.asked), cmp.Diff(want, authz.asked[1]))
+	}
+	_, err = c.Call(ctx, engine.APICall{Path: "/api/v1/namespaces/team-a/secrets/token", Owner: "team-a"})
+	if err == nil || !strings.Contains(err.Error(), "a rule in team-a reads as system:serviceaccount:team-a:modwright-rules, which may not get secrets in team-a") {
+		t.Errorf("the error names who may not do what: %v", err)
+	}
+}

@@ -21,6 +21,21 @@ import (
 // them).
 type Kinds struct {
 	Reader client.Reader // the manager's cache
+	// Protected is the operator's namespace: its Secrets are never read
+	// for a rule, nor Secrets across namespaces (ErrForbidden).
+	Protected string
+}
+
+// protect refuses the operator's Secrets and a list of Secrets across
+// namespaces.
+func (k *Kinds) protect(gv schema.GroupVersion, kind, namespace string) error {
+	if gv.Group != "" || kind != "Secret" || (namespace != "" && namespace != k.Protected) {
+		return nil
+	}
+	if namespace == "" {
+		return fmt.Errorf("%w: Secrets across namespaces are never read for a rule", ErrForbidden)
+	}
+	return fmt.Errorf("%w: Secrets in %s, the operator's namespace, are never read for a rule", ErrForbidden, namespace)
 }
 
 var _ engine.KindReader = (*Kinds)(nil)
@@ -29,6 +44,9 @@ var _ engine.KindReader = (*Kinds)(nil)
 func (k *Kinds) GetKind(ctx context.Context, apiVersion, kind, namespace, name string) (map[string]any, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
+		return nil, err
+	}
+	if err := k.protect(gv, kind, namespace); err != nil {
 		return nil, err
 	}
 	u := &unstructured.Unstructured{}
@@ -47,6 +65,9 @@ func (k *Kinds) GetKind(ctx context.Context, apiVersion, kind, namespace, name s
 func (k *Kinds) ListKind(ctx context.Context, apiVersion, kind, namespace, selector string) ([]map[string]any, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
+		return nil, err
+	}
+	if err := k.protect(gv, kind, namespace); err != nil {
 		return nil, err
 	}
 	sel, err := labels.Parse(selector)

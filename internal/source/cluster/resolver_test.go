@@ -398,3 +398,25 @@ func lookup(v any, path ...string) any {
 	}
 	return v
 }
+
+// TestKindsProtected: the operator's Secrets, and Secrets across
+// namespaces, are never read for a rule; other Secrets are.
+func TestKindsProtected(t *testing.T) {
+	cl := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "modwright-system", Name: "modwright-webhook-cert"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "token"}},
+	).Build()
+	k := &cluster.Kinds{Reader: cl, Protected: "modwright-system"}
+	if _, err := k.GetKind(t.Context(), "v1", "Secret", "modwright-system", "modwright-webhook-cert"); !errors.Is(err, cluster.ErrForbidden) {
+		t.Errorf("the operator's Secret: %v", err)
+	}
+	if _, err := k.ListKind(t.Context(), "v1", "Secret", "", ""); !errors.Is(err, cluster.ErrForbidden) {
+		t.Errorf("Secrets across namespaces: %v", err)
+	}
+	if _, err := k.ListKind(t.Context(), "v1", "Secret", "modwright-system", ""); !errors.Is(err, cluster.ErrForbidden) {
+		t.Errorf("the operator's Secrets: %v", err)
+	}
+	if s, err := k.GetKind(t.Context(), "v1", "Secret", "team-a", "token"); err != nil || s == nil {
+		t.Errorf("a tenant's Secret: %v, %v", s, err)
+	}
+}
