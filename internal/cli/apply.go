@@ -312,7 +312,7 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	if in.resolver, err = resolverFor(contexts, s, o.packs...); err != nil {
 		return nil, err
 	}
-	in.chain = newNativeChain(native, in.resolver)
+	in.chain = newNativeChain(native, in.resolver, o.namespace)
 	if len(o.crds) > 0 {
 		if in.crds, err = loadCRDs(context.Background(), o.crds, s); err != nil {
 			return nil, err

@@ -347,7 +347,7 @@ func init() {
 		webhookInexpressible["crd/"+name] = "--crd: the API server validates custom resources, the webhook does not"
 	}
 	// The API server, not the webhook, runs its admission policies.
-	for _, name := range []string{"denied", "admitted", "warned", "params", "update", "mutated", "mutation-refused"} {
+	for _, name := range []string{"denied", "admitted", "warned", "params", "params-placement", "update", "mutated", "mutation-refused"} {
 		webhookInexpressible["native/"+name] = "Validating and MutatingAdmissionPolicies: the API server runs them, not the webhook"
 	}
 }

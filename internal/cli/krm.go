@@ -200,7 +200,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 			resolver = r
 		}
 	}
-	chain := newNativeChain(native, resolver)
+	chain := newNativeChain(native, resolver, "")
 	if native.Len() > 0 {
 		var objs []map[string]any // params and namespaces: the items
 		for _, it := range items {

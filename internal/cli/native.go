@@ -6,6 +6,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/nativepolicy"
 	"github.com/modwright/modwright/internal/rules"
 )
@@ -21,12 +22,16 @@ type nativeChain struct {
 	// objects.
 	objects []map[string]any
 	user    user.Info
+	// defaultNS is the namespace of a namespaced context object that names
+	// none (params among them).
+	defaultNS string
 }
 
 // newNativeChain is set's chain with the context objects of resolver,
-// built once for all the objects admitted.
-func newNativeChain(set *nativepolicy.Set, resolver engine.ObjectReader) nativeChain {
-	c := nativeChain{set: set}
+// built once for all the objects admitted; defaultNS is the namespace of
+// a namespaced one that names none.
+func newNativeChain(set *nativepolicy.Set, resolver engine.ObjectReader, defaultNS string) nativeChain {
+	c := nativeChain{set: set, defaultNS: defaultNS}
 	if r, ok := resolver.(*staticResolver); ok && r != nil && set.Len() > 0 {
 		objs := make([]map[string]any, 0, len(r.objects))
 		for _, o := range r.objects {
@@ -53,7 +58,8 @@ func (c *nativeChain) setObjects(objs []map[string]any) {
 // request is a's admission as the policies see it, with obj as its
 // object.
 func (c nativeChain) request(a admission, op rules.Operation, obj map[string]any) nativepolicy.Request {
-	return nativepolicy.Request{Operation: string(op), Object: obj, OldObject: a.old, Namespace: a.ns, Objects: c.objects, User: c.user}
+	return nativepolicy.Request{Operation: string(op), Object: obj, OldObject: a.old, Namespace: a.ns, Objects: c.objects, User: c.user,
+		ClusterScoped: kinds.IsClusterScoped, DefaultNamespace: c.defaultNS}
 }
 
 // mutates reports whether op on an object goes through mutating policies.

@@ -225,7 +225,7 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 	opts := engineOptions(resolver, crds)
 	opts.Authorizer = authz
 	drv := runner.NewEngineOptions(snap, opts)
-	chain := newNativeChain(native, resolver)
+	chain := newNativeChain(native, resolver, "")
 	name := st.Name
 	if name == "" {
 		name = st.Path

@@ -234,6 +234,12 @@ type Request struct {
 	// Authorizer answers CEL's authorizer checks; nil: every check is
 	// denied (no opinion), as offline there is no cluster to ask.
 	Authorizer authorizer.Authorizer
+	// ClusterScoped reports whether a built-in kind has no namespace (the
+	// front end's knowledge); nil: none is known.
+	ClusterScoped func(kind string) bool
+	// DefaultNamespace is where a namespaced object that names no
+	// namespace is (as kubectl creates it): "" means "default".
+	DefaultNamespace string
 }
 
 // normalized is r with its objects copied into the form the API server's
@@ -329,7 +335,7 @@ func (s *Set) Validate(ctx context.Context, r Request) *Result {
 	attrs.annotations = res.Annotations
 	hooks := policyHooks(s.policies, func(p *policy) (*admissionregistrationv1.ValidatingAdmissionPolicy, validating.Validator, *admissionregistrationv1.ParamKind) {
 		return p.p, p.evaluator, p.p.Spec.ParamKind
-	}, s.bindings, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName }, r.Objects)
+	}, s.bindings, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName }, r.Objects, r.placement())
 	rec := &warnings{}
 	wctx := warning.WithWarningRecorder(ctx, rec)
 	dispatcher := validating.NewDispatcher(env.authz, generic.NewPolicyMatcher(env.matcher))
@@ -342,7 +348,7 @@ func (s *Set) Validate(ctx context.Context, r Request) *Result {
 // order (the API server's order is its informer's; ours is stable), each
 // with its bindings and params.
 func policyHooks[W any, P runtime.Object, B runtime.Object, E any](policies map[string]W, of func(W) (P, E, *admissionregistrationv1.ParamKind),
-	bindings []B, policyName func(B) string, objects []map[string]any) []generic.PolicyHook[P, B, E] {
+	bindings []B, policyName func(B) string, objects []map[string]any, place placement) []generic.PolicyHook[P, B, E] {
 	names := make([]string, 0, len(policies))
 	for n := range policies {
 		names = append(names, n)
@@ -358,7 +364,7 @@ func policyHooks[W any, P runtime.Object, B runtime.Object, E any](policies map[
 			}
 		}
 		if pk != nil {
-			h.ParamInformer, h.ParamScope = paramsOf(pk, objects)
+			h.ParamInformer, h.ParamScope = paramsOf(pk, objects, place)
 		}
 		hooks = append(hooks, h)
 	}
@@ -466,25 +472,67 @@ func (a *recordingAttributes) AddAnnotation(k, v string) error {
 	return a.Attributes.AddAnnotation(k, v)
 }
 
+// placement says where objects are: whether a kind is cluster-scoped and
+// the namespace of a namespaced object that names none.
+type placement struct {
+	clusterScoped func(kind string) bool
+	defaultNS     string
+}
+
+func (r Request) placement() placement {
+	p := placement{clusterScoped: r.ClusterScoped, defaultNS: r.DefaultNamespace}
+	if p.defaultNS == "" {
+		p.defaultNS = metav1.NamespaceDefault
+	}
+	return p
+}
+
+// scope is the scope of the kind of objs (those of one apiVersion and
+// kind), as the API server's REST mapping gives it: a built-in kind's is
+// known (a ConfigMap is namespaced even when a file names no namespace);
+// another kind is namespaced when one of its objects has a namespace.
+func (p placement) scope(gvk schema.GroupVersionKind, objs []*unstructured.Unstructured) meta.RESTScope {
+	if clientgoscheme.Scheme.Recognizes(gvk) && p.clusterScoped != nil {
+		if p.clusterScoped(gvk.Kind) {
+			return meta.RESTScopeRoot
+		}
+		return meta.RESTScopeNamespace
+	}
+	for _, u := range objs {
+		if u.GetNamespace() != "" {
+			return meta.RESTScopeNamespace
+		}
+	}
+	return meta.RESTScopeRoot
+}
+
 // paramsOf serves a paramKind's objects among objs as the plugin's param
 // informer does (typed built-ins lose their apiVersion and kind there;
-// unstructured ones keep them).
-func paramsOf(pk *admissionregistrationv1.ParamKind, objs []map[string]any) (paramInformer, meta.RESTScope) {
+// unstructured ones keep them). A namespaced param that names no
+// namespace is in place's default namespace, as kubectl would create it:
+// a binding's paramRef finds it there and nowhere else.
+func paramsOf(pk *admissionregistrationv1.ParamKind, objs []map[string]any, place placement) (paramInformer, meta.RESTScope) {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	scope := meta.RESTScopeRoot
 	gv, _ := schema.ParseGroupVersion(pk.APIVersion)
 	gvk := gv.WithKind(pk.Kind)
+	var of []*unstructured.Unstructured
 	for _, o := range objs {
-		if o["apiVersion"] != pk.APIVersion || o["kind"] != pk.Kind {
-			continue
+		if o["apiVersion"] == pk.APIVersion && o["kind"] == pk.Kind {
+			of = append(of, &unstructured.Unstructured{Object: o})
 		}
-		u := &unstructured.Unstructured{Object: o}
-		if u.GetNamespace() != "" {
-			scope = meta.RESTScopeNamespace
+	}
+	scope := place.scope(gvk, of)
+	for _, u := range of {
+		if scope == meta.RESTScopeNamespace && u.GetNamespace() == "" {
+			u = u.DeepCopy() // never modify a given object
+			u.SetNamespace(place.defaultNS)
+		} else if scope == meta.RESTScopeRoot && u.GetNamespace() != "" {
+			u = u.DeepCopy()
+			u.SetNamespace("")
 		}
 		var stored runtime.Object = u
 		if typed, err := clientgoscheme.Scheme.New(gvk); err == nil {
-			if runtime.DefaultUnstructuredConverter.FromUnstructured(o, typed) == nil {
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed) == nil {
 				if acc, err := meta.TypeAccessor(typed); err == nil {
 					acc.SetAPIVersion("")
 					acc.SetKind("")
