@@ -259,21 +259,27 @@ func checkBefore(ctx context.Context, crds *crdschema.Set, a *admission, op rule
 	return crd, nil
 }
 
-// checkAfter decodes and validates what the rules admitted (crd nil:
-// nothing to check), as the API server does after mutating admission:
-// the fields the rules added that the schema does not know (pruned) and
-// the refusal; dec.Object becomes the decoded object.
-func checkAfter(ctx context.Context, crd *crdschema.Version, dec *engine.Decision, old map[string]any, namespace string) ([]string, error) {
+// checkAfter decodes and validates what the rules admitted (crd nil: its
+// labels and annotations alone), as the API server does after mutating
+// admission:
+// the fields the rules added that the schema does not know (pruned), the
+// warnings the API server adds (rule failures ratcheting forgave) and the
+// refusal; dec.Object becomes the decoded object.
+func checkAfter(ctx context.Context, crd *crdschema.Version, dec *engine.Decision, old map[string]any, namespace string) (pruned, warnings []string, err error) {
 	result, ok := dec.Object.(map[string]any)
-	if crd == nil || !ok || !dec.Allowed() {
-		return nil, nil
+	if !ok || !dec.Allowed() {
+		return nil, nil, nil
+	}
+	if crd == nil {
+		// The API server validates every object's metadata.
+		return nil, nil, kinds.ValidateMetadata(result)
 	}
 	post := crd.Validate(ctx, result, old, namespace)
 	if err := post.SchemaErr(crd); err != nil {
-		return post.UnknownFields, err
+		return post.UnknownFields, nil, err
 	}
 	dec.Object = post.Object
-	return post.UnknownFields, nil
+	return post.UnknownFields, post.Warnings, nil
 }
 
 // load reads what apply and explain take, in this order: the rules
@@ -372,9 +378,15 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 			fmt.Fprintf(s.Err, "rejected: %s: %s: %v\n", d.Origin, a, refused)
 			continue
 		}
-		pruned, err := checkAfter(ctx, crd, dec, a.old, o.namespace)
+		var pruned, warned []string
+		if op == rules.Create || op == rules.Update {
+			pruned, warned, err = checkAfter(ctx, crd, dec, a.old, o.namespace)
+		}
 		if len(pruned) > 0 {
 			fmt.Fprintf(s.Err, "warning: %s: %s: the rules added fields the schema does not know, which the API server prunes: %s\n", d.Origin, a, strings.Join(pruned, ", "))
+		}
+		for _, w := range warned {
+			fmt.Fprintf(s.Err, "warning: %s: %s: %s\n", d.Origin, a, w)
 		}
 		if err != nil {
 			rejected++

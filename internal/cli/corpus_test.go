@@ -343,11 +343,11 @@ var webhookInexpressible = map[string]string{}
 func init() {
 	// The API server, not the webhook, decodes and validates custom
 	// resources against their CRDs (--crd).
-	for _, name := range []string{"defaulted", "invalid-input", "rule-makes-invalid", "unknown-field", "rule-adds-unknown", "update-transition", "cel-rule", "policy-scope-typed"} {
+	for _, name := range []string{"defaulted", "invalid-input", "rule-makes-invalid", "unknown-field", "rule-adds-unknown", "update-transition", "update-ratcheted", "cel-rule", "policy-scope-typed"} {
 		webhookInexpressible["crd/"+name] = "--crd: the API server validates custom resources, the webhook does not"
 	}
 	// The API server, not the webhook, runs its admission policies.
-	for _, name := range []string{"denied", "admitted", "warned", "params", "params-placement", "update", "mutated", "mutation-refused"} {
+	for _, name := range []string{"denied", "admitted", "warned", "params", "params-placement", "update", "mutated", "mutated-invalid-metadata", "mutation-refused"} {
 		webhookInexpressible["native/"+name] = "Validating and MutatingAdmissionPolicies: the API server runs them, not the webhook"
 	}
 }

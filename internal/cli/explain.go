@@ -160,9 +160,12 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 			mutating = append(mutating, "evaluated before the rules (and again after them where reinvocationPolicy is IfNeeded); their changes are in the result")
 		}
 		if crd != nil && schemaErr == nil && dec.Allowed() {
-			pruned, err := checkAfter(ctx, crd, dec, a.old, o.namespace)
+			pruned, warned, err := checkAfter(ctx, crd, dec, a.old, o.namespace)
 			if len(pruned) > 0 {
 				schema = append(schema, "the rules added fields the schema does not know (pruned): "+strings.Join(pruned, ", "))
+			}
+			for _, w := range warned {
+				schema = append(schema, "warning: "+w)
 			}
 			schema = append(schema, "after the rules: "+verdict(err))
 		}

@@ -312,11 +312,15 @@ func runChainCase(ctx context.Context, s Streams, what string, drv runner.Driver
 	if chain.mutates(op) {
 		res.Object, res.Decision.Object, res.Patch = out, out, patch.Diff(a.obj, out)
 	}
-	if crd != nil {
-		if _, invalid := checkAfter(ctx, crd, res.Decision, a.old, ns); invalid != nil {
+	if op == rules.Create || op == rules.Update {
+		_, warned, invalid := checkAfter(ctx, crd, res.Decision, a.old, ns)
+		if invalid != nil {
 			return &runner.Result{Denial: "invalid after the rules: " + invalid.Error(), Decision: res.Decision}, nil
 		}
-		res.Object = res.Decision.Object
+		res.Warnings = append(res.Warnings, warned...)
+		if crd != nil {
+			res.Object = res.Decision.Object
+		}
 	}
 	obj, _ := res.Object.(map[string]any)
 	if v := chain.validate(ctx, a, op, obj); v != nil {

@@ -110,10 +110,15 @@ func runValidate(ctx context.Context, o *validateOptions, s Streams) error {
 		if olds != nil {
 			oldObj = olds[i].Object
 		}
-		if err := v.Validate(ctx, d.Object, oldObj, o.namespace).Err(v); err != nil {
+		res := v.Validate(ctx, d.Object, oldObj, o.namespace)
+		if err := res.Err(v); err != nil {
 			invalid++
 			fmt.Fprintf(s.Err, "invalid: %s: %s: %v\n", d.Origin, a, err)
 			continue
+		}
+		// What the API server adds to its answer (kubectl prints Warning:).
+		for _, w := range res.Warnings {
+			fmt.Fprintf(s.Err, "warning: %s: %s: %s\n", d.Origin, a, w)
 		}
 		fmt.Fprintf(s.Out, "valid: %s: %s\n", d.Origin, a)
 	}

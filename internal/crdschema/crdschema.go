@@ -27,6 +27,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/warning"
 )
 
 // ErrInvalidCRD: a CustomResourceDefinition the API server would refuse.
@@ -201,7 +202,18 @@ type Result struct {
 	// default) refuses.
 	Errors        field.ErrorList
 	UnknownFields []string
+	// Warnings are what the API server adds to its answer: the failures
+	// of x-kubernetes-validations rules that ratcheting forgave on an
+	// update (a rule without oldSelf failing on a value the update left
+	// unchanged is a warning, not an error).
+	Warnings []string
 }
+
+// warnings records what the API server's validation code adds to a
+// request's warnings (warning.AddWarning).
+type warnings struct{ list []string }
+
+func (w *warnings) AddWarning(_, text string) { w.list = append(w.list, text) }
 
 // Err is the error the API server returns for the result, nil when it
 // would admit the object (kubectl's strict field validation included).
@@ -280,7 +292,9 @@ func (v *Version) Validate(ctx context.Context, obj, old map[string]any, namespa
 		u.SetDeletionGracePeriodSeconds(o.GetDeletionGracePeriodSeconds())
 	}
 	v.strategy.prepareForUpdate(u, o)
-	res.Errors = v.strategy.validate(ctx, u, o)
+	rec := &warnings{}
+	res.Errors = v.strategy.validate(warning.WithWarningRecorder(ctx, rec), u, o)
+	res.Warnings = rec.list
 	return res
 }
 

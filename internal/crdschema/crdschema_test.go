@@ -72,7 +72,13 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-	res := v.Validate(context.Background(), yamlMap(t, head+"spec: {size: small}"), nil, "shop")
+	// The rule failure ratcheting forgave is a warning, as the API server
+	// answers it (admitted, Warning: printed by kubectl).
+	res := v.Validate(context.Background(), yamlMap(t, head+"spec: {size: medium, x-mode: warp, minReplicas: 3}"), yamlMap(t, head+"spec: {size: medium, x-mode: warp}"), "shop")
+	if want := `spec.x-mode: Invalid value: "warp": failed rule: self in ['fast', 'slow']`; len(res.Warnings) != 1 || res.Warnings[0] != want {
+		t.Errorf("warnings %q, want %q", res.Warnings, want)
+	}
+	res = v.Validate(context.Background(), yamlMap(t, head+"spec: {size: small}"), nil, "shop")
 	if spec := res.Object["spec"].(map[string]any); spec["minReplicas"] != int64(1) || spec["maxReplicas"] != int64(10) || res.Object["metadata"].(map[string]any)["namespace"] != nil {
 		t.Errorf("not defaulted: %v", res.Object)
 	}

@@ -5,6 +5,13 @@ import (
 	"maps"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
 )
@@ -117,4 +124,23 @@ func AsDecoded(obj map[string]any) map[string]any {
 	}
 	out["data"] = merged
 	return out
+}
+
+// ValidateMetadata checks obj's labels and annotations as the API server
+// validates every object's metadata after admission (apimachinery's
+// ValidateAnnotations and ValidateLabels: qualified keys, label values,
+// 256 KiB of annotations); nil when valid. The error is the API server's
+// (an Invalid status naming the object). A built-in kind's own fields
+// are validated by code that is not a library (k8s.io/kubernetes), so
+// they are not checked here.
+func ValidateMetadata(obj map[string]any) error {
+	u := &unstructured.Unstructured{Object: obj}
+	md := field.NewPath("metadata")
+	errs := apivalidation.ValidateAnnotations(u.GetAnnotations(), md.Child("annotations"))
+	errs = append(errs, metav1validation.ValidateLabels(u.GetLabels(), md.Child("labels"))...)
+	if len(errs) == 0 {
+		return nil
+	}
+	gvk := u.GroupVersionKind()
+	return apierrors.NewInvalid(schema.GroupKind{Group: gvk.Group, Kind: gvk.Kind}, u.GetName(), errs)
 }
