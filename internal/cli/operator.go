@@ -115,7 +115,7 @@ func addOperatorFlags(f interface {
 	f.Int64Var(&o.apiCallMaxBytes, "api-call-max-bytes", 2<<20, "largest apiCall response read (Policies); larger is an error")
 	f.DurationVar(&o.apiCallCacheTTL, "api-call-cache-ttl", 5*time.Second, "how long an apiCall response is reused for the same method, path and body (0: never)")
 	f.BoolVar(&o.apiCallPOST, "api-call-allow-post", false, "let Policies' apiCall entries POST (SubjectAccessReview-style calls); off: only GET")
-	f.StringVar(&o.ruleReader, "rule-reader-service-account", cluster.DefaultRuleReader, "service account, in a namespaced Policy's own namespace, whose rights its apiCall reads have (a SubjectAccessReview before each read; docs/security.md)")
+	f.StringVar(&o.ruleReader, "rule-reader-service-account", cluster.DefaultRuleReader, "service account, in a namespaced rule's own namespace, whose rights its reads have (apiCall and configMap entries, kinitiras k8s and owner references; a SubjectAccessReview before each read; docs/security.md)")
 	f.DurationVar(&o.configMapIdle, "configmap-idle", 10*time.Minute, "how long a ConfigMap no Policy read stays watched")
 	f.BoolVar(&o.contextCMs, "policy-context-configmaps", true, "serve Policies' configMap context entries (needs get, list, watch on configmaps)")
 	f.BoolVar(&o.contextRoles, "policy-context-roles", true, "serve request.roles and request.clusterRoles (needs get, list, watch on rolebindings and clusterrolebindings)")
@@ -372,6 +372,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		o.schemas = crdSchemas
 	}
 	o.authz = &cluster.Authorizer{Reviews: clients.AuthorizationV1().SubjectAccessReviews()}
+	o.ruleReader = op.ruleReader
 	o.api = &cluster.APIClient{REST: clients.Discovery().RESTClient(), Timeout: op.apiCallTimeout, MaxBytes: op.apiCallMaxBytes, TTL: op.apiCallCacheTTL, AllowPOST: op.apiCallPOST,
 		Authorizer: o.authz, RuleReader: op.ruleReader, Protected: op.namespace}
 	// kinitiras' references: objects of any kind from the cache (an

@@ -74,6 +74,10 @@ type serveOptions struct {
 	http    engine.HTTPReader
 	// graph is the relationship graph (the operator's); nil standalone.
 	graph engine.GraphReader
+	// ruleReader is the service account whose rights a namespaced rule's
+	// object reads have (the operator's --rule-reader-service-account);
+	// "" standalone.
+	ruleReader string
 }
 
 // defaultGCPercent is --gc-percent's default: the collector lets the heap
@@ -401,7 +405,7 @@ func (o *serveOptions) serverOptions(so webhook.ServerOptions) webhook.ServerOpt
 func (o *serveOptions) dragnet(name string, store webhook.Snapshots, resolver engine.ObjectReader, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
 	d := webhook.NewDragnet(webhook.Options{
 		Name:            name,
-		Evaluator:       engine.New(engine.Options{Objects: resolver, Authorizer: o.authz, API: o.api, Roles: o.roles, Kinds: o.kinds, HTTP: o.http, Graph: o.graph, Schemas: o.schemas, NoTrace: true}), // nobody reads the trace here
+		Evaluator:       engine.New(engine.Options{Objects: resolver, RuleReader: o.ruleReader, Authorizer: o.authz, API: o.api, Roles: o.roles, Kinds: o.kinds, HTTP: o.http, Graph: o.graph, Schemas: o.schemas, NoTrace: true}), // nobody reads the trace here
 		Snapshots:       store,
 		Log:             log.WithName(name),
 		Metrics:         m,

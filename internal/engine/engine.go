@@ -38,6 +38,11 @@ type Options struct {
 	// Policy's scoped validations); nil: none, values stay dynamically
 	// typed.
 	Schemas SchemaReader
+	// RuleReader is the service account, in a namespaced rule's own
+	// namespace, whose rights the rule's object reads have
+	// (Handle.AuthorizeRead asks Authorizer); "": reads are not
+	// authorized (offline, where the context objects are what is given).
+	RuleReader string
 	// NoTrace leaves Decision.Trace empty, which saves its memory when
 	// nobody reads it (the webhook): with many rules in scope the trace is
 	// most of what an evaluation allocates. Errors, rejections and the
@@ -48,8 +53,9 @@ type Options struct {
 // Engine evaluates snapshots. It holds no per-request state and is safe for
 // concurrent use.
 type Engine struct {
-	objects ObjectReader
-	authz   Authorizer
+	objects    ObjectReader
+	ruleReader string
+	authz      Authorizer
 	api     APIReader
 	kinds   KindReader
 	http    HTTPReader
@@ -70,7 +76,7 @@ type scratch struct {
 
 // New returns an Engine.
 func New(opts Options) *Engine {
-	return &Engine{objects: opts.Objects, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, graph: opts.Graph, schemas: opts.Schemas, noTrace: opts.NoTrace}
+	return &Engine{objects: opts.Objects, ruleReader: opts.RuleReader, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, graph: opts.Graph, schemas: opts.Schemas, noTrace: opts.NoTrace}
 }
 
 // ErrInvalidRequest marks requests the engine cannot evaluate.

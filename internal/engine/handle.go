@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/modwright/modwright/internal/lang"
@@ -47,6 +48,48 @@ func (h *Handle) Objects() ObjectReader { return h.ev.e.objects }
 // Authorizer answers authorization questions; nil when the engine has
 // none (offline).
 func (h *Handle) Authorizer() Authorizer { return h.ev.e.authz }
+
+// ErrReadForbidden is in the chain of the error of AuthorizeRead when the
+// rule's reader may not make the read.
+var ErrReadForbidden = errors.New("the rule may not read this")
+
+// RuleReaderUser is the identity whose rights a namespaced rule's reads
+// have: the service account account of namespace.
+func RuleReaderUser(namespace, account string) UserInfo {
+	return UserInfo{Username: "system:serviceaccount:" + namespace + ":" + account,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}}
+}
+
+// AuthorizeRead checks that the reader of owner, the namespace of the
+// namespaced rule reading (Options.RuleReader), may get (name not empty)
+// or list resource of group in namespace, asking the engine's Authorizer
+// (a SubjectAccessReview in the cluster); nil when the engine has no
+// RuleReader or no Authorizer (offline: the context objects are what the
+// user gave).
+func (h *Handle) AuthorizeRead(owner, group, resource, namespace, name string) error {
+	e := h.ev.e
+	if e.ruleReader == "" || e.authz == nil {
+		return nil
+	}
+	verb := "list"
+	if name != "" {
+		verb = "get"
+	}
+	user := RuleReaderUser(owner, e.ruleReader)
+	ok, reason, err := e.authz.Authorize(h.ev.ctx, AuthzAttributes{User: user, Verb: verb, ResourceRequest: true,
+		Group: group, Resource: resource, Namespace: namespace, Name: name})
+	if err != nil {
+		return fmt.Errorf("asking whether %s may %s %s: %w", user.Username, verb, resource, err)
+	}
+	if !ok {
+		if reason != "" {
+			reason = ": " + reason
+		}
+		return fmt.Errorf("%w: a rule in %s reads as %s, which may not %s %s in %s (grant it with a Role and RoleBinding)%s",
+			ErrReadForbidden, owner, user.Username, verb, resource, namespace, reason)
+	}
+	return nil
+}
 
 // API reads the API server by path; nil when the engine has none.
 func (h *Handle) API() APIReader { return h.ev.e.api }

@@ -17,8 +17,8 @@ import (
 
 // TestPolicyContext runs Policies with Kyverno-style context on the real
 // API server: a ConfigMap read through the operator's informer (and its
-// update seen within a second), an apiCall (made only once the
-// namespace grants its rule reader the read), and the userInfo and roles of
+// update seen within a second; read only once the namespace grants its
+// rule reader the read), an apiCall (the same), and the userInfo and roles of
 // a real impersonated user.
 func TestPolicyContext(t *testing.T) {
 	cl := startCluster(t, true)
@@ -50,7 +50,30 @@ mutations:
 - patch:
   - {op: add, path: /metadata/labels/team, value: "{{ settings.data.team }}"}
 `))
-		waitLabel(t, c, probe("ctx-a", "probe"), "team", "blue")
+		// The Policy reads as ctx-a's rule reader, which may not read the
+		// ConfigMap yet: the rule fails (Fail), the object is denied.
+		eventually(t, 10*time.Second, func() error {
+			err := c.Create(ctx, probe("ctx-a", "probe")(), client.DryRunAll)
+			if err == nil || !strings.Contains(err.Error(), "reads as system:serviceaccount:ctx-a:modwright-rules, which may not get configmaps in ctx-a") {
+				return fmt.Errorf("before the grant: %v", err)
+			}
+			return nil
+		})
+		create(t, c, &rbacv1.Role{ObjectMeta: metaNS("ctx-a", "rules-read-settings"), Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"settings"}, Verbs: []string{"get"}}}})
+		create(t, c, &rbacv1.RoleBinding{ObjectMeta: metaNS("ctx-a", "rules-read-settings"),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "rules-read-settings"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "modwright-rules", Namespace: "ctx-a"}}})
+		eventually(t, 30*time.Second, func() error { // the denial is cached for 10 s
+			got, err := dryRunLabel(ctx, c, probe("ctx-a", "probe")(), "team")
+			if err != nil {
+				return err
+			}
+			if got != "blue" {
+				return fmt.Errorf("label team = %q, want blue", got)
+			}
+			return nil
+		})
 		// An update of the ConfigMap is seen within a second.
 		settings.Data["team"] = "green"
 		if err := c.Update(ctx, settings); err != nil {

@@ -218,7 +218,8 @@ func (r *Rule) Apply(h *engine.Handle) error {
 }
 
 // readersOf are the engine's readers references use, confined to ns, the
-// policy's namespace ("" for the cluster kinds: full reach).
+// policy's namespace ("" for the cluster kinds: full reach), and, there,
+// to what its rule reader may read.
 func readersOf(h *engine.Handle, ns string) *Readers {
-	return &Readers{Kinds: h.Kinds(), HTTP: h.HTTP(), Namespace: ns}
+	return &Readers{Kinds: h.Kinds(), HTTP: h.HTTP(), Namespace: ns, Authorize: h.AuthorizeRead}
 }

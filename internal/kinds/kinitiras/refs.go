@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/modwright/modwright/internal/engine"
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
@@ -28,6 +30,23 @@ type Readers struct {
 	// OverridePolicy's ("" for the cluster kinds: any namespace, and
 	// cluster-scoped objects).
 	Namespace string
+	// Authorize, with a Namespace, checks that the namespace's rule reader
+	// may read an object (engine.Handle.AuthorizeRead); nil: not checked.
+	Authorize func(owner, group, resource, namespace, name string) error
+}
+
+// authorize checks a namespaced policy's read of kind in namespace (name
+// "" for a list) as its rule reader.
+func (rd *Readers) authorize(apiVersion, kind, namespace, name string) error {
+	if rd.Namespace == "" || rd.Authorize == nil {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return err
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(gv.WithKind(kind))
+	return rd.Authorize(rd.Namespace, gv.Group, plural.Resource, namespace, name)
 }
 
 // ErrOutsideNamespace is in the chain of the error of a namespaced
@@ -111,7 +130,7 @@ func resolveRef(ctx context.Context, rd *Readers, obj map[string]any, r *Resourc
 		if rd.Kinds == nil {
 			return nil, fmt.Errorf("%w: objects of other kinds (offline: give them with --context)", ErrNoReader)
 		}
-		return k8sObject(ctx, rd.Kinds, obj, r.K8s, rd.Namespace)
+		return k8sObject(ctx, rd, obj, r.K8s)
 	case FromOwner:
 		md, _ := obj["metadata"].(map[string]any)
 		if owners, _ := md["ownerReferences"].([]any); len(owners) == 0 {
@@ -120,7 +139,7 @@ func resolveRef(ctx context.Context, rd *Readers, obj map[string]any, r *Resourc
 		if rd.Kinds == nil {
 			return nil, fmt.Errorf("%w: the owner object (offline: give it with --context)", ErrNoReader)
 		}
-		return ownerObject(ctx, rd.Kinds, obj)
+		return ownerObject(ctx, rd, obj)
 	case FromHTTP:
 		if rd.HTTP == nil {
 			return nil, fmt.Errorf("%w: HTTP responses (offline: record them in the context)", ErrNoReader)
@@ -162,7 +181,8 @@ func subst(s string, obj map[string]any) (string, bool, error) {
 	return s[:m[0]] + v + s[m[1]:], true, nil
 }
 
-func k8sObject(ctx context.Context, kr engine.KindReader, obj map[string]any, sel *ResourceSelector, confine string) (any, error) {
+func k8sObject(ctx context.Context, rd *Readers, obj map[string]any, sel *ResourceSelector) (any, error) {
+	kr, confine := rd.Kinds, rd.Namespace
 	if sel == nil {
 		return nil, fmt.Errorf("from k8s needs k8s (the object's selector)")
 	}
@@ -177,6 +197,9 @@ func k8sObject(ctx context.Context, kr engine.KindReader, obj map[string]any, se
 		name, ok, err := subst(sel.Name, obj)
 		if err != nil || !ok {
 			return emptyObject(ok), err
+		}
+		if err := rd.authorize(sel.APIVersion, sel.Kind, ns, name); err != nil {
+			return nil, err
 		}
 		o, err := kr.GetKind(ctx, sel.APIVersion, sel.Kind, ns, name)
 		if err != nil {
@@ -213,6 +236,9 @@ func k8sObject(ctx context.Context, kr engine.KindReader, obj map[string]any, se
 	if err != nil {
 		return nil, err
 	}
+	if err := rd.authorize(sel.APIVersion, sel.Kind, ns, ""); err != nil {
+		return nil, err
+	}
 	list, err := kr.ListKind(ctx, sel.APIVersion, sel.Kind, ns, s.String())
 	if err != nil || len(list) == 0 {
 		return nil, err
@@ -246,7 +272,8 @@ func joinKey(ns, name string) string {
 
 // ownerObject is the object's first owner, in the object's namespace;
 // nil when it has none (kinitiras fails the request).
-func ownerObject(ctx context.Context, kr engine.KindReader, obj map[string]any) (any, error) {
+func ownerObject(ctx context.Context, rd *Readers, obj map[string]any) (any, error) {
+	kr := rd.Kinds
 	md, _ := obj["metadata"].(map[string]any)
 	owners, _ := md["ownerReferences"].([]any)
 	if len(owners) == 0 {
@@ -260,6 +287,9 @@ func ownerObject(ctx context.Context, kr engine.KindReader, obj map[string]any) 
 		return map[string]any{}, nil
 	}
 	ns, _ := md["namespace"].(string)
+	if err := rd.authorize(av, kind, ns, name); err != nil {
+		return nil, err
+	}
 	got, err := kr.GetKind(ctx, av, kind, ns, name)
 	if err != nil {
 		return nil, err

@@ -256,3 +256,36 @@ func TestRefsConfined(t *testing.T) {
 		}
 	}
 }
+
+// TestRefsAuthorized: a namespaced policy's k8s and owner references are
+// read only when its rule reader may (Readers.Authorize, asked with the
+// kind's resource); the cluster kinds are not asked.
+func TestRefsAuthorized(t *testing.T) {
+	w := &world{objects: []map[string]any{
+		{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "tls", "namespace": "team-a"}},
+		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "team-a"}},
+	}}
+	obj := map[string]any{"metadata": map[string]any{"name": "p", "namespace": "team-a",
+		"ownerReferences": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}}}}
+	var asked []string
+	authz := func(owner, group, resource, ns, name string) error {
+		asked = append(asked, owner+" "+group+"/"+resource+" "+ns+"/"+name)
+		if resource == "secrets" {
+			return fmt.Errorf("%w: no", engine.ErrReadForbidden)
+		}
+		return nil
+	}
+	secret := &ResourceRef{From: FromK8s, K8s: &ResourceSelector{APIVersion: "v1", Kind: "Secret", Namespace: "team-a", Name: "tls"}}
+	if _, err := resolveRef(context.Background(), &Readers{Kinds: w, Namespace: "team-a", Authorize: authz}, obj, secret); !errors.Is(err, engine.ErrReadForbidden) {
+		t.Errorf("a Secret its reader may not get: %v", err)
+	}
+	if got, err := resolveRef(context.Background(), &Readers{Kinds: w, Namespace: "team-a", Authorize: authz}, obj, &ResourceRef{From: FromOwner}); err != nil || got == nil {
+		t.Errorf("the owner: %v, %v", got, err)
+	}
+	if got, err := resolveRef(context.Background(), &Readers{Kinds: w, Authorize: authz}, obj, secret); err != nil || got == nil {
+		t.Errorf("a cluster policy: %v, %v", got, err)
+	}
+	if want := "team-a /secrets team-a/tls|team-a apps/deployments team-a/web"; strings.Join(asked, "|") != want {
+		t.Errorf("asked %q, want %q", strings.Join(asked, "|"), want)
+	}
+}

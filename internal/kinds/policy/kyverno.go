@@ -589,6 +589,11 @@ func (ev *run) configMap(field string, cm *cmEntry) (any, error) {
 	if objs == nil {
 		return nil, fmt.Errorf("ConfigMap %s/%s: %w", ns, name, engine.NoReader("no object reader (offline, pass the ConfigMap with --context)"))
 	}
+	if !ev.r.cluster {
+		if err := ev.h.AuthorizeRead(ev.r.Namespace, "", "configmaps", ns, name); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s/%s: %w", ns, name, err)
+		}
+	}
 	obj, err := objs.Get(ev.ctx, engine.ObjectRef{Kind: "ConfigMap", Namespace: ns, Name: name})
 	if err != nil {
 		return nil, fmt.Errorf("ConfigMap %s/%s: %w", ns, name, err)

@@ -508,3 +508,48 @@ validations: [{cel: "variables.num == 'one'"}]`)))
 		t.Errorf("an int variable compared with a string: %v, want a load error", res.Errors)
 	}
 }
+
+// readerAuthz allows the rule readers it lists, recording what it was
+// asked.
+type readerAuthz struct {
+	allow map[string]bool // "user verb resource ns/name"
+	asked []string
+}
+
+func (a *readerAuthz) Authorize(_ context.Context, at engine.AuthzAttributes) (bool, string, error) {
+	q := at.User.Username + " " + at.Verb + " " + at.Resource + " " + at.Namespace + "/" + at.Name
+	a.asked = append(a.asked, q)
+	return a.allow[q], "", nil
+}
+
+// TestConfigMapAsRuleReader: with a RuleReader, a namespaced Policy's
+// configMap entry is read only when its namespace's rule reader may get
+// the ConfigMap; a ClusterPolicy's is read as the operator.
+func TestConfigMapAsRuleReader(t *testing.T) {
+	spec := "context: [{name: settings, configMap: {name: settings}}]\nvalidations: [{jmespath: \"settings.data.team == 'blue'\"}]"
+	const who = "system:serviceaccount:team-a:modwright-rules get configmaps team-a/settings"
+	req := engine.Request{Operation: rules.Create, Namespace: "team-a", Object: decode(t, deployment)}
+	for _, tc := range []struct {
+		kind, ns string
+		allow    bool
+		wantErr  bool
+		asked    int
+	}{
+		{"Policy", "team-a", false, true, 1},
+		{"Policy", "team-a", true, false, 1},
+		{"ClusterPolicy", "", false, false, 0},
+	} {
+		authz := &readerAuthz{allow: map[string]bool{who: tc.allow}}
+		e := engine.New(engine.Options{Objects: objects{decode(t, configMap)}, Authorizer: authz, RuleReader: "modwright-rules"})
+		dec, err := e.Evaluate(context.Background(), load(t, policyYAML(tc.kind, tc.ns, spec)), req)
+		switch {
+		case tc.wantErr && (!errors.Is(err, engine.ErrReadForbidden) || !contains(err.Error(), "a rule in team-a reads as system:serviceaccount:team-a:modwright-rules, which may not get configmaps in team-a")):
+			t.Errorf("%s, allowed %v: %v, want the read refused", tc.kind, tc.allow, err)
+		case !tc.wantErr && (err != nil || !dec.Allowed()):
+			t.Errorf("%s, allowed %v: %v %+v", tc.kind, tc.allow, err, dec)
+		}
+		if len(authz.asked) != tc.asked {
+			t.Errorf("%s: asked %q", tc.kind, authz.asked)
+		}
+	}
+}

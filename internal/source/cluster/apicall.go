@@ -124,7 +124,7 @@ const DefaultRuleReader = "modwright-rules"
 
 // ErrForbidden is in the chain of the error of a call the rule's reader
 // may not make, or one into the operator's Secrets.
-var ErrForbidden = errors.New("the rule may not read this")
+var ErrForbidden = engine.ErrReadForbidden
 
 // allowed refuses a read of the operator's Secrets (any rule's) and a
 // namespaced rule's call its reader may not make, asked of the API server
@@ -158,8 +158,7 @@ func (c *APIClient) allowed(ctx context.Context, call engine.APICall) error {
 	if reader == "" {
 		reader = DefaultRuleReader
 	}
-	user := engine.UserInfo{Username: "system:serviceaccount:" + call.Owner + ":" + reader,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + call.Owner, "system:authenticated"}}
+	user := engine.RuleReaderUser(call.Owner, reader)
 	if c.Authorizer == nil {
 		return fmt.Errorf("%w: no authorizer to ask whether %s may %s %s", ErrForbidden, user.Username, info.Verb, call.Path)
 	}
