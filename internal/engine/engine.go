@@ -56,13 +56,13 @@ type Engine struct {
 	objects    ObjectReader
 	ruleReader string
 	authz      Authorizer
-	api     APIReader
-	kinds   KindReader
-	http    HTTPReader
-	graph   GraphReader
-	schemas SchemaReader
-	roles   RoleReader
-	noTrace bool
+	api        APIReader
+	kinds      KindReader
+	http       HTTPReader
+	graph      GraphReader
+	schemas    SchemaReader
+	roles      RoleReader
+	noTrace    bool
 	// scratch recycles the buffers rules borrow through their Handle.
 	scratch sync.Pool // *scratch
 }
