@@ -553,3 +553,35 @@ func TestConfigMapAsRuleReader(t *testing.T) {
 		}
 	}
 }
+
+// fakeGraph answers every object with the same edges.
+type fakeGraph struct{ in []any }
+
+func (g fakeGraph) Edges(context.Context, engine.ObjectRef, map[string]any) ([]any, []any, error) {
+	return g.in, nil, nil
+}
+
+// TestGraphConfined: a namespaced Policy's graph entry gives only the
+// edges whose ends are in its namespace or cluster-scoped; a
+// ClusterPolicy's gives every edge.
+func TestGraphConfined(t *testing.T) {
+	edge := func(ns string) any {
+		return map[string]any{"type": "USES_SECRET", "from": map[string]any{"kind": "Pod", "namespace": ns, "name": "p"},
+			"to": map[string]any{"kind": "Secret", "namespace": "team-a", "name": "db"}}
+	}
+	node := map[string]any{"type": "SCHEDULED_ON", "from": map[string]any{"kind": "Pod", "namespace": "team-a", "name": "p"},
+		"to": map[string]any{"kind": "Node", "name": "n1"}}
+	g := fakeGraph{in: []any{edge("team-a"), edge("team-b"), node}}
+	spec := "context: [{name: users, graph: {direction: incoming}}]\nvalidations: [{jmespath: \"length(users) == `%d`\", message: \"{{ length(users) }} edges\"}]"
+	req := engine.Request{Operation: rules.Create, Namespace: "team-a", Object: decode(t, deployment)}
+	for _, tc := range []struct {
+		kind, ns string
+		want     int
+	}{{"Policy", "team-a", 2}, {"ClusterPolicy", "", 3}} {
+		e := engine.New(engine.Options{Graph: g})
+		dec, err := e.Evaluate(context.Background(), load(t, policyYAML(tc.kind, tc.ns, fmt.Sprintf(spec, tc.want))), req)
+		if err != nil || !dec.Allowed() {
+			t.Errorf("%s: %v %+v, want %d edges", tc.kind, err, dec.Rejections, tc.want)
+		}
+	}
+}
