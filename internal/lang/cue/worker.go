@@ -136,6 +136,10 @@ func ServeWorker(in io.Reader, out io.Writer, exit func(code int)) error {
 		}
 		return wr.Flush()
 	}
+	// Ready: the parent counts an evaluation's time from here on.
+	if err := send(&reply{}); err != nil {
+		return err
+	}
 	for {
 		var req request
 		if err := readFrame(rd, maxRequest, &req); err != nil {

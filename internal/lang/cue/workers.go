@@ -68,7 +68,7 @@ type WorkerOptions struct {
 
 // DefaultTimeout is WorkerOptions.Timeout's default: programs that
 // admission runs take milliseconds (a 1 MiB object about 50 ms).
-const DefaultTimeout = 500 * time.Millisecond
+const DefaultTimeout = 250 * time.Millisecond
 
 // ErrTimeout is in the chain (with lang.ErrLimit and
 // context.DeadlineExceeded) of the error of an evaluation stopped at
@@ -85,6 +85,8 @@ type Workers struct {
 	slots chan struct{} // one per running worker
 	mu    sync.Mutex
 	idle  []*worker
+	// starting counts the replacements being started (release).
+	starting int
 	// closed: later evaluations fail with ErrClosed.
 	closed bool
 }
@@ -167,8 +169,27 @@ func (ws *Workers) start() (*worker, error) {
 		w.kill()
 		return nil, fmt.Errorf("%w: configuring it: %v", ErrWorker, err)
 	}
+	// The worker answers its configuration once it runs: its start (a
+	// process and its runtime, slow on a busy node) is not counted in an
+	// evaluation's time, only bounded by bootTimeout.
+	_ = w.out.SetReadDeadline(time.Now().Add(bootTimeout))
+	var ready reply
+	err = readFrame(w.rd, ws.o.MaxReply, &ready)
+	_ = w.out.SetReadDeadline(time.Time{})
+	if err != nil {
+		w.kill()
+		<-w.exited
+		msg := strings.TrimSpace(w.stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return nil, fmt.Errorf("%w: starting: %s", ErrWorker, msg)
+	}
 	return w, nil
 }
+
+// bootTimeout bounds a worker's start, until it answers its configuration.
+const bootTimeout = 30 * time.Second
 
 // kill kills the process and closes the pipes (a read or write under way
 // returns).
@@ -209,7 +230,11 @@ func (ws *Workers) acquire(ctx context.Context) (*worker, error) {
 	return w, nil
 }
 
-// release returns a worker that answered to the idle ones, or kills it.
+// release returns a worker that answered to the idle ones, or kills it
+// and starts a replacement in the background, so that the next
+// evaluation does not wait for a worker to start (a killed worker is what
+// a hostile program leaves, one after another). At most Max workers
+// evaluate, and at most Max more are idle or starting.
 func (ws *Workers) release(w *worker, healthy bool) {
 	defer func() { <-ws.slots }()
 	if healthy {
@@ -223,6 +248,31 @@ func (ws *Workers) release(w *worker, healthy bool) {
 		ws.mu.Unlock()
 	}
 	w.kill()
+	ws.mu.Lock()
+	spare := !ws.closed && len(ws.idle)+ws.starting < ws.o.Max
+	if spare {
+		ws.starting++
+	}
+	ws.mu.Unlock()
+	if spare {
+		go ws.replace()
+	}
+}
+
+// replace starts a worker into the idle ones.
+func (ws *Workers) replace() {
+	w, err := ws.start()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.starting--
+	switch {
+	case err != nil:
+		// The next evaluation starts one and reports the error.
+	case ws.closed:
+		w.kill()
+	default:
+		ws.idle = append(ws.idle, w)
+	}
 }
 
 // exchange sends req to a worker and returns its reply, answering the
