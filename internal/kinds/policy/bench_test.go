@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/modwright/modwright/internal/kinds/kinitiras"
 	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/kinds/policy"
+	cuelang "github.com/modwright/modwright/internal/lang/cue"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
@@ -548,6 +550,12 @@ func (o staticObjects) Get(_ context.Context, ref engine.ObjectRef) (map[string]
 // validate: 490-550 µs).
 func BenchmarkCUE(b *testing.B) {
 	obj := benchObject(b, false)
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := cuelang.NewWorkers(cuelang.WorkerOptions{Command: func() *exec.Cmd { return exec.Command(exe, workerArg) }})
+	defer ws.Close()
 	for _, bc := range []struct{ name, spec string }{
 		{"override-annotation", `  mutations:
   - cue: |
@@ -565,9 +573,38 @@ func BenchmarkCUE(b *testing.B) {
       }
 `},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			snap := benchLoad(b, "apiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata: {name: cue, namespace: "+benchNS+"}\nspec:\n"+bc.spec)
-			benchEval(b, snap, obj, nil)
-		})
+		// In this process (the CLI's one-shot commands) and in workers
+		// (serve).
+		for _, where := range []struct {
+			name string
+			l    cuelang.Language
+		}{{"in-process", cuelang.Language{}}, {"workers", cuelang.Language{Workers: ws}}} {
+			b.Run(bc.name+"/"+where.name, func(b *testing.B) {
+				src := "apiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata: {name: cue, namespace: " + benchNS + "}\nspec:\n" + bc.spec
+				docs, err := source.ParseManifest("bench.yaml", []byte(src))
+				if err != nil {
+					b.Fatal(err)
+				}
+				res := source.LoadRules(docs, kinds.NewRegistry(policy.NewPolicyKind(policy.WithCUE(where.l))))
+				if len(res.Errors) > 0 {
+					b.Fatal(res.Errors)
+				}
+				benchEval(b, engine.NewSnapshot(res.Rules), obj, nil)
+			})
+		}
 	}
+}
+
+// workerArg makes this test binary a CUE worker (TestMain).
+const workerArg = "cue-worker"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == workerArg {
+		if err := cuelang.ServeWorker(os.Stdin, os.Stdout, os.Exit); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }

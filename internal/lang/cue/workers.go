@@ -87,6 +87,8 @@ type Workers struct {
 	idle  []*worker
 	// starting counts the replacements being started (release).
 	starting int
+	// started and killed count worker processes (Stats).
+	started, killed int
 	// closed: later evaluations fail with ErrClosed.
 	closed bool
 }
@@ -110,6 +112,23 @@ func NewWorkers(o WorkerOptions) *Workers {
 		o.Timeout = DefaultTimeout
 	}
 	return &Workers{o: o, slots: make(chan struct{}, o.Max)}
+}
+
+// WorkerStats are counts of Workers' processes.
+type WorkerStats struct {
+	// Started and Killed count the workers started and killed (at a
+	// deadline, a time bound, or any failure) so far.
+	Started, Killed int
+	// Idle and Starting are the workers waiting for an evaluation and
+	// the replacements being started now.
+	Idle, Starting int
+}
+
+// Stats returns the counts now.
+func (ws *Workers) Stats() WorkerStats {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return WorkerStats{Started: ws.started, Killed: ws.killed, Idle: len(ws.idle), Starting: ws.starting}
 }
 
 // Close stops the idle workers; running evaluations end as they would,
@@ -185,6 +204,9 @@ func (ws *Workers) start() (*worker, error) {
 		}
 		return nil, fmt.Errorf("%w: starting: %s", ErrWorker, msg)
 	}
+	ws.mu.Lock()
+	ws.started++
+	ws.mu.Unlock()
 	return w, nil
 }
 
@@ -249,6 +271,7 @@ func (ws *Workers) release(w *worker, healthy bool) {
 	}
 	w.kill()
 	ws.mu.Lock()
+	ws.killed++
 	spare := !ws.closed && len(ws.idle)+ws.starting < ws.o.Max
 	if spare {
 		ws.starting++

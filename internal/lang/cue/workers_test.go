@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,33 +85,24 @@ func children(t *testing.T) []string {
 	return out
 }
 
-// runKilled runs p with params and n, and checks that a worker running
-// while it ran was killed once it returned (a spare may have started to
-// replace it; the one evaluating must be gone).
-func runKilled(t *testing.T, ctx context.Context, p *cue.Program, n int) error {
+// runKilled runs p with n, and checks that its worker was killed: one
+// more kill, and soon no process but the idle and starting workers (a
+// replacement) runs.
+func runKilled(t *testing.T, ctx context.Context, ws *cue.Workers, p *cue.Program, n int) error {
 	t.Helper()
-	var during []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		time.Sleep(150 * time.Millisecond)
-		during = children(t)
-	}()
+	before := ws.Stats().Killed
 	_, err := p.Run(ctx, map[string]any{"n": n}, "out")
-	<-done
-	deadline := time.Now().Add(5 * time.Second)
+	if k := ws.Stats().Killed; k != before+1 {
+		t.Errorf("%d workers killed, want %d", k, before+1)
+	}
+	deadline := time.Now().Add(10 * time.Second)
 	for {
-		alive := 0
-		for _, pid := range during {
-			if slices.Contains(children(t), pid) {
-				alive++
-			}
-		}
-		if alive < len(during) {
+		st := ws.Stats()
+		if len(children(t)) <= st.Idle+st.Starting {
 			return err
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("every worker that ran %v still runs", during)
+			t.Fatalf("%d processes run, %d workers are idle or starting", len(children(t)), st.Idle+st.Starting)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -167,7 +157,7 @@ out: [for x in list.Range(0, n, 1) for y in list.Range(0, n, 1) {x * y}]
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := runKilled(t, ctx, p, 100000)
+	err := runKilled(t, ctx, ws, p, 100000)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %v, want the deadline", err)
 	}
@@ -176,7 +166,7 @@ out: [for x in list.Range(0, n, 1) for y in list.Range(0, n, 1) {x * y}]
 	}
 	// Without a deadline, the evaluation's own time bound stops it.
 	start = time.Now()
-	err = runKilled(t, context.Background(), p, 100000)
+	err = runKilled(t, context.Background(), ws, p, 100000)
 	if !errors.Is(err, cue.ErrTimeout) || !errors.Is(err, lang.ErrLimit) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %v, want the time bound", err)
 	}
