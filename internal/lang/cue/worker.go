@@ -71,17 +71,16 @@ const (
 	codeTask     = "task" // the task failed: the parent has its error
 )
 
+// writeFrame writes msg as one frame, in one write (one wake-up of the
+// reader).
 func writeFrame(w io.Writer, msg any) error {
 	b, err := json.Marshal(msg)
 	if err != nil {
 		return err
 	}
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(b)))
-	if _, err := w.Write(n[:]); err != nil {
-		return err
-	}
-	_, err = w.Write(b)
+	frame := make([]byte, 4, 4+len(b))
+	binary.BigEndian.PutUint32(frame, uint32(len(b)))
+	_, err = w.Write(append(frame, b...))
 	return err
 }
 
