@@ -202,6 +202,7 @@ type evalJob struct {
 	ctx      context.Context
 	snap     *engine.Snapshot
 	rv       *review
+	phases   engine.Phase
 	patchBuf *bytes.Buffer
 	resp     *response
 	outcome  string
@@ -220,9 +221,9 @@ const workerIdle = time.Minute
 // stack would grow by copying, several times per review; a worker keeps
 // its grown stack from one review to the next. There is at most one busy
 // worker per evaluation slot; idle ones exit after workerIdle.
-func (d *Dragnet) evaluate(ctx context.Context, snap *engine.Snapshot, rv *review, patchBuf *bytes.Buffer) (*response, string) {
+func (d *Dragnet) evaluate(ctx context.Context, snap *engine.Snapshot, rv *review, phases engine.Phase, patchBuf *bytes.Buffer) (*response, string) {
 	j := d.jobPool.Get().(*evalJob)
-	j.ctx, j.snap, j.rv, j.patchBuf = ctx, snap, rv, patchBuf
+	j.ctx, j.snap, j.rv, j.phases, j.patchBuf = ctx, snap, rv, phases, patchBuf
 	select {
 	case d.jobs <- j: // an idle worker took it
 	default:
@@ -259,7 +260,7 @@ func (d *Dragnet) runJob(j *evalJob) {
 		}
 		j.done <- struct{}{}
 	}()
-	j.resp, j.outcome = d.review(j.ctx, j.snap, j.rv, j.patchBuf)
+	j.resp, j.outcome = d.review(j.ctx, j.snap, j.rv, j.phases, j.patchBuf)
 }
 
 const webhookName = "dragnet" // the default Options.Name
@@ -312,9 +313,6 @@ func (d *Dragnet) serve(w http.ResponseWriter, r *http.Request, phases engine.Ph
 		return
 	}
 	rv, err := decodeReview(body)
-	if err == nil {
-		rv.phases = phases
-	}
 	if err != nil {
 		d.opts.Metrics.Review(name, "", metrics.OutcomeInvalid, d.now().Sub(start))
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -341,7 +339,7 @@ func (d *Dragnet) serve(w http.ResponseWriter, r *http.Request, phases engine.Ph
 	d.mem.body.Release(bodyHeld)
 	bodyHeld = 0
 
-	resp, outcome := d.evaluate(ctx, snap, rv, patchBuf)
+	resp, outcome := d.evaluate(ctx, snap, rv, phases, patchBuf)
 	out.Write(appendResponse(out.AvailableBuffer(), resp))
 	w.Header().Set("Content-Type", "application/json")
 	if _, err := w.Write(out.Bytes()); err != nil {
@@ -391,12 +389,12 @@ func reviewDeadline(t time.Duration, r *http.Request) time.Duration {
 // review evaluates one request; it never panics. The patch is encoded into
 // patchBuf's storage, so the response is only valid until patchBuf is
 // reused.
-func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review, patchBuf *bytes.Buffer) (resp *response, outcome string) {
+func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review, phases engine.Phase, patchBuf *bytes.Buffer) (resp *response, outcome string) {
 	req := rv.Request
 	resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
 	defer func() {
 		if p := recover(); p != nil {
-			d.opts.Metrics.Panic(d.name(rv.phases))
+			d.opts.Metrics.Panic(d.name(phases))
 			d.opts.Log.Error(fmt.Errorf("panic: %v", p), "recovered a panic while evaluating rules; this is a bug, please report it",
 				"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "stack", string(debug.Stack()))
 			resp, outcome = d.failure(rv, http.StatusInternalServerError, "modwright: internal error while evaluating rules (recovered a panic; see the modwright log)")
@@ -409,7 +407,7 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 	// no ModRule selects it (admissionOperations has no CONNECT), a
 	// Policy may, and mutating rules do not run on it.
 	ereq := req.attributes()
-	ereq.Phases = rv.phases
+	ereq.Phases = phases
 	// A Namespace is cluster-scoped, but the API server names the namespace
 	// itself in UPDATE and DELETE requests; KubeMod treats it as
 	// cluster-scoped, and so does modwright.

@@ -32,8 +32,6 @@ type review struct {
 	Kind       string
 	Request    *request // nil when absent or null; else &req
 	req        request
-	// phases are the phases the path reviewed runs (zero: all).
-	phases engine.Phase
 }
 
 // request is an AdmissionRequest: every field of admission.k8s.io/v1 and
