@@ -201,7 +201,8 @@ func TestHostileReviews(t *testing.T) {
 	st.Publish(snap)
 	opts := runner.Options(nil)
 	opts.NoTrace = true
-	const timeout = 5 * time.Second
+	// The chart's deadline (dragnet.timeoutSeconds, serve's --review-timeout).
+	const timeout = webhook.DefaultTimeout
 	srv := httptest.NewServer(webhook.NewDragnet(webhook.Options{
 		Evaluator: engine.New(opts),
 		Snapshots: st,
