@@ -361,65 +361,59 @@ func (m *CertManager) keep(annotations map[string]string, caBundle []byte, hooks
 // updateMutating keeps the mutating configuration correct (keep); armed
 // is false while its dragnet waits to be armed.
 func (m *CertManager) updateMutating(ctx context.Context, caBundle []byte) (armed bool, err error) {
-	var c admissionv1.MutatingWebhookConfiguration
-	if err := m.Client.Get(ctx, client.ObjectKey{Name: m.Configs.Mutating}, &c); err != nil {
-		if apierrors.IsNotFound(err) {
-			m.Log.V(1).Info("MutatingWebhookConfiguration not found; nothing to update", "name", m.Configs.Mutating)
-			return true, nil
-		}
-		return true, err
-	}
-	orig := c.DeepCopy()
-	hooks := make([]hook, len(c.Webhooks))
-	for i := range c.Webhooks {
-		w := &c.Webhooks[i]
-		hooks[i] = hook{w.Name, &w.ClientConfig.CABundle, &w.Rules, &w.FailurePolicy}
-	}
-	waiting, armedNow := m.keep(c.Annotations, caBundle, hooks)
-	if equalMutating(orig, &c) {
-		return !waiting, nil
-	}
-	if err := m.Client.Patch(ctx, &c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("updating MutatingWebhookConfiguration %s: %w", c.Name, err)
-	}
-	m.logUpdate("MutatingWebhookConfiguration", c.Name, armedNow)
-	return !waiting, nil
-}
-
-func (m *CertManager) logUpdate(kind, name string, armedNow bool) {
-	if armedNow {
-		m.Log.Info("armed the dragnet webhook: a replica is ready", "kind", kind, "name", name, "failurePolicy", m.Configs.DragnetFailurePolicy)
-	} else {
-		m.Log.Info("updated the webhook configuration", "kind", kind, "name", name)
-	}
+	return updateConfig(ctx, m, "MutatingWebhookConfiguration", m.Configs.Mutating, &admissionv1.MutatingWebhookConfiguration{}, caBundle,
+		(*admissionv1.MutatingWebhookConfiguration).DeepCopy, equalMutating,
+		func(c *admissionv1.MutatingWebhookConfiguration) []hook {
+			hooks := make([]hook, len(c.Webhooks))
+			for i := range c.Webhooks {
+				w := &c.Webhooks[i]
+				hooks[i] = hook{w.Name, &w.ClientConfig.CABundle, &w.Rules, &w.FailurePolicy}
+			}
+			return hooks
+		})
 }
 
 // updateValidating keeps the validating configuration correct (keep: the
 // dragnet's validating webhook too); armed is false while its dragnet
 // waits to be armed.
 func (m *CertManager) updateValidating(ctx context.Context, caBundle []byte) (armed bool, err error) {
-	var c admissionv1.ValidatingWebhookConfiguration
-	if err := m.Client.Get(ctx, client.ObjectKey{Name: m.Configs.Validating}, &c); err != nil {
+	return updateConfig(ctx, m, "ValidatingWebhookConfiguration", m.Configs.Validating, &admissionv1.ValidatingWebhookConfiguration{}, caBundle,
+		(*admissionv1.ValidatingWebhookConfiguration).DeepCopy, equalValidating,
+		func(c *admissionv1.ValidatingWebhookConfiguration) []hook {
+			hooks := make([]hook, len(c.Webhooks))
+			for i := range c.Webhooks {
+				w := &c.Webhooks[i]
+				hooks[i] = hook{w.Name, &w.ClientConfig.CABundle, &w.Rules, &w.FailurePolicy}
+			}
+			return hooks
+		})
+}
+
+// updateConfig reads the configuration name (of kind) into c, keeps it correct
+// (keep, on the webhooks hooksOf gives) and patches it when that changed
+// it; armed is false while its dragnet waits to be armed.
+func updateConfig[T client.Object](ctx context.Context, m *CertManager, kind, name string, c T, caBundle []byte,
+	copyOf func(T) T, equal func(a, b T) bool, hooksOf func(T) []hook) (armed bool, err error) {
+	if err := m.Client.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
 		if apierrors.IsNotFound(err) {
-			m.Log.V(1).Info("ValidatingWebhookConfiguration not found; nothing to update", "name", m.Configs.Validating)
+			m.Log.V(1).Info(kind+" not found; nothing to update", "name", name)
 			return true, nil
 		}
 		return true, err
 	}
-	orig := c.DeepCopy()
-	hooks := make([]hook, len(c.Webhooks))
-	for i := range c.Webhooks {
-		w := &c.Webhooks[i]
-		hooks[i] = hook{w.Name, &w.ClientConfig.CABundle, &w.Rules, &w.FailurePolicy}
-	}
-	waiting, armedNow := m.keep(c.Annotations, caBundle, hooks)
-	if equalValidating(orig, &c) {
+	orig := copyOf(c)
+	waiting, armedNow := m.keep(c.GetAnnotations(), caBundle, hooksOf(c))
+	if equal(orig, c) {
 		return !waiting, nil
 	}
-	if err := m.Client.Patch(ctx, &c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("updating ValidatingWebhookConfiguration %s: %w", c.Name, err)
+	if err := m.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("updating %s %s: %w", kind, name, err)
 	}
-	m.logUpdate("ValidatingWebhookConfiguration", c.Name, armedNow)
+	if armedNow {
+		m.Log.Info("armed the dragnet webhook: a replica is ready", "kind", kind, "name", name, "failurePolicy", m.Configs.DragnetFailurePolicy)
+	} else {
+		m.Log.Info("updated the webhook configuration", "kind", kind, "name", name)
+	}
 	return !waiting, nil
 }
 
