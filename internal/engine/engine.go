@@ -241,6 +241,11 @@ type evaluation struct {
 	// refs are the related objects rules see under syntheticRefs; nil when
 	// no candidate reads syntheticRefs (then the object has none).
 	refs map[string]any
+	// edgesIn is the namespace the edges in the document are confined to
+	// ("" : all of them, refs' own); confined caches each namespace's
+	// view (handle swaps them as rules need).
+	edgesIn  string
+	confined map[string]any
 }
 
 // prepare puts the object in the shape rules see: without
@@ -256,6 +261,7 @@ func (ev *evaluation) prepare() {
 	}
 	if ev.refs != nil {
 		ev.must(ev.doc.Put(syntheticRefsPath, ev.refs))
+		ev.edgesIn = "" // every edge: handle confines them again as rules need
 	} else if _, ok := root[SyntheticRefs]; ok {
 		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: syntheticRefsPath}))
 	}
@@ -432,8 +438,55 @@ func (ev *evaluation) failed(r Rule, field string, cause error) error {
 // Handle escapes through the Rule interface, and one per call would be an
 // allocation per rule).
 func (ev *evaluation) handle(r Rule, tr *RuleTrace) *Handle {
+	if info := r.Info(); info.SyntheticEdges && info.EdgesNamespace != ev.edgesIn {
+		ev.viewEdges(info.EdgesNamespace)
+	}
 	ev.h = Handle{ev: ev, rule: r, tr: tr}
 	return &ev.h
+}
+
+// viewEdges puts under syntheticRefs.edges the object's edges confined to
+// ns (RuleInfo.EdgesNamespace), or all of them for "".
+func (ev *evaluation) viewEdges(ns string) {
+	all, ok := ev.refs["edges"].(map[string]any)
+	if !ok {
+		return
+	}
+	view := any(all)
+	if ns != "" {
+		if ev.confined == nil {
+			ev.confined = map[string]any{}
+		}
+		if ev.confined[ns] == nil {
+			keep := func(es any) []any {
+				out := []any{}
+				list, _ := es.([]any)
+				for _, e := range list {
+					if edgeWithin(e, ns) {
+						out = append(out, e)
+					}
+				}
+				return out
+			}
+			ev.confined[ns] = map[string]any{"incoming": keep(all["incoming"]), "outgoing": keep(all["outgoing"])}
+		}
+		view = ev.confined[ns]
+	}
+	ev.must(ev.doc.Put(edgesPath, view))
+	ev.edgesIn = ns
+}
+
+// edgeWithin reports whether both ends of an edge ({type, from, to}) are
+// in ns or cluster-scoped.
+func edgeWithin(e any, ns string) bool {
+	em, _ := e.(map[string]any)
+	for _, end := range []string{"from", "to"} {
+		ref, _ := em[end].(map[string]any)
+		if n, _ := ref["namespace"].(string); n != "" && n != ns {
+			return false
+		}
+	}
+	return true
 }
 
 // match asks the rule whether it applies and records the outcome (a rule
@@ -618,6 +671,7 @@ func (ev *evaluation) finish() {
 
 var (
 	syntheticRefsPath = patch.Pointer{"syntheticRefs"}
+	edgesPath         = patch.Pointer{"syntheticRefs", "edges"}
 	managedFieldsPath = patch.Pointer{"metadata", "managedFields"}
 	lastAppliedPath   = patch.Pointer{"metadata", "annotations", LastAppliedAnnotation}
 )

@@ -115,6 +115,11 @@ type RuleInfo struct {
 	// object's edges in the relationship graph): the kernel reads them
 	// only when a candidate asks.
 	SyntheticEdges bool
+	// EdgesNamespace, when not empty, confines the edges the rule sees
+	// under syntheticRefs.edges to those whose ends are in that namespace
+	// or cluster-scoped (a namespaced rule never learns of another
+	// namespace's objects); "": every edge (a cluster-wide rule).
+	EdgesNamespace string
 	// KeepLastApplied is true when the rule's operations are not mirrored
 	// into the kubectl last-applied-configuration annotation (KubeMod
 	// mirrors them; kinitiras does not).

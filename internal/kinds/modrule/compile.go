@@ -156,6 +156,11 @@ func (cc Compiler) Compile(mr *v1beta1.ModRule) (*Rule, error) {
 		r.clusterNS = DefaultClusterRulesNamespace
 	}
 	r.Index = r.indexKeys(r.clusterNS)
+	// A rule of a namespace sees the edges within it (a rule with no
+	// namespace, or of the cluster-rules namespace, every edge).
+	if r.Namespace != "" && r.Namespace != r.clusterNS {
+		r.EdgesNamespace = r.Namespace
+	}
 	if len(c.errs) > 0 {
 		r.Err = &rules.CompileError{Kind: Kind, Rule: r.Key, Errors: c.errs}
 		r.Criteria, r.Patches, r.RejectMessage, r.TargetNamespaces = nil, nil, nil, nil

@@ -501,3 +501,50 @@ func TestDenialMessage(t *testing.T) {
 		}
 	}
 }
+
+// crossGraph gives every object an incoming edge from team-a and one from
+// team-b.
+type crossGraph struct{}
+
+func (crossGraph) Edges(context.Context, engine.ObjectRef, map[string]any) ([]any, []any, error) {
+	edge := func(ns string) any {
+		return map[string]any{"type": "USES_SECRET", "from": map[string]any{"kind": "Pod", "namespace": ns, "name": "p"},
+			"to": map[string]any{"kind": "Secret", "namespace": "team-a", "name": "db"}}
+	}
+	return []any{edge("team-a"), edge("team-b")}, nil, nil
+}
+
+// TestEdgesConfined: a ModRule of a namespace sees under
+// syntheticRefs.edges only the edges within its namespace; one of the
+// cluster-rules namespace sees every edge, in the same review.
+func TestEdgesConfined(t *testing.T) {
+	snap := snapshotOf(t, `
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: count, namespace: team-a}
+spec:
+  type: Patch
+  match: [{select: '$.kind', matchValue: Secret}]
+  patch:
+  - {op: add, path: /metadata/labels/team-edges, value: '"{{ len .Target.syntheticRefs.edges.incoming }}"'}
+---
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: count, namespace: kubemod-system}
+spec:
+  type: Patch
+  targetNamespaceRegex: '.*'
+  match: [{select: '$.kind', matchValue: Secret}]
+  patch:
+  - {op: add, path: /metadata/labels/cluster-edges, value: '"{{ len .Target.syntheticRefs.edges.incoming }}"'}
+`)
+	obj := object(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: team-a, labels: {a: b}}\n")
+	dec := evaluate(t, engine.New(engine.Options{Graph: crossGraph{}}), snap, engine.Request{Operation: rules.Create, Namespace: "team-a", Object: obj})
+	labels, _ := dec.Object.(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
+	if labels["team-edges"] != "1" || labels["cluster-edges"] != "2" {
+		t.Errorf("labels %v: want team-edges 1 (its namespace's), cluster-edges 2 (all)", labels)
+	}
+	if _, ok := dec.Object.(map[string]any)["syntheticRefs"]; ok {
+		t.Error("syntheticRefs left in the result")
+	}
+}
