@@ -178,7 +178,7 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		e.scratch.Put(s)
 	}()
 	err := ev.run()
-	if says(ev.d, err) {
+	if says(ev.d, err) || len(ev.d.Trace) > 0 {
 		ev.redact(root, &err)
 	}
 	if err != nil {

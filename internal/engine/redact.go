@@ -101,4 +101,10 @@ func (r *redactor) decision(d *Decision) {
 	for i := range d.AuditAnnotations {
 		d.AuditAnnotations[i].Value = r.text(d.AuditAnnotations[i].Value)
 	}
+	// The trace's reasons (explain prints them); its operations are the
+	// patch of the object itself, and its kind details the kind's.
+	for i := range d.Trace {
+		d.Trace[i].Reason = r.text(d.Trace[i].Reason)
+		d.Trace[i].LastAppliedErr = r.err(d.Trace[i].LastAppliedErr)
+	}
 }

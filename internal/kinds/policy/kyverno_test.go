@@ -464,6 +464,9 @@ validations: [{jmespath: "to_boolean(base64_decode(request.object.data.password)
 				for _, e := range dec.Errors {
 					said = append(said, e.Error())
 				}
+				for _, tr := range dec.Trace { // explain prints it
+					said = append(said, tr.Reason)
+				}
 			}
 			all := strings.Join(said, "\n")
 			if len(said) == 0 || !strings.Contains(all, engine.Redacted) {
