@@ -11,12 +11,14 @@
 // kinds; InScope for what the index cannot decide), the order (tier, then
 // kind, then namespace/name; Mutate rules tier by tier, every rule of a
 // tier matched against the object as the tier found it and then applied;
-// Validate rules on the final object), the copy-on-write patch.Doc and its
+// Validate rules on the final object; Request.Phases runs one phase alone,
+// as a mutating or a validating webhook), the copy-on-write patch.Doc and its
 // journal (Handle.Patch applies a rule's operations atomically), the
 // managedFields and last-applied-configuration handling (mirrored unless
 // a rule keeps it: RuleInfo.KeepLastApplied), the related
 // objects under /syntheticRefs (read through the ObjectReader only when a
-// candidate asks), the diff, the trace, and the denial that lists every
+// candidate asks; a namespaced rule's view of the graph's edges confined
+// to its namespace: RuleInfo.EdgesNamespace), the diff, the trace, and the denial that lists every
 // rejecting rule of every kind.
 //
 // The engine never modifies its input. It honours the context's deadline
@@ -32,9 +34,11 @@
 // APIReader, RoleReader, KindReader for objects of any kind, HTTPReader for
 // a rule's external requests, SchemaReader for custom resources' values as
 // their CRDs type them; implemented by the cluster's caches and
-// clients and offline by the CLI's context), and results go out as plain
-// values. When the object under review is a Secret, its values are
+// clients and offline by the CLI's context), a namespaced rule's reads
+// authorized as its namespace's rule reader (Handle.AuthorizeRead, through
+// the Authorizer), and results go out as plain values. When the object under review is a Secret, its values are
 // replaced by Redacted in every text a decision carries (errors,
-// rejections, warnings, audit annotations) and in the evaluation's error,
+// rejections, warnings, audit annotations, the trace's reasons) and in the
+// evaluation's error,
 // so no front end can print them (redact.go).
 package engine
