@@ -75,14 +75,15 @@ func (d *Dragnet) name(phases engine.Phase) string {
 // Phase is a handler of this dragnet (its evaluation slots, memory
 // budget and workers) that runs the rules' phase p alone: engine.Mutate
 // behind a mutating webhook, engine.Validate behind a validating one.
-func (d *Dragnet) Phase(p engine.Phase) http.Handler { return phaseHandler{d, p} }
+func (d *Dragnet) Phase(p engine.Phase) http.Handler { return phaseHandler{d, p, d.name(p)} }
 
 type phaseHandler struct {
-	d *Dragnet
-	p engine.Phase
+	d    *Dragnet
+	p    engine.Phase
+	name string // its metrics label, made once
 }
 
-func (h phaseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.d.serve(w, r, h.p) }
+func (h phaseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.d.serve(w, r, h.p, h.name) }
 
 // KindFilter serves, of another source's snapshots, the rules of the kinds
 // Keep accepts: kinitiras' own webhook paths serve its kinds only, and the
@@ -272,11 +273,11 @@ type httpError struct {
 }
 
 // ServeHTTP runs every rule, mutations and validations.
-func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.serve(w, r, 0) }
+func (d *Dragnet) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.serve(w, r, 0, d.name(0)) }
 
-// serve answers one review, running phases (zero: all) of the rules.
-func (d *Dragnet) serve(w http.ResponseWriter, r *http.Request, phases engine.Phase) {
-	name := d.name(phases)
+// serve answers one review, running phases (zero: all) of the rules;
+// name is its metrics label.
+func (d *Dragnet) serve(w http.ResponseWriter, r *http.Request, phases engine.Phase, name string) {
 	start := d.now()
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(d.deadline(r)))
 	defer cancel()
