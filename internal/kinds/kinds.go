@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
 )
 
 // Manifest is one rule document as read (a file's document, an informer's
@@ -40,12 +41,7 @@ func (m *Manifest) Namespace() string { return m.meta("namespace") }
 // Key is namespace/name, or the name alone without a namespace: how
 // engine.RuleInfo.Key names a rule, read before decoding so that
 // undecodable documents have one too.
-func (m *Manifest) Key() string {
-	if ns := m.Namespace(); ns != "" {
-		return ns + "/" + m.Name()
-	}
-	return m.Name()
-}
+func (m *Manifest) Key() string { return rules.Key(m.Namespace(), m.Name()) }
 
 func (m *Manifest) meta(k string) string {
 	md, _ := m.Object["metadata"].(map[string]any)

@@ -1,5 +1,6 @@
 // Package rules is what every rule kind shares before evaluation: the
-// admission Operation a rule reacts to, and the one positioned error model
+// admission Operation a rule reacts to, the Key that names a rule
+// (namespace/name, or the name alone), and the one positioned error model
 // (errors.go) that the compile step of every kind, lint, status conditions,
 // the validating webhook and the CLI all report: FieldError (field path such
 // as spec.match[2].select, byte position, message) inside CompileError (the

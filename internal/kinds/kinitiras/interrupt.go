@@ -75,10 +75,8 @@ func Render(policy map[string]any) ([]PatchOp, error) {
 func policyKey(obj map[string]any) string {
 	md, _ := obj["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
-	if ns, _ := md["namespace"].(string); ns != "" {
-		return ns + "/" + name
-	}
-	return name
+	ns, _ := md["namespace"].(string)
+	return rules.Key(ns, name)
 }
 
 // Check is what the policy admission webhook refuses (kinitiras'

@@ -168,11 +168,7 @@ func Compile(obj map[string]any, opts ...Option) (*Policy, error) {
 		p.validates = append(p.validates, vr)
 	}
 	if len(errs) > 0 {
-		key := p.Name
-		if p.Namespace != "" {
-			key = p.Namespace + "/" + p.Name
-		}
-		return p, &rules.CompileError{Kind: p.Kind, Rule: key, Errors: errs}
+		return p, &rules.CompileError{Kind: p.Kind, Rule: p.key(), Errors: errs}
 	}
 	return p, nil
 }
@@ -262,12 +258,7 @@ func ApplyOverrides(ctx context.Context, rd *Readers, policies []*Policy, obj, o
 	return result, cluster, namespaced, nil
 }
 
-func (p *Policy) key() string {
-	if p.Namespace == "" {
-		return p.Name
-	}
-	return p.Namespace + "/" + p.Name
-}
+func (p *Policy) key() string { return rules.Key(p.Namespace, p.Name) }
 
 func (r *overrideRule) apply(ctx context.Context, rd *Readers, obj any, old map[string]any) (any, error) {
 	if r.rendered != nil {

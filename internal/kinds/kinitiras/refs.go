@@ -18,6 +18,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
+	"github.com/modwright/modwright/internal/rules"
 )
 
 // Readers are what references read beyond the object: objects of any
@@ -263,12 +264,7 @@ func objName(o map[string]any) string {
 	return n
 }
 
-func joinKey(ns, name string) string {
-	if ns == "" {
-		return name
-	}
-	return ns + "/" + name
-}
+func joinKey(ns, name string) string { return rules.Key(ns, name) }
 
 // ownerObject is the object's first owner, in the object's namespace;
 // nil when it has none (kinitiras fails the request).

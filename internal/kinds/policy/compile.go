@@ -264,10 +264,7 @@ func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.P
 // positions.
 func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec, opts ...Option) *Rule {
 	cluster := kind == v1alpha1.KindClusterPolicy
-	key := meta.Name
-	if meta.Namespace != "" {
-		key = meta.Namespace + "/" + meta.Name
-	}
+	key := rules.Key(meta.Namespace, meta.Name)
 	r := &Rule{
 		RuleInfo: engine.RuleInfo{Kind: kind, Key: key, Namespace: meta.Namespace, Name: meta.Name, Tier: spec.ExecutionTier},
 		Spec:     spec,

@@ -23,6 +23,7 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/metrics"
+	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -203,12 +204,7 @@ func (s *RuleSource) enqueue(kind string, obj any) {
 	}
 }
 
-func key(ns, name string) string {
-	if ns == "" {
-		return name
-	}
-	return ns + "/" + name
-}
+func key(ns, name string) string { return rules.Key(ns, name) }
 
 func splitKey(k string) types.NamespacedName {
 	for i := 0; i < len(k); i++ {
