@@ -572,6 +572,12 @@ func BenchmarkCUE(b *testing.B) {
         }
       }
 `},
+		{"validate-256KiB-text", `  validations:
+  - cue: |
+      // ` + strings.Repeat("x", 256<<10) + `
+      object: _ @tag(object)
+      validate: {if object.spec.replicas > 10 {valid: false, reason: "too many replicas"}}
+`},
 	} {
 		// In this process (the CLI's one-shot commands) and in workers
 		// (serve).

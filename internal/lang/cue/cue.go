@@ -94,7 +94,8 @@ func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagn
 	if ds != nil {
 		return nil, ds
 	}
-	if ds := l.Workers.check(src, l.checkTimeout()); ds != nil {
+	p.id = l.Workers.ids.Add(1)
+	if ds := l.Workers.check(p.id, src, l.checkTimeout()); ds != nil {
 		return nil, ds
 	}
 	p.workers = l.Workers
@@ -253,8 +254,10 @@ type Program struct {
 	aliases map[string]bool
 	// outputs caches the parsed paths of the output fields asked for.
 	outputs sync.Map // string -> cue.Path
-	// workers, when not nil, evaluate the program (Language.Workers).
+	// workers, when not nil, evaluate the program (Language.Workers),
+	// which know it by id (its text crosses to a worker once).
 	workers *Workers
+	id      uint64
 }
 
 type instance struct {

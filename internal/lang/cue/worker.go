@@ -38,7 +38,9 @@ type request struct {
 	Op string `json:"op"` // opConfig, opCheck, opRun, opTask
 	// opConfig
 	MemoryLimit int64 `json:"memoryLimit,omitempty"`
-	// opCheck, opRun
+	// opCheck, opRun: the program's id (Workers number the programs
+	// compiled with them) and, the first time a worker sees it, its text
+	ID  uint64 `json:"id,omitempty"`
 	Src string `json:"src,omitempty"`
 	// opRun
 	Params map[string]json.RawMessage `json:"params,omitempty"`
@@ -69,6 +71,9 @@ const (
 	codeNoOutput = "noOutput"
 	codeNoTasks  = "noTasks"
 	codeTask     = "task" // the task failed: the parent has its error
+	// codeUnknown: a run without the text of a program the worker does
+	// not hold (never sent, or dropped); the parent sends it again.
+	codeUnknown = "unknown"
 )
 
 // writeFrame writes msg as one frame, in one write (one wake-up of the
@@ -128,7 +133,7 @@ func ServeWorker(in io.Reader, out io.Writer, exit func(code int)) error {
 	}
 	// The worker is killed at its deadline: its own checks run to the end.
 	l := Language{CheckTimeout: time.Duration(1<<63 - 1)}
-	cache := map[string]*Program{}
+	cache := &programs{byID: map[uint64]*Program{}}
 	send := func(r *reply) error {
 		if err := writeFrame(wr, r); err != nil {
 			return err
@@ -149,7 +154,10 @@ func ServeWorker(in io.Reader, out io.Writer, exit func(code int)) error {
 		}
 		switch req.Op {
 		case opCheck:
-			_, ds := l.compile(req.Src)
+			p, ds := l.compile(req.Src)
+			if ds == nil {
+				cache.put(req.ID, p) // its first run needs no text
+			}
 			if err := send(&reply{Diags: ds}); err != nil {
 				return err
 			}
@@ -167,22 +175,42 @@ func ServeWorker(in io.Reader, out io.Writer, exit func(code int)) error {
 	}
 }
 
-// maxCached bounds the programs a worker keeps compiled.
-const maxCached = 256
+// The programs a worker keeps compiled: at most maxCached, with at most
+// maxCachedBytes of text; past either, it starts over (the parent sends
+// what it asks for again).
+const (
+	maxCached      = 256
+	maxCachedBytes = 8 << 20
+)
+
+// programs are a worker's compiled programs, by id.
+type programs struct {
+	byID  map[uint64]*Program
+	bytes int
+}
+
+func (c *programs) put(id uint64, p *Program) {
+	if len(c.byID) >= maxCached || c.bytes+len(p.src) > maxCachedBytes {
+		clear(c.byID)
+		c.bytes = 0
+	}
+	c.byID[id] = p
+	c.bytes += len(p.src)
+}
 
 // workerRun runs one program in the worker: compiled once per worker,
 // each task sent to the parent and its answer read.
-func workerRun(l Language, cache map[string]*Program, req *request, rd io.Reader, send func(*reply) error) (*reply, error) {
-	p := cache[req.Src]
+func workerRun(l Language, cache *programs, req *request, rd io.Reader, send func(*reply) error) (*reply, error) {
+	p := cache.byID[req.ID]
 	if p == nil {
+		if req.Src == "" {
+			return &reply{Code: codeUnknown}, nil
+		}
 		var ds []lang.Diagnostic
 		if p, ds = l.compile(req.Src); ds != nil {
 			return &reply{Err: fmt.Sprintf("the program does not compile: %v", ds[0])}, nil
 		}
-		if len(cache) >= maxCached {
-			clear(cache)
-		}
-		cache[req.Src] = p
+		cache.put(req.ID, p)
 	}
 	params := make(map[string]any, len(req.Params))
 	for k, raw := range req.Params {

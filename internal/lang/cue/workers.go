@@ -89,6 +89,8 @@ type Workers struct {
 	starting int
 	// started and killed count worker processes (Stats).
 	started, killed int
+	// ids numbers the programs compiled with these workers.
+	ids atomic.Uint64
 	// closed: later evaluations fail with ErrClosed.
 	closed bool
 }
@@ -153,6 +155,9 @@ type worker struct {
 	stderr *tail
 	exited chan struct{} // closed when the process has been waited for
 	uses   int
+	// holds are the ids of the programs whose text this worker was sent
+	// (it may have dropped some: it then asks again); at most maxCached.
+	holds map[uint64]bool
 }
 
 func (ws *Workers) start() (*worker, error) {
@@ -170,7 +175,7 @@ func (ws *Workers) start() (*worker, error) {
 		inW.Close()
 		return nil, fmt.Errorf("%w: %v", ErrWorker, err)
 	}
-	w := &worker{cmd: cmd, in: inW, out: outR, rd: bufio.NewReader(outR), stderr: &tail{max: 4096}, exited: make(chan struct{})}
+	w := &worker{holds: map[uint64]bool{}, cmd: cmd, in: inW, out: outR, rd: bufio.NewReader(outR), stderr: &tail{max: 4096}, exited: make(chan struct{})}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, w.stderr
 	err = cmd.Start()
 	inR.Close()
@@ -300,9 +305,10 @@ func (ws *Workers) replace() {
 
 // exchange sends req to a worker and returns its reply, answering the
 // tasks it asks for on the way; at ctx's end, or timeout after a worker
-// was found, the worker is killed. The error of the last
-// task, if one failed, is returned with the reply.
-func (ws *Workers) exchange(ctx context.Context, timeout time.Duration, req *request, tasks Tasks) (*reply, error, error) {
+// was found, the worker is killed. src is the text of the program req
+// names (ID): sent only to a worker that does not hold it. The error of
+// the last task, if one failed, is returned with the reply.
+func (ws *Workers) exchange(ctx context.Context, timeout time.Duration, req *request, src string, tasks Tasks) (*reply, error, error) {
 	w, err := ws.acquire(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -322,7 +328,14 @@ func (ws *Workers) exchange(ctx context.Context, timeout time.Duration, req *req
 		}
 		return ws.failure(ctx, w, err)
 	}
-	if err := writeFrame(w.in, req); err != nil {
+	send := func(withSrc bool) error {
+		req.Src = ""
+		if withSrc {
+			req.Src = src
+		}
+		return writeFrame(w.in, req)
+	}
+	if err := send(!w.holds[req.ID]); err != nil {
 		return nil, nil, fail(err)
 	}
 	var taskErr error
@@ -331,7 +344,17 @@ func (ws *Workers) exchange(ctx context.Context, timeout time.Duration, req *req
 		if err := readFrame(w.rd, ws.o.MaxReply, &rep); err != nil {
 			return nil, nil, fail(err)
 		}
+		if rep.Code == codeUnknown && req.Src == "" {
+			if err := send(true); err != nil { // the worker dropped it
+				return nil, nil, fail(err)
+			}
+			continue
+		}
 		if rep.Task == nil {
+			if len(w.holds) >= maxCached {
+				clear(w.holds)
+			}
+			w.holds[req.ID] = true
 			healthy = true
 			return &rep, taskErr, nil
 		}
@@ -415,10 +438,10 @@ func (ws *Workers) failure(ctx context.Context, w *worker, err error) error {
 const checkWait = time.Minute
 
 // check checks src in a worker within timeout (once one is free).
-func (ws *Workers) check(src string, timeout time.Duration) []lang.Diagnostic {
+func (ws *Workers) check(id uint64, src string, timeout time.Duration) []lang.Diagnostic {
 	ctx, cancel := context.WithTimeout(context.Background(), checkWait)
 	defer cancel()
-	rep, _, err := ws.exchange(ctx, timeout, &request{Op: opCheck, Src: src}, nil)
+	rep, _, err := ws.exchange(ctx, timeout, &request{Op: opCheck, ID: id}, src, nil)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return checkTimeoutMsg(timeout)
@@ -433,7 +456,7 @@ func (ws *Workers) check(src string, timeout time.Duration) []lang.Diagnostic {
 // run evaluates p in a worker: parameters pruned here to what the program
 // reads, as an evaluation in this process prunes them.
 func (ws *Workers) run(ctx context.Context, p *Program, params map[string]any, output string, tasks Tasks) (any, error) {
-	req := &request{Op: opRun, Src: p.src, Output: output, Tasks: p.task && tasks != nil, Params: make(map[string]json.RawMessage, len(params))}
+	req := &request{Op: opRun, ID: p.id, Output: output, Tasks: p.task && tasks != nil, Params: make(map[string]json.RawMessage, len(params))}
 	root, _, _ := strings.Cut(output, ".")
 	whole := output == "" || p.aliases[root]
 	for name, pv := range params {
@@ -447,7 +470,7 @@ func (ws *Workers) run(ctx context.Context, p *Program, params map[string]any, o
 		}
 		req.Params[name] = b
 	}
-	rep, taskErr, err := ws.exchange(ctx, ws.o.Timeout, req, tasks)
+	rep, taskErr, err := ws.exchange(ctx, ws.o.Timeout, req, p.src, tasks)
 	if err != nil {
 		return nil, err
 	}
@@ -460,6 +483,8 @@ func (ws *Workers) run(ctx context.Context, p *Program, params map[string]any, o
 		return nil, fmt.Errorf("%w %q", ErrNoOutput, output)
 	case codeNoTasks:
 		return nil, ErrNoTasks
+	case codeUnknown:
+		return nil, fmt.Errorf("%w: it lost the program it was just sent", ErrWorker)
 	}
 	if rep.Err != "" {
 		return nil, errors.New(rep.Err)

@@ -278,3 +278,29 @@ func TestWorkersFail(t *testing.T) {
 		t.Errorf("diagnostics %v", ds)
 	}
 }
+
+// TestWorkersResendDropped: a program's text crosses to a worker once; a
+// worker that dropped it (its cache holds 8 MiB of text) asks for it
+// again and the evaluation goes on.
+func TestWorkersResendDropped(t *testing.T) {
+	ws := testWorkers(t, cue.WorkerOptions{Max: 1})
+	l := cue.Language{Workers: ws}
+	pad := "// " + strings.Repeat("x", 900<<10) + "\n"
+	var ps []*cue.Program
+	for i := range 10 { // 9 MiB of text: the first is dropped
+		p, ds := l.CompileExpr(env, pad+fmt.Sprintf("n: int @tag(n)\nout: n + %d\n", i))
+		if ds != nil {
+			t.Fatal(ds)
+		}
+		ps = append(ps, p)
+	}
+	for i, p := range append(ps, ps[0]) {
+		got, err := p.Run(context.Background(), map[string]any{"n": 1}, "out")
+		if want := fmt.Sprint(1 + i%10); err != nil || fmt.Sprint(got) != want {
+			t.Fatalf("program %d: %v, %v; want %s", i%10, got, err, want)
+		}
+	}
+	if st := ws.Stats(); st.Started != 1 || st.Killed != 0 {
+		t.Errorf("workers %+v: want one, never killed", st)
+	}
+}
