@@ -462,7 +462,7 @@ func (ev *evaluation) viewEdges(ns string) {
 				out := []any{}
 				list, _ := es.([]any)
 				for _, e := range list {
-					if edgeWithin(e, ns) {
+					if EdgeWithin(e, ns) {
 						out = append(out, e)
 					}
 				}
@@ -476,9 +476,10 @@ func (ev *evaluation) viewEdges(ns string) {
 	ev.edgesIn = ns
 }
 
-// edgeWithin reports whether both ends of an edge ({type, from, to}) are
-// in ns or cluster-scoped.
-func edgeWithin(e any, ns string) bool {
+// EdgeWithin reports whether both ends of an edge ({type, from, to}, as a
+// GraphReader gives it) are in ns or cluster-scoped: what a namespaced
+// rule may see of the graph.
+func EdgeWithin(e any, ns string) bool {
 	em, _ := e.(map[string]any)
 	for _, end := range []string{"from", "to"} {
 		ref, _ := em[end].(map[string]any)

@@ -631,7 +631,7 @@ func (ev *run) graphEdges(field string, g *graphEntry) (any, error) {
 		for _, e := range es {
 			em, _ := e.(map[string]any)
 			t, _ := em["type"].(string)
-			if (len(g.types) == 0 || slices.Contains(g.types, t)) && (ev.r.cluster || withinNamespace(em, ev.r.Namespace)) {
+			if (len(g.types) == 0 || slices.Contains(g.types, t)) && (ev.r.cluster || engine.EdgeWithin(e, ev.r.Namespace)) {
 				edges = append(edges, e)
 			}
 		}
@@ -643,19 +643,6 @@ func (ev *run) graphEdges(field string, g *graphEntry) (any, error) {
 		pick(out)
 	}
 	return edges, nil
-}
-
-// withinNamespace reports whether both ends of an edge are in ns or
-// cluster-scoped: a namespaced Policy never learns of another namespace's
-// objects through the graph.
-func withinNamespace(edge map[string]any, ns string) bool {
-	for _, end := range []string{"from", "to"} {
-		ref, _ := edge[end].(map[string]any)
-		if n, _ := ref["namespace"].(string); n != "" && n != ns {
-			return false
-		}
-	}
-	return true
 }
 
 func (ev *run) apiCall(field string, a *apiEntry) (any, any, bool, error) {

@@ -106,13 +106,16 @@ validate: {
 	wg.Wait()
 }
 
-func TestDeadline(t *testing.T) {
-	// A program whose evaluation explodes: the request's deadline ends it.
-	p, ds := cue.Language{}.CompileExpr(env, `
+// squares is a program whose evaluation takes n*n steps (n a parameter).
+const squares = `
 import "list"
 n: int @tag(n)
 out: [for x in list.Range(0, n, 1) for y in list.Range(0, n, 1) {x * y}]
-`)
+`
+
+func TestDeadline(t *testing.T) {
+	// A program whose evaluation explodes: the request's deadline ends it.
+	p, ds := cue.Language{}.CompileExpr(env, squares)
 	if ds != nil {
 		t.Fatal(ds)
 	}

@@ -146,11 +146,7 @@ patches: [{op: "add", path: "/metadata/labels/name", value: object.metadata.name
 // at its deadline (its worker killed), not only stopped being waited for.
 func TestWorkersStopAtDeadline(t *testing.T) {
 	ws := testWorkers(t, cue.WorkerOptions{Max: 1})
-	p, ds := cue.Language{Workers: ws}.CompileExpr(env, `
-import "list"
-n: int @tag(n)
-out: [for x in list.Range(0, n, 1) for y in list.Range(0, n, 1) {x * y}]
-`)
+	p, ds := cue.Language{Workers: ws}.CompileExpr(env, squares)
 	if ds != nil {
 		t.Fatal(ds)
 	}
