@@ -700,6 +700,12 @@ func confined(p, ns string) bool {
 // variable's value would change the shape of.
 var ErrURLPath = errors.New("invalid urlPath")
 
+// MaxURLPath bounds a rendered urlPath (with its query), checked before it
+// reaches the API reader, its cache, its authorization and the errors that
+// name it: an object's text could make it any length; a URL of 8 KiB is
+// beyond what HTTP servers commonly take.
+const MaxURLPath = 8 << 10
+
 // pathSegment is a variable's value in a urlPath: one path segment,
 // escaped. A value holding "/" or being "." or ".." is refused: an
 // object's text must not redirect the call (Kyverno splices it as it is;
@@ -733,6 +739,9 @@ func (ev *run) renderPath(field, s string, t *subst.Template) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", field, err)
 		}
+	}
+	if len(s) > MaxURLPath {
+		return "", fmt.Errorf("%s: %w: %d bytes, over the %d limit", field, ErrURLPath, len(s), MaxURLPath)
 	}
 	p, _, _ := strings.Cut(s, "?")
 	if !strings.HasPrefix(p, "/") || path.Clean(p) != p && path.Clean(p)+"/" != p {

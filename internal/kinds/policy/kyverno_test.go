@@ -83,6 +83,12 @@ func TestKyvernoContext(t *testing.T) {
 		obj:     `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "team-a", "annotations": {"p": "../../team-b/secrets/tls"}}}`,
 		wantErr: policy.ErrURLPath,
 	}, {
+		name:    "an apiCall whose object-made path is too long is refused before it is read",
+		spec:    "context: [{name: s, apiCall: {urlPath: \"/api/v1/namespaces/team-a/configmaps/{{ request.object.metadata.annotations.p }}\"}}]\nvalidations: [{jmespath: \"s != null\"}]",
+		obj:     `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "team-a", "annotations": {"p": "` + strings.Repeat("a", 10000) + `"}}}`,
+		wantErr: policy.ErrURLPath,
+		errText: "over the 8192 limit",
+	}, {
 		name: "an apiCall's variable is one escaped path segment",
 		spec: "context: [{name: s, apiCall: {urlPath: \"/api/v1/namespaces/team-a/configmaps/{{ request.object.metadata.annotations.p }}\", jmesPath: \"data.ok\"}}]\nvalidations: [{jmespath: \"s == 'yes'\"}]",
 		obj:  `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "team-a", "annotations": {"p": "team web"}}}`,
