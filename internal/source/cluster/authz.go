@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strings"
@@ -127,5 +128,14 @@ func authzKey(a engine.AuthzAttributes) string {
 	for _, k := range keys {
 		b.WriteString(k + "=" + strings.Join(a.User.Extra[k], ",") + "\x00")
 	}
+	if b.Len() > maxKeyBytes {
+		// A name or path an object made can be long: the cache holds
+		// its digest, so that MaxEntries bounds its memory.
+		sum := sha256.Sum256([]byte(b.String()))
+		return string(sum[:])
+	}
 	return b.String()
 }
+
+// maxKeyBytes is the longest cache key kept as it is.
+const maxKeyBytes = 256

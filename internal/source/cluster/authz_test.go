@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,26 @@ func TestAuthorizer(t *testing.T) {
 	rev.err = nil
 	if _, _, err := z.Authorize(ctx, nr); err != nil || rev.last.Spec.NonResourceAttributes == nil || rev.last.Spec.NonResourceAttributes.Path != "/healthz" {
 		t.Errorf("non-resource review %+v, %v", rev.last.Spec, err)
+	}
+}
+
+// TestAuthorizerLongKeys: a name an object made can be long; the cache
+// still answers it (and a different long name is asked anew) while keeping
+// its digest only.
+func TestAuthorizerLongKeys(t *testing.T) {
+	rev := &fakeReviews{allow: true}
+	z := &cluster.Authorizer{Reviews: rev}
+	long := func(c byte) engine.AuthzAttributes {
+		return engine.AuthzAttributes{User: engine.UserInfo{Username: "system:serviceaccount:team-a:modwright-rules"}, Verb: "get",
+			ResourceRequest: true, Resource: "configmaps", Namespace: "team-a", Name: strings.Repeat(string(c), 8000)}
+	}
+	ctx := context.Background()
+	for _, q := range []engine.AuthzAttributes{long('a'), long('a'), long('b')} {
+		if ok, _, err := z.Authorize(ctx, q); !ok || err != nil {
+			t.Fatalf("Authorize: %v %v", ok, err)
+		}
+	}
+	if rev.calls != 2 {
+		t.Errorf("%d reviews, want 2 (one cached, two names)", rev.calls)
 	}
 }
