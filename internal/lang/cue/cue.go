@@ -242,6 +242,9 @@ type Program struct {
 	src  string
 	file *ast.File
 	pool sync.Pool // *instance
+	// building serializes build: CUE's BuildFile resolves identifiers in
+	// the syntax tree it is given, writing into it.
+	building sync.Mutex
 	// reads is what the program reads of its parameters (see usages):
 	// a parameter it never reads is not compiled in, one it reads in
 	// part is pruned to those paths.
@@ -274,6 +277,8 @@ func (p *Program) Source() string { return p.src }
 // build builds the program, unevaluated, for one evaluation after another
 // (each fills its parameters into it).
 func (p *Program) build() *instance {
+	p.building.Lock()
+	defer p.building.Unlock()
 	ctx := cuecontext.New()
 	return &instance{ctx: ctx, v: ctx.BuildFile(p.file)}
 }

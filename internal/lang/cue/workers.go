@@ -420,12 +420,13 @@ func (ws *Workers) failure(ctx context.Context, w *worker, err error) error {
 		return lang.Limit(fmt.Errorf("the CUE program's output is too large: %w", err))
 	}
 	w.kill()
+	// Its exit status, once waited for (ProcessState is Wait's to write).
 	select {
 	case <-w.exited:
+		if w.cmd.ProcessState.ExitCode() == ExitMemory {
+			return lang.Limit(fmt.Errorf("%w (%d MiB)", ErrMemory, ws.o.MemoryLimit>>20))
+		}
 	case <-time.After(time.Second):
-	}
-	if st := w.cmd.ProcessState; st != nil && st.ExitCode() == ExitMemory {
-		return lang.Limit(fmt.Errorf("%w (%d MiB)", ErrMemory, ws.o.MemoryLimit>>20))
 	}
 	msg := strings.TrimSpace(w.stderr.String())
 	if msg == "" {

@@ -279,7 +279,8 @@ func TestWorkersFail(t *testing.T) {
 // worker that dropped it (its cache holds 8 MiB of text) asks for it
 // again and the evaluation goes on.
 func TestWorkersResendDropped(t *testing.T) {
-	ws := testWorkers(t, cue.WorkerOptions{Max: 1})
+	// A megabyte of text takes its time to compile: not what is tested.
+	ws := testWorkers(t, cue.WorkerOptions{Max: 1, Timeout: time.Minute})
 	l := cue.Language{Workers: ws}
 	pad := "// " + strings.Repeat("x", 900<<10) + "\n"
 	var ps []*cue.Program
