@@ -221,5 +221,9 @@ func (r *Rule) Apply(h *engine.Handle) error {
 // policy's namespace ("" for the cluster kinds: full reach), and, there,
 // to what its rule reader may read.
 func readersOf(h *engine.Handle, ns string) *Readers {
-	return &Readers{Kinds: h.Kinds(), HTTP: h.HTTP(), Namespace: ns, Authorize: h.AuthorizeRead}
+	rd := &Readers{Kinds: h.Kinds(), HTTP: h.HTTP(), Namespace: ns}
+	if ns != "" { // the cluster kinds read as the operator (and allocate no closure)
+		rd.Authorize = h.AuthorizeRead
+	}
+	return rd
 }
