@@ -49,6 +49,10 @@ func (h *Handle) Objects() ObjectReader { return h.ev.e.objects }
 // none (offline).
 func (h *Handle) Authorizer() Authorizer { return h.ev.e.authz }
 
+// maxObjectName is the longest name of a Kubernetes object (a DNS
+// subdomain).
+const maxObjectName = 253
+
 // ErrReadForbidden is in the chain of the error of AuthorizeRead when the
 // rule's reader may not make the read.
 var ErrReadForbidden = errors.New("the rule may not read this")
@@ -70,6 +74,11 @@ func (h *Handle) AuthorizeRead(owner, group, resource, namespace, name string) e
 	e := h.ev.e
 	if e.ruleReader == "" || e.authz == nil {
 		return nil
+	}
+	// Names an object's text made: no object has a longer one, and none
+	// is sent to the API server.
+	if len(name) > maxObjectName || len(namespace) > maxObjectName {
+		return fmt.Errorf("%w: a name of %d bytes names no object (at most %d)", ErrReadForbidden, max(len(name), len(namespace)), maxObjectName)
 	}
 	verb := "list"
 	if name != "" {

@@ -561,6 +561,16 @@ func TestConfigMapAsRuleReader(t *testing.T) {
 			t.Errorf("%s: asked %q", tc.kind, authz.asked)
 		}
 	}
+	// A name an object made that no object can have is not asked about.
+	long := "context: [{name: settings, configMap: {name: \"{{ request.object.metadata.annotations.n }}\"}}]\nvalidations: [{jmespath: \"settings != null\"}]"
+	obj := decode(t, deployment)
+	obj["metadata"].(map[string]any)["annotations"] = map[string]any{"n": strings.Repeat("n", 300)}
+	authz := &readerAuthz{}
+	e := engine.New(engine.Options{Objects: objects{decode(t, configMap)}, Authorizer: authz, RuleReader: "modwright-rules"})
+	_, err := e.Evaluate(context.Background(), load(t, policyYAML("Policy", "team-a", long)), engine.Request{Operation: rules.Create, Namespace: "team-a", Object: obj})
+	if !errors.Is(err, engine.ErrReadForbidden) || len(authz.asked) != 0 {
+		t.Errorf("a 300-byte name: %v, asked %q", err, authz.asked)
+	}
 }
 
 // fakeGraph answers every object with the same edges.
