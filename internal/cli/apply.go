@@ -18,7 +18,6 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/nativepolicy"
-	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
@@ -33,6 +32,9 @@ type admissionFlags struct {
 	// registry gives the kinds served (nil: newRegistry); tests set it to
 	// add kinds of their own.
 	registry registryFunc
+	// webhook runs the rules through the dragnet webhook handler instead
+	// of the engine (the corpus's second pass; no flag).
+	webhook bool
 }
 
 // registryFunc builds the registry of the kinds served for a
@@ -160,9 +162,7 @@ type inputs struct {
 	olds     []*source.Document
 	resolver engine.ObjectReader // nil without --context
 	crds     *crdschema.Set      // nil without --crd
-	// chain runs the Validating and MutatingAdmissionPolicies among the
-	// rules around them, as the API server runs them.
-	chain nativeChain
+	native   *nativepolicy.Set   // the Validating and MutatingAdmissionPolicies among the rules
 }
 
 // admission is the admission of objs[i], with its old object.
@@ -175,55 +175,20 @@ func (in *inputs) admission(i int, defaultNS string) admission {
 	return a
 }
 
-// mutate runs the mutating admission of a's object (nativeChain.mutate)
-// with the rules: the decision is the rules' on what the policies made of
-// the object, with the chain's result as its Object and the patch from a's
-// object to it; refused is a policy's refusal (dec is then nil).
-func (in *inputs) mutate(ctx context.Context, eng *engine.Engine, a admission, op rules.Operation) (dec *engine.Decision, refused, err error) {
-	c := in.chain
-	if !c.mutates(op) {
-		dec, err = a.evaluate(ctx, eng, in.snap, op)
-		return dec, nil, err
+// chain is the API server's admission chain around the rules
+// (runner.Chain) for the objects of in; traced keeps the engine's trace
+// (explain). Without webhook the rules run in the engine (runner.Engine),
+// with it through the dragnet webhook handler (runner.Webhook: the corpus
+// proves both alike).
+func (in *inputs) chain(f *admissionFlags, traced bool) *runner.Chain {
+	opts := engineOptions(in.resolver, in.crds)
+	opts.NoTrace = !traced
+	var drv runner.Driver = runner.NewEngineOptions(in.snap, opts)
+	if f.webhook {
+		drv = runner.NewWebhookOptions(in.snap, opts)
 	}
-	out, refused, err := c.mutate(ctx, a, op, func(obj map[string]any) (map[string]any, error) {
-		b := a
-		b.obj = obj
-		var err error
-		if dec, err = b.evaluate(ctx, eng, in.snap, op); err != nil || !dec.Allowed() {
-			return nil, err
-		}
-		m, _ := dec.Object.(map[string]any)
-		return m, nil
-	})
-	switch {
-	case err != nil:
-		return nil, nil, err
-	case refused != nil:
-		return nil, refused, nil
-	case dec.Allowed():
-		dec.Object = out
-		dec.Patch = patch.Diff(a.obj, out)
-	}
-	return dec, nil, nil
-}
-
-// validateNative runs the ValidatingAdmissionPolicies of the rules on what
-// the rules admitted (the API server's validating admission): their
-// warnings are printed; the result is their refusal, nil when they admit
-// it or there are none.
-func (in *inputs) validateNative(ctx context.Context, s Streams, origin string, a admission, op rules.Operation, dec *engine.Decision) error {
-	if !dec.Allowed() {
-		return nil
-	}
-	obj, _ := dec.Object.(map[string]any)
-	res := in.chain.validate(ctx, a, op, obj)
-	if res == nil {
-		return nil
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(s.Err, "warning: %s: %s: %s\n", origin, a, w)
-	}
-	return res.Err
+	return runner.NewChain(drv, runner.ChainOptions{CRDs: in.crds, Policies: in.native,
+		Objects: contextObjects(in.resolver), User: userOf(in.resolver), DefaultNamespace: f.namespace})
 }
 
 // engineOptions are a command's engine options: the context's readers
@@ -235,51 +200,6 @@ func engineOptions(resolver engine.ObjectReader, crds *crdschema.Set) engine.Opt
 		o.Schemas = crds
 	}
 	return o
-}
-
-// checkBefore decodes and validates a's object as the API server does
-// before admission when a --crd serves its kind and the operation stores
-// it (CREATE, UPDATE): a.obj becomes the decoded object (defaults,
-// pruning). It returns the CRD version (nil: none) and the API server's
-// refusal.
-func checkBefore(ctx context.Context, crds *crdschema.Set, a *admission, op rules.Operation, namespace string) (*crdschema.Version, error) {
-	if crds == nil || op != rules.Create && op != rules.Update {
-		return nil, nil
-	}
-	av, _ := a.obj["apiVersion"].(string)
-	crd := crds.For(av, a.kind)
-	if crd == nil {
-		return nil, nil
-	}
-	pre := crd.Validate(ctx, a.obj, a.old, namespace)
-	if err := pre.Err(crd); err != nil {
-		return crd, err
-	}
-	a.obj = pre.Object
-	return crd, nil
-}
-
-// checkAfter decodes and validates what the rules admitted (crd nil: its
-// labels and annotations alone), as the API server does after mutating
-// admission:
-// the fields the rules added that the schema does not know (pruned), the
-// warnings the API server adds (rule failures ratcheting forgave) and the
-// refusal; dec.Object becomes the decoded object.
-func checkAfter(ctx context.Context, crd *crdschema.Version, dec *engine.Decision, old map[string]any, namespace string) (pruned, warnings []string, err error) {
-	result, ok := dec.Object.(map[string]any)
-	if !ok || !dec.Allowed() {
-		return nil, nil, nil
-	}
-	if crd == nil {
-		// The API server validates every object's metadata.
-		return nil, nil, kinds.ValidateMetadata(result)
-	}
-	post := crd.Validate(ctx, result, old, namespace)
-	if err := post.SchemaErr(crd); err != nil {
-		return post.UnknownFields, nil, err
-	}
-	dec.Object = post.Object
-	return post.UnknownFields, post.Warnings, nil
 }
 
 // load reads what apply and explain take, in this order: the rules
@@ -318,7 +238,7 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	if in.resolver, err = resolverFor(contexts, s, o.packs...); err != nil {
 		return nil, err
 	}
-	in.chain = newNativeChain(native, in.resolver, o.namespace)
+	in.native = native
 	if len(o.crds) > 0 {
 		if in.crds, err = loadCRDs(context.Background(), o.crds, s); err != nil {
 			return nil, err
@@ -346,74 +266,25 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	opts := engineOptions(in.resolver, in.crds)
-	opts.NoTrace = true
-	eng := engine.New(opts)
-
+	chain := in.chain(&o.admissionFlags, false)
 	var out []any
 	var origins []string // where each of out came from, for errors
 	rejected := 0
 	for i := range in.objs {
 		d := &in.objs[i]
 		a := in.admission(i, o.namespace)
-		crd, err := checkBefore(ctx, in.crds, &a, op, o.namespace)
-		if err != nil {
-			rejected++
-			fmt.Fprintf(s.Err, "invalid: %s: %s: %v\n", d.Origin, a, err)
-			continue
-		}
-		dec, refused, err := in.mutate(ctx, eng, a, op)
-		if engine.Refusal(err) {
-			// The webhook denies such an object: a rejection, not an
-			// unusable input.
-			rejected++
-			fmt.Fprintf(s.Err, "rejected: %s: %s: modwright: %v\n", d.Origin, a, err)
-			continue
-		}
+		res, err := chain.Run(ctx, a.request(op))
 		if err != nil {
 			return evaluationError(d, err)
 		}
-		if refused != nil {
+		where := d.Origin + ": " + a.String()
+		printResult(s, where, res)
+		if !res.Allowed {
 			rejected++
-			fmt.Fprintf(s.Err, "rejected: %s: %s: %v\n", d.Origin, a, refused)
 			continue
 		}
-		var pruned, warned []string
-		if op == rules.Create || op == rules.Update {
-			pruned, warned, err = checkAfter(ctx, crd, dec, a.old, o.namespace)
-		}
-		if len(pruned) > 0 {
-			fmt.Fprintf(s.Err, "warning: %s: %s: the rules added fields the schema does not know, which the API server prunes: %s\n", d.Origin, a, strings.Join(pruned, ", "))
-		}
-		for _, w := range warned {
-			fmt.Fprintf(s.Err, "warning: %s: %s: %s\n", d.Origin, a, w)
-		}
-		if err != nil {
-			rejected++
-			fmt.Fprintf(s.Err, "invalid after the rules: %s: %s: %v\n", d.Origin, a, err)
-			continue
-		}
-		if nerr := in.validateNative(ctx, s, d.Origin, a, op, dec); nerr != nil {
-			rejected++
-			fmt.Fprintf(s.Err, "rejected: %s: %s: %v\n", d.Origin, a, nerr)
-			continue
-		}
-		for _, re := range dec.Errors {
-			fmt.Fprintf(s.Err, "warning: %s: %s: %v\n", d.Origin, a, re)
-		}
-		printWarnings(s, d.Origin+": "+a.String(), dec)
-		if !dec.Allowed() {
-			for _, r := range dec.Rejections {
-				if r.MessageError != nil {
-					fmt.Fprintf(s.Err, "warning: %s: %s: %s %v (rejected without its message)\n", d.Origin, a, r.Rule, r.MessageError)
-				}
-			}
-			rejected++
-			fmt.Fprintf(s.Err, "rejected: %s: %s: %s\n", d.Origin, a, dec.DenialMessage())
-			continue
-		}
-		out = append(out, dec.Object)
-		origins = append(origins, fmt.Sprintf("%s: %s", d.Origin, a))
+		out = append(out, res.Object)
+		origins = append(origins, where)
 	}
 	if err := write(s.Out, o.output, out, origins); err != nil {
 		return &ExitError{Code: 2, Err: err}
@@ -424,17 +295,53 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	return nil
 }
 
+// printResult prints on stderr what the admission of an object (where)
+// said beyond the object: the fields the API server prunes, the warnings,
+// the rules that rejected it without their message, and the refusal,
+// named by the step of the chain that refused it.
+func printResult(s Streams, where string, res *runner.Result) {
+	if len(res.Pruned) > 0 {
+		fmt.Fprintf(s.Err, "warning: %s: the rules added fields the schema does not know, which the API server prunes: %s\n", where, strings.Join(res.Pruned, ", "))
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(s.Err, "warning: %s: %s\n", where, w)
+	}
+	if res.Allowed {
+		return
+	}
+	label := "rejected"
+	switch res.Stage {
+	case runner.StageInvalid, runner.StageInvalidAfter:
+		label = string(res.Stage)
+	case runner.StageRules:
+		if res.Decision != nil {
+			for _, r := range res.Decision.Rejections {
+				if r.MessageError != nil {
+					fmt.Fprintf(s.Err, "warning: %s: %s %v (rejected without its message)\n", where, r.Rule, r.MessageError)
+				}
+			}
+		}
+	}
+	fmt.Fprintf(s.Err, "%s: %s: %s\n", label, where, res.Denial)
+}
+
 // evaluationError is the exit-2 error for an object the engine could not
 // evaluate.
 func evaluationError(d *source.Document, err error) error {
 	return &ExitError{Code: 2, Err: fmt.Errorf("%s: %s %q: %w", d.Origin, d.Kind(), d.Name(), err)}
 }
 
-// printWarnings prints a decision's admission warnings on stderr, each
-// after what (the object).
-func printWarnings(s Streams, what string, dec *engine.Decision) {
-	for _, w := range dec.Warnings {
-		fmt.Fprintf(s.Err, "warning: %s: %s\n", what, runner.WarningText(w))
+// printWarnings prints on stderr, each after what (the object), the
+// admission warnings of the rules and of the ValidatingAdmissionPolicies
+// (explain and test show the rules' errors in their own report).
+func printWarnings(s Streams, what string, res *runner.Result) {
+	if res.Decision != nil {
+		for _, w := range res.Decision.Warnings {
+			fmt.Fprintf(s.Err, "warning: %s: %s\n", what, runner.WarningText(w))
+		}
+	}
+	for _, w := range res.PolicyWarnings {
+		fmt.Fprintf(s.Err, "warning: %s: %s\n", what, w)
 	}
 }
 

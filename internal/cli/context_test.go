@@ -10,6 +10,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
 )
 
@@ -39,7 +40,7 @@ func TestAdmissionRequest(t *testing.T) {
 			Kind: engine.GroupVersionKind{Kind: "Widget"}, Object: bare}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, newAdmission(tc.obj, "dflt").request(tc.op)); diff != "" {
+			if diff := cmp.Diff(tc.want, runner.Attributes(newAdmission(tc.obj, "dflt").request(tc.op))); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

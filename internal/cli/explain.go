@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -137,53 +138,20 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(engineOptions(in.resolver, in.crds))
+	chain := in.chain(&o.admissionFlags, true)
 	var out []Explanation
 	for i := range in.objs {
 		d := &in.objs[i]
 		a := in.admission(i, o.namespace)
-		crd, schemaErr := checkBefore(ctx, in.crds, &a, op, o.namespace)
-		var schema []string
-		if crd != nil {
-			schema = append(schema, "before the rules: "+verdict(schemaErr))
+		res, err := chain.Run(ctx, a.request(op))
+		if err == nil {
+			err = res.Refusal
 		}
-		dec, refused, err := in.mutate(ctx, eng, a, op)
 		if err != nil {
 			return evaluationError(d, err)
 		}
-		var mutating []string
-		switch {
-		case refused != nil:
-			dec = &engine.Decision{Object: a.obj} // the rules did not run
-			mutating = append(mutating, "refused: "+refused.Error())
-		case in.chain.set.Mutates() && (op == rules.Create || op == rules.Update):
-			mutating = append(mutating, "evaluated before the rules (and again after them where reinvocationPolicy is IfNeeded); their changes are in the result")
-		}
-		if crd != nil && schemaErr == nil && dec.Allowed() {
-			pruned, warned, err := checkAfter(ctx, crd, dec, a.old, o.namespace)
-			if len(pruned) > 0 {
-				schema = append(schema, "the rules added fields the schema does not know (pruned): "+strings.Join(pruned, ", "))
-			}
-			for _, w := range warned {
-				schema = append(schema, "warning: "+w)
-			}
-			schema = append(schema, "after the rules: "+verdict(err))
-		}
-		printWarnings(s, d.Origin+": "+a.String(), dec)
-		var native []string
-		if in.chain.set.Validates() && dec.Allowed() && refused == nil {
-			native = append(native, verdict(in.validateNative(ctx, s, d.Origin, a, op, dec)))
-		}
-		ex := explain(in.snap, d.Origin, a, op, dec)
-		ex.Schema, ex.Native, ex.Mutating = schema, native, mutating
-		if refused != nil {
-			ex.Allowed, ex.Denial = false, refused.Error()
-			for i := range ex.Rules {
-				if ex.Rules[i].InScope {
-					ex.Rules[i].Outcome, ex.Rules[i].Note = "not evaluated", "a mutating admission policy refused the object first"
-				}
-			}
-		}
+		printWarnings(s, d.Origin+": "+a.String(), res)
+		ex := explainResult(in.snap, d.Origin, a, op, res)
 		if in.olds != nil {
 			ex.Old = in.olds[i].Origin
 		}
@@ -210,10 +178,66 @@ func runExplain(ctx context.Context, o *explainOptions, s Streams) error {
 	return nil
 }
 
-// verdict is a check's outcome.
-func verdict(err error) string {
-	if err != nil {
-		return "invalid: " + err.Error()
+// explainResult explains what the chain made of a's admission: the rules
+// (explain), then the steps around them; a step before the rules that
+// refused the object leaves them not evaluated.
+func explainResult(snap *engine.Snapshot, origin string, a admission, op rules.Operation, res *runner.Result) Explanation {
+	dec := res.Decision
+	if res.Stage == runner.StageInvalid || res.Stage == runner.StageMutatingPolicies {
+		dec = &engine.Decision{Object: a.obj} // the rules did not run
+	}
+	ex := explain(snap, origin, a, op, dec)
+	var refusal error
+	if !res.Allowed {
+		refusal = errors.New(res.Denial)
+		ex.Allowed, ex.Denial = false, res.DenialText()
+	}
+	if res.Checked.Schema {
+		ex.Schema = append(ex.Schema, "before the rules: "+verdict(refusal, res.Stage == runner.StageInvalid))
+	}
+	if len(res.Pruned) > 0 {
+		ex.Schema = append(ex.Schema, "the rules added fields the schema does not know (pruned): "+strings.Join(res.Pruned, ", "))
+	}
+	for _, w := range res.SchemaWarnings {
+		ex.Schema = append(ex.Schema, "warning: "+w)
+	}
+	if res.Checked.Schema && res.Stage != runner.StageInvalid && dec.Allowed() || res.Stage == runner.StageInvalidAfter {
+		ex.Schema = append(ex.Schema, "after the rules: "+verdict(refusal, res.Stage == runner.StageInvalidAfter))
+	}
+	switch {
+	case res.Stage == runner.StageMutatingPolicies:
+		ex.Mutating = append(ex.Mutating, "refused: "+res.Denial)
+	case res.Checked.MutatingPolicies:
+		ex.Mutating = append(ex.Mutating, "evaluated before the rules (and again after them where reinvocationPolicy is IfNeeded); their changes are in the result")
+	}
+	if res.Checked.ValidatingPolicies {
+		ex.Native = append(ex.Native, verdict(refusal, res.Stage == runner.StageValidatingPolicies))
+	}
+	if dec != res.Decision {
+		note := "a mutating admission policy refused the object first"
+		if res.Stage == runner.StageInvalid {
+			note = "the API server refused the object first (invalid for its CRD)"
+		}
+		for i := range ex.Rules {
+			if ex.Rules[i].InScope {
+				ex.Rules[i].Outcome, ex.Rules[i].Note = "not evaluated", note
+			}
+		}
+	}
+	if res.Allowed {
+		ex.Result, ex.Patch = res.Object, res.Patch
+		if ex.Patch == nil {
+			ex.Patch = []patch.Operation{}
+		}
+	}
+	return ex
+}
+
+// verdict is a check's outcome: invalid (with the refusal) when the check
+// refused the object.
+func verdict(refusal error, refused bool) string {
+	if refused {
+		return "invalid: " + refusal.Error()
 	}
 	return "valid"
 }

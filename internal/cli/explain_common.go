@@ -61,19 +61,9 @@ func (a admission) String() string {
 	return a.kind + " " + a.ns + "/" + a.name
 }
 
-// request builds the engine request from what is known offline: the
-// operation, the object's name, namespace and kind (group and version from
-// its apiVersion). The object is the old object on DELETE; an UPDATE
-// carries a.old as its old object (none when nil). The resource, the user,
-// the uid and the options are unknown without an API server and left
-// empty; DryRun is false.
-func (a admission) request(op rules.Operation) engine.Request {
-	return runner.Attributes(runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old, User: a.user})
-}
-
-// evaluate runs the engine on one admission.
-func (a admission) evaluate(ctx context.Context, eng *engine.Engine, snap *engine.Snapshot, op rules.Operation) (*engine.Decision, error) {
-	return eng.Evaluate(ctx, snap, a.request(op))
+// request is a's admission by op as the runner takes it.
+func (a admission) request(op rules.Operation) runner.Request {
+	return runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old, User: a.user}
 }
 
 // resolverFor reads context objects into an ObjectReader, with the edges

@@ -13,7 +13,7 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/nativepolicy"
-	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
@@ -92,6 +92,40 @@ type krmResult struct {
 	File        map[string]any `json:"file,omitempty"`
 }
 
+// krmRun is one run of the KRM function: the results it reports.
+type krmRun struct {
+	results []krmResult
+}
+
+// fail reports an error, on an item (ref) and a field when known.
+func (k *krmRun) fail(msg string, ref map[string]any, field string) {
+	r := krmResult{Message: msg, Severity: "error", ResourceRef: ref}
+	if field != "" {
+		r.Field = map[string]any{"path": field}
+	}
+	k.results = append(k.results, r)
+}
+
+// warn reports a warning on an item.
+func (k *krmRun) warn(msg string, ref, field map[string]any) {
+	k.results = append(k.results, krmResult{Message: msg, Severity: "warning", ResourceRef: ref, Field: field})
+}
+
+// krmRules is what a ResourceList holds besides the objects to admit: the
+// rules (of the registry's kinds, and Kubernetes' admission policies) and
+// the context (Namespaces, CRDs).
+type krmRules struct {
+	reg    *kinds.Registry
+	snap   *engine.Snapshot
+	native *nativepolicy.Set
+	crds   *crdschema.Set
+	// resolver serves the Namespace items; nil when there are none.
+	resolver engine.ObjectReader
+	// broken: a rule or an admission policy is invalid, and nothing is
+	// admitted.
+	broken bool
+}
+
 func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -109,54 +143,86 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 		return &ExitError{Code: 2, Err: err}
 	}
 	items, _ := list["items"].([]any)
-	reg := o.registry.kinds(o.clusterRules)
-
-	var results []krmResult
-	fail := func(msg string, ref map[string]any, field string) {
-		r := krmResult{Message: msg, Severity: "error", ResourceRef: ref}
-		if field != "" {
-			r.Field = map[string]any{"path": field}
-		}
-		results = append(results, r)
+	k := &krmRun{}
+	rs, err := k.loadRules(ctx, list, items, o.registry.kinds(o.clusterRules))
+	if err != nil {
+		return err
 	}
+	out, err := k.admit(ctx, o, op, rs, items)
+	if err != nil {
+		return err
+	}
+	outList := maps.Clone(list)
+	delete(outList, "functionConfig")
+	outList["items"] = out
+	if len(k.results) > 0 {
+		results := make([]any, len(k.results))
+		for i, r := range k.results {
+			results[i] = r
+		}
+		outList["results"] = results
+	}
+	b, err := yaml.Marshal(outList)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if _, err := s.Out.Write(b); err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	errs := 0
+	for _, r := range k.results {
+		if r.Severity == "error" {
+			errs++
+			fmt.Fprintln(s.Err, "error:", r.Message)
+		}
+	}
+	if errs > 0 {
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
 
-	// Rules: functionConfig first, then the items.
+// loadRules reads the rules of a ResourceList: functionConfig first, then
+// the items; the admission policies and the CRDs among them; and the
+// Namespace items as the context. Invalid ones are reported.
+func (k *krmRun) loadRules(ctx context.Context, list map[string]any, items []any, reg *kinds.Registry) (*krmRules, error) {
+	rs := &krmRules{reg: reg, native: nativepolicy.NewSet()}
 	var ruleDocs []source.Document
 	switch fc := list["functionConfig"].(type) {
 	case nil:
 	case map[string]any:
 		docs, err := functionConfigRules(fc, reg)
 		if err != nil {
-			return &ExitError{Code: 2, Err: err}
+			return nil, &ExitError{Code: 2, Err: err}
 		}
 		ruleDocs = append(ruleDocs, docs...)
 	default:
-		return &ExitError{Code: 2, Err: fmt.Errorf("functionConfig must be an object, not a JSON %s", value.TypeName(fc))}
+		return nil, &ExitError{Code: 2, Err: fmt.Errorf("functionConfig must be an object, not a JSON %s", value.TypeName(fc))}
 	}
-	var contextDocs []source.Document
 	// CRDs among the items: their kinds are validated as the API server
 	// validates them, around the rules.
-	var crds *crdschema.Set
 	for _, it := range items {
 		if m, ok := it.(map[string]any); ok && m["kind"] == "CustomResourceDefinition" && m["apiVersion"] == "apiextensions.k8s.io/v1" {
-			if crds == nil {
-				crds = crdschema.NewSet()
+			if rs.crds == nil {
+				rs.crds = crdschema.NewSet()
 			}
-			if err := crds.Add(ctx, withoutKRMAnnotations(m)); err != nil {
-				fail(err.Error(), resourceRef(m), "")
+			if err := rs.crds.Add(ctx, withoutKRMAnnotations(m)); err != nil {
+				k.fail(err.Error(), resourceRef(m), "")
 			}
 		}
 	}
+	var contextDocs []source.Document
 	for i, it := range items {
 		m, ok := it.(map[string]any)
 		if !ok {
-			return &ExitError{Code: 2, Err: fmt.Errorf("items[%d] must be an object, not a JSON %s", i, value.TypeName(it))}
+			return nil, &ExitError{Code: 2, Err: fmt.Errorf("items[%d] must be an object, not a JSON %s", i, value.TypeName(it))}
 		}
 		d := source.Document{Origin: itemOrigin(m, i), Object: m}
 		if reg.For(&d) != nil {
 			d.Object = withoutKRMAnnotations(m)
+			var err error
 			if d.JSON, err = value.Encode(d.Object); err != nil {
-				return &ExitError{Code: 2, Err: err}
+				return nil, &ExitError{Code: 2, Err: err}
 			}
 			ruleDocs = append(ruleDocs, d)
 		}
@@ -166,12 +232,10 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 	}
 	// Kubernetes' own admission policies, in the functionConfig or among
 	// the items, run around the rules as the API server runs them.
-	native := nativepolicy.NewSet()
-	broken := false // an invalid admission policy: nothing is admitted
 	addNative := func(m map[string]any) {
-		if err := native.Add(m); err != nil {
-			fail(err.Error(), resourceRef(m), "")
-			broken = true
+		if err := rs.native.Add(m); err != nil {
+			k.fail(err.Error(), resourceRef(m), "")
+			rs.broken = true
 		}
 	}
 	kept := ruleDocs[:0:0]
@@ -183,140 +247,96 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 		kept = append(kept, d)
 	}
 	for _, it := range items {
-		if m, ok := it.(map[string]any); ok && nativepolicy.Handles(m) {
+		if m := it.(map[string]any); nativepolicy.Handles(m) {
 			addNative(withoutKRMAnnotations(m))
 		}
 	}
 	res := source.LoadRules(kept, reg)
 	for _, e := range res.Errors {
-		fail(e.Error(), nil, "")
+		k.fail(e.Error(), nil, "")
 	}
-	var resolver engine.ObjectReader
+	rs.broken = rs.broken || len(res.Errors) > 0
 	if len(contextDocs) > 0 {
 		r, _, err := newStaticResolver(contextDocs)
 		if err != nil {
-			fail(err.Error(), nil, "")
+			k.fail(err.Error(), nil, "")
 		} else {
-			resolver = r
+			rs.resolver = r
 		}
 	}
-	chain := newNativeChain(native, resolver, "")
-	if native.Len() > 0 {
-		var objs []map[string]any // params and namespaces: the items
-		for _, it := range items {
-			if m, ok := it.(map[string]any); ok {
-				objs = append(objs, withoutKRMAnnotations(m))
-			}
-		}
-		chain.setObjects(objs)
-	}
-	snap := engine.NewSnapshot(res.Rules)
-	opts := engineOptions(resolver, crds)
-	opts.NoTrace = true
-	eng := engine.New(opts)
+	rs.snap = engine.NewSnapshot(res.Rules)
+	return rs, nil
+}
 
+// admit runs every item that is not a rule through the admission chain
+// and returns the output items: rules as they are, admitted items
+// (patched ones with their function annotations back), rejected ones
+// dropped and reported. With broken rules nothing is admitted.
+func (k *krmRun) admit(ctx context.Context, o *krmOptions, op rules.Operation, rs *krmRules, items []any) ([]any, error) {
+	objs := contextObjects(rs.resolver)
+	if rs.native.Len() > 0 {
+		objs = nil // params and namespaces: the items
+		for _, it := range items {
+			objs = append(objs, withoutKRMAnnotations(it.(map[string]any)))
+		}
+	}
+	opts := engineOptions(rs.resolver, rs.crds)
+	opts.NoTrace = true
+	var drv runner.Driver = runner.NewEngineOptions(rs.snap, opts)
+	if o.webhook {
+		drv = runner.NewWebhookOptions(rs.snap, opts)
+	}
+	// The manifests stay as written (no defaults added); the API server's
+	// checks run on decoded copies.
+	chain := runner.NewChain(drv, runner.ChainOptions{CRDs: rs.crds, Policies: rs.native, Objects: objs,
+		User: userOf(rs.resolver), AsWritten: true})
 	out := make([]any, 0, len(items))
 	for i, it := range items {
 		m := it.(map[string]any)
-		d := source.Document{Object: m}
-		if reg.For(&d) != nil || nativepolicy.Handles(m) || len(res.Errors) > 0 || broken {
+		if rs.reg.For(&source.Document{Object: m}) != nil || nativepolicy.Handles(m) || rs.broken {
 			out = append(out, m) // rules stay as they are; with broken rules nothing is admitted
 			continue
 		}
-		hidden := krmAnnotations(m)
 		a := newAdmission(withoutKRMAnnotations(m), o.namespace)
-		ref := resourceRef(m)
-		// The manifests stay as written (no defaults added); the API
-		// server's checks run on decoded copies.
-		checked := a
-		crd, invalid := checkBefore(ctx, crds, &checked, op, o.namespace)
-		if invalid != nil {
-			fail("invalid: "+invalid.Error(), ref, "")
-			continue
+		res, err := chain.Run(ctx, a.request(op))
+		if err == nil {
+			err = res.Refusal
 		}
-		var dec *engine.Decision
-		result, refused, err := chain.mutate(ctx, a, op, func(obj map[string]any) (map[string]any, error) {
-			b := a
-			b.obj = obj
-			var err error
-			if dec, err = b.evaluate(ctx, eng, snap, op); err != nil || !dec.Allowed() {
-				return nil, err
-			}
-			m, _ := dec.Object.(map[string]any)
-			return m, nil
-		})
 		if err != nil {
-			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", itemOrigin(m, i), err)}
+			return nil, &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", itemOrigin(m, i), err)}
 		}
-		if refused != nil {
-			fail(refused.Error(), ref, "")
-			continue
+		ref := resourceRef(m)
+		k.warnings(res, ref)
+		switch {
+		case !res.Allowed:
+			k.fail(res.DenialText(), ref, "")
+		case len(res.Patch) == 0:
+			out = append(out, m)
+		default:
+			out = append(out, withAnnotations(res.Object.(map[string]any), krmAnnotations(m)))
 		}
-		if dec.Allowed() && chain.mutates(op) {
-			dec.Object, dec.Patch = result, patch.Diff(a.obj, result)
-		}
-		if result, ok := dec.Object.(map[string]any); ok && crd != nil && dec.Allowed() {
-			if err := crd.Validate(ctx, result, a.old, o.namespace).SchemaErr(crd); err != nil {
-				fail("invalid after the rules: "+err.Error(), ref, "")
-				continue
-			}
-		}
-		if result, ok := dec.Object.(map[string]any); ok && dec.Allowed() {
-			if v := chain.validate(ctx, a, op, result); v != nil {
-				for _, w := range v.Warnings {
-					results = append(results, krmResult{Message: w, Severity: "warning", ResourceRef: ref})
-				}
-				if v.Err != nil {
-					fail(v.Err.Error(), ref, "")
-					continue
-				}
-			}
-		}
+	}
+	return out, nil
+}
+
+// warnings reports what an item's admission warned about: the admission
+// policies, the rules' errors (with their field) and warnings, the
+// schema's.
+func (k *krmRun) warnings(res *runner.Result, ref map[string]any) {
+	for _, w := range res.PolicyWarnings {
+		k.warn(w, ref, nil)
+	}
+	if dec := res.Decision; dec != nil {
 		for _, re := range dec.Errors {
-			results = append(results, krmResult{Message: re.Error(), Severity: "warning", ResourceRef: ref, Field: fieldOf(re)})
+			k.warn(re.Error(), ref, fieldOf(re))
 		}
 		for _, w := range dec.Warnings {
-			results = append(results, krmResult{Message: runner.WarningText(w), Severity: "warning", ResourceRef: ref})
-		}
-		if !dec.Allowed() {
-			fail(dec.DenialMessage(), ref, "")
-			continue
-		}
-		if !dec.Changed() {
-			out = append(out, m)
-			continue
-		}
-		out = append(out, withAnnotations(dec.Object.(map[string]any), hidden))
-	}
-
-	outList := maps.Clone(list)
-	delete(outList, "functionConfig")
-	outList["items"] = out
-	if len(results) > 0 {
-		rs := make([]any, len(results))
-		for i, r := range results {
-			rs[i] = r
-		}
-		outList["results"] = rs
-	}
-	b, err := yaml.Marshal(outList)
-	if err != nil {
-		return &ExitError{Code: 2, Err: err}
-	}
-	if _, err := s.Out.Write(b); err != nil {
-		return &ExitError{Code: 2, Err: err}
-	}
-	errs := 0
-	for _, r := range results {
-		if r.Severity == "error" {
-			errs++
-			fmt.Fprintln(s.Err, "error:", r.Message)
+			k.warn(runner.WarningText(w), ref, nil)
 		}
 	}
-	if errs > 0 {
-		return &ExitError{Code: 1}
+	for _, w := range res.SchemaWarnings {
+		k.warn(w, ref, nil)
 	}
-	return nil
 }
 
 // decodeResourceList decodes a ResourceList (YAML or JSON), numbers kept

@@ -11,7 +11,6 @@ import (
 
 	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
@@ -223,9 +222,9 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 		authz = st.Authorizer
 	}
 	opts := engineOptions(resolver, crds)
-	opts.Authorizer = authz
-	drv := runner.NewEngineOptions(snap, opts)
-	chain := newNativeChain(native, resolver, "")
+	opts.Authorizer, opts.NoTrace = authz, true
+	chain := runner.NewChain(runner.NewEngineOptions(snap, opts), runner.ChainOptions{CRDs: crds, Policies: native,
+		Objects: contextObjects(resolver), User: userOf(resolver)})
 	name := st.Name
 	if name == "" {
 		name = st.Path
@@ -268,71 +267,18 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 		if a.old, err = caseOld(st, c, obj, ns); err != nil {
 			return nil, suiteError(st, field+".old", err)
 		}
-		res, err := runChainCase(ctx, s, name+": "+title, drv, crds, chain, a, op, ns, userOf(resolver))
+		a.user = userOf(resolver)
+		res, err := chain.Run(ctx, a.request(op))
 		if err != nil {
 			return nil, suiteError(st, field, err)
 		}
 		r := caseResult{Suite: name, Case: title}
-		printWarnings(s, name+": "+title, res.Decision)
+		printWarnings(s, name+": "+title, res)
 		r.Reason, r.Diff = check(c, obj, want, res)
 		r.Passed = r.Reason == ""
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// runChainCase runs a case through the API server's admission chain as
-// apply does: the --crd check (crds nil: none), the mutating admission
-// policies around the rules, the --crd check of the result, the validating
-// admission policies. An object the API server would refuse is a
-// rejection with its message; the policies' warnings are the result's,
-// printed on stderr after what (the case).
-func runChainCase(ctx context.Context, s Streams, what string, drv runner.Driver, crds *crdschema.Set, chain nativeChain, a admission, op rules.Operation, ns string, user engine.UserInfo) (*runner.Result, error) {
-	crd, invalid := checkBefore(ctx, crds, &a, op, ns)
-	if invalid != nil {
-		return &runner.Result{Denial: "invalid: " + invalid.Error(), Decision: &engine.Decision{}}, nil
-	}
-	var res *runner.Result
-	out, refused, err := chain.mutate(ctx, a, op, func(obj map[string]any) (map[string]any, error) {
-		var err error
-		if res, err = drv.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: obj, Old: a.old, User: user}); err != nil || !res.Allowed {
-			return nil, err
-		}
-		m, _ := res.Object.(map[string]any)
-		return m, nil
-	})
-	switch {
-	case err != nil:
-		return nil, err
-	case refused != nil:
-		return &runner.Result{Denial: refused.Error(), Decision: &engine.Decision{}}, nil
-	case !res.Allowed:
-		return res, nil
-	}
-	if chain.mutates(op) {
-		res.Object, res.Decision.Object, res.Patch = out, out, patch.Diff(a.obj, out)
-	}
-	if op == rules.Create || op == rules.Update {
-		_, warned, invalid := checkAfter(ctx, crd, res.Decision, a.old, ns)
-		if invalid != nil {
-			return &runner.Result{Denial: "invalid after the rules: " + invalid.Error(), Decision: res.Decision}, nil
-		}
-		res.Warnings = append(res.Warnings, warned...)
-		if crd != nil {
-			res.Object = res.Decision.Object
-		}
-	}
-	obj, _ := res.Object.(map[string]any)
-	if v := chain.validate(ctx, a, op, obj); v != nil {
-		res.Warnings = append(res.Warnings, v.Warnings...)
-		for _, w := range v.Warnings {
-			fmt.Fprintf(s.Err, "warning: %s: %s\n", what, w)
-		}
-		if v.Err != nil {
-			return &runner.Result{Denial: v.Err.Error(), Decision: &engine.Decision{}, Warnings: res.Warnings}, nil
-		}
-	}
-	return res, nil
 }
 
 // caseOld is the old object of a case's UPDATE (old or oldObject), nil
@@ -461,7 +407,7 @@ func denialText(res *runner.Result) string {
 	if res.Decision != nil && !res.Decision.Allowed() {
 		return res.Decision.DenialText()
 	}
-	return res.Denial // the engine's, or the API server's (--crd)
+	return res.DenialText() // the engine's refusal, or the API server's (--crd, admission policies)
 }
 
 // checkErrors requires every rule error to be expected and every expected

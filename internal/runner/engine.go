@@ -24,14 +24,14 @@ func NewEngine(snap *engine.Snapshot, objects engine.ObjectReader) *Engine {
 // authorization checks (a test suite's decisions).
 func NewEngineAuthz(snap *engine.Snapshot, objects engine.ObjectReader, authz engine.Authorizer) *Engine {
 	opts := Options(objects)
-	opts.Authorizer = authz
+	opts.Authorizer, opts.NoTrace = authz, true
 	return NewEngineOptions(snap, opts)
 }
 
 // NewEngineOptions is the Engine driver for snap with the engine's
-// options (without a trace).
+// options, as given (opts.NoTrace false: decisions carry the trace
+// explain prints).
 func NewEngineOptions(snap *engine.Snapshot, opts engine.Options) *Engine {
-	opts.NoTrace = true
 	return &Engine{eng: engine.New(opts), snap: snap}
 }
 
@@ -40,7 +40,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	dec, err := e.eng.Evaluate(ctx, e.snap, Attributes(req))
 	if engine.Refusal(err) {
 		// The webhook denies the object (code 500) with this message.
-		return &Result{Denial: "modwright: " + err.Error(), Decision: &engine.Decision{}}, nil
+		return &Result{Denial: "modwright: " + err.Error(), Refusal: err, Decision: &engine.Decision{}}, nil
 	}
 	if err != nil {
 		return nil, err

@@ -51,8 +51,33 @@ type Result struct {
 	Warnings []string
 	// Decision is the engine's decision, set by the Engine driver only:
 	// what a caller needs beyond the webhook's answer (the rejections one
-	// by one, the typed rule errors).
+	// by one, the typed rule errors, the trace).
 	Decision *engine.Decision
+	// Refusal is the engine's error behind a Denial the webhook answers
+	// with code 500 (engine.Refusal: a rule failing under failurePolicy
+	// Fail, an undecidable Reject rule); Engine driver only.
+	Refusal error
+
+	// What a Chain adds: the step that refused the object ("" when
+	// admitted), the fields the rules added that its CRD's schema does not
+	// know (the API server prunes them), the warnings of the schema check
+	// and of the ValidatingAdmissionPolicies (also in Warnings, after the
+	// rules'), and the steps that looked at the object.
+	Stage          Stage
+	Pruned         []string
+	SchemaWarnings []string
+	PolicyWarnings []string
+	Checked        Checks
+}
+
+// DenialText is the denial as the API server words it: the invalid
+// stages name themselves ("invalid: ...", "invalid after the rules:
+// ..."); the others are the denial's message.
+func (r *Result) DenialText() string {
+	if r.Stage == StageInvalid || r.Stage == StageInvalidAfter {
+		return string(r.Stage) + ": " + r.Denial
+	}
+	return r.Denial
 }
 
 // Driver evaluates one request against the snapshot it was built with.

@@ -32,9 +32,14 @@ var _ Driver = (*Webhook)(nil)
 // NewWebhook returns the Webhook driver for snap, served from an in-memory
 // store; objects reads the context objects (syntheticRefs), nil for none.
 func NewWebhook(snap *engine.Snapshot, objects engine.ObjectReader) *Webhook {
+	return NewWebhookOptions(snap, Options(objects))
+}
+
+// NewWebhookOptions is the Webhook driver for snap with the engine's
+// options (the server never keeps a trace).
+func NewWebhookOptions(snap *engine.Snapshot, opts engine.Options) *Webhook {
 	st := &source.Store{}
 	st.Publish(snap)
-	opts := Options(objects)
 	opts.NoTrace = true
 	return &Webhook{h: webhook.NewDragnet(webhook.Options{
 		Evaluator: engine.New(opts),
