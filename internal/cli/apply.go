@@ -68,8 +68,11 @@ type applyOptions struct {
 	output string
 }
 
-func newApplyCmd(s Streams) *cobra.Command {
-	o := &applyOptions{}
+func newApplyCmd(s Streams) *cobra.Command { return newApplyCmdFor(s, &applyOptions{}) }
+
+// newApplyCmdFor is apply with its options in o (tests set what no flag
+// does: the registry, the webhook driver).
+func newApplyCmdFor(s Streams, o *applyOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply --rules PATH [--rules PATH]... -f PATH|- [-f PATH]... [flags]",
 		Short: "Run ModRules over manifests offline and print the admitted objects",

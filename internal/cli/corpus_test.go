@@ -17,7 +17,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
 
-	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -234,32 +233,12 @@ func runCase(t *testing.T, path string, tally *compiledTally) {
 	compareOutput(t, want, stdout.Bytes())
 	compiledPass(t, tally, args, files, code, stdout.String(), stderr.String())
 
-	if code == 2 {
-		// The rules or the input do not load, or an object cannot be
-		// evaluated: there is no admission for the webhook to prove.
-		t.Logf("webhook pass: not run (the case exits 2)")
-		return
-	}
 	name := strings.TrimSuffix(strings.TrimPrefix(path, corpusDir+"/"), ".txtar")
-	flags, why := webhookFlags(args)
-	if rulesText, _ := c.section("rules.yaml"); why == "" && (bytes.Contains(rulesText, []byte("kind: ValidatingAdmissionPolicy")) || bytes.Contains(rulesText, []byte("kind: MutatingAdmissionPolicy"))) {
-		why = "the rules hold admission policies"
-	}
 	// The suite pass: test suites run the same chain as apply.
-	if strings.HasPrefix(name, "kyverno-") || strings.HasPrefix(name, "native/") && !slices.Contains(args, "--old") && (code == 0 || inputCount(t, files) == 1) {
-		c.suitePass(t, dir, files, flags, want, code)
+	if code != 2 && (strings.HasPrefix(name, "kyverno-") || strings.HasPrefix(name, "native/") && !slices.Contains(args, "--old") && (code == 0 || inputCount(t, files) == 1)) {
+		c.suitePass(t, dir, files, suiteFlags(args), want, code)
 	}
-	reason, listed := webhookInexpressible[name]
-	switch {
-	case why != "" && !listed:
-		t.Fatalf("webhook pass: the case cannot be expressed (%s); list it in webhookInexpressible with the reason", why)
-	case why != "":
-		t.Logf("webhook pass: not run: %s", reason)
-		return
-	case listed:
-		t.Fatalf("webhook pass: the case is listed in webhookInexpressible (%s) but can be expressed; remove it from the list", reason)
-	}
-	webhookPass(t, files, flags, want, stderr.String())
+	webhookPass(t, args, code, stdout.String(), stderr.String())
 }
 
 // inputCount is the number of a case's input objects.
@@ -335,135 +314,81 @@ func (c *corpusCase) suitePass(t *testing.T, dir string, files caseFiles, f case
 	t.Logf("suite pass: %d cases passed", len(cases))
 }
 
-// webhookInexpressible lists, by dir/name, the corpus cases the webhook
-// pass cannot express, each with the reason. A listed case that becomes
-// expressible fails, so that the list stays true.
-var webhookInexpressible = map[string]string{}
-
-func init() {
-	// The API server, not the webhook, decodes and validates custom
-	// resources against their CRDs (--crd).
-	for _, name := range []string{"defaulted", "invalid-input", "rule-makes-invalid", "unknown-field", "rule-adds-unknown", "update-transition", "update-ratcheted", "cel-rule", "policy-scope-typed"} {
-		webhookInexpressible["crd/"+name] = "--crd: the API server validates custom resources, the webhook does not"
-	}
-	// The API server, not the webhook, runs its admission policies.
-	for _, name := range []string{"denied", "admitted", "warned", "params", "params-placement", "update", "mutated", "mutated-invalid-metadata", "mutation-refused"} {
-		webhookInexpressible["native/"+name] = "Validating and MutatingAdmissionPolicies: the API server runs them, not the webhook"
-	}
-}
-
-// caseFlags are the apply flags the webhook pass reproduces.
+// caseFlags are the apply flags the suite pass reproduces.
 type caseFlags struct {
-	operation, namespace, clusterRules string
-	packs                              []string // --rule-pack
+	operation string
 }
 
-// webhookFlags reads the flags of a case's apply run (beyond --rules, -f
-// and --context, which name its sections); why says what the webhook pass
-// cannot express, "" when it can.
-func webhookFlags(args []string) (caseFlags, string) {
-	f := caseFlags{operation: "CREATE", namespace: "default"}
-	for i := 0; i < len(args); i++ {
-		name, val, hasVal := strings.Cut(args[i], "=")
-		switch name {
-		case "apply":
-			continue
-		case "--rules", "-f", "--filename", "--context", "--old", "--operation", "--namespace", "--cluster-rules-namespace", "-o", "--output", "--rule-pack":
-		default:
-			return f, "flag " + args[i]
+// suiteFlags reads the operation of a case's apply run.
+func suiteFlags(args []string) caseFlags {
+	f := caseFlags{operation: "CREATE"}
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--operation="); ok {
+			f.operation = v
+		} else if a == "--operation" && i+1 < len(args) {
+			f.operation = args[i+1]
 		}
-		if !hasVal {
-			if i+1 >= len(args) {
-				return f, "flag " + name + " without a value"
-			}
-			i++
-			val = args[i]
-		}
-		switch name {
-		case "--operation":
-			f.operation = val
-		case "--namespace":
-			f.namespace = val
-		case "--cluster-rules-namespace":
-			f.clusterRules = val
-		case "--rule-pack":
-			f.packs = append(f.packs, val)
-		}
-		// -o only changes the output's format; the sections were named
-		// when the case was parsed.
 	}
-	return f, ""
+	return f
 }
 
-// webhookPass runs a case's objects through the dragnet webhook handler
-// (runner.Webhook): the admitted objects, patched as the API server patches
-// them, must equal want document by document, and each rejected one must be
-// rejected by apply too (its stderr names the object and the denial).
-func webhookPass(t *testing.T, files caseFiles, f caseFlags, want []byte, applyStderr string) {
+// webhookPass runs a case's apply once more with the rules served by the
+// dragnet webhook handler (runner.Webhook: each object an AdmissionReview,
+// the returned JSONPatch applied as the API server applies it) inside the
+// same admission chain: the exit code, the admitted objects and every
+// refusal must be apply's. Warnings are not compared: the webhook bounds
+// their number and length.
+func webhookPass(t *testing.T, args []string, code int, stdout, stderr string) {
 	t.Helper()
-	ctx := context.Background()
-	var discard bytes.Buffer
-	streams := Streams{In: strings.NewReader(""), Out: &discard, Err: &discard}
-	op, err := parseOperation(f.operation)
-	if err != nil {
-		t.Fatalf("webhook pass: %v", err)
+	var out, errOut bytes.Buffer
+	s := Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}
+	cmd := newApplyCmdFor(s, &applyOptions{admissionFlags: admissionFlags{webhook: true}})
+	cmd.SetArgs(args[1:])
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	got := exitCode(s, cmd.ExecuteContext(context.Background()))
+	if code == 2 && got == 1 && sameFailure(errOut.String(), stderr) {
+		// Offline, a rule reading data the context does not give cannot
+		// be evaluated (exit 2); the server refuses the object with the
+		// same error.
+		t.Logf("webhook pass: the webhook refused with apply's evaluation error")
+		return
 	}
-	snap, err := loadSnapshot([]string{files.rules}, streams, newRegistry(f.clusterRules))
-	if err != nil {
-		t.Fatalf("webhook pass: loading the rules: %v", err)
+	if got != code {
+		t.Fatalf("webhook pass: exit %d, apply %d\nstderr:\n%s\napply stderr:\n%s", got, code, errOut.String(), stderr)
 	}
-	var contexts []string
-	if files.context != "" {
-		contexts = []string{files.context}
+	if code == 2 {
+		t.Logf("webhook pass: exit 2 as apply")
+		return
 	}
-	objects, err := resolverFor(contexts, streams, f.packs...)
-	if err != nil {
-		t.Fatalf("webhook pass: loading the context: %v", err)
-	}
-	docs, err := source.ReadPaths([]string{files.input}, nil)
-	if err != nil {
-		t.Fatalf("webhook pass: reading the input: %v", err)
-	}
-	in := &inputs{objs: docs}
-	if files.old != "" {
-		olds, err := source.ReadPaths([]string{files.old}, nil)
-		if err != nil {
-			t.Fatalf("webhook pass: reading the old objects: %v", err)
-		}
-		if in.olds, err = pairOld(docs, olds, f.namespace); err != nil {
-			t.Fatalf("webhook pass: pairing the old objects: %v", err)
-		}
-	}
-	wh := runner.NewWebhook(snap, objects)
-	var admitted []any
-	for i := range docs {
-		d := &docs[i]
-		a := in.admission(i, f.namespace)
-		res, err := wh.Run(ctx, runner.Request{Operation: op, Namespace: a.ns, Object: a.obj, Old: a.old, User: userOf(objects)})
-		if err != nil {
-			t.Fatalf("webhook pass: %s: %s: %v", d.Origin, a, err)
-		}
-		if !res.Allowed {
-			if line := fmt.Sprintf("rejected: %s: %s: %s", d.Origin, a, res.Denial); !strings.Contains(applyStderr, line) {
-				t.Errorf("webhook pass: the webhook rejected %s (%s), apply did not say so (want %q in its stderr)", a, res.Denial, line)
-			}
+	compareOutput(t, []byte(stdout), out.Bytes())
+	refusals := 0
+	for _, l := range strings.Split(errOut.String(), "\n") {
+		if l == "" || strings.HasPrefix(l, "warning: ") {
 			continue
 		}
-		admitted = append(admitted, res.Object)
-	}
-	w, err := source.ParseManifest("want", want)
-	if err != nil {
-		t.Fatalf("want section: %v", err)
-	}
-	if len(w) != len(admitted) {
-		t.Fatalf("webhook pass: the webhook admitted %d objects, want %d", len(admitted), len(w))
-	}
-	for i := range w {
-		if !value.Equal(w[i].Object, admitted[i]) {
-			t.Errorf("webhook pass: object %d differs (-want +webhook):\n%s", i+1, cmp.Diff(w[i].Object, admitted[i]))
+		refusals++
+		if !strings.Contains(stderr, l+"\n") {
+			t.Errorf("webhook pass: %q is not in apply's stderr:\n%s", l, stderr)
 		}
 	}
-	t.Logf("webhook pass: %d objects admitted, %d rejected", len(admitted), len(docs)-len(admitted))
+	t.Logf("webhook pass: exit %d, %d refusals, as apply", got, refusals)
+}
+
+// sameFailure reports whether every refusal of the webhook run (its
+// stderr) carries an error apply's stderr reports.
+func sameFailure(webhook, apply string) bool {
+	n := 0
+	for _, l := range strings.Split(webhook, "\n") {
+		if _, msg, ok := strings.Cut(l, ": modwright: "); ok && strings.HasPrefix(l, "rejected: ") {
+			if !strings.Contains(apply, msg) {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
 }
 
 // sameOutput reports whether two YAML or JSON streams hold equal objects.

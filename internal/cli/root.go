@@ -123,6 +123,12 @@ func ExecuteContext(ctx context.Context, args []string, s Streams) int {
 			err = ctx.Err()
 		}
 	}
+	return exitCode(s, err)
+}
+
+// exitCode is a command's exit status for its error, which it prints on
+// s.Err.
+func exitCode(s Streams, err error) int {
 	if err == nil {
 		return 0
 	}
