@@ -13,12 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/webhook"
 )
 
 // InjectNodeRefAnnotation asks for a Pod's node to be recorded in its
-// engine.NodeNameAnnotation (KubeMod's node-reference annotations).
+// modrule.NodeNameAnnotation (KubeMod's node-reference annotations).
 const InjectNodeRefAnnotation = "ref.kubemod.io/inject-node-ref"
 
 // NodeRefPath is where the pods/binding webhook is served.
@@ -76,10 +77,10 @@ func (h *NodeRefHandler) annotate(ctx context.Context, key types.NamespacedName,
 		}
 		return err
 	}
-	if p.Annotations[InjectNodeRefAnnotation] != "true" || p.Annotations[engine.NodeNameAnnotation] == node {
+	if p.Annotations[InjectNodeRefAnnotation] != "true" || p.Annotations[modrule.NodeNameAnnotation] == node {
 		return nil
 	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{engine.NodeNameAnnotation: node}}})
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{modrule.NodeNameAnnotation: node}}})
 	if err != nil {
 		return err
 	}

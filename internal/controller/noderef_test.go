@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -59,7 +60,7 @@ func TestNodeRefHandler(t *testing.T) {
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tt.pod), &got); err != nil {
 				t.Fatal(err)
 			}
-			if a := got.Annotations[engine.NodeNameAnnotation]; a != tt.want {
+			if a := got.Annotations[modrule.NodeNameAnnotation]; a != tt.want {
 				t.Errorf("nodename annotation %q, want %q", a, tt.want)
 			}
 		})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -92,17 +91,6 @@ var ErrUndecided = errors.New("a Reject rule could not be decided")
 // ErrRuleFailed is wrapped by the error Evaluate returns when a rule whose
 // FailurePolicy is FailureFail failed: the request must be denied.
 var ErrRuleFailed = errors.New("a rule failed and its failure policy is Fail")
-
-// ErrSyntheticRefs is wrapped by the error of a Mutate rule whose operation's
-// path is under /syntheticRefs: the related objects are context that rules
-// read, never change.
-var ErrSyntheticRefs = errors.New("rules cannot change syntheticRefs")
-
-// SyntheticRefs is the top-level member of the object under evaluation
-// that holds the related objects (KubeMod's context): the engine fills it
-// for the rules that read it (RuleInfo.SyntheticRefs) and removes it from
-// the result.
-const SyntheticRefs = "syntheticRefs"
 
 // Evaluate runs the snapshot's rules against one request. The error is
 // non-nil only for an invalid request (ErrInvalidRequest), when ctx ends
@@ -238,19 +226,15 @@ type evaluation struct {
 	values       []any           // Handle.Values
 	text         []byte          // Handle.Text
 	scratchTrace RuleTrace       // the trace of the current rule, without a trace
-	// refs are the related objects rules see under syntheticRefs; nil when
-	// no candidate reads syntheticRefs (then the object has none).
-	refs map[string]any
-	// edgesIn is the namespace the edges in the document are confined to
-	// ("" : all of them, refs' own); confined caches each namespace's
-	// view (handle swaps them as rules need).
-	edgesIn  string
-	confined map[string]any
+	// inputs are the members the candidates' kinds prepare (input.go);
+	// inputsBuf holds the usual one.
+	inputs    []inputSlot
+	inputsBuf [1]inputSlot
 }
 
 // prepare puts the object in the shape rules see: without
-// metadata.managedFields, with the real syntheticRefs, or none when rules do
-// not use them (the client's own is never believed).
+// metadata.managedFields, with the inputs the candidates' kinds built (the
+// client's own members of those names are never believed).
 func (ev *evaluation) prepare() {
 	root, ok := ev.doc.Root().(map[string]any)
 	if !ok {
@@ -259,12 +243,7 @@ func (ev *evaluation) prepare() {
 	if _, ok := value.Lookup(root, "metadata", "managedFields"); ok {
 		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: managedFieldsPath}))
 	}
-	if ev.refs != nil {
-		ev.must(ev.doc.Put(syntheticRefsPath, ev.refs))
-		ev.edgesIn = "" // every edge: handle confines them again as rules need
-	} else if _, ok := root[SyntheticRefs]; ok {
-		ev.must(ev.doc.Apply(patch.Operation{Op: patch.Remove, Path: syntheticRefsPath}))
-	}
+	ev.putInputs(root) // as built: handle shows each rule its view
 }
 
 // traceFor starts the trace of a rule: a new entry of Decision.Trace, or,
@@ -284,12 +263,8 @@ func (ev *evaluation) run() error {
 	// The Doc is copy-on-write: the input is never modified, and what no
 	// rule touched stays shared with it (so the final diff skips it).
 	ev.doc = patch.NewDoc(ev.original)
-	if slices.ContainsFunc(ev.candidates, func(r Rule) bool { return r.Info().SyntheticRefs }) {
-		ev.refs = ev.syntheticRefs(ev.original)
-		if slices.ContainsFunc(ev.candidates, func(r Rule) bool { return r.Info().SyntheticEdges }) {
-			ev.addEdges(ev.refs, ev.original)
-		}
-	}
+	ev.inputs = ev.inputsBuf[:0]
+	ev.buildInputs()
 	ev.prepare()
 	ev.doc.Release()
 	// The last-applied configuration is parsed when a rule first patches
@@ -438,42 +413,11 @@ func (ev *evaluation) failed(r Rule, field string, cause error) error {
 // Handle escapes through the Rule interface, and one per call would be an
 // allocation per rule).
 func (ev *evaluation) handle(r Rule, tr *RuleTrace) *Handle {
-	if info := r.Info(); info.SyntheticEdges && info.EdgesNamespace != ev.edgesIn {
-		ev.viewEdges(info.EdgesNamespace)
+	if len(r.Info().Inputs) > 0 {
+		ev.viewInputs(r)
 	}
 	ev.h = Handle{ev: ev, rule: r, tr: tr}
 	return &ev.h
-}
-
-// viewEdges puts under syntheticRefs.edges the object's edges confined to
-// ns (RuleInfo.EdgesNamespace), or all of them for "".
-func (ev *evaluation) viewEdges(ns string) {
-	all, ok := ev.refs["edges"].(map[string]any)
-	if !ok {
-		return
-	}
-	view := any(all)
-	if ns != "" {
-		if ev.confined == nil {
-			ev.confined = map[string]any{}
-		}
-		if ev.confined[ns] == nil {
-			keep := func(es any) []any {
-				out := []any{}
-				list, _ := es.([]any)
-				for _, e := range list {
-					if EdgeWithin(e, ns) {
-						out = append(out, e)
-					}
-				}
-				return out
-			}
-			ev.confined[ns] = map[string]any{"incoming": keep(all["incoming"]), "outgoing": keep(all["outgoing"])}
-		}
-		view = ev.confined[ns]
-	}
-	ev.must(ev.doc.Put(edgesPath, view))
-	ev.edgesIn = ns
 }
 
 // EdgeWithin reports whether both ends of an edge ({type, from, to}, as a
@@ -503,80 +447,6 @@ func (ev *evaluation) match(r Rule, tr *RuleTrace) (bool, error) {
 		tr.Outcome = NotMatched
 	}
 	return ok, nil
-}
-
-// syntheticRefs builds the related objects: the namespace, and the node of a
-// Pod annotated with ref.kubemod.io/nodename (or ref.kubemod.io/node), read
-// by reference from the engine's ObjectReader.
-func (ev *evaluation) syntheticRefs(work map[string]any) map[string]any {
-	refs := map[string]any{}
-	if ev.e.objects == nil {
-		return refs
-	}
-	if ns := ev.req.Namespace; ns != "" {
-		ev.addRef(refs, "namespace", ObjectRef{Kind: "Namespace", Name: ns})
-	}
-	if ev.kind == "Pod" {
-		node, _ := lookupString(work, "metadata", "annotations", NodeNameAnnotation)
-		if node == "" {
-			node, _ = lookupString(work, "metadata", "annotations", NodeAnnotation)
-		}
-		if node != "" {
-			ev.addRef(refs, "node", ObjectRef{Kind: "Node", Name: node})
-		}
-	}
-	return refs
-}
-
-// addEdges reads the object's edges into refs["edges"] ({incoming,
-// outgoing}); an error is recorded against syntheticRefs.edges.
-func (ev *evaluation) addEdges(refs, work map[string]any) {
-	if ev.e.graph == nil {
-		return
-	}
-	name := ev.req.Name
-	if name == "" {
-		name, _ = lookupString(work, "metadata", "name")
-	}
-	in, out, err := ev.e.graph.Edges(ev.ctx, ObjectRef{Group: ev.req.Kind.Group, Kind: ev.kind, Namespace: ev.req.Namespace, Name: name}, work)
-	if err != nil {
-		// Recorded; the edges read despite it are still given.
-		ev.d.Errors = append(ev.d.Errors, RuleError{Field: "syntheticRefs.edges", Err: err})
-		if in == nil && out == nil {
-			return
-		}
-	}
-	if in == nil {
-		in = []any{}
-	}
-	if out == nil {
-		out = []any{}
-	}
-	refs["edges"] = map[string]any{"incoming": in, "outgoing": out}
-}
-
-// addRef reads one related object into refs[key]; an error is recorded
-// against syntheticRefs.<key> and leaves it out.
-func (ev *evaluation) addRef(refs map[string]any, key string, ref ObjectRef) {
-	obj, err := ev.e.objects.Get(ev.ctx, ref)
-	if err != nil {
-		ev.d.Errors = append(ev.d.Errors, RuleError{Field: "syntheticRefs." + key, Err: err})
-	} else if obj != nil {
-		refs[key] = cleanRef(obj)
-	}
-}
-
-// cleanRef copies a related object without managedFields and the
-// last-applied-configuration annotation.
-func cleanRef(obj map[string]any) map[string]any {
-	c := value.DeepCopy(obj).(map[string]any)
-	if md, ok := c["metadata"].(map[string]any); ok {
-		delete(md, "managedFields")
-		if ann, ok := md["annotations"].(map[string]any); ok {
-			delete(ann, LastAppliedAnnotation)
-		}
-	}
-	return c
 }
 
 func (ev *evaluation) parseLastApplied(work map[string]any) {
@@ -612,7 +482,7 @@ func (ev *evaluation) mirrorLastApplied(h *Handle, ops []patch.Operation) {
 	mark := ev.la.Mark()
 	applied := false
 	for _, op := range ops {
-		if !mirrored(op.Path) {
+		if !ev.mirrored(op.Path) {
 			continue
 		}
 		if err := ev.la.Apply(op); err != nil {
@@ -628,13 +498,13 @@ func (ev *evaluation) mirrorLastApplied(h *Handle, ops []patch.Operation) {
 }
 
 // mirrored reports whether an operation's path exists in a last-applied
-// configuration at all: syntheticRefs, managedFields and the annotation
-// itself do not.
-func mirrored(p patch.Pointer) bool {
+// configuration at all: the inputs, status, managedFields and the
+// annotation itself do not.
+func (ev *evaluation) mirrored(p patch.Pointer) bool {
 	if len(p) == 0 {
 		return false
 	}
-	if p[0] == "syntheticRefs" || p[0] == "status" {
+	if p[0] == "status" || ev.isInput(p[0]) {
 		return false
 	}
 	if p[0] == "metadata" && len(p) > 1 {
@@ -652,7 +522,9 @@ func mirrored(p patch.Pointer) bool {
 // back the last-applied configuration, and computes the patch.
 func (ev *evaluation) finish() {
 	if _, ok := ev.doc.Root().(map[string]any); ok {
-		ev.restore(syntheticRefsPath)
+		for i := range ev.inputs {
+			ev.restore(ev.inputs[i].path)
+		}
 		if _, ok := value.Lookup(ev.doc.Root(), "metadata"); ok {
 			ev.restore(managedFieldsPath)
 		}
@@ -671,8 +543,6 @@ func (ev *evaluation) finish() {
 }
 
 var (
-	syntheticRefsPath = patch.Pointer{"syntheticRefs"}
-	edgesPath         = patch.Pointer{"syntheticRefs", "edges"}
 	managedFieldsPath = patch.Pointer{"metadata", "managedFields"}
 	lastAppliedPath   = patch.Pointer{"metadata", "annotations", LastAppliedAnnotation}
 )

@@ -198,7 +198,7 @@ func (e *PatchError) Unwrap() error { return e.Err }
 
 // Patch applies a Mutate rule's operations atomically: all of them, or
 // none when one fails (the error is a *PatchError; report it with Fail).
-// An operation may not write under /syntheticRefs (ErrSyntheticRefs), and
+// An operation may not write under an input's member (ErrInput), and
 // one that replaces the whole object must give an object. The operations
 // are repeated on the last-applied-configuration copy, if the object has
 // one; a failure there is recorded and leaves the object patched.
@@ -211,8 +211,8 @@ func (h *Handle) Patch(ops []patch.Operation) error {
 			if _, ok := op.Value.(map[string]any); !ok && op.Op != patch.Remove {
 				return &PatchError{Index: i, Path: true, Err: fmt.Errorf("the operation replaces the whole object with a JSON %s", value.TypeName(op.Value))}
 			}
-		} else if op.Path[0] == SyntheticRefs {
-			return &PatchError{Index: i, Path: true, Err: fmt.Errorf("%w: the path %s is under /syntheticRefs", ErrSyntheticRefs, op.Path)}
+		} else if ev.isInput(op.Path[0]) {
+			return &PatchError{Index: i, Path: true, Err: &InputError{Member: op.Path[0], Path: op.Path}}
 		}
 	}
 	mark := ev.doc.Mark()
@@ -223,7 +223,7 @@ func (h *Handle) Patch(ops []patch.Operation) error {
 		}
 	}
 	if wholeObject {
-		// The real syntheticRefs go back, and managedFields go again.
+		// The inputs go back, and managedFields go again.
 		ev.prepare()
 	}
 	ev.doc.Release()

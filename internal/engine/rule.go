@@ -107,22 +107,12 @@ type RuleInfo struct {
 	// Err is set when the rule failed to compile (a *rules.CompileError):
 	// such a rule is kept in the snapshot and reported, never evaluated.
 	Err error
-	// SyntheticRefs is true when the rule reads the related objects under
-	// /syntheticRefs (KubeMod's context): the kernel reads them only when
-	// a candidate asks.
-	SyntheticRefs bool
-	// SyntheticEdges is true when the rule reads syntheticRefs.edges (the
-	// object's edges in the relationship graph): the kernel reads them
-	// only when a candidate asks.
-	SyntheticEdges bool
-	// EdgesNamespace, when not empty, confines the edges the rule sees
-	// under syntheticRefs.edges to those whose ends are in that namespace
-	// or cluster-scoped (a namespaced rule never learns of another
-	// namespace's objects); "": every edge (a cluster-wide rule).
-	EdgesNamespace string
+	// Inputs are the members its kind prepares that the rule reads (an
+	// Input: built once per evaluation when a candidate declares them).
+	Inputs []Input
 	// KeepLastApplied is true when the rule's operations are not mirrored
-	// into the kubectl last-applied-configuration annotation (KubeMod
-	// mirrors them; kinitiras does not).
+	// into the kubectl last-applied-configuration annotation (the kernel
+	// mirrors them by default, as kubectl would see them applied).
 	KeepLastApplied bool
 }
 

@@ -14,21 +14,18 @@ import (
 	"github.com/modwright/modwright/internal/rules"
 )
 
-// Well-known annotations.
-const (
-	LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
-	NodeNameAnnotation    = "ref.kubemod.io/nodename"
-	NodeAnnotation        = "ref.kubemod.io/node" // also accepted
-)
+// LastAppliedAnnotation is kubectl's annotation of the configuration it
+// last applied.
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // ObjectReader reads the objects related to the one under admission (its
-// Namespace, the Node a Pod is bound to) by reference. The engine asks it
-// for what it exposes under syntheticRefs; it is declared here, where it is
-// used, and implemented by the cluster's informer caches (package
+// Namespace, the Node a Pod is bound to) by reference, for the rules
+// (Handle.Objects) and their kinds' inputs (InputRequest.Objects); it is
+// declared here, where it is used, and implemented by the cluster's informer caches (package
 // source/cluster) and by the CLI's --context objects.
 //
 // Get returns (nil, nil) when the object does not exist. The tree it returns
-// is shared and read-only: the engine copies what it exposes. A reader that
+// is shared and read-only: readers copy what they expose. A reader that
 // cannot read a kind at all (it does not cache it, say) returns an error
 // wrapping ErrKindNotServed, which callers check with errors.Is.
 //

@@ -149,7 +149,7 @@ func (cc Compiler) Compile(mr *v1beta1.ModRule) (*Rule, error) {
 	if r.Type == v1beta1.ModRuleTypeReject {
 		r.Phase = engine.Validate
 	}
-	c := compiler{rule: r, cache: cc.Cache}
+	c := compiler{rule: r, cache: cc.Cache, refs: &refsInput{}}
 	c.compile()
 	r.clusterNS = cc.ClusterRulesNamespace
 	if r.clusterNS == "" {
@@ -159,8 +159,9 @@ func (cc Compiler) Compile(mr *v1beta1.ModRule) (*Rule, error) {
 	// A rule of a namespace sees the edges within it (a rule with no
 	// namespace, or of the cluster-rules namespace, every edge).
 	if r.Namespace != "" && r.Namespace != r.clusterNS {
-		r.EdgesNamespace = r.Namespace
+		c.refs.edgesNamespace = r.Namespace
 	}
+	r.Inputs = []engine.Input{c.refs}
 	if len(c.errs) > 0 {
 		r.Err = &rules.CompileError{Kind: Kind, Rule: r.Key, Errors: c.errs}
 		r.Criteria, r.Patches, r.RejectMessage, r.TargetNamespaces = nil, nil, nil, nil
@@ -195,6 +196,7 @@ type compiler struct {
 	rule  *Rule
 	cache *Cache // nil: none
 	errs  []rules.FieldError
+	refs  *refsInput // what the rule reads of syntheticRefs
 }
 
 func (c *compiler) add(fieldPath string, pos int, format string, args ...any) {
@@ -245,8 +247,8 @@ func mentionsRefs(s string) bool { return strings.Contains(s, "syntheticRefs") }
 // (syntheticRefs.edges, a modwright extension: docs/modrule.md).
 func (c *compiler) noteRefs(src string) {
 	if mentionsRefs(src) {
-		c.rule.SyntheticRefs = true
-		c.rule.SyntheticEdges = c.rule.SyntheticEdges || strings.Contains(src, "edges")
+		c.refs.reads = true
+		c.refs.edges = c.refs.edges || strings.Contains(src, "edges")
 	}
 }
 

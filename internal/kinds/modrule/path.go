@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/patch"
 )
@@ -107,9 +106,9 @@ func compilePath(src string, placeholders bool) (PathTemplate, *pathError) {
 	return pt, nil
 }
 
-// SyntheticRefs is the member under which the engine puts the related
-// objects.
-const SyntheticRefs = engine.SyntheticRefs
+// SyntheticRefs is the member under which the related objects are
+// (refsInput).
+const SyntheticRefs = "syntheticRefs"
 
 // UnderSyntheticRefs reports whether the path's first token is, as written,
 // syntheticRefs. (A placeholder there may still render to it: the engine

@@ -122,7 +122,7 @@ func TestSyntheticRefsCannotBeForged(t *testing.T) {
 				t.Fatalf("admitted; trace %+v", d.Trace)
 			}
 			if tt.loads {
-				if tt.name == "captured key" && (len(d.Errors) != 1 || d.Errors[0].Field != "spec.patch[0].path" || !errors.Is(d.Errors[0], engine.ErrSyntheticRefs)) {
+				if tt.name == "captured key" && (len(d.Errors) != 1 || d.Errors[0].Field != "spec.patch[0].path" || !errors.Is(d.Errors[0], engine.ErrInput)) {
 					t.Errorf("errors: %v", d.Errors)
 				}
 				if _, ok := d.Object.(map[string]any)["syntheticRefs"]; ok {
