@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -37,7 +37,7 @@ import (
 	"github.com/modwright/modwright/internal/controller"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/graphapi"
-	"github.com/modwright/modwright/internal/kinds/kinitiras"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang/rego"
 	"github.com/modwright/modwright/internal/metrics"
 	"github.com/modwright/modwright/internal/packs"
@@ -95,8 +95,6 @@ type operatorOptions struct {
 
 // Names the deploy/ bundle and Helm chart use; the flags' defaults.
 const (
-	kinitirasMutatePath   = "/mutate"   // kinitiras' own paths (--kinitiras-paths)
-	kinitirasValidatePath = "/validate" //
 	defaultNamespace      = "modwright-system"
 	defaultServiceName    = "modwright-webhook"
 	defaultCertSecret     = "modwright-webhook-cert"
@@ -165,14 +163,81 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return ctrl.GetConfig()
 }
 
+// operator is one run of serve without --standalone, the in-cluster
+// operator: what its phases build, in order (runOperator).
+type operator struct {
+	o    *serveOptions
+	op   *operatorOptions
+	log  logr.Logger
+	cfg  *rest.Config
+	kreg *kinds.Registry // the kinds served, built once
+	// dragnetRules are the dragnet's rules (--target-resources).
+	dragnetRules []admissionregv1.RuleWithOperations
+	secret       types.NamespacedName
+
+	graphSource  *cluster.GraphSource // nil without --graph
+	extraHandler map[string]http.Handler
+	certs        *controller.CertProvider
+	ws           *webhookServer
+	mgr          manager.Manager
+	m            *metrics.Metrics
+	informers    []cache.Informer // Namespaces and Nodes
+	store        *source.Store
+	ruleSource   *cluster.RuleSource
+	resolver     *cluster.Resolver
+	// readers are what the dragnet's rules read beyond the object.
+	readers engine.Options
+	served  webhook.Snapshots
+	native  *controller.NativeCompiler // nil without --compile-native
+}
+
 // runOperator is serve without --standalone: the in-cluster operator.
 func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
+	k, err := newOperator(o, log)
+	if err != nil {
+		return err
+	}
+	if err := k.graph(ctx); err != nil {
+		return err
+	}
+	mgrCtx, stopMgr, err := k.manager(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopMgr()
+	defer k.ws.srv.Close() // when the manager did not start it
+	cue, stopCUE, err := o.cueLanguage()
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	defer stopCUE()
+	k.kreg = newClusterRegistry(o.clusterRules, k.op.kinitiras, cue)
+	for _, step := range []func(context.Context) error{k.contextReaders, k.compileNative, k.webhooks, k.rules, k.certificates, k.readiness} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	log.Info("starting the operator", "webhookPort", o.port, "namespace", k.op.namespace,
+		"clusterRulesNamespace", o.clusterRules, "certManagement", k.op.certManagement, "leaderElection", k.op.leaderElect)
+	if err := k.mgr.Start(mgrCtx); err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// newOperator checks the operator's flags and reads the client
+// configuration.
+func newOperator(o *serveOptions, log logr.Logger) (*operator, error) {
 	op := &o.operator
 	if op.certManagement != "self" && op.certManagement != "external" {
-		return usageError("--cert-management must be self or external, not %q", op.certManagement)
+		return nil, usageError("--cert-management must be self or external, not %q", op.certManagement)
 	}
 	if op.dragnetPolicy != "Fail" && op.dragnetPolicy != "Ignore" {
-		return usageError("--dragnet-failure-policy must be Fail or Ignore, not %q", op.dragnetPolicy)
+		return nil, usageError("--dragnet-failure-policy must be Fail or Ignore, not %q", op.dragnetPolicy)
+	}
+	if !op.graph && len(op.rulePacks) > 0 {
+		return nil, usageError("--rule-pack needs --graph")
 	}
 	var targets []string
 	for _, t := range op.targetResources {
@@ -180,30 +245,111 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	}
 	dragnetRules, err := controller.TargetRules(targets)
 	if err != nil {
-		return usageError("--target-resources: %v", err)
+		return nil, usageError("--target-resources: %v", err)
 	}
 	cfg, err := op.restConfig, error(nil)
 	if cfg == nil {
 		cfg, err = restConfig(op.kubeconfig)
 	}
 	if err != nil {
+		return nil, &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+	}
+	ctrl.SetLogger(log) // controller-runtime's internal log sink
+	return &operator{o: o, op: op, log: log, cfg: cfg, dragnetRules: dragnetRules, extraHandler: map[string]http.Handler{},
+		secret: types.NamespacedName{Namespace: op.namespace, Name: op.certSecret}}, nil
+}
+
+// graph builds the relationship graph (--graph): its informers, the
+// engine's GraphReader and the read API on the metrics port.
+func (k *operator) graph(ctx context.Context) error {
+	if !k.op.graph {
+		return nil
+	}
+	dyn, err := dynamic.NewForConfig(k.cfg)
+	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 	}
+	sources := k.op.rulePacks
+	if openshift, err := wantOpenShift(k.op.openshiftPack, k.cfg); err != nil {
+		return err
+	} else if openshift {
+		sources = append(slices.Clone(sources), "builtin:"+packs.BuiltinOpenShift)
+	}
+	timeout, clamped := rego.ClampTimeout(k.op.regoTimeout)
+	if clamped {
+		k.log.Info("warning: --rego-timeout is out of [50ms, 1s]; clamped", "given", k.op.regoTimeout, "used", timeout)
+	}
+	g := &cluster.GraphSource{Client: dyn, Packs: loadPacks(ctx, sources, timeout, k.log), Log: k.log.WithName("graph")}
+	g.Metrics = metrics.NewGraph(lenientRegisterer{ctrlmetrics.Registry}, metrics.GraphStats{
+		CacheHits:   func() float64 { h, _ := g.CacheStats(); return float64(h) },
+		CacheMisses: func() float64 { _, m := g.CacheStats(); return float64(m) },
+	})
+	g.Metrics.ModulesLoaded(g.Packs.NumModules())
+	k.extraHandler[graphapi.Prefix] = graphapi.Handler(g.Graph())
+	k.graphSource, k.readers.Graph = g, g
+	return nil
+}
+
+// manager creates the webhook server and the controller manager, and the
+// informers of the related objects. The manager runs on a context of its
+// own (mgrCtx), cancelled once the webhook server has drained: the
+// reviews in flight need the caches (the Resolver reads Namespaces and
+// Nodes from them) until the last one is answered.
+func (k *operator) manager(ctx context.Context) (mgrCtx context.Context, stop context.CancelFunc, err error) {
+	k.certs = &controller.CertProvider{Secret: k.secret}
+	// The webhooks are served by modwright's own server, not by
+	// controller-runtime's (see webhookServer).
+	if k.ws, err = newWebhookServer(ctx, k.o.serverOptions(webhook.ServerOptions{
+		GetCertificate: k.certs.GetCertificate,
+		Log:            k.log.WithName("webhook-server"),
+	})); err != nil {
+		return nil, nil, &ExitError{Code: 2, Err: fmt.Errorf("webhook server: %w", err)}
+	}
+	mgrCtx, stop = context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		select {
+		case <-mgrCtx.Done():
+			return
+		case <-ctx.Done():
+		}
+		select {
+		case <-k.ws.done:
+		case <-time.After(k.o.shutdownDelay + k.ws.srv.DrainTimeout() + time.Second): // the manager never started it
+		}
+		stop()
+	}()
+	if k.mgr, err = ctrl.NewManager(k.cfg, k.managerOptions()); err != nil {
+		stop()
+		return nil, nil, &ExitError{Code: 2, Err: fmt.Errorf("creating the manager: %w", err)}
+	}
+	k.certs.Reader = k.mgr.GetCache()
+	k.m = metrics.New(lenientRegisterer{ctrlmetrics.Registry})
+	// Informers for the related objects, created now so that readiness can
+	// wait for them.
+	for _, obj := range []client.Object{&corev1.Namespace{}, &corev1.Node{}} {
+		inf, err := k.mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			stop()
+			return nil, nil, &ExitError{Code: 2, Err: fmt.Errorf("informer for %T: %w", obj, err)}
+		}
+		k.informers = append(k.informers, inf)
+	}
+	return mgrCtx, stop, nil
+}
+
+// managerOptions are the controller manager's options.
+func (k *operator) managerOptions() ctrl.Options {
+	op := k.op
 	// The rule kinds need no Go types here: the rule source, the status
 	// reconcilers and the validating webhook read rules as unstructured
 	// objects through their kinds (internal/kinds).
 	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	ctrl.SetLogger(log) // controller-runtime's internal log sink
-	secret := types.NamespacedName{Namespace: op.namespace, Name: op.certSecret}
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	byName := func(name string) fields.Selector { return fields.OneTermEqualSelector("metadata.name", name) }
 	byObject := map[client.Object]cache.ByObject{
 		// Only modwright's own Secret, so no cluster-wide Secret access.
 		&corev1.Secret{}: {Namespaces: map[string]cache.Config{op.namespace: {}}, Field: byName(op.certSecret)},
-		// Related objects for syntheticRefs, without managedFields
-		// (rules never see them).
+		// Related objects, without managedFields (rules never see them).
 		&corev1.Namespace{}: {Transform: cache.TransformStripManagedFields()},
 		&corev1.Node{}:      {Transform: cache.TransformStripManagedFields()},
 	}
@@ -213,77 +359,16 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 	if op.validatingConfig != "" {
 		byObject[&admissionregv1.ValidatingWebhookConfiguration{}] = cache.ByObject{Field: byName(op.validatingConfig)}
 	}
-
-	// The relationship graph: its informers, the engine's GraphReader and
-	// the read API on the metrics port.
-	var graphSource *cluster.GraphSource
-	extraHandlers := map[string]http.Handler{}
-	if op.graph {
-		dyn, err := dynamic.NewForConfig(cfg)
-		if err != nil {
-			return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
-		}
-		sources := op.rulePacks
-		if openshift, err := wantOpenShift(op.openshiftPack, cfg); err != nil {
-			return err
-		} else if openshift {
-			sources = append(slices.Clone(sources), "builtin:"+packs.BuiltinOpenShift)
-		}
-		timeout, clamped := rego.ClampTimeout(op.regoTimeout)
-		if clamped {
-			log.Info("warning: --rego-timeout is out of [50ms, 1s]; clamped", "given", op.regoTimeout, "used", timeout)
-		}
-		graphSource = &cluster.GraphSource{Client: dyn, Packs: loadPacks(ctx, sources, timeout, log), Log: log.WithName("graph")}
-		graphSource.Metrics = metrics.NewGraph(lenientRegisterer{ctrlmetrics.Registry}, metrics.GraphStats{
-			CacheHits:   func() float64 { h, _ := graphSource.CacheStats(); return float64(h) },
-			CacheMisses: func() float64 { _, m := graphSource.CacheStats(); return float64(m) },
-		})
-		graphSource.Metrics.ModulesLoaded(graphSource.Packs.NumModules())
-		extraHandlers[graphapi.Prefix] = graphapi.Handler(graphSource.Graph())
-		o.graph = graphSource
-	} else if len(op.rulePacks) > 0 {
-		return usageError("--rule-pack needs --graph")
-	}
-
-	certs := &controller.CertProvider{Secret: secret}
-	// The webhooks are served by modwright's own server, not by
-	// controller-runtime's (see webhookServer).
-	ws, err := newWebhookServer(ctx, o.serverOptions(webhook.ServerOptions{
-		GetCertificate: certs.GetCertificate,
-		Log:            log.WithName("webhook-server"),
-	}))
-	if err != nil {
-		return &ExitError{Code: 2, Err: fmt.Errorf("webhook server: %w", err)}
-	}
-	defer ws.srv.Close() // when the manager did not start it
-	// The manager runs on a context of its own, cancelled once the webhook
-	// server has drained: the reviews in flight need the caches (the
-	// Resolver reads Namespaces and Nodes from them) until the last one is
-	// answered.
-	mgrCtx, stopMgr := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopMgr()
-	go func() {
-		select {
-		case <-mgrCtx.Done():
-			return
-		case <-ctx.Done():
-		}
-		select {
-		case <-ws.done:
-		case <-time.After(o.shutdownDelay + ws.srv.DrainTimeout() + time.Second): // the manager never started it
-		}
-		stopMgr()
-	}()
-	gracefulShutdown := o.shutdownDelay + ws.srv.DrainTimeout() + 5*time.Second
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	gracefulShutdown := k.o.shutdownDelay + k.ws.srv.DrainTimeout() + 5*time.Second
+	return ctrl.Options{
 		Scheme: scheme,
-		Logger: log,
+		Logger: k.log,
 		Cache:  cache.Options{ByObject: byObject},
 		// Rules are read as unstructured objects (one informer per kind):
 		// the status reconcilers read them from the same cache as the
 		// rule source, not live from the API server.
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Metrics:                       metricsserver.Options{BindAddress: op.metricsAddr, ExtraHandlers: extraHandlers},
+		Metrics:                       metricsserver.Options{BindAddress: op.metricsAddr, ExtraHandlers: k.extraHandler},
 		HealthProbeBindAddress:        op.probeAddr,
 		LeaderElection:                op.leaderElect,
 		LeaderElectionID:              op.leaderElectionID,
@@ -294,170 +379,153 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		// their metrics); two operators in one process (the end-to-end
 		// tests' replicas) share the name.
 		Controller:    ctrlconfig.Controller{SkipNameValidation: ptrTo(true)},
-		WebhookServer: ws,
-	})
-	if err != nil {
-		return &ExitError{Code: 2, Err: fmt.Errorf("creating the manager: %w", err)}
+		WebhookServer: k.ws,
 	}
-	certs.Reader = mgr.GetCache()
-	m := metrics.New(lenientRegisterer{ctrlmetrics.Registry})
+}
 
-	// Informers for the related objects, created now so that readiness can
-	// wait for them.
-	var informers []cache.Informer
-	for _, obj := range []client.Object{&corev1.Namespace{}, &corev1.Node{}} {
-		inf, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			return &ExitError{Code: 2, Err: fmt.Errorf("informer for %T: %w", obj, err)}
-		}
-		informers = append(informers, inf)
-	}
-
-	cue, stopCUE, err := o.cueLanguage()
-	if err != nil {
-		return &ExitError{Code: 2, Err: err}
-	}
-	defer stopCUE()
-	store := &source.Store{}
-	reg := newClusterRegistry(o.clusterRules, op.kinitiras, cue)
-	ruleSource := &cluster.RuleSource{
-		Cache:   mgr.GetCache(),
-		Store:   store,
-		Kinds:   reg,
-		Log:     log.WithName("rules"),
-		Metrics: m,
-	}
-	clients, err := kubernetes.NewForConfig(cfg)
+// contextReaders builds what rules read beyond the object: related
+// objects (Namespaces, Nodes, the ConfigMaps Policies read, watched one by
+// one), apiCall reads, the requester's RBAC roles (indexed bindings), the
+// CRDs' schemas, objects of any kind and HTTP (kinitiras' references), the
+// authorizer of namespaced rules' reads.
+func (k *operator) contextReaders(ctx context.Context) error {
+	op, mgr := k.op, k.mgr
+	clients, err := kubernetes.NewForConfig(k.cfg)
 	if err != nil {
 		return err
 	}
-	// Policies' context: the ConfigMaps they read (watched one by one),
-	// apiCall reads, the requester's RBAC roles (indexed bindings).
-	resolver := &cluster.Resolver{Reader: mgr.GetCache()}
+	k.resolver = &cluster.Resolver{Reader: mgr.GetCache()}
 	if op.contextCMs {
-		resolver.ConfigMaps = &cluster.ConfigMaps{Client: clients, Idle: op.configMapIdle}
-		if err := mgr.Add(manager.RunnableFunc(resolver.ConfigMaps.Run)); err != nil {
+		k.resolver.ConfigMaps = &cluster.ConfigMaps{Client: clients, Idle: op.configMapIdle}
+		if err := mgr.Add(manager.RunnableFunc(k.resolver.ConfigMaps.Run)); err != nil {
 			return err
 		}
 	}
-	if err := resolver.Watch(informers[0], informers[1]); err != nil {
+	if err := k.resolver.Watch(k.informers[0], k.informers[1]); err != nil {
 		return err
 	}
+	k.readers.Objects = k.resolver
 	if op.contextRoles {
 		if err := cluster.IndexSubjects(ctx, mgr.GetFieldIndexer()); err != nil {
 			return &ExitError{Code: 2, Err: err}
 		}
-		o.roles = &cluster.Roles{Reader: mgr.GetCache()}
+		k.readers.Roles = &cluster.Roles{Reader: mgr.GetCache()}
 	}
-	// Policies' scoped validations of custom resources: self typed by the
-	// CRDs' schemas (an informer of CRDs; readiness waits for it).
-	var crdSchemas *cluster.CRDSchemas
-	if op.crdSchemas {
-		dyn, err := dynamic.NewForConfig(cfg)
-		if err != nil {
-			return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
-		}
-		crdSchemas = &cluster.CRDSchemas{Client: dyn, Log: log.WithName("crd-schemas")}
-		if err := mgr.Add(crdSchemas); err != nil {
-			return err
-		}
-		if err := mgr.AddReadyzCheck("crd-schemas", func(*http.Request) error {
-			if !crdSchemas.Synced() {
-				return errors.New("the CustomResourceDefinitions' cache has not synced yet")
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		o.schemas = crdSchemas
+	if err := k.crdSchemas(); err != nil {
+		return err
 	}
-	o.authz = &cluster.Authorizer{Reviews: clients.AuthorizationV1().SubjectAccessReviews()}
-	o.ruleReader = op.ruleReader
-	o.api = &cluster.APIClient{REST: clients.Discovery().RESTClient(), Timeout: op.apiCallTimeout, MaxBytes: op.apiCallMaxBytes, TTL: op.apiCallCacheTTL, AllowPOST: op.apiCallPOST,
-		Authorizer: o.authz, RuleReader: op.ruleReader, Protected: op.namespace}
-	// kinitiras' references: objects of any kind from the cache (an
-	// informer per kind read), HTTP to the listed hosts only.
-	o.kinds = &cluster.Kinds{Reader: mgr.GetCache(), Protected: op.namespace}
-	o.http = &cluster.HTTPClient{Hosts: op.kinitirasHosts, Timeout: op.kinitirasHTTPTime, MaxBytes: op.kinitirasHTTPBytes, TTL: op.kinitirasHTTPTTL}
-	// CEL's authorizer asks the API server (SubjectAccessReviews, cached).
-	// With --compile-native the webhook serves the rules the API server does
-	// not run itself.
-	var served webhook.Snapshots = store
-	var native *controller.NativeCompiler
-	if op.compileNative {
-		filter := &webhook.ExcludeFilter{Source: store}
-		served = filter
-		native = &controller.NativeCompiler{
-			Client: mgr.GetClient(),
-			Rules: []schema.GroupVersionKind{
-				{Group: "api.kubemod.io", Version: "v1beta1", Kind: "ModRule"},
-				{Group: "modwright.io", Version: "v1alpha1", Kind: "Policy"},
-				{Group: "modwright.io", Version: "v1alpha1", Kind: "ClusterPolicy"},
-			},
-			Options: tonative.Options{ClusterRulesNamespace: o.clusterRules},
-			Filter:  filter,
-			Elected: mgr.Elected(),
-			Log:     log.WithName("compile-native"),
-			Served:  served,
-			Config:  op.mutatingConfig,
-			Webhook: op.dragnetWebhook,
+	authz := &cluster.Authorizer{Reviews: clients.AuthorizationV1().SubjectAccessReviews()}
+	k.readers.Authorizer, k.readers.RuleReader = authz, op.ruleReader
+	k.readers.API = &cluster.APIClient{REST: clients.Discovery().RESTClient(), Timeout: op.apiCallTimeout, MaxBytes: op.apiCallMaxBytes, TTL: op.apiCallCacheTTL, AllowPOST: op.apiCallPOST,
+		Authorizer: authz, RuleReader: op.ruleReader, Protected: op.namespace}
+	k.readers.Kinds = &cluster.Kinds{Reader: mgr.GetCache(), Protected: op.namespace}
+	k.readers.HTTP = &cluster.HTTPClient{Hosts: op.kinitirasHosts, Timeout: op.kinitirasHTTPTime, MaxBytes: op.kinitirasHTTPBytes, TTL: op.kinitirasHTTPTTL}
+	return nil
+}
+
+// crdSchemas types Policies' scoped validations of custom resources by
+// the CRDs' schemas (an informer of CRDs; readiness waits for it).
+func (k *operator) crdSchemas() error {
+	if !k.op.crdSchemas {
+		return nil
+	}
+	dyn, err := dynamic.NewForConfig(k.cfg)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+	}
+	s := &cluster.CRDSchemas{Client: dyn, Log: k.log.WithName("crd-schemas")}
+	if err := k.mgr.Add(s); err != nil {
+		return err
+	}
+	k.readers.Schemas = s
+	return k.mgr.AddReadyzCheck("crd-schemas", func(*http.Request) error {
+		if !s.Synced() {
+			return errors.New("the CustomResourceDefinitions' cache has not synced yet")
 		}
-		if err := mgr.Add(native); err != nil {
-			return err
+		return nil
+	})
+}
+
+// compileNative: with --compile-native the leader installs the rules that
+// translate exactly as admission policies, and the webhook serves the
+// others.
+func (k *operator) compileNative(context.Context) error {
+	k.store = &source.Store{}
+	k.served = k.store
+	if !k.op.compileNative {
+		return nil
+	}
+	filter := &webhook.ExcludeFilter{Source: k.store}
+	k.served = filter
+	k.native = &controller.NativeCompiler{
+		Client:  k.mgr.GetClient(),
+		Rules:   tonative.Kinds(),
+		Options: tonative.Options{ClusterRulesNamespace: k.o.clusterRules},
+		Filter:  filter,
+		Elected: k.mgr.Elected(),
+		Log:     k.log.WithName("compile-native"),
+		Served:  filter,
+		Config:  k.op.mutatingConfig,
+		Webhook: k.op.dragnetWebhook,
+	}
+	return k.mgr.Add(k.native)
+}
+
+// webhooks registers the dragnet (and, with --kinitiras-paths, the paths
+// of the kinds that have their own: kinds.Registry.Paths) and the rules'
+// and pods' webhooks, which go through the dragnet's codec.
+func (k *operator) webhooks(context.Context) error {
+	srv := k.mgr.GetWebhookServer()
+	observers := observersOf(k.kreg, lenientRegisterer{ctrlmetrics.Registry})
+	dragnetSnaps := k.served
+	if k.op.kinitiras && k.op.kinitirasPaths {
+		// Those paths serve their kinds, behind their peer's object
+		// selector; the dragnet serves the others.
+		var own []string
+		for _, p := range k.kreg.Paths() {
+			kinds := p.Kinds
+			srv.Register(p.Path, k.o.dragnet(p.Name, &webhook.KindFilter{Source: k.store, Keep: func(kind string) bool { return slices.Contains(kinds, kind) }},
+				k.readers, observers, k.log, k.m))
+			own = append(own, p.Kinds...)
+		}
+		dragnetSnaps = &webhook.KindFilter{Source: k.served, Keep: func(kind string) bool { return !slices.Contains(own, kind) }}
+		if k.native != nil {
+			k.native.Served = dragnetSnaps
 		}
 	}
-	srv := mgr.GetWebhookServer()
-	if op.kinitiras && op.kinitirasPaths {
-		// kinitiras' paths serve its kinds, behind its object selector;
-		// the dragnet serves the others.
-		isKinitiras := func(k string) bool {
-			return k == kinitiras.KindOverridePolicy || k == kinitiras.KindClusterOverride || k == kinitiras.KindClusterValidate
-		}
-		dragnetSnaps := &webhook.KindFilter{Source: served, Keep: func(k string) bool { return !isKinitiras(k) }}
-		if native != nil {
-			native.Served = dragnetSnaps
-		}
-		registerDragnet(srv, o.dragnet("dragnet", dragnetSnaps, resolver, log, m))
-		srv.Register(kinitirasMutatePath, o.dragnet("kinitiras-mutate", &webhook.KindFilter{Source: store, Keep: func(k string) bool {
-			return k == kinitiras.KindOverridePolicy || k == kinitiras.KindClusterOverride
-		}}, resolver, log, m))
-		srv.Register(kinitirasValidatePath, o.dragnet("kinitiras-validate", &webhook.KindFilter{Source: store, Keep: func(k string) bool {
-			return k == kinitiras.KindClusterValidate
-		}}, resolver, log, m))
-	} else {
-		registerDragnet(srv, o.dragnet("dragnet", served, resolver, log, m))
-	}
-	// The other webhooks go through the dragnet's codec. Their bodies (a
-	// Binding, a ModRule) are small: each reads within a body budget of
-	// two of the largest reviews, apart from the dragnet's.
-	maxBytes := o.maxReviewBytes
+	registerDragnet(srv, k.o.dragnet("dragnet", dragnetSnaps, k.readers, observers, k.log, k.m))
+	// Their bodies (a Binding, a rule) are small: each reads within a body
+	// budget of two of the largest reviews, apart from the dragnet's.
+	maxBytes := k.o.maxReviewBytes
 	if maxBytes <= 0 {
 		maxBytes = webhook.DefaultMaxReviewBytes
 	}
-	nodeRef := &controller.NodeRefHandler{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Log: log.WithName("node-ref")}
-	srv.Register(controller.NodeRefPath, webhook.NewHandler(webhook.HandlerOptions{
-		Name: "podbinding", Admit: nodeRef.Admit, Log: log.WithName("node-ref"), Metrics: m,
-		MaxReviewBytes: maxBytes, Timeout: o.reviewTimeout, MaxReviewMemory: 4 * (maxBytes + 1),
-		FailOpen: true, // never block scheduling (failurePolicy Ignore too)
-	}))
-	srv.Register(controller.DefaultPath, webhook.NewHandler(webhook.HandlerOptions{
-		Name: "default-rule", Admit: controller.DefaultHandler{Kinds: reg}.Admit, Log: log.WithName("default"), Metrics: m,
-		MaxReviewBytes: maxBytes, Timeout: o.reviewTimeout, MaxReviewMemory: 4 * (maxBytes + 1),
-	}))
-	srv.Register(controller.ValidatePath, webhook.NewHandler(webhook.HandlerOptions{
-		Name: "validate-modrule", Admit: controller.ValidateHandler{Kinds: reg}.Admit, Log: log.WithName("validate"), Metrics: m,
-		MaxReviewBytes: maxBytes, Timeout: o.reviewTimeout, MaxReviewMemory: 4 * (maxBytes + 1),
-	}))
+	handler := func(name string, admit webhook.AdmitFunc, failOpen bool) http.Handler {
+		return webhook.NewHandler(webhook.HandlerOptions{
+			Name: name, Admit: admit, Log: k.log.WithName(name), Metrics: k.m, FailOpen: failOpen,
+			MaxReviewBytes: maxBytes, Timeout: k.o.reviewTimeout, MaxReviewMemory: 4 * (maxBytes + 1),
+		})
+	}
+	nodeRef := &controller.NodeRefHandler{Reader: k.mgr.GetAPIReader(), Writer: k.mgr.GetClient(), Log: k.log.WithName("node-ref")}
+	srv.Register(controller.NodeRefPath, handler("podbinding", nodeRef.Admit, true)) // never block scheduling (failurePolicy Ignore too)
+	srv.Register(controller.DefaultPath, handler("default-rule", controller.DefaultHandler{Kinds: k.kreg}.Admit, false))
+	srv.Register(controller.ValidatePath, handler("validate-modrule", controller.ValidateHandler{Kinds: k.kreg}.Admit, false))
+	return nil
+}
 
-	if err := mgr.Add(ruleSource); err != nil {
+// rules watches the rules of every kind into the store, keeps the graph,
+// and reconciles each kind's rules' status.
+func (k *operator) rules(context.Context) error {
+	k.ruleSource = &cluster.RuleSource{Cache: k.mgr.GetCache(), Store: k.store, Kinds: k.kreg, Log: k.log.WithName("rules"), Metrics: k.m}
+	if err := k.mgr.Add(k.ruleSource); err != nil {
 		return err
 	}
-	if graphSource != nil {
-		if err := mgr.Add(graphSource); err != nil {
+	if g := k.graphSource; g != nil {
+		if err := k.mgr.Add(g); err != nil {
 			return err
 		}
-		if err := mgr.AddReadyzCheck("graph", func(*http.Request) error {
-			if !graphSource.Synced() {
+		if err := k.mgr.AddReadyzCheck("graph", func(*http.Request) error {
+			if !g.Synced() {
 				return errors.New("the relationship graph's informers have not synced yet")
 			}
 			return nil
@@ -465,67 +533,66 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 			return err
 		}
 	}
-	// One status reconciler per kind; they compile with their own
-	// adapters (a registry of their own), not the rule source's caches.
-	for _, k := range newClusterRegistry(o.clusterRules, op.kinitiras, cue).Kinds() {
-		status := &controller.StatusReconciler{Kind: k, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("modwright"), Log: log.WithName("status")}
-		if err := status.SetupWithManager(mgr); err != nil {
+	for _, kd := range k.kreg.Kinds() {
+		status := &controller.StatusReconciler{Kind: kd, Client: k.mgr.GetClient(), Recorder: k.mgr.GetEventRecorder("modwright"), Log: k.log.WithName("status")}
+		if err := status.SetupWithManager(k.mgr); err != nil {
 			return err
 		}
 	}
-	rulesReady := func() error {
-		if !ruleSource.Synced() {
-			return errors.New("the ModRule cache has not synced or no rule snapshot is published yet")
-		}
-		return nil
+	return nil
+}
+
+// rulesReady reports whether the rules' first snapshot is published.
+func (k *operator) rulesReady() error {
+	if !k.ruleSource.Synced() {
+		return errors.New("the ModRule cache has not synced or no rule snapshot is published yet")
 	}
-	hosts := append(serviceHosts(op.serviceName, op.namespace), o.certHosts...)
-	if err := mgr.Add(&controller.CertManager{
-		Client:      mgr.GetClient(),
-		Informers:   mgr.GetCache(),
-		Secret:      secret,
-		Hosts:       hosts,
+	return nil
+}
+
+// certificates keeps the serving certificate and the webhook
+// configurations (caBundle, the dragnet's rules and failure policy).
+func (k *operator) certificates(context.Context) error {
+	op, srv := k.op, k.mgr.GetWebhookServer()
+	return k.mgr.Add(&controller.CertManager{
+		Client:      k.mgr.GetClient(),
+		Informers:   k.mgr.GetCache(),
+		Secret:      k.secret,
+		Hosts:       append(serviceHosts(op.serviceName, op.namespace), k.o.certHosts...),
 		Generate:    op.certManagement == "self",
 		TTL:         op.certTTL,
 		RenewBefore: op.certTTL / 3,
 		Configs: controller.WebhookConfigs{
 			Mutating: op.mutatingConfig, Validating: op.validatingConfig,
-			DragnetWebhook: op.dragnetWebhook, DragnetRules: dragnetRules,
+			DragnetWebhook: op.dragnetWebhook, DragnetRules: k.dragnetRules,
 			DragnetFailurePolicy: admissionregv1.FailurePolicyType(op.dragnetPolicy),
 		},
-		Ready: func() error { return errors.Join(certs.Ready(), rulesReady(), srv.StartedChecker()(nil)) },
-		Log:   log.WithName("certificates"),
-	}); err != nil {
-		return err
-	}
+		Ready: func() error { return errors.Join(k.certs.Ready(), k.rulesReady(), srv.StartedChecker()(nil)) },
+		Log:   k.log.WithName("certificates"),
+	})
+}
 
-	if err := errors.Join(
-		mgr.AddHealthzCheck("ping", healthz.Ping),
-		mgr.AddReadyzCheck("webhook-server", srv.StartedChecker()),
-		mgr.AddReadyzCheck("shutdown", func(*http.Request) error {
-			if ws.srv.Draining() {
+// readiness adds the health and readiness checks.
+func (k *operator) readiness(context.Context) error {
+	srv := k.mgr.GetWebhookServer()
+	return errors.Join(
+		k.mgr.AddHealthzCheck("ping", healthz.Ping),
+		k.mgr.AddReadyzCheck("webhook-server", srv.StartedChecker()),
+		k.mgr.AddReadyzCheck("shutdown", func(*http.Request) error {
+			if k.ws.srv.Draining() {
 				return errors.New("shutting down")
 			}
 			return nil
 		}),
-		mgr.AddReadyzCheck("certificate", func(*http.Request) error { return certs.Ready() }),
-		mgr.AddReadyzCheck("rules", func(*http.Request) error { return rulesReady() }),
-		mgr.AddReadyzCheck("related-objects", func(*http.Request) error {
-			if !slices.ContainsFunc(informers, func(i cache.Informer) bool { return !i.HasSynced() }) {
+		k.mgr.AddReadyzCheck("certificate", func(*http.Request) error { return k.certs.Ready() }),
+		k.mgr.AddReadyzCheck("rules", func(*http.Request) error { return k.rulesReady() }),
+		k.mgr.AddReadyzCheck("related-objects", func(*http.Request) error {
+			if !slices.ContainsFunc(k.informers, func(i cache.Informer) bool { return !i.HasSynced() }) {
 				return nil
 			}
 			return errors.New("the Namespace and Node caches have not synced yet")
 		}),
-	); err != nil {
-		return err
-	}
-	log.Info("starting the operator", "webhookPort", o.port, "namespace", op.namespace,
-		"clusterRulesNamespace", o.clusterRules, "certManagement", op.certManagement, "leaderElection", op.leaderElect)
-	if err := mgr.Start(mgrCtx); err != nil {
-		return &ExitError{Code: 1, Err: err}
-	}
-	log.Info("stopped")
-	return nil
+	)
 }
 
 // wantOpenShift decides --openshift-pack: auto asks the API server whether

@@ -22,9 +22,8 @@ func newRegistry(clusterNS string) *kinds.Registry {
 // newServingRegistry is newRegistry compiling CUE with cue (serve
 // --standalone: its workers).
 func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry {
-	return kinds.NewRegistry(modrule.NewKind(clusterNS), policy.NewPolicyKind(policy.WithCUE(cue)), policy.NewClusterPolicyKind(policy.WithCUE(cue)),
-		kinitiras.NewClusterOverridePolicyKind(kinitiras.WithCUE(cue)), kinitiras.NewOverridePolicyKind(kinitiras.WithCUE(cue)),
-		kinitiras.NewClusterValidatePolicyKind(kinitiras.WithCUE(cue)))
+	return kinds.NewRegistry(append([]kinds.Kind{modrule.NewKind(clusterNS), policy.NewPolicyKind(policy.WithCUE(cue)), policy.NewClusterPolicyKind(policy.WithCUE(cue))},
+		kinitiras.NewKinds(kinitiras.WithCUE(cue))...)...)
 }
 
 // newClusterRegistry is the kinds the operator watches in the cluster,

@@ -25,6 +25,7 @@ import (
 
 	"github.com/modwright/modwright/internal/certs"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
 	"github.com/modwright/modwright/internal/metrics"
 	"github.com/modwright/modwright/internal/source"
@@ -58,26 +59,6 @@ type serveOptions struct {
 	// cueWorkerCommand makes a CUE worker's command (nil: this binary's
 	// cue-worker command).
 	cueWorkerCommand func() *exec.Cmd
-	// authz answers the rules' authorization questions (the operator's
-	// SubjectAccessReviews); nil standalone.
-	authz engine.Authorizer
-	// api and roles serve Policies' apiCall entries and request.roles (the
-	// operator's); nil standalone.
-	api   engine.APIReader
-	roles engine.RoleReader
-	// kinds and http serve kinitiras' references (the operator's); nil
-	// standalone.
-	kinds engine.KindReader
-	// schemas types custom resources by their CRDs (the operator's
-	// CRDSchemas); nil: none.
-	schemas engine.SchemaReader
-	http    engine.HTTPReader
-	// graph is the relationship graph (the operator's); nil standalone.
-	graph engine.GraphReader
-	// ruleReader is the service account whose rights a namespaced rule's
-	// object reads have (the operator's --rule-reader-service-account);
-	// "" standalone.
-	ruleReader string
 }
 
 // defaultGCPercent is --gc-percent's default: the collector lets the heap
@@ -104,7 +85,27 @@ func newServeCmdWith(s Streams, o *serveOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--standalone --rules PATH [--rules PATH]...] [flags]",
 		Short: "Serve the admission webhooks",
-		Long: `serve answers Kubernetes admission reviews with ModRules.
+		Long:  serveLong,
+		Example: `  # in a cluster (deploy/ sets these flags):
+  modwright serve --namespace modwright-system --cluster-rules-namespace kubemod-system
+
+  # without a cluster:
+  modwright serve --standalone --rules examples/rules --cert-dir /tmp/modwright-certs
+  curl --cacert /tmp/modwright-certs/ca.crt https://localhost:9443/readyz`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return bindEnv(cmd.Flags(), os.LookupEnv)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), o, s)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+// serveLong is serve's help.
+const serveLong = `serve answers Kubernetes admission reviews with ModRules.
 
 Without --standalone it is the in-cluster operator (see docs/operator.md):
 ModRules come from the API server through an informer and are compiled once
@@ -183,22 +184,10 @@ in any Go program.
 Every flag can also be set from the environment: MODWRIGHT_ followed by the
 flag name in upper case with - as _ (MODWRIGHT_WEBHOOK_PORT=8443); repeatable
 flags take a comma-separated list. Flags given on the command line win.
-`,
-		Example: `  # in a cluster (deploy/ sets these flags):
-  modwright serve --namespace modwright-system --cluster-rules-namespace kubemod-system
+`
 
-  # without a cluster:
-  modwright serve --standalone --rules examples/rules --cert-dir /tmp/modwright-certs
-  curl --cacert /tmp/modwright-certs/ca.crt https://localhost:9443/readyz`,
-		Args: cobra.NoArgs,
-		PreRunE: func(cmd *cobra.Command, _ []string) error {
-			return bindEnv(cmd.Flags(), os.LookupEnv)
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runServe(cmd.Context(), o, s)
-		},
-	}
-	f := cmd.Flags()
+// addFlags declares serve's flags.
+func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.standalone, "standalone", false, "serve without a Kubernetes API, rules from --rules")
 	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory (repeatable; required with --standalone)")
 	f.IntVar(&o.port, "webhook-port", 9443, "HTTPS port of the webhooks, health, readiness and metrics (0: any free port, logged)")
@@ -220,7 +209,6 @@ flags take a comma-separated list. Flags given on the command line win.
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity: 0 logs errors, denials and rule loads; 1 adds every patch")
 	addOperatorFlags(f, &o.operator)
-	return cmd
 }
 
 // bindEnv sets every flag not given on the command line from its
@@ -323,9 +311,10 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	}
 	defer stopCUE()
 	store := &source.Store{}
+	kreg := newServingRegistry(o.clusterRules, cue)
 	files := &source.FileSource{
 		Paths:   o.rules,
-		Kinds:   newServingRegistry(o.clusterRules, cue),
+		Kinds:   kreg,
 		Store:   store,
 		Log:     log.WithName("rules"),
 		Metrics: m,
@@ -333,7 +322,7 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 		// later, with a reload); it is logged as a warning.
 		AllowEmpty: true,
 	}
-	dragnet := o.dragnet("dragnet", store, nil, log, m)
+	dragnet := o.dragnet("dragnet", store, engine.Options{}, observersOf(kreg, reg), log, m)
 	srv, err := webhook.NewServer(o.serverOptions(webhook.ServerOptions{
 		CertFile: filepath.Join(o.certDir, certs.CertFile),
 		KeyFile:  filepath.Join(o.certDir, certs.KeyFile),
@@ -402,10 +391,22 @@ func (o *serveOptions) serverOptions(so webhook.ServerOptions) webhook.ServerOpt
 
 // dragnet is the dragnet handler as serve's flags configure it; resolver
 // serves syntheticRefs (nil: none).
-func (o *serveOptions) dragnet(name string, store webhook.Snapshots, resolver engine.ObjectReader, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
+// observersOf registers the kinds' own metrics with reg and returns their
+// observers, as the dragnet takes them.
+func observersOf(kreg *kinds.Registry, reg prometheus.Registerer) []webhook.Observer {
+	var out []webhook.Observer
+	for _, ob := range kreg.Observers() {
+		reg.MustRegister(ob.Collectors()...)
+		out = append(out, ob)
+	}
+	return out
+}
+
+func (o *serveOptions) dragnet(name string, store webhook.Snapshots, readers engine.Options, observers []webhook.Observer, log logr.Logger, m *metrics.Metrics) *webhook.Dragnet {
 	d := webhook.NewDragnet(webhook.Options{
 		Name:            name,
-		Evaluator:       engine.New(engine.Options{Objects: resolver, RuleReader: o.ruleReader, Authorizer: o.authz, API: o.api, Roles: o.roles, Kinds: o.kinds, HTTP: o.http, Graph: o.graph, Schemas: o.schemas, NoTrace: true}), // nobody reads the trace here
+		Engine:          readers,
+		Observers:       observers,
 		Snapshots:       store,
 		Log:             log.WithName(name),
 		Metrics:         m,

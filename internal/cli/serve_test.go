@@ -375,7 +375,7 @@ func TestOperatorWebhookServerCutsSlowBody(t *testing.T) {
 	t.Cleanup(func() { ws.srv.Close() })
 	store := &source.Store{}
 	store.Publish(engine.NewSnapshot(nil))
-	ws.Register(webhook.DragnetPath, o.dragnet("dragnet", store, nil, logr.Discard(), nil)) // as serve wires it
+	ws.Register(webhook.DragnetPath, o.dragnet("dragnet", store, engine.Options{}, nil, logr.Discard(), nil)) // as serve wires it
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = ws.Start(ctx) }()
@@ -429,7 +429,7 @@ func TestMaxReviewMemoryFlag(t *testing.T) {
 		if err := bindEnv(cmd.Flags(), os.LookupEnv); err != nil {
 			t.Fatal(err)
 		}
-		eval, bodies := o.dragnet("dragnet", &source.Store{}, nil, logr.Discard(), nil).MemoryBudget()
+		eval, bodies := o.dragnet("dragnet", &source.Store{}, engine.Options{}, nil, logr.Discard(), nil).MemoryBudget()
 		if eval != tc.want || bodies != tc.want/2 {
 			t.Errorf("%v %s: budget %d (bodies %d), want %d", tc.args, tc.env, eval, bodies, tc.want)
 		}

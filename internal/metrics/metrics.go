@@ -30,8 +30,6 @@ type Metrics struct {
 	snapshotLoads  *prometheus.CounterVec
 	snapshotTime   prometheus.Gauge
 	brokenRuleInfo *prometheus.GaugeVec
-
-	kcloudlabs *kcloudlabs
 }
 
 // New creates the collectors and registers them with reg.
@@ -80,9 +78,6 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"kind", "rule"}),
 	}
 	reg.MustRegister(m.reviews, m.duration, m.inFlight, m.panics, m.ruleErrors, m.rules, m.buildSeconds, m.snapshotLoads, m.snapshotTime, m.brokenRuleInfo)
-	k, cs := newKcloudlabs()
-	m.kcloudlabs = k
-	reg.MustRegister(cs...)
 	return m
 }
 

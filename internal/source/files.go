@@ -111,6 +111,9 @@ func (f *FileSource) Load() (*LoadReport, error) {
 	f.Metrics.SnapshotBuild(rep.Read, rep.Compile, rep.Index)
 	rep.PublishedAt = f.now()
 	f.Metrics.SnapshotPublished(rep.PublishedAt, rep.Ready, rep.Undecodable, broken)
+	for _, o := range f.Kinds.Observers() {
+		o.Published(snap)
+	}
 	f.Store.Publish(snap)
 	f.Log.Info("rule snapshot published", "ready", rep.Ready, "broken", rep.Broken, "undecodable", rep.Undecodable,
 		"read", rep.Read.String(), "compile", rep.Compile.String(), "index", rep.Index.String())

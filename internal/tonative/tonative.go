@@ -8,9 +8,21 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/modwright/modwright/api/v1alpha1"
+	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/nativepolicy"
 )
+
+// Kinds are the rule kinds Compile translates (the rest it skips).
+func Kinds() []schema.GroupVersionKind {
+	return []schema.GroupVersionKind{
+		{Group: v1beta1.Group, Version: v1beta1.GroupVersion.Version, Kind: "ModRule"},
+		{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Kind: "Policy"},
+		{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Kind: "ClusterPolicy"},
+	}
+}
 
 // ErrUntranslatable: a rule CEL cannot express exactly (Skip.Reason says
 // why).

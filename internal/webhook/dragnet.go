@@ -124,11 +124,17 @@ func (f *KindFilter) Current() *engine.Snapshot {
 // Options configure a Dragnet handler.
 type Options struct {
 	// Name labels the handler's metrics ("webhook"); "" means dragnet.
-	Name      string
+	Name string
+	// Evaluator evaluates the rules; nil: an engine.Engine with Engine's
+	// readers (never keeping a trace: nobody reads it here).
 	Evaluator Evaluator
+	Engine    engine.Options
 	Snapshots Snapshots
 	Log       logr.Logger
 	Metrics   *metrics.Metrics // nil: none
+	// Observers are told of every decision (the rule kinds' own metrics:
+	// kinds.Registry.Observers).
+	Observers []Observer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// MaxReviewBytes bounds a request body; 0 means DefaultMaxReviewBytes.
@@ -155,6 +161,11 @@ type Options struct {
 	FailOpen bool
 }
 
+// An Observer is told of every decision the dragnet makes.
+type Observer interface {
+	Decided(req *engine.Request, dec *engine.Decision)
+}
+
 // DefaultMaxInFlight is 4 reviews per CPU (at least 8): evaluation is
 // CPU-bound, so more at once only costs memory and latency.
 func DefaultMaxInFlight() int { return max(8, 4*runtime.GOMAXPROCS(0)) }
@@ -177,6 +188,11 @@ var _ http.Handler = (*Dragnet)(nil)
 
 // NewDragnet returns the handler.
 func NewDragnet(opts Options) *Dragnet {
+	if opts.Evaluator == nil {
+		eo := opts.Engine
+		eo.NoTrace = true
+		opts.Evaluator = engine.New(eo)
+	}
 	if opts.MaxReviewBytes <= 0 {
 		opts.MaxReviewBytes = DefaultMaxReviewBytes
 	}
@@ -436,24 +452,15 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 		return d.failure(rv, code, msg)
 	}
 
-	// kinitiras' metrics label the resource as its GroupVersionKind prints.
-	var resourceType string
-	if len(dec.Applied)+len(dec.Rejections)+len(dec.Errors) > 0 {
-		resourceType = req.Kind.Version + ", Kind=" + req.Kind.Kind
-		if req.Kind.Group != "" {
-			resourceType = req.Kind.Group + "/" + resourceType
+	if len(d.opts.Observers) > 0 {
+		observed := ereq // escapes, only when observed
+		for _, o := range d.opts.Observers {
+			o.Decided(&observed, dec)
 		}
-	}
-	for _, r := range dec.Applied {
-		d.opts.Metrics.PolicyApplied(r.Kind, r.Key, resourceType)
-	}
-	for _, r := range dec.Rejections {
-		d.opts.Metrics.PolicyRejected(r.Kind, r.Rule, resourceType)
 	}
 	for i, e := range dec.Errors {
 		if e.Rule != "" {
 			d.opts.Metrics.RuleError(e.Kind, e.Rule)
-			d.opts.Metrics.PolicyFailed(e.Kind, e.Rule, resourceType)
 		}
 		d.opts.Log.Info("a rule failed on this object and was skipped", "rule", e.Rule, "field", e.Field, "error", e.Err.Error(),
 			"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)

@@ -17,14 +17,48 @@ import (
 // Kind is the adapter of one of kinitiras' three kinds. It is stateless
 // and safe for concurrent use.
 type Kind struct {
-	name string
-	opts []Option
+	name    string
+	opts    []Option
+	metrics *Metrics // nil: none
 }
 
 var (
-	_ kinds.Kind     = (*Kind)(nil)
-	_ kinds.Admitter = (*Kind)(nil)
+	_ kinds.Kind       = (*Kind)(nil)
+	_ kinds.Admitter   = (*Kind)(nil)
+	_ kinds.Observed   = (*Kind)(nil)
+	_ kinds.PathServed = (*Kind)(nil)
 )
+
+// NewKinds returns the three adapters (ClusterOverridePolicy,
+// OverridePolicy, ClusterValidatePolicy) sharing one Metrics, the kinds'
+// observer. Their options apply to every policy they compile.
+func NewKinds(opts ...Option) []kinds.Kind {
+	m := NewMetrics()
+	return []kinds.Kind{&Kind{KindClusterOverride, opts, m}, &Kind{KindOverridePolicy, opts, m}, &Kind{KindClusterValidate, opts, m}}
+}
+
+// Observer is the kcloudlabs_* metrics (nil for an adapter made alone).
+func (k *Kind) Observer() kinds.Observer {
+	if k.metrics == nil {
+		return nil
+	}
+	return k.metrics
+}
+
+// kinitiras' own webhook paths: override policies at /mutate, validate
+// policies at /validate.
+const (
+	MutatePath   = "/mutate"
+	ValidatePath = "/validate"
+)
+
+// OwnPath is the path kinitiras' webhook served the kind at.
+func (k *Kind) OwnPath() (path, name string) {
+	if k.name == KindClusterValidate {
+		return ValidatePath, "kinitiras-validate"
+	}
+	return MutatePath, "kinitiras-mutate"
+}
 
 // Default renders the manifest's templates into renderedCue and defaults
 // a condition's affectMode to reject, as kinitiras' policy webhook does.
@@ -46,12 +80,12 @@ func (k *Kind) Check(m *kinds.Manifest) error {
 // NewOverridePolicyKind, NewClusterOverridePolicyKind and
 // NewClusterValidatePolicyKind return the adapters.
 // Their options apply to every policy they compile.
-func NewOverridePolicyKind(opts ...Option) *Kind { return &Kind{KindOverridePolicy, opts} }
+func NewOverridePolicyKind(opts ...Option) *Kind { return &Kind{KindOverridePolicy, opts, nil} }
 func NewClusterOverridePolicyKind(opts ...Option) *Kind {
-	return &Kind{KindClusterOverride, opts}
+	return &Kind{KindClusterOverride, opts, nil}
 }
 func NewClusterValidatePolicyKind(opts ...Option) *Kind {
-	return &Kind{KindClusterValidate, opts}
+	return &Kind{KindClusterValidate, opts, nil}
 }
 
 // Name is the kind's name.

@@ -318,11 +318,9 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 		broken = append(broken, metrics.RuleRef{Kind: r.Info().Kind, Rule: r.Info().Key})
 	}
 	s.Metrics.SnapshotPublished(published, len(all)-len(broken), undecodable, broken)
-	byKind := map[string]int{}
-	for _, r := range all {
-		byKind[r.Info().Kind]++
+	for _, o := range s.Kinds.Observers() {
+		o.Published(snap)
 	}
-	s.Metrics.PolicyTotals(byKind)
 	s.Store.Publish(snap)
 	s.Log.V(1).Info("published rule snapshot", "rules", len(all), "broken", len(broken),
 		"compiled", len(toCompile), "removed", len(removed), "took", published.Sub(start).String())

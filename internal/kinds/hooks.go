@@ -1,0 +1,79 @@
+package kinds
+
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/modwright/modwright/internal/engine"
+)
+
+// What a kind contributes to the server beyond compiling rules, through
+// the registry, so that the webhook, the metrics, the rule source and the
+// operator name no kind.
+
+// An Observer is a kind's own record of what the server does with its
+// rules (its peer's metric names): told of every snapshot published and of
+// every decision made. It is safe for concurrent use.
+type Observer interface {
+	// Collectors are its metrics, registered by the server.
+	Collectors() []prometheus.Collector
+	// Published is told of each snapshot before it serves.
+	Published(snap *engine.Snapshot)
+	// Decided is told of each decision of the dragnet webhook.
+	Decided(req *engine.Request, dec *engine.Decision)
+}
+
+// Observed is a Kind with an Observer; kinds that share one return the
+// same.
+type Observed interface {
+	Observer() Observer
+}
+
+// Observers are the registry's kinds' observers, each once.
+func (r *Registry) Observers() []Observer {
+	var out []Observer
+	for _, k := range r.kinds {
+		if o, ok := k.(Observed); ok && o.Observer() != nil && !slices.Contains(out, o.Observer()) {
+			out = append(out, o.Observer())
+		}
+	}
+	return out
+}
+
+// A Path is a webhook path of the kinds' own, where the server can serve
+// their rules alone (behind the webhook configurations their peer
+// installed), the dragnet then leaving them out.
+type Path struct {
+	// Path is the URL path ("/mutate"); Name names its handler in metrics
+	// and logs.
+	Path, Name string
+	// Kinds are the kinds served there.
+	Kinds []string
+}
+
+// PathServed is a Kind with a path of its own.
+type PathServed interface {
+	// OwnPath is the path the kind's rules may be served at.
+	OwnPath() (path, name string)
+}
+
+// Paths are the paths of the registry's kinds, in registration order,
+// each with every kind served there.
+func (r *Registry) Paths() []Path {
+	var out []Path
+	for _, k := range r.kinds {
+		ps, ok := k.(PathServed)
+		if !ok {
+			continue
+		}
+		path, name := ps.OwnPath()
+		i := slices.IndexFunc(out, func(p Path) bool { return p.Path == path })
+		if i < 0 {
+			out = append(out, Path{Path: path, Name: name})
+			i = len(out) - 1
+		}
+		out[i].Kinds = append(out[i].Kinds, k.Name())
+	}
+	return out
+}
