@@ -98,136 +98,165 @@ func canonical(v any) any {
 	return v
 }
 
-// addContextData records an APICallResponse or UserInfo document.
+// addContextData records an APICallResponse, HTTPResponse or UserInfo
+// document.
 func (r *staticResolver) addContextData(d *source.Document) error {
-	o := d.Object
-	str := func(k string) (string, error) {
-		v, ok := o[k]
-		if !ok || v == nil {
-			return "", nil
-		}
-		s, ok := v.(string)
-		if !ok {
-			return "", fmt.Errorf("%s: %s %s: %s must be a string", d.Origin, d.APIVersion(), d.Kind(), k)
-		}
-		return s, nil
-	}
-	strs := func(m map[string]any, k string) ([]string, error) {
-		v, ok := m[k]
-		if !ok || v == nil {
-			return nil, nil
-		}
-		l, ok := v.([]any)
-		if !ok {
-			return nil, fmt.Errorf("%s: %s: %s must be a list of strings", d.Origin, d.Kind(), k)
-		}
-		out := make([]string, len(l))
-		for i, e := range l {
-			if out[i], ok = e.(string); !ok {
-				return nil, fmt.Errorf("%s: %s: %s[%d] must be a string", d.Origin, d.Kind(), k, i)
-			}
-		}
-		return out, nil
-	}
+	c := contextDoc{d}
 	switch d.Kind() {
 	case kindAPICallResponse:
-		path, err := str("urlPath")
-		if err != nil {
-			return err
-		}
-		if path == "" {
-			return fmt.Errorf("%s: APICallResponse: urlPath is required", d.Origin)
-		}
-		method, err := str("method")
-		if err != nil {
-			return err
-		}
-		if method != "" && method != "GET" && method != "POST" {
-			return fmt.Errorf("%s: APICallResponse: method %q: use GET or POST", d.Origin, method)
-		}
-		resp, ok := o["response"]
-		if !ok {
-			return fmt.Errorf("%s: APICallResponse %s: response is required (null is a response)", d.Origin, path)
-		}
-		key, err := apiKey(method, path, o["data"])
-		if err != nil {
-			return fmt.Errorf("%s: APICallResponse %s: data: %w", d.Origin, path, err)
-		}
-		body, err := value.Encode(resp)
-		if err != nil {
-			return fmt.Errorf("%s: APICallResponse %s: response: %w", d.Origin, path, err)
-		}
-		if r.api == nil {
-			r.api = map[string][]byte{}
-		}
-		r.api[key] = body
+		return r.addAPICall(c)
 	case kindHTTPResponse:
-		u, err := str("url")
-		if err != nil {
-			return err
-		}
-		if u == "" {
-			return fmt.Errorf("%s: HTTPResponse: url is required", d.Origin)
-		}
-		method, err := str("method")
-		if err != nil {
-			return err
-		}
-		resp, ok := o["response"]
-		if !ok {
-			return fmt.Errorf("%s: HTTPResponse %s: response is required", d.Origin, u)
-		}
-		status := 200
-		if st, ok := o["status"]; ok {
-			n, err := strconv.Atoi(fmt.Sprint(st))
-			if err != nil {
-				return fmt.Errorf("%s: HTTPResponse %s: status %v is not a number", d.Origin, u, st)
-			}
-			status = n
-		}
-		key, err := apiKey(strings.ToUpper(method), u, o["data"])
-		if err != nil {
-			return fmt.Errorf("%s: HTTPResponse %s: data: %w", d.Origin, u, err)
-		}
-		body, err := value.Encode(resp)
-		if err != nil {
-			return fmt.Errorf("%s: HTTPResponse %s: response: %w", d.Origin, u, err)
-		}
-		if r.http == nil {
-			r.http = map[string]*engine.HTTPResponse{}
-		}
-		r.http[key] = &engine.HTTPResponse{Status: status, Body: body}
+		return r.addHTTP(c)
 	case kindUserInfo:
-		if r.user != nil {
-			return fmt.Errorf("%s: a second UserInfo (the first is in %s): a request has one requester", d.Origin, r.user.origin)
+		return r.addUser(c)
+	}
+	return nil
+}
+
+// contextDoc reads the members of a context document.
+type contextDoc struct{ *source.Document }
+
+// str is the string member k ("" when absent or null).
+func (c contextDoc) str(k string) (string, error) {
+	v, ok := c.Object[k]
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("%s: %s %s: %s must be a string", c.Origin, c.APIVersion(), c.Kind(), k)
+	}
+	return s, nil
+}
+
+// strs is m's member k, a list of strings (nil when absent or null).
+func (c contextDoc) strs(m map[string]any, k string) ([]string, error) {
+	v, ok := m[k]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: %s: %s must be a list of strings", c.Origin, c.Kind(), k)
+	}
+	out := make([]string, len(l))
+	for i, e := range l {
+		if out[i], ok = e.(string); !ok {
+			return nil, fmt.Errorf("%s: %s: %s[%d] must be a string", c.Origin, c.Kind(), k, i)
 		}
-		u := &offlineUser{origin: d.Origin}
-		ui, _ := o["userInfo"].(map[string]any)
-		if ui == nil {
-			return fmt.Errorf("%s: UserInfo: userInfo (username, groups) is required", d.Origin)
+	}
+	return out, nil
+}
+
+// addAPICall records a recorded apiCall response.
+func (r *staticResolver) addAPICall(c contextDoc) error {
+	o := c.Object
+	path, err := c.str("urlPath")
+	if err != nil {
+		return err
+	}
+	if path == "" {
+		return fmt.Errorf("%s: APICallResponse: urlPath is required", c.Origin)
+	}
+	method, err := c.str("method")
+	if err != nil {
+		return err
+	}
+	if method != "" && method != "GET" && method != "POST" {
+		return fmt.Errorf("%s: APICallResponse: method %q: use GET or POST", c.Origin, method)
+	}
+	resp, ok := o["response"]
+	if !ok {
+		return fmt.Errorf("%s: APICallResponse %s: response is required (null is a response)", c.Origin, path)
+	}
+	key, err := apiKey(method, path, o["data"])
+	if err != nil {
+		return fmt.Errorf("%s: APICallResponse %s: data: %w", c.Origin, path, err)
+	}
+	body, err := value.Encode(resp)
+	if err != nil {
+		return fmt.Errorf("%s: APICallResponse %s: response: %w", c.Origin, path, err)
+	}
+	if r.api == nil {
+		r.api = map[string][]byte{}
+	}
+	r.api[key] = body
+	return nil
+}
+
+// addHTTP records a recorded HTTP response.
+func (r *staticResolver) addHTTP(c contextDoc) error {
+	o := c.Object
+	u, err := c.str("url")
+	if err != nil {
+		return err
+	}
+	if u == "" {
+		return fmt.Errorf("%s: HTTPResponse: url is required", c.Origin)
+	}
+	method, err := c.str("method")
+	if err != nil {
+		return err
+	}
+	resp, ok := o["response"]
+	if !ok {
+		return fmt.Errorf("%s: HTTPResponse %s: response is required", c.Origin, u)
+	}
+	status := 200
+	if st, ok := o["status"]; ok {
+		n, err := strconv.Atoi(fmt.Sprint(st))
+		if err != nil {
+			return fmt.Errorf("%s: HTTPResponse %s: status %v is not a number", c.Origin, u, st)
 		}
-		u.user.Username, _ = ui["username"].(string)
-		u.user.UID, _ = ui["uid"].(string)
-		var err error
-		if u.user.Groups, err = strs(ui, "groups"); err != nil {
-			return err
-		}
-		if extra, ok := ui["extra"].(map[string]any); ok {
-			u.user.Extra = map[string][]string{}
-			for k := range extra {
-				if u.user.Extra[k], err = strs(extra, k); err != nil {
-					return err
-				}
+		status = n
+	}
+	key, err := apiKey(strings.ToUpper(method), u, o["data"])
+	if err != nil {
+		return fmt.Errorf("%s: HTTPResponse %s: data: %w", c.Origin, u, err)
+	}
+	body, err := value.Encode(resp)
+	if err != nil {
+		return fmt.Errorf("%s: HTTPResponse %s: response: %w", c.Origin, u, err)
+	}
+	if r.http == nil {
+		r.http = map[string]*engine.HTTPResponse{}
+	}
+	r.http[key] = &engine.HTTPResponse{Status: status, Body: body}
+	return nil
+}
+
+// addUser records the requester.
+func (r *staticResolver) addUser(c contextDoc) error {
+	o := c.Object
+	if r.user != nil {
+		return fmt.Errorf("%s: a second UserInfo (the first is in %s): a request has one requester", c.Origin, r.user.origin)
+	}
+	u := &offlineUser{origin: c.Origin}
+	ui, _ := o["userInfo"].(map[string]any)
+	if ui == nil {
+		return fmt.Errorf("%s: UserInfo: userInfo (username, groups) is required", c.Origin)
+	}
+	u.user.Username, _ = ui["username"].(string)
+	u.user.UID, _ = ui["uid"].(string)
+	var err error
+	if u.user.Groups, err = c.strs(ui, "groups"); err != nil {
+		return err
+	}
+	if extra, ok := ui["extra"].(map[string]any); ok {
+		u.user.Extra = map[string][]string{}
+		for k := range extra {
+			if u.user.Extra[k], err = c.strs(extra, k); err != nil {
+				return err
 			}
 		}
-		if u.roles, err = strs(o, "roles"); err != nil {
-			return err
-		}
-		if u.clusterRoles, err = strs(o, "clusterRoles"); err != nil {
-			return err
-		}
-		r.user = u
 	}
+	if u.roles, err = c.strs(o, "roles"); err != nil {
+		return err
+	}
+	if u.clusterRoles, err = c.strs(o, "clusterRoles"); err != nil {
+		return err
+	}
+	r.user = u
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -146,32 +147,9 @@ func runSandbox(ctx context.Context, o *sandboxOptions, s Streams) error {
 			log.Error(err, "stopping the control plane")
 		}
 	}()
-	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), apiextv1.AddToScheme(scheme)); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := prepareSandbox(ctx, cfg)
 	if err != nil {
 		return err
-	}
-	var crds []*apiextv1.CustomResourceDefinition
-	for _, data := range deploy.CRDs() {
-		crd := &apiextv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(data, crd); err != nil {
-			return err
-		}
-		crds = append(crds, crd)
-	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("installing the CRDs: %w", err)}
-	}
-	for _, ns := range []corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: defaultNamespace, Labels: map[string]string{"admission.kubemod.io/ignore": "true"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: defaultClusterRulesNamespace}},
-	} {
-		if err := c.Create(ctx, &ns); err != nil {
-			return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
-		}
 	}
 
 	port := o.webhookPort
@@ -220,31 +198,12 @@ func runSandbox(ctx context.Context, o *sandboxOptions, s Streams) error {
 	if err := waitAdmission(ctx, c, opDone); err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
-	user, err := env.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, nil)
+	out, err := writeSandboxKubeconfig(env, o.kubeconfigOut)
 	if err != nil {
 		return err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	out, err := filepath.Abs(o.kubeconfigOut)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(out, kc, 0o600); err != nil {
-		return fmt.Errorf("writing the kubeconfig: %w", err)
 	}
 	defer os.Remove(out)
-	fmt.Fprintf(s.Out, `modwright sandbox is ready (%s): Kubernetes API at %s, admission by this process on 127.0.0.1:%d.
-
-  export KUBECONFIG=%s
-  kubectl apply -f examples/rules/harden-nginx.yaml      # a ModRule (namespace default)
-  kubectl apply -f examples/manifests/web.yaml           # patched on its way in
-  kubectl get modrules -A                                # Ready column from the rule status
-
-Cluster-wide rules go in namespace %s. Press Ctrl-C to stop; everything is removed.
-`, time.Since(started).Round(100*time.Millisecond), cfg.Host, port, out, defaultClusterRulesNamespace)
+	fmt.Fprintf(s.Out, sandboxReady, time.Since(started).Round(100*time.Millisecond), cfg.Host, port, out, defaultClusterRulesNamespace)
 
 	select {
 	case <-ctx.Done():
@@ -260,6 +219,71 @@ Cluster-wide rules go in namespace %s. Press Ctrl-C to stop; everything is remov
 	}
 	return nil
 }
+
+// prepareSandbox installs modwright's CRDs and namespaces in the sandbox's
+// control plane and returns a client of it.
+func prepareSandbox(ctx context.Context, cfg *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), apiextv1.AddToScheme(scheme)); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	var crds []*apiextv1.CustomResourceDefinition
+	for _, data := range deploy.CRDs() {
+		crd := &apiextv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(data, crd); err != nil {
+			return nil, err
+		}
+		crds = append(crds, crd)
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		return nil, &ExitError{Code: 1, Err: fmt.Errorf("installing the CRDs: %w", err)}
+	}
+	for _, ns := range []corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: defaultNamespace, Labels: map[string]string{"admission.kubemod.io/ignore": "true"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: defaultClusterRulesNamespace}},
+	} {
+		if err := c.Create(ctx, &ns); err != nil {
+			return nil, fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+		}
+	}
+	return c, nil
+}
+
+// writeSandboxKubeconfig writes the kubeconfig of an administrator of the
+// sandbox to path and returns its absolute path.
+func writeSandboxKubeconfig(env *envtest.Environment, path string) (string, error) {
+	user, err := env.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	out, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(out, kc, 0o600); err != nil {
+		return "", fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	return out, nil
+}
+
+// sandboxReady is what the sandbox prints once admission works.
+const sandboxReady = `modwright sandbox is ready (%s): Kubernetes API at %s, admission by this process on 127.0.0.1:%d.
+
+  export KUBECONFIG=%s
+  kubectl apply -f examples/rules/harden-nginx.yaml      # a ModRule (namespace default)
+  kubectl apply -f examples/manifests/web.yaml           # patched on its way in
+  kubectl get modrules -A                                # Ready column from the rule status
+
+Cluster-wide rules go in namespace %s. Press Ctrl-C to stop; everything is removed.
+`
 
 func freeLocalPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -274,10 +274,6 @@ func (ev *evaluation) run() error {
 	// the object as the tier found it, then the matching ones apply in
 	// order.
 	var validates []Rule
-	type hit struct {
-		r  Rule
-		tr *RuleTrace // stable: Decision.Trace has its final capacity
-	}
 	var matched []hit
 	for start := 0; start < len(ev.candidates); {
 		end := start
@@ -285,73 +281,12 @@ func (ev *evaluation) run() error {
 		for end < len(ev.candidates) && ev.candidates[end].Info().Tier == tier {
 			end++
 		}
-		matched = matched[:0]
-		for _, r := range ev.candidates[start:end] {
-			info := r.Info()
-			if info.Phase.Has(Validate) && ev.runs(Validate) {
-				validates = append(validates, r)
-			}
-			if !info.Phase.Has(Mutate) || !ev.runs(Mutate) {
-				continue
-			}
-			ev.phase = Mutate
-			tr := ev.traceFor(r)
-			if ev.req.Operation == rules.Delete || ev.req.Operation == rules.Connect {
-				tr.Outcome, tr.Reason = Skipped, "mutating rules do not run on "+string(ev.req.Operation)
-				continue
-			}
-			ok, err := ev.match(r, tr)
-			if err != nil {
-				if ctxErr := ev.ctx.Err(); ctxErr != nil {
-					return ctxErr
-				}
-				field, cause := splitField(err)
-				h := ev.handle(r, tr)
-				h.Fail(field, cause) // a bound: the rule fails
-				if info.FailurePolicy == FailureFail {
-					return ev.failed(r, field, cause)
-				}
-				continue
-			}
-			if ok {
-				matched = append(matched, hit{r, tr})
-			}
+		var err error
+		if matched, err = ev.matchTier(ev.candidates[start:end], matched[:0], &validates); err != nil {
+			return err
 		}
-		for _, m := range matched {
-			if err := ev.ctx.Err(); err != nil {
-				return err
-			}
-			tr := m.tr
-			if ev.e.noTrace {
-				tr = ev.traceFor(m.r)
-				tr.Outcome = Matched
-			}
-			ev.phase = Mutate
-			h := ev.handle(m.r, tr)
-			if err := m.r.Apply(h); err != nil {
-				if ctxErr := ev.ctx.Err(); ctxErr != nil {
-					return ctxErr
-				}
-				field, cause := splitField(err)
-				h.Fail(field, cause)
-			}
-			if tr.Outcome == Failed {
-				if m.r.Info().FailurePolicy == FailureFail {
-					last := ev.d.Errors[len(ev.d.Errors)-1]
-					return ev.failed(m.r, last.Field, last.Err)
-				}
-				continue
-			}
-			if tr.Outcome == Matched && h.patched {
-				if ev.d.Applied == nil {
-					// Sized for the tier's matches: growing it rule
-					// by rule costs an allocation per doubling on the
-					// hot path.
-					ev.d.Applied = make([]RuleRef, 0, len(matched))
-				}
-				info := m.r.Info()
-				ev.d.Applied = append(ev.d.Applied, RuleRef{Kind: info.Kind, Key: info.Key})
-			}
+		if err := ev.applyTier(matched); err != nil {
+			return err
 		}
 		start = end
 	}
@@ -395,6 +330,91 @@ func (ev *evaluation) run() error {
 		return err
 	}
 	ev.finish()
+	return nil
+}
+
+// hit is a Mutate rule that matched, with its trace entry (stable:
+// Decision.Trace has its final capacity).
+type hit struct {
+	r  Rule
+	tr *RuleTrace
+}
+
+// matchTier matches the Mutate rules of one tier against the object as
+// the tier found it, appending the matching ones to matched and every
+// Validate rule to validates (they run on the final object).
+func (ev *evaluation) matchTier(tier []Rule, matched []hit, validates *[]Rule) ([]hit, error) {
+	for _, r := range tier {
+		info := r.Info()
+		if info.Phase.Has(Validate) && ev.runs(Validate) {
+			*validates = append(*validates, r)
+		}
+		if !info.Phase.Has(Mutate) || !ev.runs(Mutate) {
+			continue
+		}
+		ev.phase = Mutate
+		tr := ev.traceFor(r)
+		if ev.req.Operation == rules.Delete || ev.req.Operation == rules.Connect {
+			tr.Outcome, tr.Reason = Skipped, "mutating rules do not run on "+string(ev.req.Operation)
+			continue
+		}
+		ok, err := ev.match(r, tr)
+		if err != nil {
+			if ctxErr := ev.ctx.Err(); ctxErr != nil {
+				return matched, ctxErr
+			}
+			field, cause := splitField(err)
+			h := ev.handle(r, tr)
+			h.Fail(field, cause) // a bound: the rule fails
+			if info.FailurePolicy == FailureFail {
+				return matched, ev.failed(r, field, cause)
+			}
+			continue
+		}
+		if ok {
+			matched = append(matched, hit{r, tr})
+		}
+	}
+	return matched, nil
+}
+
+// applyTier applies the matching rules of one tier in order.
+func (ev *evaluation) applyTier(matched []hit) error {
+	for _, m := range matched {
+		if err := ev.ctx.Err(); err != nil {
+			return err
+		}
+		tr := m.tr
+		if ev.e.noTrace {
+			tr = ev.traceFor(m.r)
+			tr.Outcome = Matched
+		}
+		ev.phase = Mutate
+		h := ev.handle(m.r, tr)
+		if err := m.r.Apply(h); err != nil {
+			if ctxErr := ev.ctx.Err(); ctxErr != nil {
+				return ctxErr
+			}
+			field, cause := splitField(err)
+			h.Fail(field, cause)
+		}
+		if tr.Outcome == Failed {
+			if m.r.Info().FailurePolicy == FailureFail {
+				last := ev.d.Errors[len(ev.d.Errors)-1]
+				return ev.failed(m.r, last.Field, last.Err)
+			}
+			continue
+		}
+		if tr.Outcome == Matched && h.patched {
+			if ev.d.Applied == nil {
+				// Sized for the tier's matches: growing it rule by rule
+				// costs an allocation per doubling on the hot path.
+				ev.d.Applied = make([]RuleRef, 0, len(matched))
+			}
+			info := m.r.Info()
+			ev.d.Applied = append(ev.d.Applied, RuleRef{Kind: info.Kind, Key: info.Key})
+		}
+	}
 	return nil
 }
 

@@ -299,9 +299,42 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec, opts ...Option) 
 
 	// Context entries and expressions.
 	r.varIndex = make(map[string]int, len(spec.Context)+len(spec.Variables))
-	r.progs.static, r.progs.fields = map[string]*jpExpr{}, map[string]string{}
+	r.progs.static, r.progs.fields, r.progs.nested = map[string]*jpExpr{}, map[string]string{}, c.nested
+	if r.progs.nested == nil {
+		r.progs.nested = NewNestedCache()
+	}
 	r.compileContext(&c, spec.Context)
-	for i, v := range spec.Variables {
+	r.compileVariables(&c, spec.Variables)
+	r.compileMatchConditions(&c, spec.MatchConditions)
+	for i := range spec.Validations {
+		r.compileValidation(&c, fmt.Sprintf("spec.validations[%d]", i), &spec.Validations[i])
+	}
+	for i := range spec.Mutations {
+		r.compileMutation(&c, fmt.Sprintf("spec.mutations[%d]", i), &spec.Mutations[i])
+	}
+	r.compileAudits(&c, spec.AuditAnnotations)
+
+	if len(spec.Validations) == 0 && len(spec.Mutations) == 0 && len(spec.AuditAnnotations) == 0 {
+		c.errorf("spec", -1, "a policy needs at least one of validations, mutations and auditAnnotations")
+	}
+	// Phases: mutations in the rule's tier, the rest on the final object.
+	if len(spec.Mutations) > 0 {
+		r.Phase |= engine.Mutate
+	}
+	if len(spec.Validations) > 0 || len(spec.AuditAnnotations) > 0 || r.Phase == 0 {
+		r.Phase |= engine.Validate
+	}
+	r.noteUses(spec)
+	if len(c.errs) > 0 {
+		r.Err = &rules.CompileError{Kind: kind, Rule: key, Errors: c.errs}
+	}
+	return r
+}
+
+// compileVariables compiles spec.variables, in order: each may read the
+// ones before it.
+func (r *Rule) compileVariables(c *compiler, vars []v1alpha1.Variable) {
+	for i, v := range vars {
 		field := fmt.Sprintf("spec.variables[%d]", i)
 		if _, dup := r.varIndex[v.Name]; dup {
 			c.errorf(field+".name", -1, "variable %q is defined twice", v.Name)
@@ -320,8 +353,12 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec, opts ...Option) 
 		}
 		c.varFields[v.Name] = apiservercel.NewDeclField(v.Name, dt, false, nil, nil)
 	}
+}
+
+// compileMatchConditions compiles spec.matchConditions.
+func (r *Rule) compileMatchConditions(c *compiler, mcs []v1alpha1.MatchCondition) {
 	names := map[string]bool{}
-	for i, mc := range spec.MatchConditions {
+	for i, mc := range mcs {
 		field := fmt.Sprintf("spec.matchConditions[%d]", i)
 		if mc.Name == "" {
 			c.errorf(field+".name", -1, "a match condition needs a name")
@@ -341,90 +378,96 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec, opts ...Option) 
 		}
 		r.conditions = append(r.conditions, cond)
 	}
-	for i, v := range spec.Validations {
-		field := fmt.Sprintf("spec.validations[%d]", i)
-		env := baseEnv(field)
-		val := validation{field: field, message: strings.TrimSpace(v.Message), scopeText: v.Scope}
-		val.msgT = c.template(r, field+".message", val.message)
-		if v.Scope != "" {
-			env = scopedEnv(field)
-			q, ds := jsonpath.Language{}.CompileQuery(&lang.Env{Name: field + ".scope", Vars: []lang.Var{{Name: jsonpath.VarObject}}}, v.Scope)
-			switch {
-			case len(ds) > 0:
-				c.diags(field+".scope", ds)
-			case !q.IsPath():
-				c.errorf(field+".scope", -1, "a scope must be a path into the object ($.spec.containers[*]), not a computed expression")
-			default:
-				val.scope = q
-				val.place = q
-			}
-		}
-		val.e = c.expr(field, v.Expression, env, r.vars, boolInt(v.Deny != nil)+boolInt(v.CUE != ""), "exactly one of cel, jmespath, rego, deny and cue must be set", "bool")
-		if v.Rego != nil && v.Scope != "" {
-			c.errorf(field+".scope", -1, "a rego validation has no scope: its module reads the whole input")
-		}
-		if v.CUE != "" && v.Deny == nil {
-			if v.Scope != "" {
-				c.errorf(field+".scope", -1, "a cue validation has no scope: its program reads the whole object")
-			}
-			val.cue = c.cueProgram(r, field+".cue", v.CUE)
-		}
-		if v.Deny != nil {
-			if v.Scope != "" {
-				c.errorf(field+".scope", -1, "a deny block has no scope: its conditions read the whole context")
-			}
-			val.deny = c.conditions(r, field+".deny.conditions", &v.Deny.Conditions)
-		}
-		if v.MessageExpression != "" {
-			val.msgExpr = c.cel(field+".messageExpression", v.MessageExpression, env, "string")
-		}
-		val.reason, val.code = string(metav1.StatusReasonInvalid), http.StatusUnprocessableEntity
-		if v.Reason != nil {
-			code, ok := reasonCode(*v.Reason)
-			if !ok {
-				c.errorf(field+".reason", -1, "unknown reason %q: use Invalid, Forbidden, Unauthorized or RequestEntityTooLarge", *v.Reason)
-			}
-			val.reason, val.code = string(*v.Reason), code
-		}
-		r.validates = append(r.validates, val)
-	}
-	for i, m := range spec.Mutations {
-		field := fmt.Sprintf("spec.mutations[%d]", i)
-		var (
-			kind cel.MutationKind
-			src  string
-		)
+}
+
+// compileValidation compiles one of spec.validations (at field).
+func (r *Rule) compileValidation(c *compiler, field string, v *v1alpha1.Validation) {
+	env := baseEnv(field)
+	val := validation{field: field, message: strings.TrimSpace(v.Message), scopeText: v.Scope}
+	val.msgT = c.template(r, field+".message", val.message)
+	if v.Scope != "" {
+		env = scopedEnv(field)
+		q, ds := jsonpath.Language{}.CompileQuery(&lang.Env{Name: field + ".scope", Vars: []lang.Var{{Name: jsonpath.VarObject}}}, v.Scope)
 		switch {
-		case boolInt(m.JSONPatch != "")+boolInt(m.ApplyConfiguration != "")+boolInt(m.Patch != nil)+boolInt(m.CUE != "") > 1:
-			c.errorf(field, -1, "exactly one of jsonPatch, applyConfiguration, patch and cue must be set")
-			continue
-		case m.CUE != "":
-			if cp := c.cueProgram(r, field+".cue", m.CUE); cp != nil {
-				r.mutations = append(r.mutations, mutation{field: field + ".cue", cue: cp})
-			}
-			continue
-		case m.Patch != nil:
-			if sp := c.staticPatch(r, field+".patch", m.Patch); sp != nil {
-				r.mutations = append(r.mutations, mutation{field: field + ".patch", patch: sp})
-			}
-			continue
-		case m.JSONPatch != "":
-			kind, src, field = cel.JSONPatch, m.JSONPatch, field+".jsonPatch"
-		case m.ApplyConfiguration != "":
-			kind, src, field = cel.ApplyConfiguration, m.ApplyConfiguration, field+".applyConfiguration"
+		case len(ds) > 0:
+			c.diags(field+".scope", ds)
+		case !q.IsPath():
+			c.errorf(field+".scope", -1, "a scope must be a path into the object ($.spec.containers[*]), not a computed expression")
 		default:
-			c.errorf(field, -1, "exactly one of jsonPatch, applyConfiguration, patch and cue must be set")
-			continue
+			val.scope = q
+			val.place = q
 		}
-		mu, ds := cel.Language{}.CompileMutation(baseEnv(field), kind, src)
-		if len(ds) > 0 {
-			c.diags(field, ds)
-			continue
-		}
-		r.mutations = append(r.mutations, mutation{field: field, m: mu})
 	}
+	val.e = c.expr(field, v.Expression, env, r.vars, boolInt(v.Deny != nil)+boolInt(v.CUE != ""), "exactly one of cel, jmespath, rego, deny and cue must be set", "bool")
+	if v.Rego != nil && v.Scope != "" {
+		c.errorf(field+".scope", -1, "a rego validation has no scope: its module reads the whole input")
+	}
+	if v.CUE != "" && v.Deny == nil {
+		if v.Scope != "" {
+			c.errorf(field+".scope", -1, "a cue validation has no scope: its program reads the whole object")
+		}
+		val.cue = c.cueProgram(r, field+".cue", v.CUE)
+	}
+	if v.Deny != nil {
+		if v.Scope != "" {
+			c.errorf(field+".scope", -1, "a deny block has no scope: its conditions read the whole context")
+		}
+		val.deny = c.conditions(r, field+".deny.conditions", &v.Deny.Conditions)
+	}
+	if v.MessageExpression != "" {
+		val.msgExpr = c.cel(field+".messageExpression", v.MessageExpression, env, "string")
+	}
+	val.reason, val.code = string(metav1.StatusReasonInvalid), http.StatusUnprocessableEntity
+	if v.Reason != nil {
+		code, ok := reasonCode(*v.Reason)
+		if !ok {
+			c.errorf(field+".reason", -1, "unknown reason %q: use Invalid, Forbidden, Unauthorized or RequestEntityTooLarge", *v.Reason)
+		}
+		val.reason, val.code = string(*v.Reason), code
+	}
+	r.validates = append(r.validates, val)
+}
+
+// compileMutation compiles one of spec.mutations (at field).
+func (r *Rule) compileMutation(c *compiler, field string, m *v1alpha1.Mutation) {
+	var (
+		kind cel.MutationKind
+		src  string
+	)
+	switch {
+	case boolInt(m.JSONPatch != "")+boolInt(m.ApplyConfiguration != "")+boolInt(m.Patch != nil)+boolInt(m.CUE != "") > 1:
+		c.errorf(field, -1, "exactly one of jsonPatch, applyConfiguration, patch and cue must be set")
+		return
+	case m.CUE != "":
+		if cp := c.cueProgram(r, field+".cue", m.CUE); cp != nil {
+			r.mutations = append(r.mutations, mutation{field: field + ".cue", cue: cp})
+		}
+		return
+	case m.Patch != nil:
+		if sp := c.staticPatch(r, field+".patch", m.Patch); sp != nil {
+			r.mutations = append(r.mutations, mutation{field: field + ".patch", patch: sp})
+		}
+		return
+	case m.JSONPatch != "":
+		kind, src, field = cel.JSONPatch, m.JSONPatch, field+".jsonPatch"
+	case m.ApplyConfiguration != "":
+		kind, src, field = cel.ApplyConfiguration, m.ApplyConfiguration, field+".applyConfiguration"
+	default:
+		c.errorf(field, -1, "exactly one of jsonPatch, applyConfiguration, patch and cue must be set")
+		return
+	}
+	mu, ds := cel.Language{}.CompileMutation(baseEnv(field), kind, src)
+	if len(ds) > 0 {
+		c.diags(field, ds)
+		return
+	}
+	r.mutations = append(r.mutations, mutation{field: field, m: mu})
+}
+
+// compileAudits compiles spec.auditAnnotations.
+func (r *Rule) compileAudits(c *compiler, audits []v1alpha1.AuditAnnotation) {
 	keys := map[string]bool{}
-	for i, a := range spec.AuditAnnotations {
+	for i, a := range audits {
 		field := fmt.Sprintf("spec.auditAnnotations[%d]", i)
 		if a.Key == "" {
 			c.errorf(field+".key", -1, "an audit annotation needs a key")
@@ -442,22 +485,6 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec, opts ...Option) 
 		}
 		r.audits = append(r.audits, audit{key: a.Key, field: field + ".valueExpression", prog: p})
 	}
-
-	if len(spec.Validations) == 0 && len(spec.Mutations) == 0 && len(spec.AuditAnnotations) == 0 {
-		c.errorf("spec", -1, "a policy needs at least one of validations, mutations and auditAnnotations")
-	}
-	// Phases: mutations in the rule's tier, the rest on the final object.
-	if len(spec.Mutations) > 0 {
-		r.Phase |= engine.Mutate
-	}
-	if len(spec.Validations) > 0 || len(spec.AuditAnnotations) > 0 || r.Phase == 0 {
-		r.Phase |= engine.Validate
-	}
-	r.noteUses(spec)
-	if len(c.errs) > 0 {
-		r.Err = &rules.CompileError{Kind: kind, Rule: key, Errors: c.errs}
-	}
-	return r
 }
 
 // compileActions checks validationActions (default Deny).

@@ -221,21 +221,7 @@ func (ev *evaluator) exec(node parsing.ASTNode, value any) (any, error) {
 	}
 	switch node.NodeType {
 	case parsing.ASTArithmeticUnaryExpression:
-		v, err := ev.exec(node.Children[0], value)
-		if err != nil {
-			return nil, err
-		}
-		n, ok := v.(float64)
-		if !ok {
-			return nil, nil
-		}
-		if node.Value == parsing.TOKMinus {
-			return -n, nil
-		}
-		if node.Value == parsing.TOKPlus {
-			return n, nil
-		}
-		return nil, unknownNode(node)
+		return ev.unary(node, value)
 	case parsing.ASTArithmeticExpression:
 		return ev.arithmetic(node, value)
 	case parsing.ASTComparator:
@@ -244,15 +230,7 @@ func (ev *evaluator) exec(node parsing.ASTNode, value any) (any, error) {
 		body := node.Children[0]
 		return functions.ExpRef(func(data any) (any, error) { return ev.exec(body, data) }), nil
 	case parsing.ASTFunctionExpression:
-		args := make([]any, 0, len(node.Children))
-		for _, c := range node.Children {
-			v, err := ev.exec(c, value)
-			if err != nil {
-				return nil, err
-			}
-			args = append(args, v)
-		}
-		return ev.call(node.Value.(string), args)
+		return ev.function(node, value)
 	case parsing.ASTField:
 		if m, ok := value.(map[string]any); ok {
 			return m[node.Value.(string)], nil
@@ -267,17 +245,7 @@ func (ev *evaluator) exec(node parsing.ASTNode, value any) (any, error) {
 	case parsing.ASTRootNode:
 		return ev.root, nil
 	case parsing.ASTBindings:
-		for _, c := range node.Children {
-			if len(c.Children) != 2 || c.Children[0].NodeType != parsing.ASTVariable {
-				return nil, errors.New("invalid let binding") // the parser lets some through
-			}
-			v, err := ev.exec(c.Children[1], value)
-			if err != nil {
-				return nil, err
-			}
-			ev.bindings = ev.bindings.Register(c.Children[0].Value.(string), v)
-		}
-		return value, nil
+		return ev.bind(node, value)
 	case parsing.ASTLetExpression:
 		saved := ev.bindings
 		defer func() { ev.bindings = saved }()
@@ -296,17 +264,7 @@ func (ev *evaluator) exec(node parsing.ASTNode, value any) (any, error) {
 	case parsing.ASTMultiSelectHash:
 		return ev.multiSelectHash(node, value)
 	case parsing.ASTMultiSelectList:
-		l := ev.newList(len(node.Children))
-		for _, c := range node.Children {
-			v, err := ev.exec(c, value)
-			if err != nil {
-				return nil, err
-			}
-			if err := l.add(v); err != nil {
-				return nil, err
-			}
-		}
-		return l.done(), nil
+		return ev.multiSelectList(node, value)
 	case parsing.ASTOrExpression:
 		v, err := ev.exec(node.Children[0], value)
 		if err != nil || !util.IsFalse(v) {
@@ -349,6 +307,68 @@ func (ev *evaluator) exec(node parsing.ASTNode, value any) (any, error) {
 		return ev.valueProjection(node, value)
 	}
 	return nil, unknownNode(node)
+}
+
+// unary evaluates a unary + or -.
+func (ev *evaluator) unary(node parsing.ASTNode, value any) (any, error) {
+	v, err := ev.exec(node.Children[0], value)
+	if err != nil {
+		return nil, err
+	}
+	n, ok := v.(float64)
+	if !ok {
+		return nil, nil
+	}
+	if node.Value == parsing.TOKMinus {
+		return -n, nil
+	}
+	if node.Value == parsing.TOKPlus {
+		return n, nil
+	}
+	return nil, unknownNode(node)
+}
+
+// function evaluates a function call's arguments, then the call.
+func (ev *evaluator) function(node parsing.ASTNode, value any) (any, error) {
+	args := make([]any, 0, len(node.Children))
+	for _, c := range node.Children {
+		v, err := ev.exec(c, value)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, v)
+	}
+	return ev.call(node.Value.(string), args)
+}
+
+// bind evaluates a let expression's bindings into ev.bindings.
+func (ev *evaluator) bind(node parsing.ASTNode, value any) (any, error) {
+	for _, c := range node.Children {
+		if len(c.Children) != 2 || c.Children[0].NodeType != parsing.ASTVariable {
+			return nil, errors.New("invalid let binding") // the parser lets some through
+		}
+		v, err := ev.exec(c.Children[1], value)
+		if err != nil {
+			return nil, err
+		}
+		ev.bindings = ev.bindings.Register(c.Children[0].Value.(string), v)
+	}
+	return value, nil
+}
+
+// multiSelectList evaluates [a, b, ...].
+func (ev *evaluator) multiSelectList(node parsing.ASTNode, value any) (any, error) {
+	l := ev.newList(len(node.Children))
+	for _, c := range node.Children {
+		v, err := ev.exec(c, value)
+		if err != nil {
+			return nil, err
+		}
+		if err := l.add(v); err != nil {
+			return nil, err
+		}
+	}
+	return l.done(), nil
 }
 
 func unknownNode(node parsing.ASTNode) error {

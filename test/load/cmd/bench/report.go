@@ -149,167 +149,180 @@ func ratio(a, b float64) string {
 func (r *report) computeTargets() {
 	r.Targets = nil
 	floor, floorRate, floorNS := r.scenario("floor-flat"), r.scenario("floor-rate"), r.scenario("floor-flat-namespaced")
-	rate := count(r.Settings.Rate)
-
-	// Throughput at 100 rules >= 0.5x the floor.
-	{
-		t := target{Measure: "Throughput, 100 rules (10 matching each object), flat out", Target: "≥ 0.5× floor", Reference: "—", Ratio: "—"}
-		mw := r.scenario("mw100-flat")
-		if mw != nil {
-			t.Result = fmt.Sprintf("%.0f reviews/s", mw.Median.Throughput)
-		}
-		if floor != nil {
-			t.Reference = fmt.Sprintf("floor %.0f reviews/s", floor.Median.Throughput)
-		}
-		ok := mw != nil && floor != nil && floor.Median.Throughput > 0
-		var x float64
-		if ok {
-			x = mw.Median.Throughput / floor.Median.Throughput
-			t.Ratio = ratio(mw.Median.Throughput, floor.Median.Throughput)
-		}
-		r.add(t, x, 0.5, true, ok)
-	}
-	// p99 at 1,000/s with 100 rules <= 2 ms.
-	{
-		t := target{Measure: fmt.Sprintf("p99 latency at %s reviews/s, 100 rules (10 matching)", rate), Target: "≤ 2 ms", Reference: "—", Ratio: "—"}
-		mw := r.scenario("mw100-rate")
-		if mw != nil {
-			t.Result = fmt.Sprintf("%.2f ms", mw.Median.P99)
-		}
-		if floorRate != nil {
-			t.Reference = fmt.Sprintf("floor %.2f ms", floorRate.Median.P99)
-			if mw != nil {
-				t.Ratio = ratio(mw.Median.P99, floorRate.Median.P99)
-			}
-		}
-		var x float64
-		if mw != nil {
-			x = mw.Median.P99
-		}
-		r.add(t, x, 2, false, mw != nil)
-	}
-	// Engine cost at 10 matching rules <= 3x the floor's JSON cost.
-	{
-		t := target{Measure: "Engine cost, 10 matching rules (BenchmarkEvaluate/rules=10/matching=10)", Target: "≤ 3× BenchmarkDecodeEncode", Reference: "—", Ratio: "—"}
-		ev, de := findBench(r.Benchmarks, "Evaluate/rules=10/matching=10"), findBench(r.Benchmarks, "DecodeEncode")
-		if ev != nil {
-			t.Result = fmt.Sprintf("%.1f µs/op", ev.NsPerOp/1000)
-		} else {
-			t.Result = "missing"
-		}
-		if de != nil {
-			t.Reference = fmt.Sprintf("DecodeEncode %.1f µs/op", de.NsPerOp/1000)
-		} else {
-			t.Reference = "DecodeEncode missing"
-		}
-		ok := ev != nil && de != nil && de.NsPerOp > 0
-		var x float64
-		if ok {
-			x = ev.NsPerOp / de.NsPerOp
-			t.Ratio = ratio(ev.NsPerOp, de.NsPerOp)
-		}
-		r.add(t, x, 3, false, ok)
-	}
-	// No rule can apply: cost <= 1.2x the floor.
-	{
-		t := target{Measure: "No rule can apply (1,000 rules, objects in namespace quiet), flat out", Target: "≥ 0.83× floor throughput (cost ≤ 1.2×)", Reference: "—", Ratio: "—"}
-		mw := r.scenario("mw1000-quiet")
-		if mw != nil {
-			t.Result = fmt.Sprintf("%.0f reviews/s", mw.Median.Throughput)
-		}
-		if floorNS != nil {
-			t.Reference = fmt.Sprintf("floor %.0f reviews/s (same objects)", floorNS.Median.Throughput)
-		}
-		ok := mw != nil && floorNS != nil && floorNS.Median.Throughput > 0
-		var x float64
-		if ok {
-			x = mw.Median.Throughput / floorNS.Median.Throughput
-			t.Ratio = ratio(mw.Median.Throughput, floorNS.Median.Throughput)
-		}
-		r.add(t, x, 1/1.2, true, ok)
-	}
+	r.throughputTarget(floor)
+	r.latencyTarget(floorRate)
+	r.engineTarget()
+	r.quietTarget(floorNS)
 	r.policyTargets(floorNS)
-	// Peak RSS with 1,000 rules under load <= 96 MiB.
-	{
-		t := target{Measure: "Peak RSS (VmHWM), 1,000 rules under load", Target: "≤ 96 MiB", Reference: "—", Ratio: "—"}
-		var (
-			peak  int64
-			parts []string
-		)
-		for _, id := range []string{"mw1000-flat", "mw1000-rate"} {
-			if s := r.scenario(id); s != nil {
-				peak = max(peak, s.PeakRSS)
-				what := "flat out"
-				if s.Rate > 0 {
-					what = fmt.Sprintf("%s/s", count(s.Rate))
-					if s.Median.Throughput < 0.95*s.Rate {
-						what += ", saturated"
-					}
-				}
-				parts = append(parts, fmt.Sprintf("%.1f %s", mib(s.PeakRSS), what))
-			}
-		}
-		if peak > 0 {
-			t.Result = fmt.Sprintf("%.1f MiB (%s)", mib(peak), strings.Join(parts, "; "))
-		}
-		var floorPeak int64
-		for _, id := range []string{"floor-flat", "floor-rate"} {
-			if s := r.scenario(id); s != nil {
-				floorPeak = max(floorPeak, s.PeakRSS)
-			}
-		}
-		if floorPeak > 0 {
-			t.Reference = fmt.Sprintf("floor %.1f MiB", mib(floorPeak))
-			if peak > 0 {
-				t.Ratio = ratio(float64(peak), float64(floorPeak))
-			}
-		}
-		r.add(t, mib(peak), 96, false, peak > 0)
-	}
-	// Snapshot build of 10,000 rules <= 1 s.
-	{
-		s := r.Snapshot
-		ok := s != nil && len(s.Read) > 0 && s.Failed == ""
-		t := target{Measure: "Snapshot build, 10,000 rules (read + compile + index gauges)", Target: "≤ 1 s", Reference: "—", Ratio: "—"}
-		var build float64
-		if ok {
-			build = s.Build()
-			t.Result = fmt.Sprintf("%.3f s (read %.3f, compile %.3f, index %.3f)", build, s.MedianRead, s.MedianCompile, s.MedianIndex)
-		}
-		r.add(t, build, 1, false, ok)
+	r.rssTarget()
+	r.snapshotTargets(floor)
+	r.soakTarget()
+}
 
-		t = target{Measure: "Start to ready, 10,000 rules (process start to /readyz 200)", Target: "≤ 1 s", Reference: "—", Ratio: "—"}
-		ok = s != nil && len(s.ReadySeconds) > 0
-		var ready float64
-		if ok {
-			ready = s.MedianReady
-			t.Result = fmt.Sprintf("%.3f s", ready)
+// throughputTarget: Throughput at 100 rules >= 0.5x the floor.
+func (r *report) throughputTarget(floor *scenarioResult) {
+	t := target{Measure: "Throughput, 100 rules (10 matching each object), flat out", Target: "≥ 0.5× floor", Reference: "—", Ratio: "—"}
+	mw := r.scenario("mw100-flat")
+	if mw != nil {
+		t.Result = fmt.Sprintf("%.0f reviews/s", mw.Median.Throughput)
+	}
+	if floor != nil {
+		t.Reference = fmt.Sprintf("floor %.0f reviews/s", floor.Median.Throughput)
+	}
+	ok := mw != nil && floor != nil && floor.Median.Throughput > 0
+	var x float64
+	if ok {
+		x = mw.Median.Throughput / floor.Median.Throughput
+		t.Ratio = ratio(mw.Median.Throughput, floor.Median.Throughput)
+	}
+	r.add(t, x, 0.5, true, ok)
+}
+
+// latencyTarget: p99 at 1,000/s with 100 rules <= 2 ms.
+func (r *report) latencyTarget(floorRate *scenarioResult) {
+	rate := count(r.Settings.Rate)
+	t := target{Measure: fmt.Sprintf("p99 latency at %s reviews/s, 100 rules (10 matching)", rate), Target: "≤ 2 ms", Reference: "—", Ratio: "—"}
+	mw := r.scenario("mw100-rate")
+	if mw != nil {
+		t.Result = fmt.Sprintf("%.2f ms", mw.Median.P99)
+	}
+	if floorRate != nil {
+		t.Reference = fmt.Sprintf("floor %.2f ms", floorRate.Median.P99)
+		if mw != nil {
+			t.Ratio = ratio(mw.Median.P99, floorRate.Median.P99)
 		}
-		if floor != nil {
-			t.Reference = fmt.Sprintf("floor %.3f s", floor.Median.Ready)
-			if ok {
-				t.Ratio = ratio(ready, floor.Median.Ready)
+	}
+	var x float64
+	if mw != nil {
+		x = mw.Median.P99
+	}
+	r.add(t, x, 2, false, mw != nil)
+}
+
+// engineTarget: Engine cost at 10 matching rules <= 3x the floor's JSON cost.
+func (r *report) engineTarget() {
+	t := target{Measure: "Engine cost, 10 matching rules (BenchmarkEvaluate/rules=10/matching=10)", Target: "≤ 3× BenchmarkDecodeEncode", Reference: "—", Ratio: "—"}
+	ev, de := findBench(r.Benchmarks, "Evaluate/rules=10/matching=10"), findBench(r.Benchmarks, "DecodeEncode")
+	if ev != nil {
+		t.Result = fmt.Sprintf("%.1f µs/op", ev.NsPerOp/1000)
+	} else {
+		t.Result = "missing"
+	}
+	if de != nil {
+		t.Reference = fmt.Sprintf("DecodeEncode %.1f µs/op", de.NsPerOp/1000)
+	} else {
+		t.Reference = "DecodeEncode missing"
+	}
+	ok := ev != nil && de != nil && de.NsPerOp > 0
+	var x float64
+	if ok {
+		x = ev.NsPerOp / de.NsPerOp
+		t.Ratio = ratio(ev.NsPerOp, de.NsPerOp)
+	}
+	r.add(t, x, 3, false, ok)
+}
+
+// quietTarget: No rule can apply: cost <= 1.2x the floor.
+func (r *report) quietTarget(floorNS *scenarioResult) {
+	t := target{Measure: "No rule can apply (1,000 rules, objects in namespace quiet), flat out", Target: "≥ 0.83× floor throughput (cost ≤ 1.2×)", Reference: "—", Ratio: "—"}
+	mw := r.scenario("mw1000-quiet")
+	if mw != nil {
+		t.Result = fmt.Sprintf("%.0f reviews/s", mw.Median.Throughput)
+	}
+	if floorNS != nil {
+		t.Reference = fmt.Sprintf("floor %.0f reviews/s (same objects)", floorNS.Median.Throughput)
+	}
+	ok := mw != nil && floorNS != nil && floorNS.Median.Throughput > 0
+	var x float64
+	if ok {
+		x = mw.Median.Throughput / floorNS.Median.Throughput
+		t.Ratio = ratio(mw.Median.Throughput, floorNS.Median.Throughput)
+	}
+	r.add(t, x, 1/1.2, true, ok)
+}
+
+// rssTarget: Peak RSS with 1,000 rules under load <= 96 MiB.
+func (r *report) rssTarget() {
+	t := target{Measure: "Peak RSS (VmHWM), 1,000 rules under load", Target: "≤ 96 MiB", Reference: "—", Ratio: "—"}
+	var (
+		peak  int64
+		parts []string
+	)
+	for _, id := range []string{"mw1000-flat", "mw1000-rate"} {
+		if s := r.scenario(id); s != nil {
+			peak = max(peak, s.PeakRSS)
+			what := "flat out"
+			if s.Rate > 0 {
+				what = fmt.Sprintf("%s/s", count(s.Rate))
+				if s.Median.Throughput < 0.95*s.Rate {
+					what += ", saturated"
+				}
 			}
+			parts = append(parts, fmt.Sprintf("%.1f %s", mib(s.PeakRSS), what))
 		}
-		r.add(t, ready, 1, false, ok && s.Failed == "")
 	}
-	// Memory flat after the soak.
-	{
-		s := r.Soak
-		t := target{Measure: "Memory after the soak, 100 rules, flat out", Target: "flat (≤ 1.10× growth, see below)", Reference: "—", Ratio: "—"}
-		ok := s != nil && len(s.Samples) == 10 && s.Growth > 0
-		if ok {
-			t.Measure = fmt.Sprintf("Memory after the soak (%s reviews, 100 rules, flat out)", count(float64(s.Reviews)))
-			t.Result = fmt.Sprintf("RSS %.1f → %.1f MiB, heap goal %.1f → %.1f MiB", mib(s.BaselineRSS), mib(s.FinalRSS), s.BaselineHeap/(1<<20), s.FinalHeap/(1<<20))
-			t.Reference = "its own first half"
-			t.Ratio = fmt.Sprintf("%.2f×", s.Growth)
-		}
-		var g float64
-		if ok {
-			g = s.Growth
-		}
-		r.add(t, g, 1.10, false, ok)
+	if peak > 0 {
+		t.Result = fmt.Sprintf("%.1f MiB (%s)", mib(peak), strings.Join(parts, "; "))
 	}
+	var floorPeak int64
+	for _, id := range []string{"floor-flat", "floor-rate"} {
+		if s := r.scenario(id); s != nil {
+			floorPeak = max(floorPeak, s.PeakRSS)
+		}
+	}
+	if floorPeak > 0 {
+		t.Reference = fmt.Sprintf("floor %.1f MiB", mib(floorPeak))
+		if peak > 0 {
+			t.Ratio = ratio(float64(peak), float64(floorPeak))
+		}
+	}
+	r.add(t, mib(peak), 96, false, peak > 0)
+}
+
+// snapshotTargets: Snapshot build of 10,000 rules <= 1 s, and start to ready.
+func (r *report) snapshotTargets(floor *scenarioResult) {
+	s := r.Snapshot
+	ok := s != nil && len(s.Read) > 0 && s.Failed == ""
+	t := target{Measure: "Snapshot build, 10,000 rules (read + compile + index gauges)", Target: "≤ 1 s", Reference: "—", Ratio: "—"}
+	var build float64
+	if ok {
+		build = s.Build()
+		t.Result = fmt.Sprintf("%.3f s (read %.3f, compile %.3f, index %.3f)", build, s.MedianRead, s.MedianCompile, s.MedianIndex)
+	}
+	r.add(t, build, 1, false, ok)
+
+	t = target{Measure: "Start to ready, 10,000 rules (process start to /readyz 200)", Target: "≤ 1 s", Reference: "—", Ratio: "—"}
+	ok = s != nil && len(s.ReadySeconds) > 0
+	var ready float64
+	if ok {
+		ready = s.MedianReady
+		t.Result = fmt.Sprintf("%.3f s", ready)
+	}
+	if floor != nil {
+		t.Reference = fmt.Sprintf("floor %.3f s", floor.Median.Ready)
+		if ok {
+			t.Ratio = ratio(ready, floor.Median.Ready)
+		}
+	}
+	r.add(t, ready, 1, false, ok && s.Failed == "")
+}
+
+// soakTarget: Memory flat after the soak.
+func (r *report) soakTarget() {
+	s := r.Soak
+	t := target{Measure: "Memory after the soak, 100 rules, flat out", Target: "flat (≤ 1.10× growth, see below)", Reference: "—", Ratio: "—"}
+	ok := s != nil && len(s.Samples) == 10 && s.Growth > 0
+	if ok {
+		t.Measure = fmt.Sprintf("Memory after the soak (%s reviews, 100 rules, flat out)", count(float64(s.Reviews)))
+		t.Result = fmt.Sprintf("RSS %.1f → %.1f MiB, heap goal %.1f → %.1f MiB", mib(s.BaselineRSS), mib(s.FinalRSS), s.BaselineHeap/(1<<20), s.FinalHeap/(1<<20))
+		t.Reference = "its own first half"
+		t.Ratio = fmt.Sprintf("%.2f×", s.Growth)
+	}
+	var g float64
+	if ok {
+		g = s.Growth
+	}
+	r.add(t, g, 1.10, false, ok)
 }
 
 // policyTargets are issue 15's targets for Policies (CEL).
