@@ -1,17 +1,23 @@
-// Package lang is the language seam: what every expression language shares.
-// A Language compiles a source text once, against a declared Env (the
-// variables a program may read, the limits of an evaluation), into an
-// immutable Program, or reports positioned Diagnostics; a Program is
-// evaluated with a context and an Activation (the values of the declared
-// variables). Query (JSONPath) and Text (Go templates) are the shapes the
-// first two languages add to Program; CEL (lang/cel) evaluates to values
-// and mutations. A Lazy is an object whose members are computed on first
-// read (a Policy's variables), which languages bind like any object.
+// Package lang is what every expression language shares: the Env a
+// program is compiled against (the variables it may read, the limits of
+// an evaluation), the positioned Diagnostics of a compilation, the
+// Activation an evaluation reads (the values of the declared variables),
+// the Program every compiled program is, the shapes two languages add to
+// it (Query: JSONPath selections; Text: templates), Lazy objects (members
+// computed on first read, a Policy's variables) and the errors every
+// language wraps (ErrLimit, ErrNoReader).
 //
-// The languages live in subpackages (lang/jsonpath, lang/gotemplate,
-// lang/cel), each a small adapter over a leaf package (internal/jsonpath,
-// internal/template) or a library (cel-go with the kube-apiserver's CEL
-// environment). Package lang knows no rule kind, no Kubernetes type,
-// no admission review: rule kinds (internal/kinds/...) compile their fields
-// through it and turn Diagnostics into rules.FieldErrors.
+// There is no Language interface and no registry of languages: a kind
+// calls the language packages it supports directly (lang/jsonpath,
+// lang/gotemplate, lang/cel, lang/jmespath, lang/cue, lang/rego,
+// lang/conditions, lang/subst), because what it compiles differs by
+// language (a CEL program is type-checked against the kind's declarations
+// and a result type, a JMESPath one lists the roots it reads, a CUE one
+// runs in workers, a Rego one is a module and an entrypoint) and a
+// common Compile(src) would hide exactly that. What the languages share
+// is here; each language's compile entry points are its own.
+//
+// Package lang knows no rule kind, no Kubernetes type, no admission
+// review: rule kinds (internal/kinds/...) compile their fields through the
+// language packages and turn Diagnostics into rules.FieldErrors.
 package lang

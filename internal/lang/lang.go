@@ -60,17 +60,6 @@ func (d Diagnostic) Error() string {
 	return fmt.Sprintf("at %d: %s", d.Pos, d.Msg)
 }
 
-// Language is one expression language. Compile runs once, when a rule
-// loads, never per request.
-type Language interface {
-	// Name is the language's name as rules spell it ("jsonpath",
-	// "gotemplate", later "cel").
-	Name() string
-	// Compile compiles src against env into an immutable program; when the
-	// diagnostics are not empty the program is nil.
-	Compile(env *Env, src string) (Program, []Diagnostic)
-}
-
 // Activation is the input of one evaluation: the declared variables' values.
 // The fields are the inputs every kind shares; a language reads those its
 // Env declares (by the names its package documents) and Vars for the rest.

@@ -16,11 +16,16 @@ type Kind struct {
 var _ kinds.Kind = (*Kind)(nil)
 
 // NewPolicyKind returns Policy's adapter.
-// Its options apply to every policy it compiles.
-func NewPolicyKind(opts ...Option) *Kind { return &Kind{opts: opts} }
+// Its options apply to every policy it compiles; its policies share a
+// NestedCache.
+func NewPolicyKind(opts ...Option) *Kind {
+	return &Kind{opts: append([]Option{WithNestedCache(NewNestedCache())}, opts...)}
+}
 
 // NewClusterPolicyKind returns ClusterPolicy's adapter.
-func NewClusterPolicyKind(opts ...Option) *Kind { return &Kind{cluster: true, opts: opts} }
+func NewClusterPolicyKind(opts ...Option) *Kind {
+	return &Kind{cluster: true, opts: append([]Option{WithNestedCache(NewNestedCache())}, opts...)}
+}
 
 // Name is "Policy" or "ClusterPolicy".
 func (k *Kind) Name() string {

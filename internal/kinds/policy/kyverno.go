@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -32,12 +31,11 @@ import (
 // The names Kyverno's context has beside the variables and context
 // entries: what a JMESPath expression or a {{ }} variable reads.
 const (
-	rootRequest        = "request"
-	rootSANamespace    = "serviceAccountNamespace"
-	rootSAName         = "serviceAccountName"
-	rootImages         = "images"
-	saPrefix           = "system:serviceaccount:"
-	maxDynamicPrograms = 1024
+	rootRequest     = "request"
+	rootSANamespace = "serviceAccountNamespace"
+	rootSAName      = "serviceAccountName"
+	rootImages      = "images"
+	saPrefix        = "system:serviceaccount:"
 )
 
 // builtinRoots are the members of the JMESPath document that are not
@@ -105,35 +103,19 @@ func (e *expr) language() string {
 
 // programs holds the JMESPath programs of a policy's {{ }} variables,
 // compiled at load by their text; the text of a nested variable is known
-// only per request: it is compiled then, once, and kept (bounded).
+// only per request: nested compiles it then (a cache outside the rule).
 type programs struct {
 	static map[string]*jpExpr
 	// fields[src] is the first field a variable's text is in (for lint).
-	fields  map[string]string
-	mu      sync.Mutex
-	dynamic map[string]*jpExpr
+	fields map[string]string
+	nested *NestedCache
 }
 
 func (p *programs) get(src string) (*jpExpr, error) {
 	if e := p.static[src]; e != nil {
 		return e, nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e := p.dynamic[src]; e != nil {
-		return e, nil
-	}
-	e, ds := compileJP(src)
-	if len(ds) > 0 {
-		return nil, fmt.Errorf("variable {{ %s }}: %s", src, ds[0].Msg)
-	}
-	if p.dynamic == nil {
-		p.dynamic = map[string]*jpExpr{}
-	}
-	if len(p.dynamic) < maxDynamicPrograms {
-		p.dynamic[src] = e
-	}
-	return e, nil
+	return p.nested.get(src)
 }
 
 // template compiles a string that may hold {{ }} variables; nil when it

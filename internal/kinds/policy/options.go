@@ -6,10 +6,15 @@ import cuelang "github.com/modwright/modwright/internal/lang/cue"
 type Option func(*options)
 
 type options struct {
-	cue cuelang.Language
+	cue    cuelang.Language
+	nested *NestedCache
 }
 
 // WithCUE compiles the policies' CUE members with l: a front end that
 // serves gives it Workers, so that a program that does not end or grows
 // without bound is stopped.
 func WithCUE(l cuelang.Language) Option { return func(o *options) { o.cue = l } }
+
+// WithNestedCache compiles nested {{ }} variables through c (a Kind's
+// cache, shared by its rules); without it each rule has its own.
+func WithNestedCache(c *NestedCache) Option { return func(o *options) { o.nested = c } }

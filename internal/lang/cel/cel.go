@@ -41,8 +41,6 @@ const maxRequestBytes = 3 * 1024 * 1024
 // Language is CEL; its zero value is ready to use.
 type Language struct{}
 
-var _ lang.Language = Language{}
-
 // Name returns "cel".
 func (Language) Name() string { return "cel" }
 

@@ -67,8 +67,6 @@ func (l Language) checkTimeout() time.Duration {
 	return DefaultCheckTimeout
 }
 
-var _ lang.Language = Language{}
-
 // Name returns "cue".
 func (Language) Name() string { return "cue" }
 

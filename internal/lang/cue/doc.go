@@ -1,4 +1,4 @@
-// Package cue is the CUE language (lang.Language "cue") over
+// Package cue is the CUE language over
 // cuelang.org/go, as kinitiras runs it: a program declares its parameters
 // (object: _ @tag(object)), each parameter's JSON is unified into the field
 // of its name, and the program's output field is read: `patches` (a list of

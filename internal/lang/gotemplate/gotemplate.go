@@ -23,8 +23,6 @@ const (
 // Language is the Go template language; its zero value is ready to use.
 type Language struct{}
 
-var _ lang.Language = Language{}
-
 // Name returns "gotemplate".
 func (Language) Name() string { return "gotemplate" }
 

@@ -1,4 +1,4 @@
-// Package jmespath is the JMESPath language (lang.Language "jmespath") with
+// Package jmespath is the JMESPath language with
 // Kyverno's custom functions, over github.com/jmespath-community/go-jmespath
 // (the maintained community library; Kyverno evaluates with a fork of it).
 //

@@ -27,8 +27,6 @@ const VarContext = "context"
 // value is ready to use.
 type Language struct{}
 
-var _ lang.Language = Language{}
-
 // Name returns "jmespath".
 func (Language) Name() string { return "jmespath" }
 

@@ -17,8 +17,6 @@ const VarObject = "object"
 // Language is the JSONPath language; its zero value is ready to use.
 type Language struct{}
 
-var _ lang.Language = Language{}
-
 // Name returns "jsonpath".
 func (Language) Name() string { return "jsonpath" }
 
