@@ -105,7 +105,7 @@ fuzz:
 	$(GO) test ./internal/kinds/kinitiras -run '^$$' -fuzz '^FuzzPolicy$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kinds/kinitiras -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/packs -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/tonative -run '^$$' -fuzz '^FuzzFilterCond$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/translate -run '^$$' -fuzz '^FuzzFilterCond$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/jmespath -run '^$$' -fuzz '^FuzzEvaluate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/quantity -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzApplyJSONPatchV4$$' -fuzztime $(FUZZTIME)

@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modwright/modwright/internal/admissionpolicy"
 	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
-	"github.com/modwright/modwright/internal/nativepolicy"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
@@ -163,9 +163,9 @@ type inputs struct {
 	// olds are the old objects of an UPDATE with --old, parallel to objs;
 	// nil without --old.
 	olds     []*source.Document
-	resolver engine.ObjectReader // nil without --context
-	crds     *crdschema.Set      // nil without --crd
-	native   *nativepolicy.Set   // the Validating and MutatingAdmissionPolicies among the rules
+	resolver engine.ObjectReader  // nil without --context
+	crds     *crdschema.Set       // nil without --crd
+	policies *admissionpolicy.Set // the Validating and MutatingAdmissionPolicies among the rules
 }
 
 // admission is the admission of objs[i], with its old object.
@@ -190,7 +190,7 @@ func (in *inputs) chain(f *admissionFlags, traced bool) *runner.Chain {
 	if f.webhook {
 		drv = runner.NewWebhookOptions(in.snap, opts)
 	}
-	return runner.NewChain(drv, runner.ChainOptions{CRDs: in.crds, Policies: in.native,
+	return runner.NewChain(drv, runner.ChainOptions{CRDs: in.crds, Policies: in.policies,
 		Objects: contextObjects(in.resolver), User: userOf(in.resolver), DefaultNamespace: f.namespace})
 }
 
@@ -221,7 +221,7 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	if err := checkStdin(o.rules, o.files, old, append(slices.Clone(contexts), o.crds...)); err != nil {
 		return nil, err
 	}
-	snap, native, err := loadRules(o.rules, s, o.registry.kinds(o.clusterRules), true)
+	snap, policies, err := loadRules(o.rules, s, o.registry.kinds(o.clusterRules), true)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	if in.resolver, err = resolverFor(contexts, s, o.packs...); err != nil {
 		return nil, err
 	}
-	in.native = native
+	in.policies = policies
 	if len(o.crds) > 0 {
 		if in.crds, err = loadCRDs(context.Background(), o.crds, s); err != nil {
 			return nil, err
@@ -355,19 +355,19 @@ func loadSnapshot(paths []string, s Streams, reg *kinds.Registry) (*engine.Snaps
 	return snap, err
 }
 
-// loadRules is loadSnapshot that, with native, also takes Kubernetes'
+// loadRules is loadSnapshot that, with policies, also takes Kubernetes'
 // ValidatingAdmissionPolicies and bindings (compiled; an invalid one is an
 // exit-2 error) instead of skipping them.
-func loadRules(paths []string, s Streams, reg *kinds.Registry, native bool) (*engine.Snapshot, *nativepolicy.Set, error) {
+func loadRules(paths []string, s Streams, reg *kinds.Registry, policies bool) (*engine.Snapshot, *admissionpolicy.Set, error) {
 	docs, err := source.ReadPaths(paths, s.In)
 	if err != nil {
 		return nil, nil, &ExitError{Code: 2, Err: err}
 	}
-	set := nativepolicy.NewSet()
-	if native {
+	set := admissionpolicy.NewSet()
+	if policies {
 		kept := docs[:0:0]
 		for _, d := range docs {
-			if !nativepolicy.Handles(d.Object) {
+			if !admissionpolicy.Handles(d.Object) {
 				kept = append(kept, d)
 				continue
 			}

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/modwright/modwright/internal/source"
-	"github.com/modwright/modwright/internal/tonative"
+	"github.com/modwright/modwright/internal/translate"
 )
 
 type compileOptions struct {
@@ -82,20 +82,20 @@ func runCompile(_ context.Context, o *compileOptions, s Streams) error {
 
 // compileRules loads the rules at paths as apply does (an invalid one is
 // an exit-2 error) and translates them.
-func compileRules(paths []string, s Streams, clusterNS string) (tonative.Result, error) {
+func compileRules(paths []string, s Streams, clusterNS string) (translate.Result, error) {
 	reg := newRegistry(clusterNS)
 	if _, _, err := loadRules(paths, s, reg, true); err != nil {
-		return tonative.Result{}, err
+		return translate.Result{}, err
 	}
 	docs, err := source.ReadPaths(paths, s.In)
 	if err != nil {
-		return tonative.Result{}, &ExitError{Code: 2, Err: err}
+		return translate.Result{}, &ExitError{Code: 2, Err: err}
 	}
-	var rules []tonative.Rule
+	var rules []translate.Rule
 	for i := range docs {
 		if k := reg.For(&docs[i]); k != nil {
-			rules = append(rules, tonative.Rule{Kind: k.Name(), Origin: docs[i].Origin, Object: docs[i].Object})
+			rules = append(rules, translate.Rule{Kind: k.Name(), Origin: docs[i].Origin, Object: docs[i].Object})
 		}
 	}
-	return tonative.Compile(rules, tonative.Options{ClusterRulesNamespace: clusterNS}), nil
+	return translate.Compile(rules, translate.Options{ClusterRulesNamespace: clusterNS}), nil
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modwright/modwright/internal/admissionpolicy"
 	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
-	"github.com/modwright/modwright/internal/nativepolicy"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
@@ -115,10 +115,10 @@ func (k *krmRun) warn(msg string, ref, field map[string]any) {
 // rules (of the registry's kinds, and Kubernetes' admission policies) and
 // the context (Namespaces, CRDs).
 type krmRules struct {
-	reg    *kinds.Registry
-	snap   *engine.Snapshot
-	native *nativepolicy.Set
-	crds   *crdschema.Set
+	reg      *kinds.Registry
+	snap     *engine.Snapshot
+	policies *admissionpolicy.Set
+	crds     *crdschema.Set
 	// resolver serves the Namespace items; nil when there are none.
 	resolver engine.ObjectReader
 	// broken: a rule or an admission policy is invalid, and nothing is
@@ -186,7 +186,7 @@ func runKRM(ctx context.Context, o *krmOptions, s Streams) error {
 // the items; the admission policies and the CRDs among them; and the
 // Namespace items as the context. Invalid ones are reported.
 func (k *krmRun) loadRules(ctx context.Context, list map[string]any, items []any, reg *kinds.Registry) (*krmRules, error) {
-	rs := &krmRules{reg: reg, native: nativepolicy.NewSet()}
+	rs := &krmRules{reg: reg, policies: admissionpolicy.NewSet()}
 	var ruleDocs []source.Document
 	switch fc := list["functionConfig"].(type) {
 	case nil:
@@ -233,21 +233,21 @@ func (k *krmRun) loadRules(ctx context.Context, list map[string]any, items []any
 	// Kubernetes' own admission policies, in the functionConfig or among
 	// the items, run around the rules as the API server runs them.
 	addNative := func(m map[string]any) {
-		if err := rs.native.Add(m); err != nil {
+		if err := rs.policies.Add(m); err != nil {
 			k.fail(err.Error(), resourceRef(m), "")
 			rs.broken = true
 		}
 	}
 	kept := ruleDocs[:0:0]
 	for _, d := range ruleDocs {
-		if nativepolicy.Handles(d.Object) {
+		if admissionpolicy.Handles(d.Object) {
 			addNative(d.Object)
 			continue
 		}
 		kept = append(kept, d)
 	}
 	for _, it := range items {
-		if m := it.(map[string]any); nativepolicy.Handles(m) {
+		if m := it.(map[string]any); admissionpolicy.Handles(m) {
 			addNative(withoutKRMAnnotations(m))
 		}
 	}
@@ -274,7 +274,7 @@ func (k *krmRun) loadRules(ctx context.Context, list map[string]any, items []any
 // dropped and reported. With broken rules nothing is admitted.
 func (k *krmRun) admit(ctx context.Context, o *krmOptions, op rules.Operation, rs *krmRules, items []any) ([]any, error) {
 	objs := contextObjects(rs.resolver)
-	if rs.native.Len() > 0 {
+	if rs.policies.Len() > 0 {
 		objs = nil // params and namespaces: the items
 		for _, it := range items {
 			objs = append(objs, withoutKRMAnnotations(it.(map[string]any)))
@@ -288,12 +288,12 @@ func (k *krmRun) admit(ctx context.Context, o *krmOptions, op rules.Operation, r
 	}
 	// The manifests stay as written (no defaults added); the API server's
 	// checks run on decoded copies.
-	chain := runner.NewChain(drv, runner.ChainOptions{CRDs: rs.crds, Policies: rs.native, Objects: objs,
+	chain := runner.NewChain(drv, runner.ChainOptions{CRDs: rs.crds, Policies: rs.policies, Objects: objs,
 		User: userOf(rs.resolver), AsWritten: true})
 	out := make([]any, 0, len(items))
 	for i, it := range items {
 		m := it.(map[string]any)
-		if rs.reg.For(&source.Document{Object: m}) != nil || nativepolicy.Handles(m) || rs.broken {
+		if rs.reg.For(&source.Document{Object: m}) != nil || admissionpolicy.Handles(m) || rs.broken {
 			out = append(out, m) // rules stay as they are; with broken rules nothing is admitted
 			continue
 		}
@@ -379,7 +379,7 @@ func functionConfigRules(fc map[string]any, reg *kinds.Registry) ([]source.Docum
 	var objs []map[string]any
 	isList := false
 	switch {
-	case reg.For(&source.Document{Object: fc}) != nil || nativepolicy.Handles(fc):
+	case reg.For(&source.Document{Object: fc}) != nil || admissionpolicy.Handles(fc):
 		objs = append(objs, fc)
 	case strings.HasSuffix(kind, "List"):
 		isList = true
@@ -401,7 +401,7 @@ func functionConfigRules(fc map[string]any, reg *kinds.Registry) ([]source.Docum
 			origin = fmt.Sprintf("functionConfig items[%d]", i)
 		}
 		d := source.Document{Origin: origin, Object: withoutKRMAnnotations(m)}
-		if reg.For(&d) == nil && !nativepolicy.Handles(d.Object) {
+		if reg.For(&d) == nil && !admissionpolicy.Handles(d.Object) {
 			return nil, fmt.Errorf("%s is a %s, not a %s or an admission policy", origin, d.Kind(), reg.Names())
 		}
 		j, err := value.Encode(d.Object)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/modwright/modwright/internal/admissionpolicy"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
-	"github.com/modwright/modwright/internal/nativepolicy"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 )
@@ -282,7 +282,7 @@ func lintNative(docs []source.Document) []Finding {
 	bound := map[ref]bool{}
 	var bindings []source.Document
 	for _, d := range docs {
-		if !nativepolicy.Handles(d.Object) {
+		if !admissionpolicy.Handles(d.Object) {
 			continue
 		}
 		kind := d.Kind()
@@ -291,17 +291,17 @@ func lintNative(docs []source.Document) []Finding {
 		} else {
 			policies[ref{kind, d.Name()}] = d.Origin
 		}
-		err := nativepolicy.NewSet().Add(d.Object)
-		var invalid *nativepolicy.InvalidError
+		err := admissionpolicy.NewSet().Add(d.Object)
+		var invalid *admissionpolicy.InvalidError
 		switch {
 		case errors.As(err, &invalid):
 			for _, fe := range invalid.Fields {
 				out = append(out, Finding{Severity: kinds.SeverityError, Code: kinds.CodeInvalid, Origin: d.Origin, Kind: kind, Rule: d.Name(),
-					Field: fe.Field, Pos: nativepolicy.Column(fe), Message: fe.ErrorBody(), Hint: "the API server refuses to store the policy"})
+					Field: fe.Field, Pos: admissionpolicy.Column(fe), Message: fe.ErrorBody(), Hint: "the API server refuses to store the policy"})
 			}
 		case err != nil:
 			out = append(out, Finding{Severity: kinds.SeverityError, Code: kinds.CodeUndecodable, Origin: d.Origin, Kind: kind, Rule: d.Name(),
-				Message: strings.TrimPrefix(err.Error(), nativepolicy.ErrInvalid.Error()+": ")})
+				Message: strings.TrimPrefix(err.Error(), admissionpolicy.ErrInvalid.Error()+": ")})
 		}
 	}
 	for _, b := range bindings {

@@ -43,7 +43,7 @@ import (
 	"github.com/modwright/modwright/internal/packs"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/source/cluster"
-	"github.com/modwright/modwright/internal/tonative"
+	"github.com/modwright/modwright/internal/translate"
 	"github.com/modwright/modwright/internal/webhook"
 )
 
@@ -186,9 +186,9 @@ type operator struct {
 	ruleSource   *cluster.RuleSource
 	resolver     *cluster.Resolver
 	// readers are what the dragnet's rules read beyond the object.
-	readers engine.Options
-	served  webhook.Snapshots
-	native  *controller.NativeCompiler // nil without --compile-native
+	readers   engine.Options
+	served    webhook.Snapshots
+	installer *controller.PolicyInstaller // nil without --compile-native
 }
 
 // runOperator is serve without --standalone: the in-cluster operator.
@@ -457,10 +457,10 @@ func (k *operator) compileNative(context.Context) error {
 	}
 	filter := &webhook.ExcludeFilter{Source: k.store}
 	k.served = filter
-	k.native = &controller.NativeCompiler{
+	k.installer = &controller.PolicyInstaller{
 		Client:  k.mgr.GetClient(),
-		Rules:   tonative.Kinds(),
-		Options: tonative.Options{ClusterRulesNamespace: k.o.clusterRules},
+		Rules:   translate.Kinds(),
+		Options: translate.Options{ClusterRulesNamespace: k.o.clusterRules},
 		Filter:  filter,
 		Elected: k.mgr.Elected(),
 		Log:     k.log.WithName("compile-native"),
@@ -468,7 +468,7 @@ func (k *operator) compileNative(context.Context) error {
 		Config:  k.op.mutatingConfig,
 		Webhook: k.op.dragnetWebhook,
 	}
-	return k.mgr.Add(k.native)
+	return k.mgr.Add(k.installer)
 }
 
 // webhooks registers the dragnet (and, with --kinitiras-paths, the paths
@@ -489,8 +489,8 @@ func (k *operator) webhooks(context.Context) error {
 			own = append(own, p.Kinds...)
 		}
 		dragnetSnaps = &webhook.KindFilter{Source: k.served, Keep: func(kind string) bool { return !slices.Contains(own, kind) }}
-		if k.native != nil {
-			k.native.Served = dragnetSnaps
+		if k.installer != nil {
+			k.installer.Served = dragnetSnaps
 		}
 	}
 	registerDragnet(srv, k.o.dragnet("dragnet", dragnetSnaps, k.readers, observers, k.log, k.m))

@@ -195,7 +195,7 @@ func suiteError(st *suite.Suite, field string, err error) error {
 // (those whose title contains o.run).
 func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) ([]caseResult, error) {
 	filter := o.run
-	snap, native, err := loadRules(st.ResolveAll(st.Rules), s, o.registry.kinds(st.ClusterRulesNamespace), true)
+	snap, policies, err := loadRules(st.ResolveAll(st.Rules), s, o.registry.kinds(st.ClusterRulesNamespace), true)
 	if err != nil {
 		var ee *ExitError
 		if errors.As(err, &ee) {
@@ -223,7 +223,7 @@ func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) (
 	}
 	opts := engineOptions(resolver, crds)
 	opts.Authorizer, opts.NoTrace = authz, true
-	chain := runner.NewChain(runner.NewEngineOptions(snap, opts), runner.ChainOptions{CRDs: crds, Policies: native,
+	chain := runner.NewChain(runner.NewEngineOptions(snap, opts), runner.ChainOptions{CRDs: crds, Policies: policies,
 		Objects: contextObjects(resolver), User: userOf(resolver)})
 	name := st.Name
 	if name == "" {

@@ -15,11 +15,11 @@
 // as a mutating or a validating webhook), the copy-on-write patch.Doc and its
 // journal (Handle.Patch applies a rule's operations atomically), the
 // managedFields and last-applied-configuration handling (mirrored unless
-// a rule keeps it: RuleInfo.KeepLastApplied), the related
-// objects under /syntheticRefs (read through the ObjectReader only when a
-// candidate asks; a namespaced rule's view of the graph's edges confined
-// to its namespace: RuleInfo.EdgesNamespace), the diff, the trace, and the denial that lists every
-// rejecting rule of every kind.
+// a rule keeps it: RuleInfo.KeepLastApplied), the members kinds prepare
+// for their rules (Input: built once per evaluation when a candidate
+// declares one, read-only to rules, the client's own never believed, a
+// rule's view computed once per key), the diff, the trace, and the denial
+// that lists every rejecting rule of every kind.
 //
 // The engine never modifies its input. It honours the context's deadline
 // between rules (rules check it inside long loops); a Mutate rule that

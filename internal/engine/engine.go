@@ -15,8 +15,8 @@ import (
 
 // Options configure an Engine.
 type Options struct {
-	// Objects reads the related objects exposed under syntheticRefs; nil
-	// leaves them empty.
+	// Objects reads the objects related to the one under review (for the
+	// rules and their kinds' inputs); nil: none.
 	Objects ObjectReader
 	// Authorizer answers the authorization questions rules ask; nil: none
 	// (offline), and a rule that asks fails.
@@ -31,7 +31,7 @@ type Options struct {
 	// HTTP makes the HTTP requests rules need (kinitiras references);
 	// nil: none.
 	HTTP HTTPReader
-	// Graph reads the relationship graph (syntheticRefs.edges); nil: none.
+	// Graph reads the relationship graph; nil: none.
 	Graph GraphReader
 	// Schemas types custom resources' values by their CRDs' schemas (a
 	// Policy's scoped validations); nil: none, values stay dynamically

@@ -446,7 +446,7 @@ type RuleTrace struct {
 
 // RuleError is a rule that failed while being applied.
 type RuleError struct {
-	Kind  string // the rule's kind; empty for the errors of no rule (syntheticRefs)
+	Kind  string // the rule's kind; empty for the errors of no rule (an Input's)
 	Rule  string
 	Field string // spec.patch[i], or "" for the rule as a whole
 	Err   error

@@ -71,6 +71,6 @@
 //
 // Expr.PathOf gives a selected node's full path (where a schema types it);
 // Expr.Pattern a query's path as its text says it; Expr.Tree a read-only
-// view of the expression for translators (internal/tonative writes filters
+// view of the expression for translators (internal/translate writes filters
 // as CEL). Evaluation uses none of them.
 package jsonpath

@@ -1,7 +1,7 @@
 package jsonpath
 
 // Tree is a read-only view of a parsed expression, for translators to
-// other languages (internal/tonative writes filters as CEL): what each
+// other languages (internal/translate writes filters as CEL): what each
 // node is, with its operands. Evaluation does not use it.
 type Tree struct {
 	Kind TreeKind

@@ -5,10 +5,10 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/modwright/modwright/internal/admissionpolicy"
 	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
-	"github.com/modwright/modwright/internal/nativepolicy"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 )
@@ -57,7 +57,7 @@ type ChainOptions struct {
 	CRDs *crdschema.Set
 	// Policies are the Validating and MutatingAdmissionPolicies and their
 	// bindings; nil: none.
-	Policies *nativepolicy.Set
+	Policies *admissionpolicy.Set
 	// Objects are where the policies look up params and namespaces (the
 	// context objects); User is the requester they see.
 	Objects []map[string]any
@@ -79,7 +79,7 @@ func NewChain(rules Driver, o ChainOptions) *Chain {
 	c := &Chain{rules: rules, o: o}
 	if o.Policies.Len() > 0 {
 		for _, obj := range o.Objects {
-			if n, err := nativepolicy.Normalize(obj); err == nil {
+			if n, err := admissionpolicy.Normalize(obj); err == nil {
 				c.objects = append(c.objects, n)
 			}
 		}
@@ -230,7 +230,7 @@ func (r *Result) refuse(stage Stage, denial string) {
 }
 
 // request is req as the policies see it, with obj as its object.
-func (c *Chain) request(req Request, obj map[string]any) nativepolicy.Request {
-	return nativepolicy.Request{Operation: string(req.Operation), Object: obj, OldObject: req.Old, Namespace: req.Namespace,
+func (c *Chain) request(req Request, obj map[string]any) admissionpolicy.Request {
+	return admissionpolicy.Request{Operation: string(req.Operation), Object: obj, OldObject: req.Old, Namespace: req.Namespace,
 		Objects: c.objects, User: c.user, ClusterScoped: kinds.IsClusterScoped, DefaultNamespace: c.o.DefaultNamespace}
 }

@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/cli"
-	"github.com/modwright/modwright/internal/tonative"
+	"github.com/modwright/modwright/internal/translate"
 )
 
 // quotedMessages are the rules' messages in apply's denial text.
@@ -114,7 +114,7 @@ func TestCompiledCorpus(t *testing.T) {
 		case strings.TrimSpace(string(sec["exit"])) == "2":
 			why = "the case exits 2"
 		}
-		var rules []tonative.Rule
+		var rules []translate.Rule
 		var ruleDocs [][]byte
 		if why == "" {
 			for j, doc := range strings.Split(string(sec["rules.yaml"]), "\n---\n") {
@@ -133,7 +133,7 @@ func TestCompiledCorpus(t *testing.T) {
 				default:
 					why = "a " + kind
 				}
-				rules = append(rules, tonative.Rule{Kind: kind, Origin: fmt.Sprintf("%s, document %d", name, j+1), Object: m})
+				rules = append(rules, translate.Rule{Kind: kind, Origin: fmt.Sprintf("%s, document %d", name, j+1), Object: m})
 				b, _ := yaml.Marshal(m)
 				ruleDocs = append(ruleDocs, b)
 			}
@@ -159,7 +159,7 @@ func TestCompiledCorpus(t *testing.T) {
 			}
 		}
 		if why == "" {
-			res := tonative.Compile(rules, tonative.Options{ClusterRulesNamespace: "kubemod-system"})
+			res := translate.Compile(rules, translate.Options{ClusterRulesNamespace: "kubemod-system"})
 			switch {
 			case len(res.Skipped) > 0:
 				why = "rules that do not translate"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
-	"github.com/modwright/modwright/internal/tonative"
+	"github.com/modwright/modwright/internal/translate"
 )
 
 // TestCompiledOldSelf: a Policy's scoped validation with oldSelf
@@ -33,7 +33,7 @@ func TestCompiledOldSelf(t *testing.T) {
 	}
 	snap, docs := loadPolicies(t, "immutable-images.yaml", src)
 	offline := engine.New(engine.Options{})
-	compiled := tonative.Compile([]tonative.Rule{{Kind: docs[0].Kind(), Origin: "immutable-images.yaml", Object: docs[0].Object}}, tonative.Options{})
+	compiled := translate.Compile([]translate.Rule{{Kind: docs[0].Kind(), Origin: "immutable-images.yaml", Object: docs[0].Object}}, translate.Options{})
 	if len(compiled.Skipped) > 0 || len(compiled.Translated) != 1 {
 		t.Fatalf("compile: %+v", compiled.Skipped)
 	}

@@ -18,13 +18,13 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/modwright/modwright/internal/nativepolicy"
+	"github.com/modwright/modwright/internal/admissionpolicy"
 )
 
 // TestNativePolicies: for testdata/native/policies.yaml's
 // ValidatingAdmissionPolicies and bindings, the real kube-apiserver's
 // answers (dry-run creates and updates, with their warnings) and
-// nativepolicy's are the same, messages included, for every object below.
+// admissionpolicy's are the same, messages included, for every object below.
 func TestNativePolicies(t *testing.T) {
 	cl := startCluster(t, false)
 	ctx := context.Background()
@@ -32,7 +32,7 @@ func TestNativePolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := nativepolicy.NewSet()
+	set := admissionpolicy.NewSet()
 	var objects []map[string]any // what the policies read offline
 	dyn, err := dynamic.NewForConfig(cl.cfg)
 	if err != nil {
@@ -186,7 +186,7 @@ func TestNativePolicies(t *testing.T) {
 					apiWarnings = append(apiWarnings, w)
 				}
 			}
-			ours := set.Validate(ctx, nativepolicy.Request{Operation: op, Object: c.obj, OldObject: c.old, Namespace: u.GetNamespace(), Objects: objects})
+			ours := set.Validate(ctx, admissionpolicy.Request{Operation: op, Object: c.obj, OldObject: c.old, Namespace: u.GetNamespace(), Objects: objects})
 			if got, want := answer(ours.Err), answer(apiErr); got != want {
 				t.Errorf("modwright:      %s\nkube-apiserver: %s", got, want)
 			}
@@ -206,7 +206,7 @@ func answer(err error) string {
 
 // TestMutatingPolicies: for testdata/native/mutating.yaml's
 // MutatingAdmissionPolicies and bindings, the real kube-apiserver's
-// resulting objects (dry-run creates) and refusals and nativepolicy's are
+// resulting objects (dry-run creates) and refusals and admissionpolicy's are
 // the same for every object below. Each object is first defaulted by the
 // API server (a dry-run create in a namespace no policy is bound to), as
 // the API server's policies see a defaulted object.
@@ -244,7 +244,7 @@ func TestMutatingPolicies(t *testing.T) {
 		u := &unstructured.Unstructured{Object: m}
 		return resource(u).Create(ctx, u, opts)
 	}
-	set := nativepolicy.NewSet()
+	set := admissionpolicy.NewSet()
 	var objects []map[string]any
 	for _, doc := range strings.Split(string(data), "\n---\n") {
 		var m map[string]any
@@ -348,7 +348,7 @@ spec:
 				t.Fatal(err)
 			}
 			_, apiErr := create(m, true)
-			ours := nativepolicy.NewSet().Add(m)
+			ours := admissionpolicy.NewSet().Add(m)
 			if apiErr == nil || ours == nil {
 				t.Fatalf("kube-apiserver: %v\nmodwright: %v", apiErr, ours)
 			}
@@ -384,7 +384,7 @@ spec:
 			in := strip(defaulted)
 			in["metadata"].(map[string]any)["namespace"] = ns
 			apiObj, apiErr := create(runtime.DeepCopyJSON(in), true)
-			ours, err := set.Mutate(ctx, nativepolicy.Request{Operation: "CREATE", Object: in, Namespace: ns, Objects: objects}, nil)
+			ours, err := set.Mutate(ctx, admissionpolicy.Request{Operation: "CREATE", Object: in, Namespace: ns, Objects: objects}, nil)
 			if got, want := answer(err), answer(apiErr); got != want {
 				t.Fatalf("modwright:      %s\nkube-apiserver: %s", got, want)
 			}

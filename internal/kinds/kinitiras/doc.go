@@ -8,7 +8,7 @@
 //     RenderValidate), the CUE kinitiras' policy webhook stores as
 //     renderedCue; Render and Check are that webhook's work (the rendered
 //     programs are compared with kinitiras' own on probe objects);
-//   - native.go: annotations, labels and condition templates run natively,
+//   - direct.go: annotations, labels and condition templates run directly in Go,
 //     tested equal to their rendered CUE;
 //   - refs.go: valueRef and dataRef sources (k8s, owner, http) resolved into
 //     data.extraParams through the engine's KindReader and HTTPReader;

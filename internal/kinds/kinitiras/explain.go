@@ -137,11 +137,11 @@ func (p *Policy) ruleCriteria() []kinds.CriterionExplain {
 	}
 	for i, r := range p.overrides {
 		what, src := steps(r.rendered, r.cue, len(r.origin), len(r.plaintext))
-		add(fmt.Sprintf("spec.overrideRules[%d]", i), what, r.ops, src, r.native != nil)
+		add(fmt.Sprintf("spec.overrideRules[%d]", i), what, r.ops, src, r.direct != nil)
 	}
 	for i, r := range p.validates {
 		what, src := steps(r.rendered, r.cue, 0, 0)
-		add(fmt.Sprintf("spec.validateRules[%d]", i), what, r.ops, src, r.native != nil)
+		add(fmt.Sprintf("spec.validateRules[%d]", i), what, r.ops, src, r.direct != nil)
 	}
 	return out
 }

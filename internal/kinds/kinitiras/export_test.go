@@ -1,19 +1,19 @@
 package kinitiras
 
-// NativeOverride runs an annotations or labels template natively; ok is
+// DirectOverride runs an annotations or labels template natively; ok is
 // false for the other types.
-func NativeOverride(t *OverrideTemplate, obj, old any, extra map[string]any) (ops []any, ok bool) {
-	n := newNativeMetadata(t)
+func DirectOverride(t *OverrideTemplate, obj, old any, extra map[string]any) (ops []any, ok bool) {
+	n := newDirectMetadata(t)
 	if n == nil {
 		return nil, false
 	}
 	return n.patches(&sources{object: obj, oldObject: old, hasOld: true, extra: extra}), true
 }
 
-// NativeValidate runs a condition template natively (old: nil when the
+// DirectValidate runs a condition template natively (old: nil when the
 // request has no old object); ok is false when it does not run so.
-func NativeValidate(t *ValidateTemplate, obj, old any, extra map[string]any) (valid bool, reason string, err error, ok bool) {
-	n := newNativeCondition(t)
+func DirectValidate(t *ValidateTemplate, obj, old any, extra map[string]any) (valid bool, reason string, err error, ok bool) {
+	n := newDirectCondition(t)
 	if n == nil {
 		return false, "", nil, false
 	}

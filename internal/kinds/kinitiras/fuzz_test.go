@@ -73,7 +73,7 @@ func FuzzRender(f *testing.F) {
 			t.Fatalf("a rendered program does not compile: %v\n%s", ds, src)
 		}
 		o, _ := value.Decode([]byte(obj))
-		ops, ok := kinitiras.NativeOverride(&ot, o, o, nil)
+		ops, ok := kinitiras.DirectOverride(&ot, o, o, nil)
 		if !ok {
 			return
 		}

@@ -115,11 +115,14 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	// configuration.
 	r.RuleInfo = engine.RuleInfo{Kind: k.name, Key: p.key(), Namespace: p.Namespace, Name: p.Name, FailurePolicy: engine.FailureFail, KeepLastApplied: true}
 	if err == nil {
+		namespaceErr := func(msg string) error {
+			return &rules.CompileError{Kind: k.name, Rule: p.key(), Errors: []rules.FieldError{{Field: "metadata.namespace", Pos: -1, Msg: msg}}}
+		}
 		switch {
 		case k.name == KindOverridePolicy && p.Namespace == "":
-			err = fmt.Errorf("%s %s: an OverridePolicy needs a namespace", k.name, p.Name)
+			err = namespaceErr("an OverridePolicy needs a namespace")
 		case k.name != KindOverridePolicy && p.Namespace != "":
-			err = fmt.Errorf("%s %s: a %s has no namespace", k.name, p.key(), k.name)
+			err = namespaceErr("a " + k.name + " has no namespace")
 		}
 	}
 	r.Err = err

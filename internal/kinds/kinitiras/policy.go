@@ -74,7 +74,7 @@ type overrideRule struct {
 	ops       ops
 	refs      []extRef         // the template's references to other objects and HTTP
 	rendered  *cuelang.Program // only with a template, as kinitiras
-	native    *nativeMetadata  // the template run natively (equal to rendered)
+	direct    *directMetadata  // the template run directly in Go (equal to rendered)
 	origin    []Origin
 	cue       *cuelang.Program
 	plaintext []any // JSON-patch operations
@@ -83,7 +83,7 @@ type overrideRule struct {
 type validateRule struct {
 	ops      ops
 	refs     []extRef
-	native   *nativeCondition // the template run natively, equal to rendered
+	direct   *directCondition // the template run directly in Go, equal to rendered
 	rendered *cuelang.Program
 	cue      *cuelang.Program
 }
@@ -130,11 +130,11 @@ func Compile(obj map[string]any, opts ...Option) (*Policy, error) {
 		field := fmt.Sprintf("spec.overrideRules[%d].overriders", i)
 		or := overrideRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Overriders.Cue), refs: overrideRefs(r.Overriders.Template, "overriders.template")}
 		if t := r.Overriders.Template; t != nil || r.Overriders.RenderedCue != "" {
-			var native bool
-			or.rendered, native = templateProgram(prog, &errs, field, t != nil, r.Overriders.RenderedCue,
+			var direct bool
+			or.rendered, direct = templateProgram(prog, &errs, field, t != nil, r.Overriders.RenderedCue,
 				func() (string, []rules.FieldError) { return RenderOverride(t, field+".template") })
-			if native {
-				or.native = newNativeMetadata(t)
+			if direct {
+				or.direct = newDirectMetadata(t)
 			}
 		}
 		errs = append(errs, checkOrigins(r.Overriders.Origin, field)...)
@@ -158,11 +158,11 @@ func Compile(obj map[string]any, opts ...Option) (*Policy, error) {
 		field := fmt.Sprintf("spec.validateRules[%d]", i)
 		vr := validateRule{ops: r.TargetOperations, cue: prog(field+".cue", r.Cue), refs: validateRefs(r.Template, "template")}
 		if t := r.Template; t != nil || r.RenderedCue != "" {
-			var native bool
-			vr.rendered, native = templateProgram(prog, &errs, field, t != nil, r.RenderedCue,
+			var direct bool
+			vr.rendered, direct = templateProgram(prog, &errs, field, t != nil, r.RenderedCue,
 				func() (string, []rules.FieldError) { return RenderValidate(t, field+".template") })
-			if native {
-				vr.native = newNativeCondition(t)
+			if direct {
+				vr.direct = newDirectCondition(t)
 			}
 		}
 		p.validates = append(p.validates, vr)
@@ -272,8 +272,8 @@ func (r *overrideRule) apply(ctx context.Context, rd *Readers, obj any, old map[
 			return nil, err
 		}
 		var out any
-		if r.native != nil {
-			out = r.native.patches(&sources{object: obj, oldObject: o, hasOld: true, extra: extra})
+		if r.direct != nil {
+			out = r.direct.patches(&sources{object: obj, oldObject: o, hasOld: true, extra: extra})
 		} else {
 			data := map[string]any{"object": obj, "oldObject": o, "extraParams": extra}
 			if out, err = r.rendered.Run(ctx, map[string]any{cuelang.VarData: data}, cuelang.OutputPatches); err != nil {
@@ -356,8 +356,8 @@ func Validate(ctx context.Context, rd *Readers, policies []*Policy, obj, old map
 				}
 				var ok bool
 				var msg string
-				if r.native != nil {
-					ok, msg, err = r.native.validate(&sources{object: obj, oldObject: old, hasOld: old != nil, extra: extra})
+				if r.direct != nil {
+					ok, msg, err = r.direct.validate(&sources{object: obj, oldObject: old, hasOld: old != nil, extra: extra})
 				} else {
 					data := map[string]any{"object": obj, "extraParams": extra}
 					if old != nil {

@@ -59,19 +59,29 @@ func (ev *run) cueParams(cp *cueProg, obj any) (map[string]any, error) {
 		return params, nil
 	}
 	data := map[string]any{"object": obj, "oldObject": old, "request": s.request(ev.h)}
-	for _, n := range cp.names {
+	if err := ev.addVariables(data, cp.names); err != nil {
+		return nil, err
+	}
+	params[cuelang.VarData] = data
+	return params, nil
+}
+
+// addVariables puts the values of the context entries and variables
+// named into m, as JSON (a CEL variable's value converted): what a CUE
+// program's data and a Rego module's input.context read.
+func (ev *run) addVariables(m map[string]any, names []string) error {
+	for _, n := range names {
 		i := ev.r.varIndex[n]
 		v, err := ev.variable(i)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if ev.r.vars[i].e.cel != nil {
 			v = cel.JSON(v)
 		}
-		data[n] = v
+		m[n] = v
 	}
-	params[cuelang.VarData] = data
-	return params, nil
+	return nil
 }
 
 // cueValidate runs a CUE validation: false fails it with the reason.

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/modwright/modwright/api/v1alpha1"
-	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/lang/rego"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -52,16 +51,8 @@ func (c *compiler) regoProgram(field string, src *v1alpha1.RegoExpression, vars 
 func (ev *run) regoInput(rp *regoProg) (map[string]any, error) {
 	s := sharedOf(ev.h)
 	ctxv := make(map[string]any, len(rp.names))
-	for _, n := range rp.names {
-		i := ev.r.varIndex[n]
-		v, err := ev.variable(i)
-		if err != nil {
-			return nil, err
-		}
-		if ev.r.vars[i].e.cel != nil {
-			v = cel.JSON(v)
-		}
-		ctxv[n] = v
+	if err := ev.addVariables(ctxv, rp.names); err != nil {
+		return nil, err
 	}
 	var obj any
 	if ev.act.Object != nil {

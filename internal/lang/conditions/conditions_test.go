@@ -103,7 +103,7 @@ func TestMatch(t *testing.T) {
 		{"?", "", false}, {"?", "é", true}, {"*a*b", "xaxxb", true}, {"a**", "a", true},
 		{strings.Repeat("*a", 30) + "b", strings.Repeat("a", 60), false}, // linear, no blow-up
 	} {
-		if got := conditions.Match(c.pattern, c.name); got != c.want {
+		if got := lang.MatchWildcard(c.pattern, c.name); got != c.want {
 			t.Errorf("Match(%q, %q) = %v, want %v", c.pattern, c.name, got, c.want)
 		}
 	}

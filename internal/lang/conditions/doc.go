@@ -14,7 +14,7 @@
 // subst.Resolver per request, then applies the operators. Numbers are
 // compared as Kyverno sees them after its JSON round trip: float64.
 //
-// Match, the wildcard matcher, is linear in the product of the lengths
+// The wildcard matcher (lang.MatchWildcard) is linear in the product of the lengths
 // (Kyverno's library backtracks, exponentially on patterns with many
 // stars); results are the same.
 //

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blang/semver/v4"
 
+	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/quantity"
 )
 
@@ -169,7 +170,7 @@ func equals(key, value any) bool {
 			}
 		}
 		v, ok := value.(string)
-		return ok && Match(v, k)
+		return ok && lang.MatchWildcard(v, k)
 	case map[string]any:
 		v, ok := value.(map[string]any)
 		return ok && reflect.DeepEqual(k, v)
@@ -207,7 +208,7 @@ func notEquals(key, value any) bool {
 			}
 		}
 		v, ok := value.(string)
-		return !ok || !Match(v, k)
+		return !ok || !lang.MatchWildcard(v, k)
 	case map[string]any:
 		v, ok := value.(map[string]any)
 		return !ok || !reflect.DeepEqual(k, v)
@@ -278,10 +279,12 @@ func texts(list []any) []string {
 }
 
 // matchEither matches a and b with wildcards either way.
-func matchEither(a, b string) bool { return Match(a, b) || Match(b, a) }
+func matchEither(a, b string) bool { return lang.MatchWildcard(a, b) || lang.MatchWildcard(b, a) }
 
-// in is the deprecated In and NotIn.
-func in(not bool, key, value any) bool {
+// inWith is what every In operator shares: a list key is compared as a
+// set with the values (setIn), a scalar one looked up in them (keyIn); an
+// invalid value fails the condition, either way.
+func inWith(not bool, key, value any, setIn func(not bool, keys []string, value any) (invalid, res bool), keyIn func(key string, value any) (invalid, found bool)) bool {
 	if list, ok := key.([]any); ok {
 		invalid, res := setIn(not, texts(list), value)
 		return !invalid && res
@@ -297,6 +300,9 @@ func in(not bool, key, value any) bool {
 	return found != not
 }
 
+// in is the deprecated In and NotIn.
+func in(not bool, key, value any) bool { return inWith(not, key, value, setIn, keyIn) }
+
 // keyIn: is key in value (a list, a wildcard, or a JSON list of strings)?
 func keyIn(key string, value any) (invalid, found bool) {
 	switch v := value.(type) {
@@ -308,7 +314,7 @@ func keyIn(key string, value any) (invalid, found bool) {
 		}
 		return false, false
 	case string:
-		if Match(v, key) {
+		if lang.MatchWildcard(v, key) {
 			return false, true
 		}
 		var arr []string
@@ -361,38 +367,10 @@ func setIn(not bool, keys []string, value any) (invalid, res bool) {
 }
 
 // anyIn is AnyIn and AnyNotIn.
-func anyIn(not bool, key, value any) bool {
-	if list, ok := key.([]any); ok {
-		invalid, res := anySetIn(not, texts(list), value)
-		return !invalid && res
-	}
-	k, ok := scalarText(key)
-	if !ok {
-		return false
-	}
-	invalid, found := keyInValues(k, value)
-	if invalid {
-		return false
-	}
-	return found != not
-}
+func anyIn(not bool, key, value any) bool { return inWith(not, key, value, anySetIn, keyInValues) }
 
 // allIn is AllIn and AllNotIn.
-func allIn(not bool, key, value any) bool {
-	if list, ok := key.([]any); ok {
-		invalid, res := allSetIn(not, texts(list), value)
-		return !invalid && res
-	}
-	k, ok := scalarText(key)
-	if !ok {
-		return false
-	}
-	invalid, found := keyInValues(k, value)
-	if invalid {
-		return false
-	}
-	return found != not
-}
+func allIn(not bool, key, value any) bool { return inWith(not, key, value, allSetIn, keyInValues) }
 
 // keyInValues is keyIn of the Any and All operators: a string value may
 // also be a range ("1-10") or one plain value.
@@ -406,7 +384,7 @@ func keyInValues(key string, value any) (invalid, found bool) {
 		}
 		return false, false
 	case string:
-		if Match(v, key) {
+		if lang.MatchWildcard(v, key) {
 			return false, true
 		}
 		if patternOperator(v) == patInRange {
@@ -717,9 +695,9 @@ func validateOne(value, pattern string) bool {
 	}
 	switch op {
 	case patEqual:
-		return Match(p, value)
+		return lang.MatchWildcard(p, value)
 	case patNotEqual:
-		return !Match(p, value)
+		return !lang.MatchWildcard(p, value)
 	}
 	return false
 }
@@ -741,37 +719,4 @@ func compareOrdered(op patOp, c int) bool {
 		return c <= 0
 	}
 	return false
-}
-
-// Match reports whether name matches pattern, where "*" matches any text
-// and "?" any one character, as Kyverno's wildcards; the match takes
-// time linear in len(pattern) × len(name) (no backtracking blow-up on
-// patterns with many stars).
-func Match(pattern, name string) bool {
-	if pattern == "" {
-		return name == ""
-	}
-	p, s := []rune(pattern), []rune(name)
-	pi, si := 0, 0
-	star, mark := -1, 0
-	for si < len(s) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == s[si]):
-			pi++
-			si++
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, si
-			pi++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			si = mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
 }

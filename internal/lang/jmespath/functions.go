@@ -19,6 +19,8 @@ import (
 	"github.com/jmespath-community/go-jmespath/pkg/functions"
 	"github.com/jmespath-community/go-jmespath/pkg/interpreter"
 	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/lang"
 )
 
 // The argument types of the function table.
@@ -207,7 +209,7 @@ func jpRegexMatch(a []any) (any, error) {
 }
 
 func jpPatternMatch(a []any) (any, error) {
-	return wildcardMatch(a[0].(string), str(a, 1)), nil
+	return lang.MatchWildcard(a[0].(string), str(a, 1)), nil
 }
 
 // jpLabelMatch reports whether every label of the selector (argument 1) is
@@ -344,31 +346,4 @@ func jpObjectFromLists(a []any) (any, error) {
 		}
 	}
 	return out, nil
-}
-
-// wildcardMatch reports whether s matches pattern, where '*' matches any
-// run of characters and '?' any one character.
-func wildcardMatch(pattern, s string) bool {
-	p, r := []rune(pattern), []rune(s)
-	pi, si, star, mark := 0, 0, -1, 0
-	for si < len(r) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == r[si]):
-			pi++
-			si++
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, si
-			pi++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			si = mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
 }

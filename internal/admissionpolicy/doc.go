@@ -1,4 +1,4 @@
-// Package nativepolicy evaluates Kubernetes' own Validating and
+// Package admissionpolicy evaluates Kubernetes' own Validating and
 // MutatingAdmissionPolicies and their bindings (admissionregistration.k8s.io/v1)
 // offline, as the kube-apiserver of our Kubernetes version (k8s.io/apiserver
 // at the go.mod version) evaluates them: each policy is checked as the API
@@ -13,4 +13,4 @@
 // built-in kind is evaluated in its Go form, as the API server holds it.
 //
 // It knows no rule kind of ours, no webhook and no command line.
-package nativepolicy
+package admissionpolicy

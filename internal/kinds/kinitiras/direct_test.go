@@ -17,15 +17,15 @@ import (
 
 func ptrTo[T any](v T) *T { return &v }
 
-var nativeExtra = map[string]any{
+var directExtra = map[string]any{
 	"http":          map[string]any{"body": map[string]any{"name": "from-http", "n": json.Number("4")}},
 	"otherObject":   map[string]any{"metadata": map[string]any{"name": "other", "labels": map[string]any{"app": "other"}}},
 	"otherObject_d": map[string]any{"spec": map[string]any{"replicas": json.Number("2")}, "metadata": map[string]any{"name": "other"}},
 }
 
-// TestNativeMetadata: annotations and labels templates run natively give
+// TestDirectMetadata: annotations and labels templates run natively give
 // the patches their rendered CUE gives, on every probe object.
-func TestNativeMetadata(t *testing.T) {
+func TestDirectMetadata(t *testing.T) {
 	objs := probes(t)
 	names := sortedNames(objs)
 	values := []struct {
@@ -65,8 +65,8 @@ func TestNativeMetadata(t *testing.T) {
 					prog := compileCUE(t, src)
 					for _, o := range names {
 						obj := objs[o]
-						want, werr := runOverride(prog, obj, nativeExtra)
-						got, ok := kinitiras.NativeOverride(tmpl, obj, obj, nativeExtra)
+						want, werr := runOverride(prog, obj, directExtra)
+						got, ok := kinitiras.DirectOverride(tmpl, obj, obj, directExtra)
 						if !ok {
 							t.Fatalf("%s: not run natively", name)
 						}
@@ -105,11 +105,11 @@ func sortedNames(m map[string]map[string]any) []string {
 	return out
 }
 
-// TestNativeCondition: condition templates run natively give the verdict
+// TestDirectCondition: condition templates run natively give the verdict
 // (or the failure) their rendered CUE gives, for every cond, affect mode,
 // kind of value, valueProcess and reference, on every probe object, with
 // and without an old object.
-func TestNativeCondition(t *testing.T) {
+func TestDirectCondition(t *testing.T) {
 	objs := probes(t)
 	names := sortedNames(objs)
 	datas := []*kinitiras.ResourceRef{
@@ -164,7 +164,7 @@ func TestNativeCondition(t *testing.T) {
 							for _, o := range names {
 								for _, old := range []map[string]any{nil, objs[o]} {
 									obj := objs[o]
-									data := map[string]any{"object": obj, "extraParams": nativeExtra}
+									data := map[string]any{"object": obj, "extraParams": directExtra}
 									if old != nil {
 										data["oldObject"] = old
 									}
@@ -174,7 +174,7 @@ func TestNativeCondition(t *testing.T) {
 									if err == nil {
 										wv, wr, err = cuelang.ValidateResult(out)
 									}
-									gv, gr, gerr, ok := kinitiras.NativeValidate(tmpl, obj, old, nativeExtra)
+									gv, gr, gerr, ok := kinitiras.DirectValidate(tmpl, obj, old, directExtra)
 									if !ok {
 										t.Fatalf("%s: not run natively", name)
 									}

@@ -1,4 +1,4 @@
-package tonative
+package translate
 
 import (
 	"encoding/json"
@@ -12,7 +12,8 @@ import (
 
 	"github.com/modwright/modwright/api/v1alpha1"
 	"github.com/modwright/modwright/api/v1beta1"
-	"github.com/modwright/modwright/internal/nativepolicy"
+	"github.com/modwright/modwright/internal/admissionpolicy"
+	"github.com/modwright/modwright/internal/rules"
 )
 
 // Kinds are the rule kinds Compile translates (the rest it skips).
@@ -56,10 +57,8 @@ func (r Rule) namespace() string {
 func (r Rule) Key() string {
 	md, _ := r.Object["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
-	if ns, _ := md["namespace"].(string); ns != "" {
-		return ns + "/" + name
-	}
-	return name
+	ns, _ := md["namespace"].(string)
+	return rules.Key(ns, name)
 }
 
 // Translation is what some rules translate into: the policies and
@@ -90,7 +89,7 @@ type Options struct {
 
 // Compile translates every rule it can; the others are skipped with the
 // reason. The ModRules of one scope and type make one policy. Every
-// translation is loaded as the API server would load it (nativepolicy):
+// translation is loaded as the API server would load it (admissionpolicy):
 // one it would refuse is skipped too.
 func Compile(rules []Rule, o Options) Result {
 	var res Result
@@ -132,7 +131,7 @@ func Compile(rules []Rule, o Options) Result {
 	for _, u := range units {
 		out, err := toMaps(u.objs)
 		if err == nil {
-			set := nativepolicy.NewSet()
+			set := admissionpolicy.NewSet()
 			for _, m := range out {
 				if err = set.Add(m); err != nil {
 					err = fmt.Errorf("%w: the API server would refuse the translation: %v", ErrUntranslatable, err)

@@ -1,4 +1,4 @@
-package tonative
+package translate
 
 import (
 	"strings"

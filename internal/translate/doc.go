@@ -1,4 +1,4 @@
-// Package tonative translates rules into Kubernetes' own admission policies
+// Package translate translates rules into Kubernetes' own admission policies
 // where CEL can express them exactly: a ModRule or a Policy becomes a
 // MutatingAdmissionPolicy and/or a ValidatingAdmissionPolicy with its
 // binding, which the API server runs in-process. A rule it cannot translate
@@ -9,4 +9,4 @@
 // objects out. It must not know the engine, the webhook or the CLI; whether
 // a translation is exact is tested against the engine by the CLI's corpus
 // (compiled_test.go) and the end-to-end suite.
-package tonative
+package translate

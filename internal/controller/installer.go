@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/tonative"
+	"github.com/modwright/modwright/internal/translate"
 	"github.com/modwright/modwright/internal/webhook"
 )
 
@@ -33,23 +33,23 @@ import (
 const ConditionNative = "NativeAdmission"
 
 // The kinds of what the compiler installs.
-var nativeKinds = []schema.GroupVersionKind{
+var policyKinds = []schema.GroupVersionKind{
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"},
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"},
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicy"},
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicyBinding"},
 }
 
-// NativeCompiler runs, with --compile-native, the rules that translate
-// exactly (internal/tonative) in the API server: the leader installs their
+// PolicyInstaller runs, with --compile-native, the rules that translate
+// exactly (internal/translate) in the API server: the leader installs their
 // admission policies (and removes the ones no rule needs any more) and
 // writes each rule's NativeAdmission condition; every replica takes a rule
 // out of its webhook only once the API server holds its translation as it
 // is, so that no rule is ever served by neither.
-type NativeCompiler struct {
+type PolicyInstaller struct {
 	Client  client.Client
 	Rules   []schema.GroupVersionKind // the kinds compiled: ModRule, Policy, ClusterPolicy
-	Options tonative.Options
+	Options translate.Options
 	Filter  *webhook.ExcludeFilter
 	// Elected is closed once this replica leads (mgr.Elected()).
 	Elected <-chan struct{}
@@ -68,20 +68,20 @@ type NativeCompiler struct {
 	// rather than compiling them all again.
 	mu       sync.Mutex
 	lastOf   string
-	lastComp tonative.Result
+	lastComp translate.Result
 }
 
 var (
-	_ manager.Runnable               = (*NativeCompiler)(nil)
-	_ manager.LeaderElectionRunnable = (*NativeCompiler)(nil)
+	_ manager.Runnable               = (*PolicyInstaller)(nil)
+	_ manager.LeaderElectionRunnable = (*PolicyInstaller)(nil)
 )
 
 // NeedLeaderElection is false: every replica filters its webhook; only
 // the leader writes.
-func (n *NativeCompiler) NeedLeaderElection() bool { return false }
+func (n *PolicyInstaller) NeedLeaderElection() bool { return false }
 
 // Start runs a pass every Interval until ctx ends.
-func (n *NativeCompiler) Start(ctx context.Context) error {
+func (n *PolicyInstaller) Start(ctx context.Context) error {
 	every := n.Interval
 	if every <= 0 {
 		every = 2 * time.Second
@@ -100,7 +100,7 @@ func (n *NativeCompiler) Start(ctx context.Context) error {
 	}
 }
 
-func (n *NativeCompiler) leader() bool {
+func (n *PolicyInstaller) leader() bool {
 	select {
 	case <-n.Elected:
 		return true
@@ -111,7 +111,7 @@ func (n *NativeCompiler) leader() bool {
 
 // Sync compiles the current rules, installs their policies (leader) and
 // updates the webhook's exclusions.
-func (n *NativeCompiler) Sync(ctx context.Context) error {
+func (n *PolicyInstaller) Sync(ctx context.Context) error {
 	type item struct {
 		kind string
 		u    *unstructured.Unstructured
@@ -130,18 +130,18 @@ func (n *NativeCompiler) Sync(ctx context.Context) error {
 		}
 		for i := range l.Items {
 			u := &l.Items[i]
-			key := tonative.Rule{Kind: gvk.Kind, Object: u.Object}.Key()
+			key := translate.Rule{Kind: gvk.Kind, Object: u.Object}.Key()
 			items = append(items, item{gvk.Kind, u})
 			objects[webhook.ExcludeKey(gvk.Kind, key)] = u
 			of = append(of, fmt.Sprintf("%s %s %s %d", gvk.Kind, key, u.GetUID(), u.GetGeneration()))
 		}
 	}
-	res := n.compile(of, func() []tonative.Rule {
-		rules := make([]tonative.Rule, 0, len(items))
+	res := n.compile(of, func() []translate.Rule {
+		rules := make([]translate.Rule, 0, len(items))
 		for _, it := range items {
 			obj := it.u.DeepCopy().Object
 			delete(obj, "status")
-			r := tonative.Rule{Kind: it.kind, Object: obj}
+			r := translate.Rule{Kind: it.kind, Object: obj}
 			r.Origin = it.kind + " " + r.Key()
 			rules = append(rules, r)
 		}
@@ -188,10 +188,10 @@ func (n *NativeCompiler) Sync(ctx context.Context) error {
 		return err
 	}
 	// What no rule needs any more.
-	for _, gvk := range nativeKinds {
+	for _, gvk := range policyKinds {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := n.Client.List(ctx, l, client.MatchingLabels{tonative.ManagedLabel: "true"}); err != nil {
+		if err := n.Client.List(ctx, l, client.MatchingLabels{translate.ManagedLabel: "true"}); err != nil {
 			return fmt.Errorf("listing %s: %w", gvk.Kind, err)
 		}
 		for i := range l.Items {
@@ -228,22 +228,22 @@ func (n *NativeCompiler) Sync(ctx context.Context) error {
 	return nil
 }
 
-// compile is tonative.Compile of the rules, reused while of (what each
+// compile is translate.Compile of the rules, reused while of (what each
 // rule is: its status aside, a rule changes only with its generation) is
 // the last pass's; rules builds them only when they are compiled.
-func (n *NativeCompiler) compile(of []string, rules func() []tonative.Rule) tonative.Result {
+func (n *PolicyInstaller) compile(of []string, rules func() []translate.Rule) translate.Result {
 	slices.Sort(of)
 	key := strings.Join(of, "\n")
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if key != n.lastOf || key == "" {
-		n.lastComp, n.lastOf = tonative.Compile(rules(), n.Options), key
+		n.lastComp, n.lastOf = translate.Compile(rules(), n.Options), key
 	}
 	return n.lastComp
 }
 
 // setCondition writes a rule's NativeAdmission condition when it changed.
-func (n *NativeCompiler) setCondition(ctx context.Context, u *unstructured.Unstructured, c metav1.Condition) error {
+func (n *PolicyInstaller) setCondition(ctx context.Context, u *unstructured.Unstructured, c metav1.Condition) error {
 	c.ObservedGeneration = u.GetGeneration()
 	st := readStatus(u)
 	if old := meta.FindStatusCondition(st.Conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
@@ -313,7 +313,7 @@ const NarrowCondition = "modwright-rules-left"
 // is left to the webhook, the namespaces of those left when every one is
 // pinned to a namespace (a Namespace counting as cluster-scoped, as the
 // dragnet takes it), absent when one applies anywhere.
-func (n *NativeCompiler) narrow(ctx context.Context) error {
+func (n *PolicyInstaller) narrow(ctx context.Context) error {
 	if n.Served == nil || n.Config == "" || n.Webhook == "" {
 		return nil
 	}

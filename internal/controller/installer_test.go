@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/tonative"
+	"github.com/modwright/modwright/internal/translate"
 )
 
 // TestHolds: a stored spec holds the translation when every field of the
@@ -59,16 +59,16 @@ func (r *keyedRule) Apply(*engine.Handle) error         { return nil }
 // keys, uids and generations) reuses the last compilation; a changed
 // generation compiles again.
 func TestCompileReused(t *testing.T) {
-	rule := func(name string) []tonative.Rule {
-		return []tonative.Rule{{Kind: "ModRule", Origin: "test", Object: map[string]any{
+	rule := func(name string) []translate.Rule {
+		return []translate.Rule{{Kind: "ModRule", Origin: "test", Object: map[string]any{
 			"apiVersion": "api.kubemod.io/v1beta1", "kind": "ModRule",
 			"metadata": map[string]any{"name": name, "namespace": "default"},
 			"spec":     map[string]any{"type": "Reject", "match": []any{map[string]any{"select": "$.kind", "matchValue": "Pod"}}}}}}
 	}
-	n := &NativeCompiler{}
+	n := &PolicyInstaller{}
 	built := 0
-	compile := func(of string, name string) tonative.Result {
-		return n.compile([]string{of}, func() []tonative.Rule { built++; return rule(name) })
+	compile := func(of string, name string) translate.Result {
+		return n.compile([]string{of}, func() []translate.Rule { built++; return rule(name) })
 	}
 	first := compile("ModRule default/a uid 1", "a")
 	if built != 1 || len(first.Translated) != 1 {

@@ -140,25 +140,25 @@ func (s *sources) lookup(root string, path []seg) (any, bool) {
 	return lookup(v, path)
 }
 
-// nativeMetadata is an annotations or labels template.
-type nativeMetadata struct {
+// directMetadata is an annotations or labels template.
+type directMetadata struct {
 	field, op, key string
 	consts         [][2]string // key, value: the constants set
-	ref            *nativeRef
+	ref            *directRef
 }
 
-type nativeRef struct {
+type directRef struct {
 	root string
 	path []seg
 }
 
-// newNativeMetadata is t run natively, or nil when it is not of a type
+// newDirectMetadata is t run natively, or nil when it is not of a type
 // that runs so (or its reference cannot be followed natively).
-func newNativeMetadata(t *OverrideTemplate) *nativeMetadata {
+func newDirectMetadata(t *OverrideTemplate) *directMetadata {
 	if t.Type != TypeAnnotations && t.Type != TypeLabels {
 		return nil
 	}
-	n := &nativeMetadata{field: string(t.Type), op: string(t.Operation), key: t.Path}
+	n := &directMetadata{field: string(t.Type), op: string(t.Operation), key: t.Path}
 	switch {
 	case t.Operation == "remove":
 	case t.Value != nil:
@@ -177,7 +177,7 @@ func newNativeMetadata(t *OverrideTemplate) *nativeMetadata {
 		if !ok {
 			return nil
 		}
-		n.ref = &nativeRef{root, path}
+		n.ref = &directRef{root, path}
 	}
 	return n
 }
@@ -200,7 +200,7 @@ func jsonPatch(op, path string, v any, hasValue bool) map[string]any {
 }
 
 // patches are the template's JSON-patch operations on the object.
-func (n *nativeMetadata) patches(src *sources) []any {
+func (n *directMetadata) patches(src *sources) []any {
 	var ops []any
 	md, ok := lookup(src.object, []seg{{key: "metadata"}, {key: n.field}})
 	if !ok {
@@ -223,30 +223,30 @@ func (n *nativeMetadata) patches(src *sources) []any {
 	return ops
 }
 
-// nativeCondition is a condition template.
-type nativeCondition struct {
+// directCondition is a condition template.
+type directCondition struct {
 	cond, message string
 	allow         bool
-	data          nativeRef
+	data          directRef
 	value         any // a constant (CUE's kinds: json.Number, string, bool, []any)
-	ref           *nativeRef
+	ref           *directRef
 	process       string // + - * /
 	with          json.Number
 	re            *regexp.Regexp // Regex with a constant pattern
 }
 
-// newNativeCondition is t run natively, or nil.
-func newNativeCondition(t *ValidateTemplate) *nativeCondition {
+// newDirectCondition is t run natively, or nil.
+func newDirectCondition(t *ValidateTemplate) *directCondition {
 	c := t.Condition
 	if t.Type != TypeCondition || c == nil || c.DataRef == nil {
 		return nil
 	}
-	n := &nativeCondition{cond: c.Cond, message: c.Message, allow: c.AffectMode == "allow"}
+	n := &directCondition{cond: c.Cond, message: c.Message, allow: c.AffectMode == "allow"}
 	root, path, ok := refPath(c.DataRef, "_d")
 	if !ok {
 		return nil
 	}
-	n.data = nativeRef{root, path}
+	n.data = directRef{root, path}
 	if c.Cond == "Exist" || c.Cond == "NotExist" {
 		return n
 	}
@@ -256,7 +256,7 @@ func newNativeCondition(t *ValidateTemplate) *nativeCondition {
 		if !ok {
 			return nil
 		}
-		n.ref = &nativeRef{root, path}
+		n.ref = &directRef{root, path}
 	case c.Value != nil:
 		v, ok := constant(c.Value)
 		if !ok {
@@ -317,7 +317,7 @@ func constant(c *ConstantValue) (any, bool) {
 }
 
 // validate is the condition's verdict.
-func (n *nativeCondition) validate(src *sources) (valid bool, reason string, err error) {
+func (n *directCondition) validate(src *sources) (valid bool, reason string, err error) {
 	hit, err := n.hit(src)
 	if err != nil {
 		return false, "", err
@@ -328,7 +328,7 @@ func (n *nativeCondition) validate(src *sources) (valid bool, reason string, err
 	return true, "", nil
 }
 
-func (n *nativeCondition) hit(src *sources) (bool, error) {
+func (n *directCondition) hit(src *sources) (bool, error) {
 	d, ok := src.lookup(n.data.root, n.data.path)
 	switch n.cond {
 	case "Exist":

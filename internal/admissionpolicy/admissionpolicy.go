@@ -1,4 +1,4 @@
-package nativepolicy
+package admissionpolicy
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package nativepolicy_test
+package admissionpolicy_test
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/modwright/modwright/internal/nativepolicy"
+	"github.com/modwright/modwright/internal/admissionpolicy"
 )
 
-func loadFile(t *testing.T, path string) *nativepolicy.Set {
+func loadFile(t *testing.T, path string) *admissionpolicy.Set {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := nativepolicy.NewSet()
+	set := admissionpolicy.NewSet()
 	for _, doc := range strings.Split(string(data), "\n---\n") {
 		var m map[string]any
 		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
@@ -105,8 +105,8 @@ spec:
 			want: obj("ConfigMap", "broken", "a", `data: {count: "4"}`)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			in := nativepolicyCopy(c.in)
-			got, err := set.Mutate(context.Background(), nativepolicy.Request{Operation: "CREATE", Object: c.in, Namespace: c.in["metadata"].(map[string]any)["namespace"].(string), Objects: objects}, c.between)
+			in := policyCopy(c.in)
+			got, err := set.Mutate(context.Background(), admissionpolicy.Request{Operation: "CREATE", Object: c.in, Namespace: c.in["metadata"].(map[string]any)["namespace"].(string), Objects: objects}, c.between)
 			if diff := cmp.Diff(in, c.in); diff != "" {
 				t.Errorf("the input was changed (-before +after):\n%s", diff)
 			}
@@ -130,7 +130,7 @@ spec:
 	}
 }
 
-func nativepolicyCopy(m map[string]any) map[string]any {
+func policyCopy(m map[string]any) map[string]any {
 	b, _ := yaml.Marshal(m)
 	var out map[string]any
 	_ = yaml.Unmarshal(b, &out)
@@ -167,8 +167,8 @@ func TestAddRefusesInvalidExpressions(t *testing.T) {
 		}
 		name := m["metadata"].(map[string]any)["name"].(string)
 		t.Run(name, func(t *testing.T) {
-			err := nativepolicy.NewSet().Add(m)
-			if !errors.Is(err, nativepolicy.ErrInvalid) {
+			err := admissionpolicy.NewSet().Add(m)
+			if !errors.Is(err, admissionpolicy.ErrInvalid) {
 				t.Fatalf("got %v, want ErrInvalid", err)
 			}
 			if len(want[name]) == 0 {

@@ -1,4 +1,4 @@
-package nativepolicy_test
+package admissionpolicy_test
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/modwright/modwright/internal/nativepolicy"
+	"github.com/modwright/modwright/internal/admissionpolicy"
 )
 
-func load(t *testing.T) *nativepolicy.Set {
+func load(t *testing.T) *admissionpolicy.Set {
 	t.Helper()
 	return loadFile(t, "../../testdata/native/policies.yaml")
 }
@@ -46,7 +46,7 @@ func TestValidate(t *testing.T) {
 		{name: "unmatched namespace", obj: cm("elsewhere", "a", map[string]any{"a": "1", "b": "2", "c": "3"})},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res := set.Validate(context.Background(), nativepolicy.Request{Operation: "CREATE", Object: c.obj, Namespace: c.obj["metadata"].(map[string]any)["namespace"].(string), Objects: objects})
+			res := set.Validate(context.Background(), admissionpolicy.Request{Operation: "CREATE", Object: c.obj, Namespace: c.obj["metadata"].(map[string]any)["namespace"].(string), Objects: objects})
 			switch {
 			case c.want == "" && res.Err != nil:
 				t.Fatalf("want admitted, got %v", res.Err)
@@ -62,7 +62,7 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-	if res := set.Validate(context.Background(), nativepolicy.Request{Operation: "CREATE", Object: cm("owner-label", "a", nil), Namespace: "owner-label", Objects: objects}); res.Annotations["validation.policy.admission.k8s.io/validation_failure"] == "" {
+	if res := set.Validate(context.Background(), admissionpolicy.Request{Operation: "CREATE", Object: cm("owner-label", "a", nil), Namespace: "owner-label", Objects: objects}); res.Annotations["validation.policy.admission.k8s.io/validation_failure"] == "" {
 		t.Errorf("no audit annotation: %v", res.Annotations)
 	}
 }
