@@ -230,6 +230,7 @@ type evaluation struct {
 	// inputsBuf holds the usual one.
 	inputs    []inputSlot
 	inputsBuf [1]inputSlot
+	ir        InputRequest // what the input being built reads
 }
 
 // prepare puts the object in the shape rules see: without
@@ -281,18 +282,77 @@ func (ev *evaluation) run() error {
 		for end < len(ev.candidates) && ev.candidates[end].Info().Tier == tier {
 			end++
 		}
-		var err error
-		if matched, err = ev.matchTier(ev.candidates[start:end], matched[:0], &validates); err != nil {
-			return err
+		matched = matched[:0]
+		// Appended here, in run, so that small slices stay on its stack.
+		for _, r := range ev.candidates[start:end] {
+			info := r.Info()
+			if info.Phase.Has(Validate) && ev.runs(Validate) {
+				validates = append(validates, r)
+			}
+			if !info.Phase.Has(Mutate) || !ev.runs(Mutate) {
+				continue
+			}
+			tr, ok, err := ev.matchMutate(r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				matched = append(matched, hit{r, tr})
+			}
 		}
 		if err := ev.applyTier(matched); err != nil {
 			return err
 		}
 		start = end
 	}
+	if err := ev.validateAll(validates); err != nil {
+		return err
+	}
+	// A decision completed past the deadline is not one: a Mutate rule may
+	// have failed on it.
+	if err := ev.ctx.Err(); err != nil {
+		return err
+	}
+	ev.finish()
+	return nil
+}
 
-	// Validate rules see the final object. One that cannot be decided
-	// fails the evaluation: it might have rejected the object.
+// hit is a Mutate rule that matched, with its trace entry (stable:
+// Decision.Trace has its final capacity).
+type hit struct {
+	r  Rule
+	tr *RuleTrace
+}
+
+// matchMutate matches a Mutate rule against the object as its tier found
+// it. The error ends the evaluation: the context's end, or the failure of
+// a FailureFail rule (a bound); any other failure is the rule's alone.
+func (ev *evaluation) matchMutate(r Rule) (*RuleTrace, bool, error) {
+	ev.phase = Mutate
+	tr := ev.traceFor(r)
+	if ev.req.Operation == rules.Delete || ev.req.Operation == rules.Connect {
+		tr.Outcome, tr.Reason = Skipped, "mutating rules do not run on "+string(ev.req.Operation)
+		return tr, false, nil
+	}
+	ok, err := ev.match(r, tr)
+	if err == nil {
+		return tr, ok, nil
+	}
+	if ctxErr := ev.ctx.Err(); ctxErr != nil {
+		return tr, false, ctxErr
+	}
+	field, cause := splitField(err)
+	ev.handle(r, tr).Fail(field, cause) // a bound: the rule fails
+	if r.Info().FailurePolicy == FailureFail {
+		return tr, false, ev.failed(r, field, cause)
+	}
+	return tr, false, nil
+}
+
+// validateAll runs the Validate rules on the final object. One that
+// cannot be decided fails the evaluation: it might have rejected the
+// object.
+func (ev *evaluation) validateAll(validates []Rule) error {
 	ev.phase = Validate
 	for _, r := range validates {
 		if err := ev.ctx.Err(); err != nil {
@@ -324,58 +384,7 @@ func (ev *evaluation) run() error {
 			return ev.failed(r, last.Field, last.Err)
 		}
 	}
-	// A decision completed past the deadline is not one: a Mutate rule may
-	// have failed on it.
-	if err := ev.ctx.Err(); err != nil {
-		return err
-	}
-	ev.finish()
 	return nil
-}
-
-// hit is a Mutate rule that matched, with its trace entry (stable:
-// Decision.Trace has its final capacity).
-type hit struct {
-	r  Rule
-	tr *RuleTrace
-}
-
-// matchTier matches the Mutate rules of one tier against the object as
-// the tier found it, appending the matching ones to matched and every
-// Validate rule to validates (they run on the final object).
-func (ev *evaluation) matchTier(tier []Rule, matched []hit, validates *[]Rule) ([]hit, error) {
-	for _, r := range tier {
-		info := r.Info()
-		if info.Phase.Has(Validate) && ev.runs(Validate) {
-			*validates = append(*validates, r)
-		}
-		if !info.Phase.Has(Mutate) || !ev.runs(Mutate) {
-			continue
-		}
-		ev.phase = Mutate
-		tr := ev.traceFor(r)
-		if ev.req.Operation == rules.Delete || ev.req.Operation == rules.Connect {
-			tr.Outcome, tr.Reason = Skipped, "mutating rules do not run on "+string(ev.req.Operation)
-			continue
-		}
-		ok, err := ev.match(r, tr)
-		if err != nil {
-			if ctxErr := ev.ctx.Err(); ctxErr != nil {
-				return matched, ctxErr
-			}
-			field, cause := splitField(err)
-			h := ev.handle(r, tr)
-			h.Fail(field, cause) // a bound: the rule fails
-			if info.FailurePolicy == FailureFail {
-				return matched, ev.failed(r, field, cause)
-			}
-			continue
-		}
-		if ok {
-			matched = append(matched, hit{r, tr})
-		}
-	}
-	return matched, nil
 }
 
 // applyTier applies the matching rules of one tier in order.

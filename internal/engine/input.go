@@ -104,9 +104,10 @@ func (ir *InputRequest) Fail(field string, err error) {
 
 // inputSlot is one member of the evaluation's inputs.
 type inputSlot struct {
-	member string
-	path   patch.Pointer
-	built  any
+	member  string
+	path    patch.Pointer // pathBuf's: no allocation per evaluation
+	built   any
+	pathBuf [1]string
 	// key is the view in the document; views caches each key's view.
 	key   string
 	views map[string]any
@@ -119,9 +120,12 @@ func (ev *evaluation) buildInputs() {
 			if ev.inputSlot(in.Member()) != nil {
 				continue
 			}
-			ev.inputs = append(ev.inputs, inputSlot{member: in.Member(), path: patch.Pointer{in.Member()}})
+			ev.inputs = append(ev.inputs, inputSlot{member: in.Member()})
 			slot := &ev.inputs[len(ev.inputs)-1]
-			slot.built = in.Build(&InputRequest{ev: ev, slot: slot})
+			slot.pathBuf[0] = slot.member
+			slot.path = slot.pathBuf[:]
+			ev.ir = InputRequest{ev: ev, slot: slot} // in the evaluation: no allocation
+			slot.built = in.Build(&ev.ir)
 		}
 	}
 }
