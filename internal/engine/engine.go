@@ -231,6 +231,9 @@ type evaluation struct {
 	inputs    []inputSlot
 	inputsBuf [1]inputSlot
 	ir        InputRequest // what the input being built reads
+	// seen are the candidates' distinct inputs; seenBuf holds the usual few.
+	seen    []Input
+	seenBuf [4]Input
 }
 
 // prepare puts the object in the shape rules see: without

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/modwright/modwright/internal/patch"
 )
@@ -14,7 +15,8 @@ import (
 // RuleInfo.Inputs; the kernel, for the candidates of one evaluation:
 //
 //   - builds each member once (Build, on the first candidate's input of
-//     that member, which sees every candidate's through InputRequest.Each)
+//     that member, which sees the candidates' distinct inputs of that
+//     member through InputRequest.Each)
 //     and puts it in the document before any rule runs; a member built as
 //     nil is absent, the client's own member of that name removed;
 //   - refuses every operation under the member (ErrInput) and restores the
@@ -23,7 +25,9 @@ import (
 //   - shows each rule its view (ViewKey, View): a namespaced rule may see
 //     part of what was built, each view computed once per evaluation.
 //
-// Inputs are immutable and shared by the evaluations of a snapshot.
+// Inputs are immutable and shared by the evaluations of a snapshot; rules
+// that need the same should share one value (the kernel compares them
+// with ==), so that a snapshot of many rules has few distinct inputs.
 type Input interface {
 	// Member is the top-level member the input is put under.
 	Member() string
@@ -31,10 +35,10 @@ type Input interface {
 	// absent). Errors are recorded through InputRequest.Fail and leave the
 	// rest of the value.
 	Build(ir *InputRequest) any
-	// ViewKey names the view the input's rule sees; ok false when the
-	// rule does not care (it reads no part a view hides). "" is the value
-	// as built.
-	ViewKey() (key string, ok bool)
+	// ViewKey names the view rule r (one declaring the input) sees; ok
+	// false when it does not care (it reads no part a view hides). "" is
+	// the value as built.
+	ViewKey(r Rule) (key string, ok bool)
 	// View is the view named key ("" never: that is the value as built)
 	// of built.
 	View(built any, key string) any
@@ -84,14 +88,12 @@ func (ir *InputRequest) Objects() ObjectReader { return ir.ev.e.objects }
 // Graph reads the relationship graph; nil without a GraphReader.
 func (ir *InputRequest) Graph() GraphReader { return ir.ev.e.graph }
 
-// Each calls f with every candidate's input of the member being built, in
-// evaluation order.
+// Each calls f with each distinct input (==) of the member being built
+// that a candidate declares.
 func (ir *InputRequest) Each(f func(Input)) {
-	for _, r := range ir.ev.candidates {
-		for _, in := range r.Info().Inputs {
-			if in.Member() == ir.slot.member {
-				f(in)
-			}
+	for _, in := range ir.ev.seen {
+		if in.Member() == ir.slot.member {
+			f(in)
 		}
 	}
 }
@@ -115,18 +117,25 @@ type inputSlot struct {
 
 // buildInputs builds the members the candidates declare.
 func (ev *evaluation) buildInputs() {
+	ev.seen = ev.seenBuf[:0]
 	for _, r := range ev.candidates {
 		for _, in := range r.Info().Inputs {
-			if ev.inputSlot(in.Member()) != nil {
+			if n := len(ev.seen); n > 0 && ev.seen[n-1] == in || slices.Contains(ev.seen, in) {
 				continue
 			}
-			ev.inputs = append(ev.inputs, inputSlot{member: in.Member()})
-			slot := &ev.inputs[len(ev.inputs)-1]
-			slot.pathBuf[0] = slot.member
-			slot.path = slot.pathBuf[:]
-			ev.ir = InputRequest{ev: ev, slot: slot} // in the evaluation: no allocation
-			slot.built = in.Build(&ev.ir)
+			ev.seen = append(ev.seen, in)
 		}
+	}
+	for _, in := range ev.seen {
+		if ev.inputSlot(in.Member()) != nil {
+			continue
+		}
+		ev.inputs = append(ev.inputs, inputSlot{member: in.Member()})
+		slot := &ev.inputs[len(ev.inputs)-1]
+		slot.pathBuf[0] = slot.member
+		slot.path = slot.pathBuf[:]
+		ev.ir = InputRequest{ev: ev, slot: slot} // in the evaluation: no allocation
+		slot.built = in.Build(&ev.ir)
 	}
 }
 
@@ -157,7 +166,7 @@ func (ev *evaluation) putInputs(root map[string]any) {
 // viewInputs puts in the document the views of rule r's inputs.
 func (ev *evaluation) viewInputs(r Rule) {
 	for _, in := range r.Info().Inputs {
-		key, ok := in.ViewKey()
+		key, ok := in.ViewKey(r)
 		if !ok {
 			continue
 		}

@@ -149,19 +149,14 @@ func (cc Compiler) Compile(mr *v1beta1.ModRule) (*Rule, error) {
 	if r.Type == v1beta1.ModRuleTypeReject {
 		r.Phase = engine.Validate
 	}
-	c := compiler{rule: r, cache: cc.Cache, refs: &refsInput{}}
+	c := compiler{rule: r, cache: cc.Cache}
 	c.compile()
 	r.clusterNS = cc.ClusterRulesNamespace
 	if r.clusterNS == "" {
 		r.clusterNS = DefaultClusterRulesNamespace
 	}
 	r.Index = r.indexKeys(r.clusterNS)
-	// A rule of a namespace sees the edges within it (a rule with no
-	// namespace, or of the cluster-rules namespace, every edge).
-	if r.Namespace != "" && r.Namespace != r.clusterNS {
-		c.refs.edgesNamespace = r.Namespace
-	}
-	r.Inputs = []engine.Input{c.refs}
+	r.Inputs = refsFor(c.readsRefs, c.readsEdges)
 	if len(c.errs) > 0 {
 		r.Err = &rules.CompileError{Kind: Kind, Rule: r.Key, Errors: c.errs}
 		r.Criteria, r.Patches, r.RejectMessage, r.TargetNamespaces = nil, nil, nil, nil
@@ -196,7 +191,8 @@ type compiler struct {
 	rule  *Rule
 	cache *Cache // nil: none
 	errs  []rules.FieldError
-	refs  *refsInput // what the rule reads of syntheticRefs
+	// readsRefs, readsEdges: the rule reads syntheticRefs, its edges.
+	readsRefs, readsEdges bool
 }
 
 func (c *compiler) add(fieldPath string, pos int, format string, args ...any) {
@@ -247,8 +243,8 @@ func mentionsRefs(s string) bool { return strings.Contains(s, "syntheticRefs") }
 // (syntheticRefs.edges, a modwright extension: docs/modrule.md).
 func (c *compiler) noteRefs(src string) {
 	if mentionsRefs(src) {
-		c.refs.reads = true
-		c.refs.edges = c.refs.edges || strings.Contains(src, "edges")
+		c.readsRefs = true
+		c.readsEdges = c.readsEdges || strings.Contains(src, "edges")
 	}
 }
 

@@ -21,10 +21,27 @@ const (
 type refsInput struct {
 	// reads: the rule reads syntheticRefs; edges: syntheticRefs.edges.
 	reads, edges bool
-	// edgesNamespace confines the edges the rule sees to those whose ends
-	// are in it or cluster-scoped (a namespaced rule never learns of
-	// another namespace's objects); "": every edge.
-	edgesNamespace string
+}
+
+// The three inputs a ModRule may declare, shared by the rules (the kernel
+// tells inputs apart with ==: a snapshot of many rules has at most three).
+// Immutable.
+var (
+	refsNone  = []engine.Input{&refsInput{}}
+	refsRead  = []engine.Input{&refsInput{reads: true}}
+	refsEdges = []engine.Input{&refsInput{reads: true, edges: true}}
+)
+
+// refsFor is the input of a rule that reads syntheticRefs (reads) and
+// its edges (edges).
+func refsFor(reads, edges bool) []engine.Input {
+	switch {
+	case edges:
+		return refsEdges
+	case reads:
+		return refsRead
+	}
+	return refsNone
 }
 
 var _ engine.Input = (*refsInput)(nil)
@@ -66,8 +83,17 @@ func (*refsInput) Build(ir *engine.InputRequest) any {
 	return refs
 }
 
-// ViewKey: a rule reading the edges sees those of its namespace.
-func (r *refsInput) ViewKey() (string, bool) { return r.edgesNamespace, r.edges }
+// ViewKey: a rule reading the edges sees those of its namespace (a rule
+// with no namespace, or of the cluster-rules namespace, every edge).
+func (in *refsInput) ViewKey(r engine.Rule) (string, bool) {
+	if !in.edges {
+		return "", false
+	}
+	if mr, ok := r.(*Rule); ok && mr.Namespace != "" && mr.Namespace != mr.clusterNS {
+		return mr.Namespace, true
+	}
+	return "", true
+}
 
 // View is refs with the edges confined to ns.
 func (*refsInput) View(built any, ns string) any {
