@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -24,8 +23,7 @@ import (
 const (
 	codeUnreadable = "E001" // a file cannot be parsed
 	codeDuplicate  = "E005" // two documents define the same rule
-	codeUnbound    = "W301" // an admission policy no binding names
-	codeNoPolicy   = "W302" // a binding whose policy is not among the rules
+	// W301, W302: admissionpolicy.CodeUnbound, CodeNoPolicy.
 )
 
 type lintOptions struct {
@@ -214,7 +212,7 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		linted = append(linted, lintedRule{origin: d.Origin, rule: r})
 	}
 
-	rep.Findings = append(rep.Findings, lintNative(docs)...)
+	rep.Findings = append(rep.Findings, lintPolicies(docs)...)
 
 	for _, lr := range linted {
 		if l, ok := lr.rule.(kinds.Linter); ok {
@@ -272,54 +270,21 @@ func printLint(w io.Writer, format string, rep *lintReport) error {
 	return err
 }
 
-// lintNative checks the Validating and MutatingAdmissionPolicies and
-// bindings among docs: each policy as the API server checks it when it is
-// created, and policies and bindings that do not name each other.
-func lintNative(docs []source.Document) []Finding {
+// lintPolicies is what admissionpolicy.Lint finds among docs (Kubernetes'
+// admission policies and bindings), as the front end's findings.
+func lintPolicies(docs []source.Document) []Finding {
+	in := make([]admissionpolicy.Doc, len(docs))
+	for i, d := range docs {
+		in[i] = admissionpolicy.Doc{Origin: d.Origin, Object: d.Object}
+	}
 	var out []Finding
-	type ref struct{ kind, name string }
-	policies := map[ref]string{} // where each policy is
-	bound := map[ref]bool{}
-	var bindings []source.Document
-	for _, d := range docs {
-		if !admissionpolicy.Handles(d.Object) {
-			continue
+	for _, f := range admissionpolicy.Lint(in) {
+		sev := kinds.SeverityError
+		if f.Warning {
+			sev = kinds.SeverityWarning
 		}
-		kind := d.Kind()
-		if strings.HasSuffix(kind, "Binding") {
-			bindings = append(bindings, d)
-		} else {
-			policies[ref{kind, d.Name()}] = d.Origin
-		}
-		err := admissionpolicy.NewSet().Add(d.Object)
-		var invalid *admissionpolicy.InvalidError
-		switch {
-		case errors.As(err, &invalid):
-			for _, fe := range invalid.Fields {
-				out = append(out, Finding{Severity: kinds.SeverityError, Code: kinds.CodeInvalid, Origin: d.Origin, Kind: kind, Rule: d.Name(),
-					Field: fe.Field, Pos: admissionpolicy.Column(fe), Message: fe.ErrorBody(), Hint: "the API server refuses to store the policy"})
-			}
-		case err != nil:
-			out = append(out, Finding{Severity: kinds.SeverityError, Code: kinds.CodeUndecodable, Origin: d.Origin, Kind: kind, Rule: d.Name(),
-				Message: strings.TrimPrefix(err.Error(), admissionpolicy.ErrInvalid.Error()+": ")})
-		}
-	}
-	for _, b := range bindings {
-		spec, _ := b.Object["spec"].(map[string]any)
-		name, _ := spec["policyName"].(string)
-		p := ref{strings.TrimSuffix(b.Kind(), "Binding"), name}
-		bound[p] = true
-		if _, ok := policies[p]; !ok {
-			out = append(out, Finding{Severity: kinds.SeverityWarning, Code: codeNoPolicy, Origin: b.Origin, Kind: b.Kind(), Rule: b.Name(), Field: "spec.policyName",
-				Message: fmt.Sprintf("%s %q is not among the rules", p.kind, name), Hint: "offline the binding does nothing; give the policy too"})
-		}
-	}
-	for _, d := range docs {
-		p := ref{d.Kind(), d.Name()}
-		if origin, ok := policies[p]; ok && origin == d.Origin && !bound[p] {
-			out = append(out, Finding{Severity: kinds.SeverityWarning, Code: codeUnbound, Origin: d.Origin, Kind: p.kind, Rule: p.name,
-				Message: "no " + p.kind + "Binding among the rules names this policy: the API server never runs it", Hint: "add a binding with spec.policyName: " + p.name})
-		}
+		out = append(out, Finding{Severity: sev, Code: f.Code, Origin: f.Origin, Kind: f.Kind, Rule: f.Name,
+			Field: f.Field, Pos: f.Pos, Message: f.Message, Hint: f.Hint})
 	}
 	return out
 }
