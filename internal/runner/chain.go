@@ -124,10 +124,13 @@ func (c *Chain) Run(ctx context.Context, req Request) (*Result, error) {
 		req = checked
 	}
 	res, err := c.mutate(ctx, req)
-	if err != nil || !res.Allowed {
-		return res, err
+	if err != nil {
+		return nil, err
 	}
 	res.Checked.Schema = crd != nil
+	if !res.Allowed {
+		return res, nil
+	}
 	if stores(req.Operation) {
 		if c.checkAfter(ctx, crd, req, res); !res.Allowed {
 			return res, nil
