@@ -21,7 +21,7 @@ type Observer interface {
 	// Published is told of each snapshot before it serves.
 	Published(snap *engine.Snapshot)
 	// Decided is told of each decision of the dragnet webhook.
-	Decided(req *engine.Request, dec *engine.Decision)
+	Decided(req engine.Request, dec *engine.Decision)
 }
 
 // Observed is a Kind with an Observer; kinds that share one return the

@@ -163,7 +163,7 @@ type Options struct {
 
 // An Observer is told of every decision the dragnet makes.
 type Observer interface {
-	Decided(req *engine.Request, dec *engine.Decision)
+	Decided(req engine.Request, dec *engine.Decision)
 }
 
 // DefaultMaxInFlight is 4 reviews per CPU (at least 8): evaluation is
@@ -452,11 +452,8 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 		return d.failure(rv, code, msg)
 	}
 
-	if len(d.opts.Observers) > 0 {
-		observed := ereq // escapes, only when observed
-		for _, o := range d.opts.Observers {
-			o.Decided(&observed, dec)
-		}
+	for _, o := range d.opts.Observers {
+		o.Decided(ereq, dec) // a copy: a pointer would move ereq to the heap
 	}
 	for i, e := range dec.Errors {
 		if e.Rule != "" {

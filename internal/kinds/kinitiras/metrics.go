@@ -64,7 +64,7 @@ func (m *Metrics) Published(snap *engine.Snapshot) {
 // Decided records the policies applied to an object, their rejections
 // and failures, the resource labelled as kinitiras prints a
 // GroupVersionKind ("apps/v1, Kind=Deployment").
-func (m *Metrics) Decided(req *engine.Request, dec *engine.Decision) {
+func (m *Metrics) Decided(req engine.Request, dec *engine.Decision) {
 	if len(dec.Applied)+len(dec.Rejections)+len(dec.Errors) == 0 {
 		return
 	}

@@ -24,9 +24,9 @@ func TestMetrics(t *testing.T) {
 	m := obs[0]
 	preg := prometheus.NewRegistry()
 	preg.MustRegister(m.Collectors()...)
-	deploy := &engine.Request{Kind: engine.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}}
-	pod := &engine.Request{Kind: engine.GroupVersionKind{Version: "v1", Kind: "Pod"}}
-	ns := &engine.Request{Kind: engine.GroupVersionKind{Version: "v1", Kind: "Namespace"}}
+	deploy := engine.Request{Kind: engine.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}}
+	pod := engine.Request{Kind: engine.GroupVersionKind{Version: "v1", Kind: "Pod"}}
+	ns := engine.Request{Kind: engine.GroupVersionKind{Version: "v1", Kind: "Namespace"}}
 	m.Decided(deploy, &engine.Decision{Applied: []engine.RuleRef{{Kind: KindClusterOverride, Key: "add-team"}}})
 	m.Decided(pod, &engine.Decision{Applied: []engine.RuleRef{{Kind: KindOverridePolicy, Key: "shop/add-owner"}, {Kind: "ModRule", Key: "shop/not-kinitiras"}},
 		Errors: []engine.RuleError{{Kind: KindClusterOverride, Rule: "broken"}, {Field: "no rule"}}})

@@ -45,10 +45,3 @@ func (c *NestedCache) get(src string) (*jpExpr, error) {
 	}
 	return e, nil
 }
-
-// Len is the number of programs kept.
-func (c *NestedCache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.progs)
-}

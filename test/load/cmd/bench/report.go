@@ -161,21 +161,8 @@ func (r *report) computeTargets() {
 
 // throughputTarget: Throughput at 100 rules >= 0.5x the floor.
 func (r *report) throughputTarget(floor *scenarioResult) {
-	t := target{Measure: "Throughput, 100 rules (10 matching each object), flat out", Target: "≥ 0.5× floor", Reference: "—", Ratio: "—"}
-	mw := r.scenario("mw100-flat")
-	if mw != nil {
-		t.Result = fmt.Sprintf("%.0f reviews/s", mw.Median.Throughput)
-	}
-	if floor != nil {
-		t.Reference = fmt.Sprintf("floor %.0f reviews/s", floor.Median.Throughput)
-	}
-	ok := mw != nil && floor != nil && floor.Median.Throughput > 0
-	var x float64
-	if ok {
-		x = mw.Median.Throughput / floor.Median.Throughput
-		t.Ratio = ratio(mw.Median.Throughput, floor.Median.Throughput)
-	}
-	r.add(t, x, 0.5, true, ok)
+	t := target{Measure: "Throughput, 100 rules (10 matching each object), flat out", Target: "≥ 0.5× floor"}
+	r.throughputRatio(t, r.scenario("mw100-flat"), floor, "floor", 0.5)
 }
 
 // latencyTarget: p99 at 1,000/s with 100 rules <= 2 ms.
