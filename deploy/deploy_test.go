@@ -193,7 +193,7 @@ func TestHelmValues(t *testing.T) {
 					"terminationGracePeriodSeconds: 30", "--shutdown-delay=5s"},
 				"MutatingWebhookConfiguration modwright": {"path: /dragnet-mutate", "failurePolicy: Fail", "path: /podbinding-webhook",
 					"failurePolicy: Ignore", "sideEffects: NoneOnDryRun", "key: admission.kubemod.io/ignore", "resources: [pods/binding]"},
-				"ValidatingWebhookConfiguration modwright": {"path: /validate-modrule", "modwright.io/armed: \"false\"",
+				"ValidatingWebhookConfiguration modwright": {"path: /validate-rule", "modwright.io/armed: \"false\"",
 					"name: dragnet.modwright.io", "path: /dragnet-validate", "failurePolicy: Ignore", "key: kubernetes.io/metadata.name",
 					"name: policies.modwright.io", "resources: [policies]\n        scope: Namespaced",
 					"name: clusterpolicies.modwright.io", "resources: [clusterpolicies]\n        scope: Cluster"},

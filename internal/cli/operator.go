@@ -506,10 +506,10 @@ func (k *operator) webhooks(context.Context) error {
 			MaxReviewBytes: maxBytes, Timeout: k.o.reviewTimeout, MaxReviewMemory: 4 * (maxBytes + 1),
 		})
 	}
-	nodeRef := &controller.NodeRefHandler{Reader: k.mgr.GetAPIReader(), Writer: k.mgr.GetClient(), Log: k.log.WithName("node-ref")}
+	nodeRef := &controller.NodeRefHandler{Annotations: k.kreg.NodeAnnotations(), Reader: k.mgr.GetAPIReader(), Writer: k.mgr.GetClient(), Log: k.log.WithName("node-ref")}
 	srv.Register(controller.NodeRefPath, handler("podbinding", nodeRef.Admit, true)) // never block scheduling (failurePolicy Ignore too)
 	srv.Register(controller.DefaultPath, handler("default-rule", controller.DefaultHandler{Kinds: k.kreg}.Admit, false))
-	srv.Register(controller.ValidatePath, handler("validate-modrule", controller.ValidateHandler{Kinds: k.kreg}.Admit, false))
+	srv.Register(controller.ValidatePath, handler("validate-rule", controller.ValidateHandler{Kinds: k.kreg}.Admit, false))
 	return nil
 }
 

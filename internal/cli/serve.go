@@ -118,7 +118,7 @@ serves from its own snapshot. It serves, on --webhook-port (TLS 1.2+):
   /dragnet-webhook      both at once (KubeMod's path)
   /podbinding-webhook   records a bound Pod's node (ref.kubemod.io/nodename)
                         when it is annotated ref.kubemod.io/inject-node-ref: "true"
-  /validate-modrule     refuses ModRules that do not compile, with field errors
+  /validate-rule     refuses ModRules that do not compile, with field errors
 plus /metrics and the relationship graph's read API (/api/v1alpha1/resources/,
 docs/graph.md) on --metrics-bind-address and /healthz, /readyz on
 --health-probe-bind-address (ready once the ModRule, Namespace and Node caches

@@ -13,38 +13,37 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/kinds/modrule"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/webhook"
 )
 
-// InjectNodeRefAnnotation asks for a Pod's node to be recorded in its
-// modrule.NodeNameAnnotation (KubeMod's node-reference annotations).
-const InjectNodeRefAnnotation = "ref.kubemod.io/inject-node-ref"
-
 // NodeRefPath is where the pods/binding webhook is served.
 const NodeRefPath = "/podbinding-webhook"
 
-// NodeRefHandler is the pods/binding webhook: when a Pod annotated
-// ref.kubemod.io/inject-node-ref: "true" is bound to a node, it annotates
-// the Pod ref.kubemod.io/nodename: <node>. That update goes through the
-// dragnet, where rules see the node under syntheticRefs.node.
+// NodeRefHandler is the pods/binding webhook of the kinds whose rules
+// read a Pod's node (kinds.NodeRecorded): when a Pod annotated
+// <Ask>: "true" is bound to a node, it annotates the Pod <Record>: <node>.
+// That update goes through the dragnet, where those rules see the node.
 //
 // It always allows the binding (its configuration uses failurePolicy
 // Ignore as well): a broken node-reference webhook must never block
 // scheduling. Its side effect (the Pod update) is skipped on dry runs
 // (sideEffects: NoneOnDryRun).
 type NodeRefHandler struct {
-	Reader client.Reader // live reads (Pods are not cached)
-	Writer client.Writer
-	Log    logr.Logger
+	// Annotations are the kinds' (Registry.NodeAnnotations); with none,
+	// every binding passes untouched.
+	Annotations []kinds.NodeAnnotations
+	Reader      client.Reader // live reads (Pods are not cached)
+	Writer      client.Writer
+	Log         logr.Logger
 }
 
 var _ webhook.AdmitFunc = (*NodeRefHandler)(nil).Admit
 
 // Admit annotates the Pod being bound.
 func (h *NodeRefHandler) Admit(ctx context.Context, req *engine.Request) webhook.Verdict {
-	if req.Operation != rules.Create || req.Resource.Resource != "pods" || req.SubResource != "binding" {
+	if len(h.Annotations) == 0 || req.Operation != rules.Create || req.Resource.Resource != "pods" || req.SubResource != "binding" {
 		return webhook.Verdict{Allowed: true}
 	}
 	var b corev1.Binding
@@ -77,10 +76,16 @@ func (h *NodeRefHandler) annotate(ctx context.Context, key types.NamespacedName,
 		}
 		return err
 	}
-	if p.Annotations[InjectNodeRefAnnotation] != "true" || p.Annotations[modrule.NodeNameAnnotation] == node {
+	set := map[string]string{}
+	for _, a := range h.Annotations {
+		if p.Annotations[a.Ask] == "true" && p.Annotations[a.Record] != node {
+			set[a.Record] = node
+		}
+	}
+	if len(set) == 0 {
 		return nil
 	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{modrule.NodeNameAnnotation: node}}})
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": set}})
 	if err != nil {
 		return err
 	}

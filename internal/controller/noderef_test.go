@@ -13,15 +13,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/rules"
 )
 
 func TestNodeRefHandler(t *testing.T) {
+	asked := []kinds.NodeAnnotations{(&modrule.KindAdapter{}).NodeAnnotations(), {Ask: "example.com/ask", Record: "example.com/node"}}
 	pod := func(name string, inject bool) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 		if inject {
-			p.Annotations = map[string]string{InjectNodeRefAnnotation: "true"}
+			p.Annotations = map[string]string{modrule.InjectNodeRefAnnotation: "true"}
 		}
 		return p
 	}
@@ -35,25 +37,27 @@ func TestNodeRefHandler(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name string
-		pod  *corev1.Pod
-		req  *engine.Request
-		want string // the Pod's nodename annotation afterwards
+		name  string
+		asked []kinds.NodeAnnotations
+		pod   *corev1.Pod
+		req   *engine.Request
+		want  string // the Pod's nodename annotation afterwards
 	}{
-		{"annotated pod", pod("a", true), binding("a", "node-1", false), "node-1"},
-		{"pod without the opt-in", pod("b", false), binding("b", "node-1", false), ""},
-		{"dry run", pod("c", true), binding("c", "node-1", true), ""},
-		{"missing pod", pod("d", true), binding("gone", "node-1", false), ""},
+		{"annotated pod", asked, pod("a", true), binding("a", "node-1", false), "node-1"},
+		{"pod without the opt-in", asked, pod("b", false), binding("b", "node-1", false), ""},
+		{"dry run", asked, pod("c", true), binding("c", "node-1", true), ""},
+		{"missing pod", asked, pod("d", true), binding("gone", "node-1", false), ""},
+		{"no kind asks", nil, pod("e", true), binding("e", "node-1", false), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(tt.pod).Build()
-			h := &NodeRefHandler{Reader: c, Writer: c, Log: logr.Discard()}
+			h := &NodeRefHandler{Annotations: tt.asked, Reader: c, Writer: c, Log: logr.Discard()}
 			resp := h.Admit(context.Background(), tt.req)
 			if !resp.Allowed {
 				t.Fatalf("binding not allowed: %+v", resp)
 			}
-			if dry := tt.req.DryRun; dry != (resp.Message == "dry run: the Pod is not annotated") {
+			if dry := tt.req.DryRun && tt.asked != nil; dry != (resp.Message == "dry run: the Pod is not annotated") {
 				t.Errorf("dry run %v, message %q", dry, resp.Message)
 			}
 			var got corev1.Pod
@@ -66,7 +70,7 @@ func TestNodeRefHandler(t *testing.T) {
 		})
 	}
 	// Other requests pass untouched.
-	h := &NodeRefHandler{Log: logr.Discard()}
+	h := &NodeRefHandler{Annotations: asked, Log: logr.Discard()}
 	if r := h.Admit(context.Background(), &engine.Request{Operation: rules.Update}); !r.Allowed || r.Code != 0 || len(r.Warnings) != 0 {
 		t.Errorf("an unrelated request: %+v, want allowed", r)
 	}

@@ -17,8 +17,8 @@ import (
 )
 
 // ValidatePath is where the rules' validating webhook is served (one path
-// for every kind of the registry; the name is KubeMod's).
-const ValidatePath = "/validate-modrule"
+// for every kind of the registry).
+const ValidatePath = "/validate-rule"
 
 // ValidateHandler refuses rules that do not compile, with one field error
 // per problem (field path, column, message), before they are stored. It

@@ -77,3 +77,27 @@ func (r *Registry) Paths() []Path {
 	}
 	return out
 }
+
+// NodeAnnotations are the Pod annotations of a kind whose rules read a
+// Pod's node from the Pod itself: the operator's pods/binding webhook
+// writes the node's name to Record when a Pod annotated Ask: "true" is
+// bound.
+type NodeAnnotations struct {
+	Ask, Record string
+}
+
+// NodeRecorded is a Kind whose rules read the node a Pod is bound to.
+type NodeRecorded interface {
+	NodeAnnotations() NodeAnnotations
+}
+
+// NodeAnnotations are those of the registry's kinds, each pair once.
+func (r *Registry) NodeAnnotations() []NodeAnnotations {
+	var out []NodeAnnotations
+	for _, k := range r.kinds {
+		if n, ok := k.(NodeRecorded); ok && !slices.Contains(out, n.NodeAnnotations()) {
+			out = append(out, n.NodeAnnotations())
+		}
+	}
+	return out
+}

@@ -51,7 +51,7 @@ type StatusCause struct {
 
 // HandlerOptions configure a Handler.
 type HandlerOptions struct {
-	// Name labels the metrics and the log ("validate-modrule").
+	// Name labels the metrics and the log ("validate-rule").
 	Name    string
 	Admit   AdmitFunc
 	Log     logr.Logger

@@ -2,15 +2,27 @@ package modrule
 
 import (
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/value"
 )
 
 // KubeMod's node-reference annotations: a Pod annotated with a Node's name
-// sees that Node as syntheticRefs.node.
+// sees that Node as syntheticRefs.node; a Pod annotated
+// InjectNodeRefAnnotation: "true" gets NodeNameAnnotation when it is
+// bound (the operator's pods/binding webhook, asked by NodeAnnotations).
 const (
-	NodeNameAnnotation = "ref.kubemod.io/nodename"
-	NodeAnnotation     = "ref.kubemod.io/node" // also accepted
+	NodeNameAnnotation      = "ref.kubemod.io/nodename"
+	NodeAnnotation          = "ref.kubemod.io/node" // also accepted
+	InjectNodeRefAnnotation = "ref.kubemod.io/inject-node-ref"
 )
+
+// NodeAnnotations asks the operator to record the node of the Pods that
+// ask for it (kinds.NodeRecorded).
+func (*KindAdapter) NodeAnnotations() kinds.NodeAnnotations {
+	return kinds.NodeAnnotations{Ask: InjectNodeRefAnnotation, Record: NodeNameAnnotation}
+}
+
+var _ kinds.NodeRecorded = (*KindAdapter)(nil)
 
 // refsInput is the rule's engine.Input: KubeMod's syntheticRefs, the
 // related objects a ModRule reads beside the object (the Namespace, the
