@@ -328,8 +328,7 @@ type hit struct {
 }
 
 // matchMutate matches a Mutate rule against the object as its tier found
-// it. The error ends the evaluation: the context's end, or the failure of
-// a FailureFail rule (a bound); any other failure is the rule's alone.
+// it. The error ends the evaluation (settle).
 func (ev *evaluation) matchMutate(r Rule) (*RuleTrace, bool, error) {
 	ev.phase = Mutate
 	tr := ev.traceFor(r)
@@ -338,23 +337,10 @@ func (ev *evaluation) matchMutate(r Rule) (*RuleTrace, bool, error) {
 		return tr, false, nil
 	}
 	ok, err := ev.match(r, tr)
-	if err == nil {
-		return tr, ok, nil
-	}
-	if ctxErr := ev.ctx.Err(); ctxErr != nil {
-		return tr, false, ctxErr
-	}
-	field, cause := splitField(err)
-	ev.handle(r, tr).Fail(field, cause) // a bound: the rule fails
-	if r.Info().FailurePolicy == FailureFail {
-		return tr, false, ev.failed(r, field, cause)
-	}
-	return tr, false, nil
+	return tr, ok && err == nil, ev.settle(r, tr, err)
 }
 
-// validateAll runs the Validate rules on the final object. One that
-// cannot be decided fails the evaluation: it might have rejected the
-// object.
+// validateAll runs the Validate rules on the final object.
 func (ev *evaluation) validateAll(validates []Rule) error {
 	ev.phase = Validate
 	for _, r := range validates {
@@ -366,28 +352,49 @@ func (ev *evaluation) validateAll(validates []Rule) error {
 		if err == nil && ok {
 			err = r.Apply(ev.handle(r, tr))
 		}
-		if err != nil {
-			if ctxErr := ev.ctx.Err(); ctxErr != nil {
-				return ctxErr
-			}
-			field, cause := splitField(err)
-			switch r.Info().FailurePolicy {
-			case FailureIgnore:
-				ev.handle(r, tr).Fail(field, cause)
-				continue
-			case FailureFail:
-				tr.Outcome, tr.Reason = Failed, fmt.Sprintf("%s: %v", field, cause)
-				return ev.failed(r, field, cause)
-			}
-			tr.Outcome, tr.Reason = Failed, fmt.Sprintf("%s: %v", field, cause)
-			return fmt.Errorf("%w: %w", ErrUndecided, RuleError{Kind: r.Info().Kind, Rule: r.Info().Key, Field: field, Err: cause})
-		}
-		if tr.Outcome == Failed && r.Info().FailurePolicy == FailureFail {
-			last := ev.d.Errors[len(ev.d.Errors)-1]
-			return ev.failed(r, last.Field, last.Err)
+		if err := ev.settle(r, tr, err); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// settle is what a rule's failure means for the evaluation, the one place
+// failure policies are read: err is what the rule's Match or Apply
+// returned (a rule may also have failed through Handle.Fail). It returns
+// the error that ends the evaluation: the context's end; any failure of a
+// FailureFail rule (ErrRuleFailed); a Validate rule that cannot be decided
+// unless it is FailureIgnore, since it might have rejected the object
+// (ErrUndecided). Any other failure is recorded (Decision.Errors) and the
+// rule skipped.
+func (ev *evaluation) settle(r Rule, tr *RuleTrace, err error) error {
+	policy := r.Info().FailurePolicy
+	if err != nil {
+		if ctxErr := ev.ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		field, cause := splitField(err)
+		if ev.phase == Validate && policy != FailureIgnore {
+			tr.Outcome, tr.Reason = Failed, fmt.Sprintf("%s: %v", field, cause)
+			if policy == FailureFail {
+				return ev.failed(r, field, cause)
+			}
+			return fmt.Errorf("%w: %w", ErrUndecided, RuleError{Kind: r.Info().Kind, Rule: r.Info().Key, Field: field, Err: cause})
+		}
+		ev.fail(r, tr, field, cause)
+	}
+	if tr.Outcome == Failed && policy == FailureFail {
+		last := ev.d.Errors[len(ev.d.Errors)-1]
+		return ev.failed(r, last.Field, last.Err)
+	}
+	return nil
+}
+
+// fail records rule r's failure (Handle.Fail).
+func (ev *evaluation) fail(r Rule, tr *RuleTrace, field string, err error) {
+	tr.Outcome = Failed
+	tr.Reason = fmt.Sprintf("%s: %v", field, err)
+	ev.d.Errors = append(ev.d.Errors, RuleError{Kind: r.Info().Kind, Rule: r.Info().Key, Field: field, Err: err})
 }
 
 // applyTier applies the matching rules of one tier in order.
@@ -403,19 +410,8 @@ func (ev *evaluation) applyTier(matched []hit) error {
 		}
 		ev.phase = Mutate
 		h := ev.handle(m.r, tr)
-		if err := m.r.Apply(h); err != nil {
-			if ctxErr := ev.ctx.Err(); ctxErr != nil {
-				return ctxErr
-			}
-			field, cause := splitField(err)
-			h.Fail(field, cause)
-		}
-		if tr.Outcome == Failed {
-			if m.r.Info().FailurePolicy == FailureFail {
-				last := ev.d.Errors[len(ev.d.Errors)-1]
-				return ev.failed(m.r, last.Field, last.Err)
-			}
-			continue
+		if err := ev.settle(m.r, tr, m.r.Apply(h)); err != nil {
+			return err
 		}
 		if tr.Outcome == Matched && h.patched {
 			if ev.d.Applied == nil {

@@ -236,9 +236,7 @@ func (h *Handle) Patch(ops []patch.Operation) error {
 // outcome is Failed and the decision lists the error. A failed Mutate rule
 // has changed nothing.
 func (h *Handle) Fail(field string, err error) {
-	h.tr.Outcome = Failed
-	h.tr.Reason = fmt.Sprintf("%s: %v", field, err)
-	h.ev.d.Errors = append(h.ev.d.Errors, RuleError{Kind: h.rule.Info().Kind, Rule: h.rule.Info().Key, Field: field, Err: err})
+	h.ev.fail(h.rule, h.tr, field, err)
 }
 
 // Reject rejects the object with message (may be empty); msgErr says why a

@@ -234,17 +234,21 @@ func TestKernelFailurePolicy(t *testing.T) {
 		name  string
 		phase Phase
 		fp    FailurePolicy
-		how   string // match, apply, fail (Handle.Fail)
+		how   string // match, apply, fail (Handle.Fail), matchfail (Handle.Fail in Match)
 		want  error  // nil: reported in Decision.Errors
 	}{
 		{"mutate match fail", Mutate, FailureFail, "match", ErrRuleFailed},
 		{"mutate apply fail", Mutate, FailureFail, "apply", ErrRuleFailed},
 		{"mutate Handle.Fail fail", Mutate, FailureFail, "fail", ErrRuleFailed},
+		{"mutate Handle.Fail in match fail", Mutate, FailureFail, "matchfail", ErrRuleFailed},
+		{"mutate Handle.Fail in match default", Mutate, FailureDefault, "matchfail", nil},
 		{"mutate apply ignore", Mutate, FailureIgnore, "apply", nil},
 		{"mutate default", Mutate, FailureDefault, "apply", nil},
 		{"validate match fail", Validate, FailureFail, "match", ErrRuleFailed},
 		{"validate apply fail", Validate, FailureFail, "apply", ErrRuleFailed},
 		{"validate Handle.Fail fail", Validate, FailureFail, "fail", ErrRuleFailed},
+		{"validate Handle.Fail in match fail", Validate, FailureFail, "matchfail", ErrRuleFailed},
+		{"validate Handle.Fail in match ignore", Validate, FailureIgnore, "matchfail", nil},
 		{"validate apply ignore", Validate, FailureIgnore, "apply", nil},
 		{"validate default", Validate, FailureDefault, "apply", ErrUndecided},
 	} {
@@ -258,6 +262,8 @@ func TestKernelFailurePolicy(t *testing.T) {
 				r.apply = func(*Handle) error { return InField("spec.c", boom) }
 			case "fail":
 				r.apply = func(h *Handle) error { h.Fail("spec.c", boom); return nil }
+			case "matchfail":
+				r.match = func(h *Handle) (bool, error) { h.Fail("spec.c", boom); return true, nil }
 			}
 			after := newRule("P", "ns", "z-after", 0, tc.phase)
 			ran := false
