@@ -403,9 +403,10 @@ func reviewDeadline(t time.Duration, r *http.Request) time.Duration {
 	return t * 9 / 10
 }
 
-// review evaluates one request; it never panics. The patch is encoded into
-// patchBuf's storage, so the response is only valid until patchBuf is
-// reused.
+// review evaluates one request (decide: the request's attributes, then the
+// engine), records the decision (record) and answers it (encode); it never
+// panics. The patch is encoded into patchBuf's storage, so the response is
+// only valid until patchBuf is reused.
 func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review, phases engine.Phase, patchBuf *bytes.Buffer) (resp *response, outcome string) {
 	req := rv.Request
 	resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
@@ -441,26 +442,50 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 
 	dec, err := d.opts.Evaluator.Evaluate(ctx, snap, ereq)
 	if err != nil {
-		code, msg := http.StatusInternalServerError, "modwright: "+err.Error()
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			code, msg = http.StatusGatewayTimeout, "modwright: evaluating rules exceeded the review deadline"
-		case errors.Is(err, engine.ErrInvalidRequest):
-			code = http.StatusBadRequest
-		}
-		d.opts.Log.Error(err, "evaluation failed", "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
-		return d.failure(rv, code, msg)
+		return d.evalFailure(rv, err)
 	}
+	d.record(rv, ereq, dec)
+	return d.encode(rv, resp, dec, patchBuf)
+}
 
+// evalFailure answers a review whose evaluation failed.
+func (d *Dragnet) evalFailure(rv *review, err error) (*response, string) {
+	req := rv.Request
+	code, msg := http.StatusInternalServerError, "modwright: "+err.Error()
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		code, msg = http.StatusGatewayTimeout, "modwright: evaluating rules exceeded the review deadline"
+	case errors.Is(err, engine.ErrInvalidRequest):
+		code = http.StatusBadRequest
+	}
+	d.opts.Log.Error(err, "evaluation failed", "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+	return d.failure(rv, code, msg)
+}
+
+// record tells the kinds' observers, the metrics and the log of a
+// decision.
+func (d *Dragnet) record(rv *review, ereq engine.Request, dec *engine.Decision) {
+	req := rv.Request
 	for _, o := range d.opts.Observers {
 		o.Decided(ereq, dec) // a copy: a pointer would move ereq to the heap
 	}
-	for i, e := range dec.Errors {
+	for _, e := range dec.Errors {
 		if e.Rule != "" {
 			d.opts.Metrics.RuleError(e.Kind, e.Rule)
 		}
 		d.opts.Log.Info("a rule failed on this object and was skipped", "rule", e.Rule, "field", e.Field, "error", e.Err.Error(),
 			"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+	}
+	if !dec.Allowed() {
+		d.opts.Log.Info("rejected", "rejections", dec.DenialText(), "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operation", req.Operation)
+	}
+}
+
+// encode answers with a decision: its errors and warnings as warnings
+// (bounded), its audit annotations, and the denial or the patch. The
+// patch is encoded into patchBuf's storage.
+func (d *Dragnet) encode(rv *review, resp *response, dec *engine.Decision, patchBuf *bytes.Buffer) (*response, string) {
+	for i, e := range dec.Errors {
 		if i < maxWarnings {
 			resp.Warnings = append(resp.Warnings, truncate("modwright: "+e.Error(), maxWarningLen))
 		} else if i == maxWarnings {
@@ -481,41 +506,47 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 			resp.Code, resp.Reason = first.Code, first.Reason
 		}
 		resp.Message = dec.DenialMessage()
-		d.opts.Log.Info("rejected", "rejections", dec.DenialText(), "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operation", op)
 		return resp, metrics.OutcomeDenied
 	}
 	resp.Allowed = true
-	if dec.Changed() {
-		p, bound, err := appendBoundedPatch(patchBuf.AvailableBuffer(), dec.Patch)
-		if err != nil { // trees from the engine always encode
-			d.opts.Log.Error(err, "encoding the patch failed", "uid", req.UID)
-			return d.failure(rv, http.StatusInternalServerError, "modwright: encoding the patch: "+err.Error())
-		}
-		if bound != nil {
-			// The API server could not decode or store the patched
-			// object: fail the review, naming the bound and the rules.
-			by := patchRules(dec)
-			for _, r := range dec.Applied {
-				d.opts.Metrics.RuleError(r.Kind, r.Key)
-			}
-			d.opts.Log.Error(bound, "the patch the rules built is beyond what the API server accepts; the review fails",
-				"rules", by, "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operations", len(dec.Patch))
-			if by == "" {
-				by = "the Patch rules that matched this object"
-			}
-			return d.failure(rv, http.StatusInternalServerError, "modwright: the patch built by "+truncate(by, 500)+" cannot be returned: "+bound.Error())
-		}
-		// Keep the patch in patchBuf, which then keeps the capacity it
-		// needed for the next review (Write copies p onto itself when it
-		// fitted).
-		patchBuf.Write(p)
-		resp.Patch = patchBuf.Bytes()
-		if log := d.opts.Log.V(1); log.Enabled() {
-			log.Info("patched", "patch", string(resp.Patch), "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
-		}
-		return resp, metrics.OutcomePatched
+	if !dec.Changed() {
+		return resp, metrics.OutcomeAllowed
 	}
-	return resp, metrics.OutcomeAllowed
+	return d.encodePatch(rv, resp, dec, patchBuf)
+}
+
+// encodePatch sets the response's patch, or fails the review when the
+// patch is beyond what the API server accepts.
+func (d *Dragnet) encodePatch(rv *review, resp *response, dec *engine.Decision, patchBuf *bytes.Buffer) (*response, string) {
+	req := rv.Request
+	p, bound, err := appendBoundedPatch(patchBuf.AvailableBuffer(), dec.Patch)
+	if err != nil { // trees from the engine always encode
+		d.opts.Log.Error(err, "encoding the patch failed", "uid", req.UID)
+		return d.failure(rv, http.StatusInternalServerError, "modwright: encoding the patch: "+err.Error())
+	}
+	if bound != nil {
+		// The API server could not decode or store the patched
+		// object: fail the review, naming the bound and the rules.
+		by := patchRules(dec)
+		for _, r := range dec.Applied {
+			d.opts.Metrics.RuleError(r.Kind, r.Key)
+		}
+		d.opts.Log.Error(bound, "the patch the rules built is beyond what the API server accepts; the review fails",
+			"rules", by, "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operations", len(dec.Patch))
+		if by == "" {
+			by = "the Patch rules that matched this object"
+		}
+		return d.failure(rv, http.StatusInternalServerError, "modwright: the patch built by "+truncate(by, 500)+" cannot be returned: "+bound.Error())
+	}
+	// Keep the patch in patchBuf, which then keeps the capacity it
+	// needed for the next review (Write copies p onto itself when it
+	// fitted).
+	patchBuf.Write(p)
+	resp.Patch = patchBuf.Bytes()
+	if log := d.opts.Log.V(1); log.Enabled() {
+		log.Info("patched", "patch", string(resp.Patch), "uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+	}
+	return resp, metrics.OutcomePatched
 }
 
 // failure answers a review that could not be evaluated: denied with code,
