@@ -284,7 +284,7 @@ func explain(snap *engine.Snapshot, origin string, a admission, op rules.Operati
 			tr = traces[id{info.Kind, info.Key}]
 		}
 		if e, ok := r.(kinds.Explainer); ok {
-			re.Scope = e.ScopeReason(a.ns, a.kind, op, re.InScope)
+			re.Scope = kinds.ScopeReason(r, e, a.ns, a.kind, op, re.InScope)
 			e.Explain(&re, tr, dec)
 		} else if tr != nil {
 			re.Scope = "in scope"

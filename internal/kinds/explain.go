@@ -1,6 +1,10 @@
 package kinds
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
 )
@@ -9,13 +13,57 @@ import (
 // evaluation (`modwright explain`): the CLI prints what they fill in, and
 // knows no kind.
 type Explainer interface {
-	// ScopeReason says why the rule is, or is not (in: the snapshot's
-	// answer, Candidates), a candidate for an object of kind in namespace
-	// ns ("" for cluster-scoped) under op.
-	ScopeReason(ns, kind string, op rules.Operation, in bool) string
+	Scoped
 	// Explain fills re from the rule's trace of one evaluation (tr is
 	// nil when the rule was not evaluated) and the decision.
 	Explain(re *RuleExplain, tr *engine.RuleTrace, dec *engine.Decision)
+}
+
+// Scoped is a rule's words for the scope its index keys
+// (engine.IndexKeys) encode, from which ScopeReason derives why it is, or
+// is not, a candidate for an object.
+type Scoped interface {
+	// NamespaceScope says, for an object in namespace ns ("" for
+	// cluster-scoped), where the rule applies ("rule in the object's
+	// namespace team-a"), or, ok false, why the namespace is outside it.
+	NamespaceScope(ns string) (text string, ok bool)
+	// OperationsScope says why op is not among the operations it reacts
+	// to ("admissionOperations [CREATE UPDATE] do not include DELETE").
+	OperationsScope(op rules.Operation) string
+	// KindsScope says why an object of a kind not among pinned is outside
+	// it ("match.resources name the kinds Pod"); pinned is empty when the
+	// rule can match no kind.
+	KindsScope(pinned []string) string
+}
+
+// ScopeReason says why rule r is, or is not (in: the snapshot's answer,
+// engine.Snapshot.Candidates), a candidate for an object of kind in
+// namespace ns ("" for cluster-scoped) under op: in its namespaces, then
+// its operations, then its kinds (the rule's IndexKeys), each in the
+// kind's words.
+func ScopeReason(r engine.Rule, s Scoped, ns, kind string, op rules.Operation, in bool) string {
+	ix := r.Info().Index
+	where, ok := s.NamespaceScope(ns)
+	switch {
+	case !ok:
+		return "out of scope: " + where
+	case !ix.Operations.Has(op):
+		return "out of scope: " + s.OperationsScope(op)
+	case ix.Kinds != nil && !slices.Contains(ix.Kinds, kind):
+		return "out of scope: " + s.KindsScope(ix.Kinds)
+	case !in:
+		return "out of scope"
+	}
+	kindText := "any kind"
+	if ix.Kinds != nil {
+		kindText = "kind " + kind
+	}
+	return fmt.Sprintf("in scope: %s; %s; %s", where, op, kindText)
+}
+
+// OperationsText lists operations as a scope reason does: [CREATE, UPDATE].
+func OperationsText(ops []string) string {
+	return "[" + strings.Join(ops, ", ") + "]"
 }
 
 // RuleExplain is one rule's part of an explanation (explain -o json prints

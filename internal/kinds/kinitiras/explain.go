@@ -15,26 +15,31 @@ import (
 
 var _ kinds.Explainer = (*Rule)(nil)
 
-// ScopeReason says why the policy is or is not a candidate for an object
-// of kind in namespace ns under op.
-func (r *Rule) ScopeReason(ns, kind string, op rules.Operation, in bool) string {
-	switch {
-	case r.Kind == KindOverridePolicy && ns != r.Namespace:
-		return fmt.Sprintf("out of scope: an OverridePolicy applies to objects of its own namespace (%s) only", r.Namespace)
-	case !r.Index.Operations.Has(op):
-		if r.Phase == engine.Mutate && (op == rules.Delete || op == rules.Connect) {
-			return "out of scope: an override policy never patches a " + string(op)
-		}
-		return "out of scope: no rule's targetOperations include " + string(op)
-	case r.Index.Kinds != nil && !slices.Contains(r.Index.Kinds, kind):
-		return "out of scope: resourceSelectors name the kinds " + strings.Join(r.Index.Kinds, ", ")
-	case !in:
-		return "out of scope"
+// NamespaceScope says where the policy applies for an object in ns.
+func (r *Rule) NamespaceScope(ns string) (string, bool) {
+	if r.Kind != KindOverridePolicy {
+		return r.Kind + ": applies cluster-wide", true
 	}
-	if r.Kind == KindOverridePolicy {
-		return "OverridePolicy in the object's namespace " + r.Namespace
+	if ns != r.Namespace {
+		return fmt.Sprintf("an OverridePolicy applies to objects of its own namespace (%s) only", r.Namespace), false
 	}
-	return r.Kind + ": applies cluster-wide"
+	return "OverridePolicy in the object's namespace " + r.Namespace, true
+}
+
+// OperationsScope says why op is not among the rules' targetOperations.
+func (r *Rule) OperationsScope(op rules.Operation) string {
+	if r.Phase == engine.Mutate && (op == rules.Delete || op == rules.Connect) {
+		return "an override policy never patches a " + string(op)
+	}
+	return "no rule's targetOperations include " + string(op)
+}
+
+// KindsScope names the kinds of the resourceSelectors.
+func (r *Rule) KindsScope(pinned []string) string {
+	if len(pinned) == 0 {
+		return "resourceSelectors name no kind"
+	}
+	return "resourceSelectors name the kinds " + strings.Join(pinned, ", ")
 }
 
 // Explain fills re from the trace: the outcome, the selectors' verdict,

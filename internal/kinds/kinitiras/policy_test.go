@@ -217,11 +217,11 @@ func TestScopeReason(t *testing.T) {
 		{op, "a", "Pod", rules.Delete, "out of scope: an override policy never patches a DELETE"},
 		{op, "a", "Pod", rules.Update, "out of scope: no rule's targetOperations include UPDATE"},
 		{op, "a", "Service", rules.Create, "out of scope: resourceSelectors name the kinds Pod"},
-		{op, "a", "Pod", rules.Create, "OverridePolicy in the object's namespace a"},
-		{cvp, "x", "Pod", rules.Delete, "ClusterValidatePolicy: applies cluster-wide"},
+		{op, "a", "Pod", rules.Create, "in scope: OverridePolicy in the object's namespace a; CREATE; kind Pod"},
+		{cvp, "x", "Pod", rules.Delete, "in scope: ClusterValidatePolicy: applies cluster-wide; DELETE; any kind"},
 		{cvp, "x", "Pod", rules.Create, "out of scope: no rule's targetOperations include CREATE"},
 	} {
-		if got := c.r.ScopeReason(c.ns, c.kind, c.op, true); got != c.want {
+		if got := kinds.ScopeReason(c.r, c.r, c.ns, c.kind, c.op, true); got != c.want {
 			t.Errorf("%s %s/%s %s: %q, want %q", c.r.Kind, c.ns, c.kind, c.op, got, c.want)
 		}
 	}

@@ -3,7 +3,6 @@ package modrule
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -106,53 +105,45 @@ func testedValues(vals []any) []any {
 	return vals
 }
 
-// ScopeReason says why the rule is or is not a candidate for an object. In
-// scope or not is the snapshot's answer (Candidates, from the rule's index
-// keys and InScope); this only names the reason.
-func (r *Rule) ScopeReason(ns, kind string, op rules.Operation, in bool) string {
+// NamespaceScope says where the rule applies for an object in ns: its
+// namespace, or the cluster-rules namespace's cluster-scoped objects or
+// targetNamespaceRegex.
+func (r *Rule) NamespaceScope(ns string) (string, bool) {
 	clusterNS := r.clusterNS
-	var where string
 	switch {
 	case r.Namespace == "":
-		where = "rule without namespace: applies to every object"
+		return "rule without namespace: applies to every object", true
 	case r.Namespace == clusterNS && r.TargetNamespaces == nil:
 		if ns != "" {
-			return fmt.Sprintf("out of scope: a rule in the cluster-rules namespace %s without targetNamespaceRegex applies only to cluster-scoped objects", clusterNS)
+			return fmt.Sprintf("a rule in the cluster-rules namespace %s without targetNamespaceRegex applies only to cluster-scoped objects", clusterNS), false
 		}
-		where = "cluster rule: applies to cluster-scoped objects"
+		return "cluster rule: applies to cluster-scoped objects", true
 	case r.Namespace == clusterNS:
 		target := ns
 		if target == "" {
 			target = "(cluster-scoped)"
 		}
 		if !r.TargetNamespaces.MatchString(ns) {
-			return fmt.Sprintf("out of scope: targetNamespaceRegex /%s/ does not match namespace %s", r.TargetNamespaces, target)
+			return fmt.Sprintf("targetNamespaceRegex /%s/ does not match namespace %s", r.TargetNamespaces, target), false
 		}
-		where = fmt.Sprintf("cluster rule: targetNamespaceRegex /%s/ matches namespace %s", r.TargetNamespaces, target)
+		return fmt.Sprintf("cluster rule: targetNamespaceRegex /%s/ matches namespace %s", r.TargetNamespaces, target), true
 	case ns == "":
-		return fmt.Sprintf("out of scope: a rule in namespace %s applies only to objects in %s, not to cluster-scoped ones", r.Namespace, r.Namespace)
+		return fmt.Sprintf("a rule in namespace %s applies only to objects in %s, not to cluster-scoped ones", r.Namespace, r.Namespace), false
 	case r.Namespace != ns:
-		return fmt.Sprintf("out of scope: a rule in namespace %s applies only to objects in %s, not %s", r.Namespace, r.Namespace, ns)
-	default:
-		where = "rule in the object's namespace " + r.Namespace
+		return fmt.Sprintf("a rule in namespace %s applies only to objects in %s, not %s", r.Namespace, r.Namespace, ns), false
 	}
-	ops := r.Source.Spec.AdmissionOperations
-	if !r.Operations(op) {
-		return fmt.Sprintf("out of scope: admissionOperations %v do not include %s", ops, op)
+	return "rule in the object's namespace " + r.Namespace, true
+}
+
+// OperationsScope says why op is not among admissionOperations.
+func (r *Rule) OperationsScope(op rules.Operation) string {
+	return fmt.Sprintf("admissionOperations %v do not include %s", r.Source.Spec.AdmissionOperations, op)
+}
+
+// KindsScope names the kinds its $.kind criteria pin it to.
+func (r *Rule) KindsScope(pinned []string) string {
+	if len(pinned) == 0 {
+		return "its $.kind criteria can never hold together"
 	}
-	pinned := r.Kinds()
-	if pinned != nil && !slices.Contains(pinned, kind) {
-		if len(pinned) == 0 {
-			return "out of scope: its $.kind criteria can never hold together"
-		}
-		return fmt.Sprintf("out of scope: its $.kind criteria pin it to %s", strings.Join(pinned, ", "))
-	}
-	if !in {
-		return "out of scope"
-	}
-	kindText := "any kind"
-	if pinned != nil {
-		kindText = "kind " + kind
-	}
-	return fmt.Sprintf("in scope: %s; %s; %s", where, op, kindText)
+	return "its $.kind criteria pin it to " + strings.Join(pinned, ", ")
 }

@@ -31,7 +31,7 @@ func TestScopeReasonAgreesWithSnapshot(t *testing.T) {
 					in[r] = true
 				}
 				for _, r := range snap.Rules() {
-					reason := r.(kinds.Explainer).ScopeReason(ns, kind, op, in[r])
+					reason := kinds.ScopeReason(r, r.(kinds.Explainer), ns, kind, op, in[r])
 					if got := strings.HasPrefix(reason, "in scope"); got != in[r] {
 						t.Errorf("%s for %s %q in %q: candidate %v, but the reason is %q", r.Info().Key, op, kind, ns, in[r], reason)
 					}

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
@@ -12,40 +11,40 @@ import (
 
 var _ kinds.Explainer = (*Rule)(nil)
 
-// ScopeReason says why the policy is or is not a candidate for an object
-// of kind in namespace ns under op.
-func (r *Rule) ScopeReason(ns, kind string, op rules.Operation, in bool) string {
-	var where string
+// NamespaceScope says where the policy applies for an object in ns.
+func (r *Rule) NamespaceScope(ns string) (string, bool) {
 	switch {
 	case r.cluster:
-		where = "ClusterPolicy: applies cluster-wide"
 		if r.Index.Filtered && !r.InScope(ns) {
-			return fmt.Sprintf("out of scope: no resources entry's namespaces match namespace %q", ns)
+			return fmt.Sprintf("no resources entry's namespaces match namespace %q", ns), false
 		}
+		return "ClusterPolicy: applies cluster-wide", true
 	case ns == "":
-		return fmt.Sprintf("out of scope: a Policy in namespace %s applies only to objects in %s, not to cluster-scoped ones", r.Namespace, r.Namespace)
+		return fmt.Sprintf("a Policy in namespace %s applies only to objects in %s, not to cluster-scoped ones", r.Namespace, r.Namespace), false
 	case ns != r.Namespace:
-		return fmt.Sprintf("out of scope: a Policy in namespace %s applies only to objects in %s, not %s", r.Namespace, r.Namespace, ns)
-	default:
-		where = "Policy in the object's namespace " + r.Namespace
+		return fmt.Sprintf("a Policy in namespace %s applies only to objects in %s, not %s", r.Namespace, r.Namespace, ns), false
 	}
-	if !r.Index.Operations.Has(op) {
-		ops := []string{"CREATE", "UPDATE"}
-		if r.Spec.Match != nil && len(r.Spec.Match.Operations) > 0 {
-			ops = ops[:0]
-			for _, o := range r.Spec.Match.Operations {
-				ops = append(ops, string(o))
-			}
+	return "Policy in the object's namespace " + r.Namespace, true
+}
+
+// OperationsScope says why op is not among match.operations.
+func (r *Rule) OperationsScope(op rules.Operation) string {
+	ops := []string{"CREATE", "UPDATE"}
+	if r.Spec.Match != nil && len(r.Spec.Match.Operations) > 0 {
+		ops = ops[:0]
+		for _, o := range r.Spec.Match.Operations {
+			ops = append(ops, string(o))
 		}
-		return fmt.Sprintf("out of scope: match.operations [%s] do not include %s", strings.Join(ops, ", "), op)
 	}
-	if r.Index.Kinds != nil && !slices.Contains(r.Index.Kinds, kind) {
-		return fmt.Sprintf("out of scope: match.resources name the kinds %s", strings.Join(r.Index.Kinds, ", "))
+	return fmt.Sprintf("match.operations %s do not include %s", kinds.OperationsText(ops), op)
+}
+
+// KindsScope names the kinds of match.resources.
+func (r *Rule) KindsScope(pinned []string) string {
+	if len(pinned) == 0 {
+		return "match.resources name no kind"
 	}
-	if !in {
-		return "out of scope"
-	}
-	return where
+	return "match.resources name the kinds " + strings.Join(pinned, ", ")
 }
 
 // Explain fills re from the policy's traces (a policy with mutations and
