@@ -167,9 +167,9 @@ func TestValidateHandler(t *testing.T) {
 			req:  raw(head + `"spec":{"type":"Patch","match":"$.kind"}}`),
 			want: webhook.Verdict{
 				Code: 422, Reason: "Invalid",
-				Message: "ModRule team/w is invalid: spec.match must be an array, not a string",
+				Message: "ModRule team/w is invalid: spec.match: must be an array, not a string",
 				Details: &webhook.StatusDetails{Name: "w", Group: v1beta1.Group, Kind: "ModRule", Causes: []webhook.StatusCause{
-					{Type: "FieldValueInvalid", Field: "spec.match", Message: "spec.match must be an array, not a string"}}},
+					{Type: "FieldValueInvalid", Field: "spec.match", Message: "must be an array, not a string"}}},
 			},
 		},
 		{
@@ -177,8 +177,9 @@ func TestValidateHandler(t *testing.T) {
 			req:  raw(head + `"spec":{"type":"Patch","match":[{"select":"$.kind"}],"bogus":1}}`),
 			want: webhook.Verdict{
 				Code: 422, Reason: "Invalid",
-				Message: `ModRule team/w is invalid: unknown field "spec.bogus"`,
-				Details: &webhook.StatusDetails{Name: "w", Group: v1beta1.Group, Kind: "ModRule"},
+				Message: `ModRule team/w is invalid: spec.bogus: unknown field`,
+				Details: &webhook.StatusDetails{Name: "w", Group: v1beta1.Group, Kind: "ModRule", Causes: []webhook.StatusCause{
+					{Type: "FieldValueInvalid", Field: "spec.bogus", Message: "unknown field"}}},
 			},
 		},
 		{
@@ -186,8 +187,9 @@ func TestValidateHandler(t *testing.T) {
 			req:  raw(`{"apiVersion":"api.kubemod.io/v1","kind":"ModRule","metadata":{"name":"w"},"spec":{}}`),
 			want: webhook.Verdict{
 				Code: 422, Reason: "Invalid",
-				Message: `ModRule team/w is invalid: apiVersion "api.kubemod.io/v1" is not served; use api.kubemod.io/v1beta1`,
-				Details: &webhook.StatusDetails{Name: "w", Group: v1beta1.Group, Kind: "ModRule"},
+				Message: `ModRule team/w is invalid: apiVersion: "api.kubemod.io/v1" is not served; use api.kubemod.io/v1beta1`,
+				Details: &webhook.StatusDetails{Name: "w", Group: v1beta1.Group, Kind: "ModRule", Causes: []webhook.StatusCause{
+					{Type: "FieldValueInvalid", Field: "apiVersion", Message: `"api.kubemod.io/v1" is not served; use api.kubemod.io/v1beta1`}}},
 			},
 		},
 		{
@@ -344,12 +346,12 @@ func TestStatusReconcilerUndecodable(t *testing.T) {
 	}
 	cond := conds[0].(map[string]any)
 	for k, v := range map[string]any{"type": "Ready", "status": "False", "reason": "CompileError",
-		"message": "spec.match must be an array, not a string"} {
+		"message": "spec.match: must be an array, not a string"} {
 		if cond[k] != v {
 			t.Errorf("condition %s = %v, want %v", k, cond[k], v)
 		}
 	}
-	if len(rec.events) != 1 || rec.events[0].note != "spec.match must be an array, not a string" {
+	if len(rec.events) != 1 || rec.events[0].note != "spec.match: must be an array, not a string" {
 		t.Errorf("events = %+v", rec.events)
 	}
 }

@@ -76,9 +76,9 @@ func TestSecondKind(t *testing.T) {
 			{
 				name: "ModRule beside it",
 				req:  req("ModRule", `{"apiVersion":"api.kubemod.io/v1beta1","kind":"ModRule","metadata":{"name":"f","namespace":"team"},"spec":{"type":"Patch","match":"$.kind"}}`),
-				want: webhook.Verdict{Code: 422, Reason: "Invalid", Message: "ModRule team/f is invalid: spec.match must be an array, not a string",
+				want: webhook.Verdict{Code: 422, Reason: "Invalid", Message: "ModRule team/f is invalid: spec.match: must be an array, not a string",
 					Details: &webhook.StatusDetails{Name: "f", Group: v1beta1.Group, Kind: "ModRule", Causes: []webhook.StatusCause{
-						{Type: "FieldValueInvalid", Field: "spec.match", Message: "spec.match must be an array, not a string"}}}},
+						{Type: "FieldValueInvalid", Field: "spec.match", Message: "must be an array, not a string"}}}},
 			},
 			{
 				name: "same kind name, another group",

@@ -108,12 +108,7 @@ func Invalid(k kinds.Kind, m *kinds.Manifest, err error) webhook.Verdict {
 		Details: &webhook.StatusDetails{Name: m.Name(), Group: k.Group(), Kind: k.Name()},
 	}
 	var ce *rules.CompileError
-	var mm *value.Mismatch
-	switch {
-	case errors.As(err, &mm):
-		// Not decodable: a value of the wrong type, at its path.
-		v.Details.Causes = []webhook.StatusCause{{Type: string(metav1.CauseTypeFieldValueInvalid), Field: mm.Path, Message: mm.Error()}}
-	case errors.As(err, &ce):
+	if errors.As(err, &ce) {
 		for _, fe := range ce.Errors {
 			msg := fe.Msg
 			if fe.Pos >= 0 {

@@ -90,10 +90,11 @@ type CompileLinter interface {
 }
 
 // CompileFindings turns the error Kind.Compile returned for manifest m
-// into error findings: one CodeInvalid per field of a *rules.CompileError
-// (with its field and position), or CodeUndecodable for a manifest that
-// could not be decoded (its message without the "Kind namespace/name: "
-// prefix, which the finding names).
+// into error findings: one per field of a *rules.CompileError (with its
+// field and position), CodeUndecodable for a manifest that could not be
+// decoded (rules.ErrUndecodable), CodeInvalid otherwise; any other error
+// is one CodeUndecodable finding (its message without the "Kind
+// namespace/name: " prefix, which the finding names).
 func CompileFindings(kind string, m *Manifest, err error) []Finding {
 	var ce *rules.CompileError
 	if !errors.As(err, &ce) {
@@ -101,10 +102,14 @@ func CompileFindings(kind string, m *Manifest, err error) []Finding {
 			Message: strings.TrimPrefix(err.Error(), kind+" "+m.Key()+": "),
 			Hint:    "check the field names and types against the kind's reference"}}
 	}
+	code, hint := CodeInvalid, ""
+	if errors.Is(err, rules.ErrUndecodable) {
+		code, hint = CodeUndecodable, "check the field names and types against the kind's reference"
+	}
 	out := make([]Finding, 0, len(ce.Errors))
 	for _, fe := range ce.Errors {
-		out = append(out, Finding{Severity: SeverityError, Code: CodeInvalid, Origin: m.Origin, Kind: kind, Rule: ce.Rule,
-			Field: fe.Field, Pos: fe.Pos + 1, Message: fe.Msg})
+		out = append(out, Finding{Severity: SeverityError, Code: code, Origin: m.Origin, Kind: kind, Rule: ce.Rule,
+			Field: fe.Field, Pos: fe.Pos + 1, Message: fe.Msg, Hint: hint})
 	}
 	return out
 }

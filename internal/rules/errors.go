@@ -9,6 +9,11 @@ import (
 // ErrInvalidRule marks every compile error; check it with errors.Is.
 var ErrInvalidRule = errors.New("invalid rule")
 
+// ErrUndecodable marks the compile errors of a manifest that could not be
+// decoded into its kind's type (an apiVersion not served, an unknown or
+// duplicate field, a value of the wrong type); check it with errors.Is.
+var ErrUndecodable = errors.New("undecodable rule")
+
 // FieldError is one problem of a rule.
 type FieldError struct {
 	Field string // field path, for example spec.match[2].select
@@ -29,6 +34,8 @@ type CompileError struct {
 	Kind   string
 	Rule   string // namespace/name
 	Errors []FieldError
+	// Undecodable: the manifest could not be decoded (ErrUndecodable).
+	Undecodable bool
 }
 
 func (e *CompileError) Error() string {
@@ -39,5 +46,11 @@ func (e *CompileError) Error() string {
 	return fmt.Sprintf("%s %s: %s", e.Kind, e.Rule, strings.Join(parts, "; "))
 }
 
-// Unwrap makes errors.Is(err, ErrInvalidRule) hold.
-func (e *CompileError) Unwrap() error { return ErrInvalidRule }
+// Unwrap makes errors.Is(err, ErrInvalidRule) hold, and
+// errors.Is(err, ErrUndecodable) when Undecodable.
+func (e *CompileError) Unwrap() []error {
+	if e.Undecodable {
+		return []error{ErrInvalidRule, ErrUndecodable}
+	}
+	return []error{ErrInvalidRule}
+}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/modwright/modwright/internal/value"
+	"github.com/modwright/modwright/internal/rules"
 )
 
 // mkfifo makes a named pipe in dir; nobody ever writes to it, so opening it
@@ -158,11 +158,11 @@ func TestLoadModRuleTypeMismatch(t *testing.T) {
 		t.Fatalf("errors: %v", res.Errors)
 	}
 	err = res.Errors[0]
-	var m *value.Mismatch
-	if !errors.As(err, &m) || m.Path != "spec.match[1].matchValue" || m.Want != "string" {
-		t.Fatalf("err = %v, want a Mismatch at spec.match[1].matchValue", err)
+	var ce *rules.CompileError
+	if !errors.As(err, &ce) || !errors.Is(err, rules.ErrUndecodable) || len(ce.Errors) != 1 || ce.Errors[0].Field != "spec.match[1].matchValue" {
+		t.Fatalf("err = %v, want an undecodable rule at spec.match[1].matchValue", err)
 	}
-	want := `r.yaml, document 1: ModRule ns/r: spec.match[1].matchValue must be a string, not a boolean (false); YAML reads an unquoted false as a boolean: quote it, as in matchValue: "false"`
+	want := `r.yaml, document 1: ModRule ns/r: spec.match[1].matchValue: must be a string, not a boolean (false); YAML reads an unquoted false as a boolean: quote it, as in matchValue: "false"`
 	if err.Error() != want {
 		t.Errorf("message:\n got %s\nwant %s", err, want)
 	}

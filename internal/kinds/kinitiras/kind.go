@@ -103,8 +103,8 @@ func (*Kind) Versions() []string { return []string{Version} }
 // tier, kind, namespace, name); ClusterValidatePolicies validate the final
 // object.
 func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
-	if av := m.APIVersion(); av != Group+"/"+Version {
-		return nil, fmt.Errorf("%s %s: apiVersion %q is not served; use %s/%s", k.name, m.Key(), av, Group, Version)
+	if err := kinds.Served(m, k.name, Group+"/"+Version); err != nil {
+		return nil, err
 	}
 	p, err := Compile(m.Object, k.opts...)
 	if p == nil {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 
 	jsonpatchv4 "gopkg.in/evanphx/json-patch.v4"
 
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang"
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
 	"github.com/modwright/modwright/internal/patch"
@@ -101,7 +103,8 @@ func Compile(obj map[string]any, opts ...Option) (*Policy, error) {
 	}
 	var m manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", m.Kind, err)
+		kind, _ := obj["kind"].(string)
+		return nil, kinds.DecodeError(&kinds.Manifest{Object: obj, JSON: b}, kind, reflect.TypeOf(m), err)
 	}
 	p := &Policy{Kind: m.Kind, Namespace: m.Metadata.Namespace, Name: m.Metadata.Name, selectors: m.Spec.ResourceSelectors}
 	var errs []rules.FieldError

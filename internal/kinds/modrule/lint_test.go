@@ -49,7 +49,7 @@ patch: [{op: add, path: /metadata/labels/team, value: '"x"'}]}}`,
 		{
 			name: "undecodable",
 			rule: `{apiVersion: api.kubemod.io/v1beta1, kind: ModRule, metadata: {name: r}, spec: {type: Patch, bogus: 1}}`,
-			want: []lintCode{{"error", "E002", ""}},
+			want: []lintCode{{"error", "E002", "spec.bogus"}},
 		},
 		{
 			name: "invalid and placeholder",

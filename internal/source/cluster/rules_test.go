@@ -314,11 +314,11 @@ func TestRuleSourceUndecodable(t *testing.T) {
 	if c.Rule != nil {
 		t.Errorf("Compiled(%q).Rule = %v, want nil: the manifest cannot be decoded", bad, c.Rule)
 	}
-	if c.Err == nil || !strings.Contains(c.Err.Error(), `unknown field "spec.unknownField"`) || !strings.Contains(c.Err.Error(), bad) {
+	if c.Err == nil || !strings.Contains(c.Err.Error(), `spec.unknownField: unknown field`) || !strings.Contains(c.Err.Error(), bad) {
 		t.Errorf("Compiled(%q).Err = %v, want the rule and its unknown field spec.unknownField named", bad, c.Err)
 	}
-	if errors.Is(c.Err, rules.ErrInvalidRule) {
-		t.Errorf("Compiled(%q).Err = %v is rules.ErrInvalidRule; want a decoding error, not a compile error", bad, c.Err)
+	if !errors.Is(c.Err, rules.ErrUndecodable) {
+		t.Errorf("Compiled(%q).Err = %v is not rules.ErrUndecodable; want a decoding error", bad, c.Err)
 	}
 	if len(snap.Broken()) != 0 {
 		t.Errorf("Broken() = %q, want none: an undecodable rule is not in the snapshot", ruleKeys(snap.Broken()))
