@@ -3,7 +3,6 @@ package kinds
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
@@ -59,11 +58,6 @@ func ScopeReason(r engine.Rule, s Scoped, ns, kind string, op rules.Operation, i
 		kindText = "kind " + kind
 	}
 	return fmt.Sprintf("in scope: %s; %s; %s", where, op, kindText)
-}
-
-// OperationsText lists operations as a scope reason does: [CREATE, UPDATE].
-func OperationsText(ops []string) string {
-	return "[" + strings.Join(ops, ", ") + "]"
 }
 
 // RuleExplain is one rule's part of an explanation (explain -o json prints

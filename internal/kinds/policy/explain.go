@@ -36,7 +36,7 @@ func (r *Rule) OperationsScope(op rules.Operation) string {
 			ops = append(ops, string(o))
 		}
 	}
-	return fmt.Sprintf("match.operations %s do not include %s", kinds.OperationsText(ops), op)
+	return fmt.Sprintf("match.operations [%s] do not include %s", strings.Join(ops, ", "), op)
 }
 
 // KindsScope names the kinds of match.resources.
