@@ -65,7 +65,8 @@ type applyOptions struct {
 	userInfo string
 	old      string
 	admissionFlags
-	output string
+	output      string
+	skipUnknown bool
 }
 
 func newApplyCmd(s Streams) *cobra.Command { return newApplyCmdFor(s, &applyOptions{}) }
@@ -90,7 +91,10 @@ A ModRule without metadata.namespace applies to every object. Rules in the
 cluster-rules namespace apply to cluster-scoped objects, and to the namespaces
 their targetNamespaceRegex matches. --context gives Namespace and Node objects
 that rules see as syntheticRefs.namespace and syntheticRefs.node; they are not
-printed. Documents in --rules that are not ModRules are skipped with a warning.
+printed. A document in --rules that is not a rule of a served kind (or one of
+Kubernetes' admission policies) is an error naming its apiVersion and kind, and
+so are --rules that hold no rule at all; --skip-unknown-kinds makes the former
+a warning.
 
 --operation UPDATE admits the objects as updates; --old gives their old objects
 (a file or -): each object is paired with the old object of the same apiVersion,
@@ -128,7 +132,8 @@ nothing is printed on stdout).`,
 // objects (described by what), the context, the admission and the output.
 func (o *applyOptions) addFlags(cmd *cobra.Command, what, output, outputUsage string) {
 	f := cmd.Flags()
-	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory (repeatable)")
+	f.StringArrayVar(&o.rules, "rules", nil, "rules: a file, a directory or - (repeatable)")
+	f.BoolVar(&o.skipUnknown, "skip-unknown-kinds", false, "warn about documents in --rules that are not rules of a served kind, instead of failing (exit 2)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, what+": file, directory or - for stdin (repeatable)")
 	f.StringArrayVar(&o.contexts, "context", nil, "objects the rules read (Namespaces and Nodes for syntheticRefs, ConfigMaps for Policies' context) and recorded APICallResponse documents (repeatable)")
 	f.StringArrayVar(&o.packs, "rule-pack", nil, "a Rego rule pack (a directory or oci://REF) whose edges join the context objects' graph (syntheticRefs.edges; repeatable)")
@@ -221,7 +226,7 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	if err := checkStdin(o.rules, o.files, old, append(slices.Clone(contexts), o.crds...)); err != nil {
 		return nil, err
 	}
-	snap, policies, err := loadRules(o.rules, s, o.registry.kinds(o.clusterRules), true)
+	snap, policies, err := loadRules(o.rules, s, o.registry.kinds(o.clusterRules), ruleLoading{policies: true, skipUnknown: o.skipUnknown})
 	if err != nil {
 		return nil, err
 	}
@@ -351,20 +356,35 @@ func printWarnings(s Streams, what string, res *runner.Result) {
 // loadSnapshot reads and compiles the rules of the kinds of reg; any
 // invalid rule is an exit-2 error listing every problem.
 func loadSnapshot(paths []string, s Streams, reg *kinds.Registry) (*engine.Snapshot, error) {
-	snap, _, err := loadRules(paths, s, reg, false)
+	snap, _, err := loadRules(paths, s, reg, ruleLoading{})
 	return snap, err
 }
 
-// loadRules is loadSnapshot that, with policies, also takes Kubernetes'
+// ruleLoading says what loadRules takes besides the rules of the kinds.
+type ruleLoading struct {
+	// policies: Kubernetes' admission policies and bindings are rules too.
+	policies bool
+	// skipUnknown: a document of no served kind is a warning, not an
+	// error (--skip-unknown-kinds).
+	skipUnknown bool
+}
+
+// ErrNoRules is the error of rule paths that hold no rule at all: a run
+// that would check nothing.
+var ErrNoRules = errors.New("no rules")
+
+// loadRules is loadSnapshot that, with l.policies, also takes Kubernetes'
 // ValidatingAdmissionPolicies and bindings (compiled; an invalid one is an
-// exit-2 error) instead of skipping them.
-func loadRules(paths []string, s Streams, reg *kinds.Registry, policies bool) (*engine.Snapshot, *admissionpolicy.Set, error) {
+// exit-2 error). A document that is not a rule of a served kind is an
+// exit-2 error naming its apiVersion and kind (a warning with
+// l.skipUnknown), and so are paths with no rule at all.
+func loadRules(paths []string, s Streams, reg *kinds.Registry, l ruleLoading) (*engine.Snapshot, *admissionpolicy.Set, error) {
 	docs, err := source.ReadPaths(paths, s.In)
 	if err != nil {
 		return nil, nil, &ExitError{Code: 2, Err: err}
 	}
 	set := admissionpolicy.NewSet()
-	if policies {
+	if l.policies {
 		kept := docs[:0:0]
 		for _, d := range docs {
 			if !admissionpolicy.Handles(d.Object) {
@@ -378,11 +398,19 @@ func loadRules(paths []string, s Streams, reg *kinds.Registry, policies bool) (*
 		docs = kept
 	}
 	res := source.LoadRules(docs, reg)
+	errs := res.Errors
 	for _, w := range res.Skipped {
-		fmt.Fprintln(s.Err, "warning:", w, "(skipped)")
+		if l.skipUnknown {
+			fmt.Fprintln(s.Err, "warning:", w, "(skipped: --skip-unknown-kinds)")
+			continue
+		}
+		errs = append(errs, errors.New(w+"; --skip-unknown-kinds skips such documents"))
 	}
-	if len(res.Errors) > 0 {
-		return nil, nil, &ExitError{Code: 2, Err: errors.Join(res.Errors...)}
+	if len(errs) > 0 {
+		return nil, nil, &ExitError{Code: 2, Err: errors.Join(errs...)}
+	}
+	if len(res.Rules) == 0 && set.Len() == 0 {
+		return nil, nil, &ExitError{Code: 2, Err: fmt.Errorf("%w in %s: nothing would be checked (rules are %s, or Kubernetes' admission policies)", ErrNoRules, strings.Join(paths, ", "), reg.Served())}
 	}
 	return engine.NewSnapshot(res.Rules), set, nil
 }

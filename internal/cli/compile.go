@@ -84,7 +84,7 @@ func runCompile(_ context.Context, o *compileOptions, s Streams) error {
 // an exit-2 error) and translates them.
 func compileRules(paths []string, s Streams, clusterNS string) (translate.Result, error) {
 	reg := newRegistry(clusterNS)
-	if _, _, err := loadRules(paths, s, reg, true); err != nil {
+	if _, _, err := loadRules(paths, s, reg, ruleLoading{policies: true}); err != nil {
 		return translate.Result{}, err
 	}
 	docs, err := source.ReadPaths(paths, s.In)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,9 @@ import (
 const (
 	codeUnreadable = "E001" // a file cannot be parsed
 	codeDuplicate  = "E005" // two documents define the same rule
+	codeNotARule   = "E007" // a document is not a rule of a served kind
+	codeSkipped    = "W007" // the same, with --skip-unknown-kinds
+	codeNoRules    = "E008" // the paths hold no rule at all
 	// W301, W302: admissionpolicy.CodeUnbound, CodeNoPolicy.
 )
 
@@ -33,6 +37,7 @@ type lintOptions struct {
 	clusterRules string
 	strict       bool
 	output       string
+	skipUnknown  bool
 }
 
 func newLintCmd(s Streams) *cobra.Command {
@@ -97,7 +102,9 @@ does not compile or has the wrong type, each with its field and column), and:
   W302  a binding whose policy is not among the rules
 
 Rule templates run under the same bounds as in admission (docs/serve.md).
-Documents that are not ModRules are ignored.
+A document that is not a rule of a served kind nor one of Kubernetes'
+admission policies is an error (E007; a warning, W007, with
+--skip-unknown-kinds), and so are paths with no rule at all (E008).
 
 Exit status: 0 when no rule has an error (warnings are printed), or, with
 --strict, when there is no finding at all; 1 otherwise; 2 when a path cannot
@@ -115,11 +122,12 @@ be read or a --crd is not a valid CustomResourceDefinition.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory, as apply takes it (repeatable; same as a PATH argument)")
+	f.StringArrayVar(&o.rules, "rules", nil, "rules: a file or directory, as apply takes it (repeatable; same as a PATH argument)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "sample objects for the idempotency check: file or directory (repeatable)")
 	f.StringArrayVar(&o.crds, "crd", nil, "CustomResourceDefinitions (file or directory, repeatable): Policies' scoped validations of their kinds are type-checked with self typed by their schemas")
 	f.StringVar(&o.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 	f.BoolVar(&o.strict, "strict", false, "exit 1 on warnings too")
+	f.BoolVar(&o.skipUnknown, "skip-unknown-kinds", false, "report documents that are not rules of a served kind as warnings (W007), not errors (E007)")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
@@ -187,6 +195,9 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		d := &docs[i]
 		k := reg.For(d)
 		if k == nil {
+			if !admissionpolicy.Handles(d.Object) {
+				add(notARule(d, reg, o.skipUnknown))
+			}
 			continue
 		}
 		key := k.Name() + " " + d.Key()
@@ -213,6 +224,10 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 	}
 
 	rep.Findings = append(rep.Findings, lintPolicies(docs)...)
+	if !slices.ContainsFunc(docs, func(d source.Document) bool { return reg.For(&d) != nil || admissionpolicy.Handles(d.Object) }) {
+		add(Finding{Severity: kinds.SeverityError, Code: codeNoRules, Origin: strings.Join(paths, ", "),
+			Message: "no rules: nothing would be checked", Hint: "rules are " + reg.Served() + ", or Kubernetes' admission policies"})
+	}
 
 	for _, lr := range linted {
 		if l, ok := lr.rule.(kinds.Linter); ok {
@@ -236,6 +251,18 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		return &ExitError{Code: 1}
 	}
 	return nil
+}
+
+// notARule is the finding of a document of no served kind: an error, or a
+// warning with --skip-unknown-kinds.
+func notARule(d *source.Document, reg *kinds.Registry, warn bool) Finding {
+	f := Finding{Severity: kinds.SeverityError, Code: codeNotARule, Origin: d.Origin, Kind: d.Kind(), Rule: d.Key(),
+		Message: strings.TrimPrefix(source.NotARule(d, reg), d.Origin+": "),
+		Hint:    "remove it from the rule paths, or pass --skip-unknown-kinds to skip such documents"}
+	if warn {
+		f.Severity, f.Code, f.Hint = kinds.SeverityWarning, codeSkipped, ""
+	}
+	return f
 }
 
 // manifestFiles lists the files at the given paths: files as given, and

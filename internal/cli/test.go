@@ -195,7 +195,7 @@ func suiteError(st *suite.Suite, field string, err error) error {
 // (those whose title contains o.run).
 func runSuite(ctx context.Context, st *suite.Suite, o *testOptions, s Streams) ([]caseResult, error) {
 	filter := o.run
-	snap, policies, err := loadRules(st.ResolveAll(st.Rules), s, o.registry.kinds(st.ClusterRulesNamespace), true)
+	snap, policies, err := loadRules(st.ResolveAll(st.Rules), s, o.registry.kinds(st.ClusterRulesNamespace), ruleLoading{policies: true})
 	if err != nil {
 		var ee *ExitError
 		if errors.As(err, &ee) {

@@ -105,6 +105,22 @@ func (r *Registry) For(m *Manifest) Kind {
 	return nil
 }
 
+// Served lists the kinds with their apiVersions for messages:
+// "api.kubemod.io/v1beta1 ModRule, modwright.io/v1alpha1 Policy".
+func (r *Registry) Served() string {
+	out := make([]string, 0, len(r.kinds))
+	for _, k := range r.kinds {
+		for _, v := range k.Versions() {
+			gv := v
+			if k.Group() != "" {
+				gv = k.Group() + "/" + v
+			}
+			out = append(out, gv+" "+k.Name())
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // Names lists the kinds' names for messages: "ModRule", "ModRule or
 // Policy", "ModRule, Policy or ClusterPolicy".
 func (r *Registry) Names() string {

@@ -11,7 +11,8 @@ import (
 // LoadResult is what LoadRules found.
 type LoadResult struct {
 	Rules []engine.Rule
-	// Skipped names the documents that are of no kind the registry holds.
+	// Skipped names the documents that are of no kind the registry holds
+	// (their apiVersion and kind, and the kinds served).
 	Skipped []string
 	// Errors holds one error per rule (or document) that failed to load;
 	// each names the document, the rule, the field and the position.
@@ -27,6 +28,23 @@ type LoadResult struct {
 // ErrDuplicateRule marks two documents that define the same rule (kind and
 // namespace/name): one would silently replace the other.
 var ErrDuplicateRule = errors.New("duplicate rule")
+
+// NotARule says that document d is of no kind of reg: its apiVersion and
+// kind, and the kinds reg serves.
+func NotARule(d *Document, reg *kinds.Registry) string {
+	av := d.APIVersion()
+	if av == "" {
+		av = "(no apiVersion)"
+	}
+	what := av + " " + d.Kind()
+	if d.Kind() == "" {
+		what = av + " (no kind)"
+	}
+	if n := d.Name(); n != "" {
+		what += fmt.Sprintf(" %q", n)
+	}
+	return fmt.Sprintf("%s: %s is not a rule of a kind served here (%s)", d.Origin, what, reg.Served())
+}
 
 // LoadRules decodes and compiles every rule among docs, each with the kind
 // of reg that owns it. Rules that fail are reported in Errors and also
@@ -45,7 +63,7 @@ func LoadRules(docs []Document, reg *kinds.Registry) LoadResult {
 		d, o := &docs[i], &out[i]
 		k := reg.For(d)
 		if k == nil {
-			o.skipped = fmt.Sprintf("%s: %s %q is not a %s", d.Origin, d.Kind(), d.Name(), reg.Names())
+			o.skipped = NotARule(d, reg)
 			return
 		}
 		o.kind = k.Name()

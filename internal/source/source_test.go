@@ -133,7 +133,7 @@ metadata: {name: old}
 	if len(res.Rules) != 2 || res.Rules[0].Info().Key != "ns/ok" || res.Rules[1].Info().Err == nil {
 		t.Fatalf("rules: %+v", res.Rules)
 	}
-	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "document 5: ConfigMap \"cm\" is not a ModRule") {
+	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "document 5: v1 ConfigMap \"cm\" is not a rule of a kind served here (api.kubemod.io/v1beta1 ModRule") {
 		t.Errorf("skipped: %v", res.Skipped)
 	}
 	wants := []string{
