@@ -14,6 +14,7 @@ type compileOptions struct {
 	rules        []string
 	output       string
 	clusterRules string
+	skipUnknown  bool
 }
 
 func newCompileCmd(s Streams) *cobra.Command {
@@ -45,6 +46,7 @@ cannot be read or a rule is invalid.`,
 	f.StringArrayVar(&o.rules, "rules", nil, "rules: a file, a directory or - (repeatable)")
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json (a v1 List)")
 	f.StringVar(&o.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	f.BoolVar(&o.skipUnknown, "skip-unknown-kinds", false, "warn about documents in --rules that are not rules of a served kind, instead of failing (exit 2)")
 	return cmd
 }
 
@@ -58,7 +60,7 @@ func runCompile(_ context.Context, o *compileOptions, s Streams) error {
 	if err := checkStdin(o.rules, nil, nil, nil); err != nil {
 		return err
 	}
-	res, err := compileRules(o.rules, s, o.clusterRules)
+	res, err := compileRules(o.rules, s, o.clusterRules, o.skipUnknown)
 	if err != nil {
 		return err
 	}
@@ -82,9 +84,9 @@ func runCompile(_ context.Context, o *compileOptions, s Streams) error {
 
 // compileRules loads the rules at paths as apply does (an invalid one is
 // an exit-2 error) and translates them.
-func compileRules(paths []string, s Streams, clusterNS string) (translate.Result, error) {
+func compileRules(paths []string, s Streams, clusterNS string, skipUnknown bool) (translate.Result, error) {
 	reg := newRegistry(clusterNS)
-	if _, _, err := loadRules(paths, s, reg, ruleLoading{policies: true}); err != nil {
+	if _, _, err := loadRules(paths, s, reg, ruleLoading{policies: true, skipUnknown: skipUnknown}); err != nil {
 		return translate.Result{}, err
 	}
 	docs, err := source.ReadPaths(paths, s.In)

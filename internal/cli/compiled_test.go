@@ -101,7 +101,7 @@ func compiledPass(t *testing.T, tally *compiledTally, args []string, files caseF
 		}
 	}
 	var errs bytes.Buffer
-	res, err := compileRules([]string{files.rules}, Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errs}, clusterNS)
+	res, err := compileRules([]string{files.rules}, Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errs}, clusterNS, slices.Contains(args, "--skip-unknown-kinds"))
 	if err != nil {
 		t.Fatalf("compiled pass: compile: %v", err)
 	}

@@ -254,7 +254,9 @@ func TestOldDrivers(t *testing.T) {
 // saying why, where it has no meaning or names other objects.
 func TestOldFlagErrors(t *testing.T) {
 	other := strings.Replace(oldOld, "name: cm", "name: other", 1)
-	dir := writeFiles(t, map[string]string{"rules.yaml": "", "new.yaml": oldNew, "old.yaml": oldOld, "other.yaml": other,
+	// A ModRule that changes nothing: --rules must hold a rule.
+	const rule = "apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata: {name: none, namespace: shop}\nspec: {type: Reject, match: [{select: '$.kind', matchValue: Never}]}\n"
+	dir := writeFiles(t, map[string]string{"rules.yaml": rule, "new.yaml": oldNew, "old.yaml": oldOld, "other.yaml": other,
 		"two.yaml": oldNew + "---\n" + other, "twice.yaml": oldOld + "---\n" + oldLocked, "empty.yaml": "# nothing\n"})
 	p := func(n string) string { return filepath.Join(dir, n) }
 	base := []string{"--rules", p("rules.yaml"), "-f", p("new.yaml"), "--operation", "UPDATE"}
