@@ -471,11 +471,39 @@ func (k *operator) compileNative(context.Context) error {
 	return k.mgr.Add(k.installer)
 }
 
+// operatorPaths are the webhook paths the operator serves with op and the
+// kinds of kreg: the dragnet's, the kinds' own (with --kinitiras-paths),
+// the pods/binding webhook's and the rules' two. The webhook
+// configurations of the chart, the bundle and the sandbox call no other
+// (a test checks each), and webhooks registers exactly these.
+func operatorPaths(op *operatorOptions, kreg *kinds.Registry) []string {
+	paths := []string{webhook.DragnetPath, webhook.MutatePath, webhook.ValidatePath,
+		controller.NodeRefPath, controller.DefaultPath, controller.ValidatePath}
+	if op.kinitiras && op.kinitirasPaths {
+		for _, p := range kreg.Paths() {
+			paths = append(paths, p.Path)
+		}
+	}
+	return paths
+}
+
+// registrar records the paths registered on a webhook server.
+type registrar struct {
+	srv   interface{ Register(string, http.Handler) }
+	paths []string
+}
+
+func (r *registrar) Register(path string, h http.Handler) {
+	r.paths = append(r.paths, path)
+	r.srv.Register(path, h)
+}
+
 // webhooks registers the dragnet (and, with --kinitiras-paths, the paths
 // of the kinds that have their own: kinds.Registry.Paths) and the rules'
-// and pods' webhooks, which go through the dragnet's codec.
+// and pods' webhooks, which go through the dragnet's codec: exactly
+// operatorPaths.
 func (k *operator) webhooks(context.Context) error {
-	srv := k.mgr.GetWebhookServer()
+	srv := &registrar{srv: k.mgr.GetWebhookServer()}
 	observers := observersOf(k.kreg, lenientRegisterer{ctrlmetrics.Registry})
 	dragnetSnaps := k.served
 	if k.op.kinitiras && k.op.kinitirasPaths {
@@ -510,7 +538,18 @@ func (k *operator) webhooks(context.Context) error {
 	srv.Register(controller.NodeRefPath, handler("podbinding", nodeRef.Admit, true)) // never block scheduling (failurePolicy Ignore too)
 	srv.Register(controller.DefaultPath, handler("default-rule", controller.DefaultHandler{Kinds: k.kreg}.Admit, false))
 	srv.Register(controller.ValidatePath, handler("validate-rule", controller.ValidateHandler{Kinds: k.kreg}.Admit, false))
+	if want := operatorPaths(k.op, k.kreg); !sameSet(srv.paths, want) {
+		return fmt.Errorf("modwright bug: the operator serves %v, and operatorPaths says %v", srv.paths, want)
+	}
 	return nil
+}
+
+// sameSet reports whether a and b hold the same strings.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // rules watches the rules of every kind into the store, keeps the graph,

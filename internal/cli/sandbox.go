@@ -162,14 +162,8 @@ func runSandbox(ctx context.Context, o *sandboxOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	// serve's own flags and defaults, as a cluster would have them.
 	so := &serveOptions{}
-	if err := newServeCmdWith(s, so).ParseFlags([]string{
-		"--webhook-port", strconv.Itoa(port), "--bind-address", "127.0.0.1", "--cert-host", "127.0.0.1",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
-		"--leader-elect=false", "--log-format", o.logFormat, "--v", strconv.Itoa(o.verbosity),
-		"--shutdown-delay=0", // nothing balances traffic to a sandbox: stop at once
-	}); err != nil {
+	if err := newServeCmdWith(s, so).ParseFlags(sandboxServeArgs(o, port, probePort)); err != nil {
 		return err
 	}
 	so.operator.restConfig = cfg
@@ -366,6 +360,40 @@ func bundleObjects(data []byte) []*unstructured.Unstructured {
 		out = append(out, u)
 	}
 	return out
+}
+
+// sandboxServeArgs are serve's flags in the sandbox: as the bundle's
+// Deployment sets them (so that the webhook configurations it registers
+// call paths the server serves), then the sandbox's own.
+func sandboxServeArgs(o *sandboxOptions, port, probePort int) []string {
+	return append(bundleServeArgs(deploy.Bundle),
+		"--webhook-port", strconv.Itoa(port), "--bind-address", "127.0.0.1", "--cert-host", "127.0.0.1",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probePort),
+		"--leader-elect=false", "--log-format", o.logFormat, "--v", strconv.Itoa(o.verbosity),
+		"--shutdown-delay=0", // nothing balances traffic to a sandbox: stop at once
+	)
+}
+
+// bundleServeArgs are the flags the bundle's Deployment gives serve.
+func bundleServeArgs(bundle []byte) []string {
+	for _, u := range bundleObjects(bundle) {
+		if u.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			args, _ := c.(map[string]any)["args"].([]any)
+			if len(args) == 0 || args[0] != "serve" {
+				continue
+			}
+			out := make([]string, 0, len(args)-1)
+			for _, a := range args[1:] {
+				out = append(out, fmt.Sprint(a))
+			}
+			return out
+		}
+	}
+	return nil
 }
 
 // pointAt makes a webhook configuration call base+path instead of the Service.

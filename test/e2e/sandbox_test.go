@@ -66,6 +66,11 @@ patch:
 		t.Fatal(err)
 	}
 	waitLabel(t, c, func() client.Object { return configMap("default", "probe", nil) }, "owner", "sandbox")
+	// kinitiras' own webhook (objects labeled as kinitiras installs it) is
+	// registered and must be served: its failurePolicy is Fail.
+	if err := c.Create(ctx, configMap("default", "kinitiras-labeled", map[string]string{"kinitiras.kcloudlabs.io/webhook": "enabled"})); err != nil {
+		t.Errorf("an object kinitiras' webhook selects: %v", err)
+	}
 
 	cancel()
 	select {
