@@ -52,7 +52,7 @@ func (f registryFunc) kinds(clusterNS string) *kinds.Registry {
 // add declares them; what names the objects in the --namespace usage.
 func (a *admissionFlags) add(f *pflag.FlagSet, what string) {
 	f.StringVar(&a.operation, "operation", "CREATE", "admission operation: CREATE, UPDATE, DELETE or CONNECT (-f: the connection's options, PodExecOptions...)")
-	f.StringVar(&a.namespace, "namespace", "default", "namespace assumed for namespaced "+what+" that carry none")
+	f.StringVarP(&a.namespace, "namespace", "n", "default", "namespace assumed for namespaced "+what+" that carry none")
 	f.StringVar(&a.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 }
 

@@ -94,6 +94,7 @@ func TestDocsCLIExamples(t *testing.T) {
 		stdout string // what stdout must hold; "" anything
 	}{
 		"modwright lint testdata/cli/lint/errors -o json": {code: 1},
+		"modwright version": {stdout: "github.com/google/cel-go v"},
 		"modwright lint testdata/cli/lint/crd --crd testdata/crd/widgets.yaml": {
 			code: 1, stdout: `spec.validations[2].cel: column 5: error E201: with self typed by the schema of example.com/v1 Widget at $.spec: undefined field 'mode'`},
 		"modwright apply --rules examples/policies -f testdata/cli/policy/web-v2.yaml --operation UPDATE --old testdata/cli/policy/web-v1.yaml": {

@@ -23,25 +23,26 @@ type graphOptions struct {
 func newGraphCmd(s Streams) *cobra.Command {
 	o := &graphOptions{}
 	cmd := &cobra.Command{
-		Use:   "graph -f PATH [-f PATH]... [--pack DIR|oci://REF]... [-o text|json|dot]",
+		Use:   "graph -f PATH [-f PATH]... [--rule-pack DIR|oci://REF]... [-o text|json|dot]",
 		Short: "Print the relationship graph of a set of objects",
 		Long: `graph builds the relationship graph of the objects in -f (files or directories,
 recursive; "-" reads standard input; a dump of cluster state, say) as the
 operator builds it: the built-in edges (docs/graph.md: ownership, the
 ConfigMaps, Secrets, claims and service account a pod spec uses, an Ingress's
 Services, a claim's volume, the Pods a Service or a workload selects) and the
-edges the Rego rule packs given with --pack derive (a directory, oci://REF or
+edges the Rego rule packs given with --rule-pack derive (a directory, oci://REF or
 builtin:openshift; docs/rule-packs.md).
 
 Output: text (one edge a line), json ({"edges": [...]}) or dot (Graphviz).`,
 		Example: `  modwright graph -f examples/graph
-  modwright graph -f examples/graph --pack examples/rule-packs/config-bundles -o dot`,
+  modwright graph -f examples/graph --rule-pack examples/rule-packs/config-bundles -o dot`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGraph(cmd.Context(), o, s) },
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "objects: file, directory or - (repeatable)")
-	f.StringArrayVar(&o.packs, "pack", nil, "a Rego rule pack: a directory or oci://REF (repeatable)")
+	f.StringArrayVar(&o.packs, "rule-pack", nil, "a Rego rule pack: a directory or oci://REF (repeatable; --pack is an alias)")
+	aliasFlags(f, map[string]string{"pack": "rule-pack"})
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or dot")
 	return cmd
 }

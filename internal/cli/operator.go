@@ -104,6 +104,7 @@ const (
 
 func addOperatorFlags(f interface {
 	StringVar(*string, string, string, string)
+	StringVarP(*string, string, string, string, string)
 	StringArrayVar(*[]string, string, []string, string)
 	BoolVar(*bool, string, bool, string)
 	DurationVar(*time.Duration, string, time.Duration, string)
@@ -130,7 +131,7 @@ func addOperatorFlags(f interface {
 	f.DurationVar(&o.regoTimeout, "rego-timeout", rego.DefaultTimeout, "time budget of one evaluation of a rule pack's module, clamped to [50ms, 1s] (a warning when clamped); a module that runs longer is skipped for that object")
 	f.StringVar(&o.openshiftPack, "openshift-pack", "auto", "the embedded OpenShift rule pack (Routes, DeploymentConfigs, BuildConfigs): auto loads it when the cluster serves route.openshift.io; true, false")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (empty: $KUBECONFIG, the in-cluster configuration, or ~/.kube/config)")
-	f.StringVar(&o.namespace, "namespace", defaultNamespace, "namespace modwright runs in (its Secret, Service and leader-election lease)")
+	f.StringVarP(&o.namespace, "namespace", "n", defaultNamespace, "namespace modwright runs in (its Secret, Service and leader-election lease)")
 	f.StringVar(&o.serviceName, "service-name", defaultServiceName, "Service in front of the webhooks (the serving certificate covers its DNS names)")
 	f.StringVar(&o.certSecret, "cert-secret", defaultCertSecret, "Secret holding the webhook serving certificate (tls.crt, tls.key, ca.crt)")
 	f.StringVar(&o.certManagement, "cert-management", "self", "self: generate, rotate and inject the certificate; external: cert-manager (or another tool) writes the Secret and injects the caBundle")

@@ -44,10 +44,12 @@ run offline with 'modwright apply' (in CI, or as a Helm post-renderer).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newApplyCmd(s), newServeCmd(s), newTestCmd(s), newExplainCmd(s), newLintCmd(s), newKRMCmd(s), newSandboxCmd(s), newRulesTestCmd(s), newGraphCmd(s), newValidateCmd(s), newCompileCmd(s), newCUEWorkerCmd())
+	root.AddCommand(newApplyCmd(s), newServeCmd(s), newTestCmd(s), newExplainCmd(s), newLintCmd(s), newKRMCmd(s), newSandboxCmd(s), newRulesTestCmd(s), newGraphCmd(s), newValidateCmd(s), newCompileCmd(s), newVersionCmd(s), newCUEWorkerCmd())
+	root.Version = readVersion().text()
 	for _, c := range root.Commands() {
 		if c.Name() == "serve" || c.Name() == "sandbox" {
 			if c.Annotations == nil {

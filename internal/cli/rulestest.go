@@ -26,7 +26,7 @@ type rulesTestOptions struct {
 func newRulesTestCmd(s Streams) *cobra.Command {
 	o := &rulesTestOptions{}
 	cmd := &cobra.Command{
-		Use:   "rules-test --pack DIR|oci://REF [--samples DIR] [--format text|json]",
+		Use:   "rules-test --rule-pack DIR|oci://REF [--samples DIR] [-o text|json]",
 		Short: "Run a Rego rule pack on sample objects, as KubeAtlas' rules-test does",
 		Long: `rules-test loads a Rego rule pack written for KubeAtlas' rego_api v1 contract
 (a directory with metadata.yaml and .rego modules, or an OCI artifact pulled
@@ -42,16 +42,17 @@ kind route to.
 Exit status: 0 when every sample produced at least one edge; 1 for a usage
 error or a pack that does not load; 2 when a sample produced no edge or an
 error.`,
-		Example: `  modwright rules-test --pack examples/rule-packs/config-bundles
-  modwright rules-test --pack ./my-pack --samples ./my-pack/samples --format json
-  modwright rules-test --pack oci://ghcr.io/lithastra/rules/cert-manager:0.1.0 --samples ./cert-manager/samples`,
+		Example: `  modwright rules-test --rule-pack examples/rule-packs/config-bundles
+  modwright rules-test --rule-pack examples/rule-packs/config-bundles --samples examples/rule-packs/config-bundles/samples -o json
+  modwright rules-test --rule-pack oci://ghcr.io/lithastra/rules/cert-manager:0.1.0 --samples ./cert-manager/samples`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRulesTest(cmd.Context(), o, s) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.pack, "pack", "", "the pack: a directory, or oci://REGISTRY/REPOSITORY:SEMVER (with --samples)")
+	f.StringVar(&o.pack, "rule-pack", "", "the pack: a directory, or oci://REGISTRY/REPOSITORY:SEMVER (with --samples; --pack is an alias)")
 	f.StringVar(&o.samples, "samples", "", "the sample objects: a directory (default: the pack's samples/)")
-	f.StringVar(&o.format, "format", "text", "report format: text or json")
+	f.StringVarP(&o.format, "output", "o", "text", "report format: text or json (--format is an alias)")
+	aliasFlags(f, map[string]string{"format": "output", "pack": "rule-pack"})
 	return cmd
 }
 
@@ -73,11 +74,11 @@ func runRulesTest(ctx context.Context, o *rulesTestOptions, s Streams) error {
 	}
 	switch {
 	case o.pack == "":
-		return &ExitError{Code: 1, Err: fmt.Errorf("--pack is required")}
+		return &ExitError{Code: 1, Err: fmt.Errorf("--rule-pack is required")}
 	case (strings.HasPrefix(o.pack, "oci://") || strings.HasPrefix(o.pack, "builtin:")) && o.samples == "":
-		return &ExitError{Code: 1, Err: fmt.Errorf("--pack %s: an OCI or embedded pack has no samples directory: give --samples DIR", o.pack)}
+		return &ExitError{Code: 1, Err: fmt.Errorf("--rule-pack %s: an OCI or embedded pack has no samples directory: give --samples DIR", o.pack)}
 	case o.format != "text" && o.format != "json":
-		return &ExitError{Code: 1, Err: fmt.Errorf("--format must be text or json, not %q", o.format)}
+		return &ExitError{Code: 1, Err: fmt.Errorf("--output must be text or json, not %q", o.format)}
 	}
 	pack, err := packs.Load(ctx, o.pack, packs.KubeAtlasVersion, 0, packs.OCIOptions{})
 	if err != nil {

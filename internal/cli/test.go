@@ -71,13 +71,13 @@ warnings are printed on stderr and do not fail a case.
 
 Every case prints one line, PASS or FAIL, with what went wrong and a diff
 (- expected, + actual) for a failure, then a summary "N passed, M failed".
---format json prints the same as one JSON document.
+-o json prints the same as one JSON document.
 
 Exit status: 0 when every case passed; 1 when any failed; 2 when a suite is
 invalid (the file and field are named) or its rules or resources cannot be
 loaded.`,
 		Example: `  modwright test examples
-  modwright test examples/modwright-test.yaml --format json
+  modwright test examples/modwright-test.yaml -o json
   modwright test . --run 'Service/'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -85,7 +85,8 @@ loaded.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	f.StringVarP(&o.format, "output", "o", "text", "output format: text or json (--format is an alias)")
+	aliasFlags(f, map[string]string{"format": "output"})
 	f.StringVar(&o.run, "run", "", "run only the cases whose name contains this text")
 	f.StringArrayVar(&o.crds, "crd", nil, "CustomResourceDefinitions for every suite, with each suite's own crds (a file or directory; repeatable): objects of their kinds are validated as the API server does, around the rules")
 	return cmd
@@ -113,7 +114,7 @@ func runTest(ctx context.Context, paths []string, o *testOptions, s Streams) err
 		ctx = context.Background()
 	}
 	if o.format != "text" && o.format != "json" {
-		return usageError("--format must be text or json, not %q", o.format)
+		return usageError("--output must be text or json, not %q", o.format)
 	}
 	files, err := suite.Find(paths)
 	if err != nil {
