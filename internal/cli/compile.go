@@ -75,7 +75,7 @@ func runCompile(_ context.Context, o *compileOptions, s Streams) error {
 	for _, sk := range res.Skipped {
 		fmt.Fprintf(s.Err, "not compiled: %s: %s %s: %s\n", sk.Rule.Origin, sk.Rule.Kind, sk.Rule.Key(), sk.Reason)
 	}
-	fmt.Fprintf(s.Err, "compiled %d of %d rules\n", compiled, compiled+len(res.Skipped))
+	fmt.Fprintf(s.Err, "compiled %d of %s\n", compiled, plural(compiled+len(res.Skipped), "rule"))
 	if err := write(s.Out, o.output, out, nil); err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}

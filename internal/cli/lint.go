@@ -293,7 +293,7 @@ func printLint(w io.Writer, format string, rep *lintReport) error {
 			fmt.Fprintln(w, "    hint: "+f.Hint)
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d errors, %d warnings\n", rep.Errors, rep.Warnings)
+	_, err := fmt.Fprintf(w, "%s, %s\n", plural(rep.Errors, "error"), plural(rep.Warnings, "warning"))
 	return err
 }
 

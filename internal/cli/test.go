@@ -338,7 +338,7 @@ func readResult(path string, in map[string]any) (map[string]any, error) {
 			return d.Object, nil
 		}
 	}
-	return nil, fmt.Errorf("%s holds %d objects and none is %s %s", path, len(docs), a.kind, a.name)
+	return nil, fmt.Errorf("%s holds %s and none is %s %s", path, plural(len(docs), "object"), a.kind, a.name)
 }
 
 // check compares a result with a case's expectation; the reason is empty
@@ -360,7 +360,7 @@ func check(c *suite.Case, in, want map[string]any, res *runner.Result) (reason, 
 			found = found || strings.Contains(got, w)
 		}
 		if !found {
-			return fmt.Sprintf("expected a warning containing %q; got %d warnings", w, len(res.Decision.Warnings)), ""
+			return fmt.Sprintf("expected a warning containing %q; got %s", w, plural(len(res.Decision.Warnings), "warning")), ""
 		}
 	}
 	changed := len(res.Patch) > 0

@@ -25,6 +25,15 @@ func aliasFlags(f *pflag.FlagSet, aliases map[string]string) {
 	})
 }
 
+// plural is n and noun, in the plural unless n is 1: "1 error",
+// "2 errors", "0 warnings".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // versionInfo is what `modwright version` prints.
 type versionInfo struct {
 	Version   string     `json:"version"`
