@@ -76,22 +76,26 @@ func newApplyCmd(s Streams) *cobra.Command { return newApplyCmdFor(s, &applyOpti
 func newApplyCmdFor(s Streams, o *applyOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply --rules PATH [--rules PATH]... -f PATH|- [-f PATH]... [flags]",
-		Short: "Run ModRules over manifests offline and print the admitted objects",
-		Long: `apply evaluates ModRules against objects as the admission webhook would, and prints
-every admitted object, changed only by the rules, in input order.
+		Short: "Run rules over manifests offline and print the admitted objects",
+		Long: `apply evaluates rules against objects as the admission webhook would, and prints
+every admitted object, changed only by the rules, in input order. Rules are
+KubeMod's ModRules, modwright's Policies and ClusterPolicies, kinitiras'
+policies and Kubernetes' admission policies with their bindings.
 
 Rules (--rules) and objects (-f) are files or directories (recursive; .yaml, .yml,
 .json; several documents per file; kind: List). "-f -" reads standard input, so
 apply works as a Helm post-renderer:
 
-  helm install app ./chart --post-renderer modwright \
-    --post-renderer-args apply --post-renderer-args --rules=./rules -f -
+  helm install app ./chart --post-renderer modwright --post-renderer-args apply \
+    --post-renderer-args --rules=./rules --post-renderer-args -f --post-renderer-args -
 
-A ModRule without metadata.namespace applies to every object. Rules in the
+A ModRule without metadata.namespace applies to every object; ModRules in the
 cluster-rules namespace apply to cluster-scoped objects, and to the namespaces
-their targetNamespaceRegex matches. --context gives Namespace and Node objects
-that rules see as syntheticRefs.namespace and syntheticRefs.node; they are not
-printed. A document in --rules that is not a rule of a served kind (or one of
+their targetNamespaceRegex matches. --context gives the objects rules read
+(Namespaces and Nodes for ModRules' syntheticRefs, ConfigMaps and recorded API
+responses for Policies' context); they are not printed.
+
+A document in --rules that is not a rule of a served kind (nor one of
 Kubernetes' admission policies) is an error naming its apiVersion and kind, and
 so are --rules that hold no rule at all; --skip-unknown-kinds makes the former
 a warning.
@@ -116,9 +120,9 @@ each rejection is printed on stderr; admitted objects are still printed);
 included (stderr names the file, document, rule, field and position;
 nothing is printed on stdout).`,
 		Example: `  modwright apply --rules examples/rules -f examples/manifests
-  modwright apply --rules rules/ -f deploy.yaml --namespace prod -o json
-  modwright apply --rules rules/ -f new.yaml --operation UPDATE --old old.yaml
-  helm template ./chart | modwright apply --rules rules/ -f -`,
+  modwright apply --rules examples/rules -f examples/manifests/web.yaml -n prod -o json
+  modwright apply --rules examples/policies -f testdata/cli/policy/web-v2.yaml --operation UPDATE --old testdata/cli/policy/web-v1.yaml
+  helm template web testdata/cli/helm/chart | modwright apply --rules examples/rules -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runApply(cmd.Context(), o, s)

@@ -38,7 +38,7 @@ checks it when it is created.
 Exit status: 0 (rules left to the webhook are not an error); 2 when a path
 cannot be read or a rule is invalid.`,
 		Example: `  modwright compile --rules examples/policies
-  modwright compile --rules rules/ -o json > policies.json`,
+  modwright compile --rules examples/policies -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCompile(cmd.Context(), o, s) },
 	}

@@ -132,7 +132,6 @@ func TestDocsCLIExamples(t *testing.T) {
 		cmds = append(cmds, cs...)
 	}
 	bin := buildModwright(t)
-	binDir := filepath.Dir(bin)
 	seen := map[string]bool{}
 	for _, c := range cmds {
 		shown := strings.ReplaceAll(c.text, "go run ./cmd/modwright", "modwright")
@@ -141,41 +140,19 @@ func TestDocsCLIExamples(t *testing.T) {
 			continue
 		}
 		t.Run(shown, func(t *testing.T) {
-			path := binDir
-			for _, tool := range []string{"helm", "kustomize"} {
-				if strings.Contains(shown, tool+" ") || strings.Contains(shown, "tools.sh "+tool) {
-					path += string(os.PathListSeparator) + filepath.Dir(testtool.Find(t, tool))
-				}
-			}
-			script := strings.ReplaceAll(shown, "./bin/modwright", bin)
-			script = strings.ReplaceAll(script, "$PWD/bin", binDir)
-			cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "PATH="+path+string(os.PathListSeparator)+os.Getenv("PATH"),
-				"HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			code := 0
-			if err != nil {
-				var exitErr *exec.ExitError
-				if !errors.As(err, &exitErr) {
-					t.Fatalf("%s:%d: %v", c.doc, c.line, err)
-				}
-				code = exitErr.ExitCode()
-			}
+			code, stdout, stderr := runScript(t, root, bin, shown, c.doc, c.line)
 			want := wantFail[shown]
 			if code != want.code {
-				t.Fatalf("%s:%d: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", c.doc, c.line, code, want.code, stdout.String(), stderr.String())
+				t.Fatalf("%s:%d: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", c.doc, c.line, code, want.code, stdout, stderr)
 			}
-			if !strings.Contains(stderr.String(), want.stderr) {
-				t.Errorf("%s:%d: stderr lacks %q:\n%s", c.doc, c.line, want.stderr, stderr.String())
+			if !strings.Contains(stderr, want.stderr) {
+				t.Errorf("%s:%d: stderr lacks %q:\n%s", c.doc, c.line, want.stderr, stderr)
 			}
-			if code == 0 && stdout.Len() == 0 {
+			if code == 0 && stdout == "" {
 				t.Errorf("%s:%d: no output", c.doc, c.line)
 			}
-			if !strings.Contains(stdout.String(), want.stdout) {
-				t.Errorf("%s:%d: stdout lacks %q:\n%s", c.doc, c.line, want.stdout, stdout.String())
+			if !strings.Contains(stdout, want.stdout) {
+				t.Errorf("%s:%d: stdout lacks %q:\n%s", c.doc, c.line, want.stdout, stdout)
 			}
 		})
 	}
@@ -184,4 +161,35 @@ func TestDocsCLIExamples(t *testing.T) {
 			t.Errorf("the docs no longer show %q; update the test's table", shown)
 		}
 	}
+}
+
+// runScript runs a documented shell command line from the repository's
+// root with bash -euo pipefail: modwright is bin (./bin/modwright and
+// $PWD/bin name it too), helm and kustomize the ones hack/tools.sh builds.
+// where and line name the document it comes from in errors.
+func runScript(t *testing.T, root, bin, shown, where string, line int) (code int, stdout, stderr string) {
+	t.Helper()
+	binDir := filepath.Dir(bin)
+	path := binDir
+	for _, tool := range []string{"helm", "kustomize"} {
+		if strings.Contains(shown, tool+" ") || strings.Contains(shown, "tools.sh "+tool) {
+			path += string(os.PathListSeparator) + filepath.Dir(testtool.Find(t, tool))
+		}
+	}
+	script := strings.ReplaceAll(shown, "./bin/modwright", bin)
+	script = strings.ReplaceAll(script, "$PWD/bin", binDir)
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PATH="+path+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) {
+			t.Fatalf("%s:%d: %v", where, line, err)
+		}
+		code = exitErr.ExitCode()
+	}
+	return code, out.String(), errOut.String()
 }

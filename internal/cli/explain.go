@@ -60,7 +60,7 @@ Exit status: 0 when every object was explained (rejected ones included); 2
 for invalid rules or input, as with apply.`,
 		Example: `  modwright explain --rules examples/rules -f examples/manifests/web.yaml
   modwright explain --rules examples/rules -f examples/manifests -o json
-  kubectl get deploy web -o yaml | modwright explain --rules rules/ -f - --operation UPDATE`,
+  modwright explain --rules examples/rules -f - --operation UPDATE < examples/manifests/web.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runExplain(cmd.Context(), o, s)

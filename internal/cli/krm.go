@@ -36,13 +36,14 @@ func newKRMCmd(s Streams) *cobra.Command {
 		Short: "Run as a KRM function: patch or reject the items of a ResourceList",
 		Long: `krm is a KRM function (the config.kubernetes.io/v1 function protocol used by
 kustomize and kpt). It reads a ResourceList on standard input, admits every
-item through the ModRules as apply does, and writes the ResourceList back:
+item through the rules as apply does, and writes the ResourceList back:
 
-  - ModRules come from functionConfig (one ModRule, or a List of them) and
-    from the items. ModRules among the items are rules and stay in the
+  - Rules (of any kind apply takes) come from functionConfig (one rule, or a
+    List of them) and from the items. Rules among the items stay in the
     output unchanged (they are meant for the cluster too); functionConfig
     is never part of the output.
-  - Namespace items serve as syntheticRefs.namespace for the others.
+  - Namespace items serve as the others' Namespace (a ModRule's
+    syntheticRefs.namespace, a Policy's namespaceObject).
   - Patched items replace the originals, in place. The annotations kustomize
     and kpt add to items (config.kubernetes.io/*,
     internal.config.kubernetes.io/*) are hidden from the rules, as the
@@ -70,10 +71,13 @@ With kustomize (exec functions need kustomize's --enable-alpha-plugins and
       config.kubernetes.io/function: |
         exec:
           path: ./modwright-krm.sh   # a script running: modwright krm
-  spec: ...`,
+  spec: ...
+
+With kpt, give the rules as the function's config:
+
+  kpt fn eval --exec "modwright krm" --fn-config rules.yaml`,
 		Example: `  kustomize build --enable-alpha-plugins --enable-exec examples/kustomize
-  kpt fn eval --exec "modwright krm" --fn-config rules.yaml
-  modwright krm < resource-list.yaml`,
+  modwright krm < testdata/cli/krm/resource-list.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runKRM(cmd.Context(), o, s)

@@ -44,17 +44,17 @@ func newLintCmd(s Streams) *cobra.Command {
 	o := &lintOptions{}
 	cmd := &cobra.Command{
 		Use:   "lint [PATH]... [--rules PATH]... [-f SAMPLES]... [flags]",
-		Short: "Validate ModRules as the webhook would, and warn about common mistakes",
-		Long: `lint validates the ModRules in PATH and --rules PATH (files or directories,
+		Short: "Validate rules as the webhook would, and warn about common mistakes",
+		Long: `lint validates the rules in PATH and --rules PATH (files or directories,
 recursive; .yaml, .yml, .json) exactly as the webhook and apply load them, reporting every
 error with its file, document, rule, field and position, and warns about
 rules that load but will not do what their author meant. Each finding has a
 stable code and a hint:
 
   E001  a file cannot be parsed as YAML or JSON
-  E002  a ModRule cannot be decoded (unknown field, wrong type)
-  E003  a ModRule is invalid (for example a bad select, regex, template, or
-        a bad path)
+  E002  a rule cannot be decoded (unknown field, wrong type), named by field
+  E003  a rule is invalid (for example a bad select, regex, template, path
+        or expression), named by field and column
   E004  a path placeholder #N that the patch item's select cannot capture
         (KubeMod leaves it in the path; the webhook refuses the rule)
   E005  two documents define the same rule (namespace/name): apply and serve
@@ -110,9 +110,9 @@ Exit status: 0 when no rule has an error (warnings are printed), or, with
 --strict, when there is no finding at all; 1 otherwise; 2 when a path cannot
 be read or a --crd is not a valid CustomResourceDefinition.`,
 		Example: `  modwright lint examples/rules
-  modwright lint rules/ -f manifests/ --strict
-  modwright lint rules/ -o json
-  modwright lint policies/ --crd crds/`,
+  modwright lint examples/rules -f examples/manifests --strict
+  modwright lint examples/policies -o json
+  modwright lint testdata/cli/lint/crd --crd testdata/crd/widgets.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			paths := append(args, o.rules...)
 			if len(paths) == 0 {

@@ -37,10 +37,14 @@ type Streams struct {
 func NewRoot(s Streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "modwright",
-		Short: "KubeMod-compatible admission rules: patch or reject Kubernetes objects",
-		Long: `modwright evaluates KubeMod ModRules (api.kubemod.io/v1beta1): declarative rules that
-patch or reject Kubernetes objects before they reach the cluster. The same rules
-run offline with 'modwright apply' (in CI, or as a Helm post-renderer).`,
+		Short: "Admission rules that patch, reject or warn about Kubernetes objects",
+		Long: `modwright evaluates admission rules: declarative rules that patch, reject or warn
+about Kubernetes objects before they reach the cluster. It runs the rules teams
+already have, unchanged: KubeMod's ModRules, kinitiras' policies, Kubernetes'
+admission policies, and its own Policies and ClusterPolicies (CEL, JMESPath,
+Rego or CUE). The same rules run in the cluster ('modwright serve'), offline
+('modwright apply', in CI or as a Helm post-renderer; 'modwright krm') and
+in tests ('modwright test').`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -44,7 +44,7 @@ error or a pack that does not load; 2 when a sample produced no edge or an
 error.`,
 		Example: `  modwright rules-test --rule-pack examples/rule-packs/config-bundles
   modwright rules-test --rule-pack examples/rule-packs/config-bundles --samples examples/rule-packs/config-bundles/samples -o json
-  modwright rules-test --rule-pack oci://ghcr.io/lithastra/rules/cert-manager:0.1.0 --samples ./cert-manager/samples`,
+  modwright rules-test --rule-pack builtin:openshift --samples internal/packs/builtin/openshift/samples`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRulesTest(cmd.Context(), o, s) },
 	}

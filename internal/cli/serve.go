@@ -105,10 +105,11 @@ func newServeCmdWith(s Streams, o *serveOptions) *cobra.Command {
 }
 
 // serveLong is serve's help.
-const serveLong = `serve answers Kubernetes admission reviews with ModRules.
+const serveLong = `serve answers Kubernetes admission reviews with rules: ModRules, Policies,
+ClusterPolicies and kinitiras' policies.
 
 Without --standalone it is the in-cluster operator (see docs/operator.md):
-ModRules come from the API server through an informer and are compiled once
+rules come from the API server through informers and are compiled once
 per generation into the serving snapshot, swapped atomically; every replica
 serves from its own snapshot. It serves, on --webhook-port (TLS 1.2+):
   /dragnet-mutate       the mutating webhook every targeted object goes through
@@ -118,14 +119,14 @@ serves from its own snapshot. It serves, on --webhook-port (TLS 1.2+):
   /dragnet-webhook      both at once (KubeMod's path)
   /podbinding-webhook   records a bound Pod's node (ref.kubemod.io/nodename)
                         when it is annotated ref.kubemod.io/inject-node-ref: "true"
-  /validate-rule     refuses ModRules that do not compile, with field errors
+  /validate-rule        refuses rules that do not compile, with field errors
 plus /metrics and the relationship graph's read API (/api/v1alpha1/resources/,
 docs/graph.md) on --metrics-bind-address and /healthz, /readyz on
---health-probe-bind-address (ready once the ModRule, Namespace and Node caches
+--health-probe-bind-address (ready once the caches of every rule kind, of Namespaces and Nodes
 and the graph's informers have synced, the first snapshot is published and a
 serving certificate exists). The graph (--graph) is fed by informers of the
-core kinds and of the custom resources the --rule-pack packs name. The elected leader writes ModRule status (observedGeneration, a Ready
-condition, Warning events for rules that do not compile), keeps a CA and
+core kinds and of the custom resources the --rule-pack packs name. The elected
+leader writes the rules' status (observedGeneration, a Ready condition, Warning events for rules that do not compile), keeps a CA and
 serving certificate in --cert-secret (renewed before expiry) and keeps the
 caBundle and the dragnet's --target-resources of the named webhook
 configurations correct, re-applying them when something overwrites them.
@@ -151,9 +152,9 @@ expire. A certificate provisioned by someone else (no ca.key beside it) is used
 as it is and never overwritten; it is re-read when the files change.
 
 Rules that do not compile are kept, logged and counted in the metric
-modwright_rule_broken; the others serve. Paths without any ModRule serve no
-rules (with a warning in the log); paths that cannot be read stop the start. Send SIGHUP to reload the rules: a
-reload that cannot read the files keeps the previous rules serving.
+modwright_rule_broken; the others serve. Paths without any rule serve no
+rules (with a warning in the log); paths that cannot be read stop the start.
+Send SIGHUP to reload the rules: a reload that cannot read the files keeps the previous rules serving.
 
 On SIGTERM (or SIGINT) serve stops in steps: /readyz fails at once; the
 webhooks are still served for --shutdown-delay (5s), while the Service's
@@ -189,7 +190,7 @@ flags take a comma-separated list. Flags given on the command line win.
 // addFlags declares serve's flags.
 func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.standalone, "standalone", false, "serve without a Kubernetes API, rules from --rules")
-	f.StringArrayVar(&o.rules, "rules", nil, "ModRule file or directory (repeatable; required with --standalone)")
+	f.StringArrayVar(&o.rules, "rules", nil, "rule file or directory (repeatable; required with --standalone)")
 	f.IntVar(&o.port, "webhook-port", 9443, "HTTPS port of the webhooks, health, readiness and metrics (0: any free port, logged)")
 	f.StringVar(&o.bindAddress, "bind-address", "", "address to listen on (empty: every interface)")
 	f.StringVar(&o.certDir, "cert-dir", filepath.Join(os.TempDir(), "modwright", "serving-certs"), "directory of tls.crt and tls.key (created with a CA when missing)")
@@ -264,7 +265,7 @@ func applyGCPercent(percent int, lookup func(string) (string, bool), log logr.Lo
 
 func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	if !o.standalone && len(o.rules) > 0 {
-		return usageError("--rules needs --standalone (the operator reads ModRules from the API server)")
+		return usageError("--rules needs --standalone (the operator reads rules from the API server)")
 	}
 	if o.standalone && len(o.rules) == 0 {
 		return usageError("--standalone needs at least one --rules PATH")

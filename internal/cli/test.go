@@ -31,7 +31,7 @@ func newTestCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "test PATH...",
 		Short: "Run rule test suites (" + suite.FileName + ") and report PASS/FAIL per case",
-		Long: `test runs test suites for ModRules: each suite names rule files, resources and
+		Long: `test runs test suites for rules of every kind: each suite names rule files, resources and
 optional context objects, and the outcome expected for each resource. PATH is a
 suite file, or a directory searched recursively for files named
 ` + suite.FileName + `.
@@ -40,9 +40,9 @@ A suite (paths are relative to the suite file):
 
   apiVersion: modwright.io/v1alpha1
   kind: TestSuite
-  rules: [rules]                 # ModRule files or directories (required)
+  rules: [rules]                 # rule files or directories (required)
   resources: [manifests]         # objects cases refer to as Kind/name
-  context: [namespaces.yaml]     # Namespaces and Nodes for syntheticRefs
+  context: [namespaces.yaml]     # objects the rules read (Namespaces, Nodes, ConfigMaps)
   operation: CREATE              # default; a case may override it
   namespace: default             # for namespaced objects that carry none
   cases:
@@ -78,7 +78,7 @@ invalid (the file and field are named) or its rules or resources cannot be
 loaded.`,
 		Example: `  modwright test examples
   modwright test examples/modwright-test.yaml -o json
-  modwright test . --run 'Service/'`,
+  modwright test examples --run 'external IPs'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTest(cmd.Context(), args, o, s)

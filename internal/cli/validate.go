@@ -41,7 +41,7 @@ An object whose kind no --crd serves is reported as not checked.
 Exit status: 0 every object valid; 1 an object is invalid; 2 bad input (an
 unreadable path, an invalid CRD, a missing old object).`,
 		Example: `  modwright validate -f testdata/cli/validate/widget.yaml --crd testdata/crd/widgets.yaml
-  modwright validate -f new.yaml --crd crds/ --operation UPDATE --old old.yaml`,
+  modwright validate -f testdata/cli/validate/widget-v2.yaml --crd testdata/crd --operation UPDATE --old testdata/cli/validate/widget-v1.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runValidate(cmd.Context(), o, s) },
 	}
