@@ -126,7 +126,8 @@ docs/graph.md) on --metrics-bind-address and /healthz, /readyz on
 and the graph's informers have synced, the first snapshot is published and a
 serving certificate exists). The graph (--graph) is fed by informers of the
 core kinds and of the custom resources the --rule-pack packs name. The elected
-leader writes the rules' status (observedGeneration, a Ready condition, Warning events for rules that do not compile), keeps a CA and
+leader writes the rules' status (observedGeneration, a Ready condition,
+Warning events for rules that do not compile), keeps a CA and
 serving certificate in --cert-secret (renewed before expiry) and keeps the
 caBundle and the dragnet's --target-resources of the named webhook
 configurations correct, re-applying them when something overwrites them.
