@@ -67,6 +67,7 @@ type applyOptions struct {
 	admissionFlags
 	output      string
 	skipUnknown bool
+	quiet       bool
 }
 
 func newApplyCmd(s Streams) *cobra.Command { return newApplyCmdFor(s, &applyOptions{}) }
@@ -107,6 +108,11 @@ an error with CREATE and refused with DELETE (-f is then the old object).
 Without --old an UPDATE carries no old object. What rules warn about is printed
 on stderr and does not change the exit status.
 
+apply ends with a summary line on stderr ("apply: 5000 objects read: 120
+patched, 3 rejected, 4877 admitted unchanged; 7 warnings; 9 of 40 rules
+patched"), and shows a progress line on a terminal while a run is long; -q
+silences both.
+
 --crd gives CustomResourceDefinitions: objects of their kinds are decoded and
 validated as the kube-apiserver does, before the rules (an invalid object is
 refused: "invalid: ...") and after them (a rule's invalid result is refused:
@@ -129,6 +135,7 @@ nothing is printed on stdout).`,
 		},
 	}
 	o.addFlags(cmd, "objects to admit", "yaml", "output format: yaml or json")
+	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print no summary line and no progress on stderr (warnings and refusals still)")
 	return cmd
 }
 
@@ -281,30 +288,80 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	chain := in.chain(&o.admissionFlags, false)
 	var out []any
 	var origins []string // where each of out came from, for errors
-	rejected := 0
+	sum := applySummary{rules: in.snap.Len() + in.policies.Len(), applied: map[string]bool{}}
+	prog := newProgress(s.Err, "apply", len(in.objs), o.quiet)
 	for i := range in.objs {
 		d := &in.objs[i]
 		a := in.admission(i, o.namespace)
 		res, err := chain.Run(ctx, a.request(op))
 		if err != nil {
+			prog.clear()
 			return evaluationError(d, err)
 		}
 		where := d.Origin + ": " + a.String()
+		if !res.Allowed || len(res.Warnings) > 0 || len(res.Pruned) > 0 {
+			prog.clear()
+		}
 		printResult(s, where, res)
+		sum.add(res)
+		prog.step(i + 1)
 		if !res.Allowed {
-			rejected++
 			continue
 		}
 		out = append(out, res.Object)
 		origins = append(origins, where)
 	}
+	prog.clear()
 	if err := write(s.Out, o.output, out, origins); err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	if rejected > 0 {
+	if !o.quiet {
+		fmt.Fprintln(s.Err, sum.String())
+	}
+	if sum.rejected > 0 {
 		return &ExitError{Code: 1}
 	}
 	return nil
+}
+
+// applySummary counts what an apply run did, for its last line on stderr.
+type applySummary struct {
+	read, patched, rejected, warnings int
+	// rules is how many rules were loaded; applied the Mutate rules that
+	// changed an object, known when decided is (the engine's decisions:
+	// not through the webhook driver).
+	rules   int
+	applied map[string]bool
+	decided bool
+}
+
+func (a *applySummary) add(res *runner.Result) {
+	a.read++
+	a.warnings += len(res.Warnings) + len(res.Pruned)
+	switch {
+	case !res.Allowed:
+		a.rejected++
+	case len(res.Patch) > 0:
+		a.patched++
+	}
+	if res.Decision != nil {
+		a.decided = true
+		for _, r := range res.Decision.Applied {
+			a.applied[r.Kind+" "+r.Key] = true
+		}
+	}
+}
+
+// String is the summary line: "apply: 3 objects read: 1 patched, 1
+// rejected, 1 admitted unchanged; 2 warnings; 1 of 12 rules patched".
+func (a *applySummary) String() string {
+	unchanged := a.read - a.patched - a.rejected
+	line := fmt.Sprintf("apply: %s read: %d patched, %d rejected, %d admitted unchanged; %s",
+		plural(a.read, "object"), a.patched, a.rejected, unchanged, plural(a.warnings, "warning"))
+	if a.decided {
+		line += fmt.Sprintf("; %d of %s patched", len(a.applied), plural(a.rules, "rule"))
+	}
+	return line
 }
 
 // printResult prints on stderr what the admission of an object (where)
