@@ -263,3 +263,39 @@ func TestHelmShutdownGrace(t *testing.T) {
 		t.Errorf("helm template with too short a grace period: %v\n%s", err, out)
 	}
 }
+
+// TestCRDNames: every rule kind has short names and the modwright category
+// (kubectl get modwright lists every rule of every kind), and no short
+// name is one Kyverno's or Gatekeeper's CRDs use (pol, cpol, ...): a
+// cluster may hold theirs beside ours.
+func TestCRDNames(t *testing.T) {
+	taken := map[string]bool{"pol": true, "cpol": true, "polr": true, "cpolr": true, "gctxentry": true, "ur": true, "vpol": true, "mpol": true}
+	seen := map[string]string{}
+	for _, name := range crdFiles {
+		var crd struct {
+			Spec struct {
+				Names struct {
+					Kind       string   `json:"kind"`
+					ShortNames []string `json:"shortNames"`
+					Categories []string `json:"categories"`
+				} `json:"names"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(mustRead(t, "crds/"+name), &crd); err != nil {
+			t.Fatal(err)
+		}
+		n := crd.Spec.Names
+		if len(n.ShortNames) == 0 || !slices.Contains(n.Categories, "modwright") {
+			t.Errorf("%s: shortNames %v, categories %v; want a short name and the modwright category", n.Kind, n.ShortNames, n.Categories)
+		}
+		for _, s := range n.ShortNames {
+			if taken[s] {
+				t.Errorf("%s: short name %s is another engine's", n.Kind, s)
+			}
+			if other, dup := seen[s]; dup {
+				t.Errorf("%s and %s share the short name %s", n.Kind, other, s)
+			}
+			seen[s] = n.Kind
+		}
+	}
+}

@@ -521,7 +521,7 @@ type PolicyStatus struct {
 
 // Policy checks and changes objects of its own namespace.
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,categories=modwright
+// +kubebuilder:resource:scope=Namespaced,categories=modwright,shortName=mwpol
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Tier",type=integer,JSONPath=`.spec.executionTier`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -550,7 +550,7 @@ type PolicyList struct {
 // ClusterPolicy checks and changes objects cluster-wide: cluster-scoped
 // objects and those of every namespace its match allows.
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,categories=modwright
+// +kubebuilder:resource:scope=Cluster,categories=modwright,shortName=mwcpol
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Tier",type=integer,JSONPath=`.spec.executionTier`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -155,7 +155,7 @@ type ModRuleStatus struct {
 
 // ModRule patches or rejects the objects it matches.
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,categories=kubemod
+// +kubebuilder:resource:scope=Namespaced,categories=kubemod;modwright,shortName=mr
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Tier",type=integer,JSONPath=`.spec.executionTier`

@@ -313,7 +313,7 @@ type PolicyStatus struct {
 // OverridePolicy patches the objects of its own namespace.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,shortName=op
+// +kubebuilder:resource:scope=Namespaced,shortName=op,categories=modwright
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -337,7 +337,7 @@ type OverridePolicyList struct {
 // ClusterOverridePolicy patches objects of every namespace.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=cop
+// +kubebuilder:resource:scope=Cluster,shortName=cop,categories=modwright
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -361,7 +361,7 @@ type ClusterOverridePolicyList struct {
 // ClusterValidatePolicy may refuse objects of every namespace.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=cvp
+// +kubebuilder:resource:scope=Cluster,shortName=cvp,categories=modwright
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
