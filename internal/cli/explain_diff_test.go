@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -34,6 +35,8 @@ func TestUnifiedDiff(t *testing.T) {
 		{"two hunks", lines(20, nil), lines(20, map[int]string{2: "", 18: "x"}), false,
 			"--- a\n+++ b\n@@ -1,5 +1,4 @@\n linea\n-lineb\n linec\n lined\n linee\n" +
 				"@@ -15,6 +14,6 @@\n lineo\n linep\n lineq\n-liner\n+x\n lines\n linet\n"},
+		{"a removed line that looks like a header", "-- x\n", "y\n", true,
+			"\x1b[1m--- a\x1b[0m\n\x1b[1m+++ b\x1b[0m\n\x1b[36m@@ -1 +1 @@\x1b[0m\n\x1b[31m--- x\x1b[0m\n\x1b[32m+y\x1b[0m\n"},
 		{"colour", "a\n", "b\n", true,
 			"\x1b[1m--- a\x1b[0m\n\x1b[1m+++ b\x1b[0m\n\x1b[36m@@ -1 +1 @@\x1b[0m\n\x1b[31m-a\x1b[0m\n\x1b[32m+b\x1b[0m\n"},
 	}
@@ -44,5 +47,22 @@ func TestUnifiedDiff(t *testing.T) {
 				t.Errorf("diff (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestUnifiedDiffLarge: two large texts with nothing in common still give
+// a diff that removes one and adds the other (the search is bounded).
+func TestUnifiedDiffLarge(t *testing.T) {
+	var a, b strings.Builder
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&a, "a%d\n", i)
+		fmt.Fprintf(&b, "b%d\n", i)
+	}
+	d := unifiedDiff("a", "b", a.String(), b.String(), false)
+	if got := strings.Count(d, "\n-a"); got != 20000 {
+		t.Errorf("%d lines removed, want 20000", got)
+	}
+	if got := strings.Count(d, "\n+b"); got != 20000 {
+		t.Errorf("%d lines added, want 20000", got)
 	}
 }
