@@ -96,7 +96,7 @@ func TestDocsCLIExamples(t *testing.T) {
 		"modwright lint testdata/cli/lint/errors -o json": {code: 1},
 		"modwright version": {stdout: "github.com/google/cel-go v"},
 		"modwright lint testdata/cli/lint/crd --crd testdata/crd/widgets.yaml": {
-			code: 1, stdout: `spec.validations[2].cel: column 5: error E201: with self typed by the schema of example.com/v1 Widget at $.spec: undefined field 'mode'`},
+			code: 1, stdout: `testdata/cli/lint/crd/policies.yaml:20:15: Policy default/widgets: spec.validations[2].cel: error E201: with self typed by the schema of example.com/v1 Widget at $.spec: undefined field 'mode'`},
 		"modwright apply --rules examples/policies -f testdata/cli/policy/web-v2.yaml --operation UPDATE --old testdata/cli/policy/web-v1.yaml": {
 			code: 1, stderr: `default/immutable-images: "container nginx: the image cannot change (was nginx:1.25.3)"`},
 		"modwright apply --rules examples/graph-protect/rules.yaml --context examples/graph -f examples/graph-protect/secret.yaml --operation DELETE": {
@@ -112,7 +112,7 @@ func TestDocsCLIExamples(t *testing.T) {
 		"modwright apply --rules testdata/native/mutating.yaml -f testdata/cli/native/mutating-objects.yaml --context testdata/cli/native/mutating-context.yaml": {
 			stdout: "value: http://proxy:3128"},
 		"modwright lint testdata/cli/lint/native": {
-			code: 1, stdout: `spec.validations[0].expression: column 31: error E003`},
+			code: 1, stdout: `testdata/cli/lint/native/policies.yaml:13:7: ValidatingAdmissionPolicy replicas: spec.validations[0].expression: error E003`},
 		"modwright compile --rules examples/policies": {
 			stderr: "not compiled: examples/policies/image-tags.yaml, document 1: ClusterPolicy image-tags: spec.validations[0].scope with Warn or Audit", stdout: "name: modwright.policy.default.replicas"},
 		"modwright krm < testdata/cli/krm/resource-list.yaml": {

@@ -237,6 +237,7 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 			rep.Findings = append(rep.Findings, l.LintSchemas(lr.origin, schemas)...)
 		}
 	}
+	positions(rep.Findings, docs)
 	for _, f := range rep.Findings {
 		if f.Severity == kinds.SeverityError {
 			rep.Errors++
@@ -251,6 +252,25 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		return &ExitError{Code: 1}
 	}
 	return nil
+}
+
+// positions sets the file:line:column of each finding about one of docs:
+// of its field (at its column), or of its document.
+func positions(fs []Finding, docs []source.Document) {
+	byOrigin := make(map[string]*source.Document, len(docs))
+	for i := range docs {
+		byOrigin[docs[i].Origin] = &docs[i]
+	}
+	for i := range fs {
+		f := &fs[i]
+		d := byOrigin[f.Origin]
+		if d == nil {
+			continue
+		}
+		if line, col, ok := source.Locate(d, f.Field, f.Pos-1); ok {
+			f.Position = fmt.Sprintf("%s:%d:%d", d.Path, line, col)
+		}
+	}
 }
 
 // notARule is the finding of a document of no served kind: an error, or a

@@ -17,6 +17,13 @@ type Manifest struct {
 	// text; both describe the same object.
 	Object map[string]any
 	JSON   []byte
+	// Where the text is, for positions (source.Locate): the file's Path,
+	// the Line its document starts on, its Text, and the FieldPrefix of
+	// the object within it ("items[2]." for an item of a List); Line is 0
+	// when unknown.
+	Path, FieldPrefix string
+	Line              int
+	Text              []byte
 }
 
 // Kind returns the manifest's kind.

@@ -38,20 +38,27 @@ type Finding struct {
 	Pos     int    `json:"column,omitempty"`
 	Message string `json:"message"`
 	Hint    string `json:"hint,omitempty"`
+	// Position is file:line:column of the field (or of the document) in
+	// its file, where an editor jumps; empty when unknown.
+	Position string `json:"position,omitempty"`
 }
 
-// String is the finding's text form: origin: Kind rule: field: column N:
-// severity code: message.
+// String is the finding's text form: position (or origin: ... column N
+// when the position is unknown): Kind rule: field: severity code: message.
 func (f Finding) String() string {
 	var b strings.Builder
-	b.WriteString(f.Origin)
+	if f.Position != "" {
+		b.WriteString(f.Position)
+	} else {
+		b.WriteString(f.Origin)
+	}
 	if f.Rule != "" {
 		b.WriteString(": " + f.Kind + " " + f.Rule)
 	}
 	if f.Field != "" {
 		b.WriteString(": " + f.Field)
 	}
-	if f.Pos > 0 {
+	if f.Pos > 0 && f.Position == "" {
 		fmt.Fprintf(&b, ": column %d", f.Pos)
 	}
 	fmt.Fprintf(&b, ": %s %s: %s", f.Severity, f.Code, f.Message)

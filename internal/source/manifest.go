@@ -105,12 +105,13 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 	// decoding is most of the time it takes to load thousands of rules.
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	type chunk struct {
-		n    int
-		text []byte
-		docs []Document
-		err  error
+		n, line int
+		text    []byte
+		docs    []Document
+		err     error
 	}
 	var chunks []chunk
+	cursor := 0 // where the next document's text is looked for in data
 	for n := 1; ; n++ {
 		text, err := r.Read()
 		if err == io.EOF {
@@ -119,14 +120,25 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s, document %d: %v", ErrInvalidManifest, name, n, err)
 		}
+		line := 0
+		if i := bytes.Index(data[cursor:], text); i >= 0 {
+			start := cursor + i
+			line = 1 + bytes.Count(data[:start], []byte("\n"))
+			cursor = start + len(text)
+			text = data[start:cursor] // the file's own bytes: no copy kept
+		}
 		if len(bytes.TrimSpace(stripComments(text))) == 0 {
 			continue
 		}
-		chunks = append(chunks, chunk{n: n, text: text})
+		chunks = append(chunks, chunk{n: n, line: line, text: text})
 	}
 	ForEach(len(chunks), func(i int) {
 		c := &chunks[i]
 		c.docs, c.err = parseDocument(fmt.Sprintf("%s, document %d", name, c.n), c.text)
+		for j := range c.docs {
+			d := &c.docs[j]
+			d.Path, d.Line, d.Text = name, c.line, c.text
+		}
 	})
 	var docs []Document
 	for i := range chunks {
@@ -164,6 +176,7 @@ func parseDocument(origin string, text []byte) ([]Document, error) {
 			if err != nil {
 				return nil, err
 			}
+			d.FieldPrefix = fmt.Sprintf("items[%d].", i)
 			docs = append(docs, d)
 		}
 		return docs, nil

@@ -1,0 +1,65 @@
+package source
+
+import (
+	"testing"
+)
+
+func TestLocate(t *testing.T) {
+	text := `# rules
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a}
+---
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata:
+  name: r
+spec:
+  type: Patch
+  match:
+    - select: '$.kind'
+      matchValue: Pod
+    - select: $.spec.containers[*].image
+  patch:
+    - op: add
+      path: /metadata/labels/x
+      value: |
+        line one
+        {{ .Target.bad }}
+---
+{"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+]}
+`
+	docs, err := ParseManifest("rules.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 3 {
+		t.Fatalf("%d documents", len(docs))
+	}
+	for _, tc := range []struct {
+		doc       int
+		field     string
+		pos       int
+		line, col int
+	}{
+		{0, "", -1, 2, 1},
+		{0, "metadata.name", -1, 4, 18},
+		{1, "spec.match[0].select", -1, 13, 15},
+		{1, "spec.match[0].select", 2, 13, 18},  // after the quote
+		{1, "spec.match[1].select", 6, 15, 21},  // plain
+		{1, "spec.patch[0].value", 12, 21, 12},  // a block: its second line
+		{1, "spec.match[0].missing", -1, 13, 7}, // the nearest ancestor (an item)
+		{1, "spec.bogus", -1, 10, 1},            // a mapping: its key
+		{2, "metadata.name", -1, 24, 63},        // a List's item
+	} {
+		line, col, ok := Locate(&docs[tc.doc], tc.field, tc.pos)
+		if !ok || line != tc.line || col != tc.col {
+			t.Errorf("document %d %s at %d: %d:%d (%v), want %d:%d", tc.doc+1, tc.field, tc.pos, line, col, ok, tc.line, tc.col)
+		}
+	}
+	if _, _, ok := Locate(&Document{}, "spec", -1); ok {
+		t.Error("a document without text located")
+	}
+}
