@@ -103,7 +103,7 @@ func TestAKindOfItsOwn(t *testing.T) {
 	if len(res.Errors) != 1 || len(res.Rules) != 4 {
 		t.Fatalf("rules %d, errors %v", len(res.Rules), res.Errors)
 	}
-	if want := "rules.yaml, document 4: Quota ns/broken: spec.maxLabels: must be an integer"; res.Errors[0].Error() != want {
+	if want := "rules.yaml:26:19: Quota ns/broken: spec.maxLabels: must be an integer"; res.Errors[0].Error() != want {
 		t.Errorf("error %q, want %q", res.Errors[0], want)
 	}
 	snap := engine.NewSnapshot(res.Rules)

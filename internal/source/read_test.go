@@ -162,7 +162,7 @@ func TestLoadModRuleTypeMismatch(t *testing.T) {
 	if !errors.As(err, &ce) || !errors.Is(err, rules.ErrUndecodable) || len(ce.Errors) != 1 || ce.Errors[0].Field != "spec.match[1].matchValue" {
 		t.Fatalf("err = %v, want an undecodable rule at spec.match[1].matchValue", err)
 	}
-	want := `r.yaml, document 1: ModRule ns/r: spec.match[1].matchValue: must be a string, not a boolean (false); YAML reads an unquoted false as a boolean: quote it, as in matchValue: "false"`
+	want := `r.yaml:9:17: ModRule ns/r: spec.match[1].matchValue: must be a string, not a boolean (false); YAML reads an unquoted false as a boolean: quote it, as in matchValue: "false"`
 	if err.Error() != want {
 		t.Errorf("message:\n got %s\nwant %s", err, want)
 	}

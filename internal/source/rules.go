@@ -6,6 +6,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/rules"
 )
 
 // LoadResult is what LoadRules found.
@@ -28,6 +29,22 @@ type LoadResult struct {
 // ErrDuplicateRule marks two documents that define the same rule (kind and
 // namespace/name): one would silently replace the other.
 var ErrDuplicateRule = errors.New("duplicate rule")
+
+// Where names where in its file the error of document d is: file:line:
+// column of the first field a *rules.CompileError names (where an editor
+// jumps), else the document's origin.
+func Where(d *Document, err error) string {
+	var ce *rules.CompileError
+	if !errors.As(err, &ce) || len(ce.Errors) == 0 {
+		return d.Origin
+	}
+	fe := ce.Errors[0]
+	line, col, ok := Locate(d, fe.Field, fe.Pos)
+	if !ok {
+		return d.Origin
+	}
+	return fmt.Sprintf("%s:%d:%d", d.Path, line, col)
+}
 
 // NotARule says that document d is of no kind of reg: its apiVersion and
 // kind, and the kinds reg serves.
@@ -70,7 +87,7 @@ func LoadRules(docs []Document, reg *kinds.Registry) LoadResult {
 		var err error
 		o.rule, err = k.Compile(d)
 		if err != nil {
-			o.err = fmt.Errorf("%s: %w", d.Origin, err)
+			o.err = fmt.Errorf("%s: %w", Where(d, err), err)
 		}
 	})
 	var res LoadResult

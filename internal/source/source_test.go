@@ -137,10 +137,10 @@ metadata: {name: old}
 		t.Errorf("skipped: %v", res.Skipped)
 	}
 	wants := []string{
-		`rules.yaml, document 2: ModRule ns/typo: spec.matches: unknown field`,
-		`rules.yaml, document 3: ModRule ns/bad: spec.match[0].matchValue: must be a string, not a number (1)`,
-		`rules.yaml, document 4: ModRule ns/broken: spec.match[0].select: column 8:`,
-		`rules.yaml, document 6: ModRule old: apiVersion: "api.kubemod.io/v1alpha1" is not served`,
+		`rules.yaml:14:3: ModRule ns/typo: spec.matches: unknown field`,
+		`rules.yaml:21:43: ModRule ns/bad: spec.match[0].matchValue: must be a string, not a number (1)`,
+		`rules.yaml:28:28: ModRule ns/broken: spec.match[0].select: column 8:`,
+		`rules.yaml:34:13: ModRule old: apiVersion: "api.kubemod.io/v1alpha1" is not served`,
 	}
 	if len(res.Errors) != len(wants) {
 		t.Fatalf("errors: %v", res.Errors)
