@@ -479,7 +479,7 @@ func (k *operator) compileNative(context.Context) error {
 // (a test checks each), and webhooks registers exactly these.
 func operatorPaths(op *operatorOptions, kreg *kinds.Registry) []string {
 	paths := []string{webhook.DragnetPath, webhook.MutatePath, webhook.ValidatePath,
-		controller.NodeRefPath, controller.DefaultPath, controller.ValidatePath}
+		controller.NodeRefPath, controller.DefaultPath, controller.ValidatePath, previousValidatePath}
 	if op.kinitiras && op.kinitirasPaths {
 		for _, p := range kreg.Paths() {
 			paths = append(paths, p.Path)
@@ -487,6 +487,12 @@ func operatorPaths(op *operatorOptions, kreg *kinds.Registry) []string {
 	}
 	return paths
 }
+
+// previousValidatePath is where releases before this one served the
+// rules' validating webhook (controller.ValidatePath now). Served too, so
+// that during an upgrade the replicas of the new release answer the
+// webhook configuration of the old one; to be removed in a later release.
+const previousValidatePath = "/validate-modrule"
 
 // registrar records the paths registered on a webhook server.
 type registrar struct {
@@ -538,7 +544,10 @@ func (k *operator) webhooks(context.Context) error {
 	nodeRef := &controller.NodeRefHandler{Annotations: k.kreg.NodeAnnotations(), Reader: k.mgr.GetAPIReader(), Writer: k.mgr.GetClient(), Log: k.log.WithName("node-ref")}
 	srv.Register(controller.NodeRefPath, handler("podbinding", nodeRef.Admit, true)) // never block scheduling (failurePolicy Ignore too)
 	srv.Register(controller.DefaultPath, handler("default-rule", controller.DefaultHandler{Kinds: k.kreg}.Admit, false))
-	srv.Register(controller.ValidatePath, handler("validate-rule", controller.ValidateHandler{Kinds: k.kreg}.Admit, false))
+	validate := handler("validate-rule", controller.ValidateHandler{Kinds: k.kreg}.Admit, false)
+	srv.Register(controller.ValidatePath, validate)
+	srv.Register(previousValidatePath, validate) // while an upgrade rolls out
+
 	if want := operatorPaths(k.op, k.kreg); !sameSet(srv.paths, want) {
 		return fmt.Errorf("modwright bug: the operator serves %v, and operatorPaths says %v", srv.paths, want)
 	}
