@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/printers"
 	"slices"
 	"strings"
 
@@ -134,7 +136,7 @@ nothing is printed on stdout).`,
 			return runApply(cmd.Context(), o, s)
 		},
 	}
-	o.addFlags(cmd, "objects to admit", "yaml", "output format: yaml or json")
+	o.addFlags(cmd, "objects to admit", "yaml", "output format: yaml, json, or name (kind.group/name of each admitted object, as kubectl prints it)")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print no summary line and no progress on stderr (warnings and refusals still)")
 	return cmd
 }
@@ -157,8 +159,8 @@ func (o *applyOptions) addFlags(cmd *cobra.Command, what, output, outputUsage st
 	_ = cmd.MarkFlagRequired("filename")
 }
 
-// parse checks --operation, --old, then --output: format or json.
-func (o *applyOptions) parse(format string) (rules.Operation, error) {
+// parse checks --operation, --old, then --output: one of formats or json.
+func (o *applyOptions) parse(formats ...string) (rules.Operation, error) {
 	op, err := parseOperation(o.operation)
 	if err != nil {
 		return "", err
@@ -166,8 +168,8 @@ func (o *applyOptions) parse(format string) (rules.Operation, error) {
 	if err := checkOld(o.old, op); err != nil {
 		return "", err
 	}
-	if o.output != format && o.output != "json" {
-		return "", usageError("--output must be %s or json, not %q", format, o.output)
+	if !slices.Contains(formats, o.output) && o.output != "json" {
+		return "", usageError("--output must be %s or json, not %q", strings.Join(formats, ", "), o.output)
 	}
 	return op, nil
 }
@@ -277,7 +279,7 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	op, err := o.parse("yaml")
+	op, err := o.parse("yaml", "name")
 	if err != nil {
 		return err
 	}
@@ -479,6 +481,16 @@ func loadRules(paths []string, s Streams, reg *kinds.Registry, l ruleLoading) (*
 // write prints objects as YAML documents, or as JSON: one object alone, or
 // several as a v1 List. origins name the objects in errors.
 func write(w io.Writer, format string, objs []any, origins []string) error {
+	if format == "name" {
+		p := printers.NamePrinter{}
+		for _, obj := range objs {
+			m, _ := obj.(map[string]any)
+			if err := p.PrintObj(&unstructured.Unstructured{Object: m}, w); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if format == "json" {
 		var v any = map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
 		if len(objs) == 1 {

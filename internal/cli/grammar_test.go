@@ -33,6 +33,9 @@ func TestGrammar(t *testing.T) {
 			t.Errorf("%v: exit %d, %d bytes; %v: exit %d, %d bytes; want the same output\nstderr: %s\n%s", pair[0], c1, len(out1), pair[1], c2, len(out2), err1, err2)
 		}
 	}
+	if c, out, _ := run("apply", "--rules", root+"examples/rules", "-f", root+"examples/manifests", "-o", "name"); c != 1 || out != "deployment.apps/web\nservice/web\n" {
+		t.Errorf("apply -o name: exit %d:\n%s", c, out)
+	}
 	if c, out, _ := run("test", root+"examples", "-o", "json"); c != 0 || !json.Valid([]byte(out)) {
 		t.Errorf("test -o json: exit %d, not JSON:\n%s", c, out)
 	}
