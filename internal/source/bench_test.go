@@ -1,8 +1,10 @@
 package source_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -34,5 +36,22 @@ func BenchmarkLoad10k(b *testing.B) {
 		b.ReportMetric(rep.Read.Seconds(), "read-s")
 		b.ReportMetric(rep.Compile.Seconds(), "compile-s")
 		b.ReportMetric(rep.Index.Seconds(), "index-s")
+	}
+}
+
+// BenchmarkParseManyDocuments: one file of 50,000 small documents; the
+// time per document must not grow with the file (positions are found in
+// one pass).
+func BenchmarkParseManyDocuments(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; i < 50000; i++ {
+		fmt.Fprintf(&sb, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\n", i)
+	}
+	data := []byte(sb.String())
+	b.ResetTimer()
+	for range b.N {
+		if _, err := source.ParseManifest("many.yaml", data); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package source
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +63,27 @@ spec:
 	}
 	if _, _, ok := Locate(&Document{}, "spec", -1); ok {
 		t.Error("a document without text located")
+	}
+}
+
+// TestDocumentLines: every document of a long file knows its first line
+// (counted once through the file, not again for each document).
+func TestDocumentLines(t *testing.T) {
+	var b strings.Builder
+	const n = 5000
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\n", i)
+	}
+	docs, err := ParseManifest("many.yaml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != n {
+		t.Fatalf("%d documents", len(docs))
+	}
+	for i := range docs {
+		if line, _, ok := Locate(&docs[i], "metadata.name", -1); !ok || line != 4*i+4 {
+			t.Fatalf("document %d: metadata.name on line %d (%v), want %d", i+1, line, ok, 4*i+4)
+		}
 	}
 }

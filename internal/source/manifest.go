@@ -98,6 +98,10 @@ func expand(p string) ([]string, error) {
 	return files, nil
 }
 
+// maxSeparator bounds the text looked through between two documents (the
+// separator line) to find where a document starts.
+const maxSeparator = 4096
+
 // ParseManifest splits YAML or JSON text into documents, expands `kind: List`
 // (and any other *List kind with items) and skips empty documents.
 func ParseManifest(name string, data []byte) ([]Document, error) {
@@ -111,7 +115,7 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 		err     error
 	}
 	var chunks []chunk
-	cursor := 0 // where the next document's text is looked for in data
+	cursor, lines := 0, 0 // where the next document's text is looked for in data; the lines before it
 	for n := 1; ; n++ {
 		text, err := r.Read()
 		if err == io.EOF {
@@ -120,10 +124,17 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s, document %d: %v", ErrInvalidManifest, name, n, err)
 		}
+		// The document's text follows the previous one's after its
+		// separator line: looked for within a bounded window (a
+		// separator longer than it leaves the line unknown), lines
+		// counted once each, so that many documents cost linear time.
 		line := 0
-		if i := bytes.Index(data[cursor:], text); i >= 0 {
+		window := data[cursor:min(len(data), cursor+len(text)+maxSeparator)]
+		if i := bytes.Index(window, text); i >= 0 {
 			start := cursor + i
-			line = 1 + bytes.Count(data[:start], []byte("\n"))
+			lines += bytes.Count(data[cursor:start], []byte("\n"))
+			line = lines + 1
+			lines += bytes.Count(text, []byte("\n"))
 			cursor = start + len(text)
 			text = data[start:cursor] // the file's own bytes: no copy kept
 		}
