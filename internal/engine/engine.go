@@ -368,6 +368,9 @@ func (ev *evaluation) validateAll(validates []Rule) error {
 // (ErrUndecided). Any other failure is recorded (Decision.Errors) and the
 // rule skipped.
 func (ev *evaluation) settle(r Rule, tr *RuleTrace, err error) error {
+	if err == nil && tr.Outcome != Failed {
+		return nil // the common case: nothing failed
+	}
 	policy := r.Info().FailurePolicy
 	if err != nil {
 		if ctxErr := ev.ctx.Err(); ctxErr != nil {
@@ -379,7 +382,8 @@ func (ev *evaluation) settle(r Rule, tr *RuleTrace, err error) error {
 			if policy == FailureFail {
 				return ev.failed(r, field, cause)
 			}
-			return fmt.Errorf("%w: %w", ErrUndecided, RuleError{Kind: r.Info().Kind, Rule: r.Info().Key, Field: field, Err: cause})
+			info := r.Info()
+			return fmt.Errorf("%w: %w", ErrUndecided, RuleError{Kind: info.Kind, Rule: info.Key, Field: field, Err: cause})
 		}
 		ev.fail(r, tr, field, cause)
 	}
