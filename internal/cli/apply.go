@@ -125,7 +125,7 @@ the webhook would refuse it (a rule rejected it, a rule failed under
 failurePolicy Fail, or a Reject or validation rule could not be decided;
 each rejection is printed on stderr; admitted objects are still printed);
 2 for invalid rules or input, a rule reading data the context does not give
-included (stderr names the file, document, rule, field and position;
+included (stderr names file:line:column, the rule and the field;
 nothing is printed on stdout).`,
 		Example: `  modwright apply --rules examples/rules -f examples/manifests
   modwright apply --rules examples/rules -f examples/manifests/web.yaml -n prod -o json

@@ -57,8 +57,9 @@ func (c *compiledTally) report(t *testing.T, min int) {
 // quotedMessage is a rule's message in apply's denial text: `ns/name: "msg"`.
 var quotedMessage = regexp.MustCompile(`: ("(?:[^"\\]|\\.)*")`)
 
-// documentOf is the "document N" of an apply stderr line.
-var documentOf = regexp.MustCompile(`document \d+`)
+// documentOf is the file:line of an apply stderr line (where its object's
+// document starts).
+var documentOf = regexp.MustCompile(`\S+:\d+`)
 
 // compiledPass runs a case once more with its rules compiled to admission
 // policies (modwright compile) in their place, offline as the API server

@@ -74,7 +74,7 @@ metadata: {namespace: team-a}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"context.yaml, document 4: an object without kind or metadata.name; ignored as context"}; !cmp.Equal(want, ignored) {
+	if want := []string{"context.yaml:14: an object without kind or metadata.name; ignored as context"}; !cmp.Equal(want, ignored) {
 		t.Errorf("warnings %q, want %q", ignored, want)
 	}
 	for _, tc := range []struct {

@@ -251,7 +251,7 @@ func inputCount(t *testing.T, files caseFiles) int {
 }
 
 // docPrefix is how apply names an object in a stderr line.
-var docPrefix = regexp.MustCompile(`^document \d+: \S+ \S+: `)
+var docPrefix = regexp.MustCompile(`^\S+:\d+: \S+ \S+: `)
 
 // suitePass runs a Kyverno case (or a native policies' one) once more as a `modwright test` suite
 // written beside its files: one case per input object, expecting what

@@ -114,7 +114,7 @@ func TestDocsCLIExamples(t *testing.T) {
 		"modwright lint testdata/cli/lint/native": {
 			code: 1, stdout: `testdata/cli/lint/native/policies.yaml:13:7: ValidatingAdmissionPolicy replicas: spec.validations[0].expression: error E003`},
 		"modwright compile --rules examples/policies": {
-			stderr: "not compiled: examples/policies/image-tags.yaml, document 1: ClusterPolicy image-tags: spec.validations[0].scope with Warn or Audit", stdout: "name: modwright.policy.default.replicas"},
+			stderr: "not compiled: examples/policies/image-tags.yaml:1: ClusterPolicy image-tags: spec.validations[0].scope with Warn or Audit", stdout: "name: modwright.policy.default.replicas"},
 		"modwright krm < testdata/cli/krm/resource-list.yaml": {
 			code: 1, stderr: `operation rejected by the following ModRule(s): shop/no-latest: "bad uses :latest"`},
 		"helm template web testdata/cli/helm/chart --set 'externalIPs={203.0.113.7}' --post-renderer ./bin/modwright --post-renderer-args apply --post-renderer-args --rules=examples/rules --post-renderer-args -f --post-renderer-args -": {

@@ -71,7 +71,7 @@ func TestApplyRefusesBadInput(t *testing.T) {
 		want []string
 	}{
 		{"duplicate rule", []string{"apply", "--rules", reject, "--rules", shadow, "-f", obj},
-			[]string{"duplicate rule: ModRule default/guard is defined twice", "reject.yaml, document 1", "shadow.yaml, document 1"}},
+			[]string{"duplicate rule: ModRule default/guard is defined twice", "reject.yaml:1", "shadow.yaml:1"}},
 		{"FIFO rules", []string{"apply", "--rules", fifo, "-f", obj}, []string{"fifo.yaml: not a regular file (a named pipe)"}},
 		{"device input", []string{"apply", "--rules", reject, "-f", "/dev/zero"}, []string{"/dev/zero: not a regular file (a character device)"}},
 		{"FIFO lint", []string{"lint", fifo}, []string{"not a regular file"}},

@@ -47,7 +47,7 @@ func newLintCmd(s Streams) *cobra.Command {
 		Short: "Validate rules as the webhook would, and warn about common mistakes",
 		Long: `lint validates the rules in PATH and --rules PATH (files or directories,
 recursive; .yaml, .yml, .json) exactly as the webhook and apply load them, reporting every
-error with its file, document, rule, field and position, and warns about
+error with its file:line:column, rule and field, and warns about
 rules that load but will not do what their author meant. Each finding has a
 stable code and a hint:
 

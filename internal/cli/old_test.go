@@ -161,13 +161,13 @@ func TestOldReachesTheEngine(t *testing.T) {
 		{name: "apply CREATE", run: apply("CREATE", "", "yaml"),
 			stderr: []string{"OldCheck shop/check: no old object"}},
 		{name: "apply locked", run: apply("UPDATE", path("locked.yaml"), "yaml"), code: 1,
-			stderr: []string{"old version 1", `rejected: ` + path("new.yaml") + `, document 1: ConfigMap shop/cm: operation rejected by the following OldCheck(s): shop/check: "locked"`}},
+			stderr: []string{"old version 1", `rejected: ` + path("new.yaml") + `:1: ConfigMap shop/cm: operation rejected by the following OldCheck(s): shop/check: "locked"`}},
 		{name: "explain text", run: explain(path("old.yaml"), "text"),
 			stderr: []string{"OldCheck shop/check: old version 1"},
-			stdout: []string{"UPDATE (old object: " + path("old.yaml") + ", document 1)", "warning: OldCheck shop/check: old version 1", "admitted"}},
+			stdout: []string{"UPDATE (old object: " + path("old.yaml") + ":1)", "warning: OldCheck shop/check: old version 1", "admitted"}},
 		{name: "explain json", run: explain(path("old.yaml"), "json"),
 			stderr: []string{"OldCheck shop/check: old version 1"},
-			stdout: []string{`"old": "` + path("old.yaml") + `, document 1"`, `"warnings": [`, `"OldCheck shop/check: old version 1"`}},
+			stdout: []string{`"old": "` + path("old.yaml") + `:1"`, `"warnings": [`, `"OldCheck shop/check: old version 1"`}},
 		{name: "test suite", run: func(ctx context.Context, s Streams) error {
 			return runTest(ctx, []string{dir}, &testOptions{format: "text", registry: withOldKind}, s)
 		}, stdout: []string{"PASS", "3 passed, 0 failed"},
@@ -274,12 +274,12 @@ func TestOldFlagErrors(t *testing.T) {
 		{"stdin twice", []string{"apply", "--rules", p("rules.yaml"), "-f", "-", "--operation", "UPDATE", "--old", "-"},
 			oldNew, "standard input (-) can be read only once"},
 		{"another object", append([]string{"apply", "--old", p("other.yaml")}, base...), "",
-			"--old: no old object for ConfigMap shop/cm (v1) (" + p("new.yaml") + ", document 1)\n" +
-				"--old: the old object ConfigMap shop/other (v1) (" + p("other.yaml") + ", document 1) is none of the objects (-f): an UPDATE keeps apiVersion, kind, namespace and name"},
+			"--old: no old object for ConfigMap shop/cm (v1) (" + p("new.yaml") + ":1)\n" +
+				"--old: the old object ConfigMap shop/other (v1) (" + p("other.yaml") + ":1) is none of the objects (-f): an UPDATE keeps apiVersion, kind, namespace and name"},
 		{"an object without its old one", []string{"apply", "--rules", p("rules.yaml"), "-f", p("two.yaml"), "--operation", "UPDATE", "--old", p("old.yaml")},
-			"", "--old: no old object for ConfigMap shop/other (v1) (" + p("two.yaml") + ", document 2)"},
+			"", "--old: no old object for ConfigMap shop/other (v1) (" + p("two.yaml") + ":5)"},
 		{"given twice", append([]string{"apply", "--old", p("twice.yaml")}, base...), "",
-			"--old: ConfigMap shop/cm (v1) is given twice (" + p("twice.yaml") + ", document 1; " + p("twice.yaml") + ", document 2)"},
+			"--old: ConfigMap shop/cm (v1) is given twice (" + p("twice.yaml") + ":1; " + p("twice.yaml") + ":5)"},
 		{"empty", append([]string{"explain", "--old", p("empty.yaml")}, base...), "", "--old holds no object"},
 	}
 	for _, tt := range tests {

@@ -10,7 +10,7 @@ import (
 // Manifest is one rule document as read (a file's document, an informer's
 // object): its kind and apiVersion, its JSON text and the decoded tree.
 type Manifest struct {
-	// Origin names where it came from ("rules.yaml, document 2"), for
+	// Origin names where it came from ("rules.yaml:12", its first line), for
 	// messages; may be empty.
 	Origin string
 	// Object is the decoded object (numbers as json.Number), JSON its

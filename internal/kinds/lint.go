@@ -29,7 +29,7 @@ const (
 type Finding struct {
 	Severity string `json:"severity"` // error or warning
 	Code     string `json:"code"`
-	Origin   string `json:"origin"` // file, document
+	Origin   string `json:"origin"` // file:line of the document
 	// Kind is the rule's kind (ModRule), named in the text form.
 	Kind  string `json:"-"`
 	Rule  string `json:"rule,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -23,8 +24,9 @@ import (
 var ErrInvalidManifest = errors.New("invalid manifest")
 
 // Document is one object read from a manifest: a kinds.Manifest (its
-// Origin names the file and document: "file.yaml, document 2" or
-// "file.yaml, document 2, item 3" for an element of a List).
+// Origin names the file and the line its document starts on, as editors
+// and compilers do: "file.yaml:12", or "file.yaml:12, item 3" for an
+// element of a List; "file.yaml, document 2" when the line is unknown).
 type Document = kinds.Manifest
 
 // manifestExt lists the file endings read from directories.
@@ -130,7 +132,12 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 		// counted once each, so that many documents cost linear time.
 		line := 0
 		window := data[cursor:min(len(data), cursor+len(text)+maxSeparator)]
-		if i := bytes.Index(window, text); i >= 0 {
+		i := bytes.Index(window, text)
+		if i < 0 && bytes.HasSuffix(text, []byte("\n")) {
+			text = text[:len(text)-1] // the file's last line has none
+			i = bytes.Index(window, text)
+		}
+		if i >= 0 {
 			start := cursor + i
 			lines += bytes.Count(data[cursor:start], []byte("\n"))
 			line = lines + 1
@@ -145,7 +152,7 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 	}
 	ForEach(len(chunks), func(i int) {
 		c := &chunks[i]
-		c.docs, c.err = parseDocument(fmt.Sprintf("%s, document %d", name, c.n), c.text)
+		c.docs, c.err = parseDocument(name, c.n, c.line, c.text)
 		for j := range c.docs {
 			d := &c.docs[j]
 			d.Path, d.Line, d.Text = name, c.line, c.text
@@ -161,12 +168,40 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 	return docs, nil
 }
 
-// parseDocument decodes one document of a manifest; a List gives one
-// Document per item.
-func parseDocument(origin string, text []byte) ([]Document, error) {
+// origin names document n of file name, starting on line (0: unknown).
+func origin(name string, n, line int) string {
+	if line <= 0 {
+		return fmt.Sprintf("%s, document %d", name, n)
+	}
+	return fmt.Sprintf("%s:%d", name, line)
+}
+
+// syntaxError names where in file name a syntax error of document n,
+// which starts on line (0: unknown), is: the file's line, where the YAML
+// library counts from the document's start and says so in its message
+// only ("yaml: line 3: mapping values are not allowed in this context").
+func syntaxError(name string, n, line int, err error) error {
+	msg := err.Error()
+	const mark = "yaml: line "
+	i := strings.Index(msg, mark)
+	if line <= 0 || i < 0 {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidManifest, origin(name, n, line), err)
+	}
+	digits, rest, ok := strings.Cut(msg[i+len(mark):], ": ")
+	at, aerr := strconv.Atoi(digits)
+	if !ok || aerr != nil || at < 1 {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidManifest, origin(name, n, line), err)
+	}
+	return fmt.Errorf("%w: %s:%d: %s", ErrInvalidManifest, name, line+at-1, rest)
+}
+
+// parseDocument decodes document n of file name, which starts on line of
+// the file (0: unknown); a List gives one Document per item.
+func parseDocument(name string, n, line int, text []byte) ([]Document, error) {
+	origin := origin(name, n, line)
 	v, j, err := decodeChunk(text)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, origin, err)
+		return nil, syntaxError(name, n, line, err)
 	}
 	if v == nil {
 		return nil, nil

@@ -132,7 +132,7 @@ func TestDuplicateRules(t *testing.T) {
 		t.Fatalf("duplicates: %v, rules: %d", res.Duplicates, len(res.Rules))
 	}
 	msg := res.Duplicates[0].Error()
-	for _, want := range []string{"ns/r", "a.yaml, document 1", "b.yaml, document 1"} {
+	for _, want := range []string{"ns/r", "a.yaml:1", "b.yaml:1"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("%q does not name %q", msg, want)
 		}

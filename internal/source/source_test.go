@@ -34,9 +34,9 @@ items:
 		got = append(got, d.Origin+" "+d.Kind()+" "+d.Namespace()+"/"+d.Name())
 	}
 	want := []string{
-		"in.yaml, document 2, item 1 ConfigMap /a",
-		"in.yaml, document 2, item 2 ConfigMap x/b",
-		"in.yaml, document 3 Service /s",
+		"in.yaml:3, item 1 ConfigMap /a",
+		"in.yaml:3, item 2 ConfigMap x/b",
+		"in.yaml:9 Service /s",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -48,11 +48,11 @@ items:
 
 func TestParseManifestErrors(t *testing.T) {
 	for in, want := range map[string]string{
-		"a: [1":                         "in.yaml, document 1",
-		"---\nkind: X\n---\n- 1\n":      "in.yaml, document 2: expected an object",
+		"a: [1":                         "in.yaml:1: did not find expected ',' or ']'",
+		"---\nkind: X\n---\n- 1\n":      "in.yaml:4: expected an object",
 		"metadata: {name: x}\n":         "has no kind",
 		"kind: List\nitems: [1]\n":      "item 1: expected an object",
-		"kind: X\n---\nkind: Y\nb: [\n": "document 2",
+		"kind: X\n---\nkind: Y\nb: [\n": "in.yaml:4: did not find expected node content",
 	} {
 		_, err := ParseManifest("in.yaml", []byte(in))
 		if !errors.Is(err, ErrInvalidManifest) || !strings.Contains(err.Error(), want) {
@@ -133,7 +133,7 @@ metadata: {name: old}
 	if len(res.Rules) != 2 || res.Rules[0].Info().Key != "ns/ok" || res.Rules[1].Info().Err == nil {
 		t.Fatalf("rules: %+v", res.Rules)
 	}
-	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "document 5: v1 ConfigMap \"cm\" is not a rule of a kind served here (api.kubemod.io/v1beta1 ModRule") {
+	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "rules.yaml:30: v1 ConfigMap \"cm\" is not a rule of a kind served here (api.kubemod.io/v1beta1 ModRule") {
 		t.Errorf("skipped: %v", res.Skipped)
 	}
 	wants := []string{
@@ -193,7 +193,7 @@ func TestParallelLoadKeepsOrder(t *testing.T) {
 	}
 	// The first bad document in order is the one reported.
 	_, err = ParseManifest("x.yaml", []byte(strings.Repeat("---\nkind: A\n", 100)+"---\n[1\n---\nkind: B\n"+strings.Repeat("---\n{\n", 5)))
-	if err == nil || !strings.Contains(err.Error(), "document 101") {
+	if err == nil || !strings.Contains(err.Error(), "x.yaml:202:") {
 		t.Fatalf("first error: %v", err)
 	}
 }

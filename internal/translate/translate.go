@@ -42,7 +42,7 @@ const (
 // manifest.
 type Rule struct {
 	Kind   string // ModRule, Policy or ClusterPolicy
-	Origin string // file, document
+	Origin string // file:line of the document
 	Object map[string]any
 }
 

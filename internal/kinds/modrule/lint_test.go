@@ -114,7 +114,7 @@ spec: {type: Reject, match: [{select: '$.spec.hostNetwork', matchValue: 'false'}
 			}
 			var got []lintCode
 			for _, f := range lintManifest(t, modrule.NewKind(tt.clusterNS), tt.rule, samples) {
-				if f.Kind != "ModRule" || f.Origin != "rules.yaml, document 1" || f.Rule == "" || f.Message == "" {
+				if f.Kind != "ModRule" || f.Origin != "rules.yaml:1" || f.Rule == "" || f.Message == "" {
 					t.Errorf("finding without kind, origin, rule or message: %+v", f)
 				}
 				got = append(got, lintCode{f.Severity, f.Code, f.Field})
