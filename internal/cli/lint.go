@@ -128,7 +128,7 @@ be read or a --crd is not a valid CustomResourceDefinition.`,
 	f.StringVar(&o.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 	f.BoolVar(&o.strict, "strict", false, "exit 1 on warnings too")
 	f.BoolVar(&o.skipUnknown, "skip-unknown-kinds", false, "report documents that are not rules of a served kind as warnings (W007), not errors (E007)")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text, table or json")
 	return cmd
 }
 
@@ -151,8 +151,8 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.output != "text" && o.output != "json" {
-		return usageError("--output must be text or json, not %q", o.output)
+	if o.output != "text" && o.output != "table" && o.output != "json" {
+		return usageError("--output must be text, table or json, not %q", o.output)
 	}
 	var rep lintReport
 	add := func(f Finding) { rep.Findings = append(rep.Findings, f) }
@@ -307,10 +307,24 @@ func printLint(w io.Writer, format string, rep *lintReport) error {
 		enc.SetEscapeHTML(false)
 		return enc.Encode(rep)
 	}
-	for _, f := range rep.Findings {
-		fmt.Fprintln(w, f.String())
-		if f.Hint != "" {
-			fmt.Fprintln(w, "    hint: "+f.Hint)
+	if format == "table" {
+		rows := make([][]any, len(rep.Findings))
+		for i, f := range rep.Findings {
+			at := f.Position
+			if at == "" {
+				at = f.Origin
+			}
+			rows[i] = []any{at, f.Severity, f.Code, f.Kind + " " + f.Rule, f.Field, f.Message}
+		}
+		if err := printTable(w, []string{"Position", "Severity", "Code", "Rule", "Field", "Message"}, rows); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range rep.Findings {
+			fmt.Fprintln(w, f.String())
+			if f.Hint != "" {
+				fmt.Fprintln(w, "    hint: "+f.Hint)
+			}
 		}
 	}
 	_, err := fmt.Fprintf(w, "%s, %s\n", plural(rep.Errors, "error"), plural(rep.Warnings, "warning"))

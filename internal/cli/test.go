@@ -85,7 +85,7 @@ loaded.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.format, "output", "o", "text", "output format: text or json (--format is an alias)")
+	f.StringVarP(&o.format, "output", "o", "text", "output format: text, table or json (--format is an alias)")
 	aliasFlags(f, map[string]string{"format": "output"})
 	f.StringVar(&o.run, "run", "", "run only the cases whose name contains this text")
 	f.StringArrayVar(&o.crds, "crd", nil, "CustomResourceDefinitions for every suite, with each suite's own crds (a file or directory; repeatable): objects of their kinds are validated as the API server does, around the rules")
@@ -113,8 +113,8 @@ func runTest(ctx context.Context, paths []string, o *testOptions, s Streams) err
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.format != "text" && o.format != "json" {
-		return usageError("--output must be text or json, not %q", o.format)
+	if o.format != "text" && o.format != "table" && o.format != "json" {
+		return usageError("--output must be text, table or json, not %q", o.format)
 	}
 	files, err := suite.Find(paths)
 	if err != nil {
@@ -155,7 +155,8 @@ func runTest(ctx context.Context, paths []string, o *testOptions, s Streams) err
 		}
 		rep.Results = append(rep.Results, res...)
 	}
-	if o.format == "json" {
+	switch o.format {
+	case "json":
 		if rep.Results == nil {
 			rep.Results = []caseResult{}
 		}
@@ -165,7 +166,20 @@ func runTest(ctx context.Context, paths []string, o *testOptions, s Streams) err
 		if err := enc.Encode(rep); err != nil {
 			return &ExitError{Code: 2, Err: err}
 		}
-	} else {
+	case "table":
+		rows := make([][]any, len(rep.Results))
+		for i, r := range rep.Results {
+			result := "Pass"
+			if !r.Passed {
+				result = "Fail"
+			}
+			rows[i] = []any{i + 1, r.Suite, r.Case, result, r.Reason}
+		}
+		if err := printTable(s.Out, []string{"ID", "Suite", "Case", "Result", "Reason"}, rows); err != nil {
+			return &ExitError{Code: 2, Err: err}
+		}
+		fmt.Fprintf(s.Out, "%d passed, %d failed\n", rep.Passed, rep.Failed)
+	default:
 		fmt.Fprintf(s.Out, "%d passed, %d failed\n", rep.Passed, rep.Failed)
 	}
 	if rep.Failed > 0 {
