@@ -109,7 +109,8 @@ func TestBundleInSync(t *testing.T) {
 }
 
 // crdFiles are the files of deploy/crds, each a CustomResourceDefinition.
-var crdFiles = []string{"api.kubemod.io_modrules.yaml", "modwright.io_clusterpolicies.yaml", "modwright.io_policies.yaml",
+var crdFiles = []string{"api.kubemod.io_modrules.yaml", "modwright.io_clustermodwrightpolicies.yaml", "modwright.io_clusterpolicies.yaml",
+	"modwright.io_modwrightpolicies.yaml", "modwright.io_policies.yaml",
 	"policy.kcloudlabs.io_clusteroverridepolicies.yaml", "policy.kcloudlabs.io_clustervalidatepolicies.yaml", "policy.kcloudlabs.io_overridepolicies.yaml"}
 
 // TestCRDs: deploy/crds holds the CRDs of every rule kind, the Helm chart
@@ -166,6 +167,7 @@ func TestKustomize(t *testing.T) {
 	kustomize := testtool.Find(t, "kustomize")
 	objs := objects(t, run(t, kustomize, "build", "deploy"))
 	want := append([]string{"CustomResourceDefinition modrules.api.kubemod.io", "CustomResourceDefinition policies.modwright.io",
+		"CustomResourceDefinition modwrightpolicies.modwright.io", "CustomResourceDefinition clustermodwrightpolicies.modwright.io",
 		"CustomResourceDefinition clusterpolicies.modwright.io", "CustomResourceDefinition overridepolicies.policy.kcloudlabs.io",
 		"CustomResourceDefinition clusteroverridepolicies.policy.kcloudlabs.io", "CustomResourceDefinition clustervalidatepolicies.policy.kcloudlabs.io",
 		"Namespace modwright-system"}, chartObjects...)
@@ -195,10 +197,11 @@ func TestHelmValues(t *testing.T) {
 					"failurePolicy: Ignore", "sideEffects: NoneOnDryRun", "key: admission.kubemod.io/ignore", "resources: [pods/binding]"},
 				"ValidatingWebhookConfiguration modwright": {"path: /validate-rule", "modwright.io/armed: \"false\"",
 					"name: dragnet.modwright.io", "path: /dragnet-validate", "failurePolicy: Ignore", "key: kubernetes.io/metadata.name",
-					"name: policies.modwright.io", "resources: [policies]\n        scope: Namespaced",
-					"name: clusterpolicies.modwright.io", "resources: [clusterpolicies]\n        scope: Cluster"},
-				"ClusterRole modwright": {"resources: [modrules]", "resources: [policies, clusterpolicies]\n    verbs: [get, list, watch]",
-					"resources: [policies/status, clusterpolicies/status]\n    verbs: [get, update, patch]"},
+					"name: modwrightpolicies.modwright.io", "resources: [modwrightpolicies, policies]\n        scope: Namespaced",
+					"name: clustermodwrightpolicies.modwright.io", "resources: [clustermodwrightpolicies, clusterpolicies]\n        scope: Cluster"},
+				"ClusterRole modwright": {"resources: [modrules]",
+					"resources: [modwrightpolicies, clustermodwrightpolicies, policies, clusterpolicies]\n    verbs: [get, list, watch]",
+					"resources: [modwrightpolicies/status, clustermodwrightpolicies/status, policies/status, clusterpolicies/status]\n    verbs: [get, update, patch]"},
 				"PodDisruptionBudget modwright-system/modwright": {"minAvailable: 1"},
 			},
 			absent: map[string][]string{"MutatingWebhookConfiguration modwright": {"cert-manager.io"}},
@@ -279,12 +282,26 @@ func TestCRDNames(t *testing.T) {
 					ShortNames []string `json:"shortNames"`
 					Categories []string `json:"categories"`
 				} `json:"names"`
+				Versions []struct {
+					Deprecated         bool   `json:"deprecated"`
+					DeprecationWarning string `json:"deprecationWarning"`
+				} `json:"versions"`
 			} `json:"spec"`
 		}
 		if err := yaml.Unmarshal(mustRead(t, "crds/"+name), &crd); err != nil {
 			t.Fatal(err)
 		}
 		n := crd.Spec.Names
+		if n.Kind == "Policy" || n.Kind == "ClusterPolicy" {
+			// modwright's former names, Kyverno's kinds' too: read for a
+			// release, deprecated, with no short name of their own.
+			v := crd.Spec.Versions
+			if len(v) != 1 || !v[0].Deprecated || !strings.Contains(v[0].DeprecationWarning, "write kind "+strings.Replace(n.Kind, "Policy", "ModwrightPolicy", 1)) ||
+				len(n.ShortNames) > 0 || !slices.Contains(n.Categories, "modwright") {
+				t.Errorf("%s: versions %+v, shortNames %v, categories %v; want it deprecated, naming the kind to write, in the modwright category, without short names", n.Kind, v, n.ShortNames, n.Categories)
+			}
+			continue
+		}
 		if len(n.ShortNames) == 0 || !slices.Contains(n.Categories, "modwright") {
 			t.Errorf("%s: shortNames %v, categories %v; want a short name and the modwright category", n.Kind, n.ShortNames, n.Categories)
 		}

@@ -1,5 +1,6 @@
 // Package deploy holds modwright's installation manifests: the CRDs
-// (ModRule, Policy and ClusterPolicy, generated from api/v1beta1 and
+// (ModRule, ModwrightPolicy and ClusterModwrightPolicy and their former
+// names Policy and ClusterPolicy, generated from api/v1beta1 and
 // api/v1alpha1 by controller-gen, and kinitiras' OverridePolicy,
 // ClusterOverridePolicy and ClusterValidatePolicy from
 // api/kinitiras/v1alpha1), the Helm chart (helm/modwright) and the
@@ -14,15 +15,26 @@ import _ "embed"
 //go:embed crds/api.kubemod.io_modrules.yaml
 var CRD []byte
 
-// PolicyCRD is the Policy CustomResourceDefinition (YAML).
+// PolicyCRD is the ModwrightPolicy CustomResourceDefinition (YAML).
 //
-//go:embed crds/modwright.io_policies.yaml
+//go:embed crds/modwright.io_modwrightpolicies.yaml
 var PolicyCRD []byte
 
-// ClusterPolicyCRD is the ClusterPolicy CustomResourceDefinition (YAML).
+// ClusterPolicyCRD is the ClusterModwrightPolicy CustomResourceDefinition
+// (YAML).
 //
-//go:embed crds/modwright.io_clusterpolicies.yaml
+//go:embed crds/modwright.io_clustermodwrightpolicies.yaml
 var ClusterPolicyCRD []byte
+
+// The CustomResourceDefinitions of the policy kinds' former names, Policy
+// and ClusterPolicy (YAML; their version is marked deprecated), installed
+// for one more release.
+var (
+	//go:embed crds/modwright.io_policies.yaml
+	FormerPolicyCRD []byte
+	//go:embed crds/modwright.io_clusterpolicies.yaml
+	FormerClusterPolicyCRD []byte
+)
 
 // The CustomResourceDefinitions of kinitiras' kinds (YAML), generated
 // from api/kinitiras/v1alpha1.
@@ -38,7 +50,7 @@ var (
 // CRDs returns every CustomResourceDefinition of deploy/crds (YAML each):
 // the rule kinds modwright serves, ModRule first.
 func CRDs() [][]byte {
-	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD}
+	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, FormerPolicyCRD, FormerClusterPolicyCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD}
 }
 
 // Bundle is `helm template` of the chart with its default values (YAML,

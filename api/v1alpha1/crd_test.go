@@ -11,8 +11,11 @@ import (
 
 // The CRDs generated from this package, as committed.
 const (
-	policyCRD        = "modwright.io_policies.yaml"
-	clusterPolicyCRD = "modwright.io_clusterpolicies.yaml"
+	policyCRD        = "modwright.io_modwrightpolicies.yaml"
+	clusterPolicyCRD = "modwright.io_clustermodwrightpolicies.yaml"
+	// The former names' (deprecated, read for one more release).
+	formerPolicyCRD        = "modwright.io_policies.yaml"
+	formerClusterPolicyCRD = "modwright.io_clusterpolicies.yaml"
 )
 
 // TestGeneratedFiles regenerates the CRDs and the deep copies from the Go
@@ -23,6 +26,8 @@ func TestGeneratedFiles(t *testing.T) {
 	crdtest.GeneratedFiles(t, "./api/v1alpha1", map[string][]string{
 		policyCRD:                  {"deploy/crds", "deploy/helm/modwright/crds"},
 		clusterPolicyCRD:           {"deploy/crds", "deploy/helm/modwright/crds"},
+		formerPolicyCRD:            {"deploy/crds", "deploy/helm/modwright/crds"},
+		formerClusterPolicyCRD:     {"deploy/crds", "deploy/helm/modwright/crds"},
 		"zz_generated.deepcopy.go": {"api/v1alpha1"},
 	})
 }
@@ -40,11 +45,11 @@ func TestCRDValidation(t *testing.T) {
 	const check = "validations:\n  - cel: 'true'\n"
 	tests := []struct {
 		name string
-		kind string // Policy (default) or ClusterPolicy
+		kind string // ModwrightPolicy (default) or ClusterModwrightPolicy
 		spec string // YAML; "-" for no spec at all
 		want []string
 	}{
-		{name: "the issue's example", kind: "ClusterPolicy", spec: `
+		{name: "the issue's example", kind: "ClusterModwrightPolicy", spec: `
 executionTier: 0
 failurePolicy: Fail
 validationActions: [Deny]
@@ -88,7 +93,7 @@ auditAnnotations:
 		{name: "message with a trailing line break", spec: "validations:\n  - cel: 'false'\n    message: |\n      no\n"},
 		{name: "scope of the object", spec: "validations:\n  - cel: 'true'\n    scope: $"},
 		{name: "Policy: empty namespaces", spec: check + "match:\n  resources:\n  - kinds: [Pod]\n    namespaces: []"},
-		{name: "ClusterPolicy: namespaces in exclude", kind: "ClusterPolicy", spec: check + "match:\n  exclude:\n    resources:\n    - namespaces: [kube-*]"},
+		{name: "ClusterPolicy: namespaces in exclude", kind: "ClusterModwrightPolicy", spec: check + "match:\n  exclude:\n    resources:\n    - namespaces: [kube-*]"},
 		{name: "largest lists", spec: check +
 			"matchConditions:" + manyItems(64, func(i int) string { return fmt.Sprintf("{name: c%d, cel: 'true'}", i) }) +
 			"\nauditAnnotations:" + manyItems(20, func(i int) string { return fmt.Sprintf("{key: k%d, valueExpression: 'null'}", i) })},
@@ -99,9 +104,9 @@ auditAnnotations:
 		{name: "empty lists do nothing either", spec: "validations: []\nmutations: []\nauditAnnotations: []", want: []string{
 			"a policy needs at least one of validations, mutations and auditAnnotations"}},
 		{name: "Policy: namespaces in resources", spec: check + "match:\n  resources:\n  - kinds: [Pod]\n  - namespaces: [team-*]", want: []string{
-			"spec.match.resources: Invalid value: namespaces is for ClusterPolicies: a Policy applies to objects of its own namespace"}},
+			"spec.match.resources: Invalid value: namespaces is for ClusterModwrightPolicies: a ModwrightPolicy applies to objects of its own namespace"}},
 		{name: "Policy: namespaces in exclude", spec: check + "match:\n  exclude:\n    resources:\n    - namespaces: [kube-*]", want: []string{
-			"spec.match.exclude.resources: Invalid value: namespaces is for ClusterPolicies"}},
+			"spec.match.exclude.resources: Invalid value: namespaces is for ClusterModwrightPolicies"}},
 		{name: "deny and warn", spec: check + "validationActions: [Deny, Warn]", want: []string{
 			"spec.validationActions: Invalid value: must not contain both Deny and Warn"}},
 		{name: "no validation action", spec: check + "validationActions: []", want: []string{"spec.validationActions: Invalid value: 0: spec.validationActions in body should have at least 1 items"}},
@@ -160,40 +165,46 @@ auditAnnotations:
 		{name: "empty kind", spec: check + "match:\n  resources:\n  - kinds: ['']", want: []string{"spec.match.resources[0].kinds[0]: Invalid value: \"\": spec.match.resources[0].kinds[0] in body should be at least 1 chars long"}},
 		{name: "VAP's field name", spec: "validations:\n  - cel: 'true'\n    expression: 'true'", want: []string{"spec.validations[0].expression: Invalid value: null: unknown field"}},
 	}
-	validators := map[string]*crdtest.Validator{"Policy": crdtest.Load(t, policyCRD), "ClusterPolicy": crdtest.Load(t, clusterPolicyCRD)}
+	// Each case is checked against the CRD of the kind and of its former
+	// name: the two have one schema.
+	validators := map[string]*crdtest.Validator{"ModwrightPolicy": crdtest.Load(t, policyCRD), "ClusterModwrightPolicy": crdtest.Load(t, clusterPolicyCRD),
+		"Policy": crdtest.Load(t, formerPolicyCRD), "ClusterPolicy": crdtest.Load(t, formerClusterPolicyCRD)}
+	former := map[string]string{"ModwrightPolicy": "Policy", "ClusterModwrightPolicy": "ClusterPolicy"}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			kind := tt.kind
-			if kind == "" {
-				kind = "Policy"
-			}
-			obj := map[string]any{
-				"apiVersion": "modwright.io/v1alpha1", "kind": kind,
-				"metadata": map[string]any{"name": "p", "namespace": "team-a"},
-			}
-			if kind == "ClusterPolicy" {
-				delete(obj["metadata"].(map[string]any), "namespace")
-			}
-			if tt.spec != "-" {
-				var spec map[string]any
-				if err := yaml.Unmarshal([]byte(tt.spec), &spec); err != nil {
-					t.Fatalf("spec: %v", err)
+		current := tt.kind
+		if current == "" {
+			current = "ModwrightPolicy"
+		}
+		for _, kind := range []string{current, former[current]} {
+			t.Run(tt.name+"/"+kind, func(t *testing.T) {
+				obj := map[string]any{
+					"apiVersion": "modwright.io/v1alpha1", "kind": kind,
+					"metadata": map[string]any{"name": "p", "namespace": "team-a"},
 				}
-				obj["spec"] = spec
-			}
-			errs := validators[kind].Validate(obj)
-			var got []string
-			for _, e := range errs {
-				got = append(got, e.Error())
-			}
-			if len(got) != len(tt.want) {
-				t.Fatalf("errors:\n%s\nwant %d: %q", strings.Join(got, "\n"), len(tt.want), tt.want)
-			}
-			for i, w := range tt.want {
-				if !strings.Contains(got[i], w) {
-					t.Errorf("error %d = %s\nwant it to contain %s", i, got[i], w)
+				if kind == "ClusterModwrightPolicy" || kind == "ClusterPolicy" {
+					delete(obj["metadata"].(map[string]any), "namespace")
 				}
-			}
-		})
+				if tt.spec != "-" {
+					var spec map[string]any
+					if err := yaml.Unmarshal([]byte(tt.spec), &spec); err != nil {
+						t.Fatalf("spec: %v", err)
+					}
+					obj["spec"] = spec
+				}
+				errs := validators[kind].Validate(obj)
+				var got []string
+				for _, e := range errs {
+					got = append(got, e.Error())
+				}
+				if len(got) != len(tt.want) {
+					t.Fatalf("errors:\n%s\nwant %d: %q", strings.Join(got, "\n"), len(tt.want), tt.want)
+				}
+				for i, w := range tt.want {
+					if !strings.Contains(got[i], w) {
+						t.Errorf("error %d = %s\nwant it to contain %s", i, got[i], w)
+					}
+				}
+			})
+		}
 	}
 }

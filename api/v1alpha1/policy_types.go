@@ -519,10 +519,65 @@ type PolicyStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// Policy checks and changes objects of its own namespace.
+// ModwrightPolicy checks and changes objects of its own namespace.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=modwright,shortName=mwpol
 // +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Tier",type=integer,JSONPath=`.spec.executionTier`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ModwrightPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec: a ModwrightPolicy's resource filters have no namespaces (its
+	// own namespace is its scope).
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:XValidation:rule="!has(self.match) || !has(self.match.resources) || self.match.resources.all(r, !has(r.namespaces) || size(r.namespaces) == 0)",message="namespaces is for ClusterModwrightPolicies: a ModwrightPolicy applies to objects of its own namespace",fieldPath=".match.resources"
+	// +kubebuilder:validation:XValidation:rule="!has(self.match) || !has(self.match.exclude) || !has(self.match.exclude.resources) || self.match.exclude.resources.all(r, !has(r.namespaces) || size(r.namespaces) == 0)",message="namespaces is for ClusterModwrightPolicies: a ModwrightPolicy applies to objects of its own namespace",fieldPath=".match.exclude.resources"
+	Spec   PolicySpec   `json:"spec"`
+	Status PolicyStatus `json:"status,omitempty"`
+}
+
+// ModwrightPolicyList is a list of ModwrightPolicies.
+// +kubebuilder:object:root=true
+type ModwrightPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ModwrightPolicy `json:"items"`
+}
+
+// ClusterModwrightPolicy checks and changes objects cluster-wide:
+// cluster-scoped objects and those of every namespace its match allows.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,categories=modwright,shortName=mwcpol
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Tier",type=integer,JSONPath=`.spec.executionTier`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterModwrightPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +kubebuilder:validation:Required
+	Spec   PolicySpec   `json:"spec"`
+	Status PolicyStatus `json:"status,omitempty"`
+}
+
+// ClusterModwrightPolicyList is a list of ClusterModwrightPolicies.
+// +kubebuilder:object:root=true
+type ClusterModwrightPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterModwrightPolicy `json:"items"`
+}
+
+// Policy is ModwrightPolicy's former name, read for one release: its kind
+// and plural are Kyverno's too (docs/policy.md).
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,categories=modwright
+// +kubebuilder:subresource:status
+// +kubebuilder:deprecatedversion:warning="modwright.io/v1alpha1 Policy is deprecated: write kind ModwrightPolicy (same spec); the old name is read for one more release"
 // +kubebuilder:printcolumn:name="Tier",type=integer,JSONPath=`.spec.executionTier`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -530,11 +585,10 @@ type Policy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec: a Policy's resource filters have no namespaces (its own
-	// namespace is its scope).
+	// Spec: as a ModwrightPolicy's.
 	// +kubebuilder:validation:Required
-	// +kubebuilder:validation:XValidation:rule="!has(self.match) || !has(self.match.resources) || self.match.resources.all(r, !has(r.namespaces) || size(r.namespaces) == 0)",message="namespaces is for ClusterPolicies: a Policy applies to objects of its own namespace",fieldPath=".match.resources"
-	// +kubebuilder:validation:XValidation:rule="!has(self.match) || !has(self.match.exclude) || !has(self.match.exclude.resources) || self.match.exclude.resources.all(r, !has(r.namespaces) || size(r.namespaces) == 0)",message="namespaces is for ClusterPolicies: a Policy applies to objects of its own namespace",fieldPath=".match.exclude.resources"
+	// +kubebuilder:validation:XValidation:rule="!has(self.match) || !has(self.match.resources) || self.match.resources.all(r, !has(r.namespaces) || size(r.namespaces) == 0)",message="namespaces is for ClusterModwrightPolicies: a ModwrightPolicy applies to objects of its own namespace",fieldPath=".match.resources"
+	// +kubebuilder:validation:XValidation:rule="!has(self.match) || !has(self.match.exclude) || !has(self.match.exclude.resources) || self.match.exclude.resources.all(r, !has(r.namespaces) || size(r.namespaces) == 0)",message="namespaces is for ClusterModwrightPolicies: a ModwrightPolicy applies to objects of its own namespace",fieldPath=".match.exclude.resources"
 	Spec   PolicySpec   `json:"spec"`
 	Status PolicyStatus `json:"status,omitempty"`
 }
@@ -547,11 +601,12 @@ type PolicyList struct {
 	Items           []Policy `json:"items"`
 }
 
-// ClusterPolicy checks and changes objects cluster-wide: cluster-scoped
-// objects and those of every namespace its match allows.
+// ClusterPolicy is ClusterModwrightPolicy's former name, read for one
+// release.
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,categories=modwright,shortName=mwcpol
+// +kubebuilder:resource:scope=Cluster,categories=modwright
 // +kubebuilder:subresource:status
+// +kubebuilder:deprecatedversion:warning="modwright.io/v1alpha1 ClusterPolicy is deprecated: write kind ClusterModwrightPolicy (same spec); the old name is read for one more release"
 // +kubebuilder:printcolumn:name="Tier",type=integer,JSONPath=`.spec.executionTier`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

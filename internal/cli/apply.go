@@ -82,8 +82,8 @@ func newApplyCmdFor(s Streams, o *applyOptions) *cobra.Command {
 		Short: "Run rules over manifests offline and print the admitted objects",
 		Long: `apply evaluates rules against objects as the admission webhook would, and prints
 every admitted object, changed only by the rules, in input order. Rules are
-KubeMod's ModRules, modwright's Policies and ClusterPolicies, kinitiras'
-policies and Kubernetes' admission policies with their bindings.
+KubeMod's ModRules, modwright's ModwrightPolicies and ClusterModwrightPolicies,
+kinitiras' policies and Kubernetes' admission policies with their bindings.
 
 Rules (--rules) and objects (-f) are files or directories (recursive; .yaml, .yml,
 .json; several documents per file; kind: List). "-f -" reads standard input, so
@@ -148,7 +148,7 @@ func (o *applyOptions) addFlags(cmd *cobra.Command, what, output, outputUsage st
 	f.StringArrayVar(&o.rules, "rules", nil, "rules: a file, a directory or - (repeatable)")
 	f.BoolVar(&o.skipUnknown, "skip-unknown-kinds", false, "warn about documents in --rules that are not rules of a served kind, instead of failing (exit 2)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, what+": file, directory or - for stdin (repeatable)")
-	f.StringArrayVar(&o.contexts, "context", nil, "objects the rules read (Namespaces and Nodes for syntheticRefs, ConfigMaps for Policies' context) and recorded APICallResponse documents (repeatable)")
+	f.StringArrayVar(&o.contexts, "context", nil, "objects the rules read (Namespaces and Nodes for syntheticRefs, ConfigMaps for ModwrightPolicies' context) and recorded APICallResponse documents (repeatable)")
 	f.StringArrayVar(&o.packs, "rule-pack", nil, "a Rego rule pack (a directory or oci://REF) whose edges join the context objects' graph (syntheticRefs.edges; repeatable)")
 	f.StringArrayVar(&o.crds, "crd", nil, "CustomResourceDefinitions (a file or directory; repeatable): objects of their kinds are decoded and validated as the kube-apiserver does, before and after the rules (docs/cel.md)")
 	f.StringVar(&o.userInfo, "user-info", "", "the requester: a UserInfo document (userInfo: {username, groups}, roles, clusterRoles), Kyverno CLI's format")
@@ -461,6 +461,9 @@ func loadRules(paths []string, s Streams, reg *kinds.Registry, l ruleLoading) (*
 		docs = kept
 	}
 	res := source.LoadRules(docs, reg)
+	for _, d := range res.Deprecated {
+		fmt.Fprintln(s.Err, "warning:", d)
+	}
 	errs := res.Errors
 	for _, w := range res.Skipped {
 		if l.skipUnknown {

@@ -96,7 +96,7 @@ func TestDocsCLIExamples(t *testing.T) {
 		"modwright lint testdata/cli/lint/errors -o json": {code: 1},
 		"modwright version": {stdout: "github.com/google/cel-go v"},
 		"modwright lint testdata/cli/lint/crd --crd testdata/crd/widgets.yaml": {
-			code: 1, stdout: `testdata/cli/lint/crd/policies.yaml:20:15: Policy default/widgets: spec.validations[2].cel: error E201: with self typed by the schema of example.com/v1 Widget at $.spec: undefined field 'mode'`},
+			code: 1, stdout: `testdata/cli/lint/crd/policies.yaml:20:15: ModwrightPolicy default/widgets: spec.validations[2].cel: error E201: with self typed by the schema of example.com/v1 Widget at $.spec: undefined field 'mode'`},
 		"modwright apply --rules examples/policies -f testdata/cli/policy/web-v2.yaml --operation UPDATE --old testdata/cli/policy/web-v1.yaml": {
 			code: 1, stderr: `default/immutable-images: "container nginx: the image cannot change (was nginx:1.25.3)"`},
 		"modwright apply --rules examples/graph-protect/rules.yaml --context examples/graph -f examples/graph-protect/secret.yaml --operation DELETE": {
@@ -114,7 +114,7 @@ func TestDocsCLIExamples(t *testing.T) {
 		"modwright lint testdata/cli/lint/native": {
 			code: 1, stdout: `testdata/cli/lint/native/policies.yaml:13:7: ValidatingAdmissionPolicy replicas: spec.validations[0].expression: error E003`},
 		"modwright compile --rules examples/policies": {
-			stderr: "not compiled: examples/policies/image-tags.yaml:1: ClusterPolicy image-tags: spec.validations[0].scope with Warn or Audit", stdout: "name: modwright.policy.default.replicas"},
+			stderr: "not compiled: examples/policies/image-tags.yaml:1: ClusterModwrightPolicy image-tags: spec.validations[0].scope with Warn or Audit", stdout: "name: modwright.modwrightpolicy.default.replicas"},
 		"modwright krm < testdata/cli/krm/resource-list.yaml": {
 			code: 1, stderr: `operation rejected by the following ModRule(s): shop/no-latest: "bad uses :latest"`},
 		"helm template web testdata/cli/helm/chart --set 'externalIPs={203.0.113.7}' --post-renderer ./bin/modwright --post-renderer-args apply --post-renderer-args --rules=examples/rules --post-renderer-args -f --post-renderer-args -": {

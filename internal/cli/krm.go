@@ -259,6 +259,9 @@ func (k *krmRun) loadRules(ctx context.Context, list map[string]any, items []any
 	for _, e := range res.Errors {
 		k.fail(e.Error(), nil, "")
 	}
+	for _, d := range res.Deprecated {
+		k.warn(d, nil, nil)
+	}
 	rs.broken = rs.broken || len(res.Errors) > 0
 	if len(contextDocs) > 0 {
 		r, _, err := newStaticResolver(contextDocs)

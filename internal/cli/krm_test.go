@@ -33,6 +33,7 @@ func TestKRMGolden(t *testing.T) {
 		{name: "krm-empty", args: []string{"krm"}, stdin: "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"},
 		{name: "krm-empty-stdin", args: []string{"krm"}, stdin: ""},
 		{name: "krm-crd", args: []string{"krm"}, stdin: read("crd.yaml")},
+		{name: "krm-former-name", args: []string{"krm"}, stdin: read("former-name.yaml")},
 	})
 }
 

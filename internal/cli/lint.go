@@ -27,6 +27,7 @@ const (
 	codeNotARule   = "E007" // a document is not a rule of a served kind
 	codeSkipped    = "W007" // the same, with --skip-unknown-kinds
 	codeNoRules    = "E008" // the paths hold no rule at all
+	codeRenamed    = "W009" // a rule of a kind written under its former name
 	// W301, W302: admissionpolicy.CodeUnbound, CodeNoPolicy.
 )
 
@@ -83,7 +84,7 @@ stable code and a hint:
   W108  a template rendered "<no value>" on a sample: it reads a key the
         object does not have (guard it with 'with', 'default' or 'hasKey')
 
-Policies and ClusterPolicies have codes of their own (docs/policy.md#lint:
+ModwrightPolicies and ClusterModwrightPolicies have codes of their own (docs/policy.md#lint:
 W201-W206, E201). With --crd, the self of their scoped CEL validations of
 the CRDs' kinds is typed by the schema at the scope's place, as the API
 server types a CRD rule's self there (and as apply --crd and the operator
@@ -104,7 +105,9 @@ does not compile or has the wrong type, each with its field and column), and:
 Rule templates run under the same bounds as in admission (docs/serve.md).
 A document that is not a rule of a served kind nor one of Kubernetes'
 admission policies is an error (E007; a warning, W007, with
---skip-unknown-kinds), and so are paths with no rule at all (E008).
+--skip-unknown-kinds), and so are paths with no rule at all (E008). A rule
+written under its kind's former name (Policy and ClusterPolicy, now
+ModwrightPolicy and ClusterModwrightPolicy) loads, with a warning (W009).
 
 Exit status: 0 when no rule has an error (warnings are printed), or, with
 --strict, when there is no finding at all; 1 otherwise; 2 when a path cannot
@@ -124,7 +127,7 @@ be read or a --crd is not a valid CustomResourceDefinition.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&o.rules, "rules", nil, "rules: a file or directory, as apply takes it (repeatable; same as a PATH argument)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "sample objects for the idempotency check: file or directory (repeatable)")
-	f.StringArrayVar(&o.crds, "crd", nil, "CustomResourceDefinitions (file or directory, repeatable): Policies' scoped validations of their kinds are type-checked with self typed by their schemas")
+	f.StringArrayVar(&o.crds, "crd", nil, "CustomResourceDefinitions (file or directory, repeatable): ModwrightPolicies' scoped validations of their kinds are type-checked with self typed by their schemas")
 	f.StringVar(&o.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
 	f.BoolVar(&o.strict, "strict", false, "exit 1 on warnings too")
 	f.BoolVar(&o.skipUnknown, "skip-unknown-kinds", false, "report documents that are not rules of a served kind as warnings (W007), not errors (E007)")
@@ -200,7 +203,7 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 			}
 			continue
 		}
-		key := k.Name() + " " + d.Key()
+		key := kinds.CurrentName(k) + " " + d.Key()
 		if prev, ok := seen[key]; ok {
 			add(Finding{Severity: kinds.SeverityError, Code: codeDuplicate, Origin: d.Origin, Kind: k.Name(), Rule: d.Key(),
 				Message: "the rule is also defined in " + prev + ": apply and serve refuse to load both",
@@ -208,6 +211,10 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 			continue
 		}
 		seen[key] = d.Origin
+		if dep := kinds.Deprecation(k); dep != "" {
+			add(Finding{Severity: kinds.SeverityWarning, Code: codeRenamed, Origin: d.Origin, Kind: k.Name(), Rule: d.Key(), Field: "kind",
+				Message: dep, Hint: "write kind: " + kinds.CurrentName(k)})
+		}
 		r, err := k.Compile(d)
 		if a, ok := k.(kinds.Admitter); ok && err == nil {
 			err = a.Check(d) // what the kind's rule webhook refuses too

@@ -22,8 +22,8 @@ func newRegistry(clusterNS string) *kinds.Registry {
 // newServingRegistry is newRegistry compiling CUE with cue (serve
 // --standalone: its workers).
 func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry {
-	return kinds.NewRegistry(append([]kinds.Kind{modrule.NewKind(clusterNS), policy.NewPolicyKind(policy.WithCUE(cue)), policy.NewClusterPolicyKind(policy.WithCUE(cue))},
-		kinitiras.NewKinds(kinitiras.WithCUE(cue))...)...)
+	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
+	return kinds.NewRegistry(append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)...)
 }
 
 // newClusterRegistry is the kinds the operator watches in the cluster,
@@ -33,5 +33,5 @@ func newClusterRegistry(clusterNS string, withKinitiras bool, cue cuelang.Langua
 	if withKinitiras {
 		return newServingRegistry(clusterNS, cue)
 	}
-	return kinds.NewRegistry(modrule.NewKind(clusterNS), policy.NewPolicyKind(policy.WithCUE(cue)), policy.NewClusterPolicyKind(policy.WithCUE(cue)))
+	return kinds.NewRegistry(append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)...)
 }

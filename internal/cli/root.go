@@ -41,7 +41,7 @@ func NewRoot(s Streams) *cobra.Command {
 		Long: `modwright evaluates admission rules: declarative rules that patch, reject or warn
 about Kubernetes objects before they reach the cluster. It runs the rules teams
 already have, unchanged: KubeMod's ModRules, kinitiras' policies, Kubernetes'
-admission policies, and its own Policies and ClusterPolicies (CEL, JMESPath,
+admission policies, and its own ModwrightPolicies and ClusterModwrightPolicies (CEL, JMESPath,
 Rego or CUE). The same rules run in the cluster ('modwright serve'), offline
 ('modwright apply', in CI or as a Helm post-renderer; 'modwright krm') and
 in tests ('modwright test').`,

@@ -47,7 +47,7 @@ func newSandboxCmd(s Streams) *cobra.Command {
 		Long: `sandbox starts a throwaway Kubernetes control plane (etcd and kube-apiserver,
 no nodes, no controllers) with modwright's operator running in this process
 behind real webhook configurations (the ones deploy/ installs, pointed at
-127.0.0.1), installs the CRDs (ModRule, Policy, ClusterPolicy), writes an
+127.0.0.1), installs the CRDs (ModRule, ModwrightPolicy, ClusterModwrightPolicy), writes an
 administrator kubeconfig to --kubeconfig-out and runs until interrupted; then
 it stops everything and removes the kubeconfig and the control plane's data.
 

@@ -105,8 +105,8 @@ func newServeCmdWith(s Streams, o *serveOptions) *cobra.Command {
 }
 
 // serveLong is serve's help.
-const serveLong = `serve answers Kubernetes admission reviews with rules: ModRules, Policies,
-ClusterPolicies and kinitiras' policies.
+const serveLong = `serve answers Kubernetes admission reviews with rules: ModRules,
+ModwrightPolicies, ClusterModwrightPolicies and kinitiras' policies.
 
 Without --standalone it is the in-cluster operator (see docs/operator.md):
 rules come from the API server through informers and are compiled once

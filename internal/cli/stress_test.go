@@ -34,7 +34,7 @@ var stressLong = flag.Duration("stress", 0, "TestHostileReviews: how long each c
 // recurse into.
 var hostileRules = `
 apiVersion: modwright.io/v1alpha1
-kind: ClusterPolicy
+kind: ClusterModwrightPolicy
 metadata: {name: quantity-condition}
 spec:
   validations:
@@ -47,35 +47,35 @@ spec:
     message: too much memory
 ---
 apiVersion: modwright.io/v1alpha1
-kind: ClusterPolicy
+kind: ClusterModwrightPolicy
 metadata: {name: quantity-jmespath}
 spec:
   validations:
   - jmespath: "add(request.object.metadata.annotations.memory || '1', '1Ki') != ''"
 ---
 apiVersion: modwright.io/v1alpha1
-kind: ClusterPolicy
+kind: ClusterModwrightPolicy
 metadata: {name: quantity-cel}
 spec:
   validations:
   - cel: "!has(object.metadata.annotations) || !('memory' in object.metadata.annotations) || quantity(object.metadata.annotations.memory).isLessThan(quantity('1Ti'))"
 ---
 apiVersion: modwright.io/v1alpha1
-kind: ClusterPolicy
+kind: ClusterModwrightPolicy
 metadata: {name: replace-jmespath}
 spec:
   validations:
   - jmespath: "length(replace_all(replace_all(replace_all(request.object.metadata.annotations.s || '', '', request.object.metadata.annotations.s || ''), '', request.object.metadata.annotations.s || ''), '', request.object.metadata.annotations.s || '')) >= to_number('0')"
 ---
 apiVersion: modwright.io/v1alpha1
-kind: ClusterPolicy
+kind: ClusterModwrightPolicy
 metadata: {name: work-jmespath}
 spec:
   validations:
   - jmespath: "request.object.metadata.annotations.work == null || length(request.object.metadata.annotations.work` + strings.Repeat(" | [@, @][]", 40) + `) > to_number('0')"
 ---
 apiVersion: modwright.io/v1alpha1
-kind: ClusterPolicy
+kind: ClusterModwrightPolicy
 metadata: {name: replace-cel}
 spec:
   variables:
@@ -84,7 +84,7 @@ spec:
   - cel: "variables.s.replace('', variables.s).replace('', variables.s).size() >= 0"
 ---
 apiVersion: modwright.io/v1alpha1
-kind: ClusterPolicy
+kind: ClusterModwrightPolicy
 metadata: {name: copy-patch}
 spec:
   match: {resources: [{kinds: [Widget]}]}
@@ -92,7 +92,7 @@ spec:
   - jsonPatch: "has(object.spec) && has(object.spec.copies) ? lists.range(int(object.spec.copies)).map(i, JSONPatch{op: 'copy', from: '/spec', path: '/spec/c' + string(i)}) : []"
 ---
 apiVersion: modwright.io/v1alpha1
-kind: ClusterPolicy
+kind: ClusterModwrightPolicy
 metadata: {name: cue-doubling}
 spec:
   validations:
@@ -102,7 +102,7 @@ spec:
 ` + cueDoublings + `      validate: {if len(a40) > 1 {valid: true}}
 ---
 apiVersion: modwright.io/v1alpha1
-kind: ClusterPolicy
+kind: ClusterModwrightPolicy
 metadata: {name: cue-loop}
 spec:
   validations:
@@ -114,7 +114,7 @@ spec:
       validate: {if len(out) > 1 {valid: true}}
 ---
 apiVersion: modwright.io/v1alpha1
-kind: ClusterPolicy
+kind: ClusterModwrightPolicy
 metadata: {name: cue-constant}
 spec:
   validations:
@@ -123,7 +123,7 @@ spec:
 ` + cueDoublings + `      validate: {if len(a40) > 1 {valid: true}}
 ---
 apiVersion: modwright.io/v1alpha1
-kind: ClusterPolicy
+kind: ClusterModwrightPolicy
 metadata: {name: deep-parser}
 spec:
   validations:

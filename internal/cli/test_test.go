@@ -131,6 +131,7 @@ func TestLintGolden(t *testing.T) {
 		{name: "lint-crd-none", args: []string{"lint", dir + "crd"}},
 		{name: "lint-crd-invalid", args: []string{"lint", dir + "crd", "--crd", dir + "bad-crd.yaml"}},
 		{name: "lint-native-json", args: []string{"lint", dir + "native", "-o", "json"}},
+		{name: "lint-former-names", args: []string{"lint", dir + "former"}},
 		{name: "lint-warnings-table", args: []string{"lint", dir + "warnings", "-f", dir + "samples.yaml", "-o", "table"}},
 		{name: "lint-rules-flag", args: []string{"lint", "--rules", dir + "errors/dup.yaml", "--rules", dir + "errors/rules.yaml"}},
 		{name: "lint-no-paths", args: []string{"lint"}},

@@ -48,7 +48,7 @@ var policyKinds = []schema.GroupVersionKind{
 // is, so that no rule is ever served by neither.
 type PolicyInstaller struct {
 	Client  client.Client
-	Rules   []schema.GroupVersionKind // the kinds compiled: ModRule, Policy, ClusterPolicy
+	Rules   []schema.GroupVersionKind // the kinds compiled: ModRule, ModwrightPolicy, ClusterModwrightPolicy
 	Options translate.Options
 	Filter  *webhook.ExcludeFilter
 	// Elected is closed once this replica leads (mgr.Elected()).

@@ -91,6 +91,9 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	compileErr := r.compile(u)
 	cond := ReadyCondition(withoutName(r.Kind.Name(), name, compileErr), u.GetGeneration(), r.now())
+	if dep := kinds.Deprecation(r.Kind); dep != "" && compileErr == nil {
+		cond.Message += "; " + dep // a kind's former name
+	}
 	orig := u.DeepCopy()
 	st := readStatus(u)
 	changed := meta.SetStatusCondition(&st.Conditions, cond)

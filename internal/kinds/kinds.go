@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
@@ -88,6 +89,34 @@ type Admitter interface {
 	Check(m *Manifest) error
 }
 
+// Renamed is implemented by a kind read under a former name for a while
+// (modwright's Policy, now ModwrightPolicy): the front ends warn about its
+// rules (apply, lint, the operator's status) and list only current names.
+type Renamed interface {
+	// RenamedTo is the kind's current name ("ModwrightPolicy").
+	RenamedTo() string
+}
+
+// CurrentName is k's name, or the name it was renamed to: two rules of a
+// kind under its two names are one rule twice.
+func CurrentName(k Kind) string {
+	if r, ok := k.(Renamed); ok {
+		return r.RenamedTo()
+	}
+	return k.Name()
+}
+
+// Deprecation says why a rule of k should be rewritten ("" when it need
+// not): k is read under a former name.
+func Deprecation(k Kind) string {
+	r, ok := k.(Renamed)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s %s is deprecated: write kind %s (the same spec); the old name, which Kyverno's kinds have too, is read for one more release",
+		k.Group(), k.Versions()[0], k.Name(), r.RenamedTo())
+}
+
 // Registry holds the kinds modwright serves. It is immutable.
 type Registry struct {
 	kinds []Kind
@@ -113,10 +142,14 @@ func (r *Registry) For(m *Manifest) Kind {
 }
 
 // Served lists the kinds with their apiVersions for messages:
-// "api.kubemod.io/v1beta1 ModRule, modwright.io/v1alpha1 Policy".
+// "api.kubemod.io/v1beta1 ModRule, modwright.io/v1alpha1 ModwrightPolicy"
+// (former names left out).
 func (r *Registry) Served() string {
 	out := make([]string, 0, len(r.kinds))
 	for _, k := range r.kinds {
+		if _, old := k.(Renamed); old {
+			continue
+		}
 		for _, v := range k.Versions() {
 			gv := v
 			if k.Group() != "" {
@@ -128,12 +161,15 @@ func (r *Registry) Served() string {
 	return strings.Join(out, ", ")
 }
 
-// Names lists the kinds' names for messages: "ModRule", "ModRule or
-// Policy", "ModRule, Policy or ClusterPolicy".
+// Names lists the kinds' current names for messages: "ModRule",
+// "ModRule or ModwrightPolicy", "ModRule, ModwrightPolicy or
+// ClusterModwrightPolicy".
 func (r *Registry) Names() string {
-	names := make([]string, len(r.kinds))
-	for i, k := range r.kinds {
-		names[i] = k.Name()
+	names := make([]string, 0, len(r.kinds))
+	for _, k := range r.kinds {
+		if _, old := k.(Renamed); !old {
+			names = append(names, k.Name())
+		}
 	}
 	if len(names) < 2 {
 		return strings.Join(names, "")

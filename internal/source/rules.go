@@ -20,10 +20,14 @@ type LoadResult struct {
 	// Duplicates are among them too.
 	Errors []error
 	// Duplicates holds one error (ErrDuplicateRule) per rule defined
-	// again with the kind and namespace/name of an earlier document; the later
+	// again with the kind (under any of its names) and namespace/name of an
+	// earlier document; the later
 	// definitions are not in Rules. A set of rules with duplicates must not
 	// serve: which definition the author meant cannot be known.
 	Duplicates []error
+	// Deprecated names the rules written under a kind's former name
+	// (kinds.Renamed), each with what to write instead; they load.
+	Deprecated []string
 }
 
 // ErrDuplicateRule marks two documents that define the same rule (kind and
@@ -70,10 +74,11 @@ func NotARule(d *Document, reg *kinds.Registry) string {
 // document: done in parallel, reported in document order.
 func LoadRules(docs []Document, reg *kinds.Registry) LoadResult {
 	type outcome struct {
-		rule    engine.Rule
-		kind    string
-		skipped string
-		err     error
+		rule       engine.Rule
+		kind       string // the current name
+		skipped    string
+		deprecated string
+		err        error
 	}
 	out := make([]outcome, len(docs))
 	ForEach(len(docs), func(i int) {
@@ -83,7 +88,10 @@ func LoadRules(docs []Document, reg *kinds.Registry) LoadResult {
 			o.skipped = NotARule(d, reg)
 			return
 		}
-		o.kind = k.Name()
+		o.kind = kinds.CurrentName(k)
+		if dep := kinds.Deprecation(k); dep != "" {
+			o.deprecated = fmt.Sprintf("%s: %s %s: %s", d.Origin, k.Name(), d.Key(), dep)
+		}
 		var err error
 		o.rule, err = k.Compile(d)
 		if err != nil {
@@ -106,6 +114,9 @@ func LoadRules(docs []Document, reg *kinds.Registry) LoadResult {
 			continue
 		}
 		seen[key] = docs[i].Origin
+		if o.deprecated != "" {
+			res.Deprecated = append(res.Deprecated, o.deprecated)
+		}
 		if o.err != nil {
 			res.Errors = append(res.Errors, o.err)
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/modwright/modwright/api/v1alpha1"
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/jsonpath"
 )
@@ -78,7 +79,7 @@ func footprintOf(r Rule, o Options) footprint {
 			f.writes = append(f.writes, p)
 		}
 		return f
-	case "Policy", "ClusterPolicy":
+	case v1alpha1.KindModwrightPolicy, v1alpha1.KindClusterModwrightPolicy, v1alpha1.KindPolicy, v1alpha1.KindClusterPolicy:
 		spec, _ := r.Object["spec"].(map[string]any)
 		if ms, _ := spec["mutations"].([]any); len(ms) == 0 {
 			return footprint{}

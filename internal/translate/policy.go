@@ -19,7 +19,7 @@ import (
 // The object a rule's scope looks at: the old object on DELETE.
 const scopeObject = "(request.operation == 'DELETE' ? oldObject : object)"
 
-// policy translates a Policy or ClusterPolicy whose expressions are all CEL
+// policy translates a ModwrightPolicy or ClusterModwrightPolicy whose expressions are all CEL
 // (and which reads no context): its scope becomes one match condition
 // (kinds, groups, names, namespaces, selectors, exclusions, exactly as the
 // policy decides them), its variables, match conditions, validations,
@@ -29,7 +29,7 @@ func policy(r Rule) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var p v1alpha1.Policy // ClusterPolicy has the same spec
+	var p v1alpha1.ModwrightPolicy // every policy kind has the same spec
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func policy(r Rule) ([]any, error) {
 		// atomic, an error skips its later validations); an admission
 		// policy skips only the expression that failed.
 		if len(s.Validations)+len(s.Mutations) > 1 {
-			return nil, untranslatable("failurePolicy Ignore with several validations or mutations: a Policy that fails is skipped as a whole, an admission policy skips only the failed expression")
+			return nil, untranslatable("failurePolicy Ignore with several validations or mutations: a ModwrightPolicy that fails is skipped as a whole, an admission policy skips only the failed expression")
 		}
 		fail = admissionregistrationv1.Ignore
 	}
@@ -135,10 +135,10 @@ func policy(r Rule) ([]any, error) {
 func scopedValidation(field string, v v1alpha1.Validation, denyOnly, builtin bool) (admissionregistrationv1.Validation, error) {
 	var none admissionregistrationv1.Validation
 	if !builtin {
-		return none, untranslatable("%s.scope on custom resources: the Policy types self by their CRD's schema (where the operator knows it), an admission policy does not", field)
+		return none, untranslatable("%s.scope on custom resources: the ModwrightPolicy types self by their CRD's schema (where the operator knows it), an admission policy does not", field)
 	}
 	if !denyOnly {
-		return none, untranslatable("%s.scope with Warn or Audit: a Policy reports each failing value, an admission policy once", field)
+		return none, untranslatable("%s.scope with Warn or Audit: a ModwrightPolicy reports each failing value, an admission policy once", field)
 	}
 	steps, err := parseSelect(v.Scope)
 	if err != nil {
@@ -282,7 +282,7 @@ func policyMatch(kind, namespace string, pm *v1alpha1.MatchResources) (match, er
 		nsSel = nsSel.DeepCopy()
 	}
 	var clusterScoped string
-	if kind == "Policy" {
+	if _, cluster := v1alpha1.PolicyKind(kind); !cluster {
 		// Its own namespace only, never a cluster-scoped object.
 		scope = admissionregistrationv1.NamespacedScope
 		if nsSel == nil {
@@ -291,7 +291,7 @@ func policyMatch(kind, namespace string, pm *v1alpha1.MatchResources) (match, er
 		nsSel.MatchExpressions = append(nsSel.MatchExpressions, metav1.LabelSelectorRequirement{
 			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{namespace}})
 	} else if nsSel != nil {
-		// A ClusterPolicy decides other cluster-scoped objects on no
+		// A ClusterModwrightPolicy decides other cluster-scoped objects on no
 		// labels, where the API server's selector lets them through.
 		ls, err := metav1.LabelSelectorAsSelector(nsSel)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -20,8 +21,10 @@ import (
 func Kinds() []schema.GroupVersionKind {
 	return []schema.GroupVersionKind{
 		{Group: v1beta1.Group, Version: v1beta1.GroupVersion.Version, Kind: "ModRule"},
-		{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Kind: "Policy"},
-		{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Kind: "ClusterPolicy"},
+		{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Kind: v1alpha1.KindModwrightPolicy},
+		{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Kind: v1alpha1.KindClusterModwrightPolicy},
+		{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Kind: v1alpha1.KindPolicy},
+		{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Kind: v1alpha1.KindClusterPolicy},
 	}
 }
 
@@ -41,7 +44,7 @@ const (
 // Rule is a rule to translate: its kind, where it came from and its
 // manifest.
 type Rule struct {
-	Kind   string // ModRule, Policy or ClusterPolicy
+	Kind   string // ModRule, ModwrightPolicy or ClusterModwrightPolicy (or a former name)
 	Origin string // file:line of the document
 	Object map[string]any
 }
@@ -92,15 +95,21 @@ type Options struct {
 // translation is loaded as the API server would load it (admissionpolicy):
 // one it would refuse is skipped too.
 func Compile(rules []Rule, o Options) Result {
+	// A policy written under its kind's former name is its kind: one name
+	// for the policies made and the rules they name.
+	rules = slices.Clone(rules)
+	for i := range rules {
+		rules[i].Kind = v1alpha1.CurrentKind(rules[i].Kind)
+	}
 	var res Result
 	var cands []candidate
 	for _, r := range rules {
 		c := candidate{rule: r}
 		var err error
-		switch r.Kind {
-		case "ModRule":
+		switch policyKind, _ := v1alpha1.PolicyKind(r.Kind); {
+		case r.Kind == "ModRule":
 			c.part, err = modRule(r, o)
-		case "Policy", "ClusterPolicy":
+		case policyKind:
 			c.objs, err = policy(r)
 		default:
 			err = fmt.Errorf("%w: a %s", ErrUntranslatable, r.Kind)

@@ -54,9 +54,9 @@ func TestCompile(t *testing.T) {
 		return Rule{Kind: m["kind"].(string), Origin: "test", Object: m}
 	}
 	res := Compile([]Rule{
-		rule(`{apiVersion: modwright.io/v1alpha1, kind: Policy, metadata: {name: p, namespace: team},
+		rule(`{apiVersion: modwright.io/v1alpha1, kind: ModwrightPolicy, metadata: {name: p, namespace: team},
   spec: {match: {resources: [{kinds: [Deployment]}]}, validations: [{cel: "object.spec.replicas <= 3", message: few}]}}`),
-		rule(`{apiVersion: modwright.io/v1alpha1, kind: ClusterPolicy, metadata: {name: c},
+		rule(`{apiVersion: modwright.io/v1alpha1, kind: ClusterModwrightPolicy, metadata: {name: c},
   spec: {validations: [{jmespath: "true"}]}}`),
 	}, Options{})
 	if len(res.Translated) != 1 || len(res.Skipped) != 1 {
@@ -70,7 +70,7 @@ func TestCompile(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, o["kind"].(string)+" "+o["metadata"].(map[string]any)["name"].(string))
 	}
-	if diff := cmp.Diff([]string{"ValidatingAdmissionPolicy modwright.policy.team.p", "ValidatingAdmissionPolicyBinding modwright.policy.team.p"}, kinds); diff != "" {
+	if diff := cmp.Diff([]string{"ValidatingAdmissionPolicy modwright.modwrightpolicy.team.p", "ValidatingAdmissionPolicyBinding modwright.modwrightpolicy.team.p"}, kinds); diff != "" {
 		t.Error(diff)
 	}
 	b, _ := yaml.Marshal(objs[0]["spec"])
@@ -176,7 +176,7 @@ func TestScopedValidationReasons(t *testing.T) {
 		if err := yaml.Unmarshal([]byte(c.spec), &spec); err != nil {
 			t.Fatal(err)
 		}
-		r := Rule{Kind: "Policy", Origin: "test", Object: map[string]any{"apiVersion": "modwright.io/v1alpha1", "kind": "Policy",
+		r := Rule{Kind: "Policy", Origin: "test", Object: map[string]any{"apiVersion": "modwright.io/v1alpha1", "kind": "ModwrightPolicy",
 			"metadata": map[string]any{"name": "p", "namespace": "default"}, "spec": spec}}
 		res := Compile([]Rule{r}, Options{})
 		switch {

@@ -165,7 +165,7 @@ func createUnvalidated(ctx context.Context, res dynamic.ResourceInterface, obj m
 // self.x__dash__mode, the set tags compared as a set).
 const scopeTypedPolicy = `
 apiVersion: modwright.io/v1alpha1
-kind: Policy
+kind: ModwrightPolicy
 metadata: {name: widgets, namespace: team-a}
 spec:
   match:

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -178,8 +179,15 @@ patch:
 		if took > time.Second {
 			t.Errorf("the new rule took %s to take effect (want <= 1s)", took)
 		}
-		rule.Spec.Patch[0].Value = ptr("green")
-		if err := c.Update(ctx, rule); err != nil {
+		// The operator writes the rule's status meanwhile: update the
+		// latest version.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(rule), rule); err != nil {
+				return err
+			}
+			rule.Spec.Patch[0].Value = ptr("green")
+			return c.Update(ctx, rule)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		took = waitLabel(t, c, newCM, "color", "green")

@@ -38,14 +38,14 @@ func policySpec(t *testing.T, name, spec string) v1alpha1.PolicySpec {
 	return s
 }
 
-func policy(t *testing.T, namespace, name, spec string) *v1alpha1.Policy {
+func policy(t *testing.T, namespace, name, spec string) *v1alpha1.ModwrightPolicy {
 	t.Helper()
-	return &v1alpha1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: policySpec(t, name, spec)}
+	return &v1alpha1.ModwrightPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: policySpec(t, name, spec)}
 }
 
-func clusterPolicy(t *testing.T, name, spec string) *v1alpha1.ClusterPolicy {
+func clusterPolicy(t *testing.T, name, spec string) *v1alpha1.ClusterModwrightPolicy {
 	t.Helper()
-	return &v1alpha1.ClusterPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: policySpec(t, name, spec)}
+	return &v1alpha1.ClusterModwrightPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: policySpec(t, name, spec)}
 }
 
 // create creates obj, retrying while the API server cannot reach the
@@ -121,7 +121,7 @@ func TestPolicy(t *testing.T) {
 				}
 				names = append(names, w.Name)
 			}
-			if want := "dragnet.modwright.io modrules.modwright.io policies.modwright.io clusterpolicies.modwright.io kinitiras-policies.modwright.io kinitiras.modwright.io"; strings.Join(names, " ") != want {
+			if want := "dragnet.modwright.io modrules.modwright.io modwrightpolicies.modwright.io clustermodwrightpolicies.modwright.io kinitiras-policies.modwright.io kinitiras.modwright.io"; strings.Join(names, " ") != want {
 				t.Fatalf("validating webhooks %q, want %s", names, want)
 			}
 			return nil
@@ -139,7 +139,7 @@ match:
   - kinds: [ConfigMap]
     namespaces: [team-*]
 `))
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "namespaces is for ClusterPolicies") {
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "namespaces is for ClusterModwrightPolicies") {
 			t.Errorf("a Policy with namespaces: %v", err)
 		}
 		err = c.Create(ctx, clusterPolicy(t, "deny-and-warn", `
@@ -284,6 +284,24 @@ mutations:
 		// The broken Policy is never applied; the others still are.
 		if err := c.Create(ctx, configMap("team-b", "after-broken", map[string]string{"owner": "me"}), client.DryRunAll); err != nil {
 			t.Errorf("with a broken Policy stored: %v", err)
+		}
+	})
+
+	t.Run("a Policy under its former name", func(t *testing.T) {
+		// Policy, ModwrightPolicy's former name, is read for a release:
+		// it is served, and its status says what to write.
+		former := &v1alpha1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "former"}, Spec: policySpec(t, "former", configMaps+`
+mutations:
+- applyConfiguration: "Object{metadata: Object.metadata{labels: {'former': 'served'}}}"
+`)}
+		create(t, c, former)
+		waitLabel(t, c, labelled("team-a", "former-probe"), "former", "served")
+		if cond := readyCondition(t, c, former); cond.Status != metav1.ConditionTrue ||
+			!strings.Contains(cond.Message, "modwright.io/v1alpha1 Policy is deprecated: write kind ModwrightPolicy") {
+			t.Errorf("Ready condition of a Policy = %+v", cond)
+		}
+		if err := c.Delete(ctx, former); err != nil {
+			t.Fatal(err)
 		}
 	})
 

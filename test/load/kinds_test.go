@@ -6,8 +6,8 @@ import (
 	"github.com/modwright/modwright/internal/kinds/policy"
 )
 
-// testKinds is the registry the tests load rules with: ModRule, Policy and
-// ClusterPolicy.
+// testKinds is the registry the tests load rules with: ModRule, ModwrightPolicy and
+// ClusterModwrightPolicy.
 func testKinds() *kinds.Registry {
 	return kinds.NewRegistry(modrule.NewKind(""), policy.NewPolicyKind(), policy.NewClusterPolicyKind())
 }

@@ -167,7 +167,7 @@ func TestRuleSetShape(t *testing.T) {
 
 func TestPolicySetShape(t *testing.T) {
 	y := string(PolicySet(1000, 10))
-	policies, cluster := strings.Count(y, "\nkind: Policy\n"), strings.Count(y, "\nkind: ClusterPolicy\n")
+	policies, cluster := strings.Count(y, "\nkind: ModwrightPolicy\n"), strings.Count(y, "\nkind: ClusterModwrightPolicy\n")
 	if policies+cluster != 1000 {
 		t.Errorf("%d policies and %d cluster policies, want 1000 in all", policies, cluster)
 	}

@@ -168,7 +168,7 @@ const pssVariables = `  variables:
 `
 
 func writePolicyHeader(b *strings.Builder, name string) {
-	fmt.Fprintf(b, "---\napiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n", name, benchNS)
+	fmt.Fprintf(b, "---\napiVersion: modwright.io/v1alpha1\nkind: ModwrightPolicy\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n", name, benchNS)
 	b.WriteString("  match:\n    resources:\n    - apiGroups: [apps]\n      kinds: [Deployment]\n")
 }
 
@@ -307,7 +307,7 @@ var otherKinds = []string{"StatefulSet", "DaemonSet", "Pod", "Service", "ConfigM
 // container's first port, checking that the first container is nginx,
 // and add a label with a computed value).
 func matchingPolicy(b *strings.Builder, i int, kind string) {
-	fmt.Fprintf(b, "---\napiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata:\n  name: policy-%04d\n  namespace: %s\nspec:\n", i, benchNS)
+	fmt.Fprintf(b, "---\napiVersion: modwright.io/v1alpha1\nkind: ModwrightPolicy\nmetadata:\n  name: policy-%04d\n  namespace: %s\nspec:\n", i, benchNS)
 	fmt.Fprintf(b, "  match:\n    resources:\n    - kinds: [%s]\n", kind)
 	b.WriteString(`  matchConditions:
   - name: app
@@ -328,7 +328,7 @@ func quietPolicy(b *strings.Builder, i int, elsewhere bool) {
 	if elsewhere {
 		ns, kind = "elsewhere", "Deployment"
 	}
-	fmt.Fprintf(b, "---\napiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata:\n  name: policy-%04d\n  namespace: %s\nspec:\n", i, ns)
+	fmt.Fprintf(b, "---\napiVersion: modwright.io/v1alpha1\nkind: ModwrightPolicy\nmetadata:\n  name: policy-%04d\n  namespace: %s\nspec:\n", i, ns)
 	fmt.Fprintf(b, "  match:\n    resources:\n    - kinds: [%s]\n", kind)
 	b.WriteString("  validations:\n  - cel: \"object.metadata.?labels.?team.orValue('') != 'nobody'\"\n")
 }
@@ -345,7 +345,7 @@ func policySet(total, matching int) string {
 		case i%2 == 0:
 			quietPolicy(&b, i, false) // pinned to another kind
 		default:
-			fmt.Fprintf(&b, "---\napiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata:\n  name: policy-%04d\n  namespace: %s\nspec:\n", i, benchNS)
+			fmt.Fprintf(&b, "---\napiVersion: modwright.io/v1alpha1\nkind: ModwrightPolicy\nmetadata:\n  name: policy-%04d\n  namespace: %s\nspec:\n", i, benchNS)
 			b.WriteString("  matchConditions:\n  - name: team\n    cel: \"object.metadata.?labels.?team.orValue('') == 'nobody'\"\n")
 			fmt.Fprintf(&b, "  mutations:\n  - jsonPatch: \"[JSONPatch{op: 'add', path: '/metadata/labels/policy-%04d', value: 'x'}]\"\n", i)
 		}
@@ -436,7 +436,7 @@ func BenchmarkSubstitution(b *testing.B) {
 		if context == "cel" {
 			check, context = "cel: \"object.spec.replicas > 5\"", ""
 		}
-		return "apiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata: {name: subst, namespace: " + benchNS + "}\nspec:\n" +
+		return "apiVersion: modwright.io/v1alpha1\nkind: ModwrightPolicy\nmetadata: {name: subst, namespace: " + benchNS + "}\nspec:\n" +
 			"  validationActions: [Warn]\n" + context +
 			"  validations:\n  - " + check + "\n    message: '" + message + "'\n"
 	}
@@ -586,7 +586,7 @@ func BenchmarkCUE(b *testing.B) {
 			l    cuelang.Language
 		}{{"in-process", cuelang.Language{}}, {"workers", cuelang.Language{Workers: ws}}} {
 			b.Run(bc.name+"/"+where.name, func(b *testing.B) {
-				src := "apiVersion: modwright.io/v1alpha1\nkind: Policy\nmetadata: {name: cue, namespace: " + benchNS + "}\nspec:\n" + bc.spec
+				src := "apiVersion: modwright.io/v1alpha1\nkind: ModwrightPolicy\nmetadata: {name: cue, namespace: " + benchNS + "}\nspec:\n" + bc.spec
 				docs, err := source.ParseManifest("bench.yaml", []byte(src))
 				if err != nil {
 					b.Fatal(err)

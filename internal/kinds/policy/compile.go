@@ -55,7 +55,8 @@ func scopedEnv(name string) *lang.Env {
 	return env
 }
 
-// Rule is a compiled Policy or ClusterPolicy. It is immutable.
+// Rule is a compiled ModwrightPolicy or ClusterModwrightPolicy. It is
+// immutable.
 type Rule struct {
 	engine.RuleInfo
 	// Spec is the source, kept for explanations and lint.
@@ -258,12 +259,13 @@ func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.P
 	return p
 }
 
-// Compile compiles a policy's spec; kind is "Policy" or "ClusterPolicy". A
+// Compile compiles a policy's spec; kind is "ModwrightPolicy" or
+// "ClusterModwrightPolicy" (or a former name of one: v1alpha1.PolicyKind). A
 // spec that does not compile gives a rule whose Err is a
 // *rules.CompileError listing every problem, with field paths and
 // positions.
 func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec, opts ...Option) *Rule {
-	cluster := kind == v1alpha1.KindClusterPolicy
+	_, cluster := v1alpha1.PolicyKind(kind)
 	key := rules.Key(meta.Namespace, meta.Name)
 	r := &Rule{
 		RuleInfo: engine.RuleInfo{Kind: kind, Key: key, Namespace: meta.Namespace, Name: meta.Name, Tier: spec.ExecutionTier},
@@ -277,10 +279,10 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec, opts ...Option) 
 	spec = c.resolveReferences(spec)
 	r.Spec = spec
 	if !cluster && meta.Namespace == "" {
-		c.errorf("metadata.namespace", -1, "a Policy needs a namespace (a ClusterPolicy applies cluster-wide)")
+		c.errorf("metadata.namespace", -1, "a %s needs a namespace (a %s applies cluster-wide)", kind, v1alpha1.KindClusterModwrightPolicy)
 	}
 	if cluster && meta.Namespace != "" {
-		c.errorf("metadata.namespace", -1, "a ClusterPolicy has no namespace")
+		c.errorf("metadata.namespace", -1, "a %s has no namespace", kind)
 	}
 
 	if spec.ExecutionTier < minTier || spec.ExecutionTier > maxTier {
@@ -569,7 +571,7 @@ func (r *Rule) compileMatcher(c *compiler, field string, fs []v1alpha1.ResourceF
 		}
 		if len(f.Namespaces) > 0 {
 			if !r.cluster {
-				c.errorf(ff+".namespaces", -1, "namespaces is for ClusterPolicy only: a Policy applies to its own namespace")
+				c.errorf(ff+".namespaces", -1, "namespaces is for %s only: a %s applies to its own namespace", v1alpha1.KindClusterModwrightPolicy, r.Kind)
 			}
 			rf.namespaces = c.globs(ff+".namespaces", f.Namespaces)
 		}

@@ -18,13 +18,13 @@ func (r *Rule) NamespaceScope(ns string) (string, bool) {
 		if r.Index.Filtered && !r.InScope(ns) {
 			return fmt.Sprintf("no resources entry's namespaces match namespace %q", ns), false
 		}
-		return "ClusterPolicy: applies cluster-wide", true
+		return r.Kind + ": applies cluster-wide", true
 	case ns == "":
-		return fmt.Sprintf("a Policy in namespace %s applies only to objects in %s, not to cluster-scoped ones", r.Namespace, r.Namespace), false
+		return fmt.Sprintf("a %s in namespace %s applies only to objects in %s, not to cluster-scoped ones", r.Kind, r.Namespace, r.Namespace), false
 	case ns != r.Namespace:
-		return fmt.Sprintf("a Policy in namespace %s applies only to objects in %s, not %s", r.Namespace, r.Namespace, ns), false
+		return fmt.Sprintf("a %s in namespace %s applies only to objects in %s, not %s", r.Kind, r.Namespace, r.Namespace, ns), false
 	}
-	return "Policy in the object's namespace " + r.Namespace, true
+	return r.Kind + " in the object's namespace " + r.Namespace, true
 }
 
 // OperationsScope says why op is not among match.operations.

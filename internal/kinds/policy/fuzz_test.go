@@ -28,7 +28,7 @@ func FuzzPolicy(f *testing.F) {
 		"matchConditions: [{name: c, conditions: {any: [{key: '{{ request.operation }}', operator: AnyIn, value: [CREATE]}]}}]\nvalidations: [{deny: {conditions: {all: [{key: '{{ request.object.spec.replicas }}', operator: GreaterThan, value: 3}]}}, message: m}]",
 		"validations: [{cue: \"object: _ @tag(object)\\nvalidate: valid: object.spec.replicas < 3\"}]\nmutations: [{cue: \"object: _ @tag(object)\\npatches: [{op: \\\"add\\\", path: \\\"/metadata/labels/x\\\", value: \\\"y\\\"}]\"}]",
 	} {
-		f.Add(policyYAML("Policy", "team-a", spec))
+		f.Add(policyYAML("ModwrightPolicy", "team-a", spec))
 	}
 	obj := func(t *testing.T) map[string]any { return decode(t, deployment) }
 	f.Fuzz(func(t *testing.T, manifest string) {

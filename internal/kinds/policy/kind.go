@@ -6,34 +6,58 @@ import (
 	"github.com/modwright/modwright/internal/kinds"
 )
 
-// Kind is the adapter of one of the two kinds: Policy (namespaced) or
-// ClusterPolicy. It is stateless and safe for concurrent use.
+// Kind is the adapter of one of the two kinds: ModwrightPolicy
+// (namespaced) or ClusterModwrightPolicy, or of one of their former names,
+// Policy and ClusterPolicy (read for one release: kinds.Renamed). It is
+// stateless and safe for concurrent use.
 type Kind struct {
+	name    string // as manifests spell it
+	current string // the current name: what rules, messages and order use
 	cluster bool
 	opts    []Option
 }
 
 var _ kinds.Kind = (*Kind)(nil)
 
-// NewPolicyKind returns Policy's adapter.
+// NewPolicyKind returns ModwrightPolicy's adapter.
 // Its options apply to every policy it compiles; its policies share a
 // NestedCache.
 func NewPolicyKind(opts ...Option) *Kind {
-	return &Kind{opts: append([]Option{WithNestedCache(NewNestedCache())}, opts...)}
+	return newKind(v1alpha1.KindModwrightPolicy, v1alpha1.KindModwrightPolicy, false, opts)
 }
 
-// NewClusterPolicyKind returns ClusterPolicy's adapter.
+// NewClusterPolicyKind returns ClusterModwrightPolicy's adapter.
 func NewClusterPolicyKind(opts ...Option) *Kind {
-	return &Kind{cluster: true, opts: append([]Option{WithNestedCache(NewNestedCache())}, opts...)}
+	return newKind(v1alpha1.KindClusterModwrightPolicy, v1alpha1.KindClusterModwrightPolicy, true, opts)
 }
 
-// Name is "Policy" or "ClusterPolicy".
-func (k *Kind) Name() string {
-	if k.cluster {
-		return v1alpha1.KindClusterPolicy
+// NewKinds returns the adapters of every name the policies are read under:
+// ModwrightPolicy, ClusterModwrightPolicy, and their former names Policy
+// and ClusterPolicy (deprecated: kinds.Renamed), with opts.
+func NewKinds(opts ...Option) []kinds.Kind {
+	return []kinds.Kind{
+		NewPolicyKind(opts...), NewClusterPolicyKind(opts...),
+		renamed{newKind(v1alpha1.KindPolicy, v1alpha1.KindModwrightPolicy, false, opts)},
+		renamed{newKind(v1alpha1.KindClusterPolicy, v1alpha1.KindClusterModwrightPolicy, true, opts)},
 	}
-	return v1alpha1.KindPolicy
 }
+
+func newKind(name, current string, cluster bool, opts []Option) *Kind {
+	return &Kind{name: name, current: current, cluster: cluster, opts: append([]Option{WithNestedCache(NewNestedCache())}, opts...)}
+}
+
+// renamed is a kind read under its former name: its rules are the
+// current kind's (named, ordered and deduplicated as such).
+type renamed struct{ *Kind }
+
+var _ kinds.Renamed = renamed{}
+
+// RenamedTo is the kind's current name.
+func (r renamed) RenamedTo() string { return r.current }
+
+// Name is the kind as manifests spell it: "ModwrightPolicy",
+// "ClusterModwrightPolicy", or a former name.
+func (k *Kind) Name() string { return k.name }
 
 // Group is modwright.io.
 func (*Kind) Group() string { return v1alpha1.Group }
@@ -43,24 +67,13 @@ func (*Kind) Versions() []string { return []string{v1alpha1.Version} }
 
 // Compile decodes a manifest strictly and compiles it.
 func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
-	var (
-		meta Meta
-		spec *v1alpha1.PolicySpec
-	)
-	if k.cluster {
-		var p v1alpha1.ClusterPolicy
-		if err := kinds.Decode(m, k.Name(), v1alpha1.GroupVersion.String(), &p); err != nil {
-			return nil, err
-		}
-		meta, spec = Meta{Namespace: p.Namespace, Name: p.Name}, &p.Spec
-	} else {
-		var p v1alpha1.Policy
-		if err := kinds.Decode(m, k.Name(), v1alpha1.GroupVersion.String(), &p); err != nil {
-			return nil, err
-		}
-		meta, spec = Meta{Namespace: p.Namespace, Name: p.Name}, &p.Spec
+	// Every name of the kind has the same spec: decoded as the current one.
+	var p v1alpha1.ModwrightPolicy
+	if err := kinds.Decode(m, k.Name(), v1alpha1.GroupVersion.String(), &p); err != nil {
+		return nil, err
 	}
-	r := Compile(k.Name(), meta, spec, k.opts...)
+	meta, spec := Meta{Namespace: p.Namespace, Name: p.Name}, &p.Spec
+	r := Compile(k.current, meta, spec, k.opts...)
 	if r.Err != nil {
 		return r, r.Err
 	}

@@ -362,7 +362,7 @@ func (ev *run) configMap(field string, cm *cmEntry) (any, error) {
 		}
 	}
 	if !ev.r.cluster && ns != ev.r.Namespace {
-		return nil, fmt.Errorf("%s.configMap.namespace: %w: ConfigMap %s/%s, the Policy is in %q", field, ErrOutsideNamespace, ns, name, ev.r.Namespace)
+		return nil, fmt.Errorf("%s.configMap.namespace: %w: ConfigMap %s/%s, the ModwrightPolicy is in %q", field, ErrOutsideNamespace, ns, name, ev.r.Namespace)
 	}
 	objs := ev.h.Objects()
 	if objs == nil {
@@ -453,7 +453,7 @@ func (ev *run) apiCall(field string, a *apiEntry) (any, any, bool, error) {
 // ErrOutsideNamespace is in the chain of the error of a namespaced
 // Policy's context entry that would read outside the Policy's namespace:
 // a namespaced rule never sees past its namespace (docs/security.md).
-var ErrOutsideNamespace = errors.New("outside the Policy's namespace")
+var ErrOutsideNamespace = errors.New("outside the ModwrightPolicy's namespace")
 
 // confined reports whether an API path stays in namespace ns: a
 // namespaced resource's path under /api/v1/namespaces/ns or

@@ -361,7 +361,7 @@ validations:
 		errText: "want a boolean",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := load(t, policyYAML("Policy", "team-a", tc.spec))
+			snap := load(t, policyYAML("ModwrightPolicy", "team-a", tc.spec))
 			op := tc.op
 			if op == "" {
 				op = rules.Create
@@ -452,7 +452,7 @@ validations: [{jmespath: "to_boolean(base64_decode(request.object.data.password)
 validations: [{jmespath: "to_boolean(base64_decode(request.object.data.password))"}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := load(t, policyYAML("Policy", "team-a", tc.spec))
+			snap := load(t, policyYAML("ModwrightPolicy", "team-a", tc.spec))
 			dec, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, req)
 			var said []string
 			if err != nil {
@@ -492,7 +492,7 @@ validations: [{jmespath: "to_boolean(base64_decode(request.object.data.password)
 // validation that reads a boolean variable compiles (it was refused as
 // dyn), and a type error through a variable is refused at load.
 func TestVariablesTyped(t *testing.T) {
-	snap := load(t, policyYAML("Policy", "team-a", `
+	snap := load(t, policyYAML("ModwrightPolicy", "team-a", `
 variables:
 - {name: r, cel: "object.spec.replicas"}
 - {name: big, cel: "variables.r > 4"}
@@ -506,7 +506,7 @@ validations:
 	if err != nil || len(dec.Rejections) != 1 || dec.Rejections[0].Message != "web has too many replicas" {
 		t.Fatalf("Evaluate = %+v, %v; want one rejection", dec, err)
 	}
-	docs, err := source.ParseManifest("p.yaml", []byte(policyYAML("Policy", "team-a", `
+	docs, err := source.ParseManifest("p.yaml", []byte(policyYAML("ModwrightPolicy", "team-a", `
 variables: [{name: num, cel: "1"}]
 validations: [{cel: "variables.num == 'one'"}]`)))
 	if err != nil {
@@ -544,9 +544,9 @@ func TestConfigMapAsRuleReader(t *testing.T) {
 		wantErr  bool
 		asked    int
 	}{
-		{"Policy", "team-a", false, true, 1},
-		{"Policy", "team-a", true, false, 1},
-		{"ClusterPolicy", "", false, false, 0},
+		{"ModwrightPolicy", "team-a", false, true, 1},
+		{"ModwrightPolicy", "team-a", true, false, 1},
+		{"ClusterModwrightPolicy", "", false, false, 0},
 	} {
 		authz := &readerAuthz{allow: map[string]bool{who: tc.allow}}
 		e := engine.New(engine.Options{Objects: objects{decode(t, configMap)}, Authorizer: authz, RuleReader: "modwright-rules"})
@@ -567,7 +567,7 @@ func TestConfigMapAsRuleReader(t *testing.T) {
 	obj["metadata"].(map[string]any)["annotations"] = map[string]any{"n": strings.Repeat("n", 300)}
 	authz := &readerAuthz{}
 	e := engine.New(engine.Options{Objects: objects{decode(t, configMap)}, Authorizer: authz, RuleReader: "modwright-rules"})
-	_, err := e.Evaluate(context.Background(), load(t, policyYAML("Policy", "team-a", long)), engine.Request{Operation: rules.Create, Namespace: "team-a", Object: obj})
+	_, err := e.Evaluate(context.Background(), load(t, policyYAML("ModwrightPolicy", "team-a", long)), engine.Request{Operation: rules.Create, Namespace: "team-a", Object: obj})
 	if !errors.Is(err, engine.ErrReadForbidden) || len(authz.asked) != 0 {
 		t.Errorf("a 300-byte name: %v, asked %q", err, authz.asked)
 	}
@@ -596,7 +596,7 @@ func TestGraphConfined(t *testing.T) {
 	for _, tc := range []struct {
 		kind, ns string
 		want     int
-	}{{"Policy", "team-a", 2}, {"ClusterPolicy", "", 3}} {
+	}{{"ModwrightPolicy", "team-a", 2}, {"ClusterModwrightPolicy", "", 3}} {
 		e := engine.New(engine.Options{Graph: g})
 		dec, err := e.Evaluate(context.Background(), load(t, policyYAML(tc.kind, tc.ns, fmt.Sprintf(spec, tc.want))), req)
 		if err != nil || !dec.Allowed() {

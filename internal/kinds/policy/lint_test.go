@@ -97,7 +97,7 @@ validations:
 		spec: `mutations: [{jsonPatch: "[JSONPatch{op: 'add', path: '/metadata/labels/x', value: 'y'}]"}]`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := load(t, policyYAML("Policy", "team-a", tc.spec))
+			snap := load(t, policyYAML("ModwrightPolicy", "team-a", tc.spec))
 			l, ok := snap.Rules()[0].(kinds.Linter)
 			if !ok {
 				t.Fatal("a policy is not a kinds.Linter")
@@ -106,7 +106,7 @@ validations:
 			fs := l.Lint(context.Background(), "p.yaml", sample)
 			fs = append(fs, snap.Rules()[0].(kinds.SchemaLinter).LintSchemas("p.yaml", nil)...)
 			for _, f := range fs {
-				if f.Severity != kinds.SeverityWarning || f.Kind != "Policy" || f.Rule != "team-a/p" || f.Hint == "" {
+				if f.Severity != kinds.SeverityWarning || f.Kind != "ModwrightPolicy" || f.Rule != "team-a/p" || f.Hint == "" {
 					t.Errorf("finding %+v", f)
 				}
 				got = append(got, f.Code+" "+f.Field)
@@ -166,7 +166,7 @@ func TestLintSchemas(t *testing.T) {
 		want: []string{"W206 spec.validations[0].scope 0: dynamically typed on Gadget"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := load(t, policyYAML("Policy", "team-a", tc.spec))
+			snap := load(t, policyYAML("ModwrightPolicy", "team-a", tc.spec))
 			var got []string
 			for _, f := range snap.Rules()[0].(kinds.SchemaLinter).LintSchemas("p.yaml", schemas) {
 				got = append(got, fmt.Sprintf("%s %s %d: %s", f.Code, f.Field, f.Pos, f.Message))

@@ -177,7 +177,7 @@ func TestPolicy(t *testing.T) {
 	}, {
 		name: "Audit",
 		spec: "validationActions: [Audit]\nvalidations: [{cel: 'false', message: noted}]",
-		want: outcome{Annotations: []string{`validation_failure={"message":"noted","policy":"team-a/p","kind":"Policy","expressionIndex":0,"validationActions":["Audit"]}`}},
+		want: outcome{Annotations: []string{`validation_failure={"message":"noted","policy":"team-a/p","kind":"ModwrightPolicy","expressionIndex":0,"validationActions":["Audit"]}`}},
 	}, {
 		name: "scope: each container",
 		spec: `validations: [{scope: "$.spec.template.spec.containers[*]", cel: "self.image.contains(':')", messageExpression: "self.name + ' needs a tag'"}]`,
@@ -250,12 +250,12 @@ validations: [{cel: "false", message: big}]`,
 		spec: `validations: [{cel: "false"}]`,
 	}, {
 		name: "ClusterPolicy with namespace globs",
-		kind: "ClusterPolicy",
+		kind: "ClusterModwrightPolicy",
 		spec: "match: {resources: [{namespaces: ['team-*']}]}\nvalidations: [{cel: 'false', message: c}]",
 		want: outcome{Rejections: []string{"c|Invalid|422"}},
 	}, {
 		name: "ClusterPolicy with other namespaces",
-		kind: "ClusterPolicy",
+		kind: "ClusterModwrightPolicy",
 		spec: "match: {resources: [{namespaces: ['prod-*']}]}\nvalidations: [{cel: 'false', message: c}]",
 	}, {
 		name:    "evaluation error with failurePolicy Fail",
@@ -314,9 +314,9 @@ validations: [{cel: "object.spec.replicas == 3 && object.metadata.labels.r == '3
 		want: outcome{Annotations: []string{"replicas=5"}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			kind, ns := "Policy", "team-a"
+			kind, ns := "ModwrightPolicy", "team-a"
 			switch {
-			case tc.kind == "ClusterPolicy":
+			case tc.kind == "ClusterModwrightPolicy":
 				kind, ns = tc.kind, ""
 			case strings.HasPrefix(tc.kind, "Policy/"):
 				ns = strings.TrimPrefix(tc.kind, "Policy/")
@@ -378,7 +378,7 @@ func TestCompileErrors(t *testing.T) {
 	}, {
 		name: "namespaces in a Policy",
 		spec: "match: {resources: [{namespaces: [a]}]}\nvalidations: [{cel: 'true'}]",
-		want: []string{"spec.match.resources[0].namespaces: namespaces is for ClusterPolicy only"},
+		want: []string{"spec.match.resources[0].namespaces: namespaces is for ClusterModwrightPolicy only"},
 	}, {
 		name: "self outside a scope",
 		spec: `validations: [{cel: "self.x == 1"}]`,
@@ -463,7 +463,7 @@ validations: [{cel: "true"}]`,
 			kind := tc.kind
 			ns := "team-a"
 			if kind == "" {
-				kind = "Policy"
+				kind = "ModwrightPolicy"
 			}
 			docs, err := source.ParseManifest("p.yaml", []byte(policyYAML(kind, ns, tc.spec)))
 			if err != nil {
@@ -500,7 +500,7 @@ func TestBudget(t *testing.T) {
 		vs = append(vs, `{cel: "variables.big.all(x, variables.big.all(y, x + y >= 0))"}`)
 	}
 	spec := "variables: [{name: big, cel: 'lists.range(300)'}]\nvalidations: [" + strings.Join(vs, ", ") + "]"
-	snap := load(t, policyYAML("Policy", "team-a", spec))
+	snap := load(t, policyYAML("ModwrightPolicy", "team-a", spec))
 	_, _, err := run(t, snap, rules.Create, decode(t, deployment), nil, nil)
 	if !errors.Is(err, lang.ErrLimit) || !errors.Is(err, engine.ErrRuleFailed) || !errors.Is(err, policy.ErrBudget) {
 		t.Fatalf("error %v, want ErrLimit, ErrBudget and ErrRuleFailed", err)
@@ -522,7 +522,7 @@ func (f *fakeAuthz) Authorize(_ context.Context, a engine.AuthzAttributes) (bool
 
 func TestAuthorizer(t *testing.T) {
 	spec := `validations: [{cel: "authorizer.group('apps').resource('deployments').namespace('team-a').name('web').check('delete').allowed()", message: "may not delete"}]`
-	snap := load(t, policyYAML("Policy", "team-a", spec))
+	snap := load(t, policyYAML("ModwrightPolicy", "team-a", spec))
 	req := engine.Request{Operation: rules.Create, Namespace: "team-a", Object: decode(t, deployment), UserInfo: engine.UserInfo{Username: "alice"}}
 
 	_, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, req)

@@ -17,7 +17,7 @@ import (
 func TestRunReuse(t *testing.T) {
 	const policies = `
 apiVersion: modwright.io/v1alpha1
-kind: Policy
+kind: ModwrightPolicy
 metadata: {name: a, namespace: team-a}
 spec:
   variables:
@@ -33,7 +33,7 @@ spec:
     messageExpression: "'a: ' + self.name + ' is longer than ' + string(variables.twice)"
 ---
 apiVersion: modwright.io/v1alpha1
-kind: Policy
+kind: ModwrightPolicy
 metadata: {name: b, namespace: team-a}
 spec:
   variables:

@@ -74,7 +74,7 @@ func TestScopeTypedByCRD(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := load(t, policyYAML("Policy", "team-a", "match: {resources: [{kinds: [Widget]}]}\nvalidations: [{scope: '"+tt.scope+"', cel: \""+tt.cel+"\", message: 'no'}]"))
+			snap := load(t, policyYAML("ModwrightPolicy", "team-a", "match: {resources: [{kinds: [Widget]}]}\nvalidations: [{scope: '"+tt.scope+"', cel: \""+tt.cel+"\", message: 'no'}]"))
 			op := tt.op
 			if op == "" {
 				op = rules.Create

@@ -44,7 +44,7 @@ rules:
       - {{ . }}
       {{- end }}
     scope: "*"
-  # CONNECT (exec, attach, port-forward, proxies), for Policies whose
+  # CONNECT (exec, attach, port-forward, proxies), for ModwrightPolicies whose
   # match.operations name it.
   - operations: [CONNECT]
     apiGroups: [""]
