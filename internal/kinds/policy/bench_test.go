@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -613,4 +614,51 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// BenchmarkCompileHeap compiles 200 Policies (one kind adapter, as a
+// snapshot build does) and reports the heap they keep per Policy
+// (retained-B/policy, after a GC, the snapshot alive) beside the time
+// and allocations of compiling them: quiet ones (one validation), the
+// benchmark's mix (match conditions, JSON patches) and ones with an
+// applyConfiguration mutation.
+func BenchmarkCompileHeap(b *testing.B) {
+	const n = 200
+	applyConfig := func() string {
+		var sb strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&sb, "---\napiVersion: modwright.io/v1alpha1\nkind: ModwrightPolicy\nmetadata:\n  name: policy-%04d\n  namespace: %s\nspec:\n", i, benchNS)
+			sb.WriteString("  mutations:\n  - applyConfiguration: \"Object{metadata: Object.metadata{labels: {'team': 'a'}}}\"\n")
+		}
+		return sb.String()
+	}
+	for _, bc := range []struct{ name, yaml string }{
+		{"quiet", quietSet(n)},
+		{"mix", policySet(n, 10)},
+		{"applyConfiguration", applyConfig()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			docs, err := source.ParseManifest("bench.yaml", []byte(bc.yaml))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			var retained float64
+			for i := 0; i < b.N; i++ {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				reg := kinds.NewRegistry(policy.NewPolicyKind())
+				res := source.LoadRules(docs, reg)
+				if len(res.Errors) > 0 || len(res.Rules) != n {
+					b.Fatalf("load: %d rules, errors %v", len(res.Rules), res.Errors)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				retained += float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+				runtime.KeepAlive(res.Rules)
+			}
+			b.ReportMetric(retained/float64(b.N), "retained-B/policy")
+		})
+	}
 }

@@ -183,6 +183,12 @@ type compiler struct {
 	// fields, as the apiserver types an admission policy's variables (a
 	// variable in another language is dyn).
 	varFields map[string]*apiservercel.DeclField
+	// varsType is the type of `variables` made of varFields when it held
+	// varsTypeN fields, and typedEnvs the environments declaring it: one
+	// per rule (the type is the rule's own), made when first needed.
+	varsType  *apiservercel.DeclType
+	varsTypeN int
+	typedEnvs *cel.EnvCache
 	// refsFailed: a `$( )` reference did not resolve (reported once; the
 	// condition blocks holding references are not compiled).
 	refsFailed bool
@@ -236,11 +242,15 @@ func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.P
 	var p *cel.Program
 	var ds []lang.Diagnostic
 	if len(c.varFields) > 0 && env.Has(varVariables) && !env.Has(varSelf) {
-		p, ds = cel.Language{}.CompileTyped(env, src, map[string]*apiservercel.DeclType{
-			varVariables: apiservercel.NewObjectType("kubernetes.variables", c.varFields),
-		})
+		if c.varsType == nil || c.varsTypeN != len(c.varFields) {
+			c.varsType, c.varsTypeN = apiservercel.NewObjectType("kubernetes.variables", c.varFields), len(c.varFields)
+		}
+		if c.typedEnvs == nil {
+			c.typedEnvs = cel.NewEnvCache()
+		}
+		p, ds = cel.Language{Envs: c.typedEnvs}.CompileTyped(env, src, map[string]*apiservercel.DeclType{varVariables: c.varsType})
 	} else {
-		p, ds = cel.Language{}.CompileExpr(env, src)
+		p, ds = cel.Language{Envs: c.celEnvs}.CompileExpr(env, src)
 	}
 	if len(ds) > 0 {
 		c.diags(field, ds)
@@ -458,7 +468,7 @@ func (r *Rule) compileMutation(c *compiler, field string, m *v1alpha1.Mutation) 
 		c.errorf(field, -1, "exactly one of jsonPatch, applyConfiguration, patch and cue must be set")
 		return
 	}
-	mu, ds := cel.Language{}.CompileMutation(baseEnv(field), kind, src)
+	mu, ds := cel.Language{Envs: c.celEnvs}.CompileMutation(baseEnv(field), kind, src)
 	if len(ds) > 0 {
 		c.diags(field, ds)
 		return

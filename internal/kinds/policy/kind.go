@@ -4,6 +4,7 @@ import (
 	"github.com/modwright/modwright/api/v1alpha1"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/lang/cel"
 )
 
 // Kind is the adapter of one of the two kinds: ModwrightPolicy
@@ -43,7 +44,7 @@ func NewKinds(opts ...Option) []kinds.Kind {
 }
 
 func newKind(name, current string, cluster bool, opts []Option) *Kind {
-	return &Kind{name: name, current: current, cluster: cluster, opts: append([]Option{WithNestedCache(NewNestedCache())}, opts...)}
+	return &Kind{name: name, current: current, cluster: cluster, opts: append([]Option{WithNestedCache(NewNestedCache()), WithCELEnvs(cel.NewEnvCache())}, opts...)}
 }
 
 // renamed is a kind read under its former name: its rules are the

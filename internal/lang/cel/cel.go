@@ -38,8 +38,12 @@ const PerCallLimit = celconfig.PerCallLimit
 // body (3 MiB), as CRD validation bounds lists without maxItems.
 const maxRequestBytes = 3 * 1024 * 1024
 
-// Language is CEL; its zero value is ready to use.
-type Language struct{}
+// Language is CEL; its zero value is ready to use. With Envs, expressions
+// that declare the same variables share one environment (see EnvCache);
+// without, each builds its own.
+type Language struct {
+	Envs *EnvCache
+}
 
 // Name returns "cel".
 func (Language) Name() string { return "cel" }
@@ -57,8 +61,8 @@ func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagn
 }
 
 // CompileExpr is Compile returning the concrete *Program.
-func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
-	return compileCEL(env, src, nil, nil, nil)
+func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
+	return compileCEL(l.Envs, env, src, "", nil, nil, nil)
 }
 
 // CompileTyped is CompileExpr with some variables declared with a type
@@ -66,15 +70,20 @@ func (Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnos
 // a CRD rule's self): the expression is type-checked against it. The
 // program evaluates as CompileExpr's; a typed variable may be bound to a
 // value of its type (crdschema's) or to a JSON value.
-func (Language) CompileTyped(env *lang.Env, src string, typed map[string]*apiservercel.DeclType) (*Program, []lang.Diagnostic) {
-	return compileCEL(env, src, nil, nil, typed)
+//
+// With Envs, a typed variable's environment is keyed by the identity of
+// its *DeclType: a caller that declares the same type again passes the
+// same pointer, and keeps the cache no longer than the types (one rule's).
+func (l Language) CompileTyped(env *lang.Env, src string, typed map[string]*apiservercel.DeclType) (*Program, []lang.Diagnostic) {
+	return compileCEL(l.Envs, env, src, "", nil, nil, typed)
 }
 
-// compileCEL compiles src against env extended with extra; want, when not
-// nil, is the type the expression must have (exactly, as the apiserver
-// checks a mutation's type); typed declares those variables with their
-// types.
-func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type, typed map[string]*apiservercel.DeclType) (*Program, []lang.Diagnostic) {
+// compileCEL compiles src against env extended with extra (named
+// extraName, for the cache); want, when not nil, is the type the
+// expression must have (exactly, as the apiserver checks a mutation's
+// type); typed declares those variables with their types. The environment
+// comes from envs when it has one for the same variables.
+func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, extra []cel.EnvOption, want *cel.Type, typed map[string]*apiservercel.DeclType) (*Program, []lang.Diagnostic) {
 	budget := env.Limits.MaxWork
 	if budget < 0 {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("limit MaxWork %d is not supported: cel's budget must be positive", budget)}}
@@ -105,18 +114,28 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	if ds != nil {
 		return nil, ds
 	}
-	envSet := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
-	if len(typed) > 0 {
-		var dts []*apiservercel.DeclType
-		for _, dt := range typed {
-			dts = append(dts, dt)
+	ce, bounded, err := envs.get(envKey(names, typed, extraName), func() (*cel.Env, cel.ProgramOption, error) {
+		envSet := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+		if len(typed) > 0 {
+			var dts []*apiservercel.DeclType
+			for _, dt := range typed {
+				dts = append(dts, dt)
+			}
+			var err error
+			if envSet, err = envSet.Extend(environment.VersionedOptions{IntroducedVersion: version.MajorMinor(1, 0), DeclTypes: dts}); err != nil {
+				return nil, nil, err
+			}
 		}
-		var err error
-		if envSet, err = envSet.Extend(environment.VersionedOptions{IntroducedVersion: version.MajorMinor(1, 0), DeclTypes: dts}); err != nil {
-			return nil, []lang.Diagnostic{{Pos: -1, Msg: err.Error()}}
+		ce, err := envSet.NewExpressionsEnv().Extend(opts...)
+		if err != nil {
+			return nil, nil, err
 		}
-	}
-	ce, err := envSet.NewExpressionsEnv().Extend(opts...)
+		bounded, err := boundCalls(ce)
+		if err != nil {
+			return nil, nil, fmt.Errorf("program instantiation failed: %w", err)
+		}
+		return ce, bounded, nil
+	})
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: err.Error()}}
 	}
@@ -151,10 +170,6 @@ func compileCEL(env *lang.Env, src string, extra []cel.EnvOption, want *cel.Type
 	large, err := ce.EstimateCost(ast, &library.CostEstimator{SizeEstimator: sizeEstimator{LargeSize}})
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "cost estimation failed: " + err.Error()}}
-	}
-	bounded, err := boundCalls(ce)
-	if err != nil {
-		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}
 	}
 	prg, err := ce.Program(ast,
 		cel.CostLimit(uint64(budget)),

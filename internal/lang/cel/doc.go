@@ -10,6 +10,11 @@
 //
 // # The environment
 //
+// An environment is built per set of declared variables; with
+// Language.Envs (an EnvCache) expressions declaring the same variables
+// share it, as the apiserver's compilers share theirs: a kind's adapter
+// holds one cache for all its rules.
+//
 // The base environment is the apiserver's for new expressions
 // (environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()),
 // NewExpressionsEnv; the compatibility version is 1.36 for v0.37.2): the

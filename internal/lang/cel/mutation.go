@@ -81,7 +81,7 @@ type Mutation struct {
 // DynamicTypeResolver). The expression must have exactly the type the
 // apiserver requires (list(JSONPatch), Object): a dynamic result is
 // refused, as the apiserver refuses it.
-func (Language) CompileMutation(env *lang.Env, kind MutationKind, src string) (*Mutation, []lang.Diagnostic) {
+func (l Language) CompileMutation(env *lang.Env, kind MutationKind, src string) (*Mutation, []lang.Diagnostic) {
 	var want *cel.Type
 	switch kind {
 	case JSONPatch:
@@ -91,7 +91,7 @@ func (Language) CompileMutation(env *lang.Env, kind MutationKind, src string) (*
 	default:
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("unknown mutation kind %d", uint8(kind))}}
 	}
-	p, ds := compileCEL(env, src, []cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{})}, want, nil)
+	p, ds := compileCEL(l.Envs, env, src, "mutation", []cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{})}, want, nil)
 	if ds != nil {
 		return nil, ds
 	}

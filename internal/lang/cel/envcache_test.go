@@ -1,0 +1,73 @@
+package cel
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	apiservercel "k8s.io/apiserver/pkg/cel"
+
+	"github.com/modwright/modwright/internal/lang"
+)
+
+// TestEnvCache: expressions that declare the same variables share one
+// environment, others get their own, concurrent compiles of one key build
+// it once, and every program still evaluates against its own activation.
+func TestEnvCache(t *testing.T) {
+	c := NewEnvCache()
+	l := Language{Envs: c}
+	objEnv := &lang.Env{Name: "a", Vars: []lang.Var{{Name: VarObject}}}
+	var wg sync.WaitGroup
+	progs := make([]*Program, 8)
+	for i := range progs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, ds := l.CompileExpr(objEnv, "object.n > 1")
+			if ds != nil {
+				t.Errorf("compile: %v", ds)
+			}
+			progs[i] = p
+		}()
+	}
+	wg.Wait()
+	if c.Len() != 1 {
+		t.Fatalf("%d environments for one set of variables, want 1", c.Len())
+	}
+	for i, p := range progs {
+		got, err := p.EvalBool(context.Background(), &lang.Activation{Object: map[string]any{"n": int64(i)}})
+		if err != nil || got != (i > 1) {
+			t.Errorf("program %d: %v, %v", i, got, err)
+		}
+	}
+	if _, ds := l.CompileExpr(&lang.Env{Name: "b", Vars: []lang.Var{{Name: VarObject}, {Name: VarOldObject}}}, "object == oldObject"); ds != nil {
+		t.Fatal(ds)
+	}
+	if _, ds := l.CompileMutation(objEnv, JSONPatch, "[JSONPatch{op: 'remove', path: '/a'}]"); ds != nil {
+		t.Fatal(ds)
+	}
+	if c.Len() != 3 {
+		t.Errorf("%d environments, want 3 (object; object and oldObject; object for mutations)", c.Len())
+	}
+	// A typed variable: the same type is one environment, another type
+	// another, and the type is checked.
+	typed := func(field string) *apiservercel.DeclType {
+		return apiservercel.NewObjectType("t", map[string]*apiservercel.DeclField{field: apiservercel.NewDeclField(field, apiservercel.IntType, true, nil, nil)})
+	}
+	tEnv := &lang.Env{Name: "t", Vars: []lang.Var{{Name: "v"}}}
+	x := typed("x")
+	for _, src := range []string{"v.x > 1", "v.x < 1"} {
+		if _, ds := l.CompileTyped(tEnv, src, map[string]*apiservercel.DeclType{"v": x}); ds != nil {
+			t.Fatal(ds)
+		}
+	}
+	if c.Len() != 4 {
+		t.Errorf("%d environments after two expressions of one typed variable, want 4", c.Len())
+	}
+	if _, ds := l.CompileTyped(tEnv, "v.x > 1", map[string]*apiservercel.DeclType{"v": typed("y")}); ds == nil {
+		t.Error("v.x compiled against a type without x")
+	}
+	if c.Len() != 5 {
+		t.Errorf("%d environments, want 5", c.Len())
+	}
+}
