@@ -20,12 +20,21 @@ import (
 // kind: a cache lives as long as what compiles through it (a kind's
 // adapter, or one rule's compilation for types only that rule declares).
 type EnvCache struct {
-	mu   sync.Mutex
-	envs map[string]*envEntry
+	mu    sync.Mutex
+	envs  map[string]*envEntry
+	types *goTypes // what mutations learn of the built-in kinds' Go types
 }
 
 // NewEnvCache returns an empty cache.
-func NewEnvCache() *EnvCache { return &EnvCache{envs: map[string]*envEntry{}} }
+func NewEnvCache() *EnvCache { return &EnvCache{envs: map[string]*envEntry{}, types: newGoTypes()} }
+
+// goTypes is the cache's record of Go types, or a new one without a cache.
+func (c *EnvCache) goTypes() *goTypes {
+	if c == nil {
+		return newGoTypes()
+	}
+	return c.types
+}
 
 type envEntry struct {
 	once    sync.Once

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -62,7 +61,7 @@ const opTest patch.OpType = "test"
 // the value is there and equal, and (for a built-in kind) the field is of
 // a plain type, whose Go form is its JSON: a test that fails is the
 // apiserver's way's to decide (the patch is then not applied).
-func applyFast(ops []patch.Operation, obj map[string]any, gvk schema.GroupVersionKind, builtin bool) (map[string]any, bool) {
+func applyFast(ops []patch.Operation, obj map[string]any, gvk schema.GroupVersionKind, builtin bool, types *goTypes) (map[string]any, bool) {
 	var goType reflect.Type
 	if builtin {
 		t, ok := scheme.Scheme.AllKnownTypes()[gvk]
@@ -74,7 +73,7 @@ func applyFast(ops []patch.Operation, obj map[string]any, gvk schema.GroupVersio
 	cur := any(obj)
 	for start := 0; start < len(ops); {
 		if ops[start].Op == opTest {
-			if !testHolds(cur, ops[start], goType) {
+			if !testHolds(cur, ops[start], goType, types) {
 				return nil, false
 			}
 			start++
@@ -100,12 +99,12 @@ func applyFast(ops []patch.Operation, obj map[string]any, gvk schema.GroupVersio
 				continue
 			}
 			if op.Op == patch.Remove {
-				if _, ok := typeAt(goType, op.Path); !ok {
+				if _, ok := types.typeAt(goType, op.Path); !ok {
 					return nil, false
 				}
 				continue
 			}
-			if !fitsType(goType, op.Path, op.Value) {
+			if !fitsType(goType, op.Path, op.Value, types) {
 				return nil, false
 			}
 		}
@@ -115,8 +114,8 @@ func applyFast(ops []patch.Operation, obj map[string]any, gvk schema.GroupVersio
 
 // fitsType reports whether v, written at path, decodes strictly into the
 // Go type of that place in t.
-func fitsType(t reflect.Type, path patch.Pointer, v any) bool {
-	ft, ok := typeAt(t, path)
+func fitsType(t reflect.Type, path patch.Pointer, v any, types *goTypes) bool {
+	ft, ok := types.typeAt(t, path)
 	if !ok {
 		return false
 	}
@@ -133,17 +132,18 @@ var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 // typeAt is the Go type at path in t (by the fields' JSON names, list
 // indices and map keys); ok is false for a path t does not have, or one
 // that goes inside a type that decodes itself (a Quantity, a Time).
-func typeAt(t reflect.Type, path patch.Pointer) (reflect.Type, bool) {
+func (g *goTypes) typeAt(t reflect.Type, path patch.Pointer) (reflect.Type, bool) {
 	for _, seg := range path {
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
-		if reflect.PointerTo(t).Implements(unmarshaler) {
+		in := g.info(t)
+		if in.decodesItself {
 			return nil, false
 		}
 		switch t.Kind() {
 		case reflect.Struct:
-			f, ok := jsonField(t, seg)
+			f, ok := in.fields[seg]
 			if !ok {
 				return nil, false
 			}
@@ -168,47 +168,12 @@ func typeAt(t reflect.Type, path patch.Pointer) (reflect.Type, bool) {
 	return t, true
 }
 
-// jsonField is the type of t's field whose JSON name is name, looking into
-// inlined and embedded structs.
-func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if tag == "-" {
-			continue
-		}
-		inline := strings.Contains(f.Tag.Get("json"), ",inline") || (f.Anonymous && tag == "")
-		if inline {
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				if r, ok := jsonField(ft, name); ok {
-					return r, true
-				}
-			}
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if tag == "" {
-			tag = f.Name
-		}
-		if tag == name {
-			return f.Type, true
-		}
-	}
-	return nil, false
-}
-
 // testHolds reports whether a test operation holds on doc: the value at
 // its path exists and equals the operation's, and for a built-in kind (t
 // not nil) the field's Go type is a plain one.
-func testHolds(doc any, op patch.Operation, t reflect.Type) bool {
+func testHolds(doc any, op patch.Operation, t reflect.Type, types *goTypes) bool {
 	if t != nil {
-		ft, ok := typeAt(t, op.Path)
+		ft, ok := types.typeAt(t, op.Path)
 		if !ok {
 			return false
 		}
@@ -217,7 +182,7 @@ func testHolds(doc any, op patch.Operation, t reflect.Type) bool {
 		}
 		switch ft.Kind() {
 		case reflect.String, reflect.Bool, reflect.Int, reflect.Int32, reflect.Int64:
-			if reflect.PointerTo(ft).Implements(unmarshaler) {
+			if types.info(ft).decodesItself {
 				return false
 			}
 		default:

@@ -49,8 +49,8 @@ func TestFastPatchSameResult(t *testing.T) {
 				t.Fatalf("%s: %v", src, err)
 			}
 			var used bool
-			fast, fastErr := applyJSONPatchWith(out, o, true, &used)
-			slow, slowErr := applyJSONPatchWith(out, o, false, nil)
+			fast, fastErr := applyJSONPatchWith(out, o, true, &used, newGoTypes())
+			slow, slowErr := applyJSONPatchWith(out, o, false, nil, nil)
 			if want := (obj == deployment && tc.deployment) || (obj == widget && tc.crd); used != want {
 				t.Errorf("%s on %s: fast path taken %v, want %v", src, o["kind"], used, want)
 			}

@@ -73,6 +73,9 @@ type Mutation struct {
 	prg  *Program
 	// converter is the type converter of built-in kinds (ApplyConfiguration).
 	converter managedfields.TypeConverter
+	// types is what JSONPatch's fast path knows of the built-in kinds' Go
+	// types (the EnvCache's, shared by a kind's rules).
+	types *goTypes
 }
 
 // CompileMutation compiles a mutation expression of kind against env (the
@@ -95,7 +98,7 @@ func (l Language) CompileMutation(env *lang.Env, kind MutationKind, src string) 
 	if ds != nil {
 		return nil, ds
 	}
-	m := &Mutation{kind: kind, prg: p}
+	m := &Mutation{kind: kind, prg: p, types: l.Envs.goTypes()}
 	if kind == ApplyConfiguration {
 		m.converter = applyconfigurations.NewTypeConverter(scheme.Scheme)
 	}
@@ -132,7 +135,7 @@ func (m *Mutation) Apply(ctx context.Context, in *lang.Activation, obj map[strin
 	var res map[string]any
 	switch m.kind {
 	case JSONPatch:
-		res, err = applyJSONPatch(out, obj)
+		res, err = applyJSONPatch(out, obj, m.types)
 	default:
 		res, err = m.applyConfiguration(out, obj)
 	}
@@ -146,14 +149,14 @@ func (m *Mutation) Apply(ctx context.Context, in *lang.Activation, obj map[strin
 // jsonPatcher does: the operations are built as it builds them and
 // applied by the same JSON Patch library; the result of a built-in kind
 // must decode strictly into its Go type.
-func applyJSONPatch(out ref.Val, obj map[string]any) (map[string]any, error) {
-	return applyJSONPatchWith(out, obj, true, nil)
+func applyJSONPatch(out ref.Val, obj map[string]any, gt *goTypes) (map[string]any, error) {
+	return applyJSONPatchWith(out, obj, true, nil, gt)
 }
 
 // applyJSONPatchWith is applyJSONPatch, with the fast path (fastpatch.go)
 // or without it (tests compare the two); fast, when not nil, is set when
 // the fast path gave the result.
-func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool, fast *bool) (map[string]any, error) {
+func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool, fast *bool, gt *goTypes) (map[string]any, error) {
 	iter, ok := out.(traits.Lister)
 	if !ok {
 		return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array")
@@ -209,7 +212,7 @@ func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool, fast 
 	gvk := (&unstructured.Unstructured{Object: obj}).GroupVersionKind()
 	builtin := gvk.Kind != "" && scheme.Scheme.Recognizes(gvk)
 	if fastOK && fastAllowed {
-		if res, ok := applyFast(fastOps, obj, gvk, builtin); ok {
+		if res, ok := applyFast(fastOps, obj, gvk, builtin, gt); ok {
 			if fast != nil {
 				*fast = true
 			}
