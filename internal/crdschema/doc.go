@@ -13,7 +13,7 @@
 // schema, defaulting, pruning, validation and CEL packages; it implements
 // none of those semantics itself. Typing (Self, SelfType) gives a value at a
 // place in a custom resource as a CRD rule placed there sees self: what a
-// Policy's scoped validation binds (Set and the operator's CRD cache are
+// ModwrightPolicy's scoped validation binds (Set and the operator's CRD cache are
 // the engine's SchemaReader).
 //
 // It knows no rule kind, no admission request and no command line.

@@ -4,7 +4,7 @@
 // Activation an evaluation reads (the values of the declared variables),
 // the Program every compiled program is, the shapes two languages add to
 // it (Query: JSONPath selections; Text: templates), Lazy objects (members
-// computed on first read, a Policy's variables) and the errors every
+// computed on first read, a ModwrightPolicy's variables) and the errors every
 // language wraps (ErrLimit, ErrNoReader).
 //
 // There is no Language interface and no registry of languages: a kind

@@ -1,5 +1,5 @@
 // Package translate translates rules into Kubernetes' own admission policies
-// where CEL can express them exactly: a ModRule or a Policy becomes a
+// where CEL can express them exactly: a ModRule or a ModwrightPolicy becomes a
 // MutatingAdmissionPolicy and/or a ValidatingAdmissionPolicy with its
 // binding, which the API server runs in-process. A rule it cannot translate
 // is listed with the reason (Sprig functions, syntheticRefs, context

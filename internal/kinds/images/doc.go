@@ -13,7 +13,7 @@
 // without a tag or digest its tag is "latest".
 //
 // Kyverno's per-kind custom extractors (its ConfigMap's imageExtractors)
-// are not supported: no Policy field names them yet.
+// are not supported: no ModwrightPolicy field names them yet.
 //
 // Package images must not know rule kinds, languages, admission requests
 // or HTTP.

@@ -1,5 +1,7 @@
-// Package policy is the adapter of modwright's own rule kinds, Policy and
-// ClusterPolicy (modwright.io/v1alpha1, package api/v1alpha1): it decodes
+// Package policy is the adapter of modwright's own rule kinds,
+// ModwrightPolicy and ClusterModwrightPolicy (modwright.io/v1alpha1, package
+// api/v1alpha1; also read under their former names Policy and
+// ClusterPolicy, with a deprecation: kinds.Renamed): it decodes
 // their manifests strictly and compiles them into engine.Rules, with their
 // index keys (namespace, operations, kinds), their static match (resource
 // filters, label selectors, exclusions), and every expression slot compiled
