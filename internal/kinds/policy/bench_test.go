@@ -619,9 +619,10 @@ func TestMain(m *testing.M) {
 // BenchmarkCompileHeap compiles 200 Policies (one kind adapter, as a
 // snapshot build does) and reports the heap they keep per Policy
 // (retained-B/policy, after a GC, the snapshot alive) beside the time
-// and allocations of compiling them: quiet ones (one validation), the
-// benchmark's mix (match conditions, JSON patches) and ones with an
-// applyConfiguration mutation.
+// and allocations of compiling them: quiet ones (one validation, the same
+// in every Policy), distinct ones (one validation, its own in each), the
+// benchmark's mix (the same match conditions, a JSON patch of its own in
+// each) and ones with an applyConfiguration mutation (the same in each).
 func BenchmarkCompileHeap(b *testing.B) {
 	const n = 200
 	applyConfig := func() string {
@@ -632,8 +633,17 @@ func BenchmarkCompileHeap(b *testing.B) {
 		}
 		return sb.String()
 	}
+	distinct := func() string { // quiet, each with its own expression
+		var sb strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&sb, "---\napiVersion: modwright.io/v1alpha1\nkind: ModwrightPolicy\nmetadata:\n  name: policy-%04d\n  namespace: %s\nspec:\n", i, benchNS)
+			fmt.Fprintf(&sb, "  validations:\n  - cel: \"object.metadata.?labels.?team.orValue('') != 'nobody-%d'\"\n", i)
+		}
+		return sb.String()
+	}
 	for _, bc := range []struct{ name, yaml string }{
 		{"quiet", quietSet(n)},
+		{"distinct", distinct()},
 		{"mix", policySet(n, 10)},
 		{"applyConfiguration", applyConfig()},
 	} {

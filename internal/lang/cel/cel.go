@@ -114,7 +114,15 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	if ds != nil {
 		return nil, ds
 	}
-	ce, bounded, err := envs.get(envKey(names, typed, extraName), func() (*cel.Env, cel.ProgramOption, error) {
+	key := envKey(names, typed, extraName)
+	pk := programKey{env: key, src: src, budget: budget}
+	if want != nil {
+		pk.want = want.String()
+	}
+	if p := envs.program(pk); p != nil {
+		return p, nil
+	}
+	ce, bounded, err := envs.get(key, func() (*cel.Env, cel.ProgramOption, error) {
 		envSet := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
 		if len(typed) > 0 {
 			var dts []*apiservercel.DeclType
@@ -179,7 +187,7 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}
 	}
-	return &Program{src: src, prg: prg, vars: names, min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}, nil
+	return envs.keep(pk, &Program{src: src, prg: prg, vars: names, min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}), nil
 }
 
 // UnboundedCost: an estimate from this on is cel-go's "unknown size" (a

@@ -2,8 +2,10 @@ package cel
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
+	"weak"
 
 	"github.com/google/cel-go/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
@@ -19,14 +21,75 @@ import (
 // use; so is the cache. Its keys are the variable sets used, a handful per
 // kind: a cache lives as long as what compiles through it (a kind's
 // adapter, or one rule's compilation for types only that rule declares).
+//
+// It also shares programs: an expression compiled again with the same
+// text against the same environment and budget (the same match condition
+// in many policies, a policy compiled again at its next generation) is
+// the program already compiled, which is immutable. A program is held
+// weakly: it is forgotten when no rule uses it, so the cache holds no
+// more than the rules alive do.
 type EnvCache struct {
-	mu    sync.Mutex
-	envs  map[string]*envEntry
-	types *goTypes // what mutations learn of the built-in kinds' Go types
+	mu       sync.Mutex
+	envs     map[string]*envEntry
+	programs map[programKey]weak.Pointer[Program]
+	types    *goTypes // what mutations learn of the built-in kinds' Go types
+}
+
+// programKey names a compiled program: its environment, text, budget and
+// required type.
+type programKey struct {
+	env, src, want string
+	budget         int64
 }
 
 // NewEnvCache returns an empty cache.
-func NewEnvCache() *EnvCache { return &EnvCache{envs: map[string]*envEntry{}, types: newGoTypes()} }
+func NewEnvCache() *EnvCache {
+	return &EnvCache{envs: map[string]*envEntry{}, programs: map[programKey]weak.Pointer[Program]{}, types: newGoTypes()}
+}
+
+// program returns the program of k while some rule still uses it.
+func (c *EnvCache) program(k programKey) *Program {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.programs[k].Value()
+}
+
+// keep records p as the program of k (the first one kept wins, so that
+// concurrent compiles of one expression share it), and forgets it once it
+// is collected.
+func (c *EnvCache) keep(k programKey, p *Program) *Program {
+	if c == nil {
+		return p
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q := c.programs[k].Value(); q != nil {
+		return q
+	}
+	c.programs[k] = weak.Make(p)
+	runtime.AddCleanup(p, c.forget, k)
+	return p
+}
+
+// forget drops k once its program is collected (unless it was compiled
+// and kept again meanwhile).
+func (c *EnvCache) forget(k programKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.programs[k].Value() == nil {
+		delete(c.programs, k)
+	}
+}
+
+// Programs is the number of programs held (alive or not yet forgotten).
+func (c *EnvCache) Programs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.programs)
+}
 
 // goTypes is the cache's record of Go types, or a new one without a cache.
 func (c *EnvCache) goTypes() *goTypes {

@@ -2,8 +2,10 @@ package cel
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
@@ -69,5 +71,42 @@ func TestEnvCache(t *testing.T) {
 	}
 	if c.Len() != 5 {
 		t.Errorf("%d environments, want 5", c.Len())
+	}
+}
+
+// TestEnvCachePrograms: an expression compiled again with the same text,
+// environment and budget is the same (immutable) program; another budget
+// or environment is another; a program no rule holds any more is
+// forgotten.
+func TestEnvCachePrograms(t *testing.T) {
+	c := NewEnvCache()
+	l := Language{Envs: c}
+	env := &lang.Env{Name: "a", Vars: []lang.Var{{Name: VarObject}}}
+	p1, ds := l.CompileExpr(env, "object.n > 1")
+	if ds != nil {
+		t.Fatal(ds)
+	}
+	p2, _ := l.CompileExpr(&lang.Env{Name: "b", Vars: []lang.Var{{Name: VarObject}}}, "object.n > 1")
+	if p1 != p2 {
+		t.Error("the same expression in the same environment compiled twice")
+	}
+	p3, _ := l.CompileExpr(&lang.Env{Name: "a", Vars: []lang.Var{{Name: VarObject}}, Limits: lang.Limits{MaxWork: 10}}, "object.n > 1")
+	p4, _ := l.CompileExpr(&lang.Env{Name: "a", Vars: []lang.Var{{Name: VarObject}, {Name: VarOldObject}}}, "object.n > 1")
+	if p3 == p1 || p4 == p1 || p3 == p4 {
+		t.Error("a program shared across budgets or environments")
+	}
+	if got, err := p2.EvalBool(context.Background(), &lang.Activation{Object: map[string]any{"n": int64(2)}}); err != nil || !got {
+		t.Errorf("shared program: %v, %v", got, err)
+	}
+	if c.Programs() != 3 {
+		t.Errorf("%d programs held, want 3", c.Programs())
+	}
+	runtime.KeepAlive([]*Program{p1, p2, p3, p4})
+	for i := 0; i < 50 && c.Programs() > 0; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := c.Programs(); n != 0 {
+		t.Errorf("%d programs still held after no rule uses them", n)
 	}
 }
