@@ -41,6 +41,13 @@ func (h *Handle) Kind() string { return h.ev.kind }
 // rule, as its tier found it until it applies.
 func (h *Handle) Object() any { return h.ev.doc.Root() }
 
+// ObjectVersion changes whenever the object under evaluation does (a
+// rule's patch, a rollback, the kernel's own writes) and never comes back
+// within the evaluation: what a kind computed from Object at one version
+// holds for as long as the version stays. (An object's identity does not
+// say it: the kernel changes the containers it copied in place.)
+func (h *Handle) ObjectVersion() uint64 { return h.ev.doc.Version() }
+
 // Objects reads related objects by reference; nil when the engine has no
 // reader.
 func (h *Handle) Objects() ObjectReader { return h.ev.e.objects }

@@ -49,6 +49,8 @@ type Doc struct {
 	owned    []unsafe.Pointer
 	ownedSet map[unsafe.Pointer]struct{}
 	adopted  bool // the Doc owns the whole tree (NewOwnedDoc)
+	// version counts the changes and rollbacks: see Version.
+	version uint64
 }
 
 // ownedLinear is how many owned identities are searched linearly before
@@ -227,6 +229,19 @@ func (d *Doc) Rollback(mark int) {
 	}
 	clear(d.journal[n:])
 	d.journal = d.journal[:n]
+	d.version++
+}
+
+// Version is a number that changes whenever the tree does (a write, a
+// rollback) and never comes back: two reads of Root with the same Version
+// see the same tree, though an owned container may have been changed in
+// place between two versions (its identity says nothing).
+func (d *Doc) Version() uint64 { return d.version }
+
+// record journals one write.
+func (d *Doc) record(e entry) {
+	d.journal = append(d.journal, e)
+	d.version++
 }
 
 // Release forgets the journal: every change so far becomes permanent. The
@@ -238,18 +253,18 @@ func (d *Doc) Release() {
 }
 
 func (d *Doc) setPtr(p *any, v any) {
-	d.journal = append(d.journal, entry{ptr: p, old: *p})
+	d.record(entry{ptr: p, old: *p})
 	*p = v
 }
 
 func (d *Doc) setMember(m map[string]any, k string, v any) {
 	old, ok := m[k]
-	d.journal = append(d.journal, entry{m: m, key: k, old: old, present: ok})
+	d.record(entry{m: m, key: k, old: old, present: ok})
 	m[k] = v
 }
 
 func (d *Doc) deleteMember(m map[string]any, k string, old any) {
-	d.journal = append(d.journal, entry{m: m, key: k, old: old, present: true})
+	d.record(entry{m: m, key: k, old: old, present: true})
 	delete(m, k)
 }
 
@@ -279,7 +294,7 @@ func (d *Doc) ownsArray(c []any) bool {
 func (d *Doc) insert(s slot, c []any, pos int, v any) {
 	n := len(c)
 	if n < cap(c) && d.ownsArray(c) {
-		d.journal = append(d.journal, entry{ptr: s.ptr, m: s.m, key: s.key, kind: entryInsert, pos: pos, hdr: c})
+		d.record(entry{ptr: s.ptr, m: s.m, key: s.key, kind: entryInsert, pos: pos, hdr: c})
 		x := c[:n+1]
 		copy(x[pos+1:], x[pos:n])
 		x[pos] = v
@@ -300,7 +315,7 @@ func (d *Doc) insert(s slot, c []any, pos int, v any) {
 func (d *Doc) removeAt(s slot, c []any, pos int) {
 	n := len(c)
 	front := pos < n-1-pos
-	d.journal = append(d.journal, entry{ptr: s.ptr, m: s.m, key: s.key, old: c[pos], kind: entryRemove, front: front, pos: pos, hdr: c})
+	d.record(entry{ptr: s.ptr, m: s.m, key: s.key, old: c[pos], kind: entryRemove, front: front, pos: pos, hdr: c})
 	var x []any
 	if front {
 		copy(c[1:pos+1], c[:pos])

@@ -399,3 +399,43 @@ func TestApplyRFC6902(t *testing.T) {
 		})
 	}
 }
+
+// TestDocVersion: every write and every rollback gives a new version, which
+// never comes back; reads, a rollback that undoes nothing and Release keep
+// it. An owned container is changed in place, so its identity cannot say
+// whether it changed: the version can.
+func TestDocVersion(t *testing.T) {
+	d := NewDoc(map[string]any{"m": map[string]any{"a": "1"}})
+	seen := map[uint64]bool{d.Version(): true}
+	step := func(what string, change bool, f func()) {
+		t.Helper()
+		before := d.Version()
+		f()
+		switch after := d.Version(); {
+		case !change && after != before:
+			t.Errorf("%s: version %d -> %d, want it kept", what, before, after)
+		case change && (after == before || seen[after]):
+			t.Errorf("%s: version %d -> %d, want a new one", what, before, after)
+		}
+		seen[d.Version()] = true
+	}
+	step("add", true, func() { mustApply(t, d, Operation{Op: Add, Path: Pointer{"m", "b"}, Value: "2"}) })
+	m := d.Root().(map[string]any)["m"].(map[string]any)
+	mark := d.Mark()
+	step("add in place", true, func() { mustApply(t, d, Operation{Op: Add, Path: Pointer{"m", "c"}, Value: "3"}) })
+	if m2 := d.Root().(map[string]any)["m"].(map[string]any); fmt.Sprintf("%p", m2) != fmt.Sprintf("%p", m) {
+		t.Fatal("the owned map was copied again: the in-place case is not tested")
+	}
+	step("read", false, func() { _ = d.Root() })
+	step("rollback", true, func() { d.Rollback(mark) })
+	step("rollback of nothing", false, func() { d.Rollback(d.Mark()) })
+	step("release", false, func() { d.Release() })
+	step("add after the rollback", true, func() { mustApply(t, d, Operation{Op: Add, Path: Pointer{"m", "c"}, Value: "4"}) })
+}
+
+func mustApply(t *testing.T, d *Doc, op Operation) {
+	t.Helper()
+	if err := d.Apply(op); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -259,6 +260,14 @@ type shared struct {
 	run  run
 	vars map[string]any
 
+	// memo holds the value of boolean CEL programs that read only what is
+	// the same for every Policy of the evaluation (the object, the old
+	// object, the request, the namespace): one program is shared by every
+	// Policy with the same expression (cel.EnvCache), so the same match
+	// condition in many Policies is evaluated once per version of the
+	// object (Handle.ObjectVersion).
+	memo map[memoKey]memoBool
+
 	// Kyverno's context (JMESPath, {{ }}): the run's document, the
 	// request with the object as last built, the roles, the images.
 	doc                   map[string]any
@@ -508,7 +517,65 @@ func (ev *run) evalValue(p *cel.Program, act *lang.Activation) (any, error) {
 }
 
 func (ev *run) evalBool(p *cel.Program, act *lang.Activation) (bool, error) {
-	return evalWith(ev, p.EvalBoolCost, act)
+	if !p.Reads(varObject, varOldObject, varRequest, varNamespaceObject) || !ev.bindsObject(act) {
+		return evalWith(ev, p.EvalBoolCost, act)
+	}
+	s := sharedOf(ev.h)
+	k := memoKey{p: p, version: ev.h.ObjectVersion(), old: identity(act.OldObject)}
+	if m, ok := s.memo[k]; ok {
+		// The cost is charged as if it ran: a Policy's budget does not
+		// depend on which Policy ran the expression first.
+		if ev.budget < 0 {
+			return false, lang.Limit(ErrBudget)
+		}
+		return m.v, ev.charge(m.cost)
+	}
+	var cost uint64
+	v, err := evalWith(ev, func(ctx context.Context, in *lang.Activation) (bool, uint64, error) {
+		v, c, err := p.EvalBoolCost(ctx, in)
+		cost = c
+		return v, c, err
+	}, act)
+	if err == nil { // errors (a deadline, the budget) are not remembered
+		if s.memo == nil {
+			s.memo = map[memoKey]memoBool{}
+		}
+		s.memo[k] = memoBool{v: v, cost: cost}
+	}
+	return v, err
+}
+
+// memoKey is a program over a version of the object under evaluation and
+// an old object (the request's, by identity).
+type memoKey struct {
+	p       *cel.Program
+	version uint64
+	old     uintptr
+}
+
+// bindsObject reports whether act binds the object under evaluation as it
+// is (not a Policy's own intermediate result), or none on DELETE.
+func (ev *run) bindsObject(act *lang.Activation) bool {
+	if act.Object == nil {
+		return ev.h.Request().Operation == rules.Delete
+	}
+	return identity(act.Object) == identity(ev.h.Object())
+}
+
+type memoBool struct {
+	v    bool
+	cost uint64
+}
+
+// identity is the address of the map or slice x, 0 for anything else.
+func identity(x any) uintptr {
+	switch v := x.(type) {
+	case map[string]any:
+		return reflect.ValueOf(v).Pointer()
+	case []any:
+		return reflect.ValueOf(v).Pointer()
+	}
+	return 0
 }
 
 // variable evaluates variable i once.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
@@ -187,7 +188,7 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}
 	}
-	return envs.keep(pk, &Program{src: src, prg: prg, vars: names, min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}), nil
+	return envs.keep(pk, &Program{src: src, prg: prg, vars: names, reads: readVars(ast, names), min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}), nil
 }
 
 // UnboundedCost: an estimate from this on is cel-go's "unknown size" (a
@@ -291,9 +292,34 @@ type Program struct {
 	src      string
 	prg      cel.Program
 	vars     []string
+	reads    []string // the declared variables the expression refers to
 	min, max uint64
 	large    uint64
 	typ      *cel.Type
+}
+
+// Reads reports whether the expression refers to no declared variable but
+// those of only: its value is then the same for any activation binding
+// them to the same values.
+func (p *Program) Reads(only ...string) bool {
+	for _, r := range p.reads {
+		if !slices.Contains(only, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// readVars is the declared variables (of names) that the checked
+// expression a refers to.
+func readVars(a *cel.Ast, names []string) []string {
+	var out []string
+	for _, ref := range a.NativeRep().ReferenceMap() {
+		if len(ref.OverloadIDs) == 0 && slices.Contains(names, ref.Name) && !slices.Contains(out, ref.Name) {
+			out = append(out, ref.Name)
+		}
+	}
+	return out
 }
 
 // ResultType is the type the checker found for the expression's value:
