@@ -102,7 +102,7 @@ func TestEnvCachePrograms(t *testing.T) {
 		t.Errorf("%d programs held, want 3", c.Programs())
 	}
 	runtime.KeepAlive([]*Program{p1, p2, p3, p4})
-	for i := 0; i < 50 && c.Programs() > 0; i++ {
+	for i := 0; i < 300 && c.Programs() > 0; i++ { // cleanups run after a GC, in their own goroutine
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
