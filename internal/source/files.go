@@ -102,6 +102,9 @@ func (f *FileSource) Load() (*LoadReport, error) {
 	for _, e := range res.Errors {
 		f.Log.Error(e, "rule failed to load; it is kept, reported, and never applied")
 	}
+	for _, d := range res.Deprecated {
+		f.Log.Info("WARNING: a rule of a kind's former name", "rule", d)
+	}
 	// The metrics describe the snapshot before it serves (and turns
 	// /readyz ready): whoever sees it published finds its build recorded.
 	broken := make([]metrics.RuleRef, 0, rep.Broken)

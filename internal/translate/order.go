@@ -79,7 +79,7 @@ func footprintOf(r Rule, o Options) footprint {
 			f.writes = append(f.writes, p)
 		}
 		return f
-	case v1alpha1.KindModwrightPolicy, v1alpha1.KindClusterModwrightPolicy, v1alpha1.KindPolicy, v1alpha1.KindClusterPolicy:
+	case v1alpha1.KindModwrightPolicy, v1alpha1.KindClusterModwrightPolicy: // Compile made former names current
 		spec, _ := r.Object["spec"].(map[string]any)
 		if ms, _ := spec["mutations"].([]any); len(ms) == 0 {
 			return footprint{}

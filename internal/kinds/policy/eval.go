@@ -567,13 +567,10 @@ type memoBool struct {
 	cost uint64
 }
 
-// identity is the address of the map or slice x, 0 for anything else.
+// identity is the address of the object x (a map), 0 for anything else.
 func identity(x any) uintptr {
-	switch v := x.(type) {
-	case map[string]any:
-		return reflect.ValueOf(v).Pointer()
-	case []any:
-		return reflect.ValueOf(v).Pointer()
+	if m, ok := x.(map[string]any); ok {
+		return reflect.ValueOf(m).Pointer()
 	}
 	return 0
 }

@@ -9,13 +9,11 @@ import (
 
 // Kind is the adapter of one of the two kinds: ModwrightPolicy
 // (namespaced) or ClusterModwrightPolicy, or of one of their former names,
-// Policy and ClusterPolicy (read for one release: kinds.Renamed). It is
-// stateless and safe for concurrent use.
+// Policy and ClusterPolicy (read for one release: kinds.Renamed). It holds
+// its rules' shared caches and is safe for concurrent use.
 type Kind struct {
-	name    string // as manifests spell it
-	current string // the current name: what rules, messages and order use
-	cluster bool
-	opts    []Option
+	name string // as manifests spell it; v1alpha1.PolicyKind says its scope
+	opts []Option
 }
 
 var _ kinds.Kind = (*Kind)(nil)
@@ -24,12 +22,12 @@ var _ kinds.Kind = (*Kind)(nil)
 // Its options apply to every policy it compiles; its policies share a
 // NestedCache.
 func NewPolicyKind(opts ...Option) *Kind {
-	return newKind(v1alpha1.KindModwrightPolicy, v1alpha1.KindModwrightPolicy, false, opts)
+	return newKind(v1alpha1.KindModwrightPolicy, opts)
 }
 
 // NewClusterPolicyKind returns ClusterModwrightPolicy's adapter.
 func NewClusterPolicyKind(opts ...Option) *Kind {
-	return newKind(v1alpha1.KindClusterModwrightPolicy, v1alpha1.KindClusterModwrightPolicy, true, opts)
+	return newKind(v1alpha1.KindClusterModwrightPolicy, opts)
 }
 
 // NewKinds returns the adapters of every name the policies are read under:
@@ -38,13 +36,12 @@ func NewClusterPolicyKind(opts ...Option) *Kind {
 func NewKinds(opts ...Option) []kinds.Kind {
 	return []kinds.Kind{
 		NewPolicyKind(opts...), NewClusterPolicyKind(opts...),
-		renamed{newKind(v1alpha1.KindPolicy, v1alpha1.KindModwrightPolicy, false, opts)},
-		renamed{newKind(v1alpha1.KindClusterPolicy, v1alpha1.KindClusterModwrightPolicy, true, opts)},
+		renamed{newKind(v1alpha1.KindPolicy, opts)}, renamed{newKind(v1alpha1.KindClusterPolicy, opts)},
 	}
 }
 
-func newKind(name, current string, cluster bool, opts []Option) *Kind {
-	return &Kind{name: name, current: current, cluster: cluster, opts: append([]Option{WithNestedCache(NewNestedCache()), WithCELEnvs(cel.NewEnvCache())}, opts...)}
+func newKind(name string, opts []Option) *Kind {
+	return &Kind{name: name, opts: append([]Option{WithNestedCache(NewNestedCache()), WithCELEnvs(cel.NewEnvCache())}, opts...)}
 }
 
 // renamed is a kind read under its former name: its rules are the
@@ -54,7 +51,7 @@ type renamed struct{ *Kind }
 var _ kinds.Renamed = renamed{}
 
 // RenamedTo is the kind's current name.
-func (r renamed) RenamedTo() string { return r.current }
+func (r renamed) RenamedTo() string { return v1alpha1.CurrentKind(r.name) }
 
 // Name is the kind as manifests spell it: "ModwrightPolicy",
 // "ClusterModwrightPolicy", or a former name.
@@ -74,7 +71,7 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 		return nil, err
 	}
 	meta, spec := Meta{Namespace: p.Namespace, Name: p.Name}, &p.Spec
-	r := Compile(k.current, meta, spec, k.opts...)
+	r := Compile(v1alpha1.CurrentKind(k.name), meta, spec, k.opts...)
 	if r.Err != nil {
 		return r, r.Err
 	}
