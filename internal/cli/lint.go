@@ -268,13 +268,14 @@ func positions(fs []Finding, docs []source.Document) {
 	for i := range docs {
 		byOrigin[docs[i].Origin] = &docs[i]
 	}
+	var loc source.Locator // each document's text parsed once
 	for i := range fs {
 		f := &fs[i]
 		d := byOrigin[f.Origin]
 		if d == nil {
 			continue
 		}
-		if line, col, ok := source.Locate(d, f.Field, f.Pos-1); ok {
+		if line, col, ok := loc.Locate(d, f.Field, f.Pos-1); ok {
 			f.Position = fmt.Sprintf("%s:%d:%d", d.Path, line, col)
 		}
 	}

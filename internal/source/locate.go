@@ -13,12 +13,43 @@ import (
 // (-1: where the field starts): a 1-based line and column. A field that is
 // not in the text (a missing one) is located at its nearest ancestor that
 // is. ok is false when d carries no text (it was not read from a file).
+// It parses d's text: to locate many fields, use a Locator.
 func Locate(d *Document, field string, pos int) (line, col int, ok bool) {
+	return (&Locator{}).Locate(d, field, pos)
+}
+
+// Locator locates fields as Locate does, parsing each document's text once
+// (the items of a List share their List's text: without it, an error in
+// each of n items parses the whole List n times). Its zero value is ready;
+// it is not safe for concurrent use.
+type Locator struct {
+	roots map[textKey]*yamlv3.Node // nil: unparsable
+}
+
+// textKey is a document's text by identity: where it starts, its length.
+type textKey struct {
+	start *byte
+	n     int
+}
+
+// Locate is Locate with d's parsed text remembered.
+func (l *Locator) Locate(d *Document, field string, pos int) (line, col int, ok bool) {
 	if len(d.Text) == 0 || d.Line <= 0 {
 		return 0, 0, false
 	}
-	var root yamlv3.Node
-	if err := yamlv3.Unmarshal(d.Text, &root); err != nil || len(root.Content) == 0 {
+	key := textKey{&d.Text[0], len(d.Text)}
+	root, seen := l.roots[key]
+	if !seen {
+		var r yamlv3.Node
+		if err := yamlv3.Unmarshal(d.Text, &r); err == nil && len(r.Content) > 0 {
+			root = &r
+		}
+		if l.roots == nil {
+			l.roots = map[textKey]*yamlv3.Node{}
+		}
+		l.roots[key] = root
+	}
+	if root == nil {
 		return d.Line, 1, true
 	}
 	n, at := root.Content[0], root.Content[0]

@@ -87,3 +87,51 @@ func TestDocumentLines(t *testing.T) {
 		}
 	}
 }
+
+// TestLocatorParsesOnce: the items of a List share its text, which a
+// Locator parses once however many items it locates fields of, and each
+// item's field is still found in its own item.
+func TestLocatorParsesOnce(t *testing.T) {
+	docs, err := ParseManifest("l.yaml", []byte(brokenList(50)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l Locator
+	for i := range docs {
+		line, _, ok := l.Locate(&docs[i], "spec.match", -1)
+		// Items of 6 lines from line 4; match is an item's sixth.
+		if want := 4 + 6*i + 5; !ok || line != want {
+			t.Fatalf("item %d: line %d (ok %v), want %d", i, line, ok, want)
+		}
+	}
+	if len(l.roots) != 1 {
+		t.Errorf("%d texts parsed for one List, want 1", len(l.roots))
+	}
+}
+
+// brokenList is a List of n ModRules, each undecodable: spec.match is a
+// string, not a list of criteria.
+func brokenList(n int) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "- apiVersion: api.kubemod.io/v1beta1\n  kind: ModRule\n  metadata: {name: r%d, namespace: ns}\n  spec:\n    type: Patch\n    match: not-a-list\n", i)
+	}
+	return b.String()
+}
+
+// BenchmarkLoadBrokenList loads a List of 2,000 undecodable ModRules: each
+// error is located in the List's text (Where), which is parsed once.
+func BenchmarkLoadBrokenList(b *testing.B) {
+	docs, err := ParseManifest("l.yaml", []byte(brokenList(2000)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := testKinds()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := LoadRules(docs, reg); len(res.Errors) != 2000 {
+			b.Fatalf("%d errors", len(res.Errors))
+		}
+	}
+}

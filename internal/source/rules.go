@@ -37,13 +37,13 @@ var ErrDuplicateRule = errors.New("duplicate rule")
 // Where names where in its file the error of document d is: file:line:
 // column of the first field a *rules.CompileError names (where an editor
 // jumps), else the document's origin.
-func Where(d *Document, err error) string {
+func Where(l *Locator, d *Document, err error) string {
 	var ce *rules.CompileError
 	if !errors.As(err, &ce) || len(ce.Errors) == 0 {
 		return d.Origin
 	}
 	fe := ce.Errors[0]
-	line, col, ok := Locate(d, fe.Field, fe.Pos)
+	line, col, ok := l.Locate(d, fe.Field, fe.Pos)
 	if !ok {
 		return d.Origin
 	}
@@ -92,13 +92,10 @@ func LoadRules(docs []Document, reg *kinds.Registry) LoadResult {
 		if dep := kinds.Deprecation(k); dep != "" {
 			o.deprecated = fmt.Sprintf("%s: %s %s: %s", d.Origin, k.Name(), d.Key(), dep)
 		}
-		var err error
-		o.rule, err = k.Compile(d)
-		if err != nil {
-			o.err = fmt.Errorf("%s: %w", Where(d, err), err)
-		}
+		o.rule, o.err = k.Compile(d)
 	})
 	var res LoadResult
+	var loc Locator
 	type id struct{ kind, key string }
 	seen := map[id]string{} // kind and namespace/name -> origin of its first definition
 	for i, o := range out {
@@ -118,7 +115,8 @@ func LoadRules(docs []Document, reg *kinds.Registry) LoadResult {
 			res.Deprecated = append(res.Deprecated, o.deprecated)
 		}
 		if o.err != nil {
-			res.Errors = append(res.Errors, o.err)
+			// Located here, serially, each document's text parsed once.
+			res.Errors = append(res.Errors, fmt.Errorf("%s: %w", Where(&loc, &docs[i], o.err), o.err))
 		}
 		if o.rule != nil {
 			res.Rules = append(res.Rules, o.rule)
