@@ -108,6 +108,7 @@ fuzz:
 	$(GO) test ./internal/translate -run '^$$' -fuzz '^FuzzFilterCond$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/jmespath -run '^$$' -fuzz '^FuzzEvaluate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/quantity -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/lang/pattern -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzApplyJSONPatchV4$$' -fuzztime $(FUZZTIME)
 
 # The benchmark harness (BENCHMARKS.md): engine and handler micro-benchmarks,

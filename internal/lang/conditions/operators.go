@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/blang/semver/v4"
 
 	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/lang/pattern"
 	"github.com/modwright/modwright/internal/lang/quantity"
 )
 
@@ -387,8 +387,8 @@ func keyInValues(key string, value any) (invalid, found bool) {
 		if lang.MatchWildcard(v, key) {
 			return false, true
 		}
-		if patternOperator(v) == patInRange {
-			return false, validatePattern(key, v)
+		if pattern.IsRange(v) {
+			return false, pattern.MatchString(key, v)
 		}
 		arr, ok := stringList(v)
 		if !ok {
@@ -428,13 +428,13 @@ func anySetIn(not bool, keys []string, value any) (invalid, res bool) {
 		if len(keys) == 1 && keys[0] == v {
 			return false, !not
 		}
-		if patternOperator(v) == patInRange {
+		if pattern.IsRange(v) {
 			rng := v
 			if not {
 				rng = strings.Replace(v, "-", "!-", 1)
 			}
 			for _, k := range keys {
-				if validatePattern(k, rng) {
+				if pattern.MatchString(k, rng) {
 					return false, true
 				}
 			}
@@ -472,10 +472,10 @@ func allSetIn(not bool, keys []string, value any) (invalid, res bool) {
 		if len(keys) == 1 && keys[0] == v {
 			return false, !not
 		}
-		if patternOperator(v) == patInRange {
+		if pattern.IsRange(v) {
 			n := 0
 			for _, k := range keys {
-				if validatePattern(k, v) {
+				if pattern.MatchString(k, v) {
 					n++
 				}
 			}
@@ -604,119 +604,4 @@ func durationOp(op opKind, key, value any) bool {
 		return false
 	}
 	return compare(op, float64(kd), float64(vd))
-}
-
-// Range patterns ("1-10", "1!-10") and the comparisons of Kyverno's
-// string patterns they expand to.
-type patOp uint8
-
-const (
-	patEqual patOp = iota
-	patMoreEqual
-	patLessEqual
-	patNotEqual
-	patMore
-	patLess
-	patInRange
-	patNotInRange
-)
-
-var (
-	reInRange    = regexp.MustCompile(`^([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)-([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)$`)
-	reNotInRange = regexp.MustCompile(`^([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)!-([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)$`)
-)
-
-// patternOperator is the operator a string pattern starts with.
-func patternOperator(p string) patOp {
-	switch {
-	case len(p) < 2:
-		return patEqual
-	case strings.HasPrefix(p, ">="):
-		return patMoreEqual
-	case strings.HasPrefix(p, "<="):
-		return patLessEqual
-	case strings.HasPrefix(p, ">"):
-		return patMore
-	case strings.HasPrefix(p, "<"):
-		return patLess
-	case strings.HasPrefix(p, "!"):
-		return patNotEqual
-	case reNotInRange.MatchString(p):
-		return patNotInRange
-	case reInRange.MatchString(p):
-		return patInRange
-	}
-	return patEqual
-}
-
-var patPrefix = map[patOp]string{patMoreEqual: ">=", patLessEqual: "<=", patMore: ">", patLess: "<", patNotEqual: "!"}
-
-// validatePattern checks a string value against a pattern with "|"
-// alternatives of "&" conjunctions, as Kyverno's string patterns.
-func validatePattern(value string, pattern string) bool {
-	if value == pattern {
-		return true
-	}
-	for _, alt := range strings.Split(pattern, "|") {
-		ok := true
-		for _, c := range strings.Split(strings.TrimSpace(alt), "&") {
-			if !validateOne(value, strings.TrimSpace(c)) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
-}
-
-func validateOne(value, pattern string) bool {
-	op := patternOperator(pattern)
-	switch op {
-	case patInRange:
-		m := reInRange.FindStringSubmatch(pattern)
-		return m != nil && validateOne(value, ">= "+m[1]) && validateOne(value, "<= "+m[2])
-	case patNotInRange:
-		m := reNotInRange.FindStringSubmatch(pattern)
-		return m != nil && (validateOne(value, "< "+m[1]) || validateOne(value, "> "+m[2]))
-	}
-	p := strings.TrimSpace(pattern[len(patPrefix[op]):])
-	if pd, err := time.ParseDuration(p); err == nil {
-		if vd, err := time.ParseDuration(value); err == nil {
-			return compareOrdered(op, int(vd-pd))
-		}
-	}
-	if pq, err := quantity.Parse(p); err == nil {
-		if vq, err := quantity.Parse(value); err == nil {
-			return compareOrdered(op, vq.Cmp(pq))
-		}
-	}
-	switch op {
-	case patEqual:
-		return lang.MatchWildcard(p, value)
-	case patNotEqual:
-		return !lang.MatchWildcard(p, value)
-	}
-	return false
-}
-
-// compareOrdered decides op from c, the sign of value - pattern.
-func compareOrdered(op patOp, c int) bool {
-	switch op {
-	case patEqual:
-		return c == 0
-	case patNotEqual:
-		return c != 0
-	case patMore:
-		return c > 0
-	case patLess:
-		return c < 0
-	case patMoreEqual:
-		return c >= 0
-	case patLessEqual:
-		return c <= 0
-	}
-	return false
 }
