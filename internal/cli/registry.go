@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"maps"
+	"slices"
+
+	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/kinitiras"
+	"github.com/modwright/modwright/internal/kinds/kyverno"
 	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/kinds/policy"
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
+	"github.com/modwright/modwright/internal/suite"
 )
 
 // defaultClusterRulesNamespace is the --cluster-rules-namespace default.
@@ -23,7 +29,8 @@ func newRegistry(clusterNS string) *kinds.Registry {
 // --standalone: its workers).
 func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry {
 	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
-	return kinds.NewRegistry(append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)...)
+	ks = append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)
+	return kinds.NewRegistry(append(ks, kyverno.NewKinds()...)...)
 }
 
 // newClusterRegistry is the kinds the operator watches in the cluster,
@@ -34,4 +41,52 @@ func newClusterRegistry(clusterNS string, withKinitiras bool, cue cuelang.Langua
 		return newServingRegistry(clusterNS, cue)
 	}
 	return kinds.NewRegistry(append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)...)
+}
+
+// kyvernoRuleResult is a Kyverno policy's rule result (a trace detail).
+type kyvernoRuleResult = kyverno.RuleResult
+
+// kyvernoResults are the rule results a trace detail holds.
+func kyvernoResults(detail any) []kyvernoRuleResult { return kyverno.ResultsOf(detail) }
+
+// isKyvernoKind: a rule of Kyverno's own kinds.
+func isKyvernoKind(group string) bool { return group == kyvernov1.Group }
+
+// newKyvernoTestRegistry is the registry of a kyverno-test.yaml's policies:
+// Kyverno's kinds given the suite's values.
+func newKyvernoTestRegistry(v *suite.KyvernoValues) *kinds.Registry {
+	var ks []kinds.Kind
+	for _, k := range newRegistry("").Kinds() {
+		if !isKyvernoKind(k.Group()) {
+			ks = append(ks, k)
+		}
+	}
+	return kinds.NewRegistry(append(ks, kyverno.NewKinds(kyverno.WithValues(kyvernoValues(v)))...)...)
+}
+
+// kyvernoValues converts a suite's values to the kind's.
+func kyvernoValues(v *suite.KyvernoValues) *kyverno.Values {
+	if v == nil {
+		return nil
+	}
+	nv := func(m map[string]any) []kyverno.NameValue {
+		keys := slices.Sorted(maps.Keys(m))
+		out := make([]kyverno.NameValue, len(keys))
+		for i, k := range keys {
+			out[i] = kyverno.NameValue{Name: k, Value: m[k]}
+		}
+		return out
+	}
+	out := &kyverno.Values{Global: nv(v.GlobalValues)}
+	for _, p := range v.Policies {
+		pv := kyverno.PolicyValues{Name: p.Name}
+		for _, r := range p.Resources {
+			pv.Resources = append(pv.Resources, kyverno.ResourceValues{Name: r.Name, Values: nv(r.Values)})
+		}
+		for _, r := range p.Rules {
+			pv.Rules = append(pv.Rules, kyverno.RuleValues{Name: r.Name, Values: nv(r.Values)})
+		}
+		out.Policies = append(out.Policies, pv)
+	}
+	return out
 }

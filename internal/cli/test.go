@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -101,6 +102,16 @@ type caseResult struct {
 	Reason string `json:"reason,omitempty"`
 	// Diff is a unified diff, expected to actual.
 	Diff string `json:"diff,omitempty"`
+	// A kyverno-test.yaml row: the policy, rule and resource (Kyverno's
+	// apiVersion/kind/namespace/name), the result expected and got; Note
+	// says a row passed without a result ("Excluded": the rule did not
+	// match, which kyverno test passes whatever was expected).
+	Policy   string `json:"policy,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	Got      string `json:"got,omitempty"`
+	Note     string `json:"note,omitempty"`
 }
 
 type testReport struct {
@@ -116,17 +127,30 @@ func runTest(ctx context.Context, paths []string, o *testOptions, s Streams) err
 	if o.format != "text" && o.format != "table" && o.format != "json" {
 		return usageError("--output must be text, table or json, not %q", o.format)
 	}
-	files, err := suite.Find(paths)
+	files, err := suite.FindFiles(paths, func(p string) bool {
+		b := filepath.Base(p)
+		return b == suite.FileName || b == suite.KyvernoFileName
+	})
 	if err != nil {
-		return &ExitError{Code: 2, Err: err}
+		return &ExitError{Code: 2, Err: fmt.Errorf("%w: %v", suite.ErrInvalid, err)}
 	}
 	if len(files) == 0 {
-		return usageError("no %s found under %s", suite.FileName, strings.Join(paths, ", "))
+		return usageError("no %s or %s found under %s", suite.FileName, suite.KyvernoFileName, strings.Join(paths, ", "))
 	}
 	// Every suite is validated before any runs.
 	suites := make([]*suite.Suite, 0, len(files))
+	var kyvernoTests []*suite.KyvernoTest
 	var errs []error
 	for _, f := range files {
+		if filepath.Base(f) == suite.KyvernoFileName {
+			kt, err := suite.LoadKyverno(f)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			kyvernoTests = append(kyvernoTests, kt)
+			continue
+		}
 		st, err := suite.Load(f)
 		if err != nil {
 			errs = append(errs, err)
@@ -138,8 +162,15 @@ func runTest(ctx context.Context, paths []string, o *testOptions, s Streams) err
 		return &ExitError{Code: 2, Err: errors.Join(errs...)}
 	}
 	var rep testReport
+	run := make([]func() ([]caseResult, error), 0, len(suites)+len(kyvernoTests))
 	for _, st := range suites {
-		res, err := runSuite(ctx, st, o, s)
+		run = append(run, func() ([]caseResult, error) { return runSuite(ctx, st, o, s) })
+	}
+	for _, kt := range kyvernoTests {
+		run = append(run, func() ([]caseResult, error) { return runKyvernoSuite(ctx, kt, o, s) })
+	}
+	for _, f := range run {
+		res, err := f()
 		if err != nil {
 			return err
 		}

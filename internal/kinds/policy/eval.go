@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/lang/jmespath"
@@ -336,62 +337,10 @@ func (s *shared) oldObject(h *engine.Handle) any {
 // request returns the request's attributes as admission.k8s.io/v1 names
 // them.
 func (s *shared) request(h *engine.Handle) map[string]any {
-	if s.req != nil {
-		return s.req
+	if s.req == nil {
+		s.req = kyvernoreq.Request(h.Request(), h.Kind())
 	}
-	q := h.Request()
-	gvk := func(g engine.GroupVersionKind) map[string]any {
-		return map[string]any{"group": g.Group, "version": g.Version, "kind": g.Kind}
-	}
-	gvr := func(g engine.GroupVersionResource) map[string]any {
-		return map[string]any{"group": g.Group, "version": g.Version, "resource": g.Resource}
-	}
-	kind := q.Kind
-	if kind.Kind == "" {
-		kind.Kind = h.Kind()
-	}
-	groups := make([]any, len(q.UserInfo.Groups))
-	for i, g := range q.UserInfo.Groups {
-		groups[i] = g
-	}
-	extra := map[string]any{}
-	for k, vs := range q.UserInfo.Extra {
-		l := make([]any, len(vs))
-		for i, v := range vs {
-			l[i] = v
-		}
-		extra[k] = l
-	}
-	req := map[string]any{
-		"uid":       q.UID,
-		"kind":      gvk(kind),
-		"resource":  gvr(q.Resource),
-		"name":      q.Name,
-		"namespace": q.Namespace,
-		"operation": string(q.Operation),
-		"userInfo":  map[string]any{"username": q.UserInfo.Username, "uid": q.UserInfo.UID, "groups": groups, "extra": extra},
-		"dryRun":    q.DryRun,
-	}
-	if q.SubResource != "" {
-		req["subResource"] = q.SubResource
-	}
-	if q.RequestKind.Kind != "" {
-		req["requestKind"] = gvk(q.RequestKind)
-		req["requestResource"] = gvr(q.RequestResource)
-		if q.RequestSubResource != "" {
-			req["requestSubResource"] = q.RequestSubResource
-		}
-	} else {
-		req["requestKind"] = gvk(kind)
-		req["requestResource"] = gvr(q.Resource)
-	}
-	if len(q.Options) > 0 {
-		if v, err := value.Decode(q.Options); err == nil {
-			req["options"] = v
-		}
-	}
-	s.req = req
-	return req
+	return s.req
 }
 
 // run is one phase of one policy on one request: the activation, the

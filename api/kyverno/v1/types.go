@@ -1,0 +1,228 @@
+package v1
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Group, versions and kinds of Kyverno's policy API.
+const (
+	Group              = "kyverno.io"
+	Version            = "v1"
+	VersionV2beta1     = "v2beta1"
+	KindClusterPolicy  = "ClusterPolicy"
+	KindPolicy         = "Policy"
+	AnnotationAutogen  = "pod-policies.kyverno.io/autogen-controllers"
+	AnnotationScored   = "policies.kyverno.io/scored"
+	AnnotationSeverity = "policies.kyverno.io/severity"
+	AnnotationCategory = "policies.kyverno.io/category"
+)
+
+// ClusterPolicy and Policy share their shape.
+type ClusterPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              Spec `json:"spec"`
+	// Status is Kyverno's (read, never evaluated).
+	Status *apiextensionsv1.JSON `json:"status,omitempty"`
+}
+
+// Spec is a policy's spec.
+type Spec struct {
+	Rules                            []Rule                            `json:"rules,omitempty"`
+	ApplyRules                       string                            `json:"applyRules,omitempty"`
+	FailurePolicy                    string                            `json:"failurePolicy,omitempty"`
+	ValidationFailureAction          string                            `json:"validationFailureAction,omitempty"`
+	ValidationFailureActionOverrides []ValidationFailureActionOverride `json:"validationFailureActionOverrides,omitempty"`
+	EmitWarning                      *bool                             `json:"emitWarning,omitempty"`
+	Admission                        *bool                             `json:"admission,omitempty"`
+	Background                       *bool                             `json:"background,omitempty"`
+	SchemaValidation                 *bool                             `json:"schemaValidation,omitempty"`
+	WebhookTimeoutSeconds            *int32                            `json:"webhookTimeoutSeconds,omitempty"`
+	MutateExistingOnPolicyUpdate     bool                              `json:"mutateExistingOnPolicyUpdate,omitempty"`
+	GenerateExistingOnPolicyUpdate   *bool                             `json:"generateExistingOnPolicyUpdate,omitempty"`
+	GenerateExisting                 bool                              `json:"generateExisting,omitempty"`
+	UseServerSideApply               bool                              `json:"useServerSideApply,omitempty"`
+	WebhookConfiguration             *WebhookConfiguration             `json:"webhookConfiguration,omitempty"`
+}
+
+// ValidationFailureActionOverride sets the failure action for namespaces.
+type ValidationFailureActionOverride struct {
+	Action            string                `json:"action,omitempty"`
+	Namespaces        []string              `json:"namespaces,omitempty"`
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+}
+
+// WebhookConfiguration is the policy's webhook settings.
+type WebhookConfiguration struct {
+	FailurePolicy   string                                   `json:"failurePolicy,omitempty"`
+	TimeoutSeconds  *int32                                   `json:"timeoutSeconds,omitempty"`
+	MatchConditions []admissionregistrationv1.MatchCondition `json:"matchConditions,omitempty"`
+}
+
+// Rule is one rule of a policy.
+type Rule struct {
+	Name             string                                   `json:"name"`
+	Context          []ContextEntry                           `json:"context,omitempty"`
+	ReportProperties map[string]string                        `json:"reportProperties,omitempty"`
+	MatchResources   MatchResources                           `json:"match"`
+	ExcludeResources *MatchResources                          `json:"exclude,omitempty"`
+	ImageExtractors  *apiextensionsv1.JSON                    `json:"imageExtractors,omitempty"`
+	Preconditions    *apiextensionsv1.JSON                    `json:"preconditions,omitempty"`
+	CELPreconditions []admissionregistrationv1.MatchCondition `json:"celPreconditions,omitempty"`
+	Mutation         *apiextensionsv1.JSON                    `json:"mutate,omitempty"`
+	Validation       *Validation                              `json:"validate,omitempty"`
+	Generation       *apiextensionsv1.JSON                    `json:"generate,omitempty"`
+	VerifyImages     []apiextensionsv1.JSON                   `json:"verifyImages,omitempty"`
+	// SkipBackgroundRequests is read and has no effect offline.
+	SkipBackgroundRequests *bool `json:"skipBackgroundRequests,omitempty"`
+}
+
+// MatchResources selects objects: any of Any, all of All, or the older
+// single filter (Resources and the user fields).
+type MatchResources struct {
+	Any                 []ResourceFilter `json:"any,omitempty"`
+	All                 []ResourceFilter `json:"all,omitempty"`
+	UserInfo            `json:",inline"`
+	ResourceDescription `json:"resources,omitempty"`
+}
+
+// ResourceFilter is one filter of any or all.
+type ResourceFilter struct {
+	UserInfo            `json:",inline"`
+	ResourceDescription `json:"resources,omitempty"`
+}
+
+// UserInfo selects requests by who makes them.
+type UserInfo struct {
+	Roles        []string         `json:"roles,omitempty"`
+	ClusterRoles []string         `json:"clusterRoles,omitempty"`
+	Subjects     []rbacv1.Subject `json:"subjects,omitempty"`
+}
+
+// ResourceDescription selects objects.
+type ResourceDescription struct {
+	Kinds             []string              `json:"kinds,omitempty"`
+	Name              string                `json:"name,omitempty"`
+	Names             []string              `json:"names,omitempty"`
+	Namespaces        []string              `json:"namespaces,omitempty"`
+	Annotations       map[string]string     `json:"annotations,omitempty"`
+	Selector          *metav1.LabelSelector `json:"selector,omitempty"`
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	Operations        []string              `json:"operations,omitempty"`
+}
+
+// ContextEntry adds a named value to the rule's context.
+type ContextEntry struct {
+	Name            string                `json:"name"`
+	ConfigMap       *ConfigMapReference   `json:"configMap,omitempty"`
+	APICall         *ContextAPICall       `json:"apiCall,omitempty"`
+	ImageRegistry   *apiextensionsv1.JSON `json:"imageRegistry,omitempty"`
+	Variable        *Variable             `json:"variable,omitempty"`
+	GlobalReference *apiextensionsv1.JSON `json:"globalReference,omitempty"`
+}
+
+// Variable is a context variable: a value (with {{ }} variables), or a
+// JMESPath expression, with a default.
+type Variable struct {
+	Value    *apiextensionsv1.JSON `json:"value,omitempty"`
+	JMESPath string                `json:"jmesPath,omitempty"`
+	Default  *apiextensionsv1.JSON `json:"default,omitempty"`
+}
+
+// ConfigMapReference names a ConfigMap.
+type ConfigMapReference struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ContextAPICall is an API server or service call.
+type ContextAPICall struct {
+	URLPath  string                `json:"urlPath,omitempty"`
+	Method   string                `json:"method,omitempty"`
+	Data     []RequestData         `json:"data,omitempty"`
+	Service  *apiextensionsv1.JSON `json:"service,omitempty"`
+	Default  *apiextensionsv1.JSON `json:"default,omitempty"`
+	JMESPath string                `json:"jmesPath,omitempty"`
+}
+
+// RequestData is a key and value of a POST call's body.
+type RequestData struct {
+	Key   string                `json:"key"`
+	Value *apiextensionsv1.JSON `json:"value"`
+}
+
+// Condition is one condition of preconditions or deny.
+type Condition struct {
+	Key      *apiextensionsv1.JSON `json:"key,omitempty"`
+	Operator string                `json:"operator,omitempty"`
+	Value    *apiextensionsv1.JSON `json:"value,omitempty"`
+	Message  string                `json:"message,omitempty"`
+}
+
+// AnyAllConditions is a condition block.
+type AnyAllConditions struct {
+	Any []Condition `json:"any,omitempty"`
+	All []Condition `json:"all,omitempty"`
+}
+
+// Validation is a rule's validate.
+type Validation struct {
+	FailureAction           string                            `json:"failureAction,omitempty"`
+	FailureActionOverrides  []ValidationFailureActionOverride `json:"failureActionOverrides,omitempty"`
+	AllowExistingViolations *bool                             `json:"allowExistingViolations,omitempty"`
+	Message                 string                            `json:"message,omitempty"`
+	Manifests               *apiextensionsv1.JSON             `json:"manifests,omitempty"`
+	ForEach                 []ForEachValidation               `json:"foreach,omitempty"`
+	Pattern                 *apiextensionsv1.JSON             `json:"pattern,omitempty"`
+	AnyPattern              *apiextensionsv1.JSON             `json:"anyPattern,omitempty"`
+	Deny                    *Deny                             `json:"deny,omitempty"`
+	PodSecurity             *PodSecurity                      `json:"podSecurity,omitempty"`
+	CEL                     *CEL                              `json:"cel,omitempty"`
+	Assert                  *apiextensionsv1.JSON             `json:"assert,omitempty"`
+}
+
+// Deny denies when its conditions hold (a list: all of them; or any/all).
+type Deny struct {
+	Conditions *apiextensionsv1.JSON `json:"conditions,omitempty"`
+}
+
+// ForEachValidation validates each element of a list.
+type ForEachValidation struct {
+	List          string                `json:"list,omitempty"`
+	ElementScope  *bool                 `json:"elementScope,omitempty"`
+	Context       []ContextEntry        `json:"context,omitempty"`
+	Preconditions *AnyAllConditions     `json:"preconditions,omitempty"`
+	Pattern       *apiextensionsv1.JSON `json:"pattern,omitempty"`
+	AnyPattern    *apiextensionsv1.JSON `json:"anyPattern,omitempty"`
+	Deny          *Deny                 `json:"deny,omitempty"`
+	// ForEach is a nested list of ForEachValidation.
+	ForEach []ForEachValidation `json:"foreach,omitempty"`
+}
+
+// PodSecurity applies a Pod Security Standards level.
+type PodSecurity struct {
+	Level   string                `json:"level,omitempty"`
+	Version string                `json:"version,omitempty"`
+	Exclude []PodSecurityStandard `json:"exclude,omitempty"`
+}
+
+// PodSecurityStandard exempts a control.
+type PodSecurityStandard struct {
+	ControlName     string   `json:"controlName"`
+	Images          []string `json:"images,omitempty"`
+	RestrictedField string   `json:"restrictedField,omitempty"`
+	Values          []string `json:"values,omitempty"`
+}
+
+// CEL is a validate.cel: the expressions of a ValidatingAdmissionPolicy.
+type CEL struct {
+	Generate         *bool                                     `json:"generate,omitempty"`
+	Expressions      []admissionregistrationv1.Validation      `json:"expressions,omitempty"`
+	ParamKind        *admissionregistrationv1.ParamKind        `json:"paramKind,omitempty"`
+	ParamRef         *admissionregistrationv1.ParamRef         `json:"paramRef,omitempty"`
+	AuditAnnotations []admissionregistrationv1.AuditAnnotation `json:"auditAnnotations,omitempty"`
+	Variables        []admissionregistrationv1.Variable        `json:"variables,omitempty"`
+}

@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/runner"
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/suite"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// A kyverno-test.yaml runs as `kyverno test` runs it: every resource
+// through the admission chain with the suite's policies (CREATE, the
+// operation its values give, or each operation a row names), then every
+// expected row compared with the rule results.
+
+// kyvernoSuiteError is an exit-2 error naming a kyverno-test.yaml.
+func kyvernoSuiteError(t *suite.KyvernoTest, field string, err error) error {
+	return &ExitError{Code: 2, Err: fmt.Errorf("%w: %s: %s: %v", suite.ErrInvalid, t.Path, field, err)}
+}
+
+// kyvernoSuite is a loaded kyverno-test.yaml: its chain, its resources,
+// the names of its policies.
+type kyvernoSuite struct {
+	t      *suite.KyvernoTest
+	chain  *runner.Chain
+	docs   []source.Document
+	loaded map[string]bool
+}
+
+// kyvernoRuns are the results of one operation: by resource key
+// (apiVersion,kind,namespace,name), by policy name, its rule results (a
+// loaded policy has an entry even without results, as kyverno test's
+// responses); keys in the resources' order.
+type kyvernoRuns struct {
+	byKey map[string]map[string][]kyvernoRuleResult
+	keys  []string
+}
+
+func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, s Streams) ([]caseResult, error) {
+	ks, err := loadKyvernoSuite(t, o, s)
+	if err != nil {
+		return nil, err
+	}
+	ops := []string{""}
+	for _, r := range t.Results {
+		if r.Operation != "" && !slices.Contains(ops, r.Operation) {
+			ops = append(ops, r.Operation)
+		}
+	}
+	runs := map[string]*kyvernoRuns{}
+	for _, op := range ops {
+		if runs[op], err = ks.run(ctx, op, s); err != nil {
+			return nil, err
+		}
+	}
+	var out []caseResult
+	for _, row := range t.Results {
+		out = append(out, compareKyvernoRow(t.Path, row, runs[row.Operation], ks.loaded)...)
+	}
+	return out, nil
+}
+
+func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyvernoSuite, error) {
+	for field, unsupported := range map[string]bool{
+		"userinfo": t.UserInfo != "", "exceptions": len(t.Exceptions) > 0, "targetResources": len(t.TargetResources) > 0,
+		"clusterResources": len(t.ClusterResources) > 0, "apiCallResponses": len(t.APICallResponses) > 0,
+		"globalContextEntries": len(t.GlobalContextEntries) > 0, "context": t.Context != "", "paramResources": len(t.ParamResources) > 0,
+	} {
+		if unsupported {
+			return nil, kyvernoSuiteError(t, field, fmt.Errorf("not supported yet by modwright test"))
+		}
+	}
+	reg := o.registry.kinds("")
+	if o.registry == nil {
+		reg = newKyvernoTestRegistry(t.Values)
+	}
+	snap, policies, err := loadRules(t.ResolveAll(t.Policies), s, reg, ruleLoading{policies: true})
+	if err != nil {
+		if ee, ok := err.(*ExitError); ok {
+			return nil, kyvernoSuiteError(t, "policies", ee.Err)
+		}
+		return nil, err
+	}
+	ks := &kyvernoSuite{t: t, loaded: map[string]bool{}}
+	for _, r := range snap.Rules() {
+		if info := r.Info(); info.Kind == "ClusterPolicy" || info.Kind == "Policy" {
+			ks.loaded[info.Name] = true
+		}
+	}
+	if ks.docs, err = source.ReadPaths(t.ResolveAll(t.Resources), nil); err != nil {
+		return nil, kyvernoSuiteError(t, "resources", err)
+	}
+	var resolver engine.ObjectReader
+	if ns := kyvernoNamespaces(t.Values); len(ns) > 0 {
+		r, _, err := newStaticResolver(ns)
+		if err != nil {
+			return nil, kyvernoSuiteError(t, "variables", err)
+		}
+		resolver = r
+	}
+	ks.chain = runner.NewChain(runner.NewEngineOptions(snap, engineOptions(resolver, nil)),
+		runner.ChainOptions{Policies: policies, Objects: contextObjects(resolver)})
+	return ks, nil
+}
+
+// kyvernoNamespaces are the Namespaces a values file describes (their
+// labels, for namespaceSelectors).
+func kyvernoNamespaces(v *suite.KyvernoValues) []source.Document {
+	if v == nil {
+		return nil
+	}
+	var out []source.Document
+	for _, n := range v.NamespaceSelector {
+		ls := map[string]any{}
+		for k, l := range n.Labels {
+			ls[k] = l
+		}
+		out = append(out, source.Document{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+			"metadata": map[string]any{"name": n.Name, "labels": ls}}})
+	}
+	for _, n := range v.Namespaces {
+		out = append(out, source.Document{Object: n})
+	}
+	return out
+}
+
+// run evaluates every resource with operation op ("": each resource's own).
+func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyvernoRuns, error) {
+	out := &kyvernoRuns{byKey: map[string]map[string][]kyvernoRuleResult{}}
+	for _, d := range ks.docs {
+		obj := value.DeepCopy(d.Object).(map[string]any)
+		a := newAdmission(obj, "default")
+		if md, ok := obj["metadata"].(map[string]any); ok && a.ns != "" {
+			md["namespace"] = a.ns // as kyverno test defaults it
+		}
+		key := strings.Join([]string{d.APIVersion(), a.kind, a.ns, a.name}, ",")
+		if _, dup := out.byKey[key]; dup {
+			if op == "" {
+				fmt.Fprintf(s.Err, "warning: %s: %s: %s %s/%s appears twice; the first is tested\n", ks.t.Path, d.Origin, a.kind, a.ns, a.name)
+			}
+			continue
+		}
+		rop := rules.Operation(strings.ToUpper(op))
+		if op == "" {
+			rop = kyvernoOperation(ks.t.Values, a.name)
+		}
+		req := a.request(rop)
+		if rop == rules.Update {
+			req.Old = obj // as kyverno test: the old object is the object
+		}
+		res, err := ks.chain.Run(ctx, req)
+		if err != nil {
+			return nil, kyvernoSuiteError(ks.t, "resources", fmt.Errorf("%s: %w", d.Origin, err))
+		}
+		byPolicy := map[string][]kyvernoRuleResult{}
+		for name := range ks.loaded {
+			byPolicy[name] = nil
+		}
+		if res.Decision != nil {
+			for _, tr := range res.Decision.Trace {
+				for _, rr := range kyvernoResults(tr.Detail) {
+					name := lastSegment(rr.Policy)
+					byPolicy[name] = append(byPolicy[name], rr)
+				}
+			}
+		}
+		out.byKey[key] = byPolicy
+		out.keys = append(out.keys, key)
+	}
+	return out, nil
+}
+
+func lastSegment(s string) string { return s[strings.LastIndex(s, "/")+1:] }
+
+// kyvernoOperation is a resource's operation: request.operation in the
+// values (a policy's per-resource values, else the global ones), else
+// CREATE.
+func kyvernoOperation(v *suite.KyvernoValues, resource string) rules.Operation {
+	if v == nil {
+		return rules.Create
+	}
+	for _, p := range v.Policies {
+		for _, r := range p.Resources {
+			if op, ok := r.Values["request.operation"].(string); ok && r.Name == resource && op != "" {
+				return rules.Operation(strings.ToUpper(op))
+			}
+		}
+	}
+	if op, ok := v.GlobalValues["request.operation"].(string); ok && op != "" {
+		return rules.Operation(strings.ToUpper(op))
+	}
+	return rules.Create
+}
+
+// compareKyvernoRow checks one expected row as kyverno test does: the
+// resources it names (name, or namespace/name; none found: every
+// resource), the rule results of its policy and rule (or the rule's
+// autogen-, autogen-cronjob- variants); a policy with no result for a
+// resource passes as "Excluded" (the rule did not match).
+func compareKyvernoRow(path string, row suite.KyvernoResult, runs *kyvernoRuns, loaded map[string]bool) []caseResult {
+	var sel []string
+	for _, want := range row.Resources {
+		p := strings.Split(want, "/")
+		for _, k := range runs.keys {
+			parts := strings.Split(k, ",")
+			if (len(p) == 1 && p[0] == parts[3]) || (len(p) == 2 && p[0] == parts[2] && p[1] == parts[3]) {
+				sel = append(sel, k)
+			}
+		}
+	}
+	if len(sel) == 0 {
+		sel = runs.keys
+	}
+	policy := lastSegment(row.Policy)
+	var out []caseResult
+	for _, k := range sel {
+		c := caseResult{Suite: path, Policy: row.Policy, Rule: row.Rule, Resource: strings.ReplaceAll(k, ",", "/"), Expected: row.Result}
+		results, ok := runs.byKey[k][policy]
+		if !ok || !loaded[policy] {
+			c.Reason = "Not found"
+			out = append(out, c.named())
+			continue
+		}
+		n := 0
+		for _, rr := range results {
+			if row.Rule != "" && rr.Rule != row.Rule && rr.Rule != "autogen-"+row.Rule && rr.Rule != "autogen-cronjob-"+row.Rule {
+				continue
+			}
+			n++
+			rc := c
+			rc.Rule, rc.Got = rr.Rule, string(rr.Status)
+			switch {
+			case row.PatchedResources != "" || row.GeneratedResource != "" || len(row.GeneratedResources) > 0:
+				rc.Reason = "patchedResources and generatedResource are not compared yet"
+			case string(rr.Status) != row.Result:
+				rc.Reason = fmt.Sprintf("Want %s, got %s", row.Result, rr.Status)
+				if rr.Message != "" {
+					rc.Reason += ": " + rr.Message
+				}
+			}
+			rc.Passed = rc.Reason == ""
+			out = append(out, rc.named())
+		}
+		if n == 0 {
+			c.Passed, c.Note = true, "Excluded"
+			out = append(out, c.named())
+		}
+	}
+	return out
+}
+
+// named fills a Kyverno row's case name: policy, rule, resource.
+func (c caseResult) named() caseResult {
+	c.Case = fmt.Sprintf("%s %s %s", c.Policy, c.Rule, c.Resource)
+	if c.Note != "" {
+		c.Case += " (" + c.Note + ")"
+	}
+	return c
+}

@@ -1,0 +1,328 @@
+package kyverno
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/lang/jmespath"
+	"github.com/modwright/modwright/internal/lang/subst"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// ctxEntry is a compiled context entry.
+type ctxEntry struct {
+	name  string
+	field string
+	// variable
+	val      *subst.Document
+	hasVal   bool
+	jp       *subst.Template // jmesPath, with {{ }} variables
+	def      *subst.Document
+	hasDef   bool
+	isVar    bool
+	cmName   *subst.Template
+	cmNS     *subst.Template
+	isCM     bool
+	offline  string // an entry read only in the cluster (apiCall, imageRegistry, globalReference)
+	jpSource string
+}
+
+func (c *compiler) contextEntries(field string, es []kyvernov1.ContextEntry) []*ctxEntry {
+	var out []*ctxEntry
+	for i := range es {
+		e := &es[i]
+		f := fmt.Sprintf("%s[%d]", field, i)
+		ce := &ctxEntry{name: e.Name, field: f}
+		if e.Name == "" {
+			c.errf(f+".name", "a context entry needs a name")
+		}
+		n := 0
+		if v := e.Variable; v != nil {
+			n++
+			ce.isVar = true
+			if v.Value != nil {
+				ce.val, ce.hasVal = c.document(f+".variable.value", v.Value.Raw), true
+			}
+			if v.JMESPath != "" {
+				ce.jp, ce.jpSource = c.template(f+".variable.jmesPath", v.JMESPath), v.JMESPath
+			}
+			if v.Default != nil {
+				ce.def, ce.hasDef = c.document(f+".variable.default", v.Default.Raw), true
+			}
+		}
+		if cm := e.ConfigMap; cm != nil {
+			n++
+			ce.isCM = true
+			ce.cmName = c.template(f+".configMap.name", cm.Name)
+			ce.cmNS = c.template(f+".configMap.namespace", cm.Namespace)
+		}
+		if e.APICall != nil {
+			n++
+			ce.offline = "apiCall"
+		}
+		if e.ImageRegistry != nil {
+			n++
+			ce.offline = "imageRegistry"
+		}
+		if e.GlobalReference != nil {
+			n++
+			ce.offline = "globalReference"
+		}
+		if n != 1 {
+			c.errf(f, "a context entry needs exactly one of variable, configMap, apiCall, imageRegistry or globalReference")
+		}
+		out = append(out, ce)
+	}
+	return out
+}
+
+func (c *compiler) document(field string, raw []byte) *subst.Document {
+	v, err := value.Decode(raw)
+	if err != nil {
+		c.errf(field, "%v", err)
+		return nil
+	}
+	d, err := subst.CompileDocument(v)
+	if err != nil {
+		c.errf(field, "%v", err)
+		return nil
+	}
+	c.p.progs.add(c, field, d.Expressions())
+	return d
+}
+
+// scope is Kyverno's JSON context for one rule (or one foreach element):
+// the document JMESPath programs and {{ }} variables read, in the
+// library's form.
+type scope struct {
+	ctx    context.Context
+	doc    map[string]any
+	progs  *programs
+	delete bool // DELETE: request.object reads request.oldObject
+	obj    any  // the object patterns validate
+}
+
+var _ subst.Resolver = (*scope)(nil)
+
+// Resolve evaluates a {{ }} variable's expression: a plain field chain
+// that reaches a missing key is undefined, as Kyverno's JMESPath.
+func (s *scope) Resolve(_ context.Context, src string) (any, error) {
+	if s.delete {
+		src = strings.ReplaceAll(src, "request.object", "request.oldObject")
+	}
+	e, err := s.progs.compile(src)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.search(e)
+	if err != nil {
+		return nil, err
+	}
+	return jmespath.Result(v), nil
+}
+
+// search evaluates e over the document (library form in and out).
+func (s *scope) search(e *jpExpr) (any, error) {
+	if err := s.ctx.Err(); err != nil {
+		return nil, err
+	}
+	v, err := e.prog.Search(s.ctx, s.doc)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil && e.path != nil {
+		if missing := missingKey(s.doc, e.path); missing != "" {
+			return nil, fmt.Errorf("%w: {{ %s }}: unknown key %q", subst.ErrUndefined, e.prog.Source(), missing)
+		}
+	}
+	return v, nil
+}
+
+// missingKey returns the first key of path a document lacks, or "".
+func missingKey(doc map[string]any, path []string) string {
+	var cur any = doc
+	for _, k := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		v, ok := m[k]
+		if !ok {
+			return k
+		}
+		cur = v
+	}
+	return ""
+}
+
+// with is a copy of the scope whose document adds name = v (library
+// form); a dotted name sets a nested member, copying the maps on its way.
+func (s *scope) with(name string, v any) *scope {
+	out := *s
+	out.doc = setPath(s.doc, strings.Split(name, "."), v)
+	return &out
+}
+
+func setPath(doc map[string]any, path []string, v any) map[string]any {
+	out := maps.Clone(doc)
+	if out == nil {
+		out = map[string]any{}
+	}
+	if len(path) == 1 {
+		out[path[0]] = v
+		return out
+	}
+	child, _ := out[path[0]].(map[string]any)
+	out[path[0]] = setPath(child, path[1:], v)
+	return out
+}
+
+// load adds a rule's context entries to the scope, in order.
+func (s *scope) load(h *engine.Handle, es []*ctxEntry) (*scope, error) {
+	for _, e := range es {
+		var err error
+		if s, err = s.loadOne(h, e); err != nil {
+			return s, fmt.Errorf("%s: %w", e.field, err)
+		}
+	}
+	return s, nil
+}
+
+func (s *scope) loadOne(h *engine.Handle, e *ctxEntry) (*scope, error) {
+	switch {
+	case e.isVar:
+		v, err := s.variable(e)
+		if err != nil {
+			return s, err
+		}
+		lib, err := jmespath.Prepare(v)
+		if err != nil {
+			return s, err
+		}
+		return s.with(e.name, lib), nil
+	case e.isCM:
+		cm, err := s.configMap(h, e)
+		if err != nil {
+			return s, err
+		}
+		if cm == nil {
+			return s, nil
+		}
+		lib, err := jmespath.Prepare(cm)
+		if err != nil {
+			return s, err
+		}
+		return s.with(e.name, lib), nil
+	}
+	// An entry read only in the cluster: as kyverno test, a value given
+	// under its name (a values file) stands for it; else references fail.
+	return s, nil
+}
+
+func (s *scope) variable(e *ctxEntry) (any, error) {
+	var jp string
+	if e.jp != nil {
+		t, err := e.jp.RenderEscaped(s.ctx, s, nil)
+		if err != nil {
+			return nil, err
+		}
+		jp = t
+	}
+	var out any
+	var err error
+	switch {
+	case e.hasVal:
+		out, err = e.val.Substitute(s.ctx, s)
+		if err == nil && jp != "" {
+			var prog *jpExpr
+			if prog, err = s.progs.compile(jp); err == nil {
+				var lib any
+				if lib, err = jmespath.Prepare(out); err == nil {
+					var res any
+					if res, err = prog.prog.Search(s.ctx, lib); err == nil {
+						out = jmespath.Result(res)
+					}
+				}
+			}
+		}
+	case jp != "":
+		var prog *jpExpr
+		if prog, err = s.progs.compile(jp); err == nil {
+			var res any
+			if res, err = s.search(prog); err == nil {
+				out = jmespath.Result(res)
+			}
+		}
+	}
+	if (err != nil || out == nil) && e.hasDef {
+		return e.def.Substitute(s.ctx, s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("failed to add context entry for variable %s since it evaluated to nil", e.name)
+	}
+	return out, nil
+}
+
+func (s *scope) configMap(h *engine.Handle, e *ctxEntry) (any, error) {
+	name, err := e.cmName.RenderEscaped(s.ctx, s, nil)
+	if err != nil {
+		return nil, err
+	}
+	ns := ""
+	if e.cmNS != nil {
+		if ns, err = e.cmNS.RenderEscaped(s.ctx, s, nil); err != nil {
+			return nil, err
+		}
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	objs := h.Objects()
+	if objs == nil {
+		return nil, nil // offline without context objects: as kyverno test, not loaded
+	}
+	cm, err := objs.Get(s.ctx, engine.ObjectRef{Kind: "ConfigMap", Namespace: ns, Name: name})
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", ns, name, err)
+	}
+	if cm == nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s not found", ns, name)
+	}
+	return cm, nil
+}
+
+// base builds the scope of a policy evaluation: Kyverno's request with the
+// object (and old object), the service account, the images, and the
+// values given for the policy and resource (a kyverno test suite's).
+func (p *Policy) base(h *engine.Handle, st *evalState) (*scope, error) {
+	doc, err := st.document(h)
+	if err != nil {
+		return nil, err
+	}
+	s := &scope{ctx: h.Context(), doc: doc, progs: &p.progs, delete: h.Request().Operation == rules.Delete, obj: h.Object()}
+	if vals := p.opts.values; vals != nil {
+		for _, kv := range vals.For(p.name, resourceName(h.Object())) {
+			lib, err := jmespath.Prepare(kv.Value)
+			if err != nil {
+				return nil, err
+			}
+			s = s.with(kv.Name, lib)
+		}
+	}
+	return s, nil
+}
+
+func resourceName(obj any) string {
+	m, _ := obj.(map[string]any)
+	md, _ := m["metadata"].(map[string]any)
+	n, _ := md["name"].(string)
+	return n
+}

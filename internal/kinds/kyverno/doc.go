@@ -1,0 +1,28 @@
+// Package kyverno is the adapter of Kyverno's own policy kinds,
+// ClusterPolicy and Policy (kyverno.io/v1, also read as kyverno.io/v2beta1;
+// Go types in api/kyverno/v1), so that a Kyverno user's policies run
+// unchanged: it decodes their manifests strictly and compiles each rule
+// once (match and exclude, context entries, preconditions, validate:
+// pattern and anyPattern through internal/lang/pattern, deny through
+// internal/lang/conditions, foreach, the message's {{ }} variables through
+// internal/lang/subst, JMESPath programs through internal/lang/jmespath),
+// with Kyverno's autogen rules for pod controllers (autogen.go).
+//
+// Evaluation follows Kyverno's engine: a rule that does not match gives no
+// result; preconditions that do not hold skip it; a pattern fails at a
+// path, a conditional or global anchor skips; a rule that cannot be
+// evaluated (an undefined variable) is an error. Each rule's result
+// (pass, fail, skip, error, with Kyverno's message) is recorded in the
+// trace (Results), which `modwright test` compares with a kyverno-test.yaml
+// suite. At admission a failure of an Enforce rule rejects the object with
+// Kyverno's message, a failure of an Audit rule warns, an error obeys the
+// policy's failurePolicy.
+//
+// Not evaluated yet, reported as such (the policy loads, and every request
+// it matches gets the rule's error; lint and compile say so): mutate and
+// generate rules; validate.podSecurity, validate.cel, validate.manifests and
+// verifyImages; context entries other than variable and configMap.
+//
+// It must not know HTTP, the CLI or how rules are sourced; other kinds and
+// the kernel's internals are none of its business.
+package kyverno

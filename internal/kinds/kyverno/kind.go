@@ -1,0 +1,168 @@
+package kyverno
+
+import (
+	"fmt"
+	"slices"
+
+	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// Kind is the adapter of ClusterPolicy or Policy. It is stateless and
+// safe for concurrent use.
+type Kind struct {
+	name string
+	opts options
+}
+
+var _ kinds.Kind = (*Kind)(nil)
+
+// NewKinds returns the adapters of ClusterPolicy and Policy.
+func NewKinds(opts ...Option) []kinds.Kind {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return []kinds.Kind{&Kind{kyvernov1.KindClusterPolicy, o}, &Kind{kyvernov1.KindPolicy, o}}
+}
+
+// Name is ClusterPolicy or Policy.
+func (k *Kind) Name() string { return k.name }
+
+// Group is kyverno.io.
+func (k *Kind) Group() string { return kyvernov1.Group }
+
+// Versions are v1 and v2beta1 (the same schema).
+func (k *Kind) Versions() []string { return []string{kyvernov1.Version, kyvernov1.VersionV2beta1} }
+
+// Compile decodes and compiles a policy. A policy with errors is returned
+// with Info().Err set (a *rules.CompileError naming each field).
+func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
+	p := &Policy{kind: k.name, opts: k.opts}
+	p.info = engine.RuleInfo{Kind: k.name, Key: m.Key(), Namespace: m.Namespace(), Name: m.Name(), Phase: engine.Validate}
+	av := m.APIVersion()
+	if av != kyvernov1.Group+"/"+kyvernov1.VersionV2beta1 {
+		av = kyvernov1.Group + "/" + kyvernov1.Version
+	}
+	var cp kyvernov1.ClusterPolicy
+	if err := kinds.Decode(m, k.name, av, &cp); err != nil {
+		p.info.Err = err
+		return p, nil
+	}
+	c := &compiler{p: p, ce: &rules.CompileError{Kind: k.name, Rule: m.Key()}}
+	c.policy(&cp)
+	if len(c.ce.Errors) > 0 {
+		p.info.Err = c.ce
+	}
+	return p, nil
+}
+
+// compiler collects a policy's errors.
+type compiler struct {
+	p  *Policy
+	ce *rules.CompileError
+}
+
+func (c *compiler) errf(field, format string, args ...any) {
+	c.ce.Errors = append(c.ce.Errors, rules.FieldError{Field: field, Pos: -1, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *compiler) policy(cp *kyvernov1.ClusterPolicy) {
+	p, spec := c.p, &cp.Spec
+	if c.p.kind == kyvernov1.KindPolicy {
+		p.ns = cp.Namespace
+		if p.ns == "" {
+			p.ns = "default"
+		}
+	}
+	p.name = cp.Name
+	p.scored = cp.Annotations[kyvernov1.AnnotationScored] != "false"
+	p.enforce = enforce(spec.ValidationFailureAction)
+	p.overrides = c.overrides("spec.validationFailureActionOverrides", spec.ValidationFailureActionOverrides)
+	p.applyOne = spec.ApplyRules == "One"
+	// A rule's error never stops the evaluation (every policy has its
+	// results, as in Kyverno); the policy's failurePolicy Fail makes it
+	// reject the object (Apply).
+	p.info.FailurePolicy = engine.FailureIgnore
+	switch spec.FailurePolicy {
+	case "", "Fail":
+		p.failClosed = true
+	case "Ignore":
+	default:
+		c.errf("spec.failurePolicy", "must be Fail or Ignore, not %q", spec.FailurePolicy)
+	}
+	switch spec.ApplyRules {
+	case "", "All", "One":
+	default:
+		c.errf("spec.applyRules", "must be All or One, not %q", spec.ApplyRules)
+	}
+	if len(spec.Rules) == 0 {
+		c.errf("spec.rules", "a policy needs at least one rule")
+	}
+	seen := map[string]bool{}
+	for i := range spec.Rules {
+		r := &spec.Rules[i]
+		field := fmt.Sprintf("spec.rules[%d]", i)
+		if seen[r.Name] {
+			c.errf(field+".name", "duplicate rule name %q", r.Name)
+		}
+		seen[r.Name] = true
+		p.rules = append(p.rules, c.rule(field, r, ""))
+	}
+	p.rules = append(p.rules, c.autogen(cp)...)
+	p.info.Index = p.index()
+}
+
+// index places the policy: its namespace (a Policy), the operations and
+// kinds its rules match.
+func (p *Policy) index() engine.IndexKeys {
+	ix := engine.IndexKeys{AnyNamespace: p.ns == "", Namespace: p.ns}
+	var ops engine.OpSet
+	var kindsOf []string
+	anyKind := false
+	for _, r := range p.rules {
+		o, ks, any := r.match.footprint()
+		ops |= o
+		if any {
+			anyKind = true
+		}
+		kindsOf = append(kindsOf, ks...)
+	}
+	ix.Operations = ops
+	if !anyKind {
+		slices.Sort(kindsOf)
+		ix.Kinds = slices.Compact(kindsOf)
+		if ix.Kinds == nil {
+			ix.Kinds = []string{}
+		}
+	}
+	return ix
+}
+
+func enforce(action string) bool { return action == "Enforce" || action == "enforce" }
+
+func (c *compiler) overrides(field string, os []kyvernov1.ValidationFailureActionOverride) []override {
+	var out []override
+	for i, o := range os {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		ov := override{enforce: enforce(o.Action), namespaces: o.Namespaces}
+		switch o.Action {
+		case "Enforce", "enforce", "Audit", "audit":
+		default:
+			c.errf(f+".action", "must be Enforce or Audit, not %q", o.Action)
+			continue
+		}
+		if o.NamespaceSelector != nil {
+			sel, err := selectorOf(o.NamespaceSelector)
+			if err != nil {
+				c.errf(f+".namespaceSelector", "%v", err)
+				continue
+			}
+			ov.selector = sel
+		}
+		out = append(out, ov)
+	}
+	return out
+}

@@ -1,0 +1,81 @@
+package kyverno
+
+import "slices"
+
+// Option configures the kinds.
+type Option func(*options)
+
+type options struct {
+	values *Values
+}
+
+// WithValues gives every policy the values of a kyverno test suite (its
+// values file), as Kyverno's CLI adds them to a rule's context.
+func WithValues(v *Values) Option { return func(o *options) { o.values = v } }
+
+// Values are the variables of a kyverno test suite: global ones, per
+// policy and resource, per policy and rule. Names may be dotted
+// ("request.operation") to set a nested member.
+type Values struct {
+	Global   []NameValue
+	Policies []PolicyValues
+}
+
+// NameValue is one variable (its value a JSON value tree).
+type NameValue struct {
+	Name  string
+	Value any
+}
+
+// PolicyValues are the variables of one policy.
+type PolicyValues struct {
+	Name      string
+	Resources []ResourceValues
+	Rules     []RuleValues
+}
+
+// ResourceValues are the variables of one resource (by name).
+type ResourceValues struct {
+	Name   string
+	Values []NameValue
+}
+
+// RuleValues are the variables of one rule (by name, or its autogen
+// name).
+type RuleValues struct {
+	Name   string
+	Values []NameValue
+}
+
+// For returns the variables of a policy's evaluation on a resource: the
+// global ones, then the resource's (later ones win).
+func (v *Values) For(policy, resource string) []NameValue {
+	out := slices.Clone(v.Global)
+	for _, p := range v.Policies {
+		if p.Name != policy {
+			continue
+		}
+		for _, r := range p.Resources {
+			if r.Name == resource {
+				out = append(out, r.Values...)
+			}
+		}
+	}
+	return out
+}
+
+// ForRule returns the variables of a policy's rule.
+func (v *Values) ForRule(policy, rule string) []NameValue {
+	var out []NameValue
+	for _, p := range v.Policies {
+		if p.Name != policy {
+			continue
+		}
+		for _, r := range p.Rules {
+			if r.Name == rule || "autogen-"+r.Name == rule || "autogen-cronjob-"+r.Name == rule {
+				out = append(out, r.Values...)
+			}
+		}
+	}
+	return out
+}

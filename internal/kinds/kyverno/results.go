@@ -1,0 +1,39 @@
+package kyverno
+
+// Status is a rule's result, as Kyverno's reports name it.
+type Status string
+
+// Results of a rule.
+const (
+	Pass  Status = "pass"
+	Fail  Status = "fail"
+	Warn  Status = "warn"
+	Error Status = "error"
+	Skip  Status = "skip"
+)
+
+// RuleResult is the result of one rule of a policy on one object.
+type RuleResult struct {
+	Policy  string `json:"policy"` // name, or namespace/name for a Policy
+	Rule    string `json:"rule"`
+	Status  Status `json:"result"`
+	Message string `json:"message,omitempty"`
+	// Enforced: a failure of this rule rejects the object.
+	Enforced bool `json:"enforced,omitempty"`
+}
+
+// Trace is the detail a policy records in its engine.RuleTrace: the
+// result of every rule that matched, in order (a rule that did not match
+// has none, as in Kyverno).
+type Trace struct {
+	Results []RuleResult
+}
+
+// ResultsOf returns the rule results a trace detail holds (nil when it is
+// not a Kyverno policy's).
+func ResultsOf(detail any) []RuleResult {
+	if t, ok := detail.(*Trace); ok {
+		return t.Results
+	}
+	return nil
+}
