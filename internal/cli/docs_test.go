@@ -95,6 +95,8 @@ func TestDocsCLIExamples(t *testing.T) {
 	}{
 		"modwright lint testdata/cli/lint/errors -o json": {code: 1},
 		"modwright version": {stdout: "github.com/google/cel-go v"},
+		"modwright apply --rules examples/kyverno/require-team.yaml -f examples/kyverno/resources.yaml": {
+			code: 1, stderr: "validation error: the label team is required. rule autogen-team-label failed at path /spec/template/metadata/labels/"},
 		"modwright lint testdata/cli/lint/crd --crd testdata/crd/widgets.yaml": {
 			code: 1, stdout: `testdata/cli/lint/crd/policies.yaml:20:15: ModwrightPolicy default/widgets: spec.validations[2].cel: error E201: with self typed by the schema of example.com/v1 Widget at $.spec: undefined field 'mode'`},
 		"modwright apply --rules examples/policies -f testdata/cli/policy/web-v2.yaml --operation UPDATE --old testdata/cli/policy/web-v1.yaml": {
@@ -121,7 +123,7 @@ func TestDocsCLIExamples(t *testing.T) {
 			code: 1, stderr: `reject-external-ips: "external IPs [203.0.113.7] are not allowed"`},
 	}
 	var cmds []docCommand
-	for _, doc := range []string{"cli.md", "policy.md", "variables.md", "kinitiras.md", "rule-packs.md", "graph.md", "cel.md"} {
+	for _, doc := range []string{"cli.md", "policy.md", "variables.md", "kinitiras.md", "rule-packs.md", "graph.md", "cel.md", "kyverno.md"} {
 		cs := docCommands(t, filepath.Join(root, "docs", doc))
 		if len(cs) < 3 {
 			t.Fatalf("found %d commands in docs/%s; the parser is broken", len(cs), doc)

@@ -27,7 +27,29 @@ import (
 // a suite using one must fail, and only with the rule's "not evaluated yet"
 // error (docs/compatibility.md lists them); one that starts to pass fails
 // the test, so that the list stays true.
-var kyvernoPending = []string{"cel", "podSecurity"}
+var kyvernoPending = []string{"podSecurity"}
+
+// kyvernoDeviations are the suites where modwright deliberately differs
+// from kyverno test, each with its reason (docs/compatibility.md, Kyverno's
+// policies) and the text every differing row's reason holds. A listed
+// suite that starts to pass fails the test, so that the list stays true.
+var kyvernoDeviations = map[string]struct{ reason, rows string }{
+	"other-cel/restrict-clusterrole-nodesproxy": nullField,
+	"other-cel/restrict-secret-role-verbs":      nullField,
+	"other-cel/restrict-wildcard-resources":     nullField,
+	"other-cel/restrict-wildcard-verbs":         nullField,
+}
+
+var nullField = struct{ reason, rows string }{
+	reason: "a field written null (rules: null) is absent for CEL, as the API server stores the object; kyverno test keeps the null",
+	rows:   "no such key: rules",
+}
+
+// kyvernoExcluded are rows kyverno test passes as Excluded too (the rule
+// does not match there either), by suite and case.
+var kyvernoExcluded = map[string]string{
+	"other-cel/memory-requests-equal-limits": "batch/v1beta1/CronJob/default/hello", // autogen rules match batch/v1 CronJobs
+}
 
 // kyvernoSuiteInfo classifies a suite by its policies: validate-only
 // legacy policies, and the pending validate features they use.
@@ -95,7 +117,7 @@ func TestKyvernoPolicies(t *testing.T) {
 			switch {
 			case !r.Passed:
 				bad = append(bad, r.Case+": "+r.Reason)
-			case r.Note == "Excluded" && r.Expected != "skip" && len(pending) == 0:
+			case r.Note == "Excluded" && r.Expected != "skip" && len(pending) == 0 && !strings.HasSuffix(r.Resource, kyvernoExcluded[name]):
 				bad = append(bad, r.Case+": the rule did not match (kyverno test passes it: Excluded), want "+r.Expected)
 			}
 		}
@@ -107,6 +129,17 @@ func TestKyvernoPolicies(t *testing.T) {
 			for _, b := range bad {
 				if !strings.Contains(b, "is not evaluated yet") {
 					t.Errorf("%s (uses %v): a failure other than the pending feature's: %s", name, pending, b)
+				}
+			}
+			continue
+		}
+		if dev, ok := kyvernoDeviations[name]; ok {
+			if len(bad) == 0 {
+				t.Errorf("%s passes: remove it from kyvernoDeviations (%s)", name, dev.reason)
+			}
+			for _, b := range bad {
+				if !strings.Contains(b, dev.rows) {
+					t.Errorf("%s (a deviation: %s): a row differs otherwise: %s", name, dev.reason, b)
 				}
 			}
 			continue

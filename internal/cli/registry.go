@@ -37,10 +37,13 @@ func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry 
 // compiling CUE with cue: kinitiras' with --kinitiras (their CRDs must
 // then be installed).
 func newClusterRegistry(clusterNS string, withKinitiras bool, cue cuelang.Language) *kinds.Registry {
+	// Kyverno's kinds are served from files only: the operator watches them
+	// once their CRDs ship.
+	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
 	if withKinitiras {
-		return newServingRegistry(clusterNS, cue)
+		ks = append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)
 	}
-	return kinds.NewRegistry(append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)...)
+	return kinds.NewRegistry(ks...)
 }
 
 // kyvernoRuleResult is a Kyverno policy's rule result (a trace detail).

@@ -31,11 +31,17 @@ func newTestCmd(s Streams) *cobra.Command {
 	o := &testOptions{}
 	cmd := &cobra.Command{
 		Use:   "test PATH...",
-		Short: "Run rule test suites (" + suite.FileName + ") and report PASS/FAIL per case",
+		Short: "Run rule test suites (" + suite.FileName + ", Kyverno's " + suite.KyvernoFileName + ") and report PASS/FAIL per case",
 		Long: `test runs test suites for rules of every kind: each suite names rule files, resources and
 optional context objects, and the outcome expected for each resource. PATH is a
 suite file, or a directory searched recursively for files named
-` + suite.FileName + `.
+` + suite.FileName + ` and ` + suite.KyvernoFileName + `.
+
+A ` + suite.KyvernoFileName + ` (cli.kyverno.io/v1alpha1 Test) runs as kyverno test runs it:
+its policies (Kyverno ClusterPolicy/Policy), resources, values file and
+results rows; each row prints its policy, rule and resource, the result
+expected and the result got (-o table: kyverno test's columns). A row whose
+rule did not match passes, marked (Excluded), as in kyverno test.
 
 A suite (paths are relative to the suite file):
 
@@ -79,6 +85,7 @@ invalid (the file and field are named) or its rules or resources cannot be
 loaded.`,
 		Example: `  modwright test examples
   modwright test examples/modwright-test.yaml -o json
+  modwright test examples/kyverno -o table
   modwright test examples --run 'external IPs'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -198,6 +205,16 @@ func runTest(ctx context.Context, paths []string, o *testOptions, s Streams) err
 			return &ExitError{Code: 2, Err: err}
 		}
 	case "table":
+		// kyverno-test.yaml rows alone: kyverno test's columns, with the
+		// results expected and got.
+		kyvernoRows := len(rep.Results) > 0
+		for _, r := range rep.Results {
+			kyvernoRows = kyvernoRows && r.Policy != ""
+		}
+		cols := []string{"ID", "Suite", "Case", "Result", "Reason"}
+		if kyvernoRows {
+			cols = []string{"ID", "Policy", "Rule", "Resource", "Expected", "Got", "Result", "Reason"}
+		}
 		rows := make([][]any, len(rep.Results))
 		for i, r := range rep.Results {
 			result := "Pass"
@@ -205,8 +222,15 @@ func runTest(ctx context.Context, paths []string, o *testOptions, s Streams) err
 				result = "Fail"
 			}
 			rows[i] = []any{i + 1, r.Suite, r.Case, result, r.Reason}
+			if kyvernoRows {
+				reason := r.Reason
+				if reason == "" {
+					reason = r.Note
+				}
+				rows[i] = []any{i + 1, r.Policy, r.Rule, r.Resource, r.Expected, r.Got, result, reason}
+			}
 		}
-		if err := printTable(s.Out, []string{"ID", "Suite", "Case", "Result", "Reason"}, rows); err != nil {
+		if err := printTable(s.Out, cols, rows); err != nil {
 			return &ExitError{Code: 2, Err: err}
 		}
 		fmt.Fprintf(s.Out, "%d passed, %d failed\n", rep.Passed, rep.Failed)

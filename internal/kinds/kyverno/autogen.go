@@ -31,6 +31,16 @@ var (
 		"request.oldObject.spec", "request.oldObject.spec.template.spec",
 		"request.object.metadata", "request.object.spec.template.metadata",
 		"request.oldObject.metadata", "request.oldObject.spec.template.metadata")
+	controllerCELPaths = strings.NewReplacer(
+		"object.spec", "object.spec.template.spec",
+		"oldObject.spec", "oldObject.spec.template.spec",
+		"object.metadata", "object.spec.template.metadata",
+		"oldObject.metadata", "oldObject.spec.template.metadata")
+	cronJobCELPaths = strings.NewReplacer(
+		"object.spec", "object.spec.jobTemplate.spec.template.spec",
+		"oldObject.spec", "oldObject.spec.jobTemplate.spec.template.spec",
+		"object.metadata", "object.spec.jobTemplate.spec.template.metadata",
+		"oldObject.metadata", "oldObject.spec.jobTemplate.spec.template.metadata")
 	cronJobPaths = strings.NewReplacer(
 		"request.object.spec", "request.object.spec.jobTemplate.spec.template.spec",
 		"request.oldObject.spec", "request.oldObject.spec.jobTemplate.spec.template.spec",
@@ -60,12 +70,20 @@ func (c *compiler) autogen(cp *kyvernov1.ClusterPolicy) []*rule {
 			}
 		}
 		if len(controllers) > 0 {
-			if g := generate(r, "autogen-", controllers, []string{"template"}, controllerPaths, false); g != nil {
+			paths := controllerPaths
+			if r.Validation != nil && r.Validation.CEL != nil {
+				paths = controllerCELPaths
+			}
+			if g := generate(r, "autogen-", controllers, []string{"template"}, paths, false); g != nil {
 				out = append(out, c.rule(field, g, r.Name))
 			}
 		}
 		if cronJob {
-			if g := generate(r, "autogen-cronjob-", []string{"CronJob"}, []string{"jobTemplate", "spec", "template"}, cronJobPaths, true); g != nil {
+			paths := cronJobPaths
+			if r.Validation != nil && r.Validation.CEL != nil {
+				paths = cronJobCELPaths
+			}
+			if g := generate(r, "autogen-cronjob-", []string{"CronJob"}, []string{"jobTemplate", "spec", "template"}, paths, true); g != nil {
 				out = append(out, c.rule(field, g, r.Name))
 			}
 		}

@@ -8,6 +8,10 @@
 // internal/lang/subst, JMESPath programs through internal/lang/jmespath),
 // with Kyverno's autogen rules for pod controllers (autogen.go).
 //
+// validate.cel runs the expressions of a ValidatingAdmissionPolicy
+// (variables, expressions, messages, celPreconditions) through
+// internal/lang/cel, the kube-apiserver's CEL, cost-bounded.
+//
 // Evaluation follows Kyverno's engine: a rule that does not match gives no
 // result; preconditions that do not hold skip it; a pattern fails at a
 // path, a conditional or global anchor skips; a rule that cannot be
@@ -20,8 +24,10 @@
 //
 // Not evaluated yet, reported as such (the policy loads, and every request
 // it matches gets the rule's error; lint and compile say so): mutate and
-// generate rules; validate.podSecurity, validate.cel, validate.manifests and
-// verifyImages; context entries other than variable and configMap.
+// generate rules; validate.podSecurity, validate.manifests, validate.cel
+// with params, and verifyImages; context entries other than variable and
+// configMap (offline, as kyverno test, they are not loaded and a value of
+// the same name stands for them).
 //
 // It must not know HTTP, the CLI or how rules are sourced; other kinds and
 // the kernel's internals are none of its business.

@@ -341,6 +341,18 @@ func (p *Policy) evalRule(h *engine.Handle, r *rule, base *scope) (res RuleResul
 	if r.v == nil {
 		return RuleResult{Rule: r.name, Status: Error, Message: "the rule has no validate"}, true
 	}
+	if r.v.cel != nil {
+		if r.celPre != nil {
+			ok, err := p.celPreconditionsHold(h, r.celPre, s)
+			if err != nil {
+				return errorResult(r, "failed to evaluate cel preconditions", err), true
+			}
+			if !ok {
+				return RuleResult{Rule: r.name, Status: Skip, Message: "cel preconditions not met"}, true
+			}
+		}
+		return p.validateCEL(h, r, s), true
+	}
 	res, ok = p.validate(h, r, s, r.v.deny, r.v.pattern, r.v.anyPattern, r.v.foreach, nil, 0)
 	if ok && res.Status == Fail && p.existingViolation(h, r, s) {
 		return RuleResult{Rule: r.name, Status: Skip, Message: "skipping the rule evaluation as pre-existing violations are allowed"}, true
@@ -622,3 +634,8 @@ func (p *Policy) elements(h *engine.Handle, r *rule, s *scope, fe *foreachV, ele
 	}
 	return RuleResult{Rule: r.name, Status: Pass}, applied, true
 }
+
+// jsonOf is a value of the library's form as a JSON value tree.
+func jsonOf(v any) any { return jmespath.Result(v) }
+
+func isNoReader(err error) bool { return errors.Is(err, lang.ErrNoReader) }

@@ -7,6 +7,7 @@ import (
 	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -25,6 +26,7 @@ func NewKinds(opts ...Option) []kinds.Kind {
 	for _, f := range opts {
 		f(&o)
 	}
+	o.celEnvs = cel.NewEnvCache()
 	return []kinds.Kind{&Kind{kyvernov1.KindClusterPolicy, o}, &Kind{kyvernov1.KindPolicy, o}}
 }
 

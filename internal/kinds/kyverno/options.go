@@ -1,12 +1,19 @@
 package kyverno
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/modwright/modwright/internal/lang/cel"
+)
 
 // Option configures the kinds.
 type Option func(*options)
 
 type options struct {
 	values *Values
+	// celEnvs are the CEL environments and programs the kinds' policies
+	// share (set by NewKinds).
+	celEnvs *cel.EnvCache
 }
 
 // WithValues gives every policy the values of a kyverno test suite (its

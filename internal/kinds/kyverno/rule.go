@@ -70,6 +70,8 @@ type rule struct {
 	overrides []override
 	// allowExisting: validate.allowExistingViolations (default true).
 	allowExisting bool
+	// celPre are the celPreconditions of a validate.cel rule.
+	celPre *celV
 }
 
 // validation is a compiled validate.
@@ -80,6 +82,7 @@ type validation struct {
 	pattern    *patternSlot
 	anyPattern []*patternSlot
 	foreach    []*foreachV
+	cel        *celV
 }
 
 // patternSlot is a pattern compiled once, or, when it holds {{ }}
@@ -130,8 +133,8 @@ func (c *compiler) rule(field string, r *kyvernov1.Rule, _ string) *rule {
 		kinds++
 		out.notYet = "verifyImages rules need image registries and signatures, which modwright does not verify"
 	}
-	if len(r.CELPreconditions) > 0 && out.notYet == "" {
-		out.notYet = "celPreconditions are not evaluated yet"
+	if len(r.CELPreconditions) > 0 && (r.Validation == nil || r.Validation.CEL == nil) && out.notYet == "" {
+		out.notYet = "celPreconditions are evaluated for validate.cel rules only"
 	}
 	if v := r.Validation; v != nil {
 		kinds++
@@ -149,7 +152,11 @@ func (c *compiler) rule(field string, r *kyvernov1.Rule, _ string) *rule {
 		case v.PodSecurity != nil:
 			out.notYet = "validate.podSecurity is not evaluated yet"
 		case v.CEL != nil:
-			out.notYet = "validate.cel is not evaluated yet"
+			out.v = &validation{rawMessage: v.Message}
+			out.v.cel, out.notYet = c.cel(field+".validate.cel", v.CEL)
+			if len(r.CELPreconditions) > 0 {
+				out.celPre = c.celPreconditions(field+".celPreconditions", r.CELPreconditions)
+			}
 		case v.Assert != nil:
 			out.notYet = "validate.assert is not evaluated yet"
 		default:

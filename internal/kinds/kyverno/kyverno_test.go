@@ -1,0 +1,279 @@
+package kyverno_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/kyverno"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+)
+
+func manifests(t testing.TB, text string) []source.Document {
+	t.Helper()
+	docs, err := source.ParseManifest("test.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+func snapshot(t testing.TB, policy string, opts ...kyverno.Option) *engine.Snapshot {
+	t.Helper()
+	res := source.LoadRules(manifests(t, policy), kinds.NewRegistry(kyverno.NewKinds(opts...)...))
+	if len(res.Errors) > 0 {
+		t.Fatal(errors.Join(res.Errors...))
+	}
+	for _, r := range res.Rules {
+		if err := r.Info().Err; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return engine.NewSnapshot(res.Rules)
+}
+
+// results evaluates obj and returns "rule=status" for every rule result.
+func results(t testing.TB, snap *engine.Snapshot, op rules.Operation, obj string) ([]string, *engine.Decision) {
+	t.Helper()
+	o := manifests(t, obj)[0].Object
+	ns := "default"
+	if md, _ := o["metadata"].(map[string]any); md["namespace"] != nil {
+		ns, _ = md["namespace"].(string)
+	}
+	if o["kind"] == "Namespace" {
+		ns = ""
+	}
+	req := engine.Request{Operation: op, Namespace: ns, Object: o}
+	if op == rules.Update {
+		req.OldObject = o
+	}
+	d, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tr := range d.Trace {
+		for _, r := range kyverno.ResultsOf(tr.Detail) {
+			out = append(out, r.Rule+"="+string(r.Status))
+		}
+	}
+	return out, d
+}
+
+const podPolicy = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: pods}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: labels
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      message: "label team is required"
+      pattern: {metadata: {labels: {team: "?*"}}}
+  - name: no-host
+    match: {resources: {kinds: [Pod], namespaces: ["prod-*"]}}
+    validate:
+      pattern: {spec: {=(hostNetwork): false}}
+  - name: only-sa
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    exclude: {any: [{resources: {namespaces: ["kube-*"]}}]}
+    preconditions:
+      all: [{key: "{{ request.object.spec.serviceAccountName || '' }}", operator: NotEquals, value: ""}]
+    validate:
+      deny:
+        conditions:
+          any: [{key: "{{ request.object.spec.serviceAccountName }}", operator: Equals, value: default}]
+`
+
+func TestRules(t *testing.T) {
+	snap := snapshot(t, podPolicy)
+	for _, tc := range []struct {
+		name, obj string
+		want      []string
+	}{
+		{"passes", `{apiVersion: v1, kind: Pod, metadata: {name: a, labels: {team: x}}, spec: {serviceAccountName: app}}`,
+			[]string{"labels=pass", "only-sa=pass"}},
+		{"fails and skips", `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {}}`,
+			[]string{"labels=fail", "only-sa=skip"}},
+		{"deny", `{apiVersion: v1, kind: Pod, metadata: {name: a, labels: {team: x}}, spec: {serviceAccountName: default}}`,
+			[]string{"labels=pass", "only-sa=fail"}},
+		{"excluded", `{apiVersion: v1, kind: Pod, metadata: {name: a, namespace: kube-system, labels: {team: x}}, spec: {serviceAccountName: default}}`,
+			[]string{"labels=pass"}},
+		{"autogen", `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {template: {metadata: {labels: {team: x}}, spec: {serviceAccountName: default}}}}`,
+			[]string{"autogen-labels=pass", "autogen-only-sa=fail"}},
+		{"autogen cronjob", `{apiVersion: batch/v1, kind: CronJob, metadata: {name: c}, spec: {jobTemplate: {spec: {template: {metadata: {}, spec: {}}}}}}`,
+			[]string{"autogen-cronjob-labels=fail", "autogen-cronjob-only-sa=skip"}},
+		{"other kinds", `{apiVersion: v1, kind: Service, metadata: {name: s}}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := results(t, snap, rules.Create, tc.obj)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("results (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestMessagesAndActions(t *testing.T) {
+	snap := snapshot(t, podPolicy)
+	_, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {}}`)
+	if len(d.Rejections) != 1 {
+		t.Fatalf("rejections: %+v", d.Rejections)
+	}
+	want := "labels: validation error: label team is required. rule labels failed at path /metadata/labels/"
+	if d.Rejections[0].Message != want {
+		t.Errorf("rejection %q, want %q", d.Rejections[0].Message, want)
+	}
+	audit := snapshot(t, strings.Replace(podPolicy, "Enforce", "Audit", 1))
+	_, d = results(t, audit, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {}}`)
+	if len(d.Rejections) != 0 || len(d.Warnings) != 1 || !strings.Contains(d.Warnings[0].Message, "rule labels (Audit)") {
+		t.Errorf("Audit: rejections %+v, warnings %+v", d.Rejections, d.Warnings)
+	}
+}
+
+func TestExistingViolations(t *testing.T) {
+	snap := snapshot(t, podPolicy)
+	got, d := results(t, snap, rules.Update, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {}}`)
+	if d := cmp.Diff([]string{"labels=skip", "only-sa=skip"}, got); d != "" {
+		t.Errorf("an UPDATE keeping a violation (-want +got):\n%s", d)
+	}
+	if len(d.Rejections) != 0 {
+		t.Errorf("rejections: %+v", d.Rejections)
+	}
+}
+
+func TestForeachAndCEL(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: images}
+spec:
+  rules:
+  - name: registry
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      message: "images must come from registry.example.com"
+      foreach:
+      - list: request.object.spec.containers
+        pattern: {image: "registry.example.com/*"}
+  - name: cel
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      cel:
+        variables: [{name: count, expression: "size(object.spec.containers)"}]
+        expressions:
+        - expression: "variables.count <= 1"
+          messageExpression: "'too many containers: ' + string(variables.count)"
+`)
+	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: a, image: registry.example.com/a}, {name: b, image: docker.io/b}]}}`)
+	if d := cmp.Diff([]string{"registry=fail", "cel=fail"}, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	msgs := map[string]string{}
+	for _, tr := range d.Trace {
+		for _, r := range kyverno.ResultsOf(tr.Detail) {
+			msgs[r.Rule] = r.Message
+		}
+	}
+	if want := "validation failure: validation error: images must come from registry.example.com. rule registry failed at path /image/"; msgs["registry"] != want {
+		t.Errorf("foreach message %q, want %q", msgs["registry"], want)
+	}
+	if msgs["cel"] != "too many containers: 2" {
+		t.Errorf("cel message %q", msgs["cel"])
+	}
+}
+
+func TestNotYet(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: add-label}
+spec:
+  rules:
+  - name: add
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    mutate:
+      patchStrategicMerge: {metadata: {labels: {a: b}}}
+`)
+	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}}`)
+	if d := cmp.Diff([]string{"add=error"}, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "mutate rules are not evaluated yet") {
+		t.Errorf("a rule not evaluated under failurePolicy Fail must reject: %+v", d.Rejections)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	res := source.LoadRules(manifests(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: bad}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Pod]}}], all: [{resources: {kinds: [Pod]}}]}
+    validate:
+      pattnern: {a: b}
+`), kinds.NewRegistry(kyverno.NewKinds()...))
+	var msgs []string
+	for _, r := range res.Rules {
+		if err := r.Info().Err; err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	for _, e := range res.Errors {
+		msgs = append(msgs, e.Error())
+	}
+	if got := strings.Join(msgs, "\n"); !strings.Contains(got, "pattnern") {
+		t.Errorf("a misspelled field must be named: %q", got)
+	}
+}
+
+func TestValues(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: ops}
+spec:
+  rules:
+  - name: updates
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      deny:
+        conditions:
+          all: [{key: "{{ limit }}", operator: LessThan, value: 3}]
+`, kyverno.WithValues(&kyverno.Values{Policies: []kyverno.PolicyValues{{Name: "ops",
+		Resources: []kyverno.ResourceValues{{Name: "a", Values: []kyverno.NameValue{{Name: "limit", Value: 2}}}}}}}))
+	got, _ := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}}`)
+	if d := cmp.Diff([]string{"updates=fail"}, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	got, _ = results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: b}}`)
+	if d := cmp.Diff([]string{"updates=error"}, got); d != "" {
+		t.Errorf("an undefined variable (-want +got):\n%s", d)
+	}
+}
+
+// TestAutogenOff: a name in a match or exclude turns autogen off for the
+// whole policy, as in Kyverno.
+func TestAutogenOff(t *testing.T) {
+	snap := snapshot(t, strings.Replace(podPolicy, `namespaces: ["kube-*"]`, `names: ["system-*"]`, 1))
+	got, _ := results(t, snap, rules.Create, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {template: {metadata: {}, spec: {}}}}`)
+	if got != nil {
+		t.Errorf("autogen rules ran: %v", got)
+	}
+	got, _ = results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: system-a, labels: {team: x}}, spec: {serviceAccountName: default}}`)
+	if d := cmp.Diff([]string{"labels=pass"}, got); d != "" {
+		t.Errorf("excluded by name (-want +got):\n%s", d)
+	}
+}
