@@ -27,7 +27,7 @@ import (
 // a suite using one must fail, and only with the rule's "not evaluated yet"
 // error (docs/compatibility.md lists them); one that starts to pass fails
 // the test, so that the list stays true.
-var kyvernoPending = []string{"podSecurity"}
+var kyvernoPending = []string{}
 
 // kyvernoDeviations are the suites where modwright deliberately differs
 // from kyverno test, each with its reason (docs/compatibility.md, Kyverno's

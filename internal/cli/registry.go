@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/modwright/modwright/internal/kinds/modrule"
 	"github.com/modwright/modwright/internal/kinds/policy"
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
+	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 )
 
@@ -56,15 +58,32 @@ func kyvernoResults(detail any) []kyvernoRuleResult { return kyverno.ResultsOf(d
 func isKyvernoKind(group string) bool { return group == kyvernov1.Group }
 
 // newKyvernoTestRegistry is the registry of a kyverno-test.yaml's policies:
-// Kyverno's kinds given the suite's values.
-func newKyvernoTestRegistry(v *suite.KyvernoValues) *kinds.Registry {
+// Kyverno's kinds given the suite's values and PolicyExceptions (files).
+func newKyvernoTestRegistry(v *suite.KyvernoValues, exceptions []string) (*kinds.Registry, error) {
+	var exs []*kyverno.Exception
+	if len(exceptions) > 0 {
+		docs, err := source.ReadPaths(exceptions, nil)
+		if err != nil {
+			return nil, err
+		}
+		for i := range docs {
+			if docs[i].Kind() != kyvernov1.KindPolicyException {
+				return nil, fmt.Errorf("%s: %s %s is not a kyverno.io PolicyException", docs[i].Origin, docs[i].APIVersion(), docs[i].Kind())
+			}
+			ex, err := kyverno.CompileException(&docs[i])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", docs[i].Origin, err)
+			}
+			exs = append(exs, ex)
+		}
+	}
 	var ks []kinds.Kind
 	for _, k := range newRegistry("").Kinds() {
 		if !isKyvernoKind(k.Group()) {
 			ks = append(ks, k)
 		}
 	}
-	return kinds.NewRegistry(append(ks, kyverno.NewKinds(kyverno.WithValues(kyvernoValues(v)))...)...)
+	return kinds.NewRegistry(append(ks, kyverno.NewKinds(kyverno.WithValues(kyvernoValues(v)), kyverno.WithExceptions(exs...))...)...), nil
 }
 
 // kyvernoValues converts a suite's values to the kind's.

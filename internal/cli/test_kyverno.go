@@ -68,7 +68,7 @@ func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, 
 
 func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyvernoSuite, error) {
 	for field, unsupported := range map[string]bool{
-		"userinfo": t.UserInfo != "", "exceptions": len(t.Exceptions) > 0, "targetResources": len(t.TargetResources) > 0,
+		"userinfo": t.UserInfo != "", "targetResources": len(t.TargetResources) > 0,
 		"clusterResources": len(t.ClusterResources) > 0, "apiCallResponses": len(t.APICallResponses) > 0,
 		"globalContextEntries": len(t.GlobalContextEntries) > 0, "context": t.Context != "", "paramResources": len(t.ParamResources) > 0,
 	} {
@@ -78,7 +78,10 @@ func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyverno
 	}
 	reg := o.registry.kinds("")
 	if o.registry == nil {
-		reg = newKyvernoTestRegistry(t.Values)
+		var err error
+		if reg, err = newKyvernoTestRegistry(t.Values, t.ResolveAll(t.Exceptions)); err != nil {
+			return nil, kyvernoSuiteError(t, "exceptions", err)
+		}
 	}
 	snap, policies, err := loadRules(t.ResolveAll(t.Policies), s, reg, ruleLoading{policies: true})
 	if err != nil {

@@ -226,3 +226,30 @@ type CEL struct {
 	AuditAnnotations []admissionregistrationv1.AuditAnnotation `json:"auditAnnotations,omitempty"`
 	Variables        []admissionregistrationv1.Variable        `json:"variables,omitempty"`
 }
+
+// KindPolicyException is Kyverno's PolicyException (kyverno.io/v2, also
+// read as v2beta1).
+const KindPolicyException = "PolicyException"
+
+// PolicyException exempts the objects it matches from rules of policies.
+type PolicyException struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              PolicyExceptionSpec `json:"spec"`
+}
+
+// PolicyExceptionSpec is a PolicyException's spec.
+type PolicyExceptionSpec struct {
+	Background  *bool                 `json:"background,omitempty"`
+	Match       MatchResources        `json:"match"`
+	Conditions  *AnyAllConditions     `json:"conditions,omitempty"`
+	Exceptions  []Exception           `json:"exceptions"`
+	PodSecurity []PodSecurityStandard `json:"podSecurity,omitempty"`
+}
+
+// Exception names a policy (namespace/name for a Policy) and its rules
+// (wildcards allowed).
+type Exception struct {
+	PolicyName string   `json:"policyName"`
+	RuleNames  []string `json:"ruleNames"`
+}

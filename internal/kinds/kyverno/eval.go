@@ -224,7 +224,7 @@ func (p *Policy) Apply(h *engine.Handle) error {
 				return err
 			}
 		}
-		res, ok := p.evalRule(h, r, base)
+		res, ok := p.evalRule(h, r, t, base)
 		if err := h.Context().Err(); err != nil {
 			return err
 		}
@@ -310,7 +310,7 @@ func (p *Policy) override(h *engine.Handle, ovs []override, t *target) (enforced
 
 // evalRule evaluates one matching rule; ok is false when Kyverno gives no
 // result.
-func (p *Policy) evalRule(h *engine.Handle, r *rule, base *scope) (res RuleResult, ok bool) {
+func (p *Policy) evalRule(h *engine.Handle, r *rule, t *target, base *scope) (res RuleResult, ok bool) {
 	res.Rule = r.name
 	if r.notYet != "" {
 		return RuleResult{Rule: r.name, Status: Error, Message: r.notYet}, true
@@ -338,22 +338,19 @@ func (p *Policy) evalRule(h *engine.Handle, r *rule, base *scope) (res RuleResul
 			return RuleResult{Rule: r.name, Status: Skip, Message: joinNonEmpty("; ", "preconditions not met", msg)}, true
 		}
 	}
+	if len(p.opts.exceptions) > 0 {
+		keys, err := p.exempted(h, r, t, s)
+		if err != nil {
+			return errorResult(r, "failed to get exceptions", err), true
+		}
+		if len(keys) > 0 {
+			return exceptionSkip(r, keys), true
+		}
+	}
 	if r.v == nil {
 		return RuleResult{Rule: r.name, Status: Error, Message: "the rule has no validate"}, true
 	}
-	if r.v.cel != nil {
-		if r.celPre != nil {
-			ok, err := p.celPreconditionsHold(h, r.celPre, s)
-			if err != nil {
-				return errorResult(r, "failed to evaluate cel preconditions", err), true
-			}
-			if !ok {
-				return RuleResult{Rule: r.name, Status: Skip, Message: "cel preconditions not met"}, true
-			}
-		}
-		return p.validateCEL(h, r, s), true
-	}
-	res, ok = p.validate(h, r, s, r.v.deny, r.v.pattern, r.v.anyPattern, r.v.foreach, nil, 0)
+	res, ok = p.validateRule(h, r, s)
 	if ok && res.Status == Fail && p.existingViolation(h, r, s) {
 		return RuleResult{Rule: r.name, Status: Skip, Message: "skipping the rule evaluation as pre-existing violations are allowed"}, true
 	}
@@ -382,8 +379,29 @@ func (p *Policy) existingViolation(h *engine.Handle, r *rule, s *scope) bool {
 			return false // the old object does not match: its result is a skip
 		}
 	}
-	res, ok := p.validate(h, r, os, r.v.deny, r.v.pattern, r.v.anyPattern, r.v.foreach, nil, 0)
+	res, ok := p.validateRule(h, r, os)
 	return ok && res.Status == Fail
+}
+
+// validateRule is a rule's validate: validate.cel, podSecurity, or
+// Kyverno's validator (deny, pattern, anyPattern, foreach).
+func (p *Policy) validateRule(h *engine.Handle, r *rule, s *scope) (RuleResult, bool) {
+	switch {
+	case r.v.cel != nil:
+		if r.celPre != nil {
+			ok, err := p.celPreconditionsHold(h, r.celPre, s)
+			if err != nil {
+				return errorResult(r, "failed to evaluate cel preconditions", err), true
+			}
+			if !ok {
+				return RuleResult{Rule: r.name, Status: Skip, Message: "cel preconditions not met"}, true
+			}
+		}
+		return p.validateCEL(h, r, s), true
+	case r.v.pss != nil:
+		return p.validatePSS(h, r, s)
+	}
+	return p.validate(h, r, s, r.v.deny, r.v.pattern, r.v.anyPattern, r.v.foreach, nil, 0)
 }
 
 func errorResult(r *rule, what string, err error) RuleResult {

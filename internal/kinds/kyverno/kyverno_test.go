@@ -277,3 +277,97 @@ func TestAutogenOff(t *testing.T) {
 		t.Errorf("excluded by name (-want +got):\n%s", d)
 	}
 }
+
+func TestPodSecurity(t *testing.T) {
+	policy := `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: pss}
+spec:
+  rules:
+  - name: baseline
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      podSecurity: {level: baseline, version: latest}
+  - name: baseline-but-nginx
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      podSecurity:
+        level: baseline
+        exclude: [{controlName: Privileged Containers, images: ["nginx*"]}]
+  - name: restricted
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      podSecurity: {level: restricted, version: v1.30}
+`
+	snap := snapshot(t, policy)
+	for _, tc := range []struct {
+		name, obj string
+		want      []string
+	}{
+		{"privileged nginx", `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: a, image: nginx, securityContext: {privileged: true}}]}}`,
+			[]string{"baseline=fail", "baseline-but-nginx=pass", "restricted=fail"}},
+		{"privileged redis", `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: a, image: redis, securityContext: {privileged: true}}]}}`,
+			[]string{"baseline=fail", "baseline-but-nginx=fail", "restricted=fail"}},
+		{"restricted", `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}},
+  containers: [{name: a, image: redis, securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}}]}}`,
+			[]string{"baseline=pass", "baseline-but-nginx=pass", "restricted=pass"}},
+		{"autogen", `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {template: {spec: {containers: [{name: a, image: redis, securityContext: {privileged: true}}]}}}}`,
+			[]string{"autogen-baseline=fail", "autogen-baseline-but-nginx=fail", "autogen-restricted=fail"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := results(t, snap, rules.Create, tc.obj)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("results (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestExceptions(t *testing.T) {
+	docs := manifests(t, `
+apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata: {name: legacy, namespace: kyverno}
+spec:
+  exceptions:
+  - policyName: pods
+    ruleNames: [labels, "autogen-*"]
+  match:
+    any:
+    - resources: {kinds: [Pod, Deployment], names: ["legacy-*"]}
+  conditions:
+    all: [{key: "{{ request.object.metadata.annotations.exempt || '' }}", operator: Equals, value: "yes"}]
+`)
+	ex, err := kyverno.CompileException(&docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := snapshot(t, podPolicy, kyverno.WithExceptions(ex))
+	for _, tc := range []struct {
+		name, obj string
+		want      []string
+	}{
+		{"exempt", `{apiVersion: v1, kind: Pod, metadata: {name: legacy-a, annotations: {exempt: "yes"}}, spec: {}}`,
+			[]string{"labels=skip", "only-sa=skip"}},
+		{"conditions do not hold", `{apiVersion: v1, kind: Pod, metadata: {name: legacy-a}, spec: {}}`,
+			[]string{"labels=fail", "only-sa=skip"}},
+		{"not matched", `{apiVersion: v1, kind: Pod, metadata: {name: new-a, annotations: {exempt: "yes"}}, spec: {}}`,
+			[]string{"labels=fail", "only-sa=skip"}},
+		{"autogen rules by wildcard", `{apiVersion: apps/v1, kind: Deployment, metadata: {name: legacy-d, annotations: {exempt: "yes"}}, spec: {template: {metadata: {}, spec: {}}}}`,
+			[]string{"autogen-labels=skip", "autogen-only-sa=skip"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, d := results(t, snap, rules.Create, tc.obj)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("results (-want +got):\n%s", diff)
+			}
+			if tc.name == "exempt" && len(d.Rejections) != 0 {
+				t.Errorf("an exempted object is rejected: %+v", d.Rejections)
+			}
+		})
+	}
+	if _, err := kyverno.CompileException(&manifests(t, `{apiVersion: kyverno.io/v2, kind: PolicyException, metadata: {name: x}, spec: {match: {}, exceptions: [{policyName: p, ruleNames: [r]}], extra: 1}}`)[0]); err == nil || !strings.Contains(err.Error(), "extra") {
+		t.Errorf("an unknown field: %v", err)
+	}
+}

@@ -14,6 +14,8 @@ type options struct {
 	// celEnvs are the CEL environments and programs the kinds' policies
 	// share (set by NewKinds).
 	celEnvs *cel.EnvCache
+	// exceptions are the PolicyExceptions every policy honours.
+	exceptions []*Exception
 }
 
 // WithValues gives every policy the values of a kyverno test suite (its

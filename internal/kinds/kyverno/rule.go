@@ -83,6 +83,7 @@ type validation struct {
 	anyPattern []*patternSlot
 	foreach    []*foreachV
 	cel        *celV
+	pss        *pssV
 }
 
 // patternSlot is a pattern compiled once, or, when it holds {{ }}
@@ -150,7 +151,8 @@ func (c *compiler) rule(field string, r *kyvernov1.Rule, _ string) *rule {
 		case v.Manifests != nil:
 			out.notYet = "validate.manifests needs signatures, which modwright does not verify"
 		case v.PodSecurity != nil:
-			out.notYet = "validate.podSecurity is not evaluated yet"
+			out.v = &validation{rawMessage: v.Message}
+			out.v.pss, out.notYet = c.podSecurity(field+".validate.podSecurity", v.PodSecurity)
 		case v.CEL != nil:
 			out.v = &validation{rawMessage: v.Message}
 			out.v.cel, out.notYet = c.cel(field+".validate.cel", v.CEL)

@@ -1,0 +1,115 @@
+package kyverno
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/lang/conditions"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// Exception is a compiled PolicyException (kyverno.io/v2, v2beta1): the
+// rules it exempts, the objects it matches, its conditions.
+type Exception struct {
+	key   string // namespace/name
+	ns    string
+	rules []kyvernov1.Exception
+	match matchSpec
+	cond  *conditions.Set
+	progs programs
+	pss   []pssExclude
+}
+
+// CompileException compiles a PolicyException manifest; errors name its
+// fields (a *rules.CompileError).
+func CompileException(m *kinds.Manifest) (*Exception, error) {
+	av := m.APIVersion()
+	if av != kyvernov1.Group+"/v2beta1" {
+		av = kyvernov1.Group + "/v2"
+	}
+	var pe kyvernov1.PolicyException
+	if err := kinds.Decode(m, kyvernov1.KindPolicyException, av, &pe); err != nil {
+		return nil, err
+	}
+	p := &Policy{}
+	c := &compiler{p: p, ce: &rules.CompileError{Kind: kyvernov1.KindPolicyException, Rule: m.Key()}}
+	ex := &Exception{key: m.Key(), ns: m.Namespace(), rules: pe.Spec.Exceptions}
+	ex.match = c.matchSpec("spec.match", &pe.Spec.Match)
+	if b := pe.Spec.Conditions; b != nil {
+		ex.cond = c.block("spec.conditions", b.All, b.Any, b.Any != nil)
+	}
+	if len(pe.Spec.Exceptions) == 0 {
+		c.errf("spec.exceptions", "an exception names at least one policy and its rules")
+	}
+	for i, e := range pe.Spec.PodSecurity {
+		ids, ok := pssControls[e.ControlName]
+		if !ok {
+			c.errf(fmt.Sprintf("spec.podSecurity[%d].controlName", i), "unknown control %q", e.ControlName)
+			continue
+		}
+		ex.pss = append(ex.pss, pssExclude{control: e.ControlName, checks: ids, images: e.Images})
+	}
+	if len(c.ce.Errors) > 0 {
+		return nil, c.ce
+	}
+	ex.progs = p.progs
+	return ex, nil
+}
+
+// WithExceptions gives the policies PolicyExceptions (a test suite's, or
+// those of the namespaces trusted with exceptions).
+func WithExceptions(exs ...*Exception) Option {
+	return func(o *options) { o.exceptions = append(o.exceptions, exs...) }
+}
+
+// covers: the exception names the policy and rule.
+func (ex *Exception) covers(policy, rule string) bool {
+	return slices.ContainsFunc(ex.rules, func(e kyvernov1.Exception) bool {
+		return e.PolicyName == policy && slices.ContainsFunc(e.RuleNames, func(n string) bool { return lang.MatchWildcard(n, rule) })
+	})
+}
+
+// exempted returns the keys of the exceptions that exempt the object from
+// rule r (matched, conditions holding); an error is a condition that could
+// not be evaluated.
+func (p *Policy) exempted(h *engine.Handle, r *rule, t *target, s *scope) ([]string, error) {
+	name := p.name
+	if p.ns != "" {
+		name = p.info.Namespace + "/" + p.name
+	}
+	var keys []string
+	for _, ex := range p.opts.exceptions {
+		if !ex.covers(name, r.name) {
+			continue
+		}
+		ok, err := ex.match.matches(t)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		if ex.cond != nil {
+			es := *s
+			es.progs = &ex.progs
+			pass, _, err := ex.cond.Eval(es.ctx, &es, nil)
+			if err != nil {
+				return nil, err
+			}
+			if !pass {
+				continue
+			}
+		}
+		keys = append(keys, ex.key)
+	}
+	return keys, nil
+}
+
+func exceptionSkip(r *rule, keys []string) RuleResult {
+	return RuleResult{Rule: r.name, Status: Skip, Message: "rule is skipped due to policy exceptions" + strings.Join(keys, ", ")}
+}

@@ -1,0 +1,229 @@
+package kyverno
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+
+	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// pssV is a compiled validate.podSecurity: Kubernetes' Pod Security
+// Standards (k8s.io/pod-security-admission's checks, the library the API
+// server's admission uses) at a level and version, with exemptions.
+type pssV struct {
+	level   psaapi.LevelVersion
+	rawVer  string
+	exclude []pssExclude
+}
+
+// pssExclude exempts a control: its pod-level fields (no images), or the
+// containers whose image matches one of images.
+type pssExclude struct {
+	control string
+	checks  []policy.CheckID
+	images  []string
+}
+
+// pssControls are the checks of each control a policy names (Kyverno's
+// names of the Pod Security Standards' controls).
+var pssControls = map[string][]policy.CheckID{
+	"Capabilities":             {"capabilities_baseline", "capabilities_restricted"},
+	"Seccomp":                  {"seccompProfile_baseline", "seccompProfile_restricted"},
+	"Privileged Containers":    {"privileged"},
+	"Host Ports":               {"hostPorts"},
+	"/proc Mount Type":         {"procMount"},
+	"HostProcess":              {"windowsHostProcess"},
+	"SELinux":                  {"seLinuxOptions"},
+	"Host Namespaces":          {"hostNamespaces"},
+	"HostPath Volumes":         {"hostPathVolumes"},
+	"Sysctls":                  {"sysctls"},
+	"AppArmor":                 {"appArmorProfile"},
+	"Privilege Escalation":     {"allowPrivilegeEscalation"},
+	"Running as Non-root":      {"runAsNonRoot"},
+	"Running as Non-root user": {"runAsUser"},
+	"Volume Types":             {"restrictedVolumes"},
+}
+
+func (c *compiler) podSecurity(field string, ps *kyvernov1.PodSecurity) (*pssV, string) {
+	out := &pssV{rawVer: ps.Version}
+	lvl, err := psaapi.ParseLevel(ps.Level)
+	if err != nil {
+		c.errf(field+".level", "%v", err)
+		return nil, ""
+	}
+	out.level.Level = lvl
+	switch ps.Version {
+	case "", "latest":
+		out.level.Version = psaapi.LatestVersion()
+	default:
+		v, err := psaapi.ParseVersion(ps.Version)
+		if err != nil {
+			c.errf(field+".version", "%v", err)
+			return nil, ""
+		}
+		out.level.Version = v
+	}
+	for i, e := range ps.Exclude {
+		ids, ok := pssControls[e.ControlName]
+		if !ok {
+			c.errf(fmt.Sprintf("%s.exclude[%d].controlName", field, i), "unknown control %q", e.ControlName)
+			continue
+		}
+		if e.RestrictedField != "" || len(e.Values) > 0 {
+			return nil, "validate.podSecurity exclusions by restrictedField or values are not evaluated yet"
+		}
+		out.exclude = append(out.exclude, pssExclude{control: e.ControlName, checks: ids, images: e.Images})
+	}
+	return out, ""
+}
+
+// podOf is the pod an object runs: a Pod's, a pod controller's template,
+// a CronJob's job template (with the job template's metadata, as Kyverno).
+func podOf(kind string, obj any) (*corev1.Pod, error) {
+	m, _ := obj.(map[string]any)
+	get := func(v any, path ...string) any {
+		for _, k := range path {
+			mm, _ := v.(map[string]any)
+			v = mm[k]
+		}
+		return v
+	}
+	var spec, meta any
+	switch kind {
+	case "Pod":
+		spec, meta = get(m, "spec"), get(m, "metadata")
+	case "DaemonSet", "Deployment", "Job", "StatefulSet", "ReplicaSet", "ReplicationController":
+		spec, meta = get(m, "spec", "template", "spec"), get(m, "spec", "template", "metadata")
+	case "CronJob":
+		spec, meta = get(m, "spec", "jobTemplate", "spec", "template", "spec"), get(m, "spec", "jobTemplate", "metadata")
+	default:
+		return nil, fmt.Errorf("could not find correct resource type: %s runs no pod", kind)
+	}
+	pod := &corev1.Pod{}
+	for _, part := range []struct {
+		v   any
+		out any
+	}{{spec, &pod.Spec}, {meta, &pod.ObjectMeta}} {
+		if part.v == nil {
+			continue
+		}
+		data, err := json.Marshal(part.v)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, part.out); err != nil {
+			return nil, err
+		}
+	}
+	return pod, nil
+}
+
+// pssFailure is a check the pod fails.
+type pssFailure struct {
+	id  policy.CheckID
+	res policy.CheckResult
+}
+
+// evaluate runs the level's checks (baseline: its own; any other level:
+// every check, as Kyverno), each in the newest version the level's
+// version allows.
+func (ps *pssV) evaluate(pod *corev1.Pod, only []policy.CheckID) []pssFailure {
+	var out []pssFailure
+	for _, check := range policy.DefaultChecks() {
+		if ps.level.Level == psaapi.LevelBaseline && check.Level != psaapi.LevelBaseline {
+			continue
+		}
+		if only != nil && !slices.Contains(only, check.ID) {
+			continue
+		}
+		sel := check.Versions[0]
+		for _, next := range check.Versions[1:] {
+			if !ps.level.Version.Older(next.MinimumVersion) && sel.MinimumVersion.Older(next.MinimumVersion) {
+				sel = next
+			}
+		}
+		if res := sel.CheckPod(&pod.ObjectMeta, &pod.Spec); !res.Allowed {
+			out = append(out, pssFailure{check.ID, res})
+		}
+	}
+	return out
+}
+
+// exempt reports whether a failing check is exempted: it passes once the
+// containers an exclusion names are left out and, with a pod-level
+// exclusion of its control, once the pod's own security context is.
+func (ps *pssV) exempt(f pssFailure, pod *corev1.Pod) bool {
+	podLevel := false
+	var images []string
+	for _, e := range ps.exclude {
+		if !slices.Contains(e.checks, f.id) {
+			continue
+		}
+		if len(e.images) == 0 {
+			podLevel = true
+		}
+		images = append(images, e.images...)
+	}
+	if !podLevel && len(images) == 0 {
+		return false
+	}
+	r := pod.DeepCopy()
+	keep := func(c corev1.Container) bool {
+		return !slices.ContainsFunc(images, func(p string) bool { return lang.MatchWildcard(p, c.Image) })
+	}
+	r.Spec.Containers = slices.DeleteFunc(r.Spec.Containers, func(c corev1.Container) bool { return !keep(c) })
+	r.Spec.InitContainers = slices.DeleteFunc(r.Spec.InitContainers, func(c corev1.Container) bool { return !keep(c) })
+	r.Spec.EphemeralContainers = slices.DeleteFunc(r.Spec.EphemeralContainers, func(c corev1.EphemeralContainer) bool {
+		return !keep(corev1.Container{Image: c.Image})
+	})
+	if podLevel {
+		if len(r.Spec.Containers)+len(r.Spec.InitContainers)+len(r.Spec.EphemeralContainers) == 0 {
+			return true
+		}
+		r.Spec.SecurityContext = nil
+		r.Spec.HostNetwork, r.Spec.HostPID, r.Spec.HostIPC = false, false, false
+		r.Spec.Volumes = nil
+		r.ObjectMeta.Annotations = nil
+	}
+	if len(r.Spec.Containers) == 0 {
+		r.Spec.Containers = []corev1.Container{{Name: "fake"}}
+	}
+	return len(ps.evaluate(r, []policy.CheckID{f.id})) == 0
+}
+
+// validatePSS is Kyverno's validate.podSecurity.
+func (p *Policy) validatePSS(h *engine.Handle, r *rule, s *scope) (RuleResult, bool) {
+	if h.Request().Operation == rules.Delete {
+		return RuleResult{}, false
+	}
+	kind, _ := s.obj.(map[string]any)["kind"].(string)
+	pod, err := podOf(kind, s.obj)
+	if err != nil {
+		return errorResult(r, "Error while getting new resource", err), true
+	}
+	ps := r.v.pss
+	var failed []pssFailure
+	for _, f := range ps.evaluate(pod, nil) {
+		if !ps.exempt(f, pod) {
+			failed = append(failed, f)
+		}
+	}
+	if len(failed) == 0 {
+		return RuleResult{Rule: r.name, Status: Pass, Message: fmt.Sprintf("Validation rule '%s' passed.", r.name)}, true
+	}
+	var b strings.Builder
+	for _, f := range failed {
+		fmt.Fprintf(&b, "(Forbidden reason: %s, field error list: [%s])", f.res.ForbiddenReason, f.res.ForbiddenDetail)
+	}
+	return RuleResult{Rule: r.name, Status: Fail, Message: fmt.Sprintf("Validation rule '%s' failed. It violates PodSecurity \"%s:%s\": %s",
+		r.name, ps.level.Level, ps.rawVer, b.String())}, true
+}
