@@ -94,10 +94,22 @@ func compileRules(paths []string, s Streams, clusterNS string, skipUnknown bool)
 		return translate.Result{}, &ExitError{Code: 2, Err: err}
 	}
 	var rules []translate.Rule
+	var untranslated []translate.Skip
 	for i := range docs {
-		if k := reg.For(&docs[i]); k != nil {
+		k := reg.For(&docs[i])
+		switch {
+		case k == nil:
+		case isKyvernoKind(k.Group()):
+			// Kyverno's kinds share names with modwright's former ones:
+			// they never reach the translator as such.
+			untranslated = append(untranslated, translate.Skip{
+				Rule:   translate.Rule{Kind: k.Name(), Origin: docs[i].Origin, Object: docs[i].Object},
+				Reason: "Kyverno's " + k.Name() + " is not translated to admission policies (yet): the webhook serves it"})
+		default:
 			rules = append(rules, translate.Rule{Kind: k.Name(), Origin: docs[i].Origin, Object: docs[i].Object})
 		}
 	}
-	return translate.Compile(rules, translate.Options{ClusterRulesNamespace: clusterNS}), nil
+	res := translate.Compile(rules, translate.Options{ClusterRulesNamespace: clusterNS})
+	res.Skipped = append(res.Skipped, untranslated...)
+	return res, nil
 }
