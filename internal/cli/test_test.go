@@ -105,6 +105,7 @@ func TestExplainGolden(t *testing.T) {
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	runGolden(t, []goldenCase{
 		{name: "explain-examples", args: []string{"explain", "--rules", "../../examples/rules", "-f", "../../examples/manifests"}},
+		{name: "explain-kyverno", args: []string{"explain", "--rules", "../../examples/kyverno/require-team.yaml", "-f", "../../examples/kyverno/resources.yaml"}},
 		{name: "explain-policies", args: []string{"explain", "--rules", "../../examples/policies", "-f", "../../testdata/cli/policy/web-v2.yaml",
 			"--operation", "UPDATE", "--old", "../../testdata/cli/policy/web-v1.yaml"}},
 		{name: "explain-policies-json", args: []string{"explain", "-o", "json", "--rules", "../../examples/policies", "-f", "../../examples/manifests/web.yaml"}},

@@ -72,6 +72,8 @@ type rule struct {
 	allowExisting bool
 	// celPre are the celPreconditions of a validate.cel rule.
 	celPre *celV
+	// autogen: generated for pod controllers from the rule at field.
+	autogen bool
 }
 
 // validation is a compiled validate.
@@ -107,8 +109,8 @@ type foreachV struct {
 	foreach      []*foreachV
 }
 
-func (c *compiler) rule(field string, r *kyvernov1.Rule, _ string) *rule {
-	out := &rule{name: r.Name, field: field}
+func (c *compiler) rule(field string, r *kyvernov1.Rule, from string) *rule {
+	out := &rule{name: r.Name, field: field, autogen: from != ""}
 	if r.Name == "" {
 		c.errf(field+".name", "a rule needs a name")
 	}
