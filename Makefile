@@ -74,6 +74,7 @@ generate:
 	hack/tools.sh helm >/dev/null
 	controller-gen object paths=./api/v1alpha1
 	controller-gen object paths=./api/kinitiras/v1alpha1
+	controller-gen object paths=./api/kyverno/...
 	controller-gen crd:crdVersions=v1 paths=./api/... output:crd:dir=deploy/crds
 	mkdir -p deploy/helm/modwright/crds
 	cp deploy/crds/*.yaml deploy/helm/modwright/crds/

@@ -109,7 +109,8 @@ func TestBundleInSync(t *testing.T) {
 }
 
 // crdFiles are the files of deploy/crds, each a CustomResourceDefinition.
-var crdFiles = []string{"api.kubemod.io_modrules.yaml", "modwright.io_clustermodwrightpolicies.yaml", "modwright.io_clusterpolicies.yaml",
+var crdFiles = []string{"api.kubemod.io_modrules.yaml", "kyverno.io_clusterpolicies.yaml", "kyverno.io_policies.yaml", "kyverno.io_policyexceptions.yaml",
+	"modwright.io_clustermodwrightpolicies.yaml", "modwright.io_clusterpolicies.yaml",
 	"modwright.io_modwrightpolicies.yaml", "modwright.io_policies.yaml",
 	"policy.kcloudlabs.io_clusteroverridepolicies.yaml", "policy.kcloudlabs.io_clustervalidatepolicies.yaml", "policy.kcloudlabs.io_overridepolicies.yaml"}
 
@@ -282,6 +283,7 @@ func TestCRDNames(t *testing.T) {
 					ShortNames []string `json:"shortNames"`
 					Categories []string `json:"categories"`
 				} `json:"names"`
+				Group    string `json:"group"`
 				Versions []struct {
 					Deprecated         bool   `json:"deprecated"`
 					DeprecationWarning string `json:"deprecationWarning"`
@@ -292,6 +294,14 @@ func TestCRDNames(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := crd.Spec.Names
+		if crd.Spec.Group == "kyverno.io" {
+			// Kyverno's own kinds, with Kyverno's short names: for clusters
+			// without Kyverno (where it is installed, its CRDs serve).
+			if !slices.Contains(n.Categories, "kyverno") {
+				t.Errorf("%s.kyverno.io: categories %v; want Kyverno's category", n.Kind, n.Categories)
+			}
+			continue
+		}
 		if n.Kind == "Policy" || n.Kind == "ClusterPolicy" {
 			// modwright's former names, Kyverno's kinds' too: read for a
 			// release, deprecated, with no short name of their own.

@@ -47,10 +47,24 @@ var (
 	ClusterValidatePolicyCRD []byte
 )
 
+// The CustomResourceDefinitions of Kyverno's kinds (YAML), generated from
+// api/kyverno: for clusters without Kyverno (where Kyverno is installed,
+// its own CRDs serve). The chart installs them when absent (Helm leaves a
+// CRD that exists alone); kubectl apply -k deploy/ leaves them out.
+var (
+	//go:embed crds/kyverno.io_clusterpolicies.yaml
+	KyvernoClusterPolicyCRD []byte
+	//go:embed crds/kyverno.io_policies.yaml
+	KyvernoPolicyCRD []byte
+	//go:embed crds/kyverno.io_policyexceptions.yaml
+	KyvernoPolicyExceptionCRD []byte
+)
+
 // CRDs returns every CustomResourceDefinition of deploy/crds (YAML each):
 // the rule kinds modwright serves, ModRule first.
 func CRDs() [][]byte {
-	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, FormerPolicyCRD, FormerClusterPolicyCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD}
+	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, FormerPolicyCRD, FormerClusterPolicyCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD,
+		KyvernoClusterPolicyCRD, KyvernoPolicyCRD, KyvernoPolicyExceptionCRD}
 }
 
 // Bundle is `helm template` of the chart with its default values (YAML,

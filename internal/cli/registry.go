@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
+	kyvernov2 "github.com/modwright/modwright/api/kyverno/v2"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/kinitiras"
 	"github.com/modwright/modwright/internal/kinds/kyverno"
@@ -36,14 +37,15 @@ func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry 
 }
 
 // newClusterRegistry is the kinds the operator watches in the cluster,
-// compiling CUE with cue: kinitiras' with --kinitiras (their CRDs must
-// then be installed).
-func newClusterRegistry(clusterNS string, withKinitiras bool, cue cuelang.Language) *kinds.Registry {
-	// Kyverno's kinds are served from files only: the operator watches them
-	// once their CRDs ship.
+// compiling CUE with cue: kinitiras' with --kinitiras, Kyverno's with
+// --kyverno (their CRDs must then be installed).
+func newClusterRegistry(clusterNS string, withKinitiras, withKyverno bool, cue cuelang.Language) *kinds.Registry {
 	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
 	if withKinitiras {
 		ks = append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)
+	}
+	if withKyverno {
+		ks = append(ks, kyverno.NewKinds()...)
 	}
 	return kinds.NewRegistry(ks...)
 }
@@ -67,7 +69,7 @@ func newKyvernoTestRegistry(v *suite.KyvernoValues, exceptions []string) (*kinds
 			return nil, err
 		}
 		for i := range docs {
-			if docs[i].Kind() != kyvernov1.KindPolicyException {
+			if docs[i].Kind() != kyvernov2.KindPolicyException {
 				return nil, fmt.Errorf("%s: %s %s is not a kyverno.io PolicyException", docs[i].Origin, docs[i].APIVersion(), docs[i].Kind())
 			}
 			ex, err := kyverno.CompileException(&docs[i])

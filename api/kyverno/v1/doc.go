@@ -7,4 +7,11 @@
 // The parts modwright does not evaluate yet (mutate, generate,
 // verifyImages, validate.manifests) are kept as raw JSON: a policy using
 // them loads and is reported, never silently skipped. It knows no engine.
+//
+// The CRDs generated from these types (deploy/crds/kyverno.io_*.yaml) are
+// for clusters without Kyverno: where Kyverno's own CRDs are installed,
+// they are reused as they are.
+//
+// +kubebuilder:object:generate=true
+// +groupName=kyverno.io
 package v1

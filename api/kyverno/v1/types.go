@@ -10,6 +10,7 @@ import (
 // Group, versions and kinds of Kyverno's policy API.
 const (
 	Group              = "kyverno.io"
+	GroupV2            = "kyverno.io/v2"
 	Version            = "v1"
 	VersionV2beta1     = "v2beta1"
 	KindClusterPolicy  = "ClusterPolicy"
@@ -20,13 +21,55 @@ const (
 	AnnotationCategory = "policies.kyverno.io/category"
 )
 
-// ClusterPolicy and Policy share their shape.
+// ClusterPolicy is Kyverno's cluster-wide policy.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=cpol,categories=kyverno;modwright
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              Spec `json:"spec"`
-	// Status is Kyverno's (read, never evaluated).
+	// Status is written by the operator (the Ready condition) or by
+	// Kyverno; modwright never evaluates it.
+	// +kubebuilder:pruning:PreserveUnknownFields
 	Status *apiextensionsv1.JSON `json:"status,omitempty"`
+}
+
+// ClusterPolicyList is a list of ClusterPolicies.
+//
+// +kubebuilder:object:root=true
+type ClusterPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterPolicy `json:"items"`
+}
+
+// Policy is Kyverno's namespaced policy: its rules apply to objects of
+// its namespace.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=pol,categories=kyverno;modwright
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Policy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              Spec `json:"spec"`
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Status *apiextensionsv1.JSON `json:"status,omitempty"`
+}
+
+// PolicyList is a list of Policies.
+//
+// +kubebuilder:object:root=true
+type PolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Policy `json:"items"`
 }
 
 // Spec is a policy's spec.
@@ -198,8 +241,9 @@ type ForEachValidation struct {
 	Pattern       *apiextensionsv1.JSON `json:"pattern,omitempty"`
 	AnyPattern    *apiextensionsv1.JSON `json:"anyPattern,omitempty"`
 	Deny          *Deny                 `json:"deny,omitempty"`
-	// ForEach is a nested list of ForEachValidation.
-	ForEach []ForEachValidation `json:"foreach,omitempty"`
+	// ForEach is a nested list of ForEachValidation (raw: a schema cannot
+	// nest itself; decoded strictly when the policy compiles).
+	ForEach *apiextensionsv1.JSON `json:"foreach,omitempty"`
 }
 
 // PodSecurity applies a Pod Security Standards level.
@@ -225,31 +269,4 @@ type CEL struct {
 	ParamRef         *admissionregistrationv1.ParamRef         `json:"paramRef,omitempty"`
 	AuditAnnotations []admissionregistrationv1.AuditAnnotation `json:"auditAnnotations,omitempty"`
 	Variables        []admissionregistrationv1.Variable        `json:"variables,omitempty"`
-}
-
-// KindPolicyException is Kyverno's PolicyException (kyverno.io/v2, also
-// read as v2beta1).
-const KindPolicyException = "PolicyException"
-
-// PolicyException exempts the objects it matches from rules of policies.
-type PolicyException struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              PolicyExceptionSpec `json:"spec"`
-}
-
-// PolicyExceptionSpec is a PolicyException's spec.
-type PolicyExceptionSpec struct {
-	Background  *bool                 `json:"background,omitempty"`
-	Match       MatchResources        `json:"match"`
-	Conditions  *AnyAllConditions     `json:"conditions,omitempty"`
-	Exceptions  []Exception           `json:"exceptions"`
-	PodSecurity []PodSecurityStandard `json:"podSecurity,omitempty"`
-}
-
-// Exception names a policy (namespace/name for a Policy) and its rules
-// (wildcards allowed).
-type Exception struct {
-	PolicyName string   `json:"policyName"`
-	RuleNames  []string `json:"ruleNames"`
 }

@@ -61,7 +61,7 @@ func (c *compiler) autogen(cp *kyvernov1.ClusterPolicy) []*rule {
 	for i := range cp.Spec.Rules {
 		r := &cp.Spec.Rules[i]
 		field := fmt.Sprintf("spec.rules[%d]", i)
-		if strings.HasPrefix(r.Name, "autogen-") || !containsPod(kindsOf(&r.MatchResources)) {
+		if strings.HasPrefix(r.Name, "autogen-") || !containsPod(kindsOf(&r.MatchResources)) || slices.Contains(c.broken, i) {
 			continue
 		}
 		if r.ExcludeResources != nil {

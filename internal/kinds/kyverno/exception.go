@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
+	kyvernov2 "github.com/modwright/modwright/api/kyverno/v2"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang"
@@ -18,7 +19,7 @@ import (
 type Exception struct {
 	key   string // namespace/name
 	ns    string
-	rules []kyvernov1.Exception
+	rules []kyvernov2.Exception
 	match matchSpec
 	cond  *conditions.Set
 	progs programs
@@ -32,12 +33,12 @@ func CompileException(m *kinds.Manifest) (*Exception, error) {
 	if av != kyvernov1.Group+"/v2beta1" {
 		av = kyvernov1.Group + "/v2"
 	}
-	var pe kyvernov1.PolicyException
-	if err := kinds.Decode(m, kyvernov1.KindPolicyException, av, &pe); err != nil {
+	var pe kyvernov2.PolicyException
+	if err := kinds.Decode(m, kyvernov2.KindPolicyException, av, &pe); err != nil {
 		return nil, err
 	}
 	p := &Policy{}
-	c := &compiler{p: p, ce: &rules.CompileError{Kind: kyvernov1.KindPolicyException, Rule: m.Key()}}
+	c := &compiler{p: p, ce: &rules.CompileError{Kind: kyvernov2.KindPolicyException, Rule: m.Key()}}
 	ex := &Exception{key: m.Key(), ns: m.Namespace(), rules: pe.Spec.Exceptions}
 	ex.match = c.matchSpec("spec.match", &pe.Spec.Match)
 	if b := pe.Spec.Conditions; b != nil {
@@ -69,7 +70,7 @@ func WithExceptions(exs ...*Exception) Option {
 
 // covers: the exception names the policy and rule.
 func (ex *Exception) covers(policy, rule string) bool {
-	return slices.ContainsFunc(ex.rules, func(e kyvernov1.Exception) bool {
+	return slices.ContainsFunc(ex.rules, func(e kyvernov2.Exception) bool {
 		return e.PolicyName == policy && slices.ContainsFunc(e.RuleNames, func(n string) bool { return lang.MatchWildcard(n, rule) })
 	})
 }

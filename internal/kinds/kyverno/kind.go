@@ -40,7 +40,8 @@ func (k *Kind) Group() string { return kyvernov1.Group }
 func (k *Kind) Versions() []string { return []string{kyvernov1.Version, kyvernov1.VersionV2beta1} }
 
 // Compile decodes and compiles a policy. A policy with errors is returned
-// with Info().Err set (a *rules.CompileError naming each field).
+// with its error, also in Info().Err (a *rules.CompileError naming each
+// field), so that it stays visible.
 func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	p := &Policy{kind: k.name, opts: k.opts}
 	p.info = engine.RuleInfo{Kind: k.name, Key: m.Key(), Namespace: m.Namespace(), Name: m.Name(), Phase: engine.Validate}
@@ -51,12 +52,21 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	var cp kyvernov1.ClusterPolicy
 	if err := kinds.Decode(m, k.name, av, &cp); err != nil {
 		p.info.Err = err
-		return p, nil
+		return p, err
 	}
 	c := &compiler{p: p, ce: &rules.CompileError{Kind: k.name, Rule: m.Key()}}
 	c.policy(&cp)
 	if len(c.ce.Errors) > 0 {
+		// An autogen rule repeats its source rule's errors: each is
+		// reported once, at the source rule's field.
+		seen := map[rules.FieldError]bool{}
+		c.ce.Errors = slices.DeleteFunc(c.ce.Errors, func(e rules.FieldError) bool {
+			dup := seen[e]
+			seen[e] = true
+			return dup
+		})
 		p.info.Err = c.ce
+		return p, c.ce
 	}
 	return p, nil
 }
@@ -65,6 +75,8 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 type compiler struct {
 	p  *Policy
 	ce *rules.CompileError
+	// broken are the rules with errors (no autogen rule repeats them).
+	broken []int
 }
 
 func (c *compiler) errf(field, format string, args ...any) {
@@ -111,7 +123,11 @@ func (c *compiler) policy(cp *kyvernov1.ClusterPolicy) {
 			c.errf(field+".name", "duplicate rule name %q", r.Name)
 		}
 		seen[r.Name] = true
+		before := len(c.ce.Errors)
 		p.rules = append(p.rules, c.rule(field, r, ""))
+		if len(c.ce.Errors) > before {
+			c.broken = append(c.broken, i)
+		}
 	}
 	p.rules = append(p.rules, c.autogen(cp)...)
 	p.info.Index = p.index()

@@ -221,8 +221,11 @@ func (c *compiler) foreach(field string, fs []kyvernov1.ForEachValidation) []*fo
 			fv.pattern = c.pattern(ff+".pattern", f.Pattern.Raw)
 		case f.AnyPattern != nil:
 			fv.anyPattern = c.anyPattern(ff+".anyPattern", f.AnyPattern.Raw)
-		case len(f.ForEach) > 0:
-			fv.foreach = c.foreach(ff+".foreach", f.ForEach)
+		case f.ForEach != nil:
+			var nested []kyvernov1.ForEachValidation
+			if c.decodeInto(ff+".foreach", f.ForEach.Raw, &nested) {
+				fv.foreach = c.foreach(ff+".foreach", nested)
+			}
 		}
 		out = append(out, fv)
 	}

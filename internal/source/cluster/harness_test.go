@@ -440,7 +440,9 @@ func uidOf(r engine.Rule) types.UID {
 }
 
 // id names a ModRule for the RuleSource.
-func id(key string) cluster.RuleID { return cluster.RuleID{Kind: v1beta1.Kind, Key: key} }
+func id(key string) cluster.RuleID {
+	return cluster.RuleID{Kind: v1beta1.Kind, Key: key, Group: v1beta1.Group}
+}
 
 // toUnstructured converts a ModRule fixture into the object the API server
 // stores.

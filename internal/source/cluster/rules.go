@@ -65,10 +65,12 @@ type RuleSource struct {
 	synced   bool
 }
 
-// RuleID names one rule: its kind and namespace/name.
+// RuleID names one rule: its kind (by group and name: Kyverno's
+// ClusterPolicy is not modwright's former one) and namespace/name.
 type RuleID struct {
-	Kind string
-	Key  string // namespace/name
+	Kind  string
+	Key   string // namespace/name
+	Group string
 }
 
 type entry struct {
@@ -117,11 +119,11 @@ func (s *RuleSource) Start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		name := k.Name()
+		name, group := k.Name(), k.Group()
 		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { s.enqueue(name, obj) },
-			UpdateFunc: func(_, obj any) { s.enqueue(name, obj) },
-			DeleteFunc: func(obj any) { s.enqueue(name, obj) },
+			AddFunc:    func(obj any) { s.enqueue(group, name, obj) },
+			UpdateFunc: func(_, obj any) { s.enqueue(group, name, obj) },
+			DeleteFunc: func(obj any) { s.enqueue(group, name, obj) },
 		})
 		if err != nil {
 			return fmt.Errorf("%s informer: %w", name, err)
@@ -187,7 +189,7 @@ func (s *RuleSource) informer(ctx context.Context, k kinds.Kind) (cache.Informer
 	}
 }
 
-func (s *RuleSource) enqueue(kind string, obj any) {
+func (s *RuleSource) enqueue(group, kind string, obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -196,7 +198,7 @@ func (s *RuleSource) enqueue(kind string, obj any) {
 		return
 	}
 	s.mu.Lock()
-	s.dirty[RuleID{kind, key(o.GetNamespace(), o.GetName())}] = struct{}{}
+	s.dirty[RuleID{Kind: kind, Key: key(o.GetNamespace(), o.GetName()), Group: group}] = struct{}{}
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -239,7 +241,7 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 	var removed []RuleID
 	var readErr error
 	for _, id := range dirty {
-		k := s.kind(id.Kind)
+		k := s.kind(id)
 		if k == nil {
 			continue
 		}
@@ -336,9 +338,9 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 	return readErr
 }
 
-func (s *RuleSource) kind(name string) kinds.Kind {
+func (s *RuleSource) kind(id RuleID) kinds.Kind {
 	for _, k := range s.Kinds.Kinds() {
-		if k.Name() == name {
+		if k.Name() == id.Kind && k.Group() == id.Group {
 			return k
 		}
 	}
@@ -355,7 +357,7 @@ func (s *RuleSource) compile(id RuleID, u *unstructured.Unstructured) *entry {
 		return e
 	}
 	m.Origin = id.Kind + " " + id.Key
-	e.rule, e.err = s.kind(id.Kind).Compile(m)
+	e.rule, e.err = s.kind(id).Compile(m)
 	return e
 }
 

@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestKyvernoPolicies runs Kyverno's ClusterPolicies, unchanged, on the real
+// API server with the operator's --kyverno: the CRDs the chart installs, the
+// Ready status, an Enforce pattern with anchors rejecting with Kyverno's
+// message, an Audit deny admitting with a warning, and autogen covering a
+// Deployment.
+func TestKyvernoPolicies(t *testing.T) {
+	cl := startCluster(t, true)
+	cl.installCRDs(t)
+	ctx := context.Background()
+	c := cl.c
+	// What the chart grants with kyverno.enabled (the bundle is rendered
+	// with its defaults).
+	create(t, c, &rbacv1.ClusterRole{ObjectMeta: metaName("modwright-kyverno"), Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"kyverno.io"}, Resources: []string{"clusterpolicies", "policies"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"kyverno.io"}, Resources: []string{"clusterpolicies/status", "policies/status"}, Verbs: []string{"get", "update", "patch"}}}})
+	create(t, c, &rbacv1.ClusterRoleBinding{ObjectMeta: metaName("modwright-kyverno"),
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "modwright-kyverno"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: operatorUser}}})
+	a := cl.startOperator(t, "a", "--kyverno")
+	a.waitReady(t)
+	cl.lb.add(a.webhook)
+	create(t, c, &corev1.Namespace{ObjectMeta: metaName("kyv")})
+
+	enforce := kinitirasPolicy(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: require-team
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: team-label
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+          namespaces: [kyv]
+    validate:
+      message: "the label team is required"
+      pattern:
+        metadata:
+          labels:
+            =(team): "?*"
+            team: "?*"
+`)
+	audit := kinitirasPolicy(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: no-latest
+spec:
+  validationFailureAction: Audit
+  rules:
+  - name: no-latest
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+          namespaces: [kyv]
+    validate:
+      message: "{{ request.object.metadata.name }} uses a latest image"
+      deny:
+        conditions:
+          any:
+          - key: "{{ request.object.spec.containers[].image }}"
+            operator: AnyIn
+            value: ["*:latest"]
+`)
+	create(t, c, enforce)
+	create(t, c, audit)
+	for _, p := range []client.Object{enforce, audit} {
+		if cond := readyCondition(t, c, p); cond.Status != metav1.ConditionTrue {
+			t.Fatalf("%s: Ready %s: %s", p.GetName(), cond.Status, cond.Message)
+		}
+	}
+	pod := func(name, image string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kyv", Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}}}
+	}
+
+	t.Run("Enforce rejects with Kyverno's message", func(t *testing.T) {
+		eventually(t, 20*time.Second, func() error {
+			err := c.Create(ctx, pod("unlabelled", "nginx:1.27", nil), client.DryRunAll)
+			if err == nil {
+				return fmt.Errorf("admitted")
+			}
+			if !strings.Contains(err.Error(), "validation error: the label team is required. rule team-label failed at path /metadata/labels/") {
+				t.Fatalf("denial: %v", err)
+			}
+			return nil
+		})
+		if err := c.Create(ctx, pod("labelled", "nginx:1.27", map[string]string{"team": "a"}), client.DryRunAll); err != nil {
+			t.Errorf("a labelled Pod: %v", err)
+		}
+	})
+
+	t.Run("Audit admits with a warning", func(t *testing.T) {
+		w := &warnings{}
+		cfg := rest.CopyConfig(cl.cfg)
+		cfg.WarningHandlerWithContext = w
+		wc, err := client.New(cfg, client.Options{Scheme: newScheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wc.Create(ctx, pod("latest", "nginx:latest", map[string]string{"team": "a"}), client.DryRunAll); err != nil {
+			t.Fatalf("an Audit failure refused the create: %v", err)
+		}
+		got := strings.Join(w.take(), "\n")
+		if !strings.Contains(got, "policy no-latest, rule no-latest (Audit): latest uses a latest image") {
+			t.Errorf("warnings %q", got)
+		}
+	})
+
+	t.Run("autogen covers a Deployment", func(t *testing.T) {
+		d := deployment("kyv", "web", "nginx:1.27", false)
+		err := c.Create(ctx, d, client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "rule autogen-team-label failed at path /spec/template/metadata/labels/") {
+			t.Errorf("a Deployment whose pods lack the label: %v", err)
+		}
+		d = deployment("kyv", "web", "nginx:1.27", false)
+		d.Spec.Template.Labels["team"] = "a"
+		if err := c.Create(ctx, d, client.DryRunAll); err != nil {
+			t.Errorf("a Deployment whose pods have the label: %v", err)
+		}
+	})
+
+	t.Run("a broken policy is kept with its error", func(t *testing.T) {
+		bad := kinitirasPolicy(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: broken
+spec:
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      deny:
+        conditions:
+          any: [{key: "{{ request.object.metadata.name[ }}", operator: Equals, value: x}]
+`)
+		create(t, c, bad)
+		cond := readyCondition(t, c, bad)
+		if cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "spec.rules[0].validate.deny.conditions") || !strings.Contains(cond.Message, "SyntaxError") {
+			t.Errorf("Ready %s: %s", cond.Status, cond.Message)
+		}
+	})
+}
