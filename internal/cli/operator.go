@@ -76,8 +76,10 @@ type operatorOptions struct {
 	crdSchemas      bool
 	// kinitiras' kinds, and their http references' client.
 	kinitiras bool
-	// kyverno: serve Kyverno's ClusterPolicy and Policy.
+	// kyverno: serve Kyverno's ClusterPolicy and Policy, with the
+	// PolicyExceptions of kyvernoExceptionNS.
 	kyverno            bool
+	kyvernoExceptionNS []string
 	kinitirasPaths     bool
 	kinitirasHosts     []string
 	kinitirasHTTPTime  time.Duration
@@ -122,6 +124,7 @@ func addOperatorFlags(f interface {
 	f.BoolVar(&o.contextRoles, "policy-context-roles", true, "serve request.roles and request.clusterRoles (needs get, list, watch on rolebindings and clusterrolebindings)")
 	f.BoolVar(&o.crdSchemas, "policy-crd-schemas", true, "type the self of ModwrightPolicies' scoped CEL validations of custom resources by their CRDs' schemas, as apply --crd does (needs get, list, watch on customresourcedefinitions); off: dynamically typed")
 	f.BoolVar(&o.kyverno, "kyverno", false, "serve Kyverno's ClusterPolicy and Policy (kyverno.io/v1; their CRDs must be installed, Kyverno's or the chart's; the operator waits for them)")
+	f.StringArrayVar(&o.kyvernoExceptionNS, "kyverno-exception-namespace", nil, "namespace whose Kyverno PolicyExceptions (kyverno.io/v2) the policies honour (repeatable; none by default: as Kyverno's --exceptionNamespace, an exception lets objects through, so only namespaces its authors are trusted with)")
 	f.BoolVar(&o.kinitiras, "kinitiras", true, "serve kinitiras' OverridePolicy, ClusterOverridePolicy and ClusterValidatePolicy (their CRDs must be installed; the operator waits for them)")
 	f.BoolVar(&o.kinitirasPaths, "kinitiras-paths", false, "serve kinitiras' policies on kinitiras' own webhook paths (/mutate: override policies, /validate: validate policies), for webhook configurations with kinitiras' object selector; the dragnet then leaves them out")
 	f.StringArrayVar(&o.kinitirasHosts, "kinitiras-http-hosts", nil, "hosts (host or host:port) kinitiras' http references may reach (repeatable); none by default: such a reference lets policy authors make the operator call URLs")
@@ -215,7 +218,14 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		return &ExitError{Code: 2, Err: err}
 	}
 	defer stopCUE()
-	k.kreg = newClusterRegistry(o.clusterRules, k.op.kinitiras, k.op.kyverno, cue)
+	var exceptions *cluster.CompiledSet
+	if k.op.kyverno && len(k.op.kyvernoExceptionNS) > 0 {
+		exceptions = newKyvernoExceptionSet(k.mgr.GetCache(), k.op.kyvernoExceptionNS, k.log.WithName("kyverno-exceptions"))
+		if err := k.mgr.Add(exceptions); err != nil {
+			return err
+		}
+	}
+	k.kreg = newClusterRegistry(o.clusterRules, k.op.kinitiras, k.op.kyverno, exceptions, cue)
 	for _, step := range []func(context.Context) error{k.contextReaders, k.compileNative, k.webhooks, k.rules, k.certificates, k.readiness} {
 		if err := step(ctx); err != nil {
 			return err

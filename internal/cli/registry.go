@@ -2,7 +2,11 @@ package cli
 
 import (
 	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"maps"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"slices"
 
 	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
@@ -14,6 +18,7 @@ import (
 	"github.com/modwright/modwright/internal/kinds/policy"
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
 	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/source/cluster"
 	"github.com/modwright/modwright/internal/suite"
 )
 
@@ -39,15 +44,41 @@ func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry 
 // newClusterRegistry is the kinds the operator watches in the cluster,
 // compiling CUE with cue: kinitiras' with --kinitiras, Kyverno's with
 // --kyverno (their CRDs must then be installed).
-func newClusterRegistry(clusterNS string, withKinitiras, withKyverno bool, cue cuelang.Language) *kinds.Registry {
+func newClusterRegistry(clusterNS string, withKinitiras, withKyverno bool, exceptions *cluster.CompiledSet, cue cuelang.Language) *kinds.Registry {
 	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
 	if withKinitiras {
 		ks = append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)
 	}
 	if withKyverno {
-		ks = append(ks, kyverno.NewKinds()...)
+		var opts []kyverno.Option
+		if exceptions != nil {
+			opts = append(opts, kyverno.WithExceptionSource(exceptionItems{exceptions}))
+		}
+		ks = append(ks, kyverno.NewKinds(opts...)...)
 	}
 	return kinds.NewRegistry(ks...)
+}
+
+// newKyvernoExceptionSet is the operator's set of Kyverno PolicyExceptions
+// of the trusted namespaces.
+func newKyvernoExceptionSet(c cache.Cache, namespaces []string, log logr.Logger) *cluster.CompiledSet {
+	return &cluster.CompiledSet{GVK: schema.GroupVersionKind{Group: kyvernov1.Group, Version: "v2", Kind: kyvernov2.KindPolicyException},
+		Namespaces: namespaces, Cache: c, Log: log,
+		Compile: func(m *kinds.Manifest) (any, error) { return kyverno.CompileException(m) }}
+}
+
+// exceptionItems reads the set's exceptions for the kind.
+type exceptionItems struct{ s *cluster.CompiledSet }
+
+func (e exceptionItems) Exceptions() []*kyverno.Exception {
+	items := e.s.Items()
+	out := make([]*kyverno.Exception, 0, len(items))
+	for _, it := range items {
+		if ex, ok := it.(*kyverno.Exception); ok {
+			out = append(out, ex)
+		}
+	}
+	return out
 }
 
 // kyvernoRuleResult is a Kyverno policy's rule result (a trace detail).

@@ -28,14 +28,16 @@ func TestKyvernoPolicies(t *testing.T) {
 	// with its defaults).
 	create(t, c, &rbacv1.ClusterRole{ObjectMeta: metaName("modwright-kyverno"), Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"kyverno.io"}, Resources: []string{"clusterpolicies", "policies"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"kyverno.io"}, Resources: []string{"clusterpolicies/status", "policies/status"}, Verbs: []string{"get", "update", "patch"}}}})
+		{APIGroups: []string{"kyverno.io"}, Resources: []string{"clusterpolicies/status", "policies/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{"kyverno.io"}, Resources: []string{"policyexceptions"}, Verbs: []string{"get", "list", "watch"}}}})
 	create(t, c, &rbacv1.ClusterRoleBinding{ObjectMeta: metaName("modwright-kyverno"),
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "modwright-kyverno"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: operatorUser}}})
-	a := cl.startOperator(t, "a", "--kyverno")
+	a := cl.startOperator(t, "a", "--kyverno", "--kyverno-exception-namespace", "kyv-exceptions")
 	a.waitReady(t)
 	cl.lb.add(a.webhook)
 	create(t, c, &corev1.Namespace{ObjectMeta: metaName("kyv")})
+	create(t, c, &corev1.Namespace{ObjectMeta: metaName("kyv-exceptions")})
 
 	enforce := kinitirasPolicy(t, `
 apiVersion: kyverno.io/v1
@@ -137,6 +139,35 @@ spec:
 		d.Spec.Template.Labels["team"] = "a"
 		if err := c.Create(ctx, d, client.DryRunAll); err != nil {
 			t.Errorf("a Deployment whose pods have the label: %v", err)
+		}
+	})
+
+	t.Run("a PolicyException of a trusted namespace lets a named Pod through", func(t *testing.T) {
+		exception := func(ns, names string) client.Object {
+			return kinitirasPolicy(t, `
+apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata:
+  name: legacy
+  namespace: `+ns+`
+spec:
+  exceptions:
+  - policyName: require-team
+    ruleNames: [team-label, "autogen-*"]
+  match:
+    any:
+    - resources:
+        kinds: [Pod]
+        names: ["`+names+`"]
+`)
+		}
+		create(t, c, exception("kyv-exceptions", "legacy-*"))
+		create(t, c, exception("kyv", "other-*")) // not a trusted namespace
+		eventually(t, 20*time.Second, func() error {
+			return c.Create(ctx, pod("legacy-billing", "nginx:1.27", nil), client.DryRunAll)
+		})
+		if err := c.Create(ctx, pod("other-billing", "nginx:1.27", nil), client.DryRunAll); err == nil {
+			t.Error("an exception outside the trusted namespaces let a Pod through")
 		}
 	})
 

@@ -338,7 +338,7 @@ func (p *Policy) evalRule(h *engine.Handle, r *rule, t *target, base *scope) (re
 			return RuleResult{Rule: r.name, Status: Skip, Message: joinNonEmpty("; ", "preconditions not met", msg)}, true
 		}
 	}
-	if len(p.opts.exceptions) > 0 {
+	if len(p.opts.exceptions) > 0 || p.opts.exceptionSource != nil {
 		keys, err := p.exempted(h, r, t, s)
 		if err != nil {
 			return errorResult(r, "failed to get exceptions", err), true

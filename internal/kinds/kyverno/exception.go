@@ -62,10 +62,30 @@ func CompileException(m *kinds.Manifest) (*Exception, error) {
 	return ex, nil
 }
 
-// WithExceptions gives the policies PolicyExceptions (a test suite's, or
-// those of the namespaces trusted with exceptions).
+// WithExceptions gives the policies PolicyExceptions (a test suite's).
 func WithExceptions(exs ...*Exception) Option {
 	return func(o *options) { o.exceptions = append(o.exceptions, exs...) }
+}
+
+// ExceptionSource gives the PolicyExceptions current at evaluation (in the
+// cluster: those of the namespaces trusted with exceptions, kept by the
+// operator as they change).
+type ExceptionSource interface {
+	Exceptions() []*Exception
+}
+
+// WithExceptionSource makes the policies read PolicyExceptions from src at
+// each evaluation, beside WithExceptions'.
+func WithExceptionSource(src ExceptionSource) Option {
+	return func(o *options) { o.exceptionSource = src }
+}
+
+// exceptions are the PolicyExceptions of an evaluation.
+func (p *Policy) exceptions() []*Exception {
+	if p.opts.exceptionSource == nil {
+		return p.opts.exceptions
+	}
+	return append(slices.Clip(p.opts.exceptions), p.opts.exceptionSource.Exceptions()...)
 }
 
 // covers: the exception names the policy and rule.
@@ -84,7 +104,7 @@ func (p *Policy) exempted(h *engine.Handle, r *rule, t *target, s *scope) ([]str
 		name = p.info.Namespace + "/" + p.name
 	}
 	var keys []string
-	for _, ex := range p.opts.exceptions {
+	for _, ex := range p.exceptions() {
 		if !ex.covers(name, r.name) {
 			continue
 		}

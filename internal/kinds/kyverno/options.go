@@ -14,8 +14,10 @@ type options struct {
 	// celEnvs are the CEL environments and programs the kinds' policies
 	// share (set by NewKinds).
 	celEnvs *cel.EnvCache
-	// exceptions are the PolicyExceptions every policy honours.
-	exceptions []*Exception
+	// exceptions are the PolicyExceptions every policy honours, and
+	// exceptionSource those read at each evaluation.
+	exceptions      []*Exception
+	exceptionSource ExceptionSource
 }
 
 // WithValues gives every policy the values of a kyverno test suite (its

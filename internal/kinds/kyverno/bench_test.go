@@ -1,0 +1,122 @@
+package kyverno_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/kyverno"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/testtool"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// BenchmarkPSS evaluates the Kyverno policy library's Pod Security
+// Standards ClusterPolicies (baseline and restricted, from
+// ../shared/conformance/kyverno-policies) on the load test's 3.3 KB
+// Deployment (testdata/bench/objects/deployment.json), through
+// engine.Evaluate without a trace, as the webhook does: the pattern
+// policies (pod-security/) and their validate.cel twins (pod-security-cel/),
+// on the Deployment as it is and made compliant. Compare with
+// internal/kinds/policy's BenchmarkPSS (the same checks as 16 CEL
+// ModwrightPolicies) in the same run (BENCHMARKS.md).
+func BenchmarkPSS(b *testing.B) {
+	dir := testtool.ConformanceDir(b, "kyverno-policies", "MODWRIGHT_KYVERNO_POLICIES_DIR", "library")
+	for _, set := range []string{"pod-security", "pod-security-cel"} {
+		snap, n := pssSnapshot(b, filepath.Join(dir, "library", set))
+		for _, compliant := range []bool{false, true} {
+			name := set + "/policies=" + itoa(n) + "/denied"
+			if compliant {
+				name = set + "/policies=" + itoa(n) + "/compliant"
+			}
+			b.Run(name, func(b *testing.B) {
+				eng := engine.New(engine.Options{NoTrace: true})
+				req := engine.Request{Operation: rules.Create, Namespace: "bench", Name: "nginx-deployment",
+					Kind: engine.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Object: benchDeployment(b, compliant)}
+				ctx := context.Background()
+				d, err := eng.Evaluate(ctx, snap, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(d.Errors) > 0 {
+					b.Fatalf("rule errors: %v", d.Errors)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := eng.Evaluate(ctx, snap, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// pssSnapshot loads the baseline and restricted ClusterPolicies of a
+// library directory (their suites' files left out), as Enforce.
+func pssSnapshot(b *testing.B, dir string) (*engine.Snapshot, int) {
+	b.Helper()
+	var docs []source.Document
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") || strings.Contains(p, "/.") || strings.Contains(p, "subrule") {
+			return err
+		}
+		if !strings.Contains(p, "/baseline/") && !strings.Contains(p, "/restricted/") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		ds, err := source.ParseManifest(p, data)
+		if err != nil {
+			return err
+		}
+		for _, d := range ds {
+			if d.Kind() == "ClusterPolicy" {
+				docs = append(docs, d)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := source.LoadRules(docs, kinds.NewRegistry(kyverno.NewKinds()...))
+	if len(res.Errors) > 0 {
+		b.Fatalf("load: %v", res.Errors)
+	}
+	return engine.NewSnapshot(res.Rules), len(res.Rules)
+}
+
+func benchDeployment(b *testing.B, compliant bool) map[string]any {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "bench", "objects", "deployment.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := value.Decode(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	obj := v.(map[string]any)
+	if compliant {
+		spec := obj["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+		spec["securityContext"] = map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+		for _, c := range spec["containers"].([]any) {
+			c.(map[string]any)["securityContext"] = map[string]any{
+				"allowPrivilegeEscalation": false,
+				"capabilities":             map[string]any{"drop": []any{"ALL"}},
+			}
+		}
+	}
+	return obj
+}
