@@ -110,6 +110,7 @@ fuzz:
 	$(GO) test ./internal/lang/jmespath -run '^$$' -fuzz '^FuzzEvaluate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/quantity -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/pattern -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/kinds/kyverno -run '^$$' -fuzz '^FuzzPolicy$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzApplyJSONPatchV4$$' -fuzztime $(FUZZTIME)
 
 # The benchmark harness (BENCHMARKS.md): engine and handler micro-benchmarks,

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modwright/modwright/internal/value"
 )
 
 // RepoRoot is the repository's root directory.
@@ -128,4 +130,32 @@ func Registry(t testing.TB, htpasswd string) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// BenchDeployment is the load test's 3.3 KB Deployment
+// (testdata/bench/objects/deployment.json, namespace bench), decoded;
+// compliant adds what the Pod Security Standards' restricted level asks of
+// its pod template (a securityContext on the pod and on each container).
+func BenchDeployment(t testing.TB, compliant bool) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(RepoRoot(t), "testdata", "bench", "objects", "deployment.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := value.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := v.(map[string]any)
+	if compliant {
+		spec := obj["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+		spec["securityContext"] = map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+		for _, c := range spec["containers"].([]any) {
+			c.(map[string]any)["securityContext"] = map[string]any{
+				"allowPrivilegeEscalation": false,
+				"capabilities":             map[string]any{"drop": []any{"ALL"}},
+			}
+		}
+	}
+	return obj
 }

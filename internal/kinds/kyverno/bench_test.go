@@ -14,7 +14,6 @@ import (
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/testtool"
-	"github.com/modwright/modwright/internal/value"
 )
 
 // BenchmarkPSS evaluates the Kyverno policy library's Pod Security
@@ -38,7 +37,7 @@ func BenchmarkPSS(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				eng := engine.New(engine.Options{NoTrace: true})
 				req := engine.Request{Operation: rules.Create, Namespace: "bench", Name: "nginx-deployment",
-					Kind: engine.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Object: benchDeployment(b, compliant)}
+					Kind: engine.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Object: testtool.BenchDeployment(b, compliant)}
 				ctx := context.Background()
 				d, err := eng.Evaluate(ctx, snap, req)
 				if err != nil {
@@ -95,28 +94,4 @@ func pssSnapshot(b *testing.B, dir string) (*engine.Snapshot, int) {
 		b.Fatalf("load: %v", res.Errors)
 	}
 	return engine.NewSnapshot(res.Rules), len(res.Rules)
-}
-
-func benchDeployment(b *testing.B, compliant bool) map[string]any {
-	b.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "bench", "objects", "deployment.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	v, err := value.Decode(data)
-	if err != nil {
-		b.Fatal(err)
-	}
-	obj := v.(map[string]any)
-	if compliant {
-		spec := obj["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
-		spec["securityContext"] = map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
-		for _, c := range spec["containers"].([]any) {
-			c.(map[string]any)["securityContext"] = map[string]any{
-				"allowPrivilegeEscalation": false,
-				"capabilities":             map[string]any{"drop": []any{"ALL"}},
-			}
-		}
-	}
-	return obj
 }

@@ -210,7 +210,7 @@ func (p *Policy) Apply(h *engine.Handle) error {
 	t := p.target(h)
 	var base *scope
 	var results []RuleResult
-	var failed []*rule
+	var evaluated []*rule // the rule of each result
 	for _, r := range p.rules {
 		ok, err := r.applies(t)
 		if err != nil {
@@ -239,7 +239,7 @@ func (p *Policy) Apply(h *engine.Handle) error {
 			res.Enforced = p.enforced(h, r, t)
 		}
 		results = append(results, res)
-		failed = append(failed, r)
+		evaluated = append(evaluated, r)
 		if p.applyOne && (res.Status == Pass || res.Status == Fail) {
 			break
 		}
@@ -258,7 +258,7 @@ func (p *Policy) Apply(h *engine.Handle) error {
 		case Warn:
 			h.Warn(fmt.Sprintf("policy %s, rule %s: %s", p.info.Key, res.Rule, res.Message))
 		case Error:
-			h.Fail(failed[i].field, errors.New(res.Message))
+			h.Fail(evaluated[i].field, errors.New(res.Message))
 			if p.failClosed {
 				h.Reject(fmt.Sprintf("%s: error (failurePolicy Fail): %s", res.Rule, res.Message), nil)
 			}

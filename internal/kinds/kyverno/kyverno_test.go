@@ -210,6 +210,27 @@ spec:
 	if len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "mutate rules are not evaluated yet") {
 		t.Errorf("a rule not evaluated under failurePolicy Fail must reject: %+v", d.Rejections)
 	}
+	// Signatures are refused with their reason, never skipped.
+	snap = snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: signed}
+spec:
+  failurePolicy: Ignore
+  rules:
+  - name: verify
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    verifyImages:
+    - imageReferences: ["ghcr.io/acme/*"]
+      attestors: [{entries: [{keys: {publicKeys: "-----BEGIN PUBLIC KEY-----"}}]}]
+`)
+	got, d = results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}}`)
+	if diff := cmp.Diff([]string{"verify=error"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if len(d.Rejections) != 0 || len(d.Errors) != 1 || !strings.Contains(d.Errors[0].Error(), "need image registries and signatures") {
+		t.Errorf("verifyImages under failurePolicy Ignore: rejections %+v, errors %v", d.Rejections, d.Errors)
+	}
 }
 
 func TestCompileErrors(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ import (
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
-	"github.com/modwright/modwright/internal/value"
+	"github.com/modwright/modwright/internal/testtool"
 )
 
 // The benchmarks below evaluate the load test's Deployment
@@ -34,26 +33,7 @@ const benchNS = "bench"
 // checks pass.
 func benchObject(b *testing.B, compliant bool) map[string]any {
 	b.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "bench", "objects", "deployment.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	v, err := value.Decode(data)
-	if err != nil {
-		b.Fatal(err)
-	}
-	obj := v.(map[string]any)
-	if compliant {
-		spec := obj["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
-		spec["securityContext"] = map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
-		for _, c := range spec["containers"].([]any) {
-			c.(map[string]any)["securityContext"] = map[string]any{
-				"allowPrivilegeEscalation": false,
-				"capabilities":             map[string]any{"drop": []any{"ALL"}},
-			}
-		}
-	}
-	return obj
+	return testtool.BenchDeployment(b, compliant)
 }
 
 // benchLoad compiles a YAML stream of Policies, ClusterPolicies and

@@ -1,0 +1,57 @@
+package kyverno_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/kyverno"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// FuzzPolicy compiles arbitrary Kyverno ClusterPolicies (JSON) and
+// evaluates them on a Deployment and a Pod: nothing may panic, and every
+// evaluation ends.
+func FuzzPolicy(f *testing.F) {
+	for _, s := range []string{
+		`{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "a"}, "spec": {"validationFailureAction": "Enforce", "rules": [{"name": "r", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]}, "validate": {"message": "{{ request.object.metadata.name }}", "pattern": {"spec": {"containers": [{"(image)": "nginx*", "=(securityContext)": {"=(privileged)": false}}]}}}}]}}`,
+		`{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "b"}, "spec": {"rules": [{"name": "r", "match": {"resources": {"kinds": ["Deployment"]}}, "preconditions": {"all": [{"key": "{{ request.operation }}", "operator": "Equals", "value": "CREATE"}]}, "validate": {"deny": {"conditions": {"any": [{"key": "{{ request.object.spec.replicas }}", "operator": "GreaterThan", "value": 2}]}}}}]}}`,
+		`{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "c"}, "spec": {"rules": [{"name": "r", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]}, "validate": {"foreach": [{"list": "request.object.spec.containers", "anyPattern": [{"image": "a/*"}, {"name": "x*"}]}]}}]}}`,
+		`{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "d"}, "spec": {"rules": [{"name": "r", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]}, "validate": {"cel": {"expressions": [{"expression": "size(object.spec.containers) < 2"}]}}}]}}`,
+		`{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "e"}, "spec": {"rules": [{"name": "r", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]}, "validate": {"podSecurity": {"level": "restricted", "exclude": [{"controlName": "Capabilities", "images": ["*"]}]}}}]}}`,
+	} {
+		f.Add(s)
+	}
+	objs := []string{
+		`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"}, "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "a", "image": "nginx"}]}}}}`,
+		`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "labels": {"a": "b"}}, "spec": {"containers": [{"name": "a", "image": "nginx:1", "securityContext": {"privileged": true}}]}}`,
+	}
+	reg := kinds.NewRegistry(kyverno.NewKinds()...)
+	f.Fuzz(func(t *testing.T, manifest string) {
+		docs, err := source.ParseManifest("fuzz.json", []byte(manifest))
+		if err != nil {
+			return
+		}
+		res := source.LoadRules(docs, reg)
+		var ok []engine.Rule
+		for _, r := range res.Rules {
+			if r.Info().Err == nil {
+				ok = append(ok, r)
+			}
+		}
+		if len(ok) == 0 {
+			return
+		}
+		snap := engine.NewSnapshot(ok)
+		for _, o := range objs {
+			v, _ := value.Decode([]byte(o))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_, _ = engine.New(engine.Options{}).Evaluate(ctx, snap, engine.Request{Operation: rules.Create, Namespace: "default", Object: v})
+			cancel()
+		}
+	})
+}
