@@ -2,12 +2,14 @@ package kyverno
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
 
 	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
 	"github.com/modwright/modwright/internal/lang/jmespath"
 	"github.com/modwright/modwright/internal/lang/subst"
 	"github.com/modwright/modwright/internal/rules"
@@ -28,8 +30,21 @@ type ctxEntry struct {
 	cmName   *subst.Template
 	cmNS     *subst.Template
 	isCM     bool
-	offline  string // an entry read only in the cluster (apiCall, imageRegistry, globalReference)
+	api      *apiEntry
+	offline  string // an entry read only in the cluster (imageRegistry, globalReference)
 	jpSource string
+}
+
+// apiEntry is a compiled apiCall: a call to the API server through the
+// engine's APIReader (as the rule's owner could make it).
+type apiEntry struct {
+	method  string
+	path    string
+	pathT   *subst.Template
+	data    *subst.Document
+	jp      *subst.Template
+	def     *subst.Document
+	service bool
 }
 
 func (c *compiler) contextEntries(field string, es []kyvernov1.ContextEntry) []*ctxEntry {
@@ -61,9 +76,40 @@ func (c *compiler) contextEntries(field string, es []kyvernov1.ContextEntry) []*
 			ce.cmName = c.template(f+".configMap.name", cm.Name)
 			ce.cmNS = c.template(f+".configMap.namespace", cm.Namespace)
 		}
-		if e.APICall != nil {
+		if a := e.APICall; a != nil {
 			n++
-			ce.offline = "apiCall"
+			ae := &apiEntry{method: a.Method, path: a.URLPath, service: a.Service != nil}
+			if ae.method == "" {
+				ae.method = "GET"
+			}
+			if ae.method != "GET" && ae.method != "POST" {
+				c.errf(f+".apiCall.method", "must be GET or POST, not %q", a.Method)
+			}
+			if a.URLPath == "" && a.Service == nil {
+				c.errf(f+".apiCall.urlPath", "an apiCall needs a urlPath or a service")
+			}
+			if subst.HasReference(a.URLPath) || strings.Contains(a.URLPath, "{{") {
+				ae.pathT = c.template(f+".apiCall.urlPath", a.URLPath)
+			}
+			if len(a.Data) > 0 {
+				body := map[string]any{}
+				for _, d := range a.Data {
+					var v any
+					if d.Value != nil {
+						v, _ = value.Decode(d.Value.Raw)
+					}
+					body[d.Key] = v
+				}
+				raw, _ := value.Encode(body)
+				ae.data = c.document(f+".apiCall.data", raw)
+			}
+			if a.JMESPath != "" {
+				ae.jp = c.template(f+".apiCall.jmesPath", a.JMESPath)
+			}
+			if a.Default != nil {
+				ae.def = c.document(f+".apiCall.default", a.Default.Raw)
+			}
+			ce.api = ae
 		}
 		if e.ImageRegistry != nil {
 			n++
@@ -103,8 +149,9 @@ type scope struct {
 	ctx    context.Context
 	doc    map[string]any
 	progs  *programs
-	delete bool // DELETE: request.object reads request.oldObject
-	obj    any  // the object patterns validate
+	delete bool   // DELETE: request.object reads request.oldObject
+	obj    any    // the object patterns validate
+	owner  string // a Policy's namespace ("" for a ClusterPolicy): its reads stay there
 }
 
 var _ subst.Resolver = (*scope)(nil)
@@ -218,10 +265,90 @@ func (s *scope) loadOne(h *engine.Handle, e *ctxEntry) (*scope, error) {
 			return s, err
 		}
 		return s.with(e.name, lib), nil
+	case e.api != nil:
+		v, err := s.apiCall(h, e)
+		if err != nil || v == nil {
+			return s, err
+		}
+		lib, err := jmespath.Prepare(v)
+		if err != nil {
+			return s, err
+		}
+		return s.with(e.name, lib), nil
 	}
 	// An entry read only in the cluster: as kyverno test, a value given
 	// under its name (a values file) stands for it; else references fail.
 	return s, nil
+}
+
+// ErrOutsideNamespace is in the chain of the error of a Policy's apiCall
+// that would read outside the Policy's namespace: a namespaced rule never
+// sees past its namespace (docs/security.md).
+var ErrOutsideNamespace = errors.New("outside the Policy's namespace")
+
+// apiCall makes an apiCall entry's call through the engine's APIReader:
+// nil, nil offline without one (as kyverno test: a value of the same name
+// stands for it). A Policy's calls stay in its namespace and are made as
+// its namespace's rule reader could.
+func (s *scope) apiCall(h *engine.Handle, e *ctxEntry) (any, error) {
+	a := e.api
+	api := h.API()
+	if api == nil {
+		return nil, nil
+	}
+	res, err := s.callAPI(api, a)
+	if err == nil && a.jp != nil {
+		var src string
+		if src, err = a.jp.RenderEscaped(s.ctx, s, nil); err == nil {
+			var prog *jpExpr
+			if prog, err = s.progs.compile(src); err == nil {
+				var lib any
+				if lib, err = jmespath.Prepare(res); err == nil {
+					var out any
+					if out, err = prog.prog.Search(s.ctx, lib); err == nil {
+						res = jmespath.Result(out)
+					}
+				}
+			}
+		}
+	}
+	if (err != nil || res == nil) && a.def != nil {
+		return a.def.Substitute(s.ctx, s)
+	}
+	return res, err
+}
+
+func (s *scope) callAPI(api engine.APIReader, a *apiEntry) (any, error) {
+	if a.service {
+		return nil, errors.New("apiCall.service (a call to a service URL) is not evaluated yet")
+	}
+	path, err := kyvernoreq.RenderPath(s.ctx, s, a.path, a.pathT)
+	if err != nil {
+		return nil, fmt.Errorf("apiCall.urlPath: %w", err)
+	}
+	if s.owner != "" && !kyvernoreq.Confined(path, s.owner) {
+		return nil, fmt.Errorf("apiCall.urlPath: %w: %q is not a path under /api/v1/namespaces/%s or /apis/GROUP/VERSION/namespaces/%s",
+			ErrOutsideNamespace, kyvernoreq.Truncate(path, 200), s.owner, s.owner)
+	}
+	call := engine.APICall{Method: a.method, Path: path, Owner: s.owner}
+	if a.data != nil {
+		body, err := a.data.Substitute(s.ctx, s)
+		if err != nil {
+			return nil, fmt.Errorf("apiCall.data: %w", err)
+		}
+		if call.Data, err = value.Encode(body); err != nil {
+			return nil, fmt.Errorf("apiCall.data: %w", err)
+		}
+	}
+	body, err := api.Call(s.ctx, call)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", call.Method, call.Path, err)
+	}
+	res, err := value.Decode(body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: the response is not JSON: %w", call.Method, call.Path, err)
+	}
+	return res, nil
 }
 
 func (s *scope) variable(e *ctxEntry) (any, error) {
@@ -307,7 +434,7 @@ func (p *Policy) base(h *engine.Handle, st *evalState) (*scope, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &scope{ctx: h.Context(), doc: doc, progs: &p.progs, delete: h.Request().Operation == rules.Delete, obj: h.Object()}
+	s := &scope{ctx: h.Context(), doc: doc, progs: &p.progs, delete: h.Request().Operation == rules.Delete, obj: h.Object(), owner: p.ns}
 	if vals := p.opts.values; vals != nil {
 		for _, kv := range vals.For(p.name, resourceName(h.Object())) {
 			lib, err := jmespath.Prepare(kv.Value)

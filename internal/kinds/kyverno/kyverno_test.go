@@ -392,3 +392,65 @@ spec:
 		t.Errorf("an unknown field: %v", err)
 	}
 }
+
+// fakeAPI answers calls from a map of paths, recording them.
+type fakeAPI struct {
+	responses map[string]string
+	calls     []engine.APICall
+}
+
+func (f *fakeAPI) Call(_ context.Context, c engine.APICall) ([]byte, error) {
+	f.calls = append(f.calls, c)
+	if r, ok := f.responses[c.Path]; ok {
+		return []byte(r), nil
+	}
+	return nil, errors.New("not found")
+}
+
+func TestAPICall(t *testing.T) {
+	api := &fakeAPI{responses: map[string]string{
+		"/api/v1/namespaces/default/configmaps/limits": `{"data": {"max": "2"}}`,
+	}}
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: Policy
+metadata: {name: limits, namespace: default}
+spec:
+  rules:
+  - name: replicas
+    match: {any: [{resources: {kinds: [Deployment]}}]}
+    context:
+    - name: max
+      apiCall:
+        urlPath: "/api/v1/namespaces/{{ request.namespace }}/configmaps/limits"
+        jmesPath: "data.max"
+    - name: other
+      apiCall:
+        urlPath: "/api/v1/namespaces/kube-system/configmaps/x"
+        default: "none"
+    validate:
+      deny:
+        conditions:
+          all: [{key: "{{ request.object.spec.replicas }}", operator: GreaterThan, value: "{{ max }}"}]
+`)
+	o := manifests(t, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, namespace: default}, spec: {replicas: 3}}`)[0].Object
+	d, err := engine.New(engine.Options{API: api}).Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "default", Object: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tr := range d.Trace {
+		for _, r := range kyverno.ResultsOf(tr.Detail) {
+			got = append(got, r.Rule+"="+string(r.Status))
+		}
+	}
+	if diff := cmp.Diff([]string{"replicas=fail"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// The Policy's calls stay in its namespace, made as its owner: the
+	// call outside it is refused before it reaches the reader (its
+	// default stands in).
+	if len(api.calls) != 1 || api.calls[0].Owner != "default" {
+		t.Errorf("calls %+v, want the one in the Policy's namespace, owned by it", api.calls)
+	}
+}

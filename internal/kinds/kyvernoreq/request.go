@@ -3,9 +3,13 @@
 // resource, name, namespace, operation, userInfo, dryRun, subResource,
 // requestKind, requestResource, options), shared by the kinds that speak
 // Kyverno's context (ModwrightPolicy's, Kyverno's own policies). The
-// object, old object and roles are the kinds' to add.
+// object, old object and roles are the kinds' to add. It also owns what
+// an apiCall context entry's urlPath may be (apicall.go: rendered from
+// its {{ }} template as path segments, bounded, confined to a namespaced
+// rule's namespace).
 //
-// It must not know rule kinds, languages or HTTP.
+// It must not know rule kinds, HTTP or how calls are made (the engine's
+// APIReader makes them).
 package kyvernoreq
 
 import (

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
-	"path"
 	"slices"
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds/images"
+	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/lang/jmespath"
 	"github.com/modwright/modwright/internal/lang/subst"
@@ -455,78 +454,20 @@ func (ev *run) apiCall(field string, a *apiEntry) (any, any, bool, error) {
 // a namespaced rule never sees past its namespace (docs/security.md).
 var ErrOutsideNamespace = errors.New("outside the ModwrightPolicy's namespace")
 
-// confined reports whether an API path stays in namespace ns: a
-// namespaced resource's path under /api/v1/namespaces/ns or
-// /apis/group/version/namespaces/ns (the Namespace object itself
-// included).
-func confined(p, ns string) bool {
-	p, _, _ = strings.Cut(p, "?")
-	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	var rest []string
-	switch {
-	case len(segs) >= 4 && segs[0] == "api" && segs[1] == "v1" && segs[2] == "namespaces":
-		rest = segs[3:]
-	case len(segs) >= 5 && segs[0] == "apis" && segs[3] == "namespaces":
-		rest = segs[4:]
-	default:
-		return false
-	}
-	name, err := url.PathUnescape(rest[0])
-	return err == nil && name == ns
-}
-
 // ErrURLPath is in the chain of the error of an apiCall whose urlPath a
-// variable's value would change the shape of.
-var ErrURLPath = errors.New("invalid urlPath")
+// variable's value would change the shape of (kyvernoreq.ErrURLPath).
+var ErrURLPath = kyvernoreq.ErrURLPath
 
-// MaxURLPath bounds a rendered urlPath (with its query), checked before it
-// reaches the API reader, its cache, its authorization and the errors that
-// name it: an object's text could make it any length; a URL of 8 KiB is
-// beyond what HTTP servers commonly take.
-const MaxURLPath = 8 << 10
-
-// pathSegment is a variable's value in a urlPath: one path segment,
-// escaped. A value holding "/" or being "." or ".." is refused: an
-// object's text must not redirect the call (Kyverno splices it as it is;
-// docs/compatibility.md).
-func pathSegment(s string) (string, error) {
-	if s == "" || s == "." || s == ".." || strings.Contains(s, "/") {
-		return "", fmt.Errorf("%w: the value %q is not one path segment", ErrURLPath, truncateText(s, 64))
-	}
-	return url.PathEscape(s), nil
-}
-
-// truncateText is s cut to n bytes, "..." marking the cut.
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
-
-// renderPath renders an apiCall's urlPath: variables' values are path
-// segments (pathSegment), and the result must be a clean absolute path
-// (no "." or ".." segment, no "//"), so that no value leaves the prefix
-// the policy wrote.
+// renderPath renders an apiCall's urlPath (kyvernoreq.RenderPath).
 func (ev *run) renderPath(field, s string, t *subst.Template) (string, error) {
-	if t != nil {
-		prev := ev.at
-		ev.at = field
-		var err error
-		s, err = t.RenderEscaped(ev.ctx, ev, pathSegment)
-		ev.at = prev
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", field, err)
-		}
+	prev := ev.at
+	ev.at = field
+	defer func() { ev.at = prev }()
+	p, err := kyvernoreq.RenderPath(ev.ctx, ev, s, t)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
 	}
-	if len(s) > MaxURLPath {
-		return "", fmt.Errorf("%s: %w: %d bytes, over the %d limit", field, ErrURLPath, len(s), MaxURLPath)
-	}
-	p, _, _ := strings.Cut(s, "?")
-	if !strings.HasPrefix(p, "/") || path.Clean(p) != p && path.Clean(p)+"/" != p {
-		return "", fmt.Errorf("%s: %w: %q is not a clean absolute path", field, ErrURLPath, truncateText(s, 200))
-	}
-	return s, nil
+	return p, nil
 }
 
 // callAPI renders and makes the call; the response is a JSON tree.
@@ -535,8 +476,8 @@ func (ev *run) callAPI(field string, a *apiEntry) (any, any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if !ev.r.cluster && !confined(path, ev.r.Namespace) {
-		return nil, nil, fmt.Errorf("%s.apiCall.urlPath: %w: %q is not a path under /api/v1/namespaces/%s or /apis/GROUP/VERSION/namespaces/%s", field, ErrOutsideNamespace, truncateText(path, 200), ev.r.Namespace, ev.r.Namespace)
+	if !ev.r.cluster && !kyvernoreq.Confined(path, ev.r.Namespace) {
+		return nil, nil, fmt.Errorf("%s.apiCall.urlPath: %w: %q is not a path under /api/v1/namespaces/%s or /apis/GROUP/VERSION/namespaces/%s", field, ErrOutsideNamespace, kyvernoreq.Truncate(path, 200), ev.r.Namespace, ev.r.Namespace)
 	}
 	call := engine.APICall{Method: a.method, Path: path}
 	if !ev.r.cluster {
