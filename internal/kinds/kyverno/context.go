@@ -416,6 +416,13 @@ func (s *scope) configMap(h *engine.Handle, e *ctxEntry) (any, error) {
 	if objs == nil {
 		return nil, nil // offline without context objects: as kyverno test, not loaded
 	}
+	if s.owner != "" {
+		// A Policy reads as its namespace's rule reader could
+		// (docs/security.md): never past what its namespace may see.
+		if err := h.AuthorizeRead(s.owner, "", "configmaps", ns, name); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s/%s: %w", ns, name, err)
+		}
+	}
 	cm, err := objs.Get(s.ctx, engine.ObjectRef{Kind: "ConfigMap", Namespace: ns, Name: name})
 	if err != nil {
 		return nil, fmt.Errorf("ConfigMap %s/%s: %w", ns, name, err)

@@ -454,3 +454,58 @@ spec:
 		t.Errorf("calls %+v, want the one in the Policy's namespace, owned by it", api.calls)
 	}
 }
+
+type cmReader map[string]map[string]any
+
+func (r cmReader) Get(_ context.Context, ref engine.ObjectRef) (map[string]any, error) {
+	return r[ref.Namespace+"/"+ref.Name], nil
+}
+
+// denyOtherNamespaces lets a rule reader read its own namespace only.
+type denyOtherNamespaces struct{}
+
+func (denyOtherNamespaces) Authorize(_ context.Context, a engine.AuthzAttributes) (bool, string, error) {
+	return a.User.Username == "system:serviceaccount:"+a.Namespace+":reader", "", nil
+}
+
+// TestConfigMapConfined: a namespaced Policy reads a ConfigMap as its
+// namespace's rule reader could; one in another namespace is refused.
+func TestConfigMapConfined(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: Policy
+metadata: {name: p, namespace: team-a}
+spec:
+  rules:
+  - name: own
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    context:
+    - name: cm
+      configMap: {name: settings, namespace: "{{ request.object.data.from }}"}
+    validate:
+      deny:
+        conditions:
+          all: [{key: "{{ cm.data.mode }}", operator: Equals, value: strict}]
+`)
+	objs := cmReader{
+		"team-a/settings": {"data": map[string]any{"mode": "strict"}},
+		"team-b/settings": {"data": map[string]any{"mode": "strict"}},
+	}
+	eng := engine.New(engine.Options{Objects: objs, Authorizer: denyOtherNamespaces{}, RuleReader: "reader"})
+	for _, tc := range []struct{ from, want string }{{"team-a", "fail"}, {"team-b", "error"}} {
+		o := manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: team-a}, data: {from: `+tc.from+`}}`)[0].Object
+		d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team-a", Object: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tr := range d.Trace {
+			for _, r := range kyverno.ResultsOf(tr.Detail) {
+				got = append(got, string(r.Status)+": "+r.Message)
+			}
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0], tc.want) || tc.want == "error" && !strings.Contains(got[0], "may not get configmaps in team-b") {
+			t.Errorf("from %s: %v, want %s", tc.from, got, tc.want)
+		}
+	}
+}
