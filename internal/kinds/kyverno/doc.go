@@ -10,7 +10,13 @@
 //
 // validate.cel runs the expressions of a ValidatingAdmissionPolicy
 // (variables, expressions, messages, celPreconditions) through
-// internal/lang/cel, the kube-apiserver's CEL, cost-bounded.
+// internal/lang/cel, the kube-apiserver's CEL, cost-bounded;
+// validate.podSecurity the checks of k8s.io/pod-security-admission (pss.go).
+// Context entries read through engine.Handle: configMap (ObjectReader) and
+// apiCall (APIReader), a namespaced Policy's reads confined to its
+// namespace and authorized as its namespace's rule reader.
+// PolicyExceptions (exception.go) come from a test suite (WithExceptions)
+// or, in the cluster, from the trusted namespaces (WithExceptionSource).
 //
 // Evaluation follows Kyverno's engine: a rule that does not match gives no
 // result; preconditions that do not hold skip it; a pattern fails at a
@@ -23,11 +29,12 @@
 // policy's failurePolicy.
 //
 // Not evaluated yet, reported as such (the policy loads, and every request
-// it matches gets the rule's error; lint and compile say so): mutate and
-// generate rules; validate.podSecurity, validate.manifests, validate.cel
-// with params, and verifyImages; context entries other than variable and
-// configMap (offline, as kyverno test, they are not loaded and a value of
-// the same name stands for them).
+// it matches gets the rule's error): mutate and generate rules;
+// validate.manifests, validate.cel with params, podSecurity exclusions by
+// restrictedField or values, and verifyImages; the imageRegistry and
+// globalReference context entries and apiCall.service (offline, as kyverno
+// test, entries without a reader are not loaded and a value of the same
+// name stands for them).
 //
 // It must not know HTTP, the CLI or how rules are sourced; other kinds and
 // the kernel's internals are none of its business.
