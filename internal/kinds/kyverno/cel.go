@@ -8,7 +8,6 @@ import (
 
 	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
@@ -103,7 +102,7 @@ func (p *Policy) celActivation(h *engine.Handle, s *scope) (*lang.Activation, er
 	if req, ok := s.doc["request"].(map[string]any); ok && q.Operation != rules.Create {
 		act.OldObject = jsonOf(req["oldObject"])
 	}
-	act.Vars[celRequest] = kyvernoreq.Request(q, h.Kind())
+	act.Vars[celRequest] = stateOf(h).request(h)
 	ns := q.Namespace
 	if ns == "" {
 		if m, ok := s.obj.(map[string]any); ok {

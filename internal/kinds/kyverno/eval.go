@@ -3,6 +3,7 @@ package kyverno
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,6 +25,8 @@ import (
 type evalState struct {
 	version  uint64
 	doc      map[string]any
+	req      map[string]any // Kyverno's request (JSON form), for CEL
+	reqDone  bool
 	nsDone   bool
 	nsLabels map[string]string
 	nsErr    error
@@ -46,12 +49,13 @@ func (st *evalState) document(h *engine.Handle) (map[string]any, error) {
 		return st.doc, nil
 	}
 	q := h.Request()
-	reqJSON := kyvernoreq.Request(q, h.Kind())
-	libReq, err := jmespath.Prepare(reqJSON)
+	libReq, err := jmespath.Prepare(st.request(h))
 	if err != nil {
 		return nil, err
 	}
-	req, _ := libReq.(map[string]any)
+	// A copy: Prepare shares maps without numbers, and the request gets the
+	// objects here while CEL reads it as it is.
+	req := maps.Clone(libReq.(map[string]any))
 	obj := h.Object()
 	libObj, err := jmespath.Prepare(obj)
 	if err != nil {
@@ -91,6 +95,14 @@ func (st *evalState) document(h *engine.Handle) (map[string]any, error) {
 	}
 	st.doc, st.version = doc, h.ObjectVersion()
 	return doc, nil
+}
+
+// request is Kyverno's request of the evaluation, built once.
+func (st *evalState) request(h *engine.Handle) map[string]any {
+	if !st.reqDone {
+		st.req, st.reqDone = kyvernoreq.Request(h.Request(), h.Kind()), true
+	}
+	return st.req
 }
 
 // namespaceLabels are the labels of the object's namespace: none when it
@@ -466,16 +478,14 @@ func (p *Policy) deny(r *rule, s *scope, deny *conditions.Set) RuleResult {
 	if r.v.rawMessage == "" && msg == "" {
 		return RuleResult{Rule: r.name, Status: Fail, Message: fmt.Sprintf("validation error: rule %s failed", r.name)}
 	}
-	text := joinNonEmpty("; ", r.v.rawMessage, msg)
-	t, err := subst.Compile(text)
+	// The rule's message through its template compiled at load, then the
+	// conditions' messages (rendered by the conditions already: text an
+	// object's values made is never read as variables again).
+	m, err := p.message(r, s)
 	if err != nil {
 		return RuleResult{Rule: r.name, Status: Fail, Message: msg}
 	}
-	out, err := t.RenderEscaped(s.ctx, s, nil)
-	if err != nil {
-		return RuleResult{Rule: r.name, Status: Fail, Message: msg}
-	}
-	return RuleResult{Rule: r.name, Status: Fail, Message: out}
+	return RuleResult{Rule: r.name, Status: Fail, Message: joinNonEmpty("; ", m, msg)}
 }
 
 // message is the rule's validate.message with its variables.

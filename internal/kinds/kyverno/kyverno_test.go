@@ -509,3 +509,37 @@ spec:
 		}
 	}
 }
+
+// TestDenyMessageNotResubstituted: a condition's message, rendered with an
+// object's values, is not read as variables again (an object's text
+// cannot make the rule read other data).
+func TestDenyMessageNotResubstituted(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: notes}
+spec:
+  rules:
+  - name: note
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate:
+      message: "{{ request.object.metadata.name }} is refused"
+      deny:
+        conditions:
+          any:
+          - key: "{{ request.object.data.note }}"
+            operator: NotEquals
+            value: ""
+            message: "note: {{ request.object.data.note }}"
+`)
+	_, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {note: "{{ request.object.metadata.uid }}"}}`)
+	var msgs []string
+	for _, tr := range d.Trace {
+		for _, r := range kyverno.ResultsOf(tr.Detail) {
+			msgs = append(msgs, r.Message)
+		}
+	}
+	if want := []string{"x is refused; note: {{ request.object.metadata.uid }}"}; !cmp.Equal(want, msgs) {
+		t.Errorf("messages %q, want %q", msgs, want)
+	}
+}

@@ -23,6 +23,13 @@ type pssV struct {
 	level   psaapi.LevelVersion
 	rawVer  string
 	exclude []pssExclude
+	checks  []pssCheck // the level's checks, each in its version, chosen at load
+}
+
+// pssCheck is one check in the version a policy's level selects.
+type pssCheck struct {
+	id  policy.CheckID
+	run policy.CheckPodFn
 }
 
 // pssExclude exempts a control: its pod-level fields (no images), or the
@@ -83,6 +90,7 @@ func (c *compiler) podSecurity(field string, ps *kyvernov1.PodSecurity) (*pssV, 
 		}
 		out.exclude = append(out.exclude, pssExclude{control: e.ControlName, checks: ids, images: e.Images})
 	}
+	out.selectChecks()
 	return out, ""
 }
 
@@ -138,11 +146,23 @@ type pssFailure struct {
 // version allows.
 func (ps *pssV) evaluate(pod *corev1.Pod, only []policy.CheckID) []pssFailure {
 	var out []pssFailure
-	for _, check := range policy.DefaultChecks() {
-		if ps.level.Level == psaapi.LevelBaseline && check.Level != psaapi.LevelBaseline {
+	for _, c := range ps.checks {
+		if only != nil && !slices.Contains(only, c.id) {
 			continue
 		}
-		if only != nil && !slices.Contains(only, check.ID) {
+		if res := c.run(&pod.ObjectMeta, &pod.Spec); !res.Allowed {
+			out = append(out, pssFailure{c.id, res})
+		}
+	}
+	return out
+}
+
+// selectChecks are the level's checks (baseline: its own; any other level:
+// every check, as Kyverno), each in the newest version the level's version
+// allows.
+func (ps *pssV) selectChecks() {
+	for _, check := range policy.DefaultChecks() {
+		if ps.level.Level == psaapi.LevelBaseline && check.Level != psaapi.LevelBaseline {
 			continue
 		}
 		sel := check.Versions[0]
@@ -151,11 +171,8 @@ func (ps *pssV) evaluate(pod *corev1.Pod, only []policy.CheckID) []pssFailure {
 				sel = next
 			}
 		}
-		if res := sel.CheckPod(&pod.ObjectMeta, &pod.Spec); !res.Allowed {
-			out = append(out, pssFailure{check.ID, res})
-		}
+		ps.checks = append(ps.checks, pssCheck{check.ID, sel.CheckPod})
 	}
-	return out
 }
 
 // exempt reports whether a failing check is exempted: it passes once the
