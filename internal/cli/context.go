@@ -26,6 +26,9 @@ type staticResolver struct {
 	api  map[string][]byte
 	http map[string]*engine.HTTPResponse
 	user *offlineUser
+	// anyBody are recorded responses that answer any body (Kyverno's
+	// apiCallResponses): by "METHOD target", METHOD "" for any method.
+	anyBody map[string]*engine.HTTPResponse
 	// graph is the context objects' relationship graph, built on first
 	// use.
 	graphOnce sync.Once

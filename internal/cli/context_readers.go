@@ -284,6 +284,9 @@ func (r *staticResolver) Fetch(_ context.Context, req engine.HTTPRequest) (*engi
 	if resp, ok := r.http[key]; ok {
 		return resp, nil
 	}
+	if resp := r.answerAny(req.Method, req.URL); resp != nil {
+		return resp, nil
+	}
 	recorded := make([]string, 0, len(r.http))
 	for k := range r.http {
 		recorded = append(recorded, k)
@@ -353,6 +356,12 @@ func (r *staticResolver) Call(_ context.Context, c engine.APICall) ([]byte, erro
 	if b, ok := r.api[key]; ok {
 		return b, nil
 	}
+	if resp := r.answerAny(c.Method, c.Path); resp != nil {
+		if resp.Status < 200 || resp.Status > 299 {
+			return nil, fmt.Errorf("%s %s: the recorded response has status %d", c.Method, c.Path, resp.Status)
+		}
+		return resp.Body, nil
+	}
 	recorded := make([]string, 0, len(r.api))
 	for k := range r.api {
 		recorded = append(recorded, k)
@@ -363,6 +372,32 @@ func (r *staticResolver) Call(_ context.Context, c engine.APICall) ([]byte, erro
 		hint += "; recorded: " + strings.Join(recorded, ", ")
 	}
 	return nil, fmt.Errorf("%w: %s %s (%s)", engine.ErrNoAPIResponse, c.Method, c.Path, hint)
+}
+
+// addAnyBody records a response to method ("": any) and target (a URL or
+// an API path) whatever the request's body, as Kyverno's apiCallResponses.
+func (r *staticResolver) addAnyBody(method, target string, resp *engine.HTTPResponse) error {
+	key := strings.ToUpper(method) + " " + target
+	if r.anyBody == nil {
+		r.anyBody = map[string]*engine.HTTPResponse{}
+	}
+	if _, dup := r.anyBody[key]; dup {
+		return fmt.Errorf("a second response for %s %s", method, target)
+	}
+	r.anyBody[key] = resp
+	return nil
+}
+
+// answerAny is the response addAnyBody recorded for method and target
+// (that method's, else any method's), or nil.
+func (r *staticResolver) answerAny(method, target string) *engine.HTTPResponse {
+	if method == "" {
+		method = "GET"
+	}
+	if resp, ok := r.anyBody[strings.ToUpper(method)+" "+target]; ok {
+		return resp
+	}
+	return r.anyBody[" "+target]
 }
 
 // Roles gives the UserInfo document's roles (none without one).

@@ -31,6 +31,7 @@ type kyvernoSuite struct {
 	chain  *runner.Chain
 	docs   []source.Document
 	loaded map[string]bool
+	user   engine.UserInfo // the requester (userinfo)
 }
 
 // kyvernoRuns are the results of one operation: by resource key
@@ -68,8 +69,8 @@ func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, 
 
 func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyvernoSuite, error) {
 	for field, unsupported := range map[string]bool{
-		"userinfo": t.UserInfo != "", "targetResources": len(t.TargetResources) > 0,
-		"clusterResources": len(t.ClusterResources) > 0, "apiCallResponses": len(t.APICallResponses) > 0,
+		"targetResources":  len(t.TargetResources) > 0,
+		"clusterResources": len(t.ClusterResources) > 0,
 		"globalContextEntries": len(t.GlobalContextEntries) > 0, "context": t.Context != "", "paramResources": len(t.ParamResources) > 0,
 	} {
 		if unsupported {
@@ -99,17 +100,53 @@ func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyverno
 	if ks.docs, err = source.ReadPaths(t.ResolveAll(t.Resources), nil); err != nil {
 		return nil, kyvernoSuiteError(t, "resources", err)
 	}
-	var resolver engine.ObjectReader
-	if ns := kyvernoNamespaces(t.Values); len(ns) > 0 {
-		r, _, err := newStaticResolver(ns)
-		if err != nil {
-			return nil, kyvernoSuiteError(t, "variables", err)
-		}
-		resolver = r
+	resolver, err := kyvernoResolver(t)
+	if err != nil {
+		return nil, err
 	}
+	ks.user = userOf(resolver)
 	ks.chain = runner.NewChain(runner.NewEngineOptions(snap, engineOptions(resolver, nil)),
 		runner.ChainOptions{Policies: policies, Objects: contextObjects(resolver)})
 	return ks, nil
+}
+
+// kyvernoResolver reads what a suite gives of the cluster: the values'
+// namespaces (their labels), the userinfo file (the requester, its
+// roles), the recorded apiCall responses; nil when it gives none.
+func kyvernoResolver(t *suite.KyvernoTest) (engine.ObjectReader, error) {
+	docs := kyvernoNamespaces(t.Values)
+	if t.UserInfo != "" {
+		ui, err := source.ReadPaths([]string{t.Resolve(t.UserInfo)}, nil)
+		if err != nil {
+			return nil, kyvernoSuiteError(t, "userinfo", err)
+		}
+		if len(ui) != 1 || ui[0].APIVersion() != kyvernoCLIAPIVersion || ui[0].Kind() != kindUserInfo {
+			return nil, kyvernoSuiteError(t, "userinfo", fmt.Errorf("%s: want one %s %s document", t.UserInfo, kyvernoCLIAPIVersion, kindUserInfo))
+		}
+		docs = append(docs, ui[0])
+	}
+	if len(docs) == 0 && len(t.APICallResponses) == 0 {
+		return nil, nil
+	}
+	r, _, err := newStaticResolver(docs)
+	if err != nil {
+		return nil, kyvernoSuiteError(t, "userinfo", err)
+	}
+	for i := range t.APICallResponses {
+		e := &t.APICallResponses[i]
+		err := e.Validate()
+		if err == nil {
+			resp := &engine.HTTPResponse{Status: e.Response.StatusCode, Body: e.Response.Body}
+			if resp.Status == 0 {
+				resp.Status = 200
+			}
+			err = r.addAnyBody(e.Method, e.URL+e.URLPath, resp)
+		}
+		if err != nil {
+			return nil, kyvernoSuiteError(t, fmt.Sprintf("apiCallResponses[%d]", i), err)
+		}
+	}
+	return r, nil
 }
 
 // kyvernoNamespaces are the Namespaces a values file describes (their
@@ -153,6 +190,7 @@ func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyverno
 		if op == "" {
 			rop = kyvernoOperation(ks.t.Values, a.name)
 		}
+		a.user = ks.user
 		req := a.request(rop)
 		if rop == rules.Update {
 			req.Old = obj // as kyverno test: the old object is the object

@@ -233,6 +233,9 @@ type HTTPRequest struct {
 	Header      map[string]string
 	Body        []byte
 	MaxAge      time.Duration
+	// CABundle is a PEM bundle of the CAs that verify the server's
+	// certificate; empty: the system's roots.
+	CABundle []byte
 }
 
 // HTTPResponse is a response read whole.

@@ -2,8 +2,11 @@ package suite
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
+	"strings"
 
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -29,11 +32,13 @@ type KyvernoTest struct {
 	UserInfo   string          `json:"userinfo,omitempty"`
 	Exceptions []string        `json:"exceptions,omitempty"`
 	Results    []KyvernoResult `json:"results,omitempty"`
+	// APICallResponses answer the policies' apiCall context entries
+	// (urlPath: API calls; url: service calls).
+	APICallResponses []KyvernoAPICallResponse `json:"apiCallResponses,omitempty"`
 	// The inputs of kinds and features not run yet: read, and a suite
 	// using them is refused with the reason.
 	TargetResources      []string        `json:"targetResources,omitempty"`
 	ClusterResources     []string        `json:"clusterResources,omitempty"`
-	APICallResponses     json.RawMessage `json:"apiCallResponses,omitempty"`
 	GlobalContextEntries json.RawMessage `json:"globalContextEntries,omitempty"`
 	Context              string          `json:"context,omitempty"`
 	ParamResources       []string        `json:"paramResources,omitempty"`
@@ -44,6 +49,54 @@ type KyvernoTest struct {
 
 	Path string `json:"-"`
 	Dir  string `json:"-"`
+}
+
+// KyvernoAPICallResponse is a recorded answer to an apiCall: to url (a
+// service call) or urlPath (an API call), with method (GET, POST, or
+// "": any), whatever the request's body.
+type KyvernoAPICallResponse struct {
+	URL      string `json:"url,omitempty"`
+	URLPath  string `json:"urlPath,omitempty"`
+	Method   string `json:"method,omitempty"`
+	Response struct {
+		StatusCode int             `json:"statusCode,omitempty"`
+		Body       json.RawMessage `json:"body"`
+	} `json:"response"`
+}
+
+// Validate checks an entry as Kyverno does: one of url (absolute http or
+// https) and urlPath (absolute), method GET, POST or empty, a JSON object
+// body, a status in 100-599.
+func (e *KyvernoAPICallResponse) Validate() error {
+	switch {
+	case e.URL == "" && e.URLPath == "":
+		return errors.New("either url or urlPath is required")
+	case e.URL != "" && e.URLPath != "":
+		return errors.New("url and urlPath are mutually exclusive")
+	}
+	if e.URL != "" {
+		u, err := url.Parse(e.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			return fmt.Errorf("url %q must be an absolute http or https URL", e.URL)
+		}
+	}
+	if e.URLPath != "" && !strings.HasPrefix(e.URLPath, "/") {
+		return fmt.Errorf("urlPath %q must be an absolute path starting with '/'", e.URLPath)
+	}
+	if m := strings.ToUpper(e.Method); m != "" && m != "GET" && m != "POST" {
+		return fmt.Errorf("method %q must be GET or POST", e.Method)
+	}
+	var body any
+	if err := json.Unmarshal(e.Response.Body, &body); err != nil {
+		return fmt.Errorf("response.body must be valid JSON: %v", err)
+	}
+	if _, ok := body.(map[string]any); !ok {
+		return errors.New("response.body is required and must be a JSON object")
+	}
+	if sc := e.Response.StatusCode; sc != 0 && (sc < 100 || sc > 599) {
+		return fmt.Errorf("response.statusCode %d must be between 100 and 599", sc)
+	}
+	return nil
 }
 
 // KyvernoResult is one expected result row.

@@ -186,9 +186,27 @@ type ContextAPICall struct {
 	URLPath  string                `json:"urlPath,omitempty"`
 	Method   string                `json:"method,omitempty"`
 	Data     []RequestData         `json:"data,omitempty"`
-	Service  *apiextensionsv1.JSON `json:"service,omitempty"`
+	Service  *ServiceCall          `json:"service,omitempty"`
 	Default  *apiextensionsv1.JSON `json:"default,omitempty"`
 	JMESPath string                `json:"jmesPath,omitempty"`
+}
+
+// ServiceCall is a call to a JSON web service (an apiCall's service).
+type ServiceCall struct {
+	// URL is the service's URL, with variables.
+	URL string `json:"url"`
+	// Headers are added to the request, their values with variables.
+	Headers []HTTPHeader `json:"headers,omitempty"`
+	// CABundle is the PEM CA bundle that verifies the server's certificate
+	// (the system's roots when empty).
+	// +optional
+	CABundle string `json:"caBundle,omitempty"`
+}
+
+// HTTPHeader is one header of a service call.
+type HTTPHeader struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // RequestData is a key and value of a POST call's body.

@@ -2,9 +2,11 @@ package kyverno
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"strings"
 
 	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
@@ -44,7 +46,20 @@ type apiEntry struct {
 	data    *subst.Document
 	jp      *subst.Template
 	def     *subst.Document
-	service bool
+	service *serviceEntry
+}
+
+// serviceEntry is a compiled apiCall.service: a call to a JSON web
+// service through the engine's HTTPReader (the hosts the operator allows).
+type serviceEntry struct {
+	url      *subst.Template
+	headers  []serviceHeader
+	caBundle []byte
+}
+
+type serviceHeader struct {
+	key   string
+	value *subst.Template
 }
 
 func (c *compiler) contextEntries(field string, es []kyvernov1.ContextEntry) []*ctxEntry {
@@ -78,15 +93,20 @@ func (c *compiler) contextEntries(field string, es []kyvernov1.ContextEntry) []*
 		}
 		if a := e.APICall; a != nil {
 			n++
-			ae := &apiEntry{method: a.Method, path: a.URLPath, service: a.Service != nil}
+			ae := &apiEntry{method: a.Method, path: a.URLPath}
 			if ae.method == "" {
 				ae.method = "GET"
 			}
 			if ae.method != "GET" && ae.method != "POST" {
 				c.errf(f+".apiCall.method", "must be GET or POST, not %q", a.Method)
 			}
-			if a.URLPath == "" && a.Service == nil {
+			switch {
+			case a.URLPath == "" && a.Service == nil:
 				c.errf(f+".apiCall.urlPath", "an apiCall needs a urlPath or a service")
+			case a.URLPath != "" && a.Service != nil:
+				c.errf(f+".apiCall.service", "an apiCall has a urlPath or a service, not both")
+			case a.Service != nil:
+				ae.service = c.service(f+".apiCall.service", a.Service)
 			}
 			if subst.HasReference(a.URLPath) || strings.Contains(a.URLPath, "{{") {
 				ae.pathT = c.template(f+".apiCall.urlPath", a.URLPath)
@@ -125,6 +145,26 @@ func (c *compiler) contextEntries(field string, es []kyvernov1.ContextEntry) []*
 		out = append(out, ce)
 	}
 	return out
+}
+
+func (c *compiler) service(field string, sc *kyvernov1.ServiceCall) *serviceEntry {
+	se := &serviceEntry{url: c.template(field+".url", sc.URL)}
+	if sc.URL == "" {
+		c.errf(field+".url", "a service call needs a url")
+	}
+	for i, h := range sc.Headers {
+		if h.Key == "" {
+			c.errf(fmt.Sprintf("%s.headers[%d].key", field, i), "a header needs a key")
+		}
+		se.headers = append(se.headers, serviceHeader{h.Key, c.template(fmt.Sprintf("%s.headers[%d].value", field, i), h.Value)})
+	}
+	if sc.CABundle != "" {
+		if !x509.NewCertPool().AppendCertsFromPEM([]byte(sc.CABundle)) {
+			c.errf(field+".caBundle", "holds no PEM certificate")
+		}
+		se.caBundle = []byte(sc.CABundle)
+	}
+	return se
 }
 
 func (c *compiler) document(field string, raw []byte) *subst.Document {
@@ -286,17 +326,23 @@ func (s *scope) loadOne(h *engine.Handle, e *ctxEntry) (*scope, error) {
 // sees past its namespace (docs/security.md).
 var ErrOutsideNamespace = errors.New("outside the Policy's namespace")
 
-// apiCall makes an apiCall entry's call through the engine's APIReader:
-// nil, nil offline without one (as kyverno test: a value of the same name
-// stands for it). A Policy's calls stay in its namespace and are made as
-// its namespace's rule reader could.
+// apiCall makes an apiCall entry's call: to the API server through the
+// engine's APIReader, to a service through its HTTPReader; nil, nil
+// offline without one (as kyverno test: a value of the same name stands
+// for it). A Policy's API calls stay in its namespace and are made as its
+// namespace's rule reader could.
 func (s *scope) apiCall(h *engine.Handle, e *ctxEntry) (any, error) {
 	a := e.api
-	api := h.API()
-	if api == nil {
+	var res any
+	var err error
+	switch api, web := h.API(), h.HTTP(); {
+	case a.service != nil && web != nil:
+		res, err = s.callService(web, a)
+	case a.service == nil && api != nil:
+		res, err = s.callAPI(api, a)
+	default:
 		return nil, nil
 	}
-	res, err := s.callAPI(api, a)
 	if err == nil && a.jp != nil {
 		var src string
 		if src, err = a.jp.RenderEscaped(s.ctx, s, nil); err == nil {
@@ -318,10 +364,55 @@ func (s *scope) apiCall(h *engine.Handle, e *ctxEntry) (any, error) {
 	return res, err
 }
 
-func (s *scope) callAPI(api engine.APIReader, a *apiEntry) (any, error) {
-	if a.service {
-		return nil, errors.New("apiCall.service (a call to a service URL) is not evaluated yet")
+// callService calls an apiCall's service as Kyverno does: GET, or POST
+// with the data as a JSON body; a status outside 2xx is an error with the
+// response's text; the response is JSON.
+func (s *scope) callService(web engine.HTTPReader, a *apiEntry) (any, error) {
+	u, err := a.service.url.RenderEscaped(s.ctx, s, nil)
+	if err != nil {
+		return nil, fmt.Errorf("apiCall.service.url: %w", err)
 	}
+	req := engine.HTTPRequest{Method: a.method, URL: u, CABundle: a.service.caBundle}
+	if len(a.service.headers) > 0 {
+		req.Header = make(map[string]string, len(a.service.headers))
+		for _, hd := range a.service.headers {
+			if req.Header[hd.key], err = hd.value.RenderEscaped(s.ctx, s, nil); err != nil {
+				return nil, fmt.Errorf("apiCall.service.headers %s: %w", hd.key, err)
+			}
+		}
+	}
+	if a.method == "POST" {
+		body := any(map[string]any{})
+		if a.data != nil {
+			if body, err = a.data.Substitute(s.ctx, s); err != nil {
+				return nil, fmt.Errorf("apiCall.data: %w", err)
+			}
+		}
+		if req.Body, err = value.Encode(body); err != nil {
+			return nil, fmt.Errorf("apiCall.data: %w", err)
+		}
+		if req.Header == nil {
+			req.Header = map[string]string{}
+		}
+		if _, ok := req.Header["Content-Type"]; !ok {
+			req.Header["Content-Type"] = "application/json"
+		}
+	}
+	resp, err := web.Fetch(s.ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", a.method, u, err)
+	}
+	if resp.Status < 200 || resp.Status > 299 {
+		return nil, fmt.Errorf("%s %s: HTTP %d %s: %s", a.method, u, resp.Status, http.StatusText(resp.Status), kyvernoreq.Truncate(string(resp.Body), 200))
+	}
+	res, err := value.Decode(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: the response is not JSON: %w", a.method, u, err)
+	}
+	return res, nil
+}
+
+func (s *scope) callAPI(api engine.APIReader, a *apiEntry) (any, error) {
 	path, err := kyvernoreq.RenderPath(s.ctx, s, a.path, a.pathT)
 	if err != nil {
 		return nil, fmt.Errorf("apiCall.urlPath: %w", err)

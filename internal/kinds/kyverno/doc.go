@@ -32,10 +32,10 @@
 // it matches gets the rule's error): mutate and generate rules;
 // validate.manifests, validate.cel with params, podSecurity exclusions by
 // restrictedField or values, and verifyImages; the imageRegistry and
-// globalReference context entries and apiCall.service (offline, as kyverno
-// test, entries without a reader are not loaded and a value of the same
-// name stands for them).
+// globalReference context entries (offline, as kyverno test, entries
+// without a reader are not loaded and a value of the same name stands for
+// them). An apiCall's service is called through the engine's HTTPReader.
 //
-// It must not know HTTP, the CLI or how rules are sourced; other kinds and
+// It must not know how HTTP requests are made, the CLI or how rules are sourced; other kinds and
 // the kernel's internals are none of its business.
 package kyverno

@@ -543,3 +543,101 @@ spec:
 		t.Errorf("messages %q, want %q", msgs, want)
 	}
 }
+
+type fakeHTTP struct {
+	status int
+	body   string
+	reqs   []engine.HTTPRequest
+}
+
+func (f *fakeHTTP) Fetch(_ context.Context, r engine.HTTPRequest) (*engine.HTTPResponse, error) {
+	f.reqs = append(f.reqs, r)
+	return &engine.HTTPResponse{Status: f.status, Body: []byte(f.body)}, nil
+}
+
+// TestServiceCall: an apiCall's service is called through the engine's
+// HTTPReader with its rendered URL, headers, CA bundle and JSON body; a
+// status outside 2xx is the rule's error with the response's text.
+func TestServiceCall(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: registry-check}
+spec:
+  rules:
+  - name: allowed
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    context:
+    - name: verdict
+      apiCall:
+        method: POST
+        service:
+          url: "https://checker.example/check/{{ request.namespace }}"
+          headers: [{key: X-Team, value: "{{ request.object.metadata.labels.team }}"}]
+        data: [{key: image, value: "{{ request.object.spec.containers[0].image }}"}]
+        jmesPath: allowed
+    validate:
+      message: "{{ request.object.spec.containers[0].image }} is not allowed"
+      deny:
+        conditions:
+          all: [{key: "{{ verdict }}", operator: Equals, value: false}]
+`)
+	o := manifests(t, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: shop, labels: {team: web}}, spec: {containers: [{name: c, image: evil:1}]}}`)[0].Object
+	req := engine.Request{Operation: rules.Create, Namespace: "shop", Object: o}
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		want       string
+	}{
+		{"denied", `{"allowed": false}`, 200, "allowed=fail"},
+		{"allowed", `{"allowed": true}`, 200, "allowed=pass"},
+		{"service error", `no such team`, 404, "allowed=error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			web := &fakeHTTP{status: tc.status, body: tc.body}
+			d, err := engine.New(engine.Options{HTTP: web}).Evaluate(context.Background(), snap, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			var msg string
+			for _, tr := range d.Trace {
+				for _, r := range kyverno.ResultsOf(tr.Detail) {
+					got, msg = append(got, r.Rule+"="+string(r.Status)), r.Message
+				}
+			}
+			if diff := cmp.Diff([]string{tc.want}, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if tc.status == 404 && !strings.Contains(msg, "HTTP 404 Not Found: no such team") {
+				t.Errorf("message %q, want the status and the response's text", msg)
+			}
+			if len(web.reqs) != 1 {
+				t.Fatalf("requests %+v, want one", web.reqs)
+			}
+			r := web.reqs[0]
+			want := engine.HTTPRequest{Method: "POST", URL: "https://checker.example/check/shop",
+				Header: map[string]string{"X-Team": "web", "Content-Type": "application/json"}, Body: []byte(`{"image":"evil:1"}`)}
+			if diff := cmp.Diff(want, r); diff != "" {
+				t.Errorf("request (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// A CA bundle that holds no certificate is the rule's load error.
+	res := source.LoadRules(manifests(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: bad-ca}
+spec:
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    context:
+    - name: v
+      apiCall: {service: {url: "https://x.example", caBundle: "not a pem"}}
+    validate: {deny: {}}
+`), kinds.NewRegistry(kyverno.NewKinds()...))
+	if len(res.Rules) != 1 || res.Rules[0].Info().Err == nil || !strings.Contains(res.Rules[0].Info().Err.Error(), "spec.rules[0].context[0].apiCall.service.caBundle") {
+		t.Errorf("want the caBundle's positioned error, got %+v", res.Rules)
+	}
+}

@@ -3,6 +3,9 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +63,53 @@ type HTTPClient struct {
 		once sync.Once
 		t    *http.Transport
 	}
+	// withCA are the default transport's clones that trust a request's CA
+	// bundle, by the bundle's SHA-256 (at most maxCATransports).
+	withCA struct {
+		sync.Mutex
+		m map[[sha256.Size]byte]*http.Transport
+	}
+}
+
+// maxCATransports bounds the transports kept for distinct CA bundles
+// (each keeps its idle connections); beyond it, a bundle's transport is
+// built per request and closed after it.
+const maxCATransports = 32
+
+// transportFor is the transport of a request trusting caBundle (PEM; the
+// system's roots when empty); done releases it.
+func (c *HTTPClient) transportFor(caBundle []byte) (t http.RoundTripper, done func(), err error) {
+	base := http.RoundTripper(c.defaultTransport())
+	if c.Client != nil && c.Client.Transport != nil {
+		base = c.Client.Transport
+	}
+	if len(caBundle) == 0 {
+		return base, func() {}, nil
+	}
+	bt, ok := base.(*http.Transport)
+	if !ok {
+		return nil, nil, errors.New("a CA bundle needs the client's own transport")
+	}
+	sum := sha256.Sum256(caBundle)
+	c.withCA.Lock()
+	defer c.withCA.Unlock()
+	if t, ok := c.withCA.m[sum]; ok {
+		return t, func() {}, nil
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caBundle) {
+		return nil, nil, errors.New("the CA bundle holds no PEM certificate")
+	}
+	nt := bt.Clone()
+	nt.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if len(c.withCA.m) >= maxCATransports {
+		return nt, nt.CloseIdleConnections, nil
+	}
+	if c.withCA.m == nil {
+		c.withCA.m = map[[sha256.Size]byte]*http.Transport{}
+	}
+	c.withCA.m[sum] = nt
+	return nt, func() {}, nil
 }
 
 // ErrAddressNotAllowed is in the chain of the error of a request whose
@@ -86,7 +136,7 @@ func (c *HTTPClient) checkAddress(address string) error {
 	if slices.Contains(c.Hosts, ip.String()) || slices.Contains(c.Hosts, address) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s (loopback, link-local and metadata addresses are reached only when --kinitiras-http-hosts lists the address itself)", ErrAddressNotAllowed, address)
+	return fmt.Errorf("%w: %s (loopback, link-local and metadata addresses are reached only when --kinitiras-http-hosts (or --kyverno-service-hosts) lists the address itself)", ErrAddressNotAllowed, address)
 }
 
 // defaultTransport is the default client's transport: no proxy but
@@ -123,7 +173,7 @@ func (c *HTTPClient) allowed(u *url.URL) error {
 	if slices.Contains(c.Hosts, u.Host) || slices.Contains(c.Hosts, u.Hostname()) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s (the operator's --kinitiras-http-hosts lists the hosts http references may reach; none by default)", ErrHostNotAllowed, u.Host)
+	return fmt.Errorf("%w: %s (the operator's --kinitiras-http-hosts, or --kyverno-service-hosts, lists the hosts rules' HTTP calls may reach; none by default)", ErrHostNotAllowed, u.Host)
 }
 
 // Fetch makes the request.
@@ -145,7 +195,7 @@ func (c *HTTPClient) Fetch(ctx context.Context, r engine.HTTPRequest) (*engine.H
 	}
 	sort.Strings(keys)
 	var key strings.Builder
-	key.WriteString(method + " " + r.URL + "\x00" + string(r.Body))
+	key.WriteString(method + " " + r.URL + "\x00" + string(r.Body) + "\x00" + string(r.CABundle))
 	for _, k := range keys {
 		key.WriteString("\x00" + k + ":" + r.Header[k])
 	}
@@ -178,10 +228,16 @@ func (c *HTTPClient) do(ctx context.Context, method string, u *url.URL, r engine
 	for k, v := range r.Header {
 		req.Header.Set(k, v)
 	}
-	client := http.Client{Transport: c.defaultTransport()}
+	client := http.Client{}
 	if c.Client != nil {
 		client = *c.Client
 	}
+	t, done, err := c.transportFor(r.CABundle)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, u.Redacted(), err)
+	}
+	defer done()
+	client.Transport = t
 	client.CheckRedirect = func(next *http.Request, via []*http.Request) error {
 		if len(via) >= 10 {
 			return errors.New("stopped after 10 redirects")

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -93,5 +94,28 @@ func TestHTTPClientAddresses(t *testing.T) {
 	}
 	if err := byName.checkAddress("93.184.216.34:443"); err != nil {
 		t.Errorf("a public address: %v", err)
+	}
+}
+
+// TestHTTPClientCABundle: a request trusts its CA bundle (a server the
+// system's roots do not know is reached with it, refused without it).
+func TestHTTPClientCABundle(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	u, _ := url.Parse(srv.URL)
+	c := &HTTPClient{Hosts: []string{u.Hostname()}, Timeout: 2 * time.Second}
+	ctx := context.Background()
+	if _, err := c.Fetch(ctx, engine.HTTPRequest{URL: srv.URL}); err == nil {
+		t.Fatal("a server whose CA the request does not trust was reached")
+	}
+	r, err := c.Fetch(ctx, engine.HTTPRequest{URL: srv.URL, CABundle: ca})
+	if err != nil || string(r.Body) != `{"ok":true}` {
+		t.Fatalf("with its CA bundle: %v %+v", err, r)
+	}
+	if _, err := c.Fetch(ctx, engine.HTTPRequest{URL: srv.URL + "/x", CABundle: []byte("not pem")}); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+		t.Errorf("a bundle without certificates: %v", err)
 	}
 }

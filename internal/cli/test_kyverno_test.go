@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/modwright/modwright/internal/suite"
+)
+
+// TestKyvernoRequester runs a suite whose policy reads the requester (its
+// name, its cluster role, its group) and an apiCall answered by the
+// suite's apiCallResponses: a row expecting the wrong result shows the
+// message built from both (an unmatched rule would pass as Excluded).
+func TestKyvernoRequester(t *testing.T) {
+	kt, err := suite.LoadKyverno("../../testdata/cli/kyverno/requester/kyverno-test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kt.Results = []suite.KyvernoResult{
+		{Policy: "deployer-limits", Rule: "replicas-within-quota", Resources: []string{"large"}, Result: "pass"},
+		{Policy: "deployer-limits", Rule: "no-self-service-admins", Resources: []string{"small"}, Result: "fail"},
+	}
+	got, err := runKyvernoSuite(context.Background(), kt, &testOptions{}, Streams{Out: io.Discard, Err: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"Want pass, got fail: jane@example.com may run at most 3 replicas in team-a",
+		"Want fail, got pass",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d rows, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].Passed || !strings.Contains(got[i].Reason, w) {
+			t.Errorf("row %d: reason %q, want it to contain %q", i, got[i].Reason, w)
+		}
+	}
+}
+
+// TestKyvernoSuiteRefused: a suite Kyverno's CLI would refuse, or using
+// what modwright test does not run yet, exits 2 naming the field.
+func TestKyvernoSuiteRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(*suite.KyvernoTest)
+		field string
+	}{
+		{"apiCallResponses without url", func(kt *suite.KyvernoTest) { kt.APICallResponses[0].URLPath = "" }, "apiCallResponses[0]: either url or urlPath is required"},
+		{"apiCallResponses relative path", func(kt *suite.KyvernoTest) { kt.APICallResponses[0].URLPath = "api/v1" }, "must be an absolute path"},
+		{"apiCallResponses both", func(kt *suite.KyvernoTest) { kt.APICallResponses[0].URL = "https://x.example" }, "mutually exclusive"},
+		{"apiCallResponses PUT", func(kt *suite.KyvernoTest) { kt.APICallResponses[0].Method = "PUT" }, "must be GET or POST"},
+		{"apiCallResponses list body", func(kt *suite.KyvernoTest) { kt.APICallResponses[0].Response.Body = []byte(`[1]`) }, "must be a JSON object"},
+		{"apiCallResponses duplicate", func(kt *suite.KyvernoTest) {
+			kt.APICallResponses = append(kt.APICallResponses, kt.APICallResponses[0])
+		}, "apiCallResponses[1]: a second response"},
+		{"userinfo of another kind", func(kt *suite.KyvernoTest) { kt.UserInfo = "resources.yaml" }, "userinfo: resources.yaml: want one cli.kyverno.io/v1alpha1 UserInfo document"},
+		{"targetResources", func(kt *suite.KyvernoTest) { kt.TargetResources = []string{"resources.yaml"} }, "targetResources: not supported yet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kt, err := suite.LoadKyverno("../../testdata/cli/kyverno/requester/kyverno-test.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(kt)
+			_, err = runKyvernoSuite(context.Background(), kt, &testOptions{}, Streams{Out: io.Discard, Err: io.Discard})
+			var ee *ExitError
+			if !errors.As(err, &ee) || ee.Code != 2 || !errors.Is(err, suite.ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("got %v, want an exit-2 error containing %q", err, tc.field)
+			}
+		})
+	}
+}
