@@ -69,8 +69,8 @@ func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, 
 
 func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyvernoSuite, error) {
 	for field, unsupported := range map[string]bool{
-		"targetResources":  len(t.TargetResources) > 0,
-		"clusterResources": len(t.ClusterResources) > 0,
+		"targetResources":      len(t.TargetResources) > 0,
+		"clusterResources":     len(t.ClusterResources) > 0,
 		"globalContextEntries": len(t.GlobalContextEntries) > 0, "context": t.Context != "", "paramResources": len(t.ParamResources) > 0,
 	} {
 		if unsupported {
