@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/kyverno"
@@ -24,15 +26,20 @@ import (
 // policies (pod-security/) and their validate.cel twins (pod-security-cel/),
 // on the Deployment as it is and made compliant. Compare with
 // internal/kinds/policy's BenchmarkPSS (the same checks as 16 CEL
-// ModwrightPolicies) in the same run (BENCHMARKS.md).
+// ModwrightPolicies) in the same run (BENCHMARKS.md). The metrics=on
+// variants count every result in Kyverno's metrics, as the server does.
 func BenchmarkPSS(b *testing.B) {
 	dir := testtool.ConformanceDir(b, "kyverno-policies", "MODWRIGHT_KYVERNO_POLICIES_DIR", "library")
-	for _, set := range []string{"pod-security", "pod-security-cel"} {
-		snap, n := pssSnapshot(b, filepath.Join(dir, "library", set))
+	for _, set := range []string{"pod-security", "pod-security-cel", "pod-security/metrics=on"} {
+		set, metrics := strings.CutSuffix(set, "/metrics=on")
+		snap, n := pssSnapshot(b, filepath.Join(dir, "library", set), metrics)
 		for _, compliant := range []bool{false, true} {
 			name := set + "/policies=" + itoa(n) + "/denied"
 			if compliant {
 				name = set + "/policies=" + itoa(n) + "/compliant"
+			}
+			if metrics {
+				name += "/metrics=on"
 			}
 			b.Run(name, func(b *testing.B) {
 				eng := engine.New(engine.Options{NoTrace: true})
@@ -61,7 +68,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // pssSnapshot loads the baseline and restricted ClusterPolicies of a
 // library directory (their suites' files left out), as Enforce.
-func pssSnapshot(b *testing.B, dir string) (*engine.Snapshot, int) {
+func pssSnapshot(b *testing.B, dir string, metrics bool) (*engine.Snapshot, int) {
 	b.Helper()
 	var docs []source.Document
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -89,7 +96,11 @@ func pssSnapshot(b *testing.B, dir string) (*engine.Snapshot, int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	res := source.LoadRules(docs, kinds.NewRegistry(kyverno.NewKinds()...))
+	ks := kyverno.NewKinds()
+	if metrics {
+		prometheus.NewRegistry().MustRegister(ks[0].(kinds.Observed).Observer().Collectors()...)
+	}
+	res := source.LoadRules(docs, kinds.NewRegistry(ks...))
 	if len(res.Errors) > 0 {
 		b.Fatalf("load: %v", res.Errors)
 	}

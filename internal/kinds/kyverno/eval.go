@@ -259,6 +259,7 @@ func (p *Policy) Apply(h *engine.Handle) error {
 	if tr := h.Trace(); tr != nil {
 		tr.Detail = &Trace{Results: results}
 	}
+	p.opts.metrics.record(p, h.Request(), results, evaluated)
 	for i, res := range results {
 		switch res.Status {
 		case Fail:

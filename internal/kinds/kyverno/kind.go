@@ -27,8 +27,12 @@ func NewKinds(opts ...Option) []kinds.Kind {
 		f(&o)
 	}
 	o.celEnvs = cel.NewEnvCache()
+	o.metrics = NewMetrics()
 	return []kinds.Kind{&Kind{kyvernov1.KindClusterPolicy, o}, &Kind{kyvernov1.KindPolicy, o}}
 }
+
+// Observer is the kinds' shared Metrics.
+func (k *Kind) Observer() kinds.Observer { return k.opts.metrics }
 
 // Name is ClusterPolicy or Policy.
 func (k *Kind) Name() string { return k.name }
@@ -93,6 +97,7 @@ func (c *compiler) policy(cp *kyvernov1.ClusterPolicy) {
 	}
 	p.name = cp.Name
 	p.scored = cp.Annotations[kyvernov1.AnnotationScored] != "false"
+	p.background = spec.Background == nil || *spec.Background
 	p.enforce = enforce(spec.ValidationFailureAction)
 	p.overrides = c.overrides("spec.validationFailureActionOverrides", spec.ValidationFailureActionOverrides)
 	p.applyOne = spec.ApplyRules == "One"

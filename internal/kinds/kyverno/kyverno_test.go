@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
@@ -639,5 +641,35 @@ spec:
 `), kinds.NewRegistry(kyverno.NewKinds()...))
 	if len(res.Rules) != 1 || res.Rules[0].Info().Err == nil || !strings.Contains(res.Rules[0].Info().Err.Error(), "spec.rules[0].context[0].apiCall.service.caBundle") {
 		t.Errorf("want the caBundle's positioned error, got %+v", res.Rules)
+	}
+}
+
+// TestMetrics: once a server takes the collectors, every rule result is
+// counted under Kyverno's metric and labels, and the served rules
+// (autogen rules among them) are listed.
+func TestMetrics(t *testing.T) {
+	ks := kyverno.NewKinds()
+	ob := ks[0].(kinds.Observed).Observer()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(ob.Collectors()...)
+	res := source.LoadRules(manifests(t, podPolicy), kinds.NewRegistry(ks...))
+	snap := engine.NewSnapshot(res.Rules)
+	ob.Published(snap)
+	o := manifests(t, `{apiVersion: v1, kind: Pod, metadata: {name: a, namespace: shop}, spec: {serviceAccountName: default}}`)[0].Object
+	req := engine.Request{Operation: rules.Create, Namespace: "shop", Object: o, Kind: engine.GroupVersionKind{Version: "v1", Kind: "Pod"}}
+	if _, err := engine.New(engine.Options{NoTrace: true}).Evaluate(context.Background(), snap, req); err != nil {
+		t.Fatal(err)
+	}
+	const results = `
+# HELP kyverno_policy_results_total Results of Kyverno policies' rules on objects (Kyverno's name and labels), by policy, rule, result and resource.
+# TYPE kyverno_policy_results_total counter
+kyverno_policy_results_total{dry_run="false",policy_background_mode="true",policy_name="pods",policy_namespace="-",policy_type="cluster",policy_validation_mode="enforce",resource_kind="Pod",resource_namespace="shop",resource_request_operation="create",rule_execution_cause="admission_request",rule_name="labels",rule_result="fail",rule_type="validate"} 1
+kyverno_policy_results_total{dry_run="false",policy_background_mode="true",policy_name="pods",policy_namespace="-",policy_type="cluster",policy_validation_mode="enforce",resource_kind="Pod",resource_namespace="shop",resource_request_operation="create",rule_execution_cause="admission_request",rule_name="only-sa",rule_result="fail",rule_type="validate"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(results), "kyverno_policy_results_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(reg, "kyverno_policy_rule_info_total"); n != 9 {
+		t.Errorf("kyverno_policy_rule_info_total has %d series, want 9 (3 rules, their autogen- and autogen-cronjob- rules)", n)
 	}
 }

@@ -18,6 +18,8 @@ type options struct {
 	// exceptionSource those read at each evaluation.
 	exceptions      []*Exception
 	exceptionSource ExceptionSource
+	// metrics count the rules' results (set by NewKinds).
+	metrics *Metrics
 }
 
 // WithValues gives every policy the values of a kyverno test suite (its

@@ -32,6 +32,8 @@ type Policy struct {
 	overrides []override
 	applyOne  bool
 	scored    bool
+	// background: spec.background (default true).
+	background bool
 	// failClosed: failurePolicy Fail (the default): a rule's error rejects
 	// the object.
 	failClosed bool
@@ -74,6 +76,9 @@ type rule struct {
 	celPre *celV
 	// autogen: generated for pod controllers from the rule at field.
 	autogen bool
+	// typ is Kyverno's rule type: validate, mutate, generate,
+	// verifyImages.
+	typ string
 }
 
 // validation is a compiled validate.
@@ -126,14 +131,15 @@ func (c *compiler) rule(field string, r *kyvernov1.Rule, from string) *rule {
 	kinds := 0
 	if r.Mutation != nil {
 		kinds++
-		out.notYet = "mutate rules are not evaluated yet"
+		out.notYet, out.typ = "mutate rules are not evaluated yet", "mutate"
 	}
 	if r.Generation != nil {
 		kinds++
-		out.notYet = "generate rules are not evaluated yet"
+		out.notYet, out.typ = "generate rules are not evaluated yet", "generate"
 	}
 	if len(r.VerifyImages) > 0 {
 		kinds++
+		out.typ = "verifyImages"
 		out.notYet = "verifyImages rules need image registries and signatures, which modwright does not verify"
 	}
 	if len(r.CELPreconditions) > 0 && (r.Validation == nil || r.Validation.CEL == nil) && out.notYet == "" {
@@ -141,6 +147,7 @@ func (c *compiler) rule(field string, r *kyvernov1.Rule, from string) *rule {
 	}
 	if v := r.Validation; v != nil {
 		kinds++
+		out.typ = "validate"
 		out.action = v.FailureAction
 		out.allowExisting = v.AllowExistingViolations == nil || *v.AllowExistingViolations
 		out.overrides = c.overrides(field+".validate.failureActionOverrides", v.FailureActionOverrides)
