@@ -95,6 +95,12 @@ func TestDocsCLIExamples(t *testing.T) {
 	}{
 		"modwright lint testdata/cli/lint/errors -o json": {code: 1},
 		"modwright version": {stdout: "github.com/google/cel-go v"},
+		"modwright audit --rules examples/kyverno/require-team.yaml -f examples/kyverno/resources.yaml": {
+			code: 1, stdout: "Pod default/unlabelled   validation error: the label team is required.", stderr: "audit: 4 objects, 1 rule: 12 results: 4 fail"},
+		"modwright audit --rules examples/kyverno/require-team.yaml -f examples/kyverno/resources.yaml --all -o yaml": {
+			code: 1, stdout: "result: pass"},
+		"modwright audit --rules examples/kyverno/require-team.yaml -f examples/kyverno/resources.yaml -o policyreport": {
+			code: 1, stdout: "kind: PolicyReport"},
 		"modwright apply --rules examples/kyverno/require-team.yaml -f examples/kyverno/resources.yaml": {
 			code: 1, stderr: "validation error: the label team is required. rule autogen-team-label failed at path /spec/template/metadata/labels/"},
 		"modwright lint testdata/cli/lint/crd --crd testdata/crd/widgets.yaml": {
@@ -123,7 +129,7 @@ func TestDocsCLIExamples(t *testing.T) {
 			code: 1, stderr: `reject-external-ips: "external IPs [203.0.113.7] are not allowed"`},
 	}
 	var cmds []docCommand
-	for _, doc := range []string{"cli.md", "policy.md", "variables.md", "kinitiras.md", "rule-packs.md", "graph.md", "cel.md", "kyverno.md"} {
+	for _, doc := range []string{"cli.md", "policy.md", "variables.md", "kinitiras.md", "rule-packs.md", "graph.md", "cel.md", "kyverno.md", "audit.md"} {
 		cs := docCommands(t, filepath.Join(root, "docs", doc))
 		if len(cs) < 3 {
 			t.Fatalf("found %d commands in docs/%s; the parser is broken", len(cs), doc)

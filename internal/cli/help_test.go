@@ -73,6 +73,8 @@ func TestHelpExamples(t *testing.T) {
 		"modwright apply --rules examples/policies -f testdata/cli/policy/web-v2.yaml --operation UPDATE --old testdata/cli/policy/web-v1.yaml":       1,
 		"modwright lint testdata/cli/lint/crd --crd testdata/crd/widgets.yaml":                                                                        1,
 		"modwright krm < testdata/cli/krm/resource-list.yaml":                                                                                         1,
+		"modwright audit --rules examples/kyverno/require-team.yaml -f examples/kyverno/resources.yaml":                                               1, // examples/kyverno/resources.yaml holds violating objects
+		"modwright audit --rules examples/kyverno/require-team.yaml -f examples/kyverno/resources.yaml -o policyreport":                               1,
 		"modwright validate -f testdata/cli/validate/widget.yaml --crd testdata/crd/widgets.yaml":                                                     1,
 		"modwright validate -f testdata/cli/validate/widget-v2.yaml --crd testdata/crd --operation UPDATE --old testdata/cli/validate/widget-v1.yaml": 1,
 	}

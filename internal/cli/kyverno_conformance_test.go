@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/modwright/modwright/internal/audit"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 	"github.com/modwright/modwright/internal/testtool"
@@ -153,5 +155,89 @@ func TestKyvernoPolicies(t *testing.T) {
 	t.Logf("kyverno-policies: %d validate suites pass (%d rows); %d use features not evaluated yet (%v)", passed, rows, pendingN, kyvernoPending)
 	if passed == 0 {
 		t.Fatal("no suite ran")
+	}
+}
+
+// TestKyvernoPoliciesAudit: `modwright audit -f` on each suite's resources
+// with its policies gives the results the suite expects, as a background
+// scan gives them (every object as a CREATE with no requester). Suites
+// whose results need what a background scan does not have (values files,
+// a requester, an operation, exceptions) and policies with background:
+// false (which a background scan does not run) are left out, counted.
+func TestKyvernoPoliciesAudit(t *testing.T) {
+	dir := testtool.ConformanceDir(t, "kyverno-policies", "MODWRIGHT_KYVERNO_POLICIES_DIR", "library")
+	var files []string
+	err := filepath.WalkDir(filepath.Join(dir, "library"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == suite.KyvernoFileName {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suites, rows, leftOut int
+	for _, f := range files {
+		name, _ := filepath.Rel(filepath.Join(dir, "library"), filepath.Dir(filepath.Dir(f)))
+		if ok, _ := kyvernoSuiteInfo(t, f); !ok || kyvernoDeviations[name].reason != "" {
+			continue
+		}
+		kt, err := suite.LoadKyverno(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kt.Values != nil || kt.UserInfo != "" || len(kt.Exceptions) > 0 || slices.ContainsFunc(kt.Results, func(r suite.KyvernoResult) bool { return r.Operation != "" }) {
+			leftOut++
+			continue
+		}
+		admissionOnly := map[string]bool{}
+		policies, err := source.ReadPaths(kt.ResolveAll(kt.Policies), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range policies {
+			if spec, _ := p.Object["spec"].(map[string]any); spec["background"] == false {
+				admissionOnly[p.Name()] = true
+			}
+		}
+		var out, errOut bytes.Buffer
+		o := &auditOptions{rules: kt.ResolveAll(kt.Policies), files: kt.ResolveAll(kt.Resources), namespace: "default",
+			clusterRules: defaultClusterRulesNamespace, output: "json", all: true, quiet: true, maxResults: 1}
+		err = runAudit(context.Background(), o, Streams{Out: &out, Err: &errOut})
+		var ee *ExitError
+		if err != nil && !(errors.As(err, &ee) && ee.Code == 1) {
+			t.Errorf("%s: %v\n%s", name, err, errOut.String())
+			continue
+		}
+		var rep struct{ Results []audit.Result }
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		suites++
+		for _, row := range kt.Results {
+			policy := lastSegment(row.Policy)
+			if admissionOnly[policy] {
+				continue
+			}
+			for _, r := range rep.Results {
+				if lastSegment(r.Policy) != policy || (row.Rule != "" && r.Rule != row.Rule && r.Rule != "autogen-"+row.Rule && r.Rule != "autogen-cronjob-"+row.Rule) {
+					continue
+				}
+				if len(row.Resources) > 0 && !slices.ContainsFunc(row.Resources, func(n string) bool {
+					return n == r.Resource.Name || n == r.Resource.Namespace+"/"+r.Resource.Name
+				}) {
+					continue
+				}
+				rows++
+				if string(r.Result) != row.Result {
+					t.Errorf("%s: %s %s %s: audit gives %s, the suite expects %s (%s)", name, policy, r.Rule, r.Resource, r.Result, row.Result, r.Message)
+				}
+			}
+		}
+	}
+	t.Logf("kyverno-policies: audit agrees with %d suites (%d results compared); %d suites left out (values, requester, operations or exceptions)", suites, rows, leftOut)
+	if suites == 0 || rows == 0 {
+		t.Fatal("nothing compared")
 	}
 }

@@ -52,7 +52,7 @@ in tests ('modwright test').`,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newApplyCmd(s), newServeCmd(s), newTestCmd(s), newExplainCmd(s), newLintCmd(s), newKRMCmd(s), newSandboxCmd(s), newRulesTestCmd(s), newGraphCmd(s), newValidateCmd(s), newCompileCmd(s), newVersionCmd(s), newCUEWorkerCmd())
+	root.AddCommand(newApplyCmd(s), newAuditCmd(s), newServeCmd(s), newTestCmd(s), newExplainCmd(s), newLintCmd(s), newKRMCmd(s), newSandboxCmd(s), newRulesTestCmd(s), newGraphCmd(s), newValidateCmd(s), newCompileCmd(s), newVersionCmd(s), newCUEWorkerCmd())
 	root.Version = readVersion().text()
 	for _, c := range root.Commands() {
 		if c.Name() == "serve" || c.Name() == "sandbox" {

@@ -75,6 +75,8 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-missing-resource", args: []string{"test", dir + "missing"}},
 		{name: "test-no-suites", args: []string{"test", dir + "rules"}},
 		{name: "test-kyverno-exceptions", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/exceptions"}},
+		{name: "audit-kyverno", args: []string{"audit", "--rules", "../../examples/kyverno/require-team.yaml", "-f", "../../examples/kyverno/resources.yaml"}},
+		{name: "audit-kyverno-json", args: []string{"audit", "--rules", "../../examples/kyverno/require-team.yaml", "-f", "../../examples/kyverno/resources.yaml", "-o", "json"}},
 		{name: "test-kyverno-requester", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/requester"}},
 		{name: "test-kyverno-fail", args: []string{"test", "../../testdata/cli/kyverno/fail"}},
 		{name: "test-kyverno-fail-json", args: []string{"test", "-o", "json", "../../testdata/cli/kyverno/fail"}},

@@ -377,6 +377,10 @@ func (ev *evaluation) settle(r Rule, tr *RuleTrace, err error) error {
 			return ctxErr
 		}
 		field, cause := splitField(err)
+		if ev.req.Background {
+			ev.fail(r, tr, field, cause)
+			return nil
+		}
 		if ev.phase == Validate && policy != FailureIgnore {
 			tr.Outcome, tr.Reason = Failed, fmt.Sprintf("%s: %v", field, cause)
 			if policy == FailureFail {
@@ -387,7 +391,7 @@ func (ev *evaluation) settle(r Rule, tr *RuleTrace, err error) error {
 		}
 		ev.fail(r, tr, field, cause)
 	}
-	if tr.Outcome == Failed && policy == FailureFail {
+	if tr.Outcome == Failed && policy == FailureFail && !ev.req.Background {
 		last := ev.d.Errors[len(ev.d.Errors)-1]
 		return ev.failed(r, last.Field, last.Err)
 	}

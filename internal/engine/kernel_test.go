@@ -296,3 +296,35 @@ func TestKernelAnnotate(t *testing.T) {
 		t.Errorf("annotations (-want +got):\n%s", diff)
 	}
 }
+
+// TestKernelBackground: in a background scan no failure ends the
+// evaluation, whatever the rule's failure policy: each is recorded, and
+// the rules after it still run.
+func TestKernelBackground(t *testing.T) {
+	bound := errors.New("a bound")
+	undecided := newRule("A", "ns", "undecided", 0, Validate)
+	undecided.match = func(*Handle) (bool, error) { return false, InField("spec.x", bound) }
+	failing := newRule("A", "ns", "failing", 0, Validate)
+	failing.info.FailurePolicy = FailureFail
+	failing.apply = func(h *Handle) error { h.Fail("spec.y", bound); return nil }
+	after := newRule("A", "ns", "after", 0, Validate)
+	after.apply = func(h *Handle) error { h.Reject("no", nil); return nil }
+	rs := []Rule{undecided, failing, after}
+	if _, err := New(Options{}).Evaluate(context.Background(), NewSnapshot(rs), Request{Operation: rules.Create, Namespace: "ns", Object: podObject()}); !errors.Is(err, ErrRuleFailed) {
+		t.Fatalf("at admission: err = %v, want ErrRuleFailed", err)
+	}
+	d, err := New(Options{}).Evaluate(context.Background(), NewSnapshot(rs), Request{Operation: rules.Create, Namespace: "ns", Object: podObject(), Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tr := range d.Trace {
+		got = append(got, tr.Rule+"="+string(tr.Outcome))
+	}
+	if diff := cmp.Diff([]string{"ns/after=matched", "ns/failing=failed", "ns/undecided=failed"}, got); diff != "" {
+		t.Errorf("trace (-want +got):\n%s", diff)
+	}
+	if len(d.Errors) != 2 || len(d.Rejections) != 1 {
+		t.Errorf("errors %v, rejections %v: want 2 and 1", d.Errors, d.Rejections)
+	}
+}

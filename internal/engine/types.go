@@ -112,6 +112,13 @@ type Request struct {
 	// validating webhook: the object is final, after every mutation of
 	// every admission plugin); zero runs both, as one offline answer does.
 	Phases Phase
+	// Background marks a background scan of an existing object (an audit),
+	// not an admission: no rule's failure ends the evaluation (each is
+	// recorded in Decision.Errors and its trace, whatever its failure
+	// policy), so that every rule reports; kinds may tell it from an
+	// admission (Handle.Request: Kyverno's policies with background: false
+	// do not run).
+	Background bool
 }
 
 // Authorizer decides whether a user may do something, as the API server's

@@ -219,6 +219,13 @@ func (p *Policy) Match(h *engine.Handle) (bool, error) {
 // rejects (Enforce), warns (Audit) or fails (an error) as Kyverno's
 // admission does.
 func (p *Policy) Apply(h *engine.Handle) error {
+	if h.Request().Background && !p.background {
+		// background: false: admission only, as Kyverno (no results).
+		if tr := h.Trace(); tr != nil {
+			tr.Detail = &Trace{}
+		}
+		return nil
+	}
 	t := p.target(h)
 	var base *scope
 	var results []RuleResult

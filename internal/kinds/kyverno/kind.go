@@ -98,6 +98,7 @@ func (c *compiler) policy(cp *kyvernov1.ClusterPolicy) {
 	p.name = cp.Name
 	p.scored = cp.Annotations[kyvernov1.AnnotationScored] != "false"
 	p.background = spec.Background == nil || *spec.Background
+	p.severity, p.category = cp.Annotations[kyvernov1.AnnotationSeverity], cp.Annotations[kyvernov1.AnnotationCategory]
 	p.enforce = enforce(spec.ValidationFailureAction)
 	p.overrides = c.overrides("spec.validationFailureActionOverrides", spec.ValidationFailureActionOverrides)
 	p.applyOne = spec.ApplyRules == "One"

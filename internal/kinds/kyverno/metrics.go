@@ -100,7 +100,11 @@ func (m *Metrics) record(p *Policy, req *engine.Request, results []RuleResult, e
 		}
 	}
 	op, dry := strings.ToLower(string(req.Operation)), strconv.FormatBool(req.DryRun)
+	cause := "admission_request"
+	if req.Background {
+		cause = "background_scan"
+	}
 	for i, res := range results {
-		m.results.WithLabelValues(mode, typ, bg, ns, p.name, kind, req.Namespace, op, res.Rule, string(res.Status), evaluated[i].typ, "admission_request", dry).Inc()
+		m.results.WithLabelValues(mode, typ, bg, ns, p.name, kind, req.Namespace, op, res.Rule, string(res.Status), evaluated[i].typ, cause, dry).Inc()
 	}
 }

@@ -37,3 +37,15 @@ func ResultsOf(detail any) []RuleResult {
 	}
 	return nil
 }
+
+// AuditResults yields each rule's result, as a background scan reports it.
+func (t *Trace) AuditResults(yield func(rule, status, message string)) {
+	for _, r := range t.Results {
+		yield(r.Rule, string(r.Status), r.Message)
+	}
+}
+
+// ReportLabels are the policy's severity and category (its
+// policies.kyverno.io annotations), as Kyverno's reports give them.
+func (p *Policy) ReportLabels() (severity, category string) { return p.severity, p.category }
+

@@ -34,6 +34,8 @@ type Policy struct {
 	scored    bool
 	// background: spec.background (default true).
 	background bool
+	// severity and category: the policies.kyverno.io annotations.
+	severity, category string
 	// failClosed: failurePolicy Fail (the default): a rule's error rejects
 	// the object.
 	failClosed bool

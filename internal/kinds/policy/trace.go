@@ -1,5 +1,7 @@
 package policy
 
+import "strings"
+
 // Trace is a policy's record of one evaluation (engine.RuleTrace.Detail):
 // each expression with its value or error, and the failed validations.
 type Trace struct {
@@ -29,6 +31,23 @@ type Step struct {
 // Failure is one validation that failed, with its message.
 type Failure struct {
 	Field, Message string
+}
+
+// AuditResults yields the policy's result, as a background scan reports
+// it: fail with each failed validation's field and message, pass when
+// validations ran and none failed, nothing when none ran.
+func (t *Trace) AuditResults(yield func(rule, status, message string)) {
+	if len(t.Failures) == 0 {
+		if len(t.Validations) > 0 {
+			yield("", "pass", "")
+		}
+		return
+	}
+	msgs := make([]string, len(t.Failures))
+	for i, f := range t.Failures {
+		msgs[i] = f.Field + ": " + f.Message
+	}
+	yield("", "fail", strings.Join(msgs, "; "))
 }
 
 // stepKind says which list of a Trace a step goes to.

@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/audit"
+	"github.com/modwright/modwright/internal/source"
+)
+
+type auditOptions struct {
+	rules, files, contexts []string
+	skipUnknown            bool
+	namespace              string
+	clusterRules           string
+	output                 string
+	all                    bool
+	maxResults             int
+	quiet                  bool
+	// registry gives the kinds served (nil: newRegistry); tests set it.
+	registry registryFunc
+	// now stamps the reports (nil: time.Now); tests set it.
+	now func() time.Time
+}
+
+func newAuditCmd(s Streams) *cobra.Command {
+	o := &auditOptions{}
+	cmd := &cobra.Command{
+		Use:   "audit --rules PATH [--rules PATH]... -f PATH|- [-f PATH]... [flags]",
+		Short: "Check existing objects against the rules, as a background scan does, and report the results",
+		Long: `audit evaluates the rules of every kind that validate against objects that
+already exist, as the operator's background scan does: each object as it is
+(no mutation), as a CREATE with no requester. Kyverno policies with
+background: false do not run; a rule's failure never stops the others.
+
+Each rule that applies to an object gives a result: pass, fail, warn, error
+or skip. Kyverno's policies report each of their rules (with the policy's
+severity and category); a ModwrightPolicy its validations (fail under any
+validation action, Audit included); other kinds fail when they reject or
+warn, and pass when they apply without either. A ModRule Reject reports only
+its failures: its match is its condition.
+
+Output (-o): table (the default: policy, rule, result, object, message),
+json or yaml (the summary and the results), or policyreport: the
+wgpolicyk8s.io/v1alpha2 reports Policy Reporter and Kyverno's tools read, one
+PolicyReport per namespace and a ClusterPolicyReport for cluster-scoped
+objects, each capped at --max-results-per-report results (fails first), its
+summary always exact, a capped report annotated modwright.io/truncated.
+Passing and skipped results are counted but listed only with --all (reports
+always hold them, within the cap).
+
+A summary line ends the run on stderr, with a progress line on a terminal
+while a run is long; -q silences both.
+
+Exit status: 0 when no result is fail or error, 1 when one is, 2 for invalid
+rules or input.`,
+		Example: `  modwright audit --rules examples/kyverno/require-team.yaml -f examples/kyverno/resources.yaml
+  modwright audit --rules examples/kyverno/require-team.yaml -f examples/kyverno/resources.yaml -o policyreport`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAudit(cmd.Context(), o, s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.rules, "rules", nil, "rules: a file, a directory or - (repeatable)")
+	f.BoolVar(&o.skipUnknown, "skip-unknown-kinds", false, "warn about documents in --rules that are not rules of a served kind, instead of failing (exit 2)")
+	f.StringArrayVarP(&o.files, "filename", "f", nil, "objects to check: file, directory or - for stdin (repeatable)")
+	f.StringArrayVar(&o.contexts, "context", nil, "objects the rules read (Namespaces, ConfigMaps, recorded API responses; repeatable)")
+	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace assumed for namespaced objects that carry none")
+	f.StringVar(&o.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json, yaml or policyreport")
+	f.BoolVar(&o.all, "all", false, "list passing and skipped results too (table, json, yaml)")
+	f.IntVar(&o.maxResults, "max-results-per-report", audit.DefaultMaxResults, "most results one report holds (-o policyreport); its summary counts them all")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "print no summary line and no progress on stderr")
+	_ = cmd.MarkFlagRequired("rules")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if !slices.Contains([]string{"table", "json", "yaml", "policyreport"}, o.output) {
+		return usageError("--output must be table, json, yaml or policyreport, not %q", o.output)
+	}
+	if o.maxResults <= 0 {
+		return usageError("--max-results-per-report must be positive, not %d", o.maxResults)
+	}
+	if err := checkStdin(o.rules, o.files, nil, o.contexts); err != nil {
+		return err
+	}
+	snap, policies, err := loadRules(o.rules, s, o.registry.kinds(o.clusterRules), ruleLoading{policies: true, skipUnknown: o.skipUnknown})
+	if err != nil {
+		return err
+	}
+	if n := policies.Len(); n > 0 {
+		fmt.Fprintf(s.Err, "warning: %d of Kubernetes' admission policies and bindings in --rules not audited: audit does not evaluate them yet\n", n)
+	}
+	objs, err := source.ReadPaths(o.files, s.In)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	resolver, err := resolverFor(o.contexts, s)
+	if err != nil {
+		return err
+	}
+	scanner := audit.NewScanner(snap, engineOptions(resolver, nil))
+	report := audit.NewReport(o.maxResults)
+	var listed []audit.Result
+	prog := newProgress(s.Err, "audit", len(objs), o.quiet)
+	for i := range objs {
+		a := newAdmission(objs[i].Object, o.namespace)
+		res, err := scanner.Scan(ctx, a.obj, a.ns)
+		if err != nil {
+			prog.clear()
+			return evaluationError(&objs[i], err)
+		}
+		for _, r := range res {
+			report.Add(r)
+			if o.all || (r.Result != audit.Pass && r.Result != audit.Skip) {
+				listed = append(listed, r)
+			}
+		}
+		prog.step(i + 1)
+	}
+	prog.clear()
+	sum := report.Summary()
+	if err := writeAudit(s.Out, o, listed, sum, report); err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if !o.quiet {
+		fmt.Fprintln(s.Err, auditSummary(len(objs), snap.Len(), sum, o.output != "policyreport", o.all))
+	}
+	if sum[audit.Fail]+sum[audit.Error] > 0 {
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+func writeAudit(w io.Writer, o *auditOptions, listed []audit.Result, sum map[audit.Status]int, report *audit.Report) error {
+	switch o.output {
+	case "policyreport":
+		now := time.Now
+		if o.now != nil {
+			now = o.now
+		}
+		objs := report.Objects(now().UTC())
+		out := make([]any, len(objs))
+		for i, r := range objs {
+			out[i] = r
+		}
+		return write(w, "yaml", out, nil)
+	case "json", "yaml":
+		summary := map[string]int{}
+		for _, st := range audit.Statuses {
+			summary[string(st)] = sum[st]
+		}
+		if listed == nil {
+			listed = []audit.Result{}
+		}
+		v := struct {
+			Summary map[string]int `json:"summary"`
+			Results []audit.Result `json:"results"`
+		}{summary, listed}
+		if o.output == "json" {
+			enc := json.NewEncoder(w)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "    ")
+			return enc.Encode(v)
+		}
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	if len(listed) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(listed))
+	for i, r := range listed {
+		rows[i] = []any{r.Policy, r.Rule, string(r.Result), r.Resource.String(), r.Message}
+	}
+	return printTable(w, []string{"POLICY", "RULE", "RESULT", "OBJECT", "MESSAGE"}, rows)
+}
+
+// auditSummary is the run's last line on stderr.
+func auditSummary(objects, rules int, sum map[audit.Status]int, listing, all bool) string {
+	total := 0
+	parts := make([]string, len(audit.Statuses))
+	for i, st := range audit.Statuses {
+		total += sum[st]
+		parts[i] = fmt.Sprintf("%d %s", sum[st], st)
+	}
+	line := fmt.Sprintf("audit: %s, %s: %s: %s", plural(objects, "object"), plural(rules, "rule"),
+		plural(total, "result"), strings.Join(parts, ", "))
+	if listing && !all && sum[audit.Pass]+sum[audit.Skip] > 0 {
+		line += " (pass and skip not listed: --all lists them)"
+	}
+	return line
+}
