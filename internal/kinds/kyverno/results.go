@@ -48,4 +48,3 @@ func (t *Trace) AuditResults(yield func(rule, status, message string)) {
 // ReportLabels are the policy's severity and category (its
 // policies.kyverno.io annotations), as Kyverno's reports give them.
 func (p *Policy) ReportLabels() (severity, category string) { return p.severity, p.category }
-
