@@ -75,6 +75,7 @@ generate:
 	controller-gen object paths=./api/v1alpha1
 	controller-gen object paths=./api/kinitiras/v1alpha1
 	controller-gen object paths=./api/kyverno/...
+	controller-gen object paths=./api/wgpolicyk8s/...
 	controller-gen crd:crdVersions=v1 paths=./api/... output:crd:dir=deploy/crds
 	mkdir -p deploy/helm/modwright/crds
 	cp deploy/crds/*.yaml deploy/helm/modwright/crds/

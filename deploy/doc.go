@@ -60,11 +60,23 @@ var (
 	KyvernoPolicyExceptionCRD []byte
 )
 
+// The CustomResourceDefinitions of the wgpolicyk8s.io reports the
+// background scan writes (YAML), generated from api/wgpolicyk8s: for
+// clusters where no other tool (Kyverno, Policy Reporter) installed them.
+// The chart installs them when absent; kubectl apply -k deploy/ leaves them
+// out.
+var (
+	//go:embed crds/wgpolicyk8s.io_policyreports.yaml
+	PolicyReportCRD []byte
+	//go:embed crds/wgpolicyk8s.io_clusterpolicyreports.yaml
+	ClusterPolicyReportCRD []byte
+)
+
 // CRDs returns every CustomResourceDefinition of deploy/crds (YAML each):
-// the rule kinds modwright serves, ModRule first.
+// the rule kinds modwright serves, ModRule first, then the reports.
 func CRDs() [][]byte {
 	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, FormerPolicyCRD, FormerClusterPolicyCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD,
-		KyvernoClusterPolicyCRD, KyvernoPolicyCRD, KyvernoPolicyExceptionCRD}
+		KyvernoClusterPolicyCRD, KyvernoPolicyCRD, KyvernoPolicyExceptionCRD, PolicyReportCRD, ClusterPolicyReportCRD}
 }
 
 // Bundle is `helm template` of the chart with its default values (YAML,

@@ -173,7 +173,7 @@ func TestReportCap(t *testing.T) {
 	if d := cmp.Diff([]string{"failed-1=fail", "failed-2=fail", "warned=warn"}, names); d != "" {
 		t.Errorf("kept (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff(map[string]any{"pass": 5, "fail": 2, "warn": 1, "error": 0, "skip": 0}, a["summary"]); d != "" {
+	if d := cmp.Diff(map[string]any{"pass": int64(5), "fail": int64(2), "warn": int64(1), "error": int64(0), "skip": int64(0)}, a["summary"]); d != "" {
 		t.Errorf("summary (-want +got):\n%s", d)
 	}
 	md := a["metadata"].(map[string]any)

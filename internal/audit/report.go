@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -102,7 +103,8 @@ func (n *nsReport) object(ns string, now time.Time) map[string]any {
 	kept := slices.Clone(n.kept)
 	slices.SortFunc(kept, compare)
 	results := make([]any, len(kept))
-	ts := map[string]any{"seconds": now.Unix(), "nanos": 0}
+	// Numbers as int64, as unstructured objects hold them.
+	ts := map[string]any{"seconds": now.Unix(), "nanos": int64(0)}
 	for i, r := range kept {
 		res := map[string]any{"policy": r.Policy, "rule": r.Rule, "result": string(r.Result), "source": Source,
 			"scored": true, "timestamp": ts, "properties": map[string]any{"kind": r.Kind},
@@ -110,8 +112,8 @@ func (n *nsReport) object(ns string, now time.Time) map[string]any {
 		if r.Message != "" {
 			res["message"] = r.Message
 		}
-		if r.Severity != "" {
-			res["severity"] = r.Severity
+		if sev := strings.ToLower(r.Severity); slices.Contains(severities, sev) {
+			res["severity"] = sev
 		}
 		if r.Category != "" {
 			res["category"] = r.Category
@@ -120,7 +122,7 @@ func (n *nsReport) object(ns string, now time.Time) map[string]any {
 	}
 	summary := map[string]any{}
 	for _, s := range Statuses {
-		summary[string(s)] = n.summary[s]
+		summary[string(s)] = int64(n.summary[s])
 	}
 	md := map[string]any{"name": ReportName, "labels": map[string]any{"app.kubernetes.io/managed-by": "modwright"}}
 	kind := "ClusterPolicyReport"
@@ -132,6 +134,10 @@ func (n *nsReport) object(ns string, now time.Time) map[string]any {
 	}
 	return map[string]any{"apiVersion": ReportAPIVersion, "kind": kind, "metadata": md, "summary": summary, "results": results}
 }
+
+// severities are the severities a report's schema allows (another is
+// left out of the report: the API server would refuse the whole report).
+var severities = []string{"critical", "high", "medium", "low", "info"}
 
 func resourceRef(r Resource) map[string]any {
 	m := map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name}

@@ -37,6 +37,8 @@ import (
 	"github.com/modwright/modwright/internal/controller"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/graphapi"
+	"github.com/modwright/modwright/internal/audit"
+	"github.com/modwright/modwright/internal/auditor"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang/rego"
 	"github.com/modwright/modwright/internal/metrics"
@@ -93,6 +95,13 @@ type operatorOptions struct {
 	rulePacks     []string
 	openshiftPack string
 	regoTimeout   time.Duration
+	// The background scan (docs/audit.md).
+	audit           bool
+	auditInterval   time.Duration
+	auditReports    string
+	auditMaxResults int
+	auditQPS        float64
+	auditPageSize   int64
 	// restConfig, when set (the sandbox), is used instead of --kubeconfig.
 	restConfig *rest.Config
 }
@@ -107,6 +116,8 @@ const (
 )
 
 func addOperatorFlags(f interface {
+	IntVar(*int, string, int, string)
+	Float64Var(*float64, string, float64, string)
 	StringVar(*string, string, string, string)
 	StringVarP(*string, string, string, string, string)
 	StringArrayVar(*[]string, string, []string, string)
@@ -150,6 +161,12 @@ func addOperatorFlags(f interface {
 	f.StringArrayVar(&o.targetResources, "target-resources", controller.DefaultTargetResources(), "resources the dragnet intercepts: plural names in any group, or name.group (repeatable or comma-separated)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0: off)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz (0: off)")
+	f.BoolVar(&o.audit, "audit", false, "run the background scan on the leader (docs/audit.md): the rules that validate, checked against the objects already in the cluster, the results written as wgpolicyk8s.io reports (needs get and list on the resources the rules match, and on policyreports and clusterpolicyreports create, update, delete)")
+	f.DurationVar(&o.auditInterval, "audit-interval", time.Hour, "time between full background scans (a rule change also starts one)")
+	f.StringVar(&o.auditReports, "audit-reports", "crd", "where the background scan's reports go: crd (wgpolicyk8s.io PolicyReports and a ClusterPolicyReport, their CRDs installed) or endpoint (kept out of etcd: served as a List at "+auditor.MemoryPath+" on the metrics port)")
+	f.IntVar(&o.auditMaxResults, "audit-max-results-per-report", audit.DefaultMaxResults, "most results one report holds (fails first); its summary counts them all")
+	f.Float64Var(&o.auditQPS, "audit-qps", 20, "most list requests per second the background scan makes to the API server")
+	f.Int64Var(&o.auditPageSize, "audit-page-size", 500, "objects per list request of the background scan (one page is held in memory at a time)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader for the singleton writers (status, certificates); every replica serves admission regardless")
 	f.StringVar(&o.leaderElectionID, "leader-election-id", "modwright.api.kubemod.io", "name of the leader-election Lease")
 }
@@ -185,6 +202,7 @@ type operator struct {
 
 	graphSource  *cluster.GraphSource // nil without --graph
 	extraHandler map[string]http.Handler
+	auditMem     *auditor.MemoryStore // --audit-reports endpoint
 	certs        *controller.CertProvider
 	ws           *webhookServer
 	mgr          manager.Manager
@@ -227,7 +245,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		}
 	}
 	k.kreg = newClusterRegistry(o.clusterRules, k.op.kinitiras, k.op.kyverno, exceptions, cue)
-	for _, step := range []func(context.Context) error{k.contextReaders, k.compileNative, k.webhooks, k.rules, k.certificates, k.readiness} {
+	for _, step := range []func(context.Context) error{k.contextReaders, k.compileNative, k.webhooks, k.rules, k.backgroundScan, k.certificates, k.readiness} {
 		if err := step(ctx); err != nil {
 			return err
 		}
@@ -254,6 +272,12 @@ func newOperator(o *serveOptions, log logr.Logger) (*operator, error) {
 	if !op.graph && len(op.rulePacks) > 0 {
 		return nil, usageError("--rule-pack needs --graph")
 	}
+	if op.auditReports != "crd" && op.auditReports != "endpoint" {
+		return nil, usageError("--audit-reports must be crd or endpoint, not %q", op.auditReports)
+	}
+	if op.audit && op.auditReports == "endpoint" && op.metricsAddr == "0" {
+		return nil, usageError("--audit-reports endpoint serves the reports on the metrics port: --metrics-bind-address must not be 0")
+	}
 	var targets []string
 	for _, t := range op.targetResources {
 		targets = append(targets, splitList(t)...)
@@ -270,8 +294,15 @@ func newOperator(o *serveOptions, log logr.Logger) (*operator, error) {
 		return nil, &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 	}
 	ctrl.SetLogger(log) // controller-runtime's internal log sink
-	return &operator{o: o, op: op, log: log, cfg: cfg, dragnetRules: dragnetRules, extraHandler: map[string]http.Handler{},
-		secret: types.NamespacedName{Namespace: op.namespace, Name: op.certSecret}}, nil
+	k := &operator{o: o, op: op, log: log, cfg: cfg, dragnetRules: dragnetRules, extraHandler: map[string]http.Handler{},
+		secret: types.NamespacedName{Namespace: op.namespace, Name: op.certSecret}}
+	if op.audit && op.auditReports == "endpoint" {
+		// On the metrics port, whose handlers are fixed when the manager
+		// is made.
+		k.auditMem = &auditor.MemoryStore{}
+		k.extraHandler[auditor.MemoryPath] = k.auditMem
+	}
+	return k, nil
 }
 
 // graph builds the relationship graph (--graph): its informers, the
@@ -603,6 +634,31 @@ func (k *operator) rules(context.Context) error {
 		}
 	}
 	return nil
+}
+
+// backgroundScan runs the background scan on the leader (--audit), with
+// a client of its own whose rate limit bounds the scan's load.
+func (k *operator) backgroundScan(context.Context) error {
+	if !k.op.audit {
+		return nil
+	}
+	cfg := rest.CopyConfig(k.cfg)
+	cfg.QPS, cfg.Burst = float32(k.op.auditQPS), max(1, int(2*k.op.auditQPS))
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+	}
+	m := auditor.NewMetrics(lenientRegisterer{ctrlmetrics.Registry})
+	var store auditor.Store = &auditor.CRDStore{Client: dyn, Metrics: m}
+	if k.auditMem != nil {
+		store = k.auditMem
+	}
+	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Discovery: disc, Store: store,
+		Interval: k.op.auditInterval, PageSize: k.op.auditPageSize, MaxResults: k.op.auditMaxResults, Log: k.log.WithName("audit"), Metrics: m}))
 }
 
 // rulesReady reports whether the rules' first snapshot is published.

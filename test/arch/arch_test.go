@@ -31,7 +31,7 @@ var kindWords = []string{
 }
 
 // kindFree are the packages that know no kind (their directories).
-var kindFree = []string{"internal/engine", "internal/webhook", "internal/metrics", "internal/runner", "internal/controller", "internal/cluster", "internal/audit"}
+var kindFree = []string{"internal/engine", "internal/webhook", "internal/metrics", "internal/runner", "internal/controller", "internal/cluster", "internal/audit", "internal/auditor"}
 
 // kindPackages are the import paths only the CLI's registry may import
 // there: the kinds and their API types.

@@ -26,13 +26,7 @@ func TestKyvernoPolicies(t *testing.T) {
 	c := cl.c
 	// What the chart grants with kyverno.enabled (the bundle is rendered
 	// with its defaults).
-	create(t, c, &rbacv1.ClusterRole{ObjectMeta: metaName("modwright-kyverno"), Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"kyverno.io"}, Resources: []string{"clusterpolicies", "policies"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"kyverno.io"}, Resources: []string{"clusterpolicies/status", "policies/status"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{"kyverno.io"}, Resources: []string{"policyexceptions"}, Verbs: []string{"get", "list", "watch"}}}})
-	create(t, c, &rbacv1.ClusterRoleBinding{ObjectMeta: metaName("modwright-kyverno"),
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "modwright-kyverno"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: operatorUser}}})
+	grant(t, c, "modwright-kyverno", kyvernoRules...)
 	a := cl.startOperator(t, "a", "--kyverno", "--kyverno-exception-namespace", "kyv-exceptions")
 	a.waitReady(t)
 	cl.lb.add(a.webhook)
@@ -193,3 +187,21 @@ spec:
 		}
 	})
 }
+
+// kyvernoRules are what the chart grants with kyverno.enabled.
+var kyvernoRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"kyverno.io"}, Resources: []string{"clusterpolicies", "policies"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"kyverno.io"}, Resources: []string{"clusterpolicies/status", "policies/status"}, Verbs: []string{"get", "update", "patch"}},
+	{APIGroups: []string{"kyverno.io"}, Resources: []string{"policyexceptions"}, Verbs: []string{"get", "list", "watch"}}}
+
+// grant gives the operator's service account rules through a ClusterRole
+// and its binding, both named name (what the chart grants with values the
+// bundle, rendered with the defaults, leaves out).
+func grant(t *testing.T, c client.Client, name string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	create(t, c, &rbacv1.ClusterRole{ObjectMeta: metaName(name), Rules: rules})
+	create(t, c, &rbacv1.ClusterRoleBinding{ObjectMeta: metaName(name),
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: operatorUser}}})
+}
+

@@ -1,0 +1,220 @@
+package auditor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/modwright/modwright/internal/audit"
+	"github.com/modwright/modwright/internal/engine"
+)
+
+// Snapshots gives the serving snapshot (nil until the first is published).
+type Snapshots interface {
+	Current() *engine.Snapshot
+}
+
+// Store keeps the reports of a scan.
+type Store interface {
+	// Write makes reports the current reports: each written where it
+	// changed, the others (of namespaces without results now) removed.
+	Write(ctx context.Context, reports []map[string]any) error
+}
+
+// Options configure an Auditor.
+type Options struct {
+	Snapshots Snapshots
+	// Readers are the engine's readers the rules read with, as at
+	// admission.
+	Readers engine.Options
+	// Client lists the objects (give it a rate-limited configuration: its
+	// QPS bounds the scan's load on the API server); Discovery finds
+	// their resources.
+	Client    dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+	Store     Store
+	// Interval between full scans; default one hour.
+	Interval time.Duration
+	// Poll is how often a new snapshot is looked for; default 5 s.
+	Poll time.Duration
+	// PageSize is the objects listed per request; default 500.
+	PageSize int64
+	// MaxResults caps each report (audit.NewReport).
+	MaxResults int
+	Log        logr.Logger
+	Metrics    *Metrics // nil: none
+	Now        func() time.Time
+}
+
+// Auditor runs background scans. Start it once (a manager.Runnable).
+type Auditor struct {
+	o Options
+}
+
+// New returns an Auditor with o's defaults filled.
+func New(o Options) *Auditor {
+	if o.Interval <= 0 {
+		o.Interval = time.Hour
+	}
+	if o.Poll <= 0 {
+		o.Poll = 5 * time.Second
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = 500
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Auditor{o: o}
+}
+
+// NeedLeaderElection: only the leader scans and writes reports.
+func (*Auditor) NeedLeaderElection() bool { return true }
+
+// Start scans until ctx ends: at the first snapshot, at each new one, and
+// every interval.
+func (a *Auditor) Start(ctx context.Context) error {
+	var last *engine.Snapshot
+	var lastScan time.Time
+	for {
+		snap := a.o.Snapshots.Current()
+		if snap != nil && (snap != last || a.o.Now().Sub(lastScan) >= a.o.Interval) {
+			last, lastScan = snap, a.o.Now()
+			if err := a.Scan(ctx, snap); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				a.o.Log.Error(err, "background scan")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(a.o.Poll):
+		}
+	}
+}
+
+// Scan checks every object of the kinds snap's rules can match and writes
+// the reports. A kind that cannot be listed is logged and left out (its
+// objects' results are then missing from the reports); the scan goes on.
+func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
+	start := a.o.Now()
+	resources, err := a.resources(snap)
+	if err != nil {
+		a.o.Metrics.scanned(false, 0, nil)
+		return err
+	}
+	scanner := audit.NewScanner(snap, a.o.Readers)
+	report := audit.NewReport(a.o.MaxResults)
+	objects := 0
+	var failed []string
+	for _, gvr := range resources {
+		n, err := a.scanResource(ctx, scanner, report, gvr)
+		objects += n
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			failed = append(failed, gvr.String())
+			a.o.Log.Error(err, "background scan: listing failed; its objects are left out of the reports", "resource", gvr.String())
+		}
+	}
+	if err := a.o.Store.Write(ctx, report.Objects(a.o.Now().UTC())); err != nil {
+		a.o.Metrics.scanned(false, objects, nil)
+		return fmt.Errorf("writing the reports: %w", err)
+	}
+	sum := report.Summary()
+	a.o.Metrics.scanned(len(failed) == 0, objects, sum)
+	a.o.Metrics.took(a.o.Now().Sub(start))
+	a.o.Log.Info("background scan done", "resources", len(resources), "objects", objects, "fail", sum[audit.Fail], "error", sum[audit.Error],
+		"pass", sum[audit.Pass], "seconds", a.o.Now().Sub(start).Seconds(), "unlisted", strings.Join(failed, ","))
+	return nil
+}
+
+// scanResource scans the objects of one resource, page by page.
+func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, report *audit.Report, gvr schema.GroupVersionResource) (int, error) {
+	n := 0
+	opts := metav1.ListOptions{Limit: a.o.PageSize}
+	for {
+		list, err := a.o.Client.Resource(gvr).List(ctx, opts)
+		if err != nil {
+			return n, err
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			results, err := scanner.Scan(ctx, obj.Object, obj.GetNamespace())
+			if err != nil {
+				return n, err
+			}
+			for _, r := range results {
+				report.Add(r)
+			}
+			n++
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return n, nil
+		}
+	}
+}
+
+// skipped are resources never scanned: events (no rule validates them,
+// and there are many) and the reports themselves.
+var skipped = []schema.GroupResource{{Group: "", Resource: "events"}, {Group: "events.k8s.io", Resource: "events"},
+	{Group: "wgpolicyk8s.io", Resource: "policyreports"}, {Group: "wgpolicyk8s.io", Resource: "clusterpolicyreports"}}
+
+// resources are the listable resources (preferred versions) of the kinds
+// the snapshot's validating rules can match: every kind when one of them
+// is not pinned to kinds.
+func (a *Auditor) resources(snap *engine.Snapshot) ([]schema.GroupVersionResource, error) {
+	kinds := map[string]bool{}
+	all := false
+	for _, r := range snap.Rules() {
+		info := r.Info()
+		if info.Err != nil || !info.Phase.Has(engine.Validate) {
+			continue
+		}
+		if info.Index.Kinds == nil {
+			all = true
+		}
+		for _, k := range info.Index.Kinds {
+			kinds[k] = true
+		}
+	}
+	if !all && len(kinds) == 0 {
+		return nil, nil
+	}
+	lists, err := discovery.ServerPreferredResources(a.o.Discovery)
+	if err != nil && len(lists) == 0 {
+		return nil, fmt.Errorf("discovering the API's resources: %w", err)
+	}
+	var gdf *discovery.ErrGroupDiscoveryFailed
+	if err != nil && errors.As(err, &gdf) {
+		a.o.Log.Info("background scan: some API groups could not be discovered; their objects are left out", "error", err.Error())
+	}
+	var out []schema.GroupVersionResource
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || (!all && !kinds[r.Kind]) ||
+				slices.Contains(skipped, schema.GroupResource{Group: gv.Group, Resource: r.Name}) {
+				continue
+			}
+			out = append(out, gv.WithResource(r.Name))
+		}
+	}
+	slices.SortFunc(out, func(x, y schema.GroupVersionResource) int { return strings.Compare(x.String(), y.String()) })
+	return out, nil
+}

@@ -1,0 +1,173 @@
+package auditor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	discoveryfake "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/modwright/modwright/internal/auditor"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/kyverno"
+	"github.com/modwright/modwright/internal/source"
+)
+
+const policy = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: require-team}
+spec:
+  rules:
+  - name: team
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      message: "label team is required"
+      pattern: {metadata: {labels: {team: "?*"}}}
+`
+
+var (
+	pods     = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	reports  = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
+	creports = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"}
+)
+
+type store struct{ p *engine.Snapshot }
+
+func (s *store) Current() *engine.Snapshot { return s.p }
+
+func snapshot(t *testing.T, text string) *engine.Snapshot {
+	t.Helper()
+	docs, err := source.ParseManifest("p.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := source.LoadRules(docs, kinds.NewRegistry(kyverno.NewKinds()...))
+	if len(res.Errors) > 0 {
+		t.Fatal(errors.Join(res.Errors...))
+	}
+	return engine.NewSnapshot(res.Rules)
+}
+
+func pod(ns, name string, labels map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": labels}, "spec": map[string]any{}}}
+}
+
+func fakeClients(objs ...runtime.Object) (*dynamicfake.FakeDynamicClient, *discoveryfake.FakeDiscovery) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		pods: "PodList", reports: "PolicyReportList", creports: "ClusterPolicyReportList",
+		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
+	}, objs...)
+	disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	disc.Resources = []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: []string{"get", "list"}},
+			{Name: "pods/status", Kind: "Pod", Namespaced: true, Verbs: []string{"get"}},
+			{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: []string{"get", "list"}},
+			{Name: "events", Kind: "Event", Namespaced: true, Verbs: []string{"list"}},
+		}},
+	}
+	return dyn, disc
+}
+
+// summaries are the reports' summaries, by namespace.
+func summaries(t *testing.T, dyn *dynamicfake.FakeDynamicClient) map[string]string {
+	t.Helper()
+	list, err := dyn.Resource(reports).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range list.Items {
+		s, _, _ := unstructured.NestedMap(r.Object, "summary")
+		out[r.GetNamespace()] = fmt.Sprintf("fail=%v pass=%v", s["fail"], s["pass"])
+	}
+	return out
+}
+
+// TestScan: a scan writes a report per namespace with the results, an
+// object fixed flips its result at the next scan, an unchanged report is
+// not written again, and with the rule gone the reports go.
+func TestScan(t *testing.T) {
+	dyn, disc := fakeClients(pod("a", "good", map[string]any{"team": "x"}), pod("a", "bad", nil), pod("b", "bad", nil))
+	st := &store{p: snapshot(t, policy)}
+	a := auditor.New(auditor.Options{Snapshots: st, Client: dyn, Discovery: disc, Store: &auditor.CRDStore{Client: dyn}, Log: logr.Discard(),
+		Now: func() time.Time { return time.Unix(1000, 0) }})
+	ctx := context.Background()
+	if err := a.Scan(ctx, st.p); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"a": "fail=1 pass=1", "b": "fail=1 pass=0"}, summaries(t, dyn)); d != "" {
+		t.Fatalf("(-want +got):\n%s", d)
+	}
+	for _, act := range dyn.Actions() {
+		if act.GetResource().Resource == "events" || act.GetResource().Resource == "configmaps" {
+			t.Errorf("listed %s, which no rule validates", act.GetResource().Resource)
+		}
+	}
+	// Fix b/bad; a's report does not change and is not written again.
+	if _, err := dyn.Resource(pods).Namespace("b").Update(ctx, pod("b", "bad", map[string]any{"team": "y"}), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn.ClearActions()
+	if err := a.Scan(ctx, st.p); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"a": "fail=1 pass=1", "b": "fail=0 pass=1"}, summaries(t, dyn)); d != "" {
+		t.Fatalf("after the fix (-want +got):\n%s", d)
+	}
+	var writes []string
+	for _, act := range dyn.Actions() {
+		if v := act.GetVerb(); v == "update" || v == "create" || v == "delete" {
+			writes = append(writes, v+" "+act.GetNamespace()+"/"+act.GetResource().Resource)
+		}
+	}
+	if d := cmp.Diff([]string{"update b/policyreports"}, writes); d != "" {
+		t.Errorf("writes (-want +got):\n%s", d)
+	}
+	// No rule: no results, no reports.
+	st.p = engine.NewSnapshot(nil)
+	if err := a.Scan(ctx, st.p); err != nil {
+		t.Fatal(err)
+	}
+	if got := summaries(t, dyn); len(got) != 0 {
+		t.Errorf("reports left without rules: %v", got)
+	}
+}
+
+// TestMemoryStore: reports kept out of etcd are served as a List.
+func TestMemoryStore(t *testing.T) {
+	dyn, disc := fakeClients(pod("a", "bad", nil), pod("b", "bad", nil))
+	mem := &auditor.MemoryStore{}
+	st := &store{p: snapshot(t, policy)}
+	a := auditor.New(auditor.Options{Snapshots: st, Client: dyn, Discovery: disc, Store: mem, Log: logr.Discard()})
+	if err := a.Scan(context.Background(), st.p); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	mem.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, auditor.MemoryPath+"?namespace=b", nil))
+	body := rec.Body.String()
+	if rec.Code != 200 || !strings.Contains(body, `"kind":"List"`) || !strings.Contains(body, `"namespace":"b"`) || strings.Contains(body, `"namespace":"a"`) {
+		t.Errorf("%d %s", rec.Code, body)
+	}
+	for _, act := range dyn.Actions() {
+		if act.GetResource().Group == "wgpolicyk8s.io" {
+			t.Errorf("a memory store wrote to the API server: %v", act)
+		}
+	}
+}

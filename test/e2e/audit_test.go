@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestBackgroundScan runs the operator's background scan (--audit) on the
+// real API server: objects created before the rule; the rule added;
+// reports appear with the right results; fixing an object flips its
+// result; a cap truncates with an exact summary; of two replicas only the
+// leader scans; deleting the rule removes its results.
+func TestBackgroundScan(t *testing.T) {
+	cl := startCluster(t, true)
+	cl.installCRDs(t)
+	ctx := context.Background()
+	c := cl.c
+	// What the chart grants with kyverno.enabled and audit.enabled.
+	grant(t, c, "modwright-kyverno", kyvernoRules...)
+	grant(t, c, "modwright-audit",
+		rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+		rbacv1.PolicyRule{APIGroups: []string{"wgpolicyk8s.io"}, Resources: []string{"policyreports", "clusterpolicyreports"}, Verbs: []string{"get", "list", "create", "update", "delete"}})
+	pod := func(ns, name string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}}}
+	}
+	// The objects exist before the rule (and before the operator).
+	for _, ns := range []string{"audit-a", "audit-b"} {
+		create(t, c, &corev1.Namespace{ObjectMeta: metaName(ns)})
+	}
+	create(t, c, pod("audit-a", "good", map[string]string{"team": "x"}))
+	create(t, c, pod("audit-a", "bad", nil))
+	for i := range 3 {
+		create(t, c, pod("audit-b", "bad-"+strconv.Itoa(i), nil))
+	}
+
+	args := []string{"--kyverno", "--audit", "--audit-interval", "2s", "--audit-max-results-per-report", "2"}
+	a := cl.startOperator(t, "a", args...)
+	a.waitReady(t)
+	cl.lb.add(a.webhook)
+	b := cl.startOperator(t, "b", args...)
+	b.waitReady(t)
+
+	policy := kinitirasPolicy(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: require-team
+  annotations: {policies.kyverno.io/severity: medium}
+spec:
+  validationFailureAction: Audit
+  rules:
+  - name: team-label
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+          namespaces: ["audit-*"]
+    validate:
+      message: "the label team is required"
+      pattern:
+        metadata:
+          labels:
+            team: "?*"
+`)
+	create(t, c, policy)
+
+	dyn, err := dynamic.NewForConfig(cl.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := dyn.Resource(schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"})
+	summary := func(ns string) (string, *unstructured.Unstructured) {
+		r, err := reports.Namespace(ns).Get(ctx, "modwright-audit", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return "none", nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _, _ := unstructured.NestedMap(r.Object, "summary")
+		res, _, _ := unstructured.NestedSlice(r.Object, "results")
+		return fmt.Sprintf("fail=%v pass=%v results=%d", s["fail"], s["pass"], len(res)), r
+	}
+	waitSummary := func(ns, want string) *unstructured.Unstructured {
+		t.Helper()
+		var r *unstructured.Unstructured
+		eventually(t, 60*time.Second, func() error {
+			var got string
+			if got, r = summary(ns); got != want {
+				return fmt.Errorf("report of %s: %s, want %s", ns, got, want)
+			}
+			return nil
+		})
+		return r
+	}
+
+	t.Run("reports appear with the results", func(t *testing.T) {
+		r := waitSummary("audit-a", "fail=1 pass=1 results=2")
+		res, _, _ := unstructured.NestedSlice(r.Object, "results")
+		first := res[0].(map[string]any)
+		if first["result"] != "fail" || first["policy"] != "require-team" || first["rule"] != "team-label" || first["severity"] != "medium" ||
+			!strings.Contains(fmt.Sprint(first["message"]), "the label team is required") {
+			t.Errorf("first result: %v", first)
+		}
+	})
+
+	t.Run("a cap truncates with an exact summary", func(t *testing.T) {
+		r := waitSummary("audit-b", "fail=3 pass=0 results=2")
+		if r.GetAnnotations()["modwright.io/truncated"] != "true" || r.GetAnnotations()["modwright.io/results"] != "3" {
+			t.Errorf("annotations: %v", r.GetAnnotations())
+		}
+	})
+
+	t.Run("fixing an object flips its result", func(t *testing.T) {
+		fixed := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "audit-a", Name: "bad"}, fixed); err != nil {
+			t.Fatal(err)
+		}
+		fixed.Labels = map[string]string{"team": "y"}
+		if err := c.Update(ctx, fixed); err != nil {
+			t.Fatal(err)
+		}
+		waitSummary("audit-a", "fail=0 pass=2 results=2")
+	})
+
+	t.Run("only the leader scans", func(t *testing.T) {
+		// The replicas share this process's metrics registry: their logs
+		// tell them apart.
+		sa, sb := strings.Count(a.log.String(), "background scan done"), strings.Count(b.log.String(), "background scan done")
+		if (sa == 0) == (sb == 0) {
+			t.Errorf("scans: a %d, b %d: want exactly one replica scanning", sa, sb)
+		}
+	})
+
+	t.Run("deleting the rule removes its results", func(t *testing.T) {
+		if err := c.Delete(ctx, policy); err != nil {
+			t.Fatal(err)
+		}
+		waitSummary("audit-a", "none")
+		waitSummary("audit-b", "none")
+	})
+}
