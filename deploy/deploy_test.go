@@ -231,7 +231,7 @@ func TestHelmValues(t *testing.T) {
 				"--set", "audit.readRules[0].resources={deployments}", "--set", "audit.readRules[0].verbs={get,list}"},
 			contains: map[string][]string{
 				"Deployment modwright-system/modwright": {"--audit=true", "--audit-interval=10m", "--audit-reports=crd", "--audit-max-results-per-report=1000", "--audit-qps=20"},
-				"ClusterRole modwright": {"resources:\n    - deployments\n    verbs:\n    - get\n    - list", "resources: [policyreports, clusterpolicyreports]\n    verbs: [get, list, create, update, delete]"},
+				"ClusterRole modwright":                 {"resources:\n    - deployments\n    verbs:\n    - get\n    - list", "resources: [policyreports, clusterpolicyreports]\n    verbs: [get, list, create, update, delete]"},
 			},
 			absent: map[string][]string{"ClusterRole modwright": {"'*'"}},
 		},

@@ -34,11 +34,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/modwright/modwright/internal/audit"
+	"github.com/modwright/modwright/internal/auditor"
 	"github.com/modwright/modwright/internal/controller"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/graphapi"
-	"github.com/modwright/modwright/internal/audit"
-	"github.com/modwright/modwright/internal/auditor"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang/rego"
 	"github.com/modwright/modwright/internal/metrics"

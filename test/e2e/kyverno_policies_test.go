@@ -204,4 +204,3 @@ func grant(t *testing.T, c client.Client, name string, rules ...rbacv1.PolicyRul
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: operatorUser}}})
 }
-
