@@ -109,40 +109,63 @@ func (a *Auditor) Start(ctx context.Context) error {
 // objects' results are then missing from the reports); the scan goes on.
 func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
 	start := a.o.Now()
-	resources, err := a.resources(snap)
+	report := audit.NewReport(a.o.MaxResults)
+	w, err := a.Walk(ctx, snap, func(rs []audit.Result) {
+		for _, r := range rs {
+			report.Add(r)
+		}
+	})
 	if err != nil {
-		a.o.Metrics.scanned(false, 0, nil)
+		a.o.Metrics.scanned(false, w.Objects, nil)
 		return err
 	}
-	scanner := audit.NewScanner(snap, a.o.Readers)
-	report := audit.NewReport(a.o.MaxResults)
-	objects := 0
-	var failed []string
-	for _, gvr := range resources {
-		n, err := a.scanResource(ctx, scanner, report, gvr)
-		objects += n
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			failed = append(failed, gvr.String())
-			a.o.Log.Error(err, "background scan: listing failed; its objects are left out of the reports", "resource", gvr.String())
-		}
-	}
 	if err := a.o.Store.Write(ctx, report.Objects(a.o.Now().UTC())); err != nil {
-		a.o.Metrics.scanned(false, objects, nil)
+		a.o.Metrics.scanned(false, w.Objects, nil)
 		return fmt.Errorf("writing the reports: %w", err)
 	}
 	sum := report.Summary()
-	a.o.Metrics.scanned(len(failed) == 0, objects, sum)
+	a.o.Metrics.scanned(len(w.Unlisted) == 0, w.Objects, sum)
 	a.o.Metrics.took(a.o.Now().Sub(start))
-	a.o.Log.Info("background scan done", "resources", len(resources), "objects", objects, "fail", sum[audit.Fail], "error", sum[audit.Error],
-		"pass", sum[audit.Pass], "seconds", a.o.Now().Sub(start).Seconds(), "unlisted", strings.Join(failed, ","))
+	a.o.Log.Info("background scan done", "resources", w.Resources, "objects", w.Objects, "fail", sum[audit.Fail], "error", sum[audit.Error],
+		"pass", sum[audit.Pass], "seconds", a.o.Now().Sub(start).Seconds(), "unlisted", strings.Join(w.Unlisted, ","))
 	return nil
 }
 
+// Walked is what a Walk went through.
+type Walked struct {
+	Resources, Objects int
+	// Unlisted are the resources that could not be listed (each logged).
+	Unlisted []string
+}
+
+// Walk lists every object of the kinds snap's rules can match, page by
+// page, and gives each object's results to fn. A resource that cannot be
+// listed is logged, named in Unlisted and left out; the walk goes on. The
+// error is the walk's end (its context's, or discovery's).
+func (a *Auditor) Walk(ctx context.Context, snap *engine.Snapshot, fn func([]audit.Result)) (Walked, error) {
+	var w Walked
+	resources, err := a.resources(snap)
+	if err != nil {
+		return w, err
+	}
+	w.Resources = len(resources)
+	scanner := audit.NewScanner(snap, a.o.Readers)
+	for _, gvr := range resources {
+		n, err := a.scanResource(ctx, scanner, fn, gvr)
+		w.Objects += n
+		if err != nil {
+			if ctx.Err() != nil {
+				return w, ctx.Err()
+			}
+			w.Unlisted = append(w.Unlisted, gvr.String())
+			a.o.Log.Error(err, "listing failed; its objects are left out", "resource", gvr.String())
+		}
+	}
+	return w, nil
+}
+
 // scanResource scans the objects of one resource, page by page.
-func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, report *audit.Report, gvr schema.GroupVersionResource) (int, error) {
+func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, fn func([]audit.Result), gvr schema.GroupVersionResource) (int, error) {
 	n := 0
 	opts := metav1.ListOptions{Limit: a.o.PageSize}
 	for {
@@ -156,9 +179,7 @@ func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, repo
 			if err != nil {
 				return n, err
 			}
-			for _, r := range results {
-				report.Add(r)
-			}
+			fn(results)
 			n++
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {

@@ -5,19 +5,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/audit"
+	"github.com/modwright/modwright/internal/auditor"
+	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/source"
 )
 
 type auditOptions struct {
 	rules, files, contexts []string
+	kubeconfig             string
+	qps                    float64
 	skipUnknown            bool
 	namespace              string
 	clusterRules           string
@@ -34,7 +42,7 @@ type auditOptions struct {
 func newAuditCmd(s Streams) *cobra.Command {
 	o := &auditOptions{}
 	cmd := &cobra.Command{
-		Use:   "audit --rules PATH [--rules PATH]... -f PATH|- [-f PATH]... [flags]",
+		Use:   "audit --rules PATH [--rules PATH]... (-f PATH|- [-f PATH]... | --kubeconfig FILE) [flags]",
 		Short: "Check existing objects against the rules, as a background scan does, and report the results",
 		Long: `audit evaluates the rules of every kind that validate against objects that
 already exist, as the operator's background scan does: each object as it is
@@ -47,6 +55,11 @@ severity and category); a ModwrightPolicy its validations (fail under any
 validation action, Audit included); other kinds fail when they reject or
 warn, and pass when they apply without either. A ModRule Reject reports only
 its failures: its match is its condition.
+
+The objects are manifests (-f), or every object of a live cluster of the
+kinds the rules match (--kubeconfig; read only, listed page by page, at most
+--qps requests per second; a kind the credentials may not list is reported
+and the run exits 2). Rules read their context from --context either way.
 
 Output (-o): table (the default: policy, rule, result, object, message),
 json or yaml (the summary and the results), or policyreport: the
@@ -73,6 +86,8 @@ rules or input.`,
 	f.StringArrayVar(&o.rules, "rules", nil, "rules: a file, a directory or - (repeatable)")
 	f.BoolVar(&o.skipUnknown, "skip-unknown-kinds", false, "warn about documents in --rules that are not rules of a served kind, instead of failing (exit 2)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "objects to check: file, directory or - for stdin (repeatable)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "check the objects of a live cluster instead of -f (read only: get and list on the kinds the rules match)")
+	f.Float64Var(&o.qps, "qps", 20, "most list requests per second made to the cluster (--kubeconfig)")
 	f.StringArrayVar(&o.contexts, "context", nil, "objects the rules read (Namespaces, ConfigMaps, recorded API responses; repeatable)")
 	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace assumed for namespaced objects that carry none")
 	f.StringVar(&o.clusterRules, "cluster-rules-namespace", defaultClusterRulesNamespace, "namespace whose rules are cluster-wide")
@@ -81,7 +96,8 @@ rules or input.`,
 	f.IntVar(&o.maxResults, "max-results-per-report", audit.DefaultMaxResults, "most results one report holds (-o policyreport); its summary counts them all")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print no summary line and no progress on stderr")
 	_ = cmd.MarkFlagRequired("rules")
-	_ = cmd.MarkFlagRequired("filename")
+	cmd.MarkFlagsOneRequired("filename", "kubeconfig")
+	cmd.MarkFlagsMutuallyExclusive("filename", "kubeconfig")
 	return cmd
 }
 
@@ -105,45 +121,90 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 	if n := policies.Len(); n > 0 {
 		fmt.Fprintf(s.Err, "warning: %d of Kubernetes' admission policies and bindings in --rules not audited: audit does not evaluate them yet\n", n)
 	}
-	objs, err := source.ReadPaths(o.files, s.In)
-	if err != nil {
-		return &ExitError{Code: 2, Err: err}
-	}
 	resolver, err := resolverFor(o.contexts, s)
 	if err != nil {
 		return err
 	}
-	scanner := audit.NewScanner(snap, engineOptions(resolver, nil))
 	report := audit.NewReport(o.maxResults)
 	var listed []audit.Result
-	prog := newProgress(s.Err, "audit", len(objs), o.quiet)
-	for i := range objs {
-		a := newAdmission(objs[i].Object, o.namespace)
-		res, err := scanner.Scan(ctx, a.obj, a.ns)
-		if err != nil {
-			prog.clear()
-			return evaluationError(&objs[i], err)
-		}
+	add := func(res []audit.Result) {
 		for _, r := range res {
 			report.Add(r)
 			if o.all || (r.Result != audit.Pass && r.Result != audit.Skip) {
 				listed = append(listed, r)
 			}
 		}
-		prog.step(i + 1)
 	}
-	prog.clear()
+	var objects int
+	if o.kubeconfig != "" {
+		objects, err = auditCluster(ctx, o, s, snap, engineOptions(resolver, nil), add)
+	} else {
+		objects, err = auditFiles(ctx, o, s, audit.NewScanner(snap, engineOptions(resolver, nil)), add)
+	}
+	if err != nil {
+		return err
+	}
 	sum := report.Summary()
 	if err := writeAudit(s.Out, o, listed, sum, report); err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
 	if !o.quiet {
-		fmt.Fprintln(s.Err, auditSummary(len(objs), snap.Len(), sum, o.output != "policyreport", o.all))
+		fmt.Fprintln(s.Err, auditSummary(objects, snap.Len(), sum, o.output != "policyreport", o.all))
 	}
 	if sum[audit.Fail]+sum[audit.Error] > 0 {
 		return &ExitError{Code: 1}
 	}
 	return nil
+}
+
+// auditFiles scans the objects of -f.
+func auditFiles(ctx context.Context, o *auditOptions, s Streams, scanner *audit.Scanner, add func([]audit.Result)) (int, error) {
+	objs, err := source.ReadPaths(o.files, s.In)
+	if err != nil {
+		return 0, &ExitError{Code: 2, Err: err}
+	}
+	prog := newProgress(s.Err, "audit", len(objs), o.quiet)
+	defer prog.clear()
+	for i := range objs {
+		a := newAdmission(objs[i].Object, o.namespace)
+		res, err := scanner.Scan(ctx, a.obj, a.ns)
+		if err != nil {
+			prog.clear()
+			return 0, evaluationError(&objs[i], err)
+		}
+		add(res)
+		prog.step(i + 1)
+	}
+	return len(objs), nil
+}
+
+// auditCluster scans the objects of a live cluster, read only: every
+// object of the kinds the rules can match, listed page by page (a
+// resource the credentials may not list is a warning, and the run exits
+// 2 after its results).
+func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.Snapshot, readers engine.Options, add func([]audit.Result)) (int, error) {
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return 0, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
+	}
+	cfg.QPS, cfg.Burst = float32(o.qps), max(1, int(2*o.qps))
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return 0, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return 0, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
+	}
+	log := logr.FromSlogHandler(slog.NewTextHandler(s.Err, nil))
+	w, err := auditor.New(auditor.Options{Client: dyn, Discovery: disc, Readers: readers, Log: log}).Walk(ctx, snap, add)
+	if err != nil {
+		return w.Objects, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
+	}
+	if len(w.Unlisted) > 0 {
+		return w.Objects, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: could not list %s (their objects are not audited)", strings.Join(w.Unlisted, ", "))}
+	}
+	return w.Objects, nil
 }
 
 func writeAudit(w io.Writer, o *auditOptions, listed []audit.Result, sum map[audit.Status]int, report *audit.Report) error {

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/modwright/modwright/internal/cli"
 )
 
 // TestBackgroundScan runs the operator's background scan (--audit) on the
@@ -115,6 +121,23 @@ spec:
 		if first["result"] != "fail" || first["policy"] != "require-team" || first["rule"] != "team-label" || first["severity"] != "medium" ||
 			!strings.Contains(fmt.Sprint(first["message"]), "the label team is required") {
 			t.Errorf("first result: %v", first)
+		}
+	})
+
+	t.Run("modwright audit --kubeconfig reads the cluster", func(t *testing.T) {
+		rules := filepath.Join(t.TempDir(), "policy.yaml")
+		data, err := yaml.Marshal(policy.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(rules, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := cli.ExecuteContext(ctx, []string{"audit", "--rules", rules, "--kubeconfig", cl.kubeconfig}, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+		if code != 1 || !strings.Contains(out.String(), "Pod audit-a/bad") || !strings.Contains(out.String(), "Pod audit-b/bad-2") ||
+			!strings.Contains(errOut.String(), "5 results: 4 fail, 0 error, 0 warn, 0 skip, 1 pass") {
+			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 		}
 	})
 
