@@ -5,7 +5,7 @@ BENCHTIME ?= 2s
 BENCHCOUNT ?= 6
 BENCHFLAGS ?=
 
-.PHONY: image stress bench-admission all build test lint unit e2e e2e-shutdown-stress envtest-assets tools generate fuzz bench bench-micro clean
+.PHONY: image stress bench-admission all build test lint unit e2e e2e-shutdown-stress audit-scale envtest-assets tools generate fuzz bench bench-micro clean
 
 # Pinned tools (helm, controller-gen, kustomize) built into .cache/tools/bin by
 # hack/tools.sh; tests find them on PATH. MODWRIGHT_REQUIRE_TOOLS=1 makes a
@@ -57,6 +57,15 @@ stress:
 # of make test. RUNS=n and BURNERS=n change the counts.
 e2e-shutdown-stress:
 	GO=$(GO) test/e2e/shutdown-stress.sh
+
+# TestAuditScale: the operator's background scan of 50,000 objects (about
+# 3 KB, three kinds) against 100 rules of three kinds, the operator in its own
+# process; prints the scan's time, list requests, report writes and peak RSS
+# (BENCHMARKS.md, issue 33). Several minutes; not part of make test.
+# OBJECTS=n changes the count.
+audit-scale: tools
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh | tail -n1)" MODWRIGHT_E2E=1 MODWRIGHT_AUDIT_SCALE=1 \
+		MODWRIGHT_AUDIT_SCALE_OBJECTS=$(or $(OBJECTS),50000) $(GO) test -count=1 -timeout 30m ./test/e2e/ -run '^TestAuditScale$$' -v
 
 envtest-assets:
 	hack/envtest-assets.sh

@@ -83,15 +83,31 @@ func (rp *Report) Summary() map[Status]int {
 	return out
 }
 
-// Objects are the reports as wgpolicyk8s.io objects, by namespace (the
-// ClusterPolicyReport, of cluster-scoped objects, first), each result
-// stamped with now.
-func (rp *Report) Objects(now time.Time) []map[string]any {
+// Namespaces are the namespaces with results, sorted ("" first: the
+// cluster-scoped objects').
+func (rp *Report) Namespaces() []string {
 	nss := make([]string, 0, len(rp.ns))
 	for ns := range rp.ns {
 		nss = append(nss, ns)
 	}
 	slices.Sort(nss)
+	return nss
+}
+
+// Object is the report of namespace ns ("": the ClusterPolicyReport) as a
+// wgpolicyk8s.io object, each result stamped with now; nil when ns has no
+// results. Build one at a time to hold one in memory.
+func (rp *Report) Object(ns string, now time.Time) map[string]any {
+	n := rp.ns[ns]
+	if n == nil {
+		return nil
+	}
+	return n.object(ns, now)
+}
+
+// Objects are every report (Object of each of Namespaces).
+func (rp *Report) Objects(now time.Time) []map[string]any {
+	nss := rp.Namespaces()
 	out := make([]map[string]any, 0, len(nss))
 	for _, ns := range nss {
 		out = append(out, rp.ns[ns].object(ns, now))

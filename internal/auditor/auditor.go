@@ -25,9 +25,10 @@ type Snapshots interface {
 
 // Store keeps the reports of a scan.
 type Store interface {
-	// Write makes reports the current reports: each written where it
-	// changed, the others (of namespaces without results now) removed.
-	Write(ctx context.Context, reports []map[string]any) error
+	// Write makes the report's objects (stamped with now) the current
+	// reports: each written where it changed, the others (of namespaces
+	// without results now) removed.
+	Write(ctx context.Context, rp *audit.Report, now time.Time) error
 }
 
 // Options configure an Auditor.
@@ -119,21 +120,25 @@ func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
 		a.o.Metrics.scanned(false, w.Objects, nil)
 		return err
 	}
-	if err := a.o.Store.Write(ctx, report.Objects(a.o.Now().UTC())); err != nil {
+	walked := a.o.Now()
+	if err := a.o.Store.Write(ctx, report, a.o.Now().UTC()); err != nil {
 		a.o.Metrics.scanned(false, w.Objects, nil)
 		return fmt.Errorf("writing the reports: %w", err)
 	}
 	sum := report.Summary()
 	a.o.Metrics.scanned(len(w.Unlisted) == 0, w.Objects, sum)
 	a.o.Metrics.took(a.o.Now().Sub(start))
-	a.o.Log.Info("background scan done", "resources", w.Resources, "objects", w.Objects, "fail", sum[audit.Fail], "error", sum[audit.Error],
-		"pass", sum[audit.Pass], "seconds", a.o.Now().Sub(start).Seconds(), "unlisted", strings.Join(w.Unlisted, ","))
+	a.o.Log.Info("background scan done", "resources", w.Resources, "objects", w.Objects, "requests", w.Requests, "fail", sum[audit.Fail], "error", sum[audit.Error],
+		"pass", sum[audit.Pass], "seconds", a.o.Now().Sub(start).Seconds(), "writeSeconds", a.o.Now().Sub(walked).Seconds(),
+		"reports", len(report.Namespaces()), "unlisted", strings.Join(w.Unlisted, ","))
 	return nil
 }
 
 // Walked is what a Walk went through.
 type Walked struct {
 	Resources, Objects int
+	// Requests are the list requests made.
+	Requests int
 	// Unlisted are the resources that could not be listed (each logged).
 	Unlisted []string
 }
@@ -151,8 +156,9 @@ func (a *Auditor) Walk(ctx context.Context, snap *engine.Snapshot, fn func([]aud
 	w.Resources = len(resources)
 	scanner := audit.NewScanner(snap, a.o.Readers)
 	for _, gvr := range resources {
-		n, err := a.scanResource(ctx, scanner, fn, gvr)
+		n, reqs, err := a.scanResource(ctx, scanner, fn, gvr)
 		w.Objects += n
+		w.Requests += reqs
 		if err != nil {
 			if ctx.Err() != nil {
 				return w, ctx.Err()
@@ -164,26 +170,27 @@ func (a *Auditor) Walk(ctx context.Context, snap *engine.Snapshot, fn func([]aud
 	return w, nil
 }
 
-// scanResource scans the objects of one resource, page by page.
-func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, fn func([]audit.Result), gvr schema.GroupVersionResource) (int, error) {
-	n := 0
+// scanResource scans the objects of one resource, page by page: how many,
+// in how many list requests.
+func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, fn func([]audit.Result), gvr schema.GroupVersionResource) (n, requests int, err error) {
 	opts := metav1.ListOptions{Limit: a.o.PageSize}
 	for {
+		requests++
 		list, err := a.o.Client.Resource(gvr).List(ctx, opts)
 		if err != nil {
-			return n, err
+			return n, requests, err
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
 			results, err := scanner.Scan(ctx, obj.Object, obj.GetNamespace())
 			if err != nil {
-				return n, err
+				return n, requests, err
 			}
 			fn(results)
 			n++
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return n, nil
+			return n, requests, nil
 		}
 	}
 }

@@ -106,7 +106,7 @@ func summaries(t *testing.T, dyn *dynamicfake.FakeDynamicClient) map[string]stri
 func TestScan(t *testing.T) {
 	dyn, disc := fakeClients(pod("a", "good", map[string]any{"team": "x"}), pod("a", "bad", nil), pod("b", "bad", nil))
 	st := &store{p: snapshot(t, policy)}
-	a := auditor.New(auditor.Options{Snapshots: st, Client: dyn, Discovery: disc, Store: &auditor.CRDStore{Client: dyn}, Log: logr.Discard(),
+	a := auditor.New(auditor.Options{Snapshots: st, Client: dyn, Discovery: disc, Store: &auditor.CRDStore{Client: dyn, Metadata: dynMeta{dyn}}, Log: logr.Discard(),
 		Now: func() time.Time { return time.Unix(1000, 0) }})
 	ctx := context.Background()
 	if err := a.Scan(ctx, st.p); err != nil {
@@ -171,3 +171,24 @@ func TestMemoryStore(t *testing.T) {
 		}
 	}
 }
+
+// dynMeta reads metadata through the fake dynamic client (whose objects
+// the store writes).
+type dynMeta struct{ c *dynamicfake.FakeDynamicClient }
+
+func (d dynMeta) GetMeta(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (metav1.Object, error) {
+	return d.c.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (d dynMeta) ListMeta(ctx context.Context, gvr schema.GroupVersionResource, selector string) ([]metav1.Object, error) {
+	list, err := d.c.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metav1.Object, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+

@@ -2,16 +2,21 @@ package auditor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"reflect"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+
+	"github.com/modwright/modwright/internal/audit"
 )
 
 // Report resources.
@@ -24,32 +29,71 @@ var (
 const managedBy = "app.kubernetes.io/managed-by=modwright"
 
 // CRDStore writes the reports as wgpolicyk8s.io objects (their CRDs must
-// be installed: Kyverno's, Policy Reporter's or the chart's).
+// be installed: Kyverno's, Policy Reporter's or the chart's). It reads back
+// only the reports' metadata: a report carries the hash of what it says
+// (AnnotationContent), so an unchanged report is neither decoded nor
+// written.
 type CRDStore struct {
-	Client  dynamic.Interface
-	Metrics *Metrics // nil: none
+	Client dynamic.Interface
+	// Metadata reads the reports' metadata (names, resource versions,
+	// content hashes): MetadataClient in the cluster.
+	Metadata Metadata
+	Metrics  *Metrics // nil: none
 }
+
+// Metadata reads objects' metadata without their content.
+type Metadata interface {
+	GetMeta(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (metav1.Object, error)
+	ListMeta(ctx context.Context, gvr schema.GroupVersionResource, selector string) ([]metav1.Object, error)
+}
+
+// MetadataClient is Metadata through client-go's metadata client.
+type MetadataClient struct{ Client metadata.Interface }
+
+var _ Metadata = MetadataClient{}
+
+// GetMeta reads one object's metadata.
+func (m MetadataClient) GetMeta(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (metav1.Object, error) {
+	return m.Client.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// ListMeta lists the metadata of the objects the label selector selects,
+// in every namespace.
+func (m MetadataClient) ListMeta(ctx context.Context, gvr schema.GroupVersionResource, selector string) ([]metav1.Object, error) {
+	list, err := m.Client.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metav1.Object, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// AnnotationContent is the hash of what a report says: its summary, its
+// results without their timestamps, its labels and other annotations.
+const AnnotationContent = "modwright.io/content-hash"
 
 var _ Store = (*CRDStore)(nil)
 
-// Write creates or updates each report whose content changed (its results'
-// timestamps aside) and deletes modwright's reports that are not among
-// them.
-func (s *CRDStore) Write(ctx context.Context, reports []map[string]any) error {
+// Write creates or updates each report whose content changed, building
+// one at a time, and deletes modwright's reports that are not among them.
+func (s *CRDStore) Write(ctx context.Context, rp *audit.Report, now time.Time) error {
 	keep := map[string]bool{}
-	for _, r := range reports {
-		u := &unstructured.Unstructured{Object: r}
+	for _, ns := range rp.Namespaces() {
+		u := &unstructured.Unstructured{Object: rp.Object(ns, now)}
 		keep[u.GetNamespace()+"/"+u.GetName()] = true
 		if err := s.put(ctx, u); err != nil {
 			return err
 		}
 	}
 	for _, gvr := range []schema.GroupVersionResource{policyReports, clusterPolicyReports} {
-		list, err := s.Client.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: managedBy})
+		olds, err := s.Metadata.ListMeta(ctx, gvr, managedBy)
 		if err != nil {
 			return err
 		}
-		for _, old := range list.Items {
+		for _, old := range olds {
 			if keep[old.GetNamespace()+"/"+old.GetName()] {
 				continue
 			}
@@ -68,8 +112,15 @@ func (s *CRDStore) put(ctx context.Context, u *unstructured.Unstructured) error 
 	if u.GetNamespace() == "" {
 		gvr = clusterPolicyReports
 	}
+	hash := contentHash(u.Object)
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationContent] = hash
+	u.SetAnnotations(ann)
+	old, err := s.Metadata.GetMeta(ctx, gvr, u.GetNamespace(), u.GetName())
 	rc := s.Client.Resource(gvr).Namespace(u.GetNamespace())
-	old, err := rc.Get(ctx, u.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = rc.Create(ctx, u, metav1.CreateOptions{})
@@ -79,8 +130,7 @@ func (s *CRDStore) put(ctx context.Context, u *unstructured.Unstructured) error 
 		return err
 	case err != nil:
 		return err
-	}
-	if sameReport(old.Object, u.Object) {
+	case old.GetAnnotations()[AnnotationContent] == hash:
 		return nil
 	}
 	u.SetResourceVersion(old.GetResourceVersion())
@@ -91,14 +141,18 @@ func (s *CRDStore) put(ctx context.Context, u *unstructured.Unstructured) error 
 	return err
 }
 
-// sameReport compares what a report says: its summary, its results
-// without their timestamps, its labels and annotations.
-func sameReport(a, b map[string]any) bool {
-	return reflect.DeepEqual(content(a), content(b))
-}
-
-func content(r map[string]any) any {
+// contentHash hashes what a report says: its summary, its results without
+// their timestamps, its labels and annotations (the hash's own aside).
+func contentHash(r map[string]any) string {
 	md, _ := r["metadata"].(map[string]any)
+	ann := map[string]any{}
+	if a, ok := md["annotations"].(map[string]any); ok {
+		for k, v := range a {
+			if k != AnnotationContent {
+				ann[k] = v
+			}
+		}
+	}
 	var results []any
 	if rs, ok := r["results"].([]any); ok {
 		for _, x := range rs {
@@ -112,11 +166,9 @@ func content(r map[string]any) any {
 			results = append(results, c)
 		}
 	}
-	// The API server returns numbers as int64; the report builds ints.
-	b, _ := json.Marshal([]any{md["labels"], md["annotations"], r["summary"], results})
-	var out any
-	_ = json.Unmarshal(b, &out)
-	return out
+	h := sha256.New()
+	_ = json.NewEncoder(h).Encode([]any{md["labels"], ann, r["summary"], results}) // map keys sorted
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // MemoryStore keeps the last reports in memory, out of etcd, and serves
@@ -134,8 +186,9 @@ var (
 // port).
 const MemoryPath = "/api/v1alpha1/policyreports"
 
-// Write keeps reports.
-func (s *MemoryStore) Write(_ context.Context, reports []map[string]any) error {
+// Write keeps the reports.
+func (s *MemoryStore) Write(_ context.Context, rp *audit.Report, now time.Time) error {
+	reports := rp.Objects(now)
 	s.p.Store(&reports)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -296,6 +298,13 @@ func newOperator(o *serveOptions, log logr.Logger) (*operator, error) {
 	ctrl.SetLogger(log) // controller-runtime's internal log sink
 	k := &operator{o: o, op: op, log: log, cfg: cfg, dragnetRules: dragnetRules, extraHandler: map[string]http.Handler{},
 		secret: types.NamespacedName{Namespace: op.namespace, Name: op.certSecret}}
+	if o.pprof {
+		// On the metrics port (the operator's webhook server serves
+		// admission only).
+		k.extraHandler["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
+		k.extraHandler["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
+		k.extraHandler["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
+	}
 	if op.audit && op.auditReports == "endpoint" {
 		// On the metrics port, whose handlers are fixed when the manager
 		// is made.
@@ -653,7 +662,11 @@ func (k *operator) backgroundScan(context.Context) error {
 		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 	}
 	m := auditor.NewMetrics(lenientRegisterer{ctrlmetrics.Registry})
-	var store auditor.Store = &auditor.CRDStore{Client: dyn, Metrics: m}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+	}
+	var store auditor.Store = &auditor.CRDStore{Client: dyn, Metadata: auditor.MetadataClient{Client: meta}, Metrics: m}
 	if k.auditMem != nil {
 		store = k.auditMem
 	}

@@ -206,7 +206,7 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.cueTimeout, "cue-timeout", cuelang.DefaultTimeout, "time one CUE evaluation may run in its worker (its review's deadline bounds it too); past it the worker is killed and the evaluation fails with a limit error")
 	f.BoolVar(&o.failOpen, "fail-open", false, "admit objects unchanged (with a warning) when evaluation fails, instead of denying them")
 	f.DurationVar(&o.shutdownDelay, "shutdown-delay", defaultShutdownDelay, "on SIGTERM, keep serving this long with /readyz failing (so that the API server and the Service stop sending here), then wait for the reviews in flight and exit")
-	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work)")
+	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work; the operator serves them on its metrics port)")
 	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collection target: collect when the heap has grown by this many percent (ignored when GOGC is set)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity: 0 logs errors, denials and rule loads; 1 adds every patch")
