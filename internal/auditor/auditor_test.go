@@ -174,7 +174,9 @@ func TestMemoryStore(t *testing.T) {
 
 // dynMeta reads metadata through the fake dynamic client (whose objects
 // the store writes).
-type dynMeta struct{ c *dynamicfake.FakeDynamicClient }
+type dynMeta struct {
+	c *dynamicfake.FakeDynamicClient
+}
 
 func (d dynMeta) GetMeta(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (metav1.Object, error) {
 	return d.c.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
@@ -191,4 +193,3 @@ func (d dynMeta) ListMeta(ctx context.Context, gvr schema.GroupVersionResource, 
 	}
 	return out, nil
 }
-

@@ -3,10 +3,10 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"io"
-	"net/http"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -304,4 +304,3 @@ func runScaleOperator(t *testing.T, bin, kubeconfig string, audit bool) (peakKiB
 	}
 	return peakKiB, scan
 }
-
