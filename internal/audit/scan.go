@@ -54,9 +54,11 @@ func (r Resource) String() string {
 
 // Result is one rule's result on one object.
 type Result struct {
-	// Policy is the rule's key (namespace/name, or name); Kind its kind.
+	// Policy is the rule's key (namespace/name, or name); Kind its kind,
+	// Group its kind's API group.
 	Policy string `json:"policy"`
 	Kind   string `json:"kind"`
+	Group  string `json:"-"`
 	// Rule is the rule inside the policy (Kyverno's), else the policy's
 	// name.
 	Rule     string   `json:"rule"`
@@ -85,15 +87,18 @@ type labelled interface {
 type Scanner struct {
 	eng    *engine.Engine
 	snap   *engine.Snapshot
-	labels map[string][2]string // by rule key
+	labels map[string][2]string      // by rule key
+	groups map[engine.RuleRef]string // by kind and key
 }
 
 // NewScanner scans with snap's rules and the readers of opts (its trace
 // is always kept: the results come from it).
 func NewScanner(snap *engine.Snapshot, opts engine.Options) *Scanner {
 	opts.NoTrace = false
-	s := &Scanner{eng: engine.New(opts), snap: snap, labels: map[string][2]string{}}
+	s := &Scanner{eng: engine.New(opts), snap: snap, labels: map[string][2]string{}, groups: map[engine.RuleRef]string{}}
 	for _, r := range snap.Rules() {
+		info := r.Info()
+		s.groups[engine.RuleRef{Kind: info.Kind, Key: info.Key}] = info.Group
 		if l, ok := r.(labelled); ok {
 			sev, cat := l.ReportLabels()
 			s.labels[r.Info().Key] = [2]string{sev, cat}
@@ -134,7 +139,7 @@ func (s *Scanner) Scan(ctx context.Context, obj map[string]any, ns string) ([]Re
 		if tr.Phase != engine.Validate || tr.Outcome == engine.NotMatched {
 			continue
 		}
-		base := Result{Policy: tr.Rule, Kind: tr.Kind, Rule: policyName(tr.Rule), Resource: res}
+		base := Result{Policy: tr.Rule, Kind: tr.Kind, Group: s.groups[engine.RuleRef{Kind: tr.Kind, Key: tr.Rule}], Rule: policyName(tr.Rule), Resource: res}
 		if l, ok := s.labels[tr.Rule]; ok {
 			base.Severity, base.Category = l[0], l[1]
 		}

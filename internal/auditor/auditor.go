@@ -31,6 +31,17 @@ type Store interface {
 	Write(ctx context.Context, rp *audit.Report, now time.Time) error
 }
 
+// RuleCount is a rule's count of fail results in a scan.
+type RuleCount struct {
+	Group, Kind, Key string
+	Fails            int64
+}
+
+// Violations records the counts of a scan in the rules' status.
+type Violations interface {
+	Record(ctx context.Context, counts []RuleCount, at time.Time) error
+}
+
 // Options configure an Auditor.
 type Options struct {
 	Snapshots Snapshots
@@ -43,6 +54,9 @@ type Options struct {
 	Client    dynamic.Interface
 	Discovery discovery.DiscoveryInterface
 	Store     Store
+	// Violations records each validating rule's count of fail results
+	// after a scan; nil: not recorded.
+	Violations Violations
 	// Interval between full scans; default one hour.
 	Interval time.Duration
 	// Poll is how often a new snapshot is looked for; default 5 s.
@@ -111,9 +125,13 @@ func (a *Auditor) Start(ctx context.Context) error {
 func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
 	start := a.o.Now()
 	report := audit.NewReport(a.o.MaxResults)
+	fails := map[RuleCount]int64{} // by group, kind and key
 	w, err := a.Walk(ctx, snap, func(rs []audit.Result) {
 		for _, r := range rs {
 			report.Add(r)
+			if r.Result == audit.Fail {
+				fails[RuleCount{Group: r.Group, Kind: r.Kind, Key: r.Policy}]++
+			}
 		}
 	})
 	if err != nil {
@@ -125,6 +143,11 @@ func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
 		a.o.Metrics.scanned(false, w.Objects, nil)
 		return fmt.Errorf("writing the reports: %w", err)
 	}
+	if a.o.Violations != nil {
+		if err := a.o.Violations.Record(ctx, ruleCounts(snap, fails), a.o.Now()); err != nil {
+			a.o.Log.Error(err, "recording the rules' violations in their status")
+		}
+	}
 	sum := report.Summary()
 	a.o.Metrics.scanned(len(w.Unlisted) == 0, w.Objects, sum)
 	a.o.Metrics.took(a.o.Now().Sub(start))
@@ -132,6 +155,22 @@ func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
 		"pass", sum[audit.Pass], "seconds", a.o.Now().Sub(start).Seconds(), "writeSeconds", a.o.Now().Sub(walked).Seconds(),
 		"reports", len(report.Namespaces()), "unlisted", strings.Join(w.Unlisted, ","))
 	return nil
+}
+
+// ruleCounts are the fail counts of every validating rule of snap (0
+// for a rule that failed on no object), in the snapshot's order.
+func ruleCounts(snap *engine.Snapshot, fails map[RuleCount]int64) []RuleCount {
+	var out []RuleCount
+	for _, r := range snap.Rules() {
+		info := r.Info()
+		if !info.Phase.Has(engine.Validate) {
+			continue
+		}
+		c := RuleCount{Group: info.Group, Kind: info.Kind, Key: info.Key}
+		c.Fails = fails[c]
+		out = append(out, c)
+	}
+	return out
 }
 
 // Walked is what a Walk went through.

@@ -106,7 +106,8 @@ func summaries(t *testing.T, dyn *dynamicfake.FakeDynamicClient) map[string]stri
 func TestScan(t *testing.T) {
 	dyn, disc := fakeClients(pod("a", "good", map[string]any{"team": "x"}), pod("a", "bad", nil), pod("b", "bad", nil))
 	st := &store{p: snapshot(t, policy)}
-	a := auditor.New(auditor.Options{Snapshots: st, Client: dyn, Discovery: disc, Store: &auditor.CRDStore{Client: dyn, Metadata: dynMeta{dyn}}, Log: logr.Discard(),
+	rec := &recorder{}
+	a := auditor.New(auditor.Options{Snapshots: st, Client: dyn, Discovery: disc, Store: &auditor.CRDStore{Client: dyn, Metadata: dynMeta{dyn}}, Log: logr.Discard(), Violations: rec,
 		Now: func() time.Time { return time.Unix(1000, 0) }})
 	ctx := context.Background()
 	if err := a.Scan(ctx, st.p); err != nil {
@@ -114,6 +115,9 @@ func TestScan(t *testing.T) {
 	}
 	if d := cmp.Diff(map[string]string{"a": "fail=1 pass=1", "b": "fail=1 pass=0"}, summaries(t, dyn)); d != "" {
 		t.Fatalf("(-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]auditor.RuleCount{{Group: "kyverno.io", Kind: "ClusterPolicy", Key: "require-team", Fails: 2}}, rec.counts); d != "" {
+		t.Errorf("violations (-want +got):\n%s", d)
 	}
 	for _, act := range dyn.Actions() {
 		if act.GetResource().Resource == "events" || act.GetResource().Resource == "configmaps" {
@@ -192,4 +196,12 @@ func (d dynMeta) ListMeta(ctx context.Context, gvr schema.GroupVersionResource, 
 		out[i] = &list.Items[i]
 	}
 	return out, nil
+}
+
+// recorder keeps the last counts it was given.
+type recorder struct{ counts []auditor.RuleCount }
+
+func (r *recorder) Record(_ context.Context, counts []auditor.RuleCount, _ time.Time) error {
+	r.counts = counts
+	return nil
 }

@@ -87,8 +87,9 @@ func kyvernoSuiteInfo(t *testing.T, file string) (validateOnly bool, pending []s
 	return true, pending
 }
 
-func TestKyvernoPolicies(t *testing.T) {
-	dir := testtool.ConformanceDir(t, "kyverno-policies", "MODWRIGHT_KYVERNO_POLICIES_DIR", "library")
+// kyvernoSuiteFiles are the library's kyverno-test.yaml files.
+func kyvernoSuiteFiles(t *testing.T, dir string) []string {
+	t.Helper()
 	var files []string
 	err := filepath.WalkDir(filepath.Join(dir, "library"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.Name() == suite.KyvernoFileName {
@@ -99,6 +100,12 @@ func TestKyvernoPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return files
+}
+
+func TestKyvernoPolicies(t *testing.T) {
+	dir := testtool.ConformanceDir(t, "kyverno-policies", "MODWRIGHT_KYVERNO_POLICIES_DIR", "library")
+	files := kyvernoSuiteFiles(t, dir)
 	var passed, pendingN, rows int
 	for _, f := range files {
 		ok, pending := kyvernoSuiteInfo(t, f)
@@ -166,16 +173,7 @@ func TestKyvernoPolicies(t *testing.T) {
 // false (which a background scan does not run) are left out, counted.
 func TestKyvernoPoliciesAudit(t *testing.T) {
 	dir := testtool.ConformanceDir(t, "kyverno-policies", "MODWRIGHT_KYVERNO_POLICIES_DIR", "library")
-	var files []string
-	err := filepath.WalkDir(filepath.Join(dir, "library"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.Name() == suite.KyvernoFileName {
-			files = append(files, p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := kyvernoSuiteFiles(t, dir)
 	var suites, rows, leftOut int
 	for _, f := range files {
 		name, _ := filepath.Rel(filepath.Join(dir, "library"), filepath.Dir(filepath.Dir(f)))

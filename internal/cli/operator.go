@@ -670,7 +670,8 @@ func (k *operator) backgroundScan(context.Context) error {
 	if k.auditMem != nil {
 		store = k.auditMem
 	}
-	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Discovery: disc, Store: store,
+	violations := &controller.ViolationsWriter{Client: k.mgr.GetClient(), Kinds: k.kreg.Kinds(), Log: k.log.WithName("audit")}
+	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Discovery: disc, Store: store, Violations: violations,
 		Interval: k.op.auditInterval, PageSize: k.op.auditPageSize, MaxResults: k.op.auditMaxResults, Log: k.log.WithName("audit"), Metrics: m}))
 }
 

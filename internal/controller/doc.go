@@ -13,6 +13,8 @@
 //     syntheticRefs.node, and the rules' validating webhook (every kind of
 //     the registry, compiled as the rule source compiles it): both are
 //     webhook.AdmitFuncs served by webhook.Handler, the dragnet's codec;
+//   - the violations writer: the background scan's count of each rule's
+//     fail results in its status (totalViolations, auditTimestamp);
 //   - the policy installer (--compile-native): the rules that translate
 //     exactly (internal/translate) installed as admission policies by the
 //     leader, taken out of every replica's webhook once the API server

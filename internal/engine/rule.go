@@ -95,6 +95,9 @@ type IndexKeys struct {
 type RuleInfo struct {
 	// Kind is the rule's kind as its manifests spell it ("ModRule").
 	Kind string
+	// Group is the API group of the rule's kind (two kinds of different
+	// groups may share a name), set by the source that compiled it.
+	Group string
 	// Key is namespace/name ("name" alone for a rule with no namespace).
 	Key             string
 	Namespace, Name string

@@ -93,6 +93,9 @@ func LoadRules(docs []Document, reg *kinds.Registry) LoadResult {
 			o.deprecated = fmt.Sprintf("%s: %s %s: %s", d.Origin, k.Name(), d.Key(), dep)
 		}
 		o.rule, o.err = k.Compile(d)
+		if o.rule != nil {
+			o.rule.Info().Group = k.Group()
+		}
 	})
 	var res LoadResult
 	var loc Locator

@@ -26,7 +26,8 @@ import (
 
 // TestBackgroundScan runs the operator's background scan (--audit) on the
 // real API server: objects created before the rule; the rule added;
-// reports appear with the right results; fixing an object flips its
+// reports appear with the right results, the rule's status counts its
+// violations; fixing an object flips its
 // result; a cap truncates with an exact summary; of two replicas only the
 // leader scans; deleting the rule removes its results.
 func TestBackgroundScan(t *testing.T) {
@@ -122,6 +123,22 @@ spec:
 			!strings.Contains(fmt.Sprint(first["message"]), "the label team is required") {
 			t.Errorf("first result: %v", first)
 		}
+	})
+
+	t.Run("the rule's status counts its violations", func(t *testing.T) {
+		eventually(t, 60*time.Second, func() error {
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(policy.GroupVersionKind())
+			if err := c.Get(ctx, client.ObjectKeyFromObject(policy), got); err != nil {
+				return err
+			}
+			n, _, _ := unstructured.NestedInt64(got.Object, "status", "totalViolations")
+			at, _, _ := unstructured.NestedString(got.Object, "status", "auditTimestamp")
+			if n != 4 || at == "" {
+				return fmt.Errorf("status.totalViolations %d, auditTimestamp %q; want 4 (1 in audit-a, 3 in audit-b) and a time", n, at)
+			}
+			return nil
+		})
 	})
 
 	t.Run("modwright audit --kubeconfig reads the cluster", func(t *testing.T) {

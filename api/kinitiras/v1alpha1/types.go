@@ -308,6 +308,14 @@ type PolicyStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// TotalViolations counts the rule's fail results on the objects of the
+	// cluster at its last background scan (docs/audit.md); absent without
+	// the scan.
+	// +optional
+	TotalViolations *int64 `json:"totalViolations,omitempty"`
+	// AuditTimestamp is when that scan ended.
+	// +optional
+	AuditTimestamp *metav1.Time `json:"auditTimestamp,omitempty"`
 }
 
 // OverridePolicy patches the objects of its own namespace.

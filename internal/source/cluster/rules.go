@@ -358,6 +358,9 @@ func (s *RuleSource) compile(id RuleID, u *unstructured.Unstructured) *entry {
 	}
 	m.Origin = id.Kind + " " + id.Key
 	e.rule, e.err = s.kind(id).Compile(m)
+	if e.rule != nil {
+		e.rule.Info().Group = s.kind(id).Group()
+	}
 	return e
 }
 

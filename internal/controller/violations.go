@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/modwright/modwright/internal/auditor"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/source/cluster"
+)
+
+// ViolationsWriter records the background scan's counts in the rules'
+// status: status.totalViolations (the rule's fail results on the cluster's
+// objects) and status.auditTimestamp (when the scan ended), by a merge patch
+// of the status subresource after every scan, as Gatekeeper's audit does
+// for constraints. A rule gone since is left alone.
+type ViolationsWriter struct {
+	Client client.Client
+	Kinds  []kinds.Kind
+	Log    logr.Logger
+}
+
+var _ auditor.Violations = (*ViolationsWriter)(nil)
+
+// Record writes each count.
+func (w *ViolationsWriter) Record(ctx context.Context, counts []auditor.RuleCount, at time.Time) error {
+	for _, c := range counts {
+		var kind kinds.Kind
+		for _, k := range w.Kinds {
+			if k.Group() == c.Group && k.Name() == c.Kind {
+				kind = k
+			}
+		}
+		if kind == nil {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(cluster.GVK(kind))
+		ns, name, ok := strings.Cut(c.Key, "/")
+		if !ok {
+			ns, name = "", c.Key
+		}
+		u.SetNamespace(ns)
+		u.SetName(name)
+		patch, err := json.Marshal(map[string]any{"status": map[string]any{"totalViolations": c.Fails, "auditTimestamp": at.UTC().Format(time.RFC3339)}})
+		if err != nil {
+			return err
+		}
+		if err := w.Client.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			w.Log.Error(err, "recording a rule's violations in its status", "kind", c.Kind, "rule", c.Key)
+		}
+	}
+	return nil
+}
