@@ -72,6 +72,10 @@ func (rp *Report) Add(r Result) {
 	}
 }
 
+// Reset forgets namespace ns's results (before its objects are scanned
+// again).
+func (rp *Report) Reset(ns string) { delete(rp.ns, ns) }
+
 // Summary counts every result added, by status.
 func (rp *Report) Summary() map[Status]int {
 	out := map[Status]int{}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
@@ -65,14 +67,52 @@ type Options struct {
 	PageSize int64
 	// MaxResults caps each report (audit.NewReport).
 	MaxResults int
-	Log        logr.Logger
-	Metrics    *Metrics // nil: none
-	Now        func() time.Time
+	// Watch, when set, watches the scanned resources' metadata after a
+	// scan: a namespace whose objects change is scanned again (the
+	// changes of Poll seconds together, a namespace at most every
+	// Settle), its report rewritten; nil: changes wait for the next full
+	// scan.
+	Watch WatchFunc
+	// Settle is the least time between two rescans of a namespace;
+	// default 10 s.
+	Settle  time.Duration
+	Log     logr.Logger
+	Metrics *Metrics // nil: none
+	Now     func() time.Time
 }
+
+// WatchFunc watches a resource's metadata in every namespace from a
+// resourceVersion (metadata.Interface's Watch in the cluster).
+type WatchFunc func(ctx context.Context, gvr schema.GroupVersionResource, resourceVersion string) (watch.Interface, error)
 
 // Auditor runs background scans. Start it once (a manager.Runnable).
 type Auditor struct {
 	o Options
+	// last is the last complete scan, which namespace rescans update
+	// (Start's goroutine only, or a caller of Scan and Rescan).
+	last *scanState
+	// changed are the namespaces whose objects changed since they were
+	// last scanned ("" for cluster-scoped objects); full asks for a full
+	// scan (a watch lost events). Written by the watches.
+	mu      sync.Mutex
+	changed map[string]bool
+	full    bool
+}
+
+// scanState is what a scan leaves for the rescans of namespaces.
+type scanState struct {
+	snap      *engine.Snapshot
+	resources []resource
+	report    *audit.Report
+	fails     map[string]map[RuleCount]int64 // by namespace
+}
+
+// resource is a resource the scan lists: namespaced or not, the
+// resourceVersion its list was read at (watches start there).
+type resource struct {
+	gvr        schema.GroupVersionResource
+	namespaced bool
+	rv         string
 }
 
 // New returns an Auditor with o's defaults filled.
@@ -89,26 +129,51 @@ func New(o Options) *Auditor {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Auditor{o: o}
+	if o.Settle <= 0 {
+		o.Settle = 10 * time.Second
+	}
+	return &Auditor{o: o, changed: map[string]bool{}}
 }
 
 // NeedLeaderElection: only the leader scans and writes reports.
 func (*Auditor) NeedLeaderElection() bool { return true }
 
 // Start scans until ctx ends: at the first snapshot, at each new one, and
-// every interval.
+// every interval; in between, the namespaces whose objects changed.
 func (a *Auditor) Start(ctx context.Context) error {
-	var last *engine.Snapshot
 	var lastScan time.Time
+	var stopWatches context.CancelFunc = func() {}
+	defer func() { stopWatches() }()
+	var lastRescan map[string]time.Time
 	for {
 		snap := a.o.Snapshots.Current()
-		if snap != nil && (snap != last || a.o.Now().Sub(lastScan) >= a.o.Interval) {
-			last, lastScan = snap, a.o.Now()
+		full := a.takeFull()
+		switch {
+		case snap != nil && (a.last == nil || snap != a.last.snap || full || a.o.Now().Sub(lastScan) >= a.o.Interval):
+			lastScan, lastRescan = a.o.Now(), map[string]time.Time{}
+			stopWatches()
+			a.takeChanged(nil)
 			if err := a.Scan(ctx, snap); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
 				a.o.Log.Error(err, "background scan")
+				break
+			}
+			stopWatches = a.watch(ctx)
+		case a.last != nil:
+			due := a.takeChanged(func(ns string) bool { return a.o.Now().Sub(lastRescan[ns]) >= a.o.Settle })
+			if len(due) == 0 {
+				break
+			}
+			for _, ns := range due {
+				lastRescan[ns] = a.o.Now()
+			}
+			if err := a.Rescan(ctx, due); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				a.o.Log.Error(err, "background scan of changed namespaces", "namespaces", strings.Join(due, ","))
 			}
 		}
 		select {
@@ -124,37 +189,118 @@ func (a *Auditor) Start(ctx context.Context) error {
 // objects' results are then missing from the reports); the scan goes on.
 func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
 	start := a.o.Now()
-	report := audit.NewReport(a.o.MaxResults)
-	fails := map[RuleCount]int64{} // by group, kind and key
-	w, err := a.Walk(ctx, snap, func(rs []audit.Result) {
-		for _, r := range rs {
-			report.Add(r)
-			if r.Result == audit.Fail {
-				fails[RuleCount{Group: r.Group, Kind: r.Kind, Key: r.Policy}]++
-			}
-		}
-	})
+	st := &scanState{snap: snap, report: audit.NewReport(a.o.MaxResults), fails: map[string]map[RuleCount]int64{}}
+	w, err := a.walk(ctx, snap, st.add, nil)
 	if err != nil {
 		a.o.Metrics.scanned(false, w.Objects, nil)
 		return err
 	}
+	st.resources = w.listed
 	walked := a.o.Now()
-	if err := a.o.Store.Write(ctx, report, a.o.Now().UTC()); err != nil {
+	if err := a.write(ctx, st); err != nil {
 		a.o.Metrics.scanned(false, w.Objects, nil)
-		return fmt.Errorf("writing the reports: %w", err)
+		return err
 	}
-	if a.o.Violations != nil {
-		if err := a.o.Violations.Record(ctx, ruleCounts(snap, fails), a.o.Now()); err != nil {
-			a.o.Log.Error(err, "recording the rules' violations in their status")
-		}
-	}
-	sum := report.Summary()
+	a.last = st
+	sum := st.report.Summary()
 	a.o.Metrics.scanned(len(w.Unlisted) == 0, w.Objects, sum)
 	a.o.Metrics.took(a.o.Now().Sub(start))
 	a.o.Log.Info("background scan done", "resources", w.Resources, "objects", w.Objects, "requests", w.Requests, "fail", sum[audit.Fail], "error", sum[audit.Error],
 		"pass", sum[audit.Pass], "seconds", a.o.Now().Sub(start).Seconds(), "writeSeconds", a.o.Now().Sub(walked).Seconds(),
-		"reports", len(report.Namespaces()), "unlisted", strings.Join(w.Unlisted, ","))
+		"reports", len(st.report.Namespaces()), "unlisted", strings.Join(w.Unlisted, ","))
 	return nil
+}
+
+// add counts results in the state's report and fail counts.
+func (st *scanState) add(rs []audit.Result) {
+	for _, r := range rs {
+		st.report.Add(r)
+		if r.Result != audit.Fail {
+			continue
+		}
+		ns := r.Resource.Namespace
+		if st.fails[ns] == nil {
+			st.fails[ns] = map[RuleCount]int64{}
+		}
+		st.fails[ns][RuleCount{Group: r.Group, Kind: r.Kind, Key: r.Policy}]++
+	}
+}
+
+// write writes the state's reports and the rules' counts.
+func (a *Auditor) write(ctx context.Context, st *scanState) error {
+	if err := a.o.Store.Write(ctx, st.report, a.o.Now().UTC()); err != nil {
+		return fmt.Errorf("writing the reports: %w", err)
+	}
+	if a.o.Violations != nil {
+		total := map[RuleCount]int64{}
+		for _, byRule := range st.fails {
+			for c, n := range byRule {
+				total[c] += n
+			}
+		}
+		if err := a.o.Violations.Record(ctx, ruleCounts(st.snap, total), a.o.Now()); err != nil {
+			a.o.Log.Error(err, "recording the rules' violations in their status")
+		}
+	}
+	return nil
+}
+
+// Rescan scans the objects of namespaces again ("": the cluster-scoped
+// ones) with the last scan's rules and resources, and rewrites the
+// reports (only the changed ones are written). Without a last scan it does
+// nothing.
+func (a *Auditor) Rescan(ctx context.Context, namespaces []string) error {
+	st := a.last
+	if st == nil {
+		return nil
+	}
+	start := a.o.Now()
+	for _, ns := range namespaces {
+		st.report.Reset(ns)
+		delete(st.fails, ns)
+	}
+	w, err := a.walk(ctx, st.snap, st.add, &rescan{resources: st.resources, namespaces: namespaces})
+	if err != nil {
+		return err
+	}
+	if err := a.write(ctx, st); err != nil {
+		return err
+	}
+	a.o.Metrics.rescanned(w.Objects)
+	a.o.Log.V(1).Info("namespaces scanned again", "namespaces", strings.Join(namespaces, ","), "objects", w.Objects,
+		"seconds", a.o.Now().Sub(start).Seconds())
+	return nil
+}
+
+// Changed marks a namespace's objects as changed ("": a cluster-scoped
+// object): Start scans it again.
+func (a *Auditor) Changed(namespace string) {
+	a.mu.Lock()
+	a.changed[namespace] = true
+	a.mu.Unlock()
+}
+
+// takeChanged takes the changed namespaces ready (nil: all), sorted.
+func (a *Auditor) takeChanged(ready func(string) bool) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for ns := range a.changed {
+		if ready == nil || ready(ns) {
+			out = append(out, ns)
+			delete(a.changed, ns)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (a *Auditor) takeFull() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.full
+	a.full = false
+	return f
 }
 
 // ruleCounts are the fail counts of every validating rule of snap (0
@@ -180,6 +326,15 @@ type Walked struct {
 	Requests int
 	// Unlisted are the resources that could not be listed (each logged).
 	Unlisted []string
+	// listed are the resources listed, with the resourceVersion of their
+	// lists.
+	listed []resource
+}
+
+// rescan limits a walk to namespaces, over known resources.
+type rescan struct {
+	resources  []resource
+	namespaces []string
 }
 
 // Walk lists every object of the kinds snap's rules can match, page by
@@ -187,49 +342,79 @@ type Walked struct {
 // listed is logged, named in Unlisted and left out; the walk goes on. The
 // error is the walk's end (its context's, or discovery's).
 func (a *Auditor) Walk(ctx context.Context, snap *engine.Snapshot, fn func([]audit.Result)) (Walked, error) {
+	return a.walk(ctx, snap, fn, nil)
+}
+
+func (a *Auditor) walk(ctx context.Context, snap *engine.Snapshot, fn func([]audit.Result), only *rescan) (Walked, error) {
 	var w Walked
-	resources, err := a.resources(snap)
-	if err != nil {
-		return w, err
+	var resources []resource
+	type target struct {
+		r  resource
+		ns string
 	}
-	w.Resources = len(resources)
+	var targets []target
+	if only == nil {
+		var err error
+		if resources, err = a.resources(snap); err != nil {
+			return w, err
+		}
+		for _, r := range resources {
+			targets = append(targets, target{r, ""})
+		}
+	} else {
+		for _, ns := range only.namespaces {
+			for _, r := range only.resources {
+				if r.namespaced == (ns != "") {
+					targets = append(targets, target{r, ns})
+				}
+			}
+		}
+	}
+	w.Resources = len(targets)
 	scanner := audit.NewScanner(snap, a.o.Readers)
-	for _, gvr := range resources {
-		n, reqs, err := a.scanResource(ctx, scanner, fn, gvr)
+	for _, t := range targets {
+		n, reqs, rv, err := a.scanResource(ctx, scanner, fn, t.r.gvr, t.ns)
 		w.Objects += n
 		w.Requests += reqs
 		if err != nil {
 			if ctx.Err() != nil {
 				return w, ctx.Err()
 			}
-			w.Unlisted = append(w.Unlisted, gvr.String())
-			a.o.Log.Error(err, "listing failed; its objects are left out", "resource", gvr.String())
+			w.Unlisted = append(w.Unlisted, t.r.gvr.String())
+			a.o.Log.Error(err, "listing failed; its objects are left out", "resource", t.r.gvr.String())
+			continue
 		}
+		t.r.rv = rv
+		w.listed = append(w.listed, t.r)
 	}
 	return w, nil
 }
 
-// scanResource scans the objects of one resource, page by page: how many,
-// in how many list requests.
-func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, fn func([]audit.Result), gvr schema.GroupVersionResource) (n, requests int, err error) {
+// scanResource scans the objects of one resource (in namespace ns, or
+// all), page by page: how many, in how many list requests, and the
+// resourceVersion of the list.
+func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, fn func([]audit.Result), gvr schema.GroupVersionResource, ns string) (n, requests int, rv string, err error) {
 	opts := metav1.ListOptions{Limit: a.o.PageSize}
 	for {
 		requests++
-		list, err := a.o.Client.Resource(gvr).List(ctx, opts)
+		list, err := a.o.Client.Resource(gvr).Namespace(ns).List(ctx, opts)
 		if err != nil {
-			return n, requests, err
+			return n, requests, rv, err
+		}
+		if rv == "" {
+			rv = list.GetResourceVersion()
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
 			results, err := scanner.Scan(ctx, obj.Object, obj.GetNamespace())
 			if err != nil {
-				return n, requests, err
+				return n, requests, rv, err
 			}
 			fn(results)
 			n++
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return n, requests, nil
+			return n, requests, rv, nil
 		}
 	}
 }
@@ -242,7 +427,7 @@ var skipped = []schema.GroupResource{{Group: "", Resource: "events"}, {Group: "e
 // resources are the listable resources (preferred versions) of the kinds
 // the snapshot's validating rules can match: every kind when one of them
 // is not pinned to kinds.
-func (a *Auditor) resources(snap *engine.Snapshot) ([]schema.GroupVersionResource, error) {
+func (a *Auditor) resources(snap *engine.Snapshot) ([]resource, error) {
 	kinds := map[string]bool{}
 	all := false
 	for _, r := range snap.Rules() {
@@ -268,7 +453,7 @@ func (a *Auditor) resources(snap *engine.Snapshot) ([]schema.GroupVersionResourc
 	if err != nil && errors.As(err, &gdf) {
 		a.o.Log.Info("background scan: some API groups could not be discovered; their objects are left out", "error", err.Error())
 	}
-	var out []schema.GroupVersionResource
+	var out []resource
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -279,9 +464,9 @@ func (a *Auditor) resources(snap *engine.Snapshot) ([]schema.GroupVersionResourc
 				slices.Contains(skipped, schema.GroupResource{Group: gv.Group, Resource: r.Name}) {
 				continue
 			}
-			out = append(out, gv.WithResource(r.Name))
+			out = append(out, resource{gvr: gv.WithResource(r.Name), namespaced: r.Namespaced})
 		}
 	}
-	slices.SortFunc(out, func(x, y schema.GroupVersionResource) int { return strings.Compare(x.String(), y.String()) })
+	slices.SortFunc(out, func(x, y resource) int { return strings.Compare(x.gvr.String(), y.gvr.String()) })
 	return out, nil
 }

@@ -101,8 +101,9 @@ func summaries(t *testing.T, dyn *dynamicfake.FakeDynamicClient) map[string]stri
 }
 
 // TestScan: a scan writes a report per namespace with the results, an
-// object fixed flips its result at the next scan, an unchanged report is
-// not written again, and with the rule gone the reports go.
+// object fixed flips its result when its namespace is scanned again (only
+// that namespace listed), an unchanged report is not written again, and
+// with the rule gone the reports go.
 func TestScan(t *testing.T) {
 	dyn, disc := fakeClients(pod("a", "good", map[string]any{"team": "x"}), pod("a", "bad", nil), pod("b", "bad", nil))
 	st := &store{p: snapshot(t, policy)}
@@ -129,7 +130,7 @@ func TestScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	dyn.ClearActions()
-	if err := a.Scan(ctx, st.p); err != nil {
+	if err := a.Rescan(ctx, []string{"b"}); err != nil { // as a watch's change of b starts it
 		t.Fatal(err)
 	}
 	if d := cmp.Diff(map[string]string{"a": "fail=1 pass=1", "b": "fail=0 pass=1"}, summaries(t, dyn)); d != "" {
@@ -143,6 +144,14 @@ func TestScan(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"update b/policyreports"}, writes); d != "" {
 		t.Errorf("writes (-want +got):\n%s", d)
+	}
+	for _, act := range dyn.Actions() {
+		if act.GetVerb() == "list" && act.GetNamespace() != "b" && act.GetResource().Group != "wgpolicyk8s.io" {
+			t.Errorf("the rescan of b listed %s in %q", act.GetResource().Resource, act.GetNamespace())
+		}
+	}
+	if rec.counts[0].Fails != 1 {
+		t.Errorf("violations after the rescan: %+v, want 1", rec.counts)
 	}
 	// No rule: no results, no reports.
 	st.p = engine.NewSnapshot(nil)

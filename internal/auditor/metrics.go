@@ -12,6 +12,7 @@ import (
 // nothing.
 type Metrics struct {
 	objects  prometheus.Counter
+	rescans  prometheus.Counter
 	scans    *prometheus.CounterVec
 	results  *prometheus.GaugeVec
 	duration prometheus.Gauge
@@ -23,6 +24,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		objects: prometheus.NewCounter(prometheus.CounterOpts{Name: "modwright_audit_objects_scanned_total",
 			Help: "Objects the background scan evaluated."}),
+		rescans: prometheus.NewCounter(prometheus.CounterOpts{Name: "modwright_audit_namespace_rescans_total",
+			Help: "Scans of the namespaces whose objects changed between full scans."}),
 		scans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "modwright_audit_scans_total",
 			Help: "Background scans, by outcome (complete; partial: a resource could not be listed; failed)."}, []string{"outcome"}),
 		results: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "modwright_audit_results",
@@ -32,7 +35,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "modwright_audit_report_writes_total",
 			Help: "Report objects written by the background scan, by operation (create, update, delete); unchanged reports are not written."}, []string{"operation"}),
 	}
-	reg.MustRegister(m.objects, m.scans, m.results, m.duration, m.writes)
+	reg.MustRegister(m.objects, m.rescans, m.scans, m.results, m.duration, m.writes)
 	return m
 }
 
@@ -64,5 +67,12 @@ func (m *Metrics) took(d time.Duration) {
 func (m *Metrics) wrote(op string) {
 	if m != nil {
 		m.writes.WithLabelValues(op).Inc()
+	}
+}
+
+func (m *Metrics) rescanned(objects int) {
+	if m != nil {
+		m.rescans.Inc()
+		m.objects.Add(float64(objects))
 	}
 }

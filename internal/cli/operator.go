@@ -17,8 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -163,7 +165,7 @@ func addOperatorFlags(f interface {
 	f.StringArrayVar(&o.targetResources, "target-resources", controller.DefaultTargetResources(), "resources the dragnet intercepts: plural names in any group, or name.group (repeatable or comma-separated)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0: off)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz (0: off)")
-	f.BoolVar(&o.audit, "audit", false, "run the background scan on the leader (docs/audit.md): the rules that validate, checked against the objects already in the cluster, the results written as wgpolicyk8s.io reports (needs get and list on the resources the rules match, and on policyreports and clusterpolicyreports create, update, delete)")
+	f.BoolVar(&o.audit, "audit", false, "run the background scan on the leader (docs/audit.md): the rules that validate, checked against the objects already in the cluster, the results written as wgpolicyk8s.io reports; the scanned resources are watched and a namespace whose objects change is scanned again (needs get, list and watch on the resources the rules match, and on policyreports and clusterpolicyreports get, list, create, update, delete)")
 	f.DurationVar(&o.auditInterval, "audit-interval", time.Hour, "time between full background scans (a rule change also starts one)")
 	f.StringVar(&o.auditReports, "audit-reports", "crd", "where the background scan's reports go: crd (wgpolicyk8s.io PolicyReports and a ClusterPolicyReport, their CRDs installed) or endpoint (kept out of etcd: served as a List at "+auditor.MemoryPath+" on the metrics port)")
 	f.IntVar(&o.auditMaxResults, "audit-max-results-per-report", audit.DefaultMaxResults, "most results one report holds (fails first); its summary counts them all")
@@ -670,8 +672,11 @@ func (k *operator) backgroundScan(context.Context) error {
 	if k.auditMem != nil {
 		store = k.auditMem
 	}
+	watchMeta := func(ctx context.Context, gvr schema.GroupVersionResource, rv string) (watch.Interface, error) {
+		return meta.Resource(gvr).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	}
 	violations := &controller.ViolationsWriter{Client: k.mgr.GetClient(), Kinds: k.kreg.Kinds(), Log: k.log.WithName("audit")}
-	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Discovery: disc, Store: store, Violations: violations,
+	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Discovery: disc, Store: store, Violations: violations, Watch: watchMeta,
 		Interval: k.op.auditInterval, PageSize: k.op.auditPageSize, MaxResults: k.op.auditMaxResults, Log: k.log.WithName("audit"), Metrics: m}))
 }
 

@@ -28,7 +28,7 @@ import (
 // real API server: objects created before the rule; the rule added;
 // reports appear with the right results, the rule's status counts its
 // violations; fixing an object flips its
-// result; a cap truncates with an exact summary; of two replicas only the
+// result (the watches see it, long before the next full scan); a cap truncates with an exact summary; of two replicas only the
 // leader scans; deleting the rule removes its results.
 func TestBackgroundScan(t *testing.T) {
 	cl := startCluster(t, true)
@@ -38,7 +38,7 @@ func TestBackgroundScan(t *testing.T) {
 	// What the chart grants with kyverno.enabled and audit.enabled.
 	grant(t, c, "modwright-kyverno", kyvernoRules...)
 	grant(t, c, "modwright-audit",
-		rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+		rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"wgpolicyk8s.io"}, Resources: []string{"policyreports", "clusterpolicyreports"}, Verbs: []string{"get", "list", "create", "update", "delete"}})
 	pod := func(ns, name string, labels map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
@@ -54,7 +54,8 @@ func TestBackgroundScan(t *testing.T) {
 		create(t, c, pod("audit-b", "bad-"+strconv.Itoa(i), nil))
 	}
 
-	args := []string{"--kyverno", "--audit", "--audit-interval", "2s", "--audit-max-results-per-report", "2"}
+	// An hour between full scans: a change is seen by the watches.
+	args := []string{"--kyverno", "--audit", "--audit-interval", "1h", "--audit-max-results-per-report", "2"}
 	a := cl.startOperator(t, "a", args...)
 	a.waitReady(t)
 	cl.lb.add(a.webhook)
