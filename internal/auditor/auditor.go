@@ -173,6 +173,9 @@ func (a *Auditor) Start(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return nil
 				}
+				for _, ns := range due {
+					a.Changed(ns) // their reports are incomplete: again later
+				}
 				a.o.Log.Error(err, "background scan of changed namespaces", "namespaces", strings.Join(due, ","))
 			}
 		}

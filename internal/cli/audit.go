@@ -136,8 +136,9 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 		}
 	}
 	var objects int
+	var unlisted []string
 	if o.kubeconfig != "" {
-		objects, err = auditCluster(ctx, o, s, snap, engineOptions(resolver, nil), add)
+		objects, unlisted, err = auditCluster(ctx, o, s, snap, engineOptions(resolver, nil), add)
 	} else {
 		objects, err = auditFiles(ctx, o, s, audit.NewScanner(snap, engineOptions(resolver, nil)), add)
 	}
@@ -150,6 +151,9 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 	}
 	if !o.quiet {
 		fmt.Fprintln(s.Err, auditSummary(objects, snap.Len(), sum, o.output != "policyreport", o.all))
+	}
+	if len(unlisted) > 0 {
+		return &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: could not list %s (their objects are not audited)", strings.Join(unlisted, ", "))}
 	}
 	if sum[audit.Fail]+sum[audit.Error] > 0 {
 		return &ExitError{Code: 1}
@@ -179,32 +183,29 @@ func auditFiles(ctx context.Context, o *auditOptions, s Streams, scanner *audit.
 }
 
 // auditCluster scans the objects of a live cluster, read only: every
-// object of the kinds the rules can match, listed page by page (a
-// resource the credentials may not list is a warning, and the run exits
-// 2 after its results).
-func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.Snapshot, readers engine.Options, add func([]audit.Result)) (int, error) {
+// object of the kinds the rules can match, listed page by page; the
+// resources the credentials may not list are returned (their objects are
+// not audited: the run exits 2 after its results).
+func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.Snapshot, readers engine.Options, add func([]audit.Result)) (int, []string, error) {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return 0, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
+		return 0, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), max(1, int(2*o.qps))
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return 0, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
+		return 0, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return 0, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
+		return 0, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
 	}
 	log := logr.FromSlogHandler(slog.NewTextHandler(s.Err, nil))
 	w, err := auditor.New(auditor.Options{Client: dyn, Discovery: disc, Readers: readers, Log: log}).Walk(ctx, snap, add)
 	if err != nil {
-		return w.Objects, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
+		return w.Objects, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
 	}
-	if len(w.Unlisted) > 0 {
-		return w.Objects, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: could not list %s (their objects are not audited)", strings.Join(w.Unlisted, ", "))}
-	}
-	return w.Objects, nil
+	return w.Objects, w.Unlisted, nil
 }
 
 func writeAudit(w io.Writer, o *auditOptions, listed []audit.Result, sum map[audit.Status]int, report *audit.Report) error {
