@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -213,4 +215,52 @@ type recorder struct{ counts []auditor.RuleCount }
 func (r *recorder) Record(_ context.Context, counts []auditor.RuleCount, _ time.Time) error {
 	r.counts = counts
 	return nil
+}
+
+// TestWatch: after a scan, a change of an object marks its namespace for a
+// rescan, which Start then makes (the report of b rewritten without a full
+// scan); a watch whose resourceVersion expired asks for a full scan.
+func TestWatch(t *testing.T) {
+	dyn, disc := fakeClients(pod("a", "good", map[string]any{"team": "x"}), pod("b", "bad", nil))
+	st := &store{p: snapshot(t, policy)}
+	var watched []*watch.FakeWatcher
+	var mu sync.Mutex
+	latest := func() *watch.FakeWatcher { mu.Lock(); defer mu.Unlock(); return watched[len(watched)-1] }
+	a := auditor.New(auditor.Options{Snapshots: st, Client: dyn, Discovery: disc, Store: &auditor.CRDStore{Client: dyn, Metadata: dynMeta{dyn}},
+		Log: logr.Discard(), Poll: 10 * time.Millisecond, Settle: time.Millisecond, Interval: time.Hour,
+		Watch: func(_ context.Context, gvr schema.GroupVersionResource, rv string) (watch.Interface, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if gvr.Resource != "pods" || rv == "" {
+				t.Errorf("watch of %s from %q, want pods from the list's resourceVersion", gvr.Resource, rv)
+			}
+			fw := watch.NewFake()
+			watched = append(watched, fw)
+			return fw, nil
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = a.Start(ctx) }()
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for range 500 {
+			if ok() {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	wait("the first scan's reports", func() bool { return len(summaries(t, dyn)) == 2 })
+	wait("the watch", func() bool { mu.Lock(); defer mu.Unlock(); return len(watched) == 1 })
+	if _, err := dyn.Resource(pods).Namespace("b").Update(ctx, pod("b", "bad", map[string]any{"team": "y"}), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	changed := pod("b", "bad", nil)
+	changed.SetResourceVersion("7")
+	latest().Modify(changed)
+	wait("b's report to flip", func() bool { return summaries(t, dyn)["b"] == "fail=0 pass=1" })
+	// An expired resourceVersion: a full scan, and a new watch.
+	latest().Error(&metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired})
+	wait("a new watch after the full scan", func() bool { mu.Lock(); defer mu.Unlock(); return len(watched) >= 2 })
 }

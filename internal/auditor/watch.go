@@ -67,6 +67,11 @@ func (a *Auditor) watchResource(ctx context.Context, r resource) {
 			}
 		}
 		w.Stop()
+		select { // the server ended the watch: again from rv, not at once
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
 	}
 }
 
