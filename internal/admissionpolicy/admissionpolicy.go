@@ -66,6 +66,34 @@ func (s *Set) Len() int {
 	return len(s.policies) + len(s.bindings) + len(s.mutating) + len(s.mutatingBindings)
 }
 
+// ValidatingPolicies are the set's ValidatingAdmissionPolicies each as a
+// set of its own with its bindings, by name: what each one alone says of an
+// object (an audit reports per policy).
+func (s *Set) ValidatingPolicies() (names []string, sets []*Set) {
+	if s == nil {
+		return nil, nil
+	}
+	for name := range s.policies {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		one := NewSet()
+		one.policies[name] = s.policies[name]
+		for _, b := range s.bindings {
+			if b.Spec.PolicyName == name {
+				one.bindings = append(one.bindings, b)
+			}
+		}
+		sets = append(sets, one)
+	}
+	return names, sets
+}
+
+// ValidationFailureAnnotation is the audit annotation the API server adds
+// for a validation that failed under the Audit action.
+const ValidationFailureAnnotation = "validation.policy.admission.k8s.io/validation_failure"
+
 // Handles reports whether a document is one of the kinds the set takes.
 func Handles(obj map[string]any) bool {
 	if obj["apiVersion"] != group {

@@ -16,9 +16,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modwright/modwright/internal/admissionpolicy"
 	"github.com/modwright/modwright/internal/audit"
 	"github.com/modwright/modwright/internal/auditor"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 )
 
@@ -54,7 +57,10 @@ or skip. Kyverno's policies report each of their rules (with the policy's
 severity and category); a ModwrightPolicy its validations (fail under any
 validation action, Audit included); other kinds fail when they reject or
 warn, and pass when they apply without either. A ModRule Reject reports only
-its failures: its match is its condition.
+its failures: its match is its condition; so does each of Kubernetes'
+ValidatingAdmissionPolicies in --rules (with its bindings; fail when it
+denies, warns or records a validation_failure audit annotation), which the
+API server itself never audits (-f only).
 
 The objects are manifests (-f), or every object of a live cluster of the
 kinds the rules match (--kubeconfig; read only, listed page by page, at most
@@ -118,12 +124,13 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	if n := policies.Len(); n > 0 {
-		fmt.Fprintf(s.Err, "warning: %d of Kubernetes' admission policies and bindings in --rules not audited: audit does not evaluate them yet\n", n)
-	}
 	resolver, err := resolverFor(o.contexts, s)
 	if err != nil {
 		return err
+	}
+	vaps, err := newVAPAudit(policies, resolver, o.namespace)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
 	}
 	report := audit.NewReport(o.maxResults)
 	var listed []audit.Result
@@ -138,9 +145,12 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 	var objects int
 	var unlisted []string
 	if o.kubeconfig != "" {
+		if vaps != nil {
+			fmt.Fprintln(s.Err, "warning: Kubernetes' admission policies in --rules are audited on -f objects only, not with --kubeconfig yet")
+		}
 		objects, unlisted, err = auditCluster(ctx, o, s, snap, engineOptions(resolver, nil), add)
 	} else {
-		objects, err = auditFiles(ctx, o, s, audit.NewScanner(snap, engineOptions(resolver, nil)), add)
+		objects, err = auditFiles(ctx, o, s, audit.NewScanner(snap, engineOptions(resolver, nil)), vaps, add)
 	}
 	if err != nil {
 		return err
@@ -150,7 +160,7 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 		return &ExitError{Code: 2, Err: err}
 	}
 	if !o.quiet {
-		fmt.Fprintln(s.Err, auditSummary(objects, snap.Len(), sum, o.output != "policyreport", o.all))
+		fmt.Fprintln(s.Err, auditSummary(objects, snap.Len()+vaps.len(), sum, o.output != "policyreport", o.all))
 	}
 	if len(unlisted) > 0 {
 		return &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: could not list %s (their objects are not audited)", strings.Join(unlisted, ", "))}
@@ -161,8 +171,9 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 	return nil
 }
 
-// auditFiles scans the objects of -f.
-func auditFiles(ctx context.Context, o *auditOptions, s Streams, scanner *audit.Scanner, add func([]audit.Result)) (int, error) {
+// auditFiles scans the objects of -f (with vaps: Kubernetes'
+// admission policies in --rules too).
+func auditFiles(ctx context.Context, o *auditOptions, s Streams, scanner *audit.Scanner, vaps *vapAudit, add func([]audit.Result)) (int, error) {
 	objs, err := source.ReadPaths(o.files, s.In)
 	if err != nil {
 		return 0, &ExitError{Code: 2, Err: err}
@@ -177,6 +188,7 @@ func auditFiles(ctx context.Context, o *auditOptions, s Streams, scanner *audit.
 			return 0, evaluationError(&objs[i], err)
 		}
 		add(res)
+		add(vaps.check(ctx, a.obj, a.ns))
 		prog.step(i + 1)
 	}
 	return len(objs), nil
@@ -206,6 +218,79 @@ func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.
 		return w.Objects, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
 	}
 	return w.Objects, w.Unlisted, nil
+}
+
+// vapAudit audits objects against Kubernetes' ValidatingAdmissionPolicies
+// (which the API server never audits), each policy alone with its
+// bindings, as the API server would admit a CREATE of the object: a
+// denial, a warning (the Warn action) or a validation_failure audit
+// annotation (the Audit action) is a fail. A policy that admits says
+// nothing (whether it matched is not known).
+type vapAudit struct {
+	names   []string
+	sets    []*admissionpolicy.Set
+	objects []map[string]any
+	defNS   string
+}
+
+func newVAPAudit(policies *admissionpolicy.Set, resolver engine.ObjectReader, defaultNS string) (*vapAudit, error) {
+	names, sets := policies.ValidatingPolicies()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	v := &vapAudit{names: names, sets: sets, defNS: defaultNS}
+	for _, o := range contextObjects(resolver) {
+		n, err := admissionpolicy.Normalize(o)
+		if err != nil {
+			return nil, err
+		}
+		v.objects = append(v.objects, n)
+	}
+	return v, nil
+}
+
+// len is the number of policies audited.
+func (v *vapAudit) len() int {
+	if v == nil {
+		return 0
+	}
+	return len(v.names)
+}
+
+func (v *vapAudit) check(ctx context.Context, obj map[string]any, ns string) []audit.Result {
+	if v == nil {
+		return nil
+	}
+	req := kinds.OfflineRequest(obj, ns, rules.Create)
+	res := audit.Resource{APIVersion: req.Kind.Version, Kind: req.Kind.Kind, Namespace: ns, Name: req.Name}
+	if req.Kind.Group != "" {
+		res.APIVersion = req.Kind.Group + "/" + req.Kind.Version
+	}
+	var out []audit.Result
+	for i, set := range v.sets {
+		r := set.Validate(ctx, admissionpolicy.Request{Operation: string(rules.Create), Object: obj, Namespace: ns, Objects: v.objects,
+			ClusterScoped: kinds.IsClusterScoped, DefaultNamespace: v.defNS})
+		var msgs []string
+		if r.Err != nil {
+			msgs = append(msgs, r.Err.Error())
+		}
+		msgs = append(msgs, r.Warnings...)
+		if a := r.Annotations[admissionpolicy.ValidationFailureAnnotation]; a != "" && len(msgs) == 0 {
+			// The Audit action alone: its failures' messages.
+			var fs []struct{ Message string }
+			if json.Unmarshal([]byte(a), &fs) != nil || len(fs) == 0 {
+				msgs = append(msgs, a)
+			}
+			for _, f := range fs {
+				msgs = append(msgs, f.Message)
+			}
+		}
+		if len(msgs) > 0 {
+			out = append(out, audit.Result{Policy: v.names[i], Kind: "ValidatingAdmissionPolicy", Group: "admissionregistration.k8s.io",
+				Rule: v.names[i], Result: audit.Fail, Message: strings.Join(msgs, "; "), Resource: res})
+		}
+	}
+	return out
 }
 
 func writeAudit(w io.Writer, o *auditOptions, listed []audit.Result, sum map[audit.Status]int, report *audit.Report) error {

@@ -101,6 +101,8 @@ func TestDocsCLIExamples(t *testing.T) {
 			code: 1, stdout: "result: pass"},
 		"modwright audit --rules examples/kyverno/require-team.yaml -f examples/kyverno/resources.yaml -o policyreport": {
 			code: 1, stdout: "kind: PolicyReport"},
+		"modwright audit --rules testdata/native/policies.yaml -f testdata/cli/native/configmaps.yaml --context testdata/cli/native/context.yaml": {
+			code: 1, stdout: "with binding 'owner-label': an owner label is expected"},
 		"modwright apply --rules examples/kyverno/require-team.yaml -f examples/kyverno/resources.yaml": {
 			code: 1, stderr: "validation error: the label team is required. rule autogen-team-label failed at path /spec/template/metadata/labels/"},
 		"modwright lint testdata/cli/lint/crd --crd testdata/crd/widgets.yaml": {

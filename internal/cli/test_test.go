@@ -76,6 +76,7 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-no-suites", args: []string{"test", dir + "rules"}},
 		{name: "test-kyverno-exceptions", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/exceptions"}},
 		{name: "audit-kyverno", args: []string{"audit", "--rules", "../../examples/kyverno/require-team.yaml", "-f", "../../examples/kyverno/resources.yaml"}},
+		{name: "audit-native", args: []string{"audit", "--rules", "../../testdata/native/policies.yaml", "-f", "../../testdata/cli/native/configmaps.yaml", "--context", "../../testdata/cli/native/context.yaml"}},
 		{name: "audit-kyverno-json", args: []string{"audit", "--rules", "../../examples/kyverno/require-team.yaml", "-f", "../../examples/kyverno/resources.yaml", "-o", "json"}},
 		{name: "test-kyverno-requester", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/requester"}},
 		{name: "test-kyverno-fail", args: []string{"test", "../../testdata/cli/kyverno/fail"}},
