@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -187,3 +189,17 @@ func TestReportCap(t *testing.T) {
 		t.Errorf("total summary (-want +got):\n%s", d)
 	}
 }
+
+// TestReportMessageBound: a result's message an object made large is cut
+// in the report (its text could otherwise push a report past etcd's
+// limit), on a rune boundary.
+func TestReportMessageBound(t *testing.T) {
+	rp := audit.NewReport(1)
+	long := strings.Repeat("é", audit.MaxMessageBytes) // 2 bytes each
+	rp.Add(audit.Result{Policy: "p", Rule: "r", Result: audit.Fail, Message: long, Resource: audit.Resource{APIVersion: "v1", Kind: "Pod", Namespace: "a", Name: "x"}})
+	msg := rp.Objects(time.Unix(0, 0))[0]["results"].([]any)[0].(map[string]any)["message"].(string)
+	if len(msg) > audit.MaxMessageBytes+len("... (truncated)") || !strings.HasSuffix(msg, "... (truncated)") || !utf8.ValidString(msg) {
+		t.Errorf("message of %d bytes (valid UTF-8: %v): %.40q...", len(msg), utf8.ValidString(msg), msg)
+	}
+}
+

@@ -29,6 +29,12 @@ const (
 // results, well under etcd's 1.5 MiB object limit.
 const DefaultMaxResults = 1000
 
+// MaxMessageBytes bounds a kept result's message: a rule's message may
+// hold an object's text (a deny message quoting an annotation, say), and
+// a report of DefaultMaxResults such messages must stay under etcd's
+// object limit.
+const MaxMessageBytes = 1024
+
 // Report aggregates results into one report per namespace (and one for
 // cluster-scoped objects) without keeping more than the cap of each: the
 // summary counts every result, the kept results are the most pressing
@@ -55,6 +61,9 @@ func NewReport(maxResults int) *Report {
 
 // Add counts r and keeps it when it is among the cap's most pressing.
 func (rp *Report) Add(r Result) {
+	if len(r.Message) > MaxMessageBytes {
+		r.Message = strings.ToValidUTF8(r.Message[:MaxMessageBytes], "") + "... (truncated)"
+	}
 	n := rp.ns[r.Resource.Namespace]
 	if n == nil {
 		n = &nsReport{summary: map[Status]int{}}
