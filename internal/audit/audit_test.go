@@ -202,4 +202,3 @@ func TestReportMessageBound(t *testing.T) {
 		t.Errorf("message of %d bytes (valid UTF-8: %v): %.40q...", len(msg), utf8.ValidString(msg), msg)
 	}
 }
-
