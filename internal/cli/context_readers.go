@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -414,4 +416,19 @@ func userOf(objects engine.ObjectReader) engine.UserInfo {
 		return r.user.user
 	}
 	return engine.UserInfo{}
+}
+
+var _ engine.InventoryReader = (*staticResolver)(nil)
+
+// Inventory is every context object (Gatekeeper's data.inventory offline),
+// in a fixed order; the set never changes.
+func (r *staticResolver) Inventory(context.Context) (uint64, []map[string]any, error) {
+	refs := slices.SortedFunc(maps.Keys(r.objects), func(a, b engine.ObjectRef) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	out := make([]map[string]any, len(refs))
+	for i, ref := range refs {
+		out[i] = r.objects[ref]
+	}
+	return 1, out, nil
 }

@@ -131,7 +131,7 @@ func TestDocsCLIExamples(t *testing.T) {
 			code: 1, stderr: `reject-external-ips: "external IPs [203.0.113.7] are not allowed"`},
 	}
 	var cmds []docCommand
-	for _, doc := range []string{"cli.md", "policy.md", "variables.md", "kinitiras.md", "rule-packs.md", "graph.md", "cel.md", "kyverno.md", "audit.md"} {
+	for _, doc := range []string{"cli.md", "policy.md", "variables.md", "kinitiras.md", "rule-packs.md", "graph.md", "cel.md", "kyverno.md", "audit.md", "gatekeeper.md"} {
 		cs := docCommands(t, filepath.Join(root, "docs", doc))
 		if len(cs) < 3 {
 			t.Fatalf("found %d commands in docs/%s; the parser is broken", len(cs), doc)

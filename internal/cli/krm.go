@@ -222,7 +222,7 @@ func (k *krmRun) loadRules(ctx context.Context, list map[string]any, items []any
 			return nil, &ExitError{Code: 2, Err: fmt.Errorf("items[%d] must be an object, not a JSON %s", i, value.TypeName(it))}
 		}
 		d := source.Document{Origin: itemOrigin(m, i), Object: m}
-		if reg.For(&d) != nil {
+		if reg.Owns(&d) {
 			d.Object = withoutKRMAnnotations(m)
 			var err error
 			if d.JSON, err = value.Encode(d.Object); err != nil {
@@ -300,7 +300,7 @@ func (k *krmRun) admit(ctx context.Context, o *krmOptions, op rules.Operation, r
 	out := make([]any, 0, len(items))
 	for i, it := range items {
 		m := it.(map[string]any)
-		if rs.reg.For(&source.Document{Object: m}) != nil || admissionpolicy.Handles(m) || rs.broken {
+		if rs.reg.Owns(&source.Document{Object: m}) || admissionpolicy.Handles(m) || rs.broken {
 			out = append(out, m) // rules stay as they are; with broken rules nothing is admitted
 			continue
 		}
@@ -386,7 +386,7 @@ func functionConfigRules(fc map[string]any, reg *kinds.Registry) ([]source.Docum
 	var objs []map[string]any
 	isList := false
 	switch {
-	case reg.For(&source.Document{Object: fc}) != nil || admissionpolicy.Handles(fc):
+	case reg.Owns(&source.Document{Object: fc}) || admissionpolicy.Handles(fc):
 		objs = append(objs, fc)
 	case strings.HasSuffix(kind, "List"):
 		isList = true
@@ -408,7 +408,7 @@ func functionConfigRules(fc map[string]any, reg *kinds.Registry) ([]source.Docum
 			origin = fmt.Sprintf("functionConfig items[%d]", i)
 		}
 		d := source.Document{Origin: origin, Object: withoutKRMAnnotations(m)}
-		if reg.For(&d) == nil && !admissionpolicy.Handles(d.Object) {
+		if !reg.Owns(&d) && !admissionpolicy.Handles(d.Object) {
 			return nil, fmt.Errorf("%s is a %s, not a %s or an admission policy", origin, d.Kind(), reg.Names())
 		}
 		j, err := value.Encode(d.Object)

@@ -189,46 +189,8 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		}
 	}
 
-	// Validation, exactly as rules are loaded everywhere: each document
-	// to the kind that owns it, strict decoding, then compilation.
-	reg := newRegistry(o.clusterRules)
-	var linted []lintedRule
-	seen := map[string]string{}
-	for i := range docs {
-		d := &docs[i]
-		k := reg.For(d)
-		if k == nil {
-			if !admissionpolicy.Handles(d.Object) {
-				add(notARule(d, reg, o.skipUnknown))
-			}
-			continue
-		}
-		key := kinds.CurrentName(k) + " " + d.Key()
-		if prev, ok := seen[key]; ok {
-			add(Finding{Severity: kinds.SeverityError, Code: codeDuplicate, Origin: d.Origin, Kind: k.Name(), Rule: d.Key(),
-				Message: "the rule is also defined in " + prev + ": apply and serve refuse to load both",
-				Hint:    "give each rule its own name"})
-			continue
-		}
-		seen[key] = d.Origin
-		if dep := kinds.Deprecation(k); dep != "" {
-			add(Finding{Severity: kinds.SeverityWarning, Code: codeRenamed, Origin: d.Origin, Kind: k.Name(), Rule: d.Key(), Field: "kind",
-				Message: dep, Hint: "write kind: " + kinds.CurrentName(k)})
-		}
-		r, err := k.Compile(d)
-		if a, ok := k.(kinds.Admitter); ok && err == nil {
-			err = a.Check(d) // what the kind's rule webhook refuses too
-		}
-		if err != nil {
-			fs := kinds.CompileFindings(k.Name(), d, err)
-			if cl, ok := k.(kinds.CompileLinter); ok {
-				fs = cl.CompileFindings(d, err)
-			}
-			rep.Findings = append(rep.Findings, fs...)
-			continue
-		}
-		linted = append(linted, lintedRule{origin: d.Origin, rule: r})
-	}
+	reg, found, linted := compileForLint(docs, o)
+	rep.Findings = append(rep.Findings, found...)
 
 	rep.Findings = append(rep.Findings, lintPolicies(docs)...)
 	if !slices.ContainsFunc(docs, func(d source.Document) bool { return reg.For(&d) != nil || admissionpolicy.Handles(d.Object) }) {
@@ -259,6 +221,68 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 		return &ExitError{Code: 1}
 	}
 	return nil
+}
+
+// compileForLint validates docs exactly as rules are loaded everywhere:
+// definitions first, then each document to the kind that owns it, strict
+// decoding, then compilation. It returns the registry with the
+// definitions, the findings and the rules that compiled.
+func compileForLint(docs []source.Document, o *lintOptions) (reg *kinds.Registry, found []Finding, linted []lintedRule) {
+	reg = newRegistry(o.clusterRules)
+	// Definitions (ConstraintTemplates) first: their kinds' rules compile
+	// against them.
+	ptrs := make([]*kinds.Manifest, len(docs))
+	for i := range docs {
+		ptrs[i] = &docs[i]
+	}
+	reg, defErrs := reg.WithDefinitions(ptrs)
+	seen := map[string]string{}
+	for i := range docs {
+		d := &docs[i]
+		if reg.Defines(d) {
+			if err := defErrs[i]; err != nil {
+				found = append(found, kinds.CompileFindings(d.Kind(), d, err)...)
+			}
+			continue
+		}
+		k := reg.For(d)
+		if k == nil {
+			if !admissionpolicy.Handles(d.Object) {
+				found = append(found, notARule(d, reg, o.skipUnknown))
+			}
+			continue
+		}
+		key := kinds.RuleKind(k, d) + " " + d.Key()
+		if prev, ok := seen[key]; ok {
+			found = append(found, Finding{Severity: kinds.SeverityError, Code: codeDuplicate, Origin: d.Origin, Kind: k.Name(), Rule: d.Key(),
+				Message: "the rule is also defined in " + prev + ": apply and serve refuse to load both",
+				Hint:    "give each rule its own name"})
+			continue
+		}
+		seen[key] = d.Origin
+		if dep := kinds.Deprecation(k); dep != "" {
+			found = append(found, Finding{Severity: kinds.SeverityWarning, Code: codeRenamed, Origin: d.Origin, Kind: k.Name(), Rule: d.Key(), Field: "kind",
+				Message: dep, Hint: "write kind: " + kinds.CurrentName(k)})
+		}
+		r, err := k.Compile(d)
+		if a, ok := k.(kinds.Admitter); ok && err == nil {
+			err = a.Check(d) // what the kind's rule webhook refuses too
+		}
+		if err != nil {
+			name := k.Name()
+			if _, ok := k.(kinds.GroupOwner); ok {
+				name = d.Kind()
+			}
+			fs := kinds.CompileFindings(name, d, err)
+			if cl, ok := k.(kinds.CompileLinter); ok {
+				fs = cl.CompileFindings(d, err)
+			}
+			found = append(found, fs...)
+			continue
+		}
+		linted = append(linted, lintedRule{origin: d.Origin, rule: r})
+	}
+	return reg, found, linted
 }
 
 // positions sets the file:line:column of each finding about one of docs:

@@ -9,9 +9,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"slices"
 
+	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
 	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
 	kyvernov2 "github.com/modwright/modwright/api/kyverno/v2"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/gatekeeper"
 	"github.com/modwright/modwright/internal/kinds/kinitiras"
 	"github.com/modwright/modwright/internal/kinds/kyverno"
 	"github.com/modwright/modwright/internal/kinds/modrule"
@@ -38,7 +40,8 @@ func newRegistry(clusterNS string) *kinds.Registry {
 func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry {
 	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
 	ks = append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)
-	return kinds.NewRegistry(append(ks, kyverno.NewKinds()...)...)
+	ks = append(ks, kyverno.NewKinds()...)
+	return kinds.NewRegistry(append(ks, gatekeeper.NewKind())...)
 }
 
 // newClusterRegistry is the kinds the operator watches in the cluster,
@@ -86,6 +89,9 @@ type kyvernoRuleResult = kyverno.RuleResult
 
 // kyvernoResults are the rule results a trace detail holds.
 func kyvernoResults(detail any) []kyvernoRuleResult { return kyverno.ResultsOf(detail) }
+
+// isGatekeeperKind: a constraint of a Gatekeeper template's kind.
+func isGatekeeperKind(group string) bool { return group == gkv1.ConstraintsGroup }
 
 // isKyvernoKind: a rule of Kyverno's own kinds.
 func isKyvernoKind(group string) bool { return group == kyvernov1.Group }
@@ -144,4 +150,17 @@ func kyvernoValues(v *suite.KyvernoValues) *kyverno.Values {
 		out.Policies = append(out.Policies, pv)
 	}
 	return out
+}
+
+// gatekeeperViolations are the messages of a constraint's violations (a
+// trace detail), nil for other details; isConstraint reports whether the
+// detail is a constraint's.
+func gatekeeperViolations(detail any) (msgs []string, isConstraint bool) {
+	if _, ok := detail.(*gatekeeper.Trace); !ok {
+		return nil, false
+	}
+	for _, v := range gatekeeper.ViolationsOf(detail) {
+		msgs = append(msgs, v.Msg)
+	}
+	return msgs, true
 }

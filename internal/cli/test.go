@@ -31,17 +31,23 @@ func newTestCmd(s Streams) *cobra.Command {
 	o := &testOptions{}
 	cmd := &cobra.Command{
 		Use:   "test PATH...",
-		Short: "Run rule test suites (" + suite.FileName + ", Kyverno's " + suite.KyvernoFileName + ") and report PASS/FAIL per case",
+		Short: "Run rule test suites (" + suite.FileName + ", Kyverno's " + suite.KyvernoFileName + ", Gatekeeper's " + suite.GatorFileName + ") and report PASS/FAIL per case",
 		Long: `test runs test suites for rules of every kind: each suite names rule files, resources and
 optional context objects, and the outcome expected for each resource. PATH is a
 suite file, or a directory searched recursively for files named
-` + suite.FileName + ` and ` + suite.KyvernoFileName + `.
+` + suite.FileName + `, ` + suite.KyvernoFileName + ` and ` + suite.GatorFileName + `.
 
 A ` + suite.KyvernoFileName + ` (cli.kyverno.io/v1alpha1 Test) runs as kyverno test runs it:
 its policies (Kyverno ClusterPolicy/Policy), resources, values file and
 results rows; each row prints its policy, rule and resource, the result
 expected and the result got (-o table: kyverno test's columns). A row whose
 rule did not match passes, marked (Excluded), as in kyverno test.
+
+A ` + suite.GatorFileName + ` (test.gatekeeper.sh/v1alpha1 Suite) runs as gator verify runs it:
+each test's ConstraintTemplate and constraint, each case's object reviewed
+with its inventory objects as the cluster's synced data (data.inventory),
+and each assertion's count of violations (violations: yes, no or a number;
+message: a regular expression the violation's message must match).
 
 A suite (paths are relative to the suite file):
 
@@ -86,6 +92,7 @@ loaded.`,
 		Example: `  modwright test examples
   modwright test examples/modwright-test.yaml -o json
   modwright test examples/kyverno -o table
+  modwright test examples/gatekeeper
   modwright test examples --run 'external IPs'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -136,46 +143,19 @@ func runTest(ctx context.Context, paths []string, o *testOptions, s Streams) err
 	}
 	files, err := suite.FindFiles(paths, func(p string) bool {
 		b := filepath.Base(p)
-		return b == suite.FileName || b == suite.KyvernoFileName
+		return b == suite.FileName || b == suite.KyvernoFileName || b == suite.GatorFileName
 	})
 	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("%w: %v", suite.ErrInvalid, err)}
 	}
 	if len(files) == 0 {
-		return usageError("no %s or %s found under %s", suite.FileName, suite.KyvernoFileName, strings.Join(paths, ", "))
+		return usageError("no %s, %s or %s found under %s", suite.FileName, suite.KyvernoFileName, suite.GatorFileName, strings.Join(paths, ", "))
 	}
-	// Every suite is validated before any runs.
-	suites := make([]*suite.Suite, 0, len(files))
-	var kyvernoTests []*suite.KyvernoTest
-	var errs []error
-	for _, f := range files {
-		if filepath.Base(f) == suite.KyvernoFileName {
-			kt, err := suite.LoadKyverno(f)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			kyvernoTests = append(kyvernoTests, kt)
-			continue
-		}
-		st, err := suite.Load(f)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		suites = append(suites, st)
-	}
-	if len(errs) > 0 {
-		return &ExitError{Code: 2, Err: errors.Join(errs...)}
+	run, err := loadSuites(ctx, files, o, s)
+	if err != nil {
+		return err
 	}
 	var rep testReport
-	run := make([]func() ([]caseResult, error), 0, len(suites)+len(kyvernoTests))
-	for _, st := range suites {
-		run = append(run, func() ([]caseResult, error) { return runSuite(ctx, st, o, s) })
-	}
-	for _, kt := range kyvernoTests {
-		run = append(run, func() ([]caseResult, error) { return runKyvernoSuite(ctx, kt, o, s) })
-	}
 	for _, f := range run {
 		res, err := f()
 		if err != nil {
@@ -503,4 +483,54 @@ func checkErrors(expected []string, got []string) string {
 		}
 	}
 	return strings.Join(problems, "; ")
+}
+
+// loadSuites reads and validates every suite file before any runs, and
+// returns one runner per suite, in the files' order by format.
+func loadSuites(ctx context.Context, files []string, o *testOptions, s Streams) ([]func() ([]caseResult, error), error) {
+	// Every suite is validated before any runs.
+	suites := make([]*suite.Suite, 0, len(files))
+	var kyvernoTests []*suite.KyvernoTest
+	var gatorSuites []*suite.GatorSuite
+	var errs []error
+	for _, f := range files {
+		if filepath.Base(f) == suite.GatorFileName {
+			gs, err := suite.LoadGator(f)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			gatorSuites = append(gatorSuites, gs)
+			continue
+		}
+		if filepath.Base(f) == suite.KyvernoFileName {
+			kt, err := suite.LoadKyverno(f)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			kyvernoTests = append(kyvernoTests, kt)
+			continue
+		}
+		st, err := suite.Load(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		suites = append(suites, st)
+	}
+	if len(errs) > 0 {
+		return nil, &ExitError{Code: 2, Err: errors.Join(errs...)}
+	}
+	run := make([]func() ([]caseResult, error), 0, len(suites)+len(kyvernoTests))
+	for _, st := range suites {
+		run = append(run, func() ([]caseResult, error) { return runSuite(ctx, st, o, s) })
+	}
+	for _, kt := range kyvernoTests {
+		run = append(run, func() ([]caseResult, error) { return runKyvernoSuite(ctx, kt, o, s) })
+	}
+	for _, gs := range gatorSuites {
+		run = append(run, func() ([]caseResult, error) { return runGatorSuite(ctx, gs, o, s) })
+	}
+	return run, nil
 }

@@ -33,6 +33,8 @@ type Options struct {
 	HTTP HTTPReader
 	// Graph reads the relationship graph; nil: none.
 	Graph GraphReader
+	// Inventory gives the replicated objects; nil: none.
+	Inventory InventoryReader
 	// Schemas types custom resources' values by their CRDs' schemas (a
 	// Policy's scoped validations); nil: none, values stay dynamically
 	// typed.
@@ -59,6 +61,7 @@ type Engine struct {
 	kinds      KindReader
 	http       HTTPReader
 	graph      GraphReader
+	inventory  InventoryReader
 	schemas    SchemaReader
 	roles      RoleReader
 	noTrace    bool
@@ -75,7 +78,7 @@ type scratch struct {
 
 // New returns an Engine.
 func New(opts Options) *Engine {
-	return &Engine{objects: opts.Objects, ruleReader: opts.RuleReader, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, graph: opts.Graph, schemas: opts.Schemas, noTrace: opts.NoTrace}
+	return &Engine{objects: opts.Objects, ruleReader: opts.RuleReader, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, graph: opts.Graph, inventory: opts.Inventory, schemas: opts.Schemas, noTrace: opts.NoTrace}
 }
 
 // ErrInvalidRequest marks requests the engine cannot evaluate.

@@ -119,6 +119,9 @@ func (h *Handle) HTTP() HTTPReader { return h.ev.e.http }
 // Graph reads the relationship graph; nil when the engine has none.
 func (h *Handle) Graph() GraphReader { return h.ev.e.graph }
 
+// Inventory gives the replicated objects (nil: none).
+func (h *Handle) Inventory() InventoryReader { return h.ev.e.inventory }
+
 // Schemas types custom resources' values by their schemas; nil when the
 // engine has none.
 func (h *Handle) Schemas() SchemaReader { return h.ev.e.schemas }

@@ -209,6 +209,15 @@ type GraphReader interface {
 	Edges(ctx context.Context, ref ObjectRef, obj map[string]any) (incoming, outgoing []any, err error)
 }
 
+// InventoryReader gives the objects replicated from the cluster for rules
+// that read its state as a whole (Gatekeeper's data.inventory): in the
+// cluster the objects the operator is configured to sync, offline the
+// context objects. Version changes whenever the objects do, so that what a
+// kind derives from them can be kept until then.
+type InventoryReader interface {
+	Inventory(ctx context.Context) (version uint64, objects []map[string]any, err error)
+}
+
 // HTTPReader makes an HTTP request outside the cluster for a rule (a
 // kinitiras http reference). The cluster's client allows only the hosts
 // the operator lists, with a timeout, a size limit and a cache (a response

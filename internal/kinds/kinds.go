@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
@@ -117,6 +118,38 @@ func Deprecation(k Kind) string {
 		k.Group(), k.Versions()[0], k.Name(), r.RenamedTo())
 }
 
+// GroupOwner is implemented by an adapter that owns every kind of its
+// group, kinds that other documents define (Gatekeeper's constraints,
+// whose kinds ConstraintTemplates name); Name is then what its rules are
+// called in messages, and each rule's RuleInfo.Kind its own kind.
+type GroupOwner interface {
+	// OwnedKinds says which kinds it owns, for messages ("kinds that
+	// ConstraintTemplates define").
+	OwnedKinds() string
+}
+
+// Definer is implemented by a kind whose rules compile against documents
+// of other kinds given with them (Gatekeeper's constraints, against their
+// ConstraintTemplates): the definitions are not rules, and the front ends
+// hand them to the kind before compiling its rules.
+type Definer interface {
+	// Defines reports whether m is a definition the kind reads.
+	Defines(m *Manifest) bool
+	// WithDefinitions compiles defs and returns the kind compiling rules
+	// against them, with each definition's error (nil when it compiled;
+	// a *rules.CompileError naming its fields) in defs' order.
+	WithDefinitions(defs []*Manifest) (Kind, []error)
+}
+
+// RuleKind is the kind a rule of m is reported under: k's current name,
+// or m's own kind for a GroupOwner.
+func RuleKind(k Kind, m *Manifest) string {
+	if _, ok := k.(GroupOwner); ok {
+		return m.Kind()
+	}
+	return CurrentName(k)
+}
+
 // Registry holds the kinds modwright serves. It is immutable.
 type Registry struct {
 	kinds []Kind
@@ -134,11 +167,65 @@ func (r *Registry) Kinds() []Kind { return r.kinds }
 func (r *Registry) For(m *Manifest) Kind {
 	g, k := m.Group(), m.Kind()
 	for _, kd := range r.kinds {
-		if kd.Name() == k && kd.Group() == g {
+		if kd.Group() != g {
+			continue
+		}
+		if _, owner := kd.(GroupOwner); owner || kd.Name() == k {
 			return kd
 		}
 	}
 	return nil
+}
+
+// Defines reports whether m is a definition a kind of r reads (not a
+// rule, but part of the rules: a ConstraintTemplate).
+func (r *Registry) Defines(m *Manifest) bool {
+	for _, kd := range r.kinds {
+		if d, ok := kd.(Definer); ok && d.Defines(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// Owns reports whether m is a rule of a kind of r, or a definition one
+// reads.
+func (r *Registry) Owns(m *Manifest) bool { return r.For(m) != nil || r.Defines(m) }
+
+// WithDefinitions returns r with each Definer given its definitions among
+// docs (the kind returned by its WithDefinitions in its place), and the
+// definitions' errors by index in docs (nil entries and a nil map when
+// every definition compiled). r is returned as is when no kind defines.
+func (r *Registry) WithDefinitions(docs []*Manifest) (*Registry, map[int]error) {
+	var errs map[int]error
+	out := r
+	for i, kd := range r.kinds {
+		d, ok := kd.(Definer)
+		if !ok {
+			continue
+		}
+		var defs []*Manifest
+		var at []int
+		for j, m := range docs {
+			if d.Defines(m) {
+				defs, at = append(defs, m), append(at, j)
+			}
+		}
+		nk, derrs := d.WithDefinitions(defs)
+		for n, err := range derrs {
+			if err != nil {
+				if errs == nil {
+					errs = map[int]error{}
+				}
+				errs[at[n]] = err
+			}
+		}
+		if out == r {
+			out = &Registry{kinds: slices.Clone(r.kinds)}
+		}
+		out.kinds[i] = nk
+	}
+	return out, errs
 }
 
 // Served lists the kinds with their apiVersions for messages:
@@ -150,12 +237,16 @@ func (r *Registry) Served() string {
 		if _, old := k.(Renamed); old {
 			continue
 		}
+		name := k.Name()
+		if g, ok := k.(GroupOwner); ok {
+			name = "(" + g.OwnedKinds() + ")"
+		}
 		for _, v := range k.Versions() {
 			gv := v
 			if k.Group() != "" {
 				gv = k.Group() + "/" + v
 			}
-			out = append(out, gv+" "+k.Name())
+			out = append(out, gv+" "+name)
 		}
 	}
 	return strings.Join(out, ", ")

@@ -116,6 +116,7 @@ func Options(objects engine.ObjectReader) engine.Options {
 	o.Kinds, _ = objects.(engine.KindReader)
 	o.HTTP, _ = objects.(engine.HTTPReader)
 	o.Graph, _ = objects.(engine.GraphReader)
+	o.Inventory, _ = objects.(engine.InventoryReader)
 	return o
 }
 

@@ -72,23 +72,38 @@ func NotARule(d *Document, reg *kinds.Registry) string {
 // returned (with Info().Err set) when they could be decoded, so that
 // callers can keep them visible. Decoding and compiling are independent per
 // document: done in parallel, reported in document order.
+//
+// Definitions (kinds.Definer: a ConstraintTemplate) are compiled first and
+// handed to their kind; one that fails is reported in Errors, and the rules
+// compiled against it say so.
 func LoadRules(docs []Document, reg *kinds.Registry) LoadResult {
+	ptrs := make([]*kinds.Manifest, len(docs))
+	for i := range docs {
+		ptrs[i] = &docs[i]
+	}
+	reg, defErrs := reg.WithDefinitions(ptrs)
 	type outcome struct {
 		rule       engine.Rule
 		kind       string // the current name
 		skipped    string
 		deprecated string
 		err        error
+		definition bool
 	}
 	out := make([]outcome, len(docs))
 	ForEach(len(docs), func(i int) {
 		d, o := &docs[i], &out[i]
+		if reg.Defines(d) {
+			o.err = defErrs[i]
+			o.definition = true
+			return
+		}
 		k := reg.For(d)
 		if k == nil {
 			o.skipped = NotARule(d, reg)
 			return
 		}
-		o.kind = kinds.CurrentName(k)
+		o.kind = kinds.RuleKind(k, d)
 		if dep := kinds.Deprecation(k); dep != "" {
 			o.deprecated = fmt.Sprintf("%s: %s %s: %s", d.Origin, k.Name(), d.Key(), dep)
 		}
@@ -104,6 +119,12 @@ func LoadRules(docs []Document, reg *kinds.Registry) LoadResult {
 	for i, o := range out {
 		if o.skipped != "" {
 			res.Skipped = append(res.Skipped, o.skipped)
+			continue
+		}
+		if o.definition {
+			if o.err != nil {
+				res.Errors = append(res.Errors, fmt.Errorf("%s: %w", Where(&loc, &docs[i], o.err), o.err))
+			}
 			continue
 		}
 		key := id{o.kind, docs[i].Key()}

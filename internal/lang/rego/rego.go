@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,9 +70,11 @@ func capabilities() *ast.Capabilities {
 	return c
 }
 
-// Module is one Rego source file.
+// Module is one Rego source file, in Rego v1 unless V0 (OPA's former
+// syntax, which Gatekeeper's templates are written in).
 type Module struct {
 	File, Source string
+	V0           bool
 }
 
 // Program is modules and an entrypoint compiled once. It is immutable and
@@ -84,43 +87,90 @@ type Program struct {
 	timeout time.Duration
 }
 
-// Compile compiles modules (Rego v1) for a query of entrypoint
+// Compile compiles modules (each in its version) for a query of entrypoint
 // (data.pkg.rule); timeout is the evaluation budget, clamped. An error
-// wraps ErrCompile and names the file and position.
+// wraps ErrCompile and names the file and position. A builtin's error
+// fails the evaluation.
 func Compile(ctx context.Context, entrypoint string, timeout time.Duration, modules ...Module) (*Program, error) {
-	opts := []func(*oparego.Rego){oparego.Query(entrypoint), oparego.Capabilities(capabilities()), oparego.StrictBuiltinErrors(true)}
+	return CompileWith(ctx, Options{Query: entrypoint, Timeout: timeout}, modules...)
+}
+
+// Options are what CompileWith compiles for.
+type Options struct {
+	// Query is the entrypoint (data.pkg.rule), or a query in Rego.
+	Query string
+	// Timeout is the evaluation budget, clamped.
+	Timeout time.Duration
+	// LaxBuiltins: a builtin's error makes its expression undefined, as
+	// OPA does by default (and Gatekeeper with it), instead of failing the
+	// evaluation.
+	LaxBuiltins bool
+}
+
+// CompileWith compiles modules for o.Query; an error wraps ErrCompile and
+// names the file and position.
+func CompileWith(ctx context.Context, o Options, modules ...Module) (*Program, error) {
+	opts := []func(*oparego.Rego){oparego.Query(o.Query), oparego.Capabilities(capabilities()), oparego.StrictBuiltinErrors(!o.LaxBuiltins)}
 	for _, m := range modules {
 		// Parsed here, not by rego.New, which flattens parse errors to text.
-		pm, err := ast.ParseModuleWithOpts(m.File, m.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		v := ast.RegoV1
+		if m.V0 {
+			v = ast.RegoV0
+		}
+		pm, err := ast.ParseModuleWithOpts(m.File, m.Source, ast.ParserOptions{RegoVersion: v})
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrCompile, compileText(err))
+			return nil, compileErr(err)
 		}
 		opts = append(opts, oparego.ParsedModule(pm))
 	}
 	pq, err := oparego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrCompile, compileText(err))
+		return nil, compileErr(err)
 	}
-	t, _ := ClampTimeout(timeout)
-	return &Program{entrypoint: entrypoint, eval: pq.Eval, timeout: t}, nil
+	t, _ := ClampTimeout(o.Timeout)
+	return &Program{entrypoint: o.Query, eval: pq.Eval, timeout: t}, nil
 }
 
-// compileText is OPA's compile errors one per line as file:row:col:
-// message (without OPA's echo of the source line).
-func compileText(err error) string {
+// Problem is one compile error: the module's File, the 1-based Row and
+// Col in its source (0 when OPA gives none), and the message.
+type Problem struct {
+	File     string
+	Row, Col int
+	Msg      string
+}
+
+// CompileError is the error of a module or query that does not compile:
+// its problems, positioned. It wraps ErrCompile.
+type CompileError struct {
+	Problems []Problem
+	text     string
+}
+
+func (e *CompileError) Error() string { return ErrCompile.Error() + ": " + e.text }
+func (e *CompileError) Unwrap() error { return ErrCompile }
+
+// compileErr is OPA's error as a *CompileError: one problem per OPA error,
+// its text one line per problem as file:row:col: message (without OPA's
+// echo of the source line).
+func compileErr(err error) *CompileError {
 	var errs ast.Errors
 	if !errors.As(err, &errs) || len(errs) == 0 {
-		return err.Error()
+		return &CompileError{Problems: []Problem{{Msg: err.Error()}}, text: err.Error()}
 	}
+	ce := &CompileError{}
 	lines := make([]string, len(errs))
 	for i, e := range errs {
+		p := Problem{Msg: e.Message}
 		loc := ""
 		if e.Location != nil {
+			p.File, p.Row, p.Col = e.Location.File, e.Location.Row, e.Location.Col
 			loc = fmt.Sprintf("%s:%d:%d: ", e.Location.File, e.Location.Row, e.Location.Col)
 		}
+		ce.Problems = append(ce.Problems, p)
 		lines[i] = loc + e.Message
 	}
-	return strings.Join(lines, "; ")
+	ce.text = strings.Join(lines, "; ")
+	return ce
 }
 
 // Eval evaluates the entrypoint with input (a JSON tree): its value (a
@@ -145,4 +195,61 @@ func (p *Program) Eval(ctx context.Context, input any) (out any, err error) {
 		return nil, nil
 	}
 	return rs[0].Expressions[0].Value, nil
+}
+
+// Outline is what a module declares and reads: its package path
+// ("lib.exempt_container"), its imports and every reference to data in its
+// rules, as written ("data.inventory.namespace"), each with its 1-based
+// row, and the names of its rules.
+type Outline struct {
+	Package string
+	Imports []DataRef
+	Data    []DataRef
+	Rules   []string
+}
+
+// DataRef is one reference (or import path) and its 1-based row and
+// column (0 when unknown).
+type DataRef struct {
+	Ref      string
+	Row, Col int
+}
+
+// Inspect parses m (without compiling it) and outlines it; an error is a
+// *CompileError.
+func Inspect(m Module) (*Outline, error) {
+	v := ast.RegoV1
+	if m.V0 {
+		v = ast.RegoV0
+	}
+	pm, err := ast.ParseModuleWithOpts(m.File, m.Source, ast.ParserOptions{RegoVersion: v})
+	if err != nil {
+		return nil, compileErr(err)
+	}
+	at := func(ref string, t *ast.Term) DataRef {
+		if t != nil && t.Location != nil {
+			return DataRef{Ref: ref, Row: t.Location.Row, Col: t.Location.Col}
+		}
+		return DataRef{Ref: ref}
+	}
+	o := &Outline{Package: strings.TrimPrefix(pm.Package.Path.String(), "data.")}
+	for _, imp := range pm.Imports {
+		o.Imports = append(o.Imports, at(imp.Path.String(), imp.Path))
+	}
+	for _, r := range pm.Rules {
+		name := r.Head.Name.String()
+		if name == "" && len(r.Head.Reference) > 0 {
+			name = r.Head.Reference[0].Value.String()
+		}
+		if !slices.Contains(o.Rules, name) {
+			o.Rules = append(o.Rules, name)
+		}
+		ast.WalkRefs(r, func(ref ast.Ref) bool {
+			if ref.HasPrefix(ast.DefaultRootRef) {
+				o.Data = append(o.Data, at(ref.String(), ref[0]))
+			}
+			return false
+		})
+	}
+	return o, nil
 }

@@ -1,0 +1,7 @@
+// Package v1 holds OPA Gatekeeper's policy documents as Gatekeeper's users
+// write them, field names unchanged: the ConstraintTemplate
+// (templates.gatekeeper.sh/v1, also read as v1beta1 and v1alpha1) and the
+// constraints of the kinds templates define (constraints.gatekeeper.sh
+// v1beta1, also v1alpha1 and v1). What they mean is in
+// internal/kinds/gatekeeper. It knows no engine.
+package v1

@@ -1,0 +1,333 @@
+package gatekeeper_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/gatekeeper"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/source"
+)
+
+const template = `
+apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata: {name: k8srequiredlabels}
+spec:
+  crd:
+    spec:
+      names: {kind: K8sRequiredLabels}
+      validation:
+        openAPIV3Schema:
+          type: object
+          properties:
+            labels: {type: array, items: {type: string}}
+            mode: {type: string, default: strict}
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+    libs:
+    - |
+      package lib.helpers
+      missing(obj, l) { not obj.metadata.labels[l] }
+    rego: |
+      package k8srequiredlabels
+      import data.lib.helpers.missing
+      violation[{"msg": msg, "details": {"missing": l}}] {
+        l := input.parameters.labels[_]
+        missing(input.review.object, l)
+        msg := sprintf("you must provide label <%v> (%v)", [l, input.parameters.mode])
+      }
+`
+
+func manifests(t testing.TB, text string) []source.Document {
+	t.Helper()
+	docs, err := source.ParseManifest("test.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+// load loads the rules of text (none when it does not parse).
+func load(t testing.TB, text string) source.LoadResult {
+	t.Helper()
+	docs, err := source.ParseManifest("test.yaml", []byte(text))
+	if err != nil {
+		return source.LoadResult{Errors: []error{err}}
+	}
+	return source.LoadRules(docs, kinds.NewRegistry(gatekeeper.NewKind()))
+}
+
+func snapshot(t testing.TB, text string) *engine.Snapshot {
+	t.Helper()
+	res := load(t, text)
+	if len(res.Errors) > 0 {
+		t.Fatal(errors.Join(res.Errors...))
+	}
+	return engineSnapshot(res)
+}
+
+func engineSnapshot(res source.LoadResult) *engine.Snapshot { return engine.NewSnapshot(res.Rules) }
+
+// reviewText reviews the object of text (nil when it is not one).
+func reviewText(snap *engine.Snapshot, text string) *engine.Decision {
+	docs, err := source.ParseManifest("obj.yaml", []byte(text))
+	if err != nil || len(docs) == 0 {
+		return nil
+	}
+	d, _ := engine.New(engine.Options{}).Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: docs[0].Namespace(), Object: docs[0].Object})
+	return d
+}
+
+// objects is an ObjectReader and InventoryReader of fixed objects.
+type objects []map[string]any
+
+func (o objects) Get(_ context.Context, ref engine.ObjectRef) (map[string]any, error) {
+	for _, obj := range o {
+		md, _ := obj["metadata"].(map[string]any)
+		if obj["kind"] == ref.Kind && md["name"] == ref.Name && (md["namespace"] == nil && ref.Namespace == "" || md["namespace"] == ref.Namespace) {
+			return obj, nil
+		}
+	}
+	return nil, nil
+}
+
+func (o objects) Inventory(context.Context) (uint64, []map[string]any, error) { return 1, o, nil }
+
+func review(t testing.TB, snap *engine.Snapshot, ctx objects, obj string) *engine.Decision {
+	t.Helper()
+	o := manifests(t, obj)[0].Object
+	md, _ := o["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	opts := engine.Options{}
+	if ctx != nil {
+		opts.Objects, opts.Inventory = ctx, ctx
+	}
+	d, err := engine.New(opts).Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: ns, Object: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func violations(d *engine.Decision) []string {
+	var out []string
+	for _, tr := range d.Trace {
+		for _, v := range gatekeeper.ViolationsOf(tr.Detail) {
+			out = append(out, v.Msg)
+		}
+	}
+	return out
+}
+
+func TestConstraint(t *testing.T) {
+	const pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team-a, labels: {app: web}}\n"
+	for _, tc := range []struct {
+		name, constraint string
+		want             []string // violations
+		rejected, warned []string
+	}{{
+		name:       "deny, parameters defaulted by the schema",
+		constraint: "spec: {parameters: {labels: [app, owner]}}",
+		want:       []string{"you must provide label <owner> (strict)"},
+		rejected:   []string{"[need] you must provide label <owner> (strict)"},
+	}, {
+		name:       "warn",
+		constraint: "spec: {enforcementAction: warn, parameters: {labels: [owner], mode: loose}}",
+		want:       []string{"you must provide label <owner> (loose)"},
+		warned:     []string{"[need] you must provide label <owner> (loose)"},
+	}, {
+		name:       "dryrun: recorded, neither denied nor warned",
+		constraint: "spec: {enforcementAction: dryrun, parameters: {labels: [owner]}}",
+		want:       []string{"you must provide label <owner> (strict)"},
+	}, {
+		name: "scoped to the webhook as warn",
+		constraint: `spec:
+  enforcementAction: scoped
+  scopedEnforcementActions: [{action: warn, enforcementPoints: [{name: validation.gatekeeper.sh}]}, {action: deny, enforcementPoints: [{name: audit.gatekeeper.sh}]}]
+  parameters: {labels: [owner]}`,
+		want:   []string{"you must provide label <owner> (strict)"},
+		warned: []string{"[need] you must provide label <owner> (strict)"},
+	}, {
+		name:       "no violation",
+		constraint: "spec: {parameters: {labels: [app]}}",
+	}, {
+		name:       "other kinds do not match",
+		constraint: "spec: {match: {kinds: [{apiGroups: [apps], kinds: [Deployment]}]}, parameters: {labels: [owner]}}",
+	}, {
+		name:       "excluded namespace glob",
+		constraint: "spec: {match: {excludedNamespaces: ['team-*']}, parameters: {labels: [owner]}}",
+	}, {
+		name:       "a namespaceSelector on an unknown Namespace: Gatekeeper's autoreject",
+		constraint: "spec: {match: {namespaceSelector: {matchLabels: {env: prod}}}, parameters: {labels: [owner]}}",
+		want:       []string{"unable to match constraints: error matching the requested object: p :failed to run Match criteria: namespace selector for namespace-scoped object but missing Namespace"},
+		rejected:   []string{"[need] unable to match constraints: error matching the requested object: p :failed to run Match criteria: namespace selector for namespace-scoped object but missing Namespace"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := snapshot(t, template+"---\napiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sRequiredLabels\nmetadata: {name: need}\n"+tc.constraint+"\n")
+			d := review(t, snap, nil, pod)
+			var rejected, warned []string
+			for _, r := range d.Rejections {
+				rejected = append(rejected, r.Message)
+			}
+			for _, w := range d.Warnings {
+				warned = append(warned, w.Message)
+			}
+			if diff := cmp.Diff(tc.want, violations(d)); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.rejected, rejected); diff != "" {
+				t.Errorf("rejections (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.warned, warned); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNamespaceSelector(t *testing.T) {
+	snap := snapshot(t, template+`---
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sRequiredLabels
+metadata: {name: need}
+spec: {match: {namespaceSelector: {matchLabels: {env: prod}}}, parameters: {labels: [owner]}}
+`)
+	ns := func(env string) objects {
+		return objects{{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-a", "labels": map[string]any{"env": env}}}}
+	}
+	const pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team-a}\n"
+	if got := violations(review(t, snap, ns("prod"), pod)); len(got) != 1 {
+		t.Errorf("in a prod namespace: got %q, want one violation", got)
+	}
+	if got := violations(review(t, snap, ns("dev"), pod)); len(got) != 0 {
+		t.Errorf("in a dev namespace: got %q, want none", got)
+	}
+	// A Namespace is matched by its own labels.
+	if got := violations(review(t, snap, nil, "apiVersion: v1\nkind: Namespace\nmetadata: {name: x, labels: {env: prod}}\n")); len(got) != 1 {
+		t.Errorf("a prod Namespace: got %q, want one violation", got)
+	}
+}
+
+func TestInventory(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata: {name: k8suniquename}
+spec:
+  crd: {spec: {names: {kind: K8sUniqueName}}}
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+    rego: |
+      package k8suniquename
+      violation[{"msg": msg}] {
+        other := data.inventory.namespace[ns][_]["Service"][_]
+        other.spec.clusterIP == input.review.object.spec.clusterIP
+        ns != input.review.object.metadata.namespace
+        msg := sprintf("clusterIP %v is used in %v", [other.spec.clusterIP, ns])
+      }
+---
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sUniqueName
+metadata: {name: unique}
+`)
+	inv := objects{{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "s", "namespace": "b"}, "spec": map[string]any{"clusterIP": "10.0.0.1"}}}
+	const svc = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: a}\nspec: {clusterIP: 10.0.0.1}\n"
+	if diff := cmp.Diff([]string{"clusterIP 10.0.0.1 is used in b"}, violations(review(t, snap, inv, svc))); diff != "" {
+		t.Errorf("with the inventory (-want +got):\n%s", diff)
+	}
+	if got := violations(review(t, snap, nil, svc)); len(got) != 0 {
+		t.Errorf("without an inventory: got %q", got)
+	}
+}
+
+func TestEvalErrorIsViolation(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata: {name: k8sconflict}
+spec:
+  crd: {spec: {names: {kind: K8sConflict}}}
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+    rego: |
+      package k8sconflict
+      x = 1 { true }
+      x = 2 { true }
+      violation[{"msg": "never"}] { x == 3 }
+---
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sConflict
+metadata: {name: c}
+`)
+	got := violations(review(t, snap, nil, "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: a}\n"))
+	if len(got) != 1 || !strings.Contains(got[0], "conflict") {
+		t.Errorf("got %q, want one violation naming the conflict", got)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	constraint := func(spec string) string {
+		return template + "---\napiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sRequiredLabels\nmetadata: {name: need}\n" + spec + "\n"
+	}
+	tmpl := func(name, kind, rego string) string {
+		return "apiVersion: templates.gatekeeper.sh/v1\nkind: ConstraintTemplate\nmetadata: {name: " + name + "}\nspec:\n  crd: {spec: {names: {kind: " + kind + "}}}\n  targets:\n  - target: admission.k8s.gatekeeper.sh\n    rego: |\n" + indent(rego) + "\n"
+	}
+	for _, tc := range []struct {
+		name, text string
+		want       []string // substrings, one per error in order
+	}{
+		{"name and kind differ", tmpl("other", "K8sX", "package x\nviolation[{\"msg\": \"m\"}] { true }"), []string{`metadata.name: must be "k8sx"`}},
+		{"no violation rule", tmpl("k8sx", "K8sX", "package x\ndeny[{\"msg\": \"m\"}] { true }"), []string{"missing required rule: violation"}},
+		{"a syntax error, positioned", tmpl("k8sx", "K8sX", "package x\nviolation[{\"msg\": \"m\"}] { true "), []string{"spec.targets[0].rego: column"}},
+		{"data outside lib and inventory", tmpl("k8sx", "K8sX", "package x\nviolation[{\"msg\": \"m\"}] { data.secrets.x }"), []string{"disallowed reference data.secrets.x"}},
+		{"an import of input", tmpl("k8sx", "K8sX", "package x\nimport input.review\nviolation[{\"msg\": \"m\"}] { review }"), []string{"invalid import input.review"}},
+		{"no template", "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sNone\nmetadata: {name: c}\n", []string{"no ConstraintTemplate defines kind K8sNone"}},
+		{"parameters against the schema", constraint("spec: {parameters: {labels: app}}"), []string{"spec.parameters.labels"}},
+		{"unknown parameters", constraint("spec: {parameters: {color: red}}"), []string{"spec.parameters.color: unknown field"}},
+		{"unknown match field", constraint("spec: {match: {kind: [Pod]}}"), []string{"unknown field"}},
+		{"enforcementAction", constraint("spec: {enforcementAction: block}"), []string{`must be deny, dryrun, warn or scoped, not "block"`}},
+		{"scoped needs its actions", constraint("spec: {enforcementAction: scoped}"), []string{"needs scopedEnforcementActions"}},
+		{"bad glob", constraint("spec: {match: {namespaces: ['a*b']}}"), []string{"spec.match.namespaces[0]"}},
+		{"v1 is not served", strings.Replace(constraint("spec: {}"), "constraints.gatekeeper.sh/v1beta1", "constraints.gatekeeper.sh/v1", 1), []string{"apiVersion: constraints.gatekeeper.sh/v1 is not served"}},
+		{"two templates of one kind", template + "---\n" + template, []string{"kind K8sRequiredLabels is defined by template k8srequiredlabels already"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := load(t, tc.text)
+			if len(res.Errors) != len(tc.want) {
+				t.Fatalf("got %d errors, want %d: %v", len(res.Errors), len(tc.want), errors.Join(res.Errors...))
+			}
+			for i, err := range res.Errors {
+				if !strings.Contains(err.Error(), tc.want[i]) {
+					t.Errorf("error %d: %v\nwant it to contain %q", i, err, tc.want[i])
+				}
+				if !errors.Is(err, rules.ErrInvalidRule) {
+					t.Errorf("error %d is not ErrInvalidRule: %v", i, err)
+				}
+			}
+			// A broken constraint is kept, with its error, and never applies.
+			for _, r := range res.Rules {
+				if r.Info().Err == nil {
+					continue
+				}
+				if ks := r.Info().Index.Kinds; ks == nil || len(ks) != 0 {
+					t.Errorf("broken rule %s is indexed to apply", r.Info().Key)
+				}
+			}
+		})
+	}
+}
+
+func indent(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = "      " + l
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,161 @@
+package gatekeeper
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Kind is the adapter of constraints: every kind of
+// constraints.gatekeeper.sh, each compiled against the template that
+// defines it. It is immutable and safe for concurrent use.
+type Kind struct {
+	templates map[string]*Template // by constraint kind
+}
+
+var (
+	_ kinds.Kind       = (*Kind)(nil)
+	_ kinds.GroupOwner = (*Kind)(nil)
+	_ kinds.Definer    = (*Kind)(nil)
+)
+
+// NewKind returns the adapter with no templates (WithDefinitions gives
+// them).
+func NewKind() *Kind { return &Kind{} }
+
+// Name is what constraints are called in messages.
+func (k *Kind) Name() string { return "Constraint" }
+
+// Group is constraints.gatekeeper.sh.
+func (k *Kind) Group() string { return gkv1.ConstraintsGroup }
+
+// Versions are v1beta1, v1alpha1 and v1 (the same schema).
+func (k *Kind) Versions() []string { return gkv1.ConstraintVersions }
+
+// OwnedKinds says which kinds the adapter owns.
+func (k *Kind) OwnedKinds() string { return "the kinds of ConstraintTemplates" }
+
+// Defines reports whether m is a ConstraintTemplate.
+func (k *Kind) Defines(m *kinds.Manifest) bool {
+	return m.Group() == gkv1.TemplatesGroup && m.Kind() == gkv1.KindTemplate
+}
+
+// WithDefinitions compiles templates and returns the adapter compiling
+// constraints against them (and k's own templates of other kinds). Two
+// templates of one kind: the later one is an error.
+func (k *Kind) WithDefinitions(defs []*kinds.Manifest) (kinds.Kind, []error) {
+	errs := make([]error, len(defs))
+	nk := &Kind{templates: make(map[string]*Template, len(k.templates)+len(defs))}
+	for kd, t := range k.templates {
+		nk.templates[kd] = t
+	}
+	ts := make([]*Template, len(defs))
+	for i, m := range defs {
+		ts[i], errs[i] = CompileTemplate(m)
+	}
+	seen := map[string]string{}
+	for i, t := range ts {
+		if t == nil || t.kind == "" {
+			continue
+		}
+		if first, dup := seen[t.kind]; dup {
+			errs[i] = &rules.CompileError{Kind: gkv1.KindTemplate, Rule: defs[i].Key(), Errors: []rules.FieldError{{
+				Field: "spec.crd.spec.names.kind", Pos: -1, Msg: fmt.Sprintf("kind %s is defined by template %s already", t.kind, first)}}}
+			continue
+		}
+		seen[t.kind] = t.name
+		nk.templates[t.kind] = t
+	}
+	return nk, errs
+}
+
+// Template returns the template of a constraint kind, or nil.
+func (k *Kind) Template(kind string) *Template { return k.templates[kind] }
+
+// Compile checks a constraint against its kind's CRD, as the API server
+// would, and compiles it. A constraint whose template is missing or
+// broken is returned with that error.
+func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
+	c := &Constraint{name: m.Name()}
+	c.info = engine.RuleInfo{Kind: m.Kind(), Key: m.Key(), Namespace: m.Namespace(), Name: m.Name(),
+		Phase: engine.Validate, FailurePolicy: engine.FailureIgnore}
+	ce := &rules.CompileError{Kind: m.Kind(), Rule: m.Key()}
+	errf := func(field string, pos int, format string, args ...any) {
+		ce.Errors = append(ce.Errors, rules.FieldError{Field: field, Pos: pos, Msg: fmt.Sprintf(format, args...)})
+	}
+	fail := func() (engine.Rule, error) {
+		c.info.Err = ce
+		c.info.Index.Kinds = []string{}
+		return c, ce
+	}
+	t := k.templates[m.Kind()]
+	switch {
+	case t == nil:
+		errf("kind", -1, "no ConstraintTemplate defines kind %s (give its template with the constraint)", m.Kind())
+		return fail()
+	case t.err != nil:
+		errf("kind", -1, "its ConstraintTemplate %s does not compile: %v", t.name, t.err)
+		return fail()
+	}
+	c.t = t
+	version := strings.TrimPrefix(m.APIVersion(), gkv1.ConstraintsGroup+"/")
+	v := t.crd.For(gkv1.ConstraintsGroup+"/"+version, m.Kind())
+	if v == nil {
+		errf("apiVersion", -1, "%s is not served: want %s/%s", m.APIVersion(), gkv1.ConstraintsGroup, strings.Join(gkv1.ConstraintVersions, " or "))
+		return fail()
+	}
+	res := v.Validate(context.Background(), m.Object, nil, "")
+	for _, f := range res.UnknownFields {
+		errf(f, -1, "unknown field")
+	}
+	for _, e := range res.Errors {
+		errf(e.Field, -1, "%s", e.ErrorBody())
+	}
+	if len(ce.Errors) > 0 {
+		return fail()
+	}
+	b, err := value.AppendJSON(nil, res.Object)
+	if err != nil {
+		errf("(root)", -1, "%v", err)
+		return fail()
+	}
+	var con gkv1.Constraint
+	if err := kinds.Decode(&kinds.Manifest{Object: res.Object, JSON: b}, m.Kind(), m.APIVersion(), &con); err != nil {
+		return nil, err
+	}
+	c.match = compileMatch("spec.match", &con.Spec.Match, errf)
+	spec, _ := res.Object["spec"].(map[string]any)
+	c.params = spec["parameters"]
+	if c.params == nil {
+		c.params = map[string]any{}
+	}
+	c.actions = compileActions(&con.Spec, errf)
+	if len(ce.Errors) > 0 {
+		return fail()
+	}
+	c.info.Index = engine.IndexKeys{AnyNamespace: true, Kinds: c.match.indexKinds(), Operations: operationsOf(t.operations)}
+	return c, nil
+}
+
+// operationsOf is a target's operations as a set (Gatekeeper's webhook:
+// CREATE and UPDATE when none are given).
+func operationsOf(ops []string) engine.OpSet {
+	if len(ops) == 0 {
+		return engine.OpSetOf(rules.Create, rules.Update)
+	}
+	if slices.Contains(ops, "*") {
+		return engine.OpSetOf(rules.Create, rules.Update, rules.Delete, rules.Connect)
+	}
+	var out []rules.Operation
+	for _, op := range ops {
+		out = append(out, rules.Operation(op))
+	}
+	return engine.OpSetOf(out...)
+}
