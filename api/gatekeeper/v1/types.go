@@ -98,8 +98,10 @@ type RegoSource struct {
 // CELSource is a K8sNativeValidation code entry's source: a
 // ValidatingAdmissionPolicy's expressions.
 type CELSource struct {
-	Validations      []CELValidation     `json:"validations,omitempty"`
-	MatchConditions  []CELNamed          `json:"matchConditions,omitempty"`
+	Validations []CELValidation `json:"validations,omitempty"`
+	// MatchCondition is Gatekeeper's name (singular) for a policy's
+	// matchConditions.
+	MatchCondition   []CELNamed          `json:"matchCondition,omitempty"`
 	Variables        []CELNamed          `json:"variables,omitempty"`
 	FailurePolicy    *string             `json:"failurePolicy,omitempty"`
 	GenerateVAP      *bool               `json:"generateVAP,omitempty"`

@@ -6,7 +6,10 @@
 // compiled once (template.go) into the CustomResourceDefinition Gatekeeper
 // would create for its constraint kind (checked as the API server checks
 // it, through internal/crdschema) and its Rego (v0 as Gatekeeper reads it,
-// or v1; libs; through internal/lang/rego). A constraint
+// or v1; libs; through internal/lang/rego) or its K8sNativeValidation
+// code (cel.go: a ValidatingAdmissionPolicy's expressions through
+// internal/lang/cel, which run instead of the Rego when a template has
+// both, as in Gatekeeper). A constraint
 // (constraints.gatekeeper.sh, any kind a template defines:
 // kinds.GroupOwner) is the rule: validated against its kind's CRD as the
 // API server would (parameters defaulted), its spec.match compiled

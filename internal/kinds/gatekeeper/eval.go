@@ -74,12 +74,14 @@ func compileActions(s *gkv1.ConstraintSpec, errf errfFunc) actions {
 
 // Constraint is a compiled constraint: the rule. It is immutable.
 type Constraint struct {
-	info    engine.RuleInfo
-	name    string
-	t       *Template
-	match   *matcher
-	params  any
-	actions actions
+	info   engine.RuleInfo
+	name   string
+	t      *Template
+	match  *matcher
+	params any // input.parameters ({} without parameters)
+	// celParams is variables.params (null without parameters).
+	celParams any
+	actions   actions
 }
 
 var _ engine.Rule = (*Constraint)(nil)
@@ -233,6 +235,9 @@ func (c *Constraint) violations(h *engine.Handle) ([]Violation, error) {
 	var nsObj map[string]any
 	if !t.namespace {
 		nsObj, _ = namespaceOf(h, t.ns)
+	}
+	if c.t.celCode != nil {
+		return c.celViolations(h, nsObj)
 	}
 	input := map[string]any{"review": review(h, nsObj), "parameters": c.params}
 	if c.t.inventory {

@@ -3,6 +3,7 @@ package gatekeeper_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -330,4 +331,78 @@ func indent(s string) string {
 		lines[i] = "      " + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+const celTemplate = `
+apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata: {name: k8smaxreplicas}
+spec:
+  crd:
+    spec:
+      names: {kind: K8sMaxReplicas}
+      validation:
+        openAPIV3Schema:
+          type: object
+          properties:
+            max: {type: integer}
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+    code:
+    - engine: K8sNativeValidation
+      source:
+        failurePolicy: FAILURE_POLICY
+        matchCondition:
+        - name: not-system
+          expression: '!variables.anyObject.metadata.name.startsWith("system-")'
+        variables:
+        - name: replicas
+          expression: 'has(variables.anyObject.spec.replicas) ? variables.anyObject.spec.replicas : 1'
+        - name: broken
+          expression: 'variables.anyObject.spec.nothing.here'
+        validations:
+        - expression: 'variables.replicas <= variables.params.max'
+          messageExpression: '"replicas " + string(variables.replicas) + " above " + string(variables.params.max)'
+        - expression: 'variables.replicas != 7'
+        - expression: 'variables.replicas != 13 || variables.broken == 1'
+    - engine: Rego
+      source:
+        rego: |
+          package k8smaxreplicas
+          violation[{"msg": "the Rego ran"}] { true }
+---
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sMaxReplicas
+metadata: {name: max}
+spec: {parameters: {max: 5}}
+`
+
+// TestCEL: a template with K8sNativeValidation runs it (not its Rego), as
+// a ValidatingAdmissionPolicy whose params are the constraint.
+func TestCEL(t *testing.T) {
+	deploy := func(name string, replicas int) string {
+		return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %s, namespace: a}\nspec: {replicas: %d}\n", name, replicas)
+	}
+	for _, tc := range []struct {
+		name, policy, obj string
+		want              []string
+	}{
+		{"within bounds", "Fail", deploy("web", 3), nil},
+		{"messageExpression", "Fail", deploy("web", 6), []string{"replicas 6 above 5"}},
+		{"no message: the expression", "Fail", deploy("web", 7), []string{"replicas 7 above 5", "failed expression: variables.replicas != 7"}},
+		{"an unused broken variable is harmless; a used one fails closed", "Fail", deploy("web", 13), []string{"replicas 13 above 5", "expression 'variables.replicas != 13 || variables.broken == 1' resulted in error: variable broken: no such key: nothing"}},
+		{"failurePolicy Ignore", "Ignore", deploy("web", 13), []string{"replicas 13 above 5"}},
+		{"matchCondition", "Fail", deploy("system-web", 9), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := snapshot(t, strings.Replace(celTemplate, "FAILURE_POLICY", tc.policy, 1))
+			if diff := cmp.Diff(tc.want, violations(review(t, snap, nil, tc.obj))); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+	res := load(t, strings.Replace(strings.Replace(celTemplate, "FAILURE_POLICY", "Fail", 1), "name: broken", "name: params", 1))
+	if len(res.Errors) == 0 || !strings.Contains(res.Errors[0].Error(), "params is Gatekeeper's own variable") {
+		t.Errorf("a variable named params: got %v", res.Errors)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -18,6 +19,7 @@ import (
 // defines it. It is immutable and safe for concurrent use.
 type Kind struct {
 	templates map[string]*Template // by constraint kind
+	envs      *cel.EnvCache        // CEL environments, shared by templates
 }
 
 var (
@@ -28,7 +30,7 @@ var (
 
 // NewKind returns the adapter with no templates (WithDefinitions gives
 // them).
-func NewKind() *Kind { return &Kind{} }
+func NewKind() *Kind { return &Kind{envs: cel.NewEnvCache()} }
 
 // Name is what constraints are called in messages.
 func (k *Kind) Name() string { return "Constraint" }
@@ -52,13 +54,13 @@ func (k *Kind) Defines(m *kinds.Manifest) bool {
 // templates of one kind: the later one is an error.
 func (k *Kind) WithDefinitions(defs []*kinds.Manifest) (kinds.Kind, []error) {
 	errs := make([]error, len(defs))
-	nk := &Kind{templates: make(map[string]*Template, len(k.templates)+len(defs))}
+	nk := &Kind{templates: make(map[string]*Template, len(k.templates)+len(defs)), envs: k.envs}
 	for kd, t := range k.templates {
 		nk.templates[kd] = t
 	}
 	ts := make([]*Template, len(defs))
 	for i, m := range defs {
-		ts[i], errs[i] = CompileTemplate(m)
+		ts[i], errs[i] = compileTemplate(m, k.envs)
 	}
 	seen := map[string]string{}
 	for i, t := range ts {
@@ -133,6 +135,7 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	c.match = compileMatch("spec.match", &con.Spec.Match, errf)
 	spec, _ := res.Object["spec"].(map[string]any)
 	c.params = spec["parameters"]
+	c.celParams = c.params // variables.params: null without parameters
 	if c.params == nil {
 		c.params = map[string]any{}
 	}

@@ -11,6 +11,7 @@ import (
 	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
 	"github.com/modwright/modwright/internal/crdschema"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/lang/rego"
 	"github.com/modwright/modwright/internal/rules"
 )
@@ -27,9 +28,9 @@ type Template struct {
 	inventory bool
 	// operations are the target's operations (nil: Gatekeeper's CREATE and UPDATE).
 	operations []string
-	// cel: the target has K8sNativeValidation code too (not run: the
-	// Rego beside it is).
-	cel bool
+	// celCode is the target's K8sNativeValidation code: when a template
+	// has it, it runs and the Rego beside it does not, as in Gatekeeper.
+	celCode *celCode
 	// err is why the template does not compile (a *rules.CompileError).
 	err error
 }
@@ -49,6 +50,10 @@ const inventoryRoot = "__inventory"
 // template with its error (a *rules.CompileError naming each field),
 // which is also returned.
 func CompileTemplate(m *kinds.Manifest) (*Template, error) {
+	return compileTemplate(m, cel.NewEnvCache())
+}
+
+func compileTemplate(m *kinds.Manifest, envs *cel.EnvCache) (*Template, error) {
 	av := m.APIVersion()
 	if !slices.Contains(gkv1.TemplateVersions, strings.TrimPrefix(av, gkv1.TemplatesGroup+"/")) {
 		av = gkv1.TemplatesGroup + "/" + gkv1.TemplateVersion
@@ -78,7 +83,7 @@ func CompileTemplate(m *kinds.Manifest) (*Template, error) {
 	case 0:
 		errf("spec.targets", -1, "a template has one target, %s", gkv1.AdmissionTarget)
 	case 1:
-		t.compileTarget(&ct.Spec.Targets[0], errf)
+		t.compileTarget(&ct.Spec.Targets[0], envs, errf)
 	default:
 		errf("spec.targets", -1, "a template has exactly one target, not %d", len(ct.Spec.Targets))
 	}
@@ -93,7 +98,7 @@ type errfFunc func(field string, pos int, format string, args ...any)
 
 // compileTarget compiles the target's Rego: its rego and libs, or its
 // code entry of engine Rego.
-func (t *Template) compileTarget(tg *gkv1.Target, errf errfFunc) {
+func (t *Template) compileTarget(tg *gkv1.Target, envs *cel.EnvCache, errf errfFunc) {
 	const field = "spec.targets[0]"
 	if tg.Target != gkv1.AdmissionTarget {
 		errf(field+".target", -1, "must be %s, not %q", gkv1.AdmissionTarget, tg.Target)
@@ -129,7 +134,9 @@ func (t *Template) compileTarget(tg *gkv1.Target, errf errfFunc) {
 			}
 			src, srcField = &rs, cf+".source"
 		case gkv1.EngineCEL:
-			t.cel = true
+			if t.celCode == nil {
+				t.celCode = compileCEL(cf+".source", c.Source, envs, errf)
+			}
 		default:
 			errf(cf+".engine", -1, "unknown engine %q (Rego or K8sNativeValidation)", c.Engine)
 		}
@@ -138,7 +145,9 @@ func (t *Template) compileTarget(tg *gkv1.Target, errf errfFunc) {
 		src, srcField = &gkv1.RegoSource{Rego: tg.Rego, Libs: tg.Libs}, field
 	}
 	if src == nil {
-		errf(field, -1, "the target has no Rego (rego, or a code entry of engine Rego): templates with K8sNativeValidation alone are not run yet")
+		if t.celCode == nil {
+			errf(field, -1, "the target has no code: rego, or code entries of engine Rego or K8sNativeValidation")
+		}
 		return
 	}
 	v0 := src.Version != "v1"

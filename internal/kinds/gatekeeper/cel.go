@@ -1,0 +1,266 @@
+package gatekeeper
+
+import (
+	"fmt"
+	"strings"
+
+	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
+	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/lang/cel"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// The variables of a K8sNativeValidation expression, as a
+// ValidatingAdmissionPolicy names them (params is not declared: as in
+// Gatekeeper, the constraint's parameters are variables.params).
+const (
+	celRequest   = "request"
+	celNamespace = "namespaceObject"
+	celVariables = "variables"
+	varParams    = "params"
+	varAnyObject = "anyObject"
+	gkInternal   = "gatekeeper_internal_"
+)
+
+func celEnv(name string) *lang.Env {
+	return &lang.Env{Name: name, Vars: []lang.Var{
+		{Name: cel.VarObject, Doc: "the object (null on DELETE)"},
+		{Name: cel.VarOldObject, Doc: "the existing object (UPDATE, DELETE), else null"},
+		{Name: celRequest, Doc: "the admission request's attributes"},
+		{Name: celNamespace, Doc: "the object's Namespace, null when unknown"},
+		{Name: celVariables, Doc: "params (the constraint's parameters), anyObject (the object, or the old one on DELETE) and the template's variables"},
+	}}
+}
+
+// celCode is a compiled K8sNativeValidation source: Gatekeeper runs it as
+// a ValidatingAdmissionPolicy whose params are the constraint.
+type celCode struct {
+	vars        []celVar // the template's, after params and anyObject
+	conds       []celCond
+	validations []celValidation
+	failClosed  bool // failurePolicy Fail (the default)
+}
+
+type celVar struct {
+	name string
+	prog *cel.Program
+}
+
+type celCond struct {
+	name string
+	prog *cel.Program
+}
+
+type celValidation struct {
+	prog    *cel.Program
+	message string
+	msgExpr *cel.Program
+}
+
+// compileCEL compiles a K8sNativeValidation source at field.
+func compileCEL(field string, raw []byte, envs *cel.EnvCache, errf errfFunc) *celCode {
+	var src gkv1.CELSource
+	if err := strictJSON(raw, &src); err != nil {
+		errf(field, -1, "%v", err)
+		return nil
+	}
+	out := &celCode{failClosed: true}
+	if fp := src.FailurePolicy; fp != nil {
+		switch *fp {
+		case "Fail":
+		case "Ignore":
+			out.failClosed = false
+		default:
+			errf(field+".failurePolicy", -1, "must be Fail or Ignore, not %q", *fp)
+		}
+	}
+	compile := func(f, expr string) *cel.Program {
+		p, ds := cel.Language{Envs: envs}.CompileExpr(celEnv(f), expr)
+		for _, d := range ds {
+			errf(f, d.Pos, "%s", d.Msg)
+		}
+		return p
+	}
+	seen := map[string]bool{varParams: true, varAnyObject: true}
+	for i, v := range src.Variables {
+		f := fmt.Sprintf("%s.variables[%d]", field, i)
+		switch {
+		case v.Name == varParams || v.Name == varAnyObject:
+			errf(f+".name", -1, "%s is Gatekeeper's own variable", v.Name)
+			continue
+		case strings.HasPrefix(v.Name, gkInternal):
+			errf(f+".name", -1, "names beginning %s are Gatekeeper's", gkInternal)
+			continue
+		case seen[v.Name]:
+			errf(f+".name", -1, "duplicate variable %q", v.Name)
+			continue
+		}
+		seen[v.Name] = true
+		out.vars = append(out.vars, celVar{name: v.Name, prog: compile(f+".expression", v.Expression)})
+	}
+	for i, mc := range src.MatchCondition {
+		f := fmt.Sprintf("%s.matchCondition[%d]", field, i)
+		if strings.HasPrefix(mc.Name, gkInternal) {
+			errf(f+".name", -1, "names beginning %s are Gatekeeper's", gkInternal)
+			continue
+		}
+		out.conds = append(out.conds, celCond{name: mc.Name, prog: compile(f+".expression", mc.Expression)})
+	}
+	for i, v := range src.Validations {
+		f := fmt.Sprintf("%s.validations[%d]", field, i)
+		cv := celValidation{prog: compile(f+".expression", v.Expression), message: strings.TrimSpace(v.Message)}
+		if v.MessageExpression != "" {
+			cv.msgExpr = compile(f+".messageExpression", v.MessageExpression)
+		}
+		out.validations = append(out.validations, cv)
+	}
+	if len(src.Validations) == 0 {
+		errf(field+".validations", -1, "K8sNativeValidation needs at least one validation")
+	}
+	return out
+}
+
+// celVars is `variables` for one evaluation: params and anyObject, then
+// the template's variables, each computed on first read (a variable reads
+// those before it), its value or error kept.
+type celVars struct {
+	code   *celCode
+	h      *engine.Handle
+	act    *lang.Activation
+	fixed  map[string]any
+	vals   []any
+	errs   []error
+	done   []bool
+	cost   uint64
+	active int // the variables visible: those before the one being computed
+}
+
+var _ lang.Lazy = (*celVars)(nil)
+
+func (v *celVars) Member(name string) (any, bool, error) {
+	if val, ok := v.fixed[name]; ok {
+		return val, true, nil
+	}
+	for i := 0; i < v.active; i++ {
+		if v.code.vars[i].name != name {
+			continue
+		}
+		if !v.done[i] {
+			prev := v.active
+			v.active = i
+			val, cost, err := v.code.vars[i].prog.EvalValue(v.h.Context(), v.act)
+			v.active = prev
+			v.cost += cost
+			if err != nil {
+				err = &varError{name: name, err: err}
+			}
+			v.vals[i], v.errs[i], v.done[i] = val, err, true
+		}
+		return v.vals[i], true, v.errs[i]
+	}
+	return nil, false, nil
+}
+
+func (v *celVars) Names() []string {
+	names := []string{varParams, varAnyObject}
+	for i := 0; i < v.active; i++ {
+		names = append(names, v.code.vars[i].name)
+	}
+	return names
+}
+
+// varError is a variable's error, worded without the CEL package's
+// prefix (the evaluation that read the variable adds its own).
+type varError struct {
+	name string
+	err  error
+}
+
+func (e *varError) Error() string {
+	return "variable " + e.name + ": " + strings.TrimPrefix(e.err.Error(), "cel: ")
+}
+func (e *varError) Unwrap() error { return e.err }
+
+// celError is an expression's error without the CEL package's prefix.
+func celError(err error) string { return strings.TrimPrefix(err.Error(), "cel: ") }
+
+// celViolations evaluates the code as Gatekeeper's K8sNativeValidation
+// driver does (the API server's validator): every match condition must
+// hold; each validation that is false is a violation with its message
+// (messageExpression, else message, else "failed expression: ..."); an
+// error is a violation under failurePolicy Fail, nothing under Ignore.
+func (c *Constraint) celViolations(h *engine.Handle, nsObj map[string]any) ([]Violation, error) {
+	code := c.t.celCode
+	q := h.Request()
+	obj, old := h.Object(), oldObject(q)
+	act := &lang.Activation{Object: obj, OldObject: old, Vars: map[string]any{}}
+	anyObject := obj
+	if q.Operation == rules.Delete {
+		act.Object = nil // as the API server: no object on DELETE
+		anyObject = old
+		if anyObject == nil {
+			anyObject = obj
+		}
+	}
+	act.Vars[celRequest] = kyvernoreq.Request(q, gvkOf(asMap(obj)).Kind)
+	if nsObj != nil {
+		act.Vars[celNamespace] = nsObj
+	}
+	vars := &celVars{code: code, h: h, act: act, fixed: map[string]any{varParams: c.celParams, varAnyObject: anyObject},
+		vals: make([]any, len(code.vars)), errs: make([]error, len(code.vars)), done: make([]bool, len(code.vars)), active: len(code.vars)}
+	act.Vars[celVariables] = vars
+	var out []Violation
+	fail := func(err error) ([]Violation, error) {
+		if h.Context().Err() != nil {
+			return nil, engine.InField("spec.targets[0].code", err)
+		}
+		if !code.failClosed {
+			return out, nil
+		}
+		return append(out, Violation{Msg: err.Error(), Details: map[string]any{}}), nil
+	}
+	for _, mc := range code.conds {
+		ok, cost, err := mc.prog.EvalBoolCost(h.Context(), act)
+		vars.cost += cost
+		if err != nil {
+			return fail(fmt.Errorf("failed to evaluate match condition %s: %s", mc.name, celError(err)))
+		}
+		if !ok {
+			return nil, nil
+		}
+	}
+	for _, v := range code.validations {
+		ok, cost, err := v.prog.EvalBoolCost(h.Context(), act)
+		vars.cost += cost
+		if vars.cost > cel.RuntimeCostBudget {
+			return fail(fmt.Errorf("validation failed due to running out of cost budget, no further validation rules will be run"))
+		}
+		if err != nil {
+			if out, err = fail(fmt.Errorf("expression '%s' resulted in error: %s", v.prog.Source(), celError(err))); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if ok {
+			continue
+		}
+		msg := v.message
+		if v.msgExpr != nil {
+			if m, cost, err := v.msgExpr.EvalCost(h.Context(), act); err == nil {
+				vars.cost += cost
+				if s, ok := m.(string); ok && strings.TrimSpace(s) != "" && !strings.Contains(s, "\n") {
+					msg = strings.TrimSpace(s)
+				}
+			}
+		}
+		if msg == "" {
+			msg = "failed expression: " + strings.TrimSpace(v.prog.Source())
+		}
+		out = append(out, Violation{Msg: msg, Details: map[string]any{}})
+	}
+	return out, nil
+}
+
+func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
