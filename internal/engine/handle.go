@@ -170,17 +170,20 @@ func (h *Handle) Keep(vals []any) []any {
 // KindState is a slot that lives for one evaluation, one per kind (by
 // RuleInfo.Kind): a kind keeps there what its rules share during the
 // evaluation (storage its traces are cut from, say). It starts nil. The
-// pointer is valid until the next call of KindState: read and set the slot
-// at once, never keep the pointer.
-func (h *Handle) KindState() *any {
-	kind := h.rule.Info().Kind
+// pointer is valid until the next call of KindState or State: read and set
+// the slot at once, never keep the pointer.
+func (h *Handle) KindState() *any { return h.State(h.rule.Info().Kind) }
+
+// State is KindState by a key of the adapter's choosing: the slot the
+// rules of an adapter owning many kinds share (a group's name, say).
+func (h *Handle) State(key string) *any {
 	ev := h.ev
 	for i := range ev.kindState {
-		if ev.kindState[i].kind == kind {
+		if ev.kindState[i].kind == key {
 			return &ev.kindState[i].state
 		}
 	}
-	ev.kindState = append(ev.kindState, kindState{kind: kind})
+	ev.kindState = append(ev.kindState, kindState{kind: key})
 	return &ev.kindState[len(ev.kindState)-1].state
 }
 

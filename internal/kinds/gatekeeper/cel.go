@@ -6,7 +6,6 @@ import (
 
 	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
@@ -191,7 +190,7 @@ func celError(err error) string { return strings.TrimPrefix(err.Error(), "cel: "
 // hold; each validation that is false is a violation with its message
 // (messageExpression, else message, else "failed expression: ..."); an
 // error is a violation under failurePolicy Fail, nothing under Ignore.
-func (c *Constraint) celViolations(h *engine.Handle, nsObj map[string]any) ([]Violation, error) {
+func (c *Constraint) celViolations(h *engine.Handle, st *evalState, nsObj map[string]any) ([]Violation, error) {
 	code := c.t.celCode
 	q := h.Request()
 	obj, old := h.Object(), oldObject(q)
@@ -204,7 +203,7 @@ func (c *Constraint) celViolations(h *engine.Handle, nsObj map[string]any) ([]Vi
 			anyObject = obj
 		}
 	}
-	act.Vars[celRequest] = kyvernoreq.Request(q, gvkOf(asMap(obj)).Kind)
+	act.Vars[celRequest] = st.celRequest(h)
 	if nsObj != nil {
 		act.Vars[celNamespace] = nsObj
 	}
@@ -262,5 +261,3 @@ func (c *Constraint) celViolations(h *engine.Handle, nsObj map[string]any) ([]Vi
 	}
 	return out, nil
 }
-
-func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }

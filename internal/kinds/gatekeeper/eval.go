@@ -79,6 +79,8 @@ type Constraint struct {
 	t      *Template
 	match  *matcher
 	params any // input.parameters ({} without parameters)
+	// paramsVal is params converted for Rego.
+	paramsVal rego.Value
 	// celParams is variables.params (null without parameters).
 	celParams any
 	actions   actions
@@ -96,14 +98,14 @@ func (c *Constraint) InScope(string) bool { return true }
 // be decided (the object's Namespace is unknown) matches: Apply answers
 // with Gatekeeper's autoreject violation.
 func (c *Constraint) Match(h *engine.Handle) (bool, error) {
-	ok, err := c.match.matches(targetOf(h))
+	ok, err := c.match.matches(stateOf(h).target)
 	if errors.Is(err, errMissingNamespace) {
 		return true, nil
 	}
 	return ok, engine.InField("spec.match", err)
 }
 
-func targetOf(h *engine.Handle) *target {
+func targetOf(h *engine.Handle, st *evalState) *target {
 	q := h.Request()
 	obj, _ := h.Object().(map[string]any)
 	md, _ := obj["metadata"].(map[string]any)
@@ -124,8 +126,7 @@ func targetOf(h *engine.Handle) *target {
 	if t.gvk.Kind == "Namespace" && t.gvk.Group == "" {
 		t.ns, t.namespace = t.name, true
 	}
-	ns := t.ns
-	t.nsObject = func() (map[string]any, error) { return namespaceOf(h, ns) }
+	t.nsObject = func() (map[string]any, error) { return st.namespace(h) }
 	return t
 }
 
@@ -228,26 +229,28 @@ func (c *Constraint) Apply(h *engine.Handle) error {
 // undecidable match and an evaluation error are violations (their
 // messages say why); the guardrails' bounds fail the rule.
 func (c *Constraint) violations(h *engine.Handle) ([]Violation, error) {
-	t := targetOf(h)
+	st := stateOf(h)
+	t := st.target
 	if _, err := c.match.matches(t); errors.Is(err, errMissingNamespace) {
 		return []Violation{{Msg: fmt.Sprintf("unable to match constraints: error matching the requested object: %s :failed to run Match criteria: %v", t.name, err)}}, nil
 	}
-	var nsObj map[string]any
-	if !t.namespace {
-		nsObj, _ = namespaceOf(h, t.ns)
-	}
 	if c.t.celCode != nil {
-		return c.celViolations(h, nsObj)
+		nsObj, _ := st.namespace(h)
+		return c.celViolations(h, st, nsObj)
 	}
-	input := map[string]any{"review": review(h, nsObj), "parameters": c.params}
+	rv, err := st.reviewValue(h)
+	if err != nil {
+		return nil, err
+	}
+	keys, vals := []string{"review", "parameters"}, []rego.Value{rv, c.paramsVal}
 	if c.t.inventory {
-		inv, err := inventoryOf(h)
+		inv, err := st.inventory(h)
 		if err != nil {
 			return nil, err
 		}
-		input[inventoryRoot] = inv
+		keys, vals = append(keys, inventoryRoot), append(vals, inv)
 	}
-	out, err := c.t.rego.Eval(h.Context(), input)
+	out, err := c.t.rego.EvalParts(h.Context(), keys, vals)
 	if err != nil {
 		if errors.Is(err, rego.ErrEvalTimeout) || errors.Is(err, rego.ErrEvalPanic) || h.Context().Err() != nil {
 			return nil, engine.InField("spec.targets[0].rego", err)
@@ -345,26 +348,6 @@ func oldObject(q *engine.Request) any {
 		}
 	}
 	return nil
-}
-
-// inventoryOf is data.inventory, Gatekeeper's layout of the replicated
-// objects (the engine's InventoryReader): cluster[apiVersion][kind][name]
-// and namespace[ns][apiVersion][kind][name]; built once per evaluation.
-func inventoryOf(h *engine.Handle) (any, error) {
-	slot := h.KindState()
-	if inv, ok := (*slot).(map[string]any); ok {
-		return inv, nil
-	}
-	inv := map[string]any{}
-	if r := h.Inventory(); r != nil {
-		_, objs, err := r.Inventory(h.Context())
-		if err != nil {
-			return nil, fmt.Errorf("reading the inventory: %w", err)
-		}
-		inv = layout(objs)
-	}
-	*h.KindState() = inv
-	return inv, nil
 }
 
 // layout places objects as Gatekeeper's data.inventory does.

@@ -10,6 +10,7 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang/cel"
+	"github.com/modwright/modwright/internal/lang/rego"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -138,6 +139,9 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	c.celParams = c.params // variables.params: null without parameters
 	if c.params == nil {
 		c.params = map[string]any{}
+	}
+	if c.paramsVal, err = rego.ToValue(c.params); err != nil {
+		errf("spec.parameters", -1, "%v", err)
 	}
 	c.actions = compileActions(&con.Spec, errf)
 	if len(ce.Errors) > 0 {

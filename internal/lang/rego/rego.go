@@ -173,10 +173,42 @@ func compileErr(err error) *CompileError {
 	return ce
 }
 
+// Value is a JSON tree converted once for OPA: a part of the input that
+// several evaluations share (the object under review, a rule's
+// parameters). It is immutable.
+type Value struct{ v ast.Value }
+
+// ToValue converts a JSON tree.
+func ToValue(x any) (Value, error) {
+	v, err := ast.InterfaceToValue(x)
+	if err != nil {
+		return Value{}, err
+	}
+	return Value{v}, nil
+}
+
+// EvalParts is Eval with the input an object of the given members, each
+// converted already: no conversion of the input per evaluation.
+func (p *Program) EvalParts(ctx context.Context, keys []string, vals []Value) (out any, err error) {
+	obj := ast.NewObject()
+	for i, k := range keys {
+		v := vals[i].v
+		if v == nil {
+			v = ast.NullValue
+		}
+		obj.Insert(ast.InternedTerm(k), ast.NewTerm(v))
+	}
+	return p.eval1(ctx, oparego.EvalParsedInput(obj))
+}
+
 // Eval evaluates the entrypoint with input (a JSON tree): its value (a
 // set is a list), or nil when it is undefined. It stops at the program's
 // time budget or ctx's end, whichever comes first.
 func (p *Program) Eval(ctx context.Context, input any) (out any, err error) {
+	return p.eval1(ctx, oparego.EvalInput(input))
+}
+
+func (p *Program) eval1(ctx context.Context, in oparego.EvalOption) (out any, err error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	defer func() {
@@ -184,7 +216,7 @@ func (p *Program) Eval(ctx context.Context, input any) (out any, err error) {
 			out, err = nil, fmt.Errorf("%w: %v\n%s", ErrEvalPanic, r, debug.Stack())
 		}
 	}()
-	rs, err := p.eval(ctx, oparego.EvalInput(input))
+	rs, err := p.eval(ctx, in)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w after %v: %s", ErrEvalTimeout, p.timeout, p.entrypoint)

@@ -1,0 +1,90 @@
+package gatekeeper
+
+import (
+	"fmt"
+
+	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
+	"github.com/modwright/modwright/internal/lang/rego"
+)
+
+// evalState is what every constraint of one evaluation shares, whatever
+// its kind, for the object's version: what the match reads, the
+// Namespace, input.review (converted once for Rego), the request CEL
+// reads and data.inventory.
+type evalState struct {
+	version uint64
+	target  *target
+
+	nsDone bool
+	nsObj  map[string]any
+	nsErr  error
+
+	review    map[string]any
+	reviewVal rego.Value
+	reviewErr error
+	request   map[string]any
+
+	invDone bool
+	inv     rego.Value
+	invErr  error
+}
+
+func stateOf(h *engine.Handle) *evalState {
+	slot := h.State(gkv1.ConstraintsGroup)
+	st, _ := (*slot).(*evalState)
+	if st == nil || st.version != h.ObjectVersion() {
+		st = &evalState{version: h.ObjectVersion()}
+		st.target = targetOf(h, st)
+		*slot = st
+	}
+	return st
+}
+
+// namespace is the object's Namespace, read once (nil when unknown).
+func (st *evalState) namespace(h *engine.Handle) (map[string]any, error) {
+	if !st.nsDone {
+		st.nsDone = true
+		if !st.target.namespace {
+			st.nsObj, st.nsErr = namespaceOf(h, st.target.ns)
+		}
+	}
+	return st.nsObj, st.nsErr
+}
+
+// reviewValue is input.review converted for Rego, once.
+func (st *evalState) reviewValue(h *engine.Handle) (rego.Value, error) {
+	if st.review == nil {
+		nsObj, _ := st.namespace(h)
+		st.review = review(h, nsObj)
+		st.reviewVal, st.reviewErr = rego.ToValue(st.review)
+	}
+	return st.reviewVal, st.reviewErr
+}
+
+// celRequest is the request CEL's `request` reads, once.
+func (st *evalState) celRequest(h *engine.Handle) map[string]any {
+	if st.request == nil {
+		st.request = kyvernoreq.Request(h.Request(), st.target.gvk.Kind)
+	}
+	return st.request
+}
+
+// inventory is data.inventory converted for Rego, once.
+func (st *evalState) inventory(h *engine.Handle) (rego.Value, error) {
+	if !st.invDone {
+		st.invDone = true
+		inv := map[string]any{}
+		if r := h.Inventory(); r != nil {
+			_, objs, err := r.Inventory(h.Context())
+			if err != nil {
+				st.invErr = fmt.Errorf("reading the inventory: %w", err)
+				return st.inv, st.invErr
+			}
+			inv = layout(objs)
+		}
+		st.inv, st.invErr = rego.ToValue(inv)
+	}
+	return st.inv, st.invErr
+}
