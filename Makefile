@@ -130,6 +130,7 @@ fuzz:
 	$(GO) test ./internal/kinds/kyverno -run '^$$' -fuzz '^FuzzPolicy$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzApplyJSONPatchV4$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kinds/gatekeeper -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/kinds/gatekeeper -run '^$$' -fuzz '^FuzzLocation$$' -fuzztime $(FUZZTIME)
 
 # The benchmark harness (BENCHMARKS.md): engine and handler micro-benchmarks,
 # then load tests of `modwright serve --standalone` and of the floor server

@@ -102,7 +102,7 @@ func compileRules(paths []string, s Streams, clusterNS string, skipUnknown bool)
 		case isGatekeeperKind(k.Group()):
 			untranslated = append(untranslated, translate.Skip{
 				Rule:   translate.Rule{Kind: docs[i].Kind(), Origin: docs[i].Origin, Object: docs[i].Object},
-				Reason: "Gatekeeper's constraints are not translated to admission policies yet: the webhook serves them"})
+				Reason: "Gatekeeper's constraints and mutators are not translated to admission policies yet: the webhook serves them"})
 		case isKyvernoKind(k.Group()):
 			// Kyverno's kinds share names with modwright's former ones:
 			// they never reach the translator as such.

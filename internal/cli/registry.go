@@ -41,7 +41,8 @@ func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry 
 	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
 	ks = append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)
 	ks = append(ks, kyverno.NewKinds()...)
-	return kinds.NewRegistry(append(ks, gatekeeper.NewKind())...)
+	ks = append(ks, gatekeeper.NewKind())
+	return kinds.NewRegistry(append(ks, gatekeeper.NewMutatorKinds()...)...)
 }
 
 // newClusterRegistry is the kinds the operator watches in the cluster,
@@ -90,8 +91,11 @@ type kyvernoRuleResult = kyverno.RuleResult
 // kyvernoResults are the rule results a trace detail holds.
 func kyvernoResults(detail any) []kyvernoRuleResult { return kyverno.ResultsOf(detail) }
 
-// isGatekeeperKind: a constraint of a Gatekeeper template's kind.
-func isGatekeeperKind(group string) bool { return group == gkv1.ConstraintsGroup }
+// isGatekeeperKind: a constraint of a Gatekeeper template's kind, or a
+// Gatekeeper mutator.
+func isGatekeeperKind(group string) bool {
+	return group == gkv1.ConstraintsGroup || group == gkv1.MutationsGroup
+}
 
 // isKyvernoKind: a rule of Kyverno's own kinds.
 func isKyvernoKind(group string) bool { return group == kyvernov1.Group }

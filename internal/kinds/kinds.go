@@ -230,7 +230,8 @@ func (r *Registry) WithDefinitions(docs []*Manifest) (*Registry, map[int]error) 
 
 // Served lists the kinds with their apiVersions for messages:
 // "api.kubemod.io/v1beta1 ModRule, modwright.io/v1alpha1 ModwrightPolicy"
-// (former names left out).
+// (former names left out; a kind served in more versions: "kyverno.io/v1
+// ClusterPolicy (also v2beta1)").
 func (r *Registry) Served() string {
 	out := make([]string, 0, len(r.kinds))
 	for _, k := range r.kinds {
@@ -239,15 +240,18 @@ func (r *Registry) Served() string {
 		}
 		name := k.Name()
 		if g, ok := k.(GroupOwner); ok {
-			name = "(" + g.OwnedKinds() + ")"
+			name = "<" + g.OwnedKinds() + ">"
 		}
-		for _, v := range k.Versions() {
-			gv := v
-			if k.Group() != "" {
-				gv = k.Group() + "/" + v
-			}
-			out = append(out, gv+" "+name)
+		vs := k.Versions()
+		gv := vs[0]
+		if k.Group() != "" {
+			gv = k.Group() + "/" + gv
 		}
+		what := gv + " " + name
+		if len(vs) > 1 {
+			what += " (also " + strings.Join(vs[1:], ", ") + ")"
+		}
+		out = append(out, what)
 	}
 	return strings.Join(out, ", ")
 }

@@ -17,5 +17,11 @@
 // input.parameters, data.inventory) and its violations turned into
 // denials, warnings or audit results by its enforcementAction (eval.go).
 //
+// The mutators (mutations.gatekeeper.sh: Assign, AssignMetadata,
+// ModifySet, AssignImage; mutate.go) are rules of the mutating phase: a
+// location (location.go, Gatekeeper's path syntax, parsed once), applyTo,
+// match and pathTests, applied to a copy of the object and patched as the
+// difference.
+//
 // It knows no HTTP, informers, the CLI or other kinds.
 package gatekeeper

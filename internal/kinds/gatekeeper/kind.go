@@ -43,7 +43,7 @@ func (k *Kind) Group() string { return gkv1.ConstraintsGroup }
 func (k *Kind) Versions() []string { return gkv1.ConstraintVersions }
 
 // OwnedKinds says which kinds the adapter owns.
-func (k *Kind) OwnedKinds() string { return "the kinds of ConstraintTemplates" }
+func (k *Kind) OwnedKinds() string { return "any kind a ConstraintTemplate defines" }
 
 // Defines reports whether m is a ConstraintTemplate.
 func (k *Kind) Defines(m *kinds.Manifest) bool {
