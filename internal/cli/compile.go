@@ -93,16 +93,20 @@ func compileRules(paths []string, s Streams, clusterNS string, skipUnknown bool)
 	if err != nil {
 		return translate.Result{}, &ExitError{Code: 2, Err: err}
 	}
-	var rules []translate.Rule
+	var rules, templates, constraints []translate.Rule
 	var untranslated []translate.Skip
 	for i := range docs {
 		k := reg.For(&docs[i])
+		r := translate.Rule{Kind: docs[i].Kind(), Origin: docs[i].Origin, Object: docs[i].Object}
 		switch {
+		case reg.Defines(&docs[i]):
+			templates = append(templates, r)
 		case k == nil:
+		case isGatekeeperConstraint(k.Group()):
+			constraints = append(constraints, r)
 		case isGatekeeperKind(k.Group()):
-			untranslated = append(untranslated, translate.Skip{
-				Rule:   translate.Rule{Kind: docs[i].Kind(), Origin: docs[i].Origin, Object: docs[i].Object},
-				Reason: "Gatekeeper's constraints and mutators are not translated to admission policies yet: the webhook serves them"})
+			untranslated = append(untranslated, translate.Skip{Rule: r,
+				Reason: "Gatekeeper's mutators are not translated to admission policies (yet): the webhook serves them"})
 		case isKyvernoKind(k.Group()):
 			// Kyverno's kinds share names with modwright's former ones:
 			// they never reach the translator as such.
@@ -114,6 +118,11 @@ func compileRules(paths []string, s Streams, clusterNS string, skipUnknown bool)
 		}
 	}
 	res := translate.Compile(rules, translate.Options{ClusterRulesNamespace: clusterNS})
+	if len(templates) > 0 || len(constraints) > 0 {
+		gk := translate.Gatekeeper(templates, constraints)
+		res.Translated = append(res.Translated, gk.Translated...)
+		res.Skipped = append(res.Skipped, gk.Skipped...)
+	}
 	res.Skipped = append(res.Skipped, untranslated...)
 	return res, nil
 }

@@ -57,6 +57,9 @@ func (c *compiledTally) report(t *testing.T, min int) {
 // quotedMessage is a rule's message in apply's denial text: `ns/name: "msg"`.
 var quotedMessage = regexp.MustCompile(`: ("(?:[^"\\]|\\.)*")`)
 
+// gatekeeperPrefix is how a Gatekeeper violation names its constraint.
+var gatekeeperPrefix = regexp.MustCompile(`^\[[a-z0-9.-]+\] `)
+
 // documentOf is the file:line of an apply stderr line (where its object's
 // document starts).
 var documentOf = regexp.MustCompile(`\S+:\d+`)
@@ -174,7 +177,7 @@ func compiledPass(t *testing.T, tally *compiledTally, args []string, files caseF
 		tally.skip("objects the API server does not take (not of their kind's Go type)")
 		return
 	}
-	run := func(rules string) (int, string, string) {
+	run := func(rules string, extra ...string) (int, string, string) {
 		a := slices.Clone(args)
 		for i := range a {
 			switch a[i] {
@@ -186,6 +189,7 @@ func compiledPass(t *testing.T, tally *compiledTally, args []string, files caseF
 				a[i] = formOld
 			}
 		}
+		a = append(a, extra...) // after the replacements: the rules again, as context
 		var out, errs bytes.Buffer
 		code := ExecuteContext(context.Background(), a, Streams{In: strings.NewReader(""), Out: &out, Err: &errs})
 		return code, out.String(), errs.String()
@@ -202,7 +206,13 @@ func compiledPass(t *testing.T, tally *compiledTally, args []string, files caseF
 		tally.skip("a rule fails under failurePolicy Fail")
 		return
 	}
-	code2, out2s, err2s := run(compiled)
+	// Gatekeeper's policies take their constraints as params: the API
+	// server finds them among the objects it holds.
+	var params []string
+	if bytes.Contains(rulesText, []byte("constraints.gatekeeper.sh")) {
+		params = []string{"--context", files.rules}
+	}
+	code2, out2s, err2s := run(compiled, params...)
 	out2, err2 := bytes.NewBufferString(out2s), bytes.NewBufferString(err2s)
 	tally.compared++
 	fail := func(what string) {
@@ -237,6 +247,11 @@ func compiledPass(t *testing.T, tally *compiledTally, args []string, files caseF
 		found := false
 		for _, m := range quotedMessage.FindAllStringSubmatch(l, -1) {
 			msg, err := strconv.Unquote(m[1])
+			// A Gatekeeper violation names its constraint ("[name] msg");
+			// the policy's refusal names its binding.
+			if gk := gatekeeperPrefix.FindString(msg); gk != "" {
+				msg = strings.TrimPrefix(msg, gk)
+			}
 			found = found || err == nil && strings.Contains(got, msg)
 		}
 		if !found {

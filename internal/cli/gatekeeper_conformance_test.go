@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/suite"
 	"github.com/modwright/modwright/internal/testtool"
@@ -53,4 +57,77 @@ func TestGatekeeperLibrary(t *testing.T) {
 		t.Fatalf("no %s under %s", suite.GatorFileName, dir)
 	}
 	t.Logf("%d Gatekeeper suites, %d cases, all as gator verify", len(files), cases)
+}
+
+// TestGatekeeperLibraryCompiled: every template of the library with
+// K8sNativeValidation code compiles (modwright compile) with each of its
+// suite's constraints into the ValidatingAdmissionPolicy and binding
+// Gatekeeper generates, and the API server's evaluation of them (offline,
+// the constraint as the policy's params) admits and denies each case's
+// object as gator verify expects: denied when the case expects violations.
+func TestGatekeeperLibraryCompiled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs apply on every case of the CEL templates")
+	}
+	dir := testtool.ConformanceDir(t, "gatekeeper-library", "MODWRIGHT_GATEKEEPER_LIBRARY_DIR", "library")
+	var files []string
+	_ = filepath.WalkDir(filepath.Join(dir, "library"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == suite.GatorFileName {
+			files = append(files, p)
+		}
+		return err
+	})
+	compared := 0
+	for _, f := range files {
+		gs, err := suite.LoadGator(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range gs.Tests {
+			tmpl, err := os.ReadFile(gs.Resolve(tc.Template))
+			if err != nil || !bytes.Contains(tmpl, []byte("K8sNativeValidation")) || tc.Constraint == "" {
+				continue
+			}
+			var errs bytes.Buffer
+			res, err := compileRules([]string{gs.Resolve(tc.Template), gs.Resolve(tc.Constraint)}, Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errs}, "", false)
+			if err != nil || len(res.Skipped) > 0 {
+				t.Errorf("%s %s: compile: %v %v", f, tc.Name, err, res.Skipped)
+				continue
+			}
+			var docs [][]byte
+			for _, tr := range res.Translated {
+				for _, o := range tr.Objects {
+					b, err := yaml.Marshal(o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					docs = append(docs, b)
+				}
+			}
+			compiled := filepath.Join(t.TempDir(), "compiled.yaml")
+			if err := os.WriteFile(compiled, bytes.Join(docs, []byte("---\n")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range tc.Cases {
+				if len(c.Inventory) > 0 || len(c.Assertions) == 0 || c.Assertions[0].Message != nil {
+					continue
+				}
+				want, _, _ := c.Assertions[0].Count()
+				var out, stderr bytes.Buffer
+				code := ExecuteContext(context.Background(), []string{"apply", "--rules", compiled, "--context", gs.Resolve(tc.Constraint), "-f", gs.Resolve(c.Object), "-o", "name"},
+					Streams{In: strings.NewReader(""), Out: &out, Err: &stderr})
+				compared++
+				switch {
+				case code == 2:
+					t.Errorf("%s %s/%s: exit 2: %s", f, tc.Name, c.Name, stderr.String())
+				case (code == 1) != (want > 0):
+					t.Errorf("%s %s/%s: the policy's exit %d, the case expects %d violations\n%s", f, tc.Name, c.Name, code, want, stderr.String())
+				}
+			}
+		}
+	}
+	if compared == 0 {
+		t.Fatal("no case compared")
+	}
+	t.Logf("%d cases of the CEL templates compared through their compiled admission policies", compared)
 }

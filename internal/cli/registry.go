@@ -97,6 +97,9 @@ func isGatekeeperKind(group string) bool {
 	return group == gkv1.ConstraintsGroup || group == gkv1.MutationsGroup
 }
 
+// isGatekeeperConstraint: a constraint of a Gatekeeper template's kind.
+func isGatekeeperConstraint(group string) bool { return group == gkv1.ConstraintsGroup }
+
 // isKyvernoKind: a rule of Kyverno's own kinds.
 func isKyvernoKind(group string) bool { return group == kyvernov1.Group }
 

@@ -8,8 +8,8 @@ import (
 
 	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
-	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/rego"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -145,18 +145,7 @@ func gvkOf(obj map[string]any) engine.GroupVersionKind {
 // namespaceOf reads the Namespace object ns (nil when there is no reader
 // or no such namespace is known offline).
 func namespaceOf(h *engine.Handle, ns string) (map[string]any, error) {
-	objs := h.Objects()
-	if objs == nil || ns == "" {
-		return nil, nil
-	}
-	obj, err := objs.Get(h.Context(), engine.ObjectRef{Kind: "Namespace", Name: ns})
-	if err != nil {
-		if errors.Is(err, lang.ErrNoReader) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading Namespace %q: %w", ns, err)
-	}
-	return obj, nil
+	return kinds.ReadNamespace(h, ns)
 }
 
 // Violation is one violation a constraint found: its message and details.

@@ -12,6 +12,7 @@ import (
 
 	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 )
 
 // matcher is a compiled spec.match.
@@ -204,16 +205,5 @@ func (m *matcher) matches(t *target) (bool, error) {
 
 // stringMap is obj's metadata member of strings (labels, annotations).
 func stringMap(obj map[string]any, member string) map[string]string {
-	md, _ := obj["metadata"].(map[string]any)
-	src, _ := md[member].(map[string]any)
-	if len(src) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(src))
-	for k, v := range src {
-		if s, ok := v.(string); ok {
-			out[k] = s
-		}
-	}
-	return out
+	return kinds.MetadataStrings(obj, member)
 }

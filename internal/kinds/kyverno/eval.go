@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/images"
 	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
 	"github.com/modwright/modwright/internal/lang"
@@ -112,37 +113,16 @@ func (st *evalState) namespaceLabels(h *engine.Handle, ns string) (map[string]st
 		return st.nsLabels, st.nsErr
 	}
 	st.nsDone = true
-	objs := h.Objects()
-	if objs == nil || ns == "" {
-		return nil, nil
-	}
-	obj, err := objs.Get(h.Context(), engine.ObjectRef{Kind: "Namespace", Name: ns})
+	obj, err := kinds.ReadNamespace(h, ns)
 	if err != nil {
-		if errors.Is(err, lang.ErrNoReader) {
-			return nil, nil
-		}
-		st.nsErr = fmt.Errorf("reading Namespace %q: %w", ns, err)
-		return nil, st.nsErr
+		st.nsErr = err
+		return nil, err
 	}
 	st.nsLabels = stringMap(obj, "labels")
 	return st.nsLabels, nil
 }
 
-func stringMap(obj any, member string) map[string]string {
-	m, _ := obj.(map[string]any)
-	md, _ := m["metadata"].(map[string]any)
-	src, _ := md[member].(map[string]any)
-	if len(src) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(src))
-	for k, v := range src {
-		if s, ok := v.(string); ok {
-			out[k] = s
-		}
-	}
-	return out
-}
+func stringMap(obj any, member string) map[string]string { return kinds.MetadataStrings(obj, member) }
 
 // target is what the rules' match reads of the request.
 func (p *Policy) target(h *engine.Handle) *target {
