@@ -86,6 +86,7 @@ type operatorOptions struct {
 	// PolicyExceptions of kyvernoExceptionNS.
 	kyverno            bool
 	kyvernoExceptionNS []string
+	gatekeeper         bool
 	kinitirasPaths     bool
 	kinitirasHosts     []string
 	kinitirasHTTPTime  time.Duration
@@ -139,6 +140,7 @@ func addOperatorFlags(f interface {
 	f.BoolVar(&o.contextRoles, "policy-context-roles", true, "serve request.roles and request.clusterRoles (needs get, list, watch on rolebindings and clusterrolebindings)")
 	f.BoolVar(&o.crdSchemas, "policy-crd-schemas", true, "type the self of ModwrightPolicies' scoped CEL validations of custom resources by their CRDs' schemas, as apply --crd does (needs get, list, watch on customresourcedefinitions); off: dynamically typed")
 	f.BoolVar(&o.kyverno, "kyverno", false, "serve Kyverno's ClusterPolicy and Policy (kyverno.io/v1; their CRDs must be installed, Kyverno's or the chart's; the operator waits for them)")
+	f.BoolVar(&o.gatekeeper, "gatekeeper", false, "serve Gatekeeper's mutators (mutations.gatekeeper.sh Assign, AssignMetadata, ModifySet, AssignImage; their CRDs must be installed, Gatekeeper's; the operator waits for them)")
 	f.StringArrayVar(&o.kyvernoExceptionNS, "kyverno-exception-namespace", nil, "namespace whose Kyverno PolicyExceptions (kyverno.io/v2) the policies honour (repeatable; none by default: as Kyverno's --exceptionNamespace, an exception lets objects through, so only namespaces its authors are trusted with)")
 	f.BoolVar(&o.kinitiras, "kinitiras", true, "serve kinitiras' OverridePolicy, ClusterOverridePolicy and ClusterValidatePolicy (their CRDs must be installed; the operator waits for them)")
 	f.BoolVar(&o.kinitirasPaths, "kinitiras-paths", false, "serve kinitiras' policies on kinitiras' own webhook paths (/mutate: override policies, /validate: validate policies), for webhook configurations with kinitiras' object selector; the dragnet then leaves them out")
@@ -248,7 +250,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 			return err
 		}
 	}
-	k.kreg = newClusterRegistry(o.clusterRules, k.op.kinitiras, k.op.kyverno, exceptions, cue)
+	k.kreg = newClusterRegistry(o.clusterRules, clusterKinds{kinitiras: k.op.kinitiras, kyverno: k.op.kyverno, gatekeeper: k.op.gatekeeper}, exceptions, cue)
 	for _, step := range []func(context.Context) error{k.contextReaders, k.compileNative, k.webhooks, k.rules, k.backgroundScan, k.certificates, k.readiness} {
 		if err := step(ctx); err != nil {
 			return err

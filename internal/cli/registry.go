@@ -45,15 +45,24 @@ func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry 
 	return kinds.NewRegistry(append(ks, gatekeeper.NewMutatorKinds()...)...)
 }
 
+// clusterKinds are the peers' kinds the operator serves beside its own.
+type clusterKinds struct {
+	kinitiras, kyverno, gatekeeper bool
+}
+
 // newClusterRegistry is the kinds the operator watches in the cluster,
 // compiling CUE with cue: kinitiras' with --kinitiras, Kyverno's with
-// --kyverno (their CRDs must then be installed).
-func newClusterRegistry(clusterNS string, withKinitiras, withKyverno bool, exceptions *cluster.CompiledSet, cue cuelang.Language) *kinds.Registry {
+// --kyverno, Gatekeeper's mutators with --gatekeeper (their CRDs must then
+// be installed).
+func newClusterRegistry(clusterNS string, with clusterKinds, exceptions *cluster.CompiledSet, cue cuelang.Language) *kinds.Registry {
 	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
-	if withKinitiras {
+	if with.kinitiras {
 		ks = append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)
 	}
-	if withKyverno {
+	if with.gatekeeper {
+		ks = append(ks, gatekeeper.NewMutatorKinds()...)
+	}
+	if with.kyverno {
 		var opts []kyverno.Option
 		if exceptions != nil {
 			opts = append(opts, kyverno.WithExceptionSource(exceptionItems{exceptions}))
