@@ -106,6 +106,19 @@ func isGatekeeperKind(group string) bool {
 	return group == gkv1.ConstraintsGroup || group == gkv1.MutationsGroup
 }
 
+// newGatorRegistry is the registry of a gator verify suite: the kinds
+// served, with constraints reviewing every operation as gator does.
+func newGatorRegistry() *kinds.Registry {
+	var ks []kinds.Kind
+	for _, k := range newRegistry("").Kinds() {
+		if k.Group() == gkv1.ConstraintsGroup {
+			k = gatekeeper.NewKind(gatekeeper.AnyOperation())
+		}
+		ks = append(ks, k)
+	}
+	return kinds.NewRegistry(ks...)
+}
+
 // isGatekeeperConstraint: a constraint of a Gatekeeper template's kind.
 func isGatekeeperConstraint(group string) bool { return group == gkv1.ConstraintsGroup }
 
@@ -168,12 +181,16 @@ func kyvernoValues(v *suite.KyvernoValues) *kyverno.Values {
 	return out
 }
 
-// gatekeeperViolations are the messages of a constraint's violations (a
-// trace detail), nil for other details; isConstraint reports whether the
-// detail is a constraint's.
+// gatekeeperViolations are the messages of a constraint's violations that
+// gator verify counts (a trace detail), nil for other details;
+// isConstraint reports whether the detail is a constraint's.
 func gatekeeperViolations(detail any) (msgs []string, isConstraint bool) {
-	if _, ok := detail.(*gatekeeper.Trace); !ok {
+	tr, ok := detail.(*gatekeeper.Trace)
+	if !ok {
 		return nil, false
+	}
+	if !tr.Gator {
+		return nil, true // a scoped constraint gator does not run
 	}
 	for _, v := range gatekeeper.ViolationsOf(detail) {
 		msgs = append(msgs, v.Msg)

@@ -48,7 +48,11 @@ func runGatorTest(ctx context.Context, gs *suite.GatorSuite, t *suite.GatorTest,
 	if err != nil {
 		return nil, &ExitError{Code: 2, Err: fmt.Errorf("%w: %s: %s: %v", suite.ErrInvalid, gs.Path, name, err)}
 	}
-	res := source.LoadRules(docs, o.registry.kinds(""))
+	reg := o.registry.kinds("")
+	if o.registry == nil {
+		reg = newGatorRegistry()
+	}
+	res := source.LoadRules(docs, reg)
 	errs := res.Errors
 	for _, sk := range res.Skipped {
 		errs = append(errs, errors.New(sk))
@@ -151,9 +155,12 @@ func gatorReview(ctx context.Context, gs *suite.GatorSuite, c *suite.GatorCase, 
 		}
 		resolver = r
 	}
+	req, err := gatorRequest(objs[0].Object)
+	if err != nil {
+		return nil, invalid("object", fmt.Errorf("%s: %w", c.Object, err))
+	}
 	chain := runner.NewChain(runner.NewEngineOptions(snap, engineOptions(resolver, nil)), runner.ChainOptions{})
-	a := newAdmission(objs[0].Object, "")
-	res, err := chain.Run(ctx, a.request(rules.Create))
+	res, err := chain.Run(ctx, req)
 	if err != nil {
 		return nil, invalid("object", err)
 	}
@@ -169,3 +176,66 @@ func gatorReview(ctx context.Context, gs *suite.GatorSuite, c *suite.GatorCase, 
 	}
 	return msgs, nil
 }
+
+// gatorRequest is the admission a case's object stands for: the object
+// created, or, for an AdmissionReview (admission.k8s.io, any version), its
+// request (operation, object, oldObject, namespace, userInfo), as gator
+// reviews it.
+func gatorRequest(obj map[string]any) (runner.Request, error) {
+	av, _ := obj["apiVersion"].(string)
+	if kind, _ := obj["kind"].(string); kind != "AdmissionReview" || !strings.HasPrefix(av, "admission.k8s.io/") {
+		return newAdmission(obj, "").request(rules.Create), nil
+	}
+	req, ok := obj["request"].(map[string]any)
+	if !ok {
+		return runner.Request{}, fmt.Errorf("missing an AdmissionRequest object: an AdmissionReview needs its request")
+	}
+	object, _ := req["object"].(map[string]any)
+	old, _ := req["oldObject"].(map[string]any)
+	if object == nil && old == nil {
+		return runner.Request{}, fmt.Errorf("no object or oldObject found to review")
+	}
+	op, _ := req["operation"].(string)
+	r := runner.Request{Operation: rules.Operation(strings.ToUpper(op)), Object: object, Old: old}
+	switch r.Operation {
+	case "":
+		r.Operation = rules.Create
+	case rules.Delete:
+		if old == nil {
+			return runner.Request{}, fmt.Errorf("oldObject cannot be nil for DELETE operations")
+		}
+		r.Object, r.Old = old, nil
+	case rules.Create:
+		r.Old = nil
+	}
+	if r.Object == nil {
+		r.Object = old
+	}
+	a := newAdmission(r.Object, "")
+	r.Namespace = a.ns
+	if ns, ok := req["namespace"].(string); ok && ns != "" {
+		r.Namespace = ns
+	}
+	if u, ok := req["userInfo"].(map[string]any); ok {
+		r.User.Username, _ = u["username"].(string)
+		r.User.UID, _ = u["uid"].(string)
+		for _, g := range asSlice(u["groups"]) {
+			if s, ok := g.(string); ok {
+				r.User.Groups = append(r.User.Groups, s)
+			}
+		}
+		if extra, ok := u["extra"].(map[string]any); ok {
+			r.User.Extra = map[string][]string{}
+			for k, vs := range extra {
+				for _, v := range asSlice(vs) {
+					if s, ok := v.(string); ok {
+						r.User.Extra[k] = append(r.User.Extra[k], s)
+					}
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+func asSlice(v any) []any { s, _ := v.([]any); return s }

@@ -22,9 +22,10 @@ const (
 )
 
 // actions are a constraint's enforcement actions at the admission webhook
-// and in the audit.
+// and in the audit, and whether gator verify counts its violations.
 type actions struct {
 	webhook, audit []string
+	gator          bool
 }
 
 func compileActions(s *gkv1.ConstraintSpec, errf errfFunc) actions {
@@ -37,7 +38,7 @@ func compileActions(s *gkv1.ConstraintSpec, errf errfFunc) actions {
 		if len(s.ScopedEnforcementActions) > 0 {
 			errf("spec.scopedEnforcementActions", -1, "only with enforcementAction scoped")
 		}
-		return actions{webhook: []string{a}, audit: []string{a}}
+		return actions{webhook: []string{a}, audit: []string{a}, gator: true}
 	case gkv1.EnforcementScoped:
 	default:
 		errf("spec.enforcementAction", -1, "must be deny, dryrun, warn or scoped, not %q", s.EnforcementAction)
@@ -58,12 +59,14 @@ func compileActions(s *gkv1.ConstraintSpec, errf errfFunc) actions {
 		for j, p := range sa.EnforcementPoints {
 			switch p.Name {
 			case "*":
-				out.webhook, out.audit = append(out.webhook, sa.Action), append(out.audit, sa.Action)
+				out.webhook, out.audit, out.gator = append(out.webhook, sa.Action), append(out.audit, sa.Action), true
 			case pointWebhook:
 				out.webhook = append(out.webhook, sa.Action)
 			case pointAudit:
 				out.audit = append(out.audit, sa.Action)
 			case pointGator:
+				out.gator = true
+			case "vap.k8s.io":
 			default:
 				errf(fmt.Sprintf("%s.enforcementPoints[%d].name", f, j), -1, "unknown enforcement point %q", p.Name)
 			}
@@ -161,6 +164,9 @@ type Trace struct {
 	Violations []Violation
 	Webhook    []string
 	Audit      []string
+	// Gator: gator verify counts the violations (a scoped constraint
+	// counts only when it names gator.gatekeeper.sh or *).
+	Gator bool
 }
 
 // ViolationsOf returns a trace detail's violations (nil when the detail is
@@ -197,7 +203,7 @@ func (c *Constraint) Apply(h *engine.Handle) error {
 		return err
 	}
 	if h.Tracing() {
-		h.Trace().Detail = &Trace{Constraint: c.name, Violations: vs, Webhook: c.actions.webhook, Audit: c.actions.audit}
+		h.Trace().Detail = &Trace{Constraint: c.name, Violations: vs, Webhook: c.actions.webhook, Audit: c.actions.audit, Gator: c.actions.gator}
 	}
 	if h.Request().Background {
 		return nil

@@ -21,7 +21,18 @@ import (
 type Kind struct {
 	templates map[string]*Template // by constraint kind
 	envs      *cel.EnvCache        // CEL environments, shared by templates
+	// anyOperation: constraints review every operation, as gator verify
+	// does (no template's operations, no webhook's CREATE and UPDATE).
+	anyOperation bool
 }
+
+// Option configures the adapter.
+type Option func(*Kind)
+
+// AnyOperation makes constraints review every operation, as gator verify
+// reviews a suite's AdmissionReviews (a DELETE too); the webhook reviews
+// the template's operations, CREATE and UPDATE by default.
+func AnyOperation() Option { return func(k *Kind) { k.anyOperation = true } }
 
 var (
 	_ kinds.Kind       = (*Kind)(nil)
@@ -31,7 +42,13 @@ var (
 
 // NewKind returns the adapter with no templates (WithDefinitions gives
 // them).
-func NewKind() *Kind { return &Kind{envs: cel.NewEnvCache()} }
+func NewKind(opts ...Option) *Kind {
+	k := &Kind{envs: cel.NewEnvCache()}
+	for _, o := range opts {
+		o(k)
+	}
+	return k
+}
 
 // Name is what constraints are called in messages.
 func (k *Kind) Name() string { return "Constraint" }
@@ -55,7 +72,7 @@ func (k *Kind) Defines(m *kinds.Manifest) bool {
 // templates of one kind: the later one is an error.
 func (k *Kind) WithDefinitions(defs []*kinds.Manifest) (kinds.Kind, []error) {
 	errs := make([]error, len(defs))
-	nk := &Kind{templates: make(map[string]*Template, len(k.templates)+len(defs)), envs: k.envs}
+	nk := &Kind{templates: make(map[string]*Template, len(k.templates)+len(defs)), envs: k.envs, anyOperation: k.anyOperation}
 	for kd, t := range k.templates {
 		nk.templates[kd] = t
 	}
@@ -147,7 +164,11 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	if len(ce.Errors) > 0 {
 		return fail()
 	}
-	c.info.Index = engine.IndexKeys{AnyNamespace: true, Kinds: c.match.indexKinds(), Operations: operationsOf(t.operations)}
+	ops := operationsOf(t.operations)
+	if k.anyOperation {
+		ops = operationsOf([]string{"*"})
+	}
+	c.info.Index = engine.IndexKeys{AnyNamespace: true, Kinds: c.match.indexKinds(), Operations: ops}
 	return c, nil
 }
 
