@@ -16,6 +16,7 @@ import (
 
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/translate"
 )
 
 func mustRead(t *testing.T, path string) []byte {
@@ -56,6 +57,26 @@ func (c *compiledTally) report(t *testing.T, min int) {
 
 // quotedMessage is a rule's message in apply's denial text: `ns/name: "msg"`.
 var quotedMessage = regexp.MustCompile(`: ("(?:[^"\\]|\\.)*")`)
+
+// writeTranslations writes what a compile made to path as YAML documents
+// and returns them.
+func writeTranslations(t *testing.T, path string, res translate.Result) [][]byte {
+	t.Helper()
+	var docs [][]byte
+	for _, tr := range res.Translated {
+		for _, o := range tr.Objects {
+			b, err := yaml.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, b)
+		}
+	}
+	if err := os.WriteFile(path, bytes.Join(docs, []byte("---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
 
 // gatekeeperPrefix is how a Gatekeeper violation names its constraint.
 var gatekeeperPrefix = regexp.MustCompile(`^\[[a-z0-9.-]+\] `)
@@ -124,20 +145,8 @@ func compiledPass(t *testing.T, tally *compiledTally, args []string, files caseF
 		tally.skip("no rules")
 		return
 	}
-	var docs [][]byte
-	for _, tr := range res.Translated {
-		for _, o := range tr.Objects {
-			b, err := yaml.Marshal(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			docs = append(docs, b)
-		}
-	}
 	compiled := filepath.Join(filepath.Dir(files.rules), "compiled.yaml")
-	if err := os.WriteFile(compiled, bytes.Join(docs, []byte("---\n")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	docs := writeTranslations(t, compiled, res)
 	// Both run on the objects as the API server holds them (a built-in
 	// kind in its Go form: false and empty values of omitempty fields
 	// absent), which is what the webhook's rules see too.

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/modwright/modwright/internal/suite"
 	"github.com/modwright/modwright/internal/testtool"
 )
@@ -94,20 +92,8 @@ func TestGatekeeperLibraryCompiled(t *testing.T) {
 				t.Errorf("%s %s: compile: %v %v", f, tc.Name, err, res.Skipped)
 				continue
 			}
-			var docs [][]byte
-			for _, tr := range res.Translated {
-				for _, o := range tr.Objects {
-					b, err := yaml.Marshal(o)
-					if err != nil {
-						t.Fatal(err)
-					}
-					docs = append(docs, b)
-				}
-			}
 			compiled := filepath.Join(t.TempDir(), "compiled.yaml")
-			if err := os.WriteFile(compiled, bytes.Join(docs, []byte("---\n")), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeTranslations(t, compiled, res)
 			for _, c := range tc.Cases {
 				if len(c.Inventory) > 0 || len(c.Assertions) == 0 || c.Assertions[0].Message != nil {
 					continue
