@@ -112,6 +112,7 @@ func TestExplainGolden(t *testing.T) {
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	runGolden(t, []goldenCase{
 		{name: "explain-examples", args: []string{"explain", "--rules", "../../examples/rules", "-f", "../../examples/manifests"}},
+		{name: "explain-gatekeeper", args: []string{"explain", "--rules", "../../examples/gatekeeper/template.yaml", "--rules", "../../examples/gatekeeper/constraint.yaml", "-f", "../../examples/gatekeeper/samples"}},
 		{name: "explain-kyverno", args: []string{"explain", "--rules", "../../examples/kyverno/require-team.yaml", "-f", "../../examples/kyverno/resources.yaml"}},
 		{name: "explain-policies", args: []string{"explain", "--rules", "../../examples/policies", "-f", "../../testdata/cli/policy/web-v2.yaml",
 			"--operation", "UPDATE", "--old", "../../testdata/cli/policy/web-v1.yaml"}},
