@@ -8,21 +8,18 @@ import (
 
 // Groups, versions and kinds.
 const (
-	TemplatesGroup      = "templates.gatekeeper.sh"
-	ConstraintsGroup    = "constraints.gatekeeper.sh"
-	KindTemplate        = "ConstraintTemplate"
-	TemplateVersion     = "v1"
-	ConstraintVersion   = "v1beta1"
-	AdmissionTarget     = "admission.k8s.gatekeeper.sh"
-	EngineRego          = "Rego"
-	EngineCEL           = "K8sNativeValidation"
-	AnnotationTitle     = "metadata.gatekeeper.sh/title"
-	AnnotationRequires  = "metadata.gatekeeper.sh/requires-sync-data"
-	EnforcementDeny     = "deny"
-	EnforcementDryrun   = "dryrun"
-	EnforcementWarn     = "warn"
-	EnforcementScoped   = "scoped"
-	EnforcementPointWeb = "validation.gatekeeper.sh"
+	TemplatesGroup    = "templates.gatekeeper.sh"
+	ConstraintsGroup  = "constraints.gatekeeper.sh"
+	KindTemplate      = "ConstraintTemplate"
+	TemplateVersion   = "v1"
+	ConstraintVersion = "v1beta1"
+	AdmissionTarget   = "admission.k8s.gatekeeper.sh"
+	EngineRego        = "Rego"
+	EngineCEL         = "K8sNativeValidation"
+	EnforcementDeny   = "deny"
+	EnforcementDryrun = "dryrun"
+	EnforcementWarn   = "warn"
+	EnforcementScoped = "scoped"
 )
 
 // TemplateVersions are the apiVersions a ConstraintTemplate is read in
@@ -101,11 +98,10 @@ type CELSource struct {
 	Validations []CELValidation `json:"validations,omitempty"`
 	// MatchCondition is Gatekeeper's name (singular) for a policy's
 	// matchConditions.
-	MatchCondition   []CELNamed          `json:"matchCondition,omitempty"`
-	Variables        []CELNamed          `json:"variables,omitempty"`
-	FailurePolicy    *string             `json:"failurePolicy,omitempty"`
-	GenerateVAP      *bool               `json:"generateVAP,omitempty"`
-	AuditAnnotations []map[string]string `json:"auditAnnotations,omitempty"`
+	MatchCondition []CELNamed `json:"matchCondition,omitempty"`
+	Variables      []CELNamed `json:"variables,omitempty"`
+	FailurePolicy  *string    `json:"failurePolicy,omitempty"`
+	GenerateVAP    *bool      `json:"generateVAP,omitempty"`
 }
 
 // CELValidation is one validation of a CEL source.
@@ -113,7 +109,6 @@ type CELValidation struct {
 	Expression        string `json:"expression"`
 	Message           string `json:"message,omitempty"`
 	MessageExpression string `json:"messageExpression,omitempty"`
-	Reason            string `json:"reason,omitempty"`
 }
 
 // CELNamed is a named expression: a variable or a match condition.

@@ -23,10 +23,6 @@ func (t *Template) buildCRD(ct *gkv1.ConstraintTemplate) error {
 	return nil
 }
 
-// CRD is the constraint kind's CustomResourceDefinition (a JSON tree), as
-// the operator installs it.
-func (t *Template) CRD(ct *gkv1.ConstraintTemplate) map[string]any { return constraintCRD(ct) }
-
 func constraintCRD(ct *gkv1.ConstraintTemplate) map[string]any {
 	names := ct.Spec.CRD.Spec.Names
 	plural := strings.ToLower(names.Kind)

@@ -401,7 +401,12 @@ func TestCEL(t *testing.T) {
 			}
 		})
 	}
-	res := load(t, strings.Replace(strings.Replace(celTemplate, "FAILURE_POLICY", "Fail", 1), "name: broken", "name: params", 1))
+	// A field Gatekeeper's source has not is refused, not ignored.
+	res := load(t, strings.Replace(strings.Replace(celTemplate, "FAILURE_POLICY", "Fail", 1), "- expression: 'variables.replicas != 7'", "- expression: 'variables.replicas != 7'\n          reason: Forbidden", 1))
+	if len(res.Errors) == 0 || !strings.Contains(res.Errors[0].Error(), `unknown field "reason"`) {
+		t.Errorf("a validation's reason: got %v", res.Errors)
+	}
+	res = load(t, strings.Replace(strings.Replace(celTemplate, "FAILURE_POLICY", "Fail", 1), "name: broken", "name: params", 1))
 	if len(res.Errors) == 0 || !strings.Contains(res.Errors[0].Error(), "params is Gatekeeper's own variable") {
 		t.Errorf("a variable named params: got %v", res.Errors)
 	}

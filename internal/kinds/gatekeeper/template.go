@@ -1,6 +1,7 @@
 package gatekeeper
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -259,7 +260,7 @@ func position(s string, row, col int) int {
 
 // strictJSON decodes raw strictly into out.
 func strictJSON(raw json.RawMessage, out any) error {
-	d := json.NewDecoder(strings.NewReader(string(raw)))
+	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	return d.Decode(out)
 }
