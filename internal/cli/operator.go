@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -140,7 +141,7 @@ func addOperatorFlags(f interface {
 	f.BoolVar(&o.contextRoles, "policy-context-roles", true, "serve request.roles and request.clusterRoles (needs get, list, watch on rolebindings and clusterrolebindings)")
 	f.BoolVar(&o.crdSchemas, "policy-crd-schemas", true, "type the self of ModwrightPolicies' scoped CEL validations of custom resources by their CRDs' schemas, as apply --crd does (needs get, list, watch on customresourcedefinitions); off: dynamically typed")
 	f.BoolVar(&o.kyverno, "kyverno", false, "serve Kyverno's ClusterPolicy and Policy (kyverno.io/v1; their CRDs must be installed, Kyverno's or the chart's; the operator waits for them)")
-	f.BoolVar(&o.gatekeeper, "gatekeeper", false, "serve Gatekeeper's mutators (mutations.gatekeeper.sh Assign, AssignMetadata, ModifySet, AssignImage; their CRDs must be installed, Gatekeeper's; the operator waits for them)")
+	f.BoolVar(&o.gatekeeper, "gatekeeper", false, "serve Gatekeeper's policies: ConstraintTemplates (templates.gatekeeper.sh; the operator installs each template's constraint CRD and writes the template's status) with their constraints, and the mutators (mutations.gatekeeper.sh Assign, AssignMetadata, ModifySet, AssignImage); the templates' and mutators' CRDs must be installed, Gatekeeper's; the operator waits for them")
 	f.StringArrayVar(&o.kyvernoExceptionNS, "kyverno-exception-namespace", nil, "namespace whose Kyverno PolicyExceptions (kyverno.io/v2) the policies honour (repeatable; none by default: as Kyverno's --exceptionNamespace, an exception lets objects through, so only namespaces its authors are trusted with)")
 	f.BoolVar(&o.kinitiras, "kinitiras", true, "serve kinitiras' OverridePolicy, ClusterOverridePolicy and ClusterValidatePolicy (their CRDs must be installed; the operator waits for them)")
 	f.BoolVar(&o.kinitirasPaths, "kinitiras-paths", false, "serve kinitiras' policies on kinitiras' own webhook paths (/mutate: override policies, /validate: validate policies), for webhook configurations with kinitiras' object selector; the dragnet then leaves them out")
@@ -627,6 +628,16 @@ func (k *operator) rules(context.Context) error {
 	if err := k.mgr.Add(k.ruleSource); err != nil {
 		return err
 	}
+	if slices.ContainsFunc(k.kreg.Kinds(), func(kd kinds.Kind) bool { _, ok := kd.(kinds.Stored); return ok }) {
+		// The CRDs of the kinds definitions define (Gatekeeper's
+		// constraint kinds), installed by the leader.
+		id, _ := os.Hostname()
+		defs := &controller.DefinitionInstaller{Client: k.mgr.GetClient(), Reader: k.mgr.GetAPIReader(), Source: k.ruleSource, ID: id, Log: k.log.WithName("definitions")}
+		k.ruleSource.OnDefinitions = defs.Changed
+		if err := k.mgr.Add(defs); err != nil {
+			return err
+		}
+	}
 	if g := k.graphSource; g != nil {
 		if err := k.mgr.Add(g); err != nil {
 			return err
@@ -641,6 +652,10 @@ func (k *operator) rules(context.Context) error {
 		}
 	}
 	for _, kd := range k.kreg.Kinds() {
+		if _, owner := kd.(kinds.GroupOwner); owner {
+			// Its kinds come and go with their definitions.
+			continue
+		}
 		status := &controller.StatusReconciler{Kind: kd, Client: k.mgr.GetClient(), Recorder: k.mgr.GetEventRecorder("modwright"), Log: k.log.WithName("status")}
 		if err := status.SetupWithManager(k.mgr); err != nil {
 			return err

@@ -60,6 +60,7 @@ func newClusterRegistry(clusterNS string, with clusterKinds, exceptions *cluster
 		ks = append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)
 	}
 	if with.gatekeeper {
+		ks = append(ks, gatekeeper.NewKind())
 		ks = append(ks, gatekeeper.NewMutatorKinds()...)
 	}
 	if with.kyverno {

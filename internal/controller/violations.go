@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,17 +34,12 @@ var _ auditor.Violations = (*ViolationsWriter)(nil)
 // Record writes each count.
 func (w *ViolationsWriter) Record(ctx context.Context, counts []auditor.RuleCount, at time.Time) error {
 	for _, c := range counts {
-		var kind kinds.Kind
-		for _, k := range w.Kinds {
-			if k.Group() == c.Group && k.Name() == c.Kind {
-				kind = k
-			}
-		}
-		if kind == nil {
+		gvk, ok := w.gvk(c)
+		if !ok {
 			continue
 		}
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(cluster.GVK(kind))
+		u.SetGroupVersionKind(gvk)
 		ns, name, ok := strings.Cut(c.Key, "/")
 		if !ok {
 			ns, name = "", c.Key
@@ -65,4 +61,21 @@ func (w *ViolationsWriter) Record(ctx context.Context, counts []auditor.RuleCoun
 		}
 	}
 	return nil
+}
+
+// gvk is what a counted rule is stored as: its kind's, or its own kind in
+// the group of a GroupOwner (Gatekeeper's constraints).
+func (w *ViolationsWriter) gvk(c auditor.RuleCount) (schema.GroupVersionKind, bool) {
+	for _, k := range w.Kinds {
+		if k.Group() != c.Group {
+			continue
+		}
+		if _, owner := k.(kinds.GroupOwner); owner {
+			return schema.GroupVersionKind{Group: k.Group(), Version: k.Versions()[0], Kind: c.Kind}, true
+		}
+		if k.Name() == c.Kind {
+			return cluster.GVK(k), true
+		}
+	}
+	return schema.GroupVersionKind{}, false
 }

@@ -259,6 +259,14 @@ func (h *Handle) Reject(message string, msgErr error) {
 	h.ev.d.Rejections = append(h.ev.d.Rejections, Rejection{Kind: info.Kind, Rule: info.Key, Message: message, MessageError: msgErr})
 }
 
+// RejectStandalone rejects the object with a message that is the whole
+// denial as the rule's peer words it (Gatekeeper's "[name] message"): the
+// denial gives it without the kind's preamble.
+func (h *Handle) RejectStandalone(message string) {
+	info := h.rule.Info()
+	h.ev.d.Rejections = append(h.ev.d.Rejections, Rejection{Kind: info.Kind, Rule: info.Key, Message: message, Standalone: true})
+}
+
 // Deny rejects the object with message and a status: reason (Invalid,
 // Forbidden, ...) and its HTTP code, which the webhook answers with when
 // this is the first rejection.

@@ -121,6 +121,18 @@ func TestKernelAtomicAndDenial(t *testing.T) {
 	if len(d.Warnings) != 1 || d.Warnings[0] != (Warning{Kind: "B", Rule: "ns/never", Message: "careful"}) {
 		t.Errorf("warnings: %v", d.Warnings)
 	}
+
+	// Standalone rejections (Gatekeeper's) are given as they are, joined
+	// by newlines, in the place of the first (in evaluation order).
+	gk1 := newRule("K8sA", "", "c1", 0, Validate)
+	gk1.apply = func(h *Handle) error { h.RejectStandalone("[c1] one"); h.RejectStandalone("[c1] two"); return nil }
+	gk2 := newRule("K8sB", "", "c2", 0, Validate)
+	gk2.apply = func(h *Handle) error { h.RejectStandalone("[c2] three"); return nil }
+	d = evaluate(t, []Rule{gk1, rejA, gk2}, rules.Create)
+	want = "operation rejected by the following A(s): ns/no: \"not this\"; [c1] one\n[c1] two\n[c2] three"
+	if got := d.DenialMessage(); got != want {
+		t.Errorf("DenialMessage() = %q, want %q", got, want)
+	}
 }
 
 // TestKernelUndecided: a validation that cannot be decided fails the

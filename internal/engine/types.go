@@ -342,15 +342,23 @@ func (d *Decision) DenialText() string {
 // rule that rejected it, in the order of their first rejection,
 // "operation rejected by the following <Kind>(s): " and the list of
 // DenialText; kinds are separated by "; ". When only ModRules rejected, it
-// is KubeMod webhook's text byte for byte.
+// is KubeMod webhook's text byte for byte. Standalone rejections (their
+// peer's own wording, Gatekeeper's "[name] message") are given as they
+// are, joined by newlines as Gatekeeper joins them, in the place of the
+// first of them.
 func (d *Decision) DenialMessage() string {
 	if len(d.Rejections) == 0 {
 		return ""
 	}
+	const standalone = "\x00standalone"
 	var kinds []string
 	for _, r := range d.Rejections {
-		if !slices.Contains(kinds, r.Kind) {
-			kinds = append(kinds, r.Kind)
+		k := r.Kind
+		if r.Standalone {
+			k = standalone
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
 		}
 	}
 	var b strings.Builder
@@ -358,12 +366,25 @@ func (d *Decision) DenialMessage() string {
 		if i > 0 {
 			b.WriteString("; ")
 		}
+		if k == standalone {
+			n := 0
+			for _, r := range d.Rejections {
+				if r.Standalone {
+					if n > 0 {
+						b.WriteByte('\n')
+					}
+					b.WriteString(r.Message)
+					n++
+				}
+			}
+			continue
+		}
 		b.WriteString("operation rejected by the following ")
 		b.WriteString(k)
 		b.WriteString("(s): ")
 		n := 0
 		for _, r := range d.Rejections {
-			if r.Kind != k {
+			if r.Kind != k || r.Standalone {
 				continue
 			}
 			if n > 0 {
@@ -405,6 +426,9 @@ type Rejection struct {
 	// (Forbidden, 403).
 	Reason string
 	Code   int
+	// Standalone: Message is the whole denial as the rule's peer words it
+	// (Handle.RejectStandalone); DenialMessage gives it as it is.
+	Standalone bool
 }
 
 // AuditAnnotation is one audit annotation a rule added.

@@ -101,3 +101,40 @@ func (r *Registry) NodeAnnotations() []NodeAnnotations {
 	}
 	return out
 }
+
+// A Stored Definer's definitions live in the cluster as objects of their
+// own kind (Gatekeeper's ConstraintTemplates): the rule source watches
+// them, compiles them through WithDefinitions and watches the rule kinds
+// they define.
+type Stored interface {
+	Definer
+	// DefinitionKind is the group, version and kind the definitions are
+	// watched as.
+	DefinitionKind() (group, version, kind string)
+}
+
+// A Definition is what one compiled definition defines.
+type Definition struct {
+	// By is the definition's name, UID its uid and Generation its
+	// metadata.generation, as given (zero when unknown).
+	By         string
+	UID        string
+	Generation int64
+	// Kind is the rule kind it defines, in the Definer's group.
+	Kind string
+	// CRD is the CustomResourceDefinition the operator installs for Kind.
+	CRD map[string]any
+}
+
+// Defining is implemented by the kind a Definer's WithDefinitions returns:
+// what its definitions define, and the status the operator writes on a
+// definition.
+type Defining interface {
+	// Defined lists the kinds the compiled definitions define, by kind.
+	Defined() []Definition
+	// DefinitionStatus is the status of definition m as the replica id
+	// sees it: compileErr is why it does not compile (nil when it does),
+	// installErr why its CRD could not be installed, created whether the
+	// CRD is installed.
+	DefinitionStatus(m *Manifest, id string, compileErr, installErr error, created bool) map[string]any
+}

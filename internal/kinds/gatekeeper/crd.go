@@ -19,7 +19,7 @@ func (t *Template) buildCRD(ct *gkv1.ConstraintTemplate) error {
 	if err := set.Add(context.Background(), obj); err != nil {
 		return err
 	}
-	t.crd = set
+	t.crd, t.crdObject = set, obj
 	return nil
 }
 

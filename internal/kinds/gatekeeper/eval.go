@@ -211,7 +211,7 @@ func (c *Constraint) Apply(h *engine.Handle) error {
 	for _, v := range vs {
 		msg := "[" + c.name + "] " + v.Msg
 		if slices.Contains(c.actions.webhook, gkv1.EnforcementDeny) {
-			h.Reject(msg, nil)
+			h.RejectStandalone(msg)
 		}
 		if slices.Contains(c.actions.webhook, gkv1.EnforcementWarn) {
 			h.Warn(msg)

@@ -2,6 +2,7 @@ package gatekeeper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,6 +39,8 @@ var (
 	_ kinds.Kind       = (*Kind)(nil)
 	_ kinds.GroupOwner = (*Kind)(nil)
 	_ kinds.Definer    = (*Kind)(nil)
+	_ kinds.Stored     = (*Kind)(nil)
+	_ kinds.Defining   = (*Kind)(nil)
 )
 
 // NewKind returns the adapter with no templates (WithDefinitions gives
@@ -94,6 +97,64 @@ func (k *Kind) WithDefinitions(defs []*kinds.Manifest) (kinds.Kind, []error) {
 		nk.templates[t.kind] = t
 	}
 	return nk, errs
+}
+
+// DefinitionKind is templates.gatekeeper.sh/v1 ConstraintTemplate.
+func (k *Kind) DefinitionKind() (group, version, kind string) {
+	return gkv1.TemplatesGroup, gkv1.TemplateVersion, gkv1.KindTemplate
+}
+
+// Defined lists the constraint kinds of the templates that compiled, each
+// with its CRD, by kind.
+func (k *Kind) Defined() []kinds.Definition {
+	out := make([]kinds.Definition, 0, len(k.templates))
+	for _, t := range k.templates {
+		if t.err != nil || t.crdObject == nil {
+			continue
+		}
+		out = append(out, kinds.Definition{By: t.name, UID: t.uid, Generation: t.generation, Kind: t.kind, CRD: t.crdObject})
+	}
+	slices.SortFunc(out, func(a, b kinds.Definition) int { return strings.Compare(a.Kind, b.Kind) })
+	return out
+}
+
+// DefinitionStatus is a template's status as Gatekeeper writes it:
+// created (once its CRD is installed) and the replica's entry in byPod
+// (observedGeneration, errors with Gatekeeper's codes: ingest_error for
+// each compile error, located at its field; create_error when the CRD
+// could not be installed).
+func (k *Kind) DefinitionStatus(m *kinds.Manifest, id string, compileErr, installErr error, created bool) map[string]any {
+	errs := []any{}
+	if compileErr != nil {
+		var ce *rules.CompileError
+		if errors.As(compileErr, &ce) && len(ce.Errors) > 0 {
+			for _, fe := range ce.Errors {
+				msg := fe.Msg
+				if fe.Pos >= 0 {
+					msg = fmt.Sprintf("column %d: %s", fe.Pos+1, msg)
+				}
+				errs = append(errs, map[string]any{"code": "ingest_error", "message": msg, "location": fe.Field})
+			}
+		} else {
+			errs = append(errs, map[string]any{"code": "ingest_error", "message": compileErr.Error()})
+		}
+	}
+	if installErr != nil {
+		errs = append(errs, map[string]any{"code": "create_error", "message": installErr.Error()})
+	}
+	md, _ := m.Object["metadata"].(map[string]any)
+	pod := map[string]any{"id": id, "operations": []any{"audit", "status", "webhook"}, "observedGeneration": md["generation"]}
+	if uid, _ := md["uid"].(string); uid != "" {
+		pod["templateUID"] = uid
+	}
+	if len(errs) > 0 {
+		pod["errors"] = errs
+	}
+	st := map[string]any{"byPod": []any{pod}}
+	if created {
+		st["created"] = true
+	}
+	return st
 }
 
 // Template returns the template of a constraint kind, or nil.

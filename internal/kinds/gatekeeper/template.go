@@ -22,8 +22,13 @@ import (
 type Template struct {
 	name string // metadata.name
 	kind string // the constraint kind
-	// crd is the constraint kind's CRD, one Version per served version.
-	crd *crdschema.Set
+	// uid and generation are the template's, as given.
+	uid        string
+	generation int64
+	// crd is the constraint kind's CRD, one Version per served version;
+	// crdObject the CRD itself, which the operator installs.
+	crd       *crdschema.Set
+	crdObject map[string]any
 	// rego finds violations; inventory: it reads data.inventory.
 	rego      *rego.Program
 	inventory bool
@@ -63,7 +68,7 @@ func compileTemplate(m *kinds.Manifest, envs *cel.EnvCache) (*Template, error) {
 	if err := kinds.Decode(m, gkv1.KindTemplate, av, &ct); err != nil {
 		return nil, err
 	}
-	t := &Template{name: ct.Name, kind: ct.Spec.CRD.Spec.Names.Kind}
+	t := &Template{name: ct.Name, kind: ct.Spec.CRD.Spec.Names.Kind, uid: string(ct.UID), generation: ct.Generation}
 	ce := &rules.CompileError{Kind: gkv1.KindTemplate, Rule: m.Key()}
 	errf := func(field string, pos int, format string, args ...any) {
 		ce.Errors = append(ce.Errors, rules.FieldError{Field: field, Pos: pos, Msg: fmt.Sprintf(format, args...)})

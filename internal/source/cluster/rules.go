@@ -58,11 +58,20 @@ type RuleSource struct {
 	// (A later event for any rule retries sooner.)
 	RetryDelay time.Duration
 
+	// OnDefinitions, if set, is called after the definitions of a Stored
+	// definer (Gatekeeper's ConstraintTemplates) were compiled again; read
+	// them with Definitions.
+	OnDefinitions func()
+
 	mu       sync.Mutex
 	compiled map[RuleID]*entry
 	dirty    map[RuleID]struct{}
 	wake     chan struct{}
 	synced   bool
+	// current are the registry's kinds, each Stored definer given its
+	// definitions; defs their state, by index in current.
+	current []kinds.Kind
+	defs    map[int]*defState
 }
 
 // RuleID names one rule: its kind (by group and name: Kyverno's
@@ -78,6 +87,7 @@ type entry struct {
 	generation int64
 	rule       engine.Rule // nil: the manifest could not be decoded
 	err        error       // why it could not be decoded or compiled
+	defs       uint64      // the generation of its kind's definitions it compiled against
 }
 
 // GVK is the group, version and kind a kind is watched as.
@@ -107,6 +117,8 @@ func (s *RuleSource) init() {
 		s.compiled = map[RuleID]*entry{}
 		s.dirty = map[RuleID]struct{}{}
 		s.wake = make(chan struct{}, 1)
+		s.current = slices.Clone(s.Kinds.Kinds())
+		s.defs = map[int]*defState{}
 	}
 }
 
@@ -114,8 +126,20 @@ func (s *RuleSource) init() {
 // (possibly empty) is published once every kind's cache has synced.
 func (s *RuleSource) Start(ctx context.Context) error {
 	s.init()
-	for _, k := range s.Kinds.Kinds() {
-		inf, err := s.informer(ctx, k)
+	defer s.stopWatches()
+	for i, k := range s.Kinds.Kinds() {
+		if st, ok := k.(kinds.Stored); ok {
+			remove, err := s.watchDefinitions(ctx, i, st)
+			if err != nil {
+				return err
+			}
+			defer remove()
+		}
+		if _, owner := k.(kinds.GroupOwner); owner {
+			// Its kinds are the ones its definitions define.
+			continue
+		}
+		inf, err := s.informer(ctx, GVK(k), nil)
 		if err != nil {
 			return err
 		}
@@ -133,6 +157,11 @@ func (s *RuleSource) Start(ctx context.Context) error {
 			return ctx.Err()
 		}
 		s.Log.Info("rule cache synced", "kind", name)
+	}
+	// The definitions, and the rules of the kinds they define whose CRDs
+	// are installed, are in the first snapshot.
+	if err := s.refreshDefinitions(ctx, true); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	s.synced = true
@@ -168,8 +197,8 @@ func (s *RuleSource) Start(ctx context.Context) error {
 // informer returns a kind's informer, waiting for its CRD while it is not
 // installed (an operator applied before its CRD, as GitOps tools may do,
 // stays not ready instead of failing).
-func (s *RuleSource) informer(ctx context.Context, k kinds.Kind) (cache.Informer, error) {
-	gvk := GVK(k)
+// missing, if set, is called the first time the CRD is found missing.
+func (s *RuleSource) informer(ctx context.Context, gvk schema.GroupVersionKind, missing func()) (cache.Informer, error) {
 	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
@@ -178,7 +207,11 @@ func (s *RuleSource) informer(ctx context.Context, k kinds.Kind) (cache.Informer
 			return inf, nil
 		}
 		if !meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("%s informer: %w", k.Name(), err)
+			return nil, fmt.Errorf("%s informer: %w", gvk.Kind, err)
+		}
+		if missing != nil {
+			missing()
+			missing = nil
 		}
 		s.Log.Info("a rule kind's CRD is not installed; waiting for it", "kind", gvk.String(), "retryIn", wait.String())
 		select {
@@ -219,6 +252,11 @@ func splitKey(k string) types.NamespacedName {
 
 // rebuild compiles the dirty rules that changed and publishes a snapshot.
 func (s *RuleSource) rebuild(ctx context.Context) error {
+	// Definitions first: the rules of the kinds they define compile
+	// against them (a change marks those rules dirty).
+	if err := s.refreshDefinitions(ctx, false); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	dirty := make([]RuleID, 0, len(s.dirty))
 	for k := range s.dirty {
@@ -232,39 +270,7 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 	}
 	start := s.now()
 
-	// Read the dirty rules and find the ones to compile.
-	type pending struct {
-		id  RuleID
-		obj *unstructured.Unstructured
-	}
-	var toCompile []pending
-	var removed []RuleID
-	var readErr error
-	for _, id := range dirty {
-		k := s.kind(id)
-		if k == nil {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(GVK(k))
-		err := s.Cache.Get(ctx, splitKey(id.Key), u)
-		switch {
-		case apierrors.IsNotFound(err):
-			removed = append(removed, id)
-		case err != nil:
-			readErr = errors.Join(readErr, fmt.Errorf("reading %s %s: %w", id.Kind, id.Key, err))
-			s.mu.Lock()
-			s.dirty[id] = struct{}{}
-			s.mu.Unlock()
-		default:
-			s.mu.Lock()
-			e := s.compiled[id]
-			s.mu.Unlock()
-			if e == nil || e.uid != u.GetUID() || e.generation != u.GetGeneration() {
-				toCompile = append(toCompile, pending{id, u})
-			}
-		}
-	}
+	toCompile, removed, readErr := s.read(ctx, dirty)
 	compiled := make([]*entry, len(toCompile))
 	source.ForEach(len(toCompile), func(i int) {
 		p := toCompile[i]
@@ -338,9 +344,66 @@ func (s *RuleSource) rebuild(ctx context.Context) error {
 	return readErr
 }
 
+// pending is a rule to compile.
+type pending struct {
+	id  RuleID
+	obj *unstructured.Unstructured
+}
+
+// read reads the dirty rules from the cache: the ones to compile (new, or
+// of a new uid, generation or definitions), the ones removed, and why
+// some could not be read (those stay dirty).
+func (s *RuleSource) read(ctx context.Context, dirty []RuleID) (toCompile []pending, removed []RuleID, readErr error) {
+	for _, id := range dirty {
+		k := s.kind(id)
+		if k == nil {
+			continue
+		}
+		gvk, state := s.ruleGVK(k, id)
+		switch state {
+		case gone: // a kind no definition defines any more
+			removed = append(removed, id)
+			continue
+		case syncing: // read once its informer has synced
+			s.mu.Lock()
+			s.dirty[id] = struct{}{}
+			s.mu.Unlock()
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		err := s.Cache.Get(ctx, splitKey(id.Key), u)
+		switch {
+		case apierrors.IsNotFound(err):
+			removed = append(removed, id)
+		case err != nil:
+			readErr = errors.Join(readErr, fmt.Errorf("reading %s %s: %w", id.Kind, id.Key, err))
+			s.mu.Lock()
+			s.dirty[id] = struct{}{}
+			s.mu.Unlock()
+		default:
+			s.mu.Lock()
+			e := s.compiled[id]
+			defs := s.defsGeneration(id.Group)
+			s.mu.Unlock()
+			if e == nil || e.uid != u.GetUID() || e.generation != u.GetGeneration() || e.defs != defs {
+				toCompile = append(toCompile, pending{id, u})
+			}
+		}
+	}
+	return toCompile, removed, readErr
+}
+
+// kind is the kind of a rule: by group and name, or by group for a
+// GroupOwner (with its current definitions).
 func (s *RuleSource) kind(id RuleID) kinds.Kind {
-	for _, k := range s.Kinds.Kinds() {
-		if k.Name() == id.Kind && k.Group() == id.Group {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.current {
+		if k.Group() != id.Group {
+			continue
+		}
+		if _, owner := k.(kinds.GroupOwner); owner || k.Name() == id.Kind {
 			return k
 		}
 	}
@@ -357,9 +420,13 @@ func (s *RuleSource) compile(id RuleID, u *unstructured.Unstructured) *entry {
 		return e
 	}
 	m.Origin = id.Kind + " " + id.Key
-	e.rule, e.err = s.kind(id).Compile(m)
+	s.mu.Lock()
+	e.defs = s.defsGeneration(id.Group)
+	s.mu.Unlock()
+	k := s.kind(id)
+	e.rule, e.err = k.Compile(m)
 	if e.rule != nil {
-		e.rule.Info().Group = s.kind(id).Group()
+		e.rule.Info().Group = k.Group()
 	}
 	return e
 }
