@@ -480,6 +480,14 @@ func (k *operator) contextReaders(ctx context.Context) error {
 		Authorizer: authz, RuleReader: op.ruleReader, Protected: op.namespace}
 	k.readers.Kinds = &cluster.Kinds{Reader: mgr.GetCache(), Protected: op.namespace}
 	k.readers.HTTP = &cluster.HTTPClient{Hosts: op.kinitirasHosts, Timeout: op.kinitirasHTTPTime, MaxBytes: op.kinitirasHTTPBytes, TTL: op.kinitirasHTTPTTL}
+	if slices.ContainsFunc(k.kreg.Kinds(), func(kd kinds.Kind) bool { _, ok := kd.(kinds.Syncing); return ok }) {
+		// Gatekeeper's data.inventory, as its Config and SyncSets say.
+		inv := &cluster.Inventory{Cache: mgr.GetCache(), Kinds: k.kreg, Log: k.log.WithName("inventory"), Protected: op.namespace}
+		if err := mgr.Add(inv); err != nil {
+			return err
+		}
+		k.readers.Inventory = inv
+	}
 	return nil
 }
 

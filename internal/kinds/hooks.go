@@ -138,3 +138,25 @@ type Defining interface {
 	// CRD is installed.
 	DefinitionStatus(m *Manifest, id string, compileErr, installErr error, created bool) map[string]any
 }
+
+// A SyncConfig is a kind of object that configures the inventory
+// (engine.InventoryReader) in the cluster: Gatekeeper's Config (named
+// config) and SyncSet.
+type SyncConfig struct {
+	Group, Version, Kind string
+	// Name, when set, is the only name read.
+	Name string
+}
+
+// SyncedKind is a kind the inventory holds.
+type SyncedKind struct{ Group, Version, Kind string }
+
+// Syncing is a Kind whose rules read the inventory, configured by objects
+// in the cluster.
+type Syncing interface {
+	// SyncConfigs are the kinds that configure it.
+	SyncConfigs() []SyncConfig
+	// Synced reads what one configuration object asks the inventory to
+	// hold, and which namespaces' objects it leaves out (nil: none).
+	Synced(obj map[string]any) (kinds []SyncedKind, excluded func(namespace string) bool)
+}

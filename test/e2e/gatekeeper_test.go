@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,13 +29,15 @@ var gatekeeperRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"templates.gatekeeper.sh"}, Resources: []string{"constrainttemplates/status"}, Verbs: []string{"get", "update", "patch"}},
 	{APIGroups: []string{"constraints.gatekeeper.sh"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 	{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	{APIGroups: []string{"config.gatekeeper.sh"}, Resources: []string{"configs"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"syncset.gatekeeper.sh"}, Resources: []string{"syncsets"}, Verbs: []string{"get", "list", "watch"}},
 }
 
 // installGatekeeperCRDs installs the CRDs Gatekeeper installs for its
 // templates and mutators.
 func installGatekeeperCRDs(t *testing.T, cl *cluster) {
 	t.Helper()
-	if _, err := envtest.InstallCRDs(cl.cfg, envtest.CRDInstallOptions{Paths: []string{"testdata/gatekeeper-mutation-crds.yaml", "testdata/gatekeeper-template-crd.yaml"}}); err != nil {
+	if _, err := envtest.InstallCRDs(cl.cfg, envtest.CRDInstallOptions{Paths: []string{"testdata/gatekeeper-mutation-crds.yaml", "testdata/gatekeeper-crds.yaml"}}); err != nil {
 		t.Fatalf("installing Gatekeeper's CRDs: %v", err)
 	}
 }
@@ -70,13 +73,43 @@ spec:
       }
 `
 
+const uniqueHostTemplate = `
+apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata:
+  name: k8suniqueingresshost
+spec:
+  crd:
+    spec:
+      names:
+        kind: K8sUniqueIngressHost
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+    rego: |
+      package k8suniqueingresshost
+
+      identical(obj, review) {
+        obj.metadata.namespace == review.object.metadata.namespace
+        obj.metadata.name == review.object.metadata.name
+      }
+
+      violation[{"msg": msg}] {
+        input.review.kind.kind == "Ingress"
+        host := input.review.object.spec.rules[_].host
+        other := data.inventory.namespace[_][_]["Ingress"][_]
+        other.spec.rules[_].host == host
+        not identical(other, input.review)
+        msg := sprintf("ingress host conflicts with an existing ingress <%v>", [host])
+      }
+`
+
 // TestGatekeeperConstraints runs Gatekeeper's templates and constraints,
 // unchanged, on the real API server with the operator's --gatekeeper: the
 // template's constraint CRD installed by the operator and the template's
 // status; a violating object denied with Gatekeeper's message; dryrun
 // admits and the audit counts the violation in the constraint's status; a
-// broken template's errors in its status; the CRD deleted with its
-// template.
+// broken template's errors in its status; a referential template reading
+// the inventory the Config syncs; the CRD deleted with its template.
 func TestGatekeeperConstraints(t *testing.T) {
 	cl := startCluster(t, true)
 	cl.installCRDs(t)
@@ -182,6 +215,62 @@ spec:
 	if err := c.Get(ctx, client.ObjectKey{Name: "k8sbroken.constraints.gatekeeper.sh"}, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the broken template's CRD: %v, want none", err)
 	}
+
+	t.Run("a referential template reads the synced inventory", func(t *testing.T) {
+		create(t, c, &corev1.Namespace{ObjectMeta: metaName("gatekeeper-system")})
+		create(t, c, kinitirasPolicy(t, `
+apiVersion: config.gatekeeper.sh/v1alpha1
+kind: Config
+metadata:
+  name: config
+  namespace: gatekeeper-system
+spec:
+  sync:
+    syncOnly:
+    - {group: networking.k8s.io, version: v1, kind: Ingress}
+  match:
+  - excludedNamespaces: ["excluded-*"]
+    processes: ["sync"]
+`))
+		create(t, c, kinitirasPolicy(t, uniqueHostTemplate))
+		create(t, c, kinitirasPolicy(t, `
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sUniqueIngressHost
+metadata:
+  name: unique-ingress-host
+spec:
+  match:
+    kinds:
+    - apiGroups: [networking.k8s.io]
+      kinds: [Ingress]
+`))
+		ingress := func(ns, name, host string) *networkingv1.Ingress {
+			return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: host}}}}
+		}
+		for _, ns := range []string{"team-a", "team-b", "excluded-c"} {
+			create(t, c, &corev1.Namespace{ObjectMeta: metaName(ns)})
+		}
+		create(t, c, ingress("team-a", "shop", "shop.example.com"))
+		create(t, c, ingress("excluded-c", "blog", "blog.example.com"))
+		eventually(t, 30*time.Second, func() error {
+			err := c.Create(ctx, ingress("team-b", "shop", "shop.example.com"), client.DryRunAll)
+			if err == nil {
+				return errors.New("an Ingress whose host another Ingress has was admitted")
+			}
+			if want := "[unique-ingress-host] ingress host conflicts with an existing ingress <shop.example.com>"; !strings.Contains(err.Error(), want) {
+				return fmt.Errorf("denied with %q, want %q in it", err, want)
+			}
+			return nil
+		})
+		// Another host, or the host of an Ingress the Config keeps out of
+		// the sync, is admitted.
+		for _, host := range []string{"cart.example.com", "blog.example.com"} {
+			if err := c.Create(ctx, ingress("team-b", "other", host), client.DryRunAll); err != nil {
+				t.Errorf("an Ingress of host %s: %v", host, err)
+			}
+		}
+	})
 
 	// Deleting the template deletes its CRD (and with it the constraints).
 	if err := c.Delete(ctx, template); err != nil {

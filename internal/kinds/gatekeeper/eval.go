@@ -87,6 +87,7 @@ type Constraint struct {
 	// celParams is variables.params (null without parameters).
 	celParams any
 	actions   actions
+	inv       *inventoryCache
 }
 
 var _ engine.Rule = (*Constraint)(nil)
@@ -239,7 +240,7 @@ func (c *Constraint) violations(h *engine.Handle) ([]Violation, error) {
 	}
 	keys, vals := []string{"review", "parameters"}, []rego.Value{rv, c.paramsVal}
 	if c.t.inventory {
-		inv, err := st.inventory(h)
+		inv, err := st.inventory(h, c.inv)
 		if err != nil {
 			return nil, err
 		}

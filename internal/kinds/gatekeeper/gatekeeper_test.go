@@ -2,6 +2,7 @@ package gatekeeper_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -410,4 +411,154 @@ func TestCEL(t *testing.T) {
 	if len(res.Errors) == 0 || !strings.Contains(res.Errors[0].Error(), "params is Gatekeeper's own variable") {
 		t.Errorf("a variable named params: got %v", res.Errors)
 	}
+}
+
+// versioned is an InventoryReader whose objects change with its version.
+type versioned struct {
+	version uint64
+	objs    []map[string]any
+	reads   int
+}
+
+func (v *versioned) Inventory(context.Context) (uint64, []map[string]any, error) {
+	v.reads++
+	return v.version, v.objs, nil
+}
+
+// TestInventoryVersion: data.inventory is converted again only when the
+// reader's version changes.
+func TestInventoryVersion(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata: {name: k8scount}
+spec:
+  crd: {spec: {names: {kind: K8sCount}}}
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+    rego: |
+      package k8scount
+      violation[{"msg": msg}] {
+        n := count(data.inventory.cluster["v1"]["Namespace"])
+        msg := sprintf("%v namespaces", [n])
+      }
+---
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sCount
+metadata: {name: count}
+`)
+	nsObj := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}
+	}
+	inv := &versioned{version: 1, objs: []map[string]any{nsObj("a")}}
+	run := func() []string {
+		o := manifests(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: a}\n")[0].Object
+		d, err := engine.New(engine.Options{Inventory: inv}).Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "a", Object: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return violations(d)
+	}
+	if diff := cmp.Diff([]string{"1 namespaces"}, run()); diff != "" {
+		t.Errorf("first (-want +got):\n%s", diff)
+	}
+	// The same version: the converted inventory is kept (a reader bumps
+	// its version with every change).
+	inv.objs = append(inv.objs, nsObj("b"))
+	if diff := cmp.Diff([]string{"1 namespaces"}, run()); diff != "" {
+		t.Errorf("same version (-want +got):\n%s", diff)
+	}
+	inv.version++
+	if diff := cmp.Diff([]string{"2 namespaces"}, run()); diff != "" {
+		t.Errorf("new version (-want +got):\n%s", diff)
+	}
+	if inv.reads != 3 {
+		t.Errorf("the inventory was read %d times for 3 reviews, want 3", inv.reads)
+	}
+}
+
+func TestSynced(t *testing.T) {
+	k := gatekeeper.NewKind()
+	for _, c := range []struct {
+		name     string
+		obj      string
+		want     []kinds.SyncedKind
+		excluded map[string]bool
+	}{
+		{"config", `
+apiVersion: config.gatekeeper.sh/v1alpha1
+kind: Config
+metadata: {name: config, namespace: gatekeeper-system}
+spec:
+  sync:
+    syncOnly:
+    - {group: "", version: v1, kind: Namespace}
+    - {group: networking.k8s.io, version: v1, kind: Ingress}
+    - {group: "", kind: Pod}
+  match:
+  - {excludedNamespaces: ["kube-*", "*-system"], processes: ["*"]}
+  - {excludedNamespaces: [audit-only], processes: [audit]}
+  - {excludedNamespaces: [sync-only], processes: [sync, webhook]}
+`, []kinds.SyncedKind{{Version: "v1", Kind: "Namespace"}, {Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}},
+			map[string]bool{"kube-public": true, "gatekeeper-system": true, "sync-only": true, "audit-only": false, "default": false}},
+		{"syncset", `
+apiVersion: syncset.gatekeeper.sh/v1alpha1
+kind: SyncSet
+metadata: {name: s}
+spec:
+  gvks:
+  - {group: apps, version: v1, kind: Deployment}
+`, []kinds.SyncedKind{{Group: "apps", Version: "v1", Kind: "Deployment"}}, map[string]bool{"kube-system": false}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, excluded := k.Synced(manifests(t, c.obj)[0].Object)
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("kinds (-want +got):\n%s", diff)
+			}
+			for ns, want := range c.excluded {
+				if g := excluded != nil && excluded(ns); g != want {
+					t.Errorf("excluded(%q) = %v, want %v", ns, g, want)
+				}
+			}
+		})
+	}
+}
+
+// TestDefinitionStatus: a template's status as Gatekeeper writes it.
+func TestDefinitionStatus(t *testing.T) {
+	k := gatekeeper.NewKind()
+	m := &manifests(t, "apiVersion: templates.gatekeeper.sh/v1\nkind: ConstraintTemplate\nmetadata: {name: t, uid: u-1, generation: 3}\n")[0]
+	ce := &rules.CompileError{Kind: "ConstraintTemplate", Rule: "t", Errors: []rules.FieldError{{Field: "spec.targets[0].rego", Pos: 4, Msg: "rego_parse_error"}}}
+	got := k.DefinitionStatus(m, "pod-a", ce, errors.New("forbidden"), false)
+	want := map[string]any{"byPod": []any{map[string]any{
+		"id": "pod-a", "observedGeneration": int64(3), "templateUID": "u-1", "operations": []any{"audit", "status", "webhook"},
+		"errors": []any{
+			map[string]any{"code": "ingest_error", "message": "column 5: rego_parse_error", "location": "spec.targets[0].rego"},
+			map[string]any{"code": "create_error", "message": "forbidden"},
+		},
+	}}}
+	if diff := cmp.Diff(asJSON(t, want), asJSON(t, got)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	got = k.DefinitionStatus(m, "pod-a", nil, nil, true)
+	if got["created"] != true {
+		t.Errorf("created: %v", got)
+	}
+	if pod := got["byPod"].([]any)[0].(map[string]any); pod["errors"] != nil {
+		t.Errorf("errors of a template that compiled: %v", pod["errors"])
+	}
+}
+
+// asJSON is v through JSON (numbers as float64).
+func asJSON(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -22,6 +22,7 @@ import (
 type Kind struct {
 	templates map[string]*Template // by constraint kind
 	envs      *cel.EnvCache        // CEL environments, shared by templates
+	inv       *inventoryCache      // data.inventory, shared by constraints
 	// anyOperation: constraints review every operation, as gator verify
 	// does (no template's operations, no webhook's CREATE and UPDATE).
 	anyOperation bool
@@ -46,7 +47,7 @@ var (
 // NewKind returns the adapter with no templates (WithDefinitions gives
 // them).
 func NewKind(opts ...Option) *Kind {
-	k := &Kind{envs: cel.NewEnvCache()}
+	k := &Kind{envs: cel.NewEnvCache(), inv: &inventoryCache{}}
 	for _, o := range opts {
 		o(k)
 	}
@@ -75,7 +76,7 @@ func (k *Kind) Defines(m *kinds.Manifest) bool {
 // templates of one kind: the later one is an error.
 func (k *Kind) WithDefinitions(defs []*kinds.Manifest) (kinds.Kind, []error) {
 	errs := make([]error, len(defs))
-	nk := &Kind{templates: make(map[string]*Template, len(k.templates)+len(defs)), envs: k.envs, anyOperation: k.anyOperation}
+	nk := &Kind{templates: make(map[string]*Template, len(k.templates)+len(defs)), envs: k.envs, inv: k.inv, anyOperation: k.anyOperation}
 	for kd, t := range k.templates {
 		nk.templates[kd] = t
 	}
@@ -164,7 +165,7 @@ func (k *Kind) Template(kind string) *Template { return k.templates[kind] }
 // would, and compiles it. A constraint whose template is missing or
 // broken is returned with that error.
 func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
-	c := &Constraint{name: m.Name()}
+	c := &Constraint{name: m.Name(), inv: k.inv}
 	c.info = engine.RuleInfo{Kind: m.Kind(), Key: m.Key(), Namespace: m.Namespace(), Name: m.Name(),
 		Phase: engine.Validate, FailurePolicy: engine.FailureIgnore}
 	ce := &rules.CompileError{Kind: m.Kind(), Rule: m.Key()}

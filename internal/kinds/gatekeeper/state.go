@@ -2,6 +2,7 @@ package gatekeeper
 
 import (
 	"fmt"
+	"sync"
 
 	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
 	"github.com/modwright/modwright/internal/engine"
@@ -71,20 +72,44 @@ func (st *evalState) celRequest(h *engine.Handle) map[string]any {
 	return st.request
 }
 
-// inventory is data.inventory converted for Rego, once.
-func (st *evalState) inventory(h *engine.Handle) (rego.Value, error) {
+// inventory is data.inventory converted for Rego, once per evaluation,
+// and kept across evaluations while the inventory's version stays.
+func (st *evalState) inventory(h *engine.Handle, cache *inventoryCache) (rego.Value, error) {
 	if !st.invDone {
 		st.invDone = true
-		inv := map[string]any{}
-		if r := h.Inventory(); r != nil {
-			_, objs, err := r.Inventory(h.Context())
-			if err != nil {
-				st.invErr = fmt.Errorf("reading the inventory: %w", err)
-				return st.inv, st.invErr
-			}
-			inv = layout(objs)
-		}
-		st.inv, st.invErr = rego.ToValue(inv)
+		st.inv, st.invErr = cache.get(h)
 	}
 	return st.inv, st.invErr
+}
+
+// inventoryCache is data.inventory converted for Rego at one version of
+// one reader, shared by the constraints of a kind's compilations.
+type inventoryCache struct {
+	mu      sync.Mutex
+	reader  engine.InventoryReader
+	version uint64
+	val     rego.Value
+	ok      bool
+}
+
+func (c *inventoryCache) get(h *engine.Handle) (rego.Value, error) {
+	r := h.Inventory()
+	if r == nil {
+		return rego.ToValue(map[string]any{})
+	}
+	version, objs, err := r.Inventory(h.Context())
+	if err != nil {
+		return rego.Value{}, fmt.Errorf("reading the inventory: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ok && c.reader == r && c.version == version {
+		return c.val, nil
+	}
+	val, err := rego.ToValue(layout(objs))
+	if err != nil {
+		return rego.Value{}, err
+	}
+	c.reader, c.version, c.val, c.ok = r, version, val, true
+	return val, nil
 }

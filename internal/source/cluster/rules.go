@@ -199,10 +199,17 @@ func (s *RuleSource) Start(ctx context.Context) error {
 // stays not ready instead of failing).
 // missing, if set, is called the first time the CRD is found missing.
 func (s *RuleSource) informer(ctx context.Context, gvk schema.GroupVersionKind, missing func()) (cache.Informer, error) {
+	return waitInformer(ctx, s.Cache, s.Log, gvk, missing)
+}
+
+// waitInformer returns the informer of gvk from c, waiting for its CRD
+// while it is not installed; missing, if set, is called the first time
+// the CRD is found missing.
+func waitInformer(ctx context.Context, c cache.Cache, log logr.Logger, gvk schema.GroupVersionKind, missing func()) (cache.Informer, error) {
 	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		inf, err := s.Cache.GetInformer(ctx, u, cache.BlockUntilSynced(false))
+		inf, err := c.GetInformer(ctx, u, cache.BlockUntilSynced(false))
 		if err == nil {
 			return inf, nil
 		}
@@ -213,7 +220,7 @@ func (s *RuleSource) informer(ctx context.Context, gvk schema.GroupVersionKind, 
 			missing()
 			missing = nil
 		}
-		s.Log.Info("a rule kind's CRD is not installed; waiting for it", "kind", gvk.String(), "retryIn", wait.String())
+		log.Info("a kind's CRD is not installed; waiting for it", "kind", gvk.String(), "retryIn", wait.String())
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -1,0 +1,73 @@
+package gatekeeper
+
+import (
+	"slices"
+
+	"github.com/modwright/modwright/internal/kinds"
+)
+
+var _ kinds.Syncing = (*Kind)(nil)
+
+// SyncConfigs are Gatekeeper's Config (config.gatekeeper.sh/v1alpha1,
+// named config, as Gatekeeper reads it) and SyncSets
+// (syncset.gatekeeper.sh/v1alpha1).
+func (k *Kind) SyncConfigs() []kinds.SyncConfig {
+	return []kinds.SyncConfig{
+		{Group: "config.gatekeeper.sh", Version: "v1alpha1", Kind: "Config", Name: "config"},
+		{Group: "syncset.gatekeeper.sh", Version: "v1alpha1", Kind: "SyncSet"},
+	}
+}
+
+// Synced reads a Config's spec.sync.syncOnly and the namespaces its
+// spec.match excludes from the sync process (processes sync or *), or a
+// SyncSet's spec.gvks.
+func (k *Kind) Synced(obj map[string]any) ([]kinds.SyncedKind, func(string) bool) {
+	spec, _ := obj["spec"].(map[string]any)
+	var list []any
+	switch obj["kind"] {
+	case "Config":
+		sync, _ := spec["sync"].(map[string]any)
+		list, _ = sync["syncOnly"].([]any)
+	case "SyncSet":
+		list, _ = spec["gvks"].([]any)
+	}
+	var out []kinds.SyncedKind
+	for _, e := range list {
+		m, _ := e.(map[string]any)
+		g, _ := m["group"].(string)
+		v, _ := m["version"].(string)
+		kd, _ := m["kind"].(string)
+		if v == "" || kd == "" {
+			continue
+		}
+		out = append(out, kinds.SyncedKind{Group: g, Version: v, Kind: kd})
+	}
+	var excluded []string
+	matches, _ := spec["match"].([]any)
+	for _, e := range matches {
+		m, _ := e.(map[string]any)
+		procs := stringList(m["processes"])
+		if !slices.Contains(procs, "sync") && !slices.Contains(procs, "*") {
+			continue
+		}
+		excluded = append(excluded, stringList(m["excludedNamespaces"])...)
+	}
+	if len(excluded) == 0 {
+		return out, nil
+	}
+	return out, func(ns string) bool {
+		return slices.ContainsFunc(excluded, func(g string) bool { return glob(g, ns) })
+	}
+}
+
+// stringList is a list of strings, the others left out.
+func stringList(v any) []string {
+	l, _ := v.([]any)
+	var out []string
+	for _, e := range l {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
