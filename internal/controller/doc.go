@@ -15,6 +15,9 @@
 //     webhook.AdmitFuncs served by webhook.Handler, the dragnet's codec;
 //   - the violations writer: the background scan's count of each rule's
 //     fail results in its status (totalViolations, auditTimestamp);
+//   - the definition installer: the CRD of each rule kind the definitions
+//     in the cluster define (kinds.Defining), installed by the leader and
+//     deleted with its definition, and each definition's status;
 //   - the policy installer (--compile-native): the rules that translate
 //     exactly (internal/translate) installed as admission policies by the
 //     leader, taken out of every replica's webhook once the API server

@@ -5,6 +5,13 @@
 // published with an atomic swap), and it serves syntheticRefs (Namespaces,
 // Nodes) from the same caches, never with a live API call per request.
 //
+// A kind whose rules compile against definitions stored in the cluster
+// (kinds.Stored: Gatekeeper's ConstraintTemplates) has its definitions
+// watched and compiled as one set, its rules compiled again when they
+// change, and each rule kind they define watched once its CRD is
+// installed (definitions.go). Inventory is the engine's InventoryReader:
+// the kinds the configuration objects of kinds.Syncing kinds name.
+//
 // It also serves Policies' context: ConfigMaps (ConfigMaps: an informer per
 // ConfigMap read, field-selected on its name, stopped when idle), apiCall
 // reads (APIClient: timeout, size limit, a TTL cache per distinct read,
