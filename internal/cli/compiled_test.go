@@ -78,8 +78,10 @@ func writeTranslations(t *testing.T, path string, res translate.Result) [][]byte
 	return docs
 }
 
-// gatekeeperPrefix is how a Gatekeeper violation names its constraint.
-var gatekeeperPrefix = regexp.MustCompile(`^\[[a-z0-9.-]+\] `)
+// gatekeeperDenial is a Gatekeeper denial in a rejection line: the
+// violation's message after the constraint's name ("[name] msg"); the
+// policy's refusal names its binding instead.
+var gatekeeperDenial = regexp.MustCompile(`: \[[a-z0-9.-]+\] (.*)$`)
 
 // documentOf is the file:line of an apply stderr line (where its object's
 // document starts).
@@ -256,12 +258,11 @@ func compiledPass(t *testing.T, tally *compiledTally, args []string, files caseF
 		found := false
 		for _, m := range quotedMessage.FindAllStringSubmatch(l, -1) {
 			msg, err := strconv.Unquote(m[1])
-			// A Gatekeeper violation names its constraint ("[name] msg");
-			// the policy's refusal names its binding.
-			if gk := gatekeeperPrefix.FindString(msg); gk != "" {
-				msg = strings.TrimPrefix(msg, gk)
-			}
 			found = found || err == nil && strings.Contains(got, msg)
+		}
+		// A Gatekeeper denial is its own text: "[name] msg", one per line.
+		if m := gatekeeperDenial.FindStringSubmatch(l); !found && m != nil {
+			found = strings.Contains(got, m[1])
 		}
 		if !found {
 			fail(doc + ": the policies' refusal has none of the rules' messages")
