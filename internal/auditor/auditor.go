@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -33,11 +34,32 @@ type Store interface {
 	Write(ctx context.Context, rp *audit.Report, now time.Time) error
 }
 
-// RuleCount is a rule's count of fail results in a scan.
+// RuleCount is a rule's count of fail results in a scan, and the first
+// of them.
 type RuleCount struct {
 	Group, Kind, Key string
 	Fails            int64
+	// Rule is the rule counted.
+	Rule engine.Rule
+	// Violations are its first fail results (at most
+	// Options.MaxViolations), by namespace in order, as the scan found
+	// them.
+	Violations []audit.Result
 }
+
+// ruleKey names a rule among the counts.
+type ruleKey struct{ Group, Kind, Key string }
+
+// ruleFails is a rule's fail results in one namespace: their count and
+// the first of them.
+type ruleFails struct {
+	n     int64
+	first []audit.Result
+}
+
+// DefaultMaxViolations is how many of a rule's fail results its count
+// carries (Gatekeeper's --constraint-violations-limit).
+const DefaultMaxViolations = 20
 
 // Violations records the counts of a scan in the rules' status.
 type Violations interface {
@@ -67,6 +89,9 @@ type Options struct {
 	PageSize int64
 	// MaxResults caps each report (audit.NewReport).
 	MaxResults int
+	// MaxViolations is how many fail results each RuleCount carries;
+	// zero: DefaultMaxViolations, negative: none.
+	MaxViolations int
 	// Watch, when set, watches the scanned resources' metadata after a
 	// scan: a namespace whose objects change is scanned again (the
 	// changes of Poll seconds together, a namespace at most every
@@ -104,7 +129,8 @@ type scanState struct {
 	snap      *engine.Snapshot
 	resources []resource
 	report    *audit.Report
-	fails     map[string]map[RuleCount]int64 // by namespace
+	fails     map[string]map[ruleKey]*ruleFails // by namespace
+	limit     int                               // of the fail results kept per rule and namespace
 }
 
 // resource is a resource the scan lists: namespaced or not, the
@@ -132,6 +158,10 @@ func New(o Options) *Auditor {
 	if o.Settle <= 0 {
 		o.Settle = 10 * time.Second
 	}
+	if o.MaxViolations == 0 {
+		o.MaxViolations = DefaultMaxViolations
+	}
+	o.MaxViolations = max(o.MaxViolations, 0)
 	return &Auditor{o: o, changed: map[string]bool{}}
 }
 
@@ -192,7 +222,7 @@ func (a *Auditor) Start(ctx context.Context) error {
 // objects' results are then missing from the reports); the scan goes on.
 func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
 	start := a.o.Now()
-	st := &scanState{snap: snap, report: audit.NewReport(a.o.MaxResults), fails: map[string]map[RuleCount]int64{}}
+	st := &scanState{snap: snap, report: audit.NewReport(a.o.MaxResults), fails: map[string]map[ruleKey]*ruleFails{}, limit: a.o.MaxViolations}
 	w, err := a.walk(ctx, snap, st.add, nil)
 	if err != nil {
 		a.o.Metrics.scanned(false, w.Objects, nil)
@@ -223,9 +253,18 @@ func (st *scanState) add(rs []audit.Result) {
 		}
 		ns := r.Resource.Namespace
 		if st.fails[ns] == nil {
-			st.fails[ns] = map[RuleCount]int64{}
+			st.fails[ns] = map[ruleKey]*ruleFails{}
 		}
-		st.fails[ns][RuleCount{Group: r.Group, Kind: r.Kind, Key: r.Policy}]++
+		k := ruleKey{Group: r.Group, Kind: r.Kind, Key: r.Policy}
+		f := st.fails[ns][k]
+		if f == nil {
+			f = &ruleFails{}
+			st.fails[ns][k] = f
+		}
+		f.n++
+		if len(f.first) < st.limit {
+			f.first = append(f.first, r)
+		}
 	}
 }
 
@@ -235,10 +274,16 @@ func (a *Auditor) write(ctx context.Context, st *scanState) error {
 		return fmt.Errorf("writing the reports: %w", err)
 	}
 	if a.o.Violations != nil {
-		total := map[RuleCount]int64{}
-		for _, byRule := range st.fails {
-			for c, n := range byRule {
-				total[c] += n
+		total := map[ruleKey]*ruleFails{}
+		for _, ns := range slices.Sorted(maps.Keys(st.fails)) {
+			for k, f := range st.fails[ns] {
+				t := total[k]
+				if t == nil {
+					t = &ruleFails{}
+					total[k] = t
+				}
+				t.n += f.n
+				t.first = append(t.first, f.first[:min(len(f.first), st.limit-len(t.first))]...)
 			}
 		}
 		if err := a.o.Violations.Record(ctx, ruleCounts(st.snap, total), a.o.Now()); err != nil {
@@ -308,15 +353,17 @@ func (a *Auditor) takeFull() bool {
 
 // ruleCounts are the fail counts of every validating rule of snap (0
 // for a rule that failed on no object), in the snapshot's order.
-func ruleCounts(snap *engine.Snapshot, fails map[RuleCount]int64) []RuleCount {
+func ruleCounts(snap *engine.Snapshot, fails map[ruleKey]*ruleFails) []RuleCount {
 	var out []RuleCount
 	for _, r := range snap.Rules() {
 		info := r.Info()
 		if !info.Phase.Has(engine.Validate) {
 			continue
 		}
-		c := RuleCount{Group: info.Group, Kind: info.Kind, Key: info.Key}
-		c.Fails = fails[c]
+		c := RuleCount{Group: info.Group, Kind: info.Kind, Key: info.Key, Rule: r}
+		if f := fails[ruleKey{info.Group, info.Kind, info.Key}]; f != nil {
+			c.Fails, c.Violations = f.n, f.first
+		}
 		out = append(out, c)
 	}
 	return out

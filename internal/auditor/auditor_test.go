@@ -119,8 +119,17 @@ func TestScan(t *testing.T) {
 	if d := cmp.Diff(map[string]string{"a": "fail=1 pass=1", "b": "fail=1 pass=0"}, summaries(t, dyn)); d != "" {
 		t.Fatalf("(-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]auditor.RuleCount{{Group: "kyverno.io", Kind: "ClusterPolicy", Key: "require-team", Fails: 2}}, rec.counts); d != "" {
+	if d := cmp.Diff([]string{"kyverno.io ClusterPolicy require-team: 2 [Pod a/bad Pod b/bad]"}, countsOf(rec.counts)); d != "" {
 		t.Errorf("violations (-want +got):\n%s", d)
+	}
+	// The fail results a count carries are capped; the count is exact.
+	capped := &recorder{}
+	if err := auditor.New(auditor.Options{Snapshots: st, Client: dyn, Discovery: disc, Store: &auditor.MemoryStore{}, Log: logr.Discard(), Violations: capped,
+		MaxViolations: 1}).Scan(ctx, st.p); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"kyverno.io ClusterPolicy require-team: 2 [Pod a/bad]"}, countsOf(capped.counts)); d != "" {
+		t.Errorf("violations capped at 1 (-want +got):\n%s", d)
 	}
 	for _, act := range dyn.Actions() {
 		if act.GetResource().Resource == "events" || act.GetResource().Resource == "configmaps" {
@@ -263,4 +272,17 @@ func TestWatch(t *testing.T) {
 	// An expired resourceVersion: a full scan, and a new watch.
 	latest().Error(&metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired})
 	wait("a new watch after the full scan", func() bool { mu.Lock(); defer mu.Unlock(); return len(watched) >= 2 })
+}
+
+// countsOf describes counts: "group kind key: fails [violations]".
+func countsOf(counts []auditor.RuleCount) []string {
+	var out []string
+	for _, c := range counts {
+		var vs []string
+		for _, v := range c.Violations {
+			vs = append(vs, v.Resource.Kind+" "+v.Resource.Namespace+"/"+v.Resource.Name)
+		}
+		out = append(out, fmt.Sprintf("%s %s %s: %d [%s]", c.Group, c.Kind, c.Key, c.Fails, strings.Join(vs, " ")))
+	}
+	return out
 }

@@ -20,7 +20,9 @@ import (
 
 // ViolationsWriter records the background scan's counts in the rules'
 // status: status.totalViolations (the rule's fail results on the cluster's
-// objects) and status.auditTimestamp (when the scan ended), by a merge patch
+// objects), status.auditTimestamp (when the scan ended) and, for the kinds
+// that list them (kinds.ViolationsListed), status.violations (the first
+// ones), by a merge patch
 // of the status subresource after every scan, as Gatekeeper's audit does
 // for constraints. A rule gone since is left alone.
 type ViolationsWriter struct {
@@ -34,8 +36,8 @@ var _ auditor.Violations = (*ViolationsWriter)(nil)
 // Record writes each count.
 func (w *ViolationsWriter) Record(ctx context.Context, counts []auditor.RuleCount, at time.Time) error {
 	for _, c := range counts {
-		gvk, ok := w.gvk(c)
-		if !ok {
+		gvk, kind := w.kindOf(c)
+		if kind == nil {
 			continue
 		}
 		u := &unstructured.Unstructured{}
@@ -46,7 +48,16 @@ func (w *ViolationsWriter) Record(ctx context.Context, counts []auditor.RuleCoun
 		}
 		u.SetNamespace(ns)
 		u.SetName(name)
-		patch, err := json.Marshal(map[string]any{"status": map[string]any{"totalViolations": c.Fails, "auditTimestamp": at.UTC().Format(time.RFC3339)}})
+		st := map[string]any{"totalViolations": c.Fails, "auditTimestamp": at.UTC().Format(time.RFC3339)}
+		if l, ok := kind.(kinds.ViolationsListed); ok && c.Rule != nil {
+			vs := make([]any, 0, len(c.Violations))
+			for _, r := range c.Violations {
+				vs = append(vs, l.StatusViolation(c.Rule, kinds.Violation{APIVersion: r.Resource.APIVersion, Kind: r.Resource.Kind,
+					Namespace: r.Resource.Namespace, Name: r.Resource.Name, Message: r.Message}))
+			}
+			st["violations"] = vs
+		}
+		patch, err := json.Marshal(map[string]any{"status": st})
 		if err != nil {
 			return err
 		}
@@ -63,19 +74,20 @@ func (w *ViolationsWriter) Record(ctx context.Context, counts []auditor.RuleCoun
 	return nil
 }
 
-// gvk is what a counted rule is stored as: its kind's, or its own kind in
-// the group of a GroupOwner (Gatekeeper's constraints).
-func (w *ViolationsWriter) gvk(c auditor.RuleCount) (schema.GroupVersionKind, bool) {
+// kindOf is the kind of a counted rule and what the rule is stored as:
+// its kind's, or its own kind in the group of a GroupOwner (Gatekeeper's
+// constraints); a nil kind when none of w's.
+func (w *ViolationsWriter) kindOf(c auditor.RuleCount) (schema.GroupVersionKind, kinds.Kind) {
 	for _, k := range w.Kinds {
 		if k.Group() != c.Group {
 			continue
 		}
 		if _, owner := k.(kinds.GroupOwner); owner {
-			return schema.GroupVersionKind{Group: k.Group(), Version: k.Versions()[0], Kind: c.Kind}, true
+			return schema.GroupVersionKind{Group: k.Group(), Version: k.Versions()[0], Kind: c.Kind}, k
 		}
 		if k.Name() == c.Kind {
-			return cluster.GVK(k), true
+			return cluster.GVK(k), k
 		}
 	}
-	return schema.GroupVersionKind{}, false
+	return schema.GroupVersionKind{}, nil
 }

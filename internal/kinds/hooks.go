@@ -160,3 +160,16 @@ type Syncing interface {
 	// hold, and which namespaces' objects it leaves out (nil: none).
 	Synced(obj map[string]any) (kinds []SyncedKind, excluded func(namespace string) bool)
 }
+
+// A Violation is one object a rule fails in the background scan.
+type Violation struct {
+	APIVersion, Kind, Namespace, Name string
+	Message                           string
+}
+
+// ViolationsListed is a Kind whose rules' status lists the first
+// violations the background scan found (Gatekeeper's constraints:
+// status.violations), each entry as its peer writes it.
+type ViolationsListed interface {
+	StatusViolation(r engine.Rule, v Violation) map[string]any
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -107,7 +108,7 @@ spec:
 // unchanged, on the real API server with the operator's --gatekeeper: the
 // template's constraint CRD installed by the operator and the template's
 // status; a violating object denied with Gatekeeper's message; dryrun
-// admits and the audit counts the violation in the constraint's status; a
+// admits and the audit lists the violation in the constraint's status; a
 // broken template's errors in its status; a referential template reading
 // the inventory the Config syncs; the CRD deleted with its template.
 func TestGatekeeperConstraints(t *testing.T) {
@@ -191,8 +192,14 @@ spec:
 	eventually(t, 60*time.Second, func() error {
 		got := getUnstructured(t, c, constraint)
 		n, _, _ := unstructured.NestedInt64(got.Object, "status", "totalViolations")
-		if n != 1 {
-			return fmt.Errorf("constraint status %v, want totalViolations 1", got.Object["status"])
+		vs, _, _ := unstructured.NestedSlice(got.Object, "status", "violations")
+		if n != 1 || len(vs) != 1 {
+			return fmt.Errorf("constraint status %v, want totalViolations 1 and one violation", got.Object["status"])
+		}
+		want := map[string]any{"enforcementAction": "dryrun", "group": "", "version": "v1", "kind": "Namespace", "name": "no-owner",
+			"message": `you must provide labels: {"owner"}`}
+		if diff := cmp.Diff(want, vs[0]); diff != "" {
+			t.Errorf("status.violations[0] (-want +got):\n%s", diff)
 		}
 		return nil
 	})

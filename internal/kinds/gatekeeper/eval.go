@@ -24,6 +24,7 @@ const (
 // actions are a constraint's enforcement actions at the admission webhook
 // and in the audit, and whether gator verify counts its violations.
 type actions struct {
+	action         string // spec.enforcementAction (deny when not given)
 	webhook, audit []string
 	gator          bool
 }
@@ -38,7 +39,7 @@ func compileActions(s *gkv1.ConstraintSpec, errf errfFunc) actions {
 		if len(s.ScopedEnforcementActions) > 0 {
 			errf("spec.scopedEnforcementActions", -1, "only with enforcementAction scoped")
 		}
-		return actions{webhook: []string{a}, audit: []string{a}, gator: true}
+		return actions{action: a, webhook: []string{a}, audit: []string{a}, gator: true}
 	case gkv1.EnforcementScoped:
 	default:
 		errf("spec.enforcementAction", -1, "must be deny, dryrun, warn or scoped, not %q", s.EnforcementAction)
@@ -47,7 +48,7 @@ func compileActions(s *gkv1.ConstraintSpec, errf errfFunc) actions {
 	if len(s.ScopedEnforcementActions) == 0 {
 		errf("spec.scopedEnforcementActions", -1, "enforcementAction scoped needs scopedEnforcementActions")
 	}
-	var out actions
+	out := actions{action: gkv1.EnforcementScoped}
 	for i, sa := range s.ScopedEnforcementActions {
 		f := fmt.Sprintf("spec.scopedEnforcementActions[%d]", i)
 		switch sa.Action {

@@ -562,3 +562,53 @@ func asJSON(t *testing.T, v any) any {
 	}
 	return out
 }
+
+// TestStatusViolation: an entry of a constraint's status.violations as
+// Gatekeeper's audit writes it.
+func TestStatusViolation(t *testing.T) {
+	snap := snapshot(t, template+`
+---
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sRequiredLabels
+metadata: {name: dry}
+spec:
+  enforcementAction: dryrun
+  parameters: {labels: [owner]}
+---
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sRequiredLabels
+metadata: {name: scoped}
+spec:
+  enforcementAction: scoped
+  scopedEnforcementActions:
+  - action: warn
+    enforcementPoints: [{name: audit.gatekeeper.sh}]
+  parameters: {labels: [owner]}
+`)
+	k := gatekeeper.NewKind()
+	v := kinds.Violation{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", Message: "m"}
+	for key, want := range map[string]map[string]any{
+		"dry": {"message": "m", "group": "apps", "version": "v1", "kind": "Deployment", "namespace": "shop", "name": "web", "enforcementAction": "dryrun"},
+		"scoped": {"message": "m", "group": "apps", "version": "v1", "kind": "Deployment", "namespace": "shop", "name": "web", "enforcementAction": "scoped",
+			"enforcementActions": []any{"warn"}},
+	} {
+		if diff := cmp.Diff(want, k.StatusViolation(ruleByKey(t, snap, key), v)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", key, diff)
+		}
+	}
+	got := k.StatusViolation(ruleByKey(t, snap, "dry"), kinds.Violation{APIVersion: "v1", Kind: "Namespace", Name: "n", Message: "m"})
+	if got["group"] != "" || got["version"] != "v1" || got["namespace"] != nil {
+		t.Errorf("a cluster-scoped object of the core group: %v", got)
+	}
+}
+
+func ruleByKey(t *testing.T, snap *engine.Snapshot, key string) engine.Rule {
+	t.Helper()
+	for _, r := range snap.Rules() {
+		if r.Info().Key == key {
+			return r
+		}
+	}
+	t.Fatalf("no rule %s", key)
+	return nil
+}

@@ -2,11 +2,47 @@ package gatekeeper
 
 import (
 	"slices"
+	"strings"
 
+	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
+	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 )
 
-var _ kinds.Syncing = (*Kind)(nil)
+// What the operator needs of constraints beyond compiling them: what
+// Gatekeeper's Config and SyncSets sync into data.inventory, and the
+// entries of a constraint's status.violations.
+
+var (
+	_ kinds.Syncing          = (*Kind)(nil)
+	_ kinds.ViolationsListed = (*Kind)(nil)
+)
+
+// StatusViolation is an entry of a constraint's status.violations as
+// Gatekeeper's audit writes it: the message, the enforcement action (and
+// a scoped constraint's audit actions), the object's group, version,
+// kind, namespace and name.
+func (k *Kind) StatusViolation(r engine.Rule, v kinds.Violation) map[string]any {
+	group, version, ok := strings.Cut(v.APIVersion, "/")
+	if !ok {
+		group, version = "", v.APIVersion
+	}
+	out := map[string]any{"message": v.Message, "group": group, "version": version, "kind": v.Kind, "name": v.Name}
+	if v.Namespace != "" {
+		out["namespace"] = v.Namespace
+	}
+	if c, ok := r.(*Constraint); ok {
+		out["enforcementAction"] = c.actions.action
+		if c.actions.action == gkv1.EnforcementScoped {
+			acts := make([]any, len(c.actions.audit))
+			for i, a := range c.actions.audit {
+				acts[i] = a
+			}
+			out["enforcementActions"] = acts
+		}
+	}
+	return out
+}
 
 // SyncConfigs are Gatekeeper's Config (config.gatekeeper.sh/v1alpha1,
 // named config, as Gatekeeper reads it) and SyncSets
