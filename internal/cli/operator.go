@@ -638,10 +638,19 @@ func (k *operator) rules(context.Context) error {
 	if err := k.mgr.Add(k.ruleSource); err != nil {
 		return err
 	}
+	id, _ := os.Hostname() // the replica, in the status written in a peer's shape
+	if slices.ContainsFunc(k.kreg.Kinds(), func(kd kinds.Kind) bool { _, ok := kd.(kinds.StatusWritten); return ok }) {
+		// The status of the rules whose kinds have no StatusReconciler
+		// (Gatekeeper's constraints), after each compilation.
+		sw := &controller.RuleStatusWriter{Client: k.mgr.GetClient(), Kinds: k.kreg.Kinds(), Source: k.ruleSource, ID: id, Log: k.log.WithName("rule-status")}
+		k.ruleSource.OnChange = sw.Changed
+		if err := k.mgr.Add(sw); err != nil {
+			return err
+		}
+	}
 	if slices.ContainsFunc(k.kreg.Kinds(), func(kd kinds.Kind) bool { _, ok := kd.(kinds.Stored); return ok }) {
 		// The CRDs of the kinds definitions define (Gatekeeper's
 		// constraint kinds), installed by the leader.
-		id, _ := os.Hostname()
 		defs := &controller.DefinitionInstaller{Client: k.mgr.GetClient(), Reader: k.mgr.GetAPIReader(), Source: k.ruleSource, ID: id, Log: k.log.WithName("definitions")}
 		k.ruleSource.OnDefinitions = defs.Changed
 		if err := k.mgr.Add(defs); err != nil {
@@ -662,8 +671,10 @@ func (k *operator) rules(context.Context) error {
 		}
 	}
 	for _, kd := range k.kreg.Kinds() {
-		if _, owner := kd.(kinds.GroupOwner); owner {
-			// Its kinds come and go with their definitions.
+		_, owner := kd.(kinds.GroupOwner)
+		if _, peer := kd.(kinds.StatusWritten); owner || peer {
+			// Its kinds come and go with their definitions, or its
+			// status has its peer's shape: the RuleStatusWriter writes it.
 			continue
 		}
 		status := &controller.StatusReconciler{Kind: kd, Client: k.mgr.GetClient(), Recorder: k.mgr.GetEventRecorder("modwright"), Log: k.log.WithName("status")}

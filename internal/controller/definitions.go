@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -172,6 +173,15 @@ func (d *DefinitionInstaller) install(ctx context.Context, defs cluster.Definiti
 
 // writeStatus patches a definition's status when it differs.
 func (d *DefinitionInstaller) writeStatus(ctx context.Context, defs cluster.Definitions, m *kinds.Manifest, st map[string]any) error {
+	if err := patchStatus(ctx, d.Client, defs.GVK, m, st); err != nil {
+		return fmt.Errorf("writing the status of %s %s: %w", defs.GVK.Kind, m.Key(), err)
+	}
+	return nil
+}
+
+// patchStatus merges st into the status of m (stored as gvk) when that
+// changes it; an object gone is left alone.
+func patchStatus(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, m *kinds.Manifest, st map[string]any) error {
 	old, _ := m.Object["status"].(map[string]any)
 	merged := maps.Clone(old)
 	if merged == nil {
@@ -186,11 +196,11 @@ func (d *DefinitionInstaller) writeStatus(ctx context.Context, defs cluster.Defi
 		return err
 	}
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(defs.GVK)
+	u.SetGroupVersionKind(gvk)
 	u.SetName(m.Name())
 	u.SetNamespace(m.Namespace())
-	if err := d.Client.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("writing the status of %s %s: %w", defs.GVK.Kind, m.Key(), err)
+	if err := c.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
 	return nil
 }

@@ -15,6 +15,9 @@
 //     webhook.AdmitFuncs served by webhook.Handler, the dragnet's codec;
 //   - the violations writer: the background scan's count of each rule's
 //     fail results in its status (totalViolations, auditTimestamp);
+//   - the rule status writer: the status of the rules of the kinds that
+//     have it in their peer's shape (kinds.StatusWritten), after each
+//     compilation;
 //   - the definition installer: the CRD of each rule kind the definitions
 //     in the cluster define (kinds.Defining), installed by the leader and
 //     deleted with its definition, and each definition's status;

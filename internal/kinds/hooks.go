@@ -173,3 +173,12 @@ type Violation struct {
 type ViolationsListed interface {
 	StatusViolation(r engine.Rule, v Violation) map[string]any
 }
+
+// StatusWritten is a Kind whose rules' status the operator writes in its
+// peer's shape (Gatekeeper's constraints: status.byPod) instead of the
+// Ready condition.
+type StatusWritten interface {
+	// RuleStatus is the status of rule m as the replica id sees it: err is
+	// why it does not compile (nil when it does).
+	RuleStatus(m *Manifest, id string, err error) map[string]any
+}

@@ -107,7 +107,8 @@ spec:
 // TestGatekeeperConstraints runs Gatekeeper's templates and constraints,
 // unchanged, on the real API server with the operator's --gatekeeper: the
 // template's constraint CRD installed by the operator and the template's
-// status; a violating object denied with Gatekeeper's message; dryrun
+// status; each constraint's status (enforced, or why not); a violating
+// object denied with Gatekeeper's message; dryrun
 // admits and the audit lists the violation in the constraint's status; a
 // broken template's errors in its status; a referential template reading
 // the inventory the Config syncs; the CRD deleted with its template.
@@ -179,6 +180,45 @@ spec:
 		}
 		if want := `[ns-must-have-owner] you must provide labels: {"owner"}`; !strings.Contains(err.Error(), want) {
 			return fmt.Errorf("denied with %q, want %q in it", err, want)
+		}
+		return nil
+	})
+	enforced := func(obj client.Object) (bool, []any, error) {
+		got := getUnstructured(t, c, obj)
+		pods, _, _ := unstructured.NestedSlice(got.Object, "status", "byPod")
+		if len(pods) != 1 {
+			return false, nil, fmt.Errorf("constraint status %v", got.Object["status"])
+		}
+		pod := pods[0].(map[string]any)
+		errs, _ := pod["errors"].([]any)
+		return pod["enforced"] == true, errs, nil
+	}
+	eventually(t, 30*time.Second, func() error {
+		ok, errs, err := enforced(constraint)
+		if err == nil && (!ok || len(errs) > 0) {
+			err = fmt.Errorf("not enforced: %v", errs)
+		}
+		return err
+	})
+	// A constraint modwright refuses (the API server takes it): its
+	// status says why.
+	bogus := kinitirasPolicy(t, `
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sRequiredLabels
+metadata:
+  name: bogus-action
+spec:
+  enforcementAction: bogus
+`)
+	create(t, c, bogus)
+	eventually(t, 30*time.Second, func() error {
+		ok, errs, err := enforced(bogus)
+		if err != nil {
+			return err
+		}
+		if ok || len(errs) != 1 || !strings.Contains(fmt.Sprint(errs[0]), "must be deny, dryrun, warn or scoped") ||
+			errs[0].(map[string]any)["location"] != "spec.enforcementAction" {
+			return fmt.Errorf("enforced %v, errors %v", ok, errs)
 		}
 		return nil
 	})

@@ -547,6 +547,19 @@ func TestDefinitionStatus(t *testing.T) {
 	if pod := got["byPod"].([]any)[0].(map[string]any); pod["errors"] != nil {
 		t.Errorf("errors of a template that compiled: %v", pod["errors"])
 	}
+
+	// A constraint's.
+	c := &manifests(t, "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sX\nmetadata: {name: c, uid: u-2, generation: 2}\n")[0]
+	want = map[string]any{"byPod": []any{map[string]any{
+		"id": "pod-a", "observedGeneration": 2, "constraintUID": "u-2", "operations": []any{"audit", "status", "webhook"}, "enforced": false,
+		"errors": []any{map[string]any{"code": "constraint_error", "message": "column 5: rego_parse_error", "location": "spec.targets[0].rego"}},
+	}}}
+	if diff := cmp.Diff(asJSON(t, want), asJSON(t, k.RuleStatus(c, "pod-a", ce))); diff != "" {
+		t.Errorf("constraint (-want +got):\n%s", diff)
+	}
+	if pod := k.RuleStatus(c, "pod-a", nil)["byPod"].([]any)[0].(map[string]any); pod["enforced"] != true || pod["errors"] != nil {
+		t.Errorf("a constraint that compiled: %v", pod)
+	}
 }
 
 // asJSON is v through JSON (numbers as float64).

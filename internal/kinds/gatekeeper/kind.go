@@ -37,11 +37,12 @@ type Option func(*Kind)
 func AnyOperation() Option { return func(k *Kind) { k.anyOperation = true } }
 
 var (
-	_ kinds.Kind       = (*Kind)(nil)
-	_ kinds.GroupOwner = (*Kind)(nil)
-	_ kinds.Definer    = (*Kind)(nil)
-	_ kinds.Stored     = (*Kind)(nil)
-	_ kinds.Defining   = (*Kind)(nil)
+	_ kinds.Kind          = (*Kind)(nil)
+	_ kinds.GroupOwner    = (*Kind)(nil)
+	_ kinds.Definer       = (*Kind)(nil)
+	_ kinds.Stored        = (*Kind)(nil)
+	_ kinds.Defining      = (*Kind)(nil)
+	_ kinds.StatusWritten = (*Kind)(nil)
 )
 
 // NewKind returns the adapter with no templates (WithDefinitions gives
@@ -125,37 +126,68 @@ func (k *Kind) Defined() []kinds.Definition {
 // each compile error, located at its field; create_error when the CRD
 // could not be installed).
 func (k *Kind) DefinitionStatus(m *kinds.Manifest, id string, compileErr, installErr error, created bool) map[string]any {
-	errs := []any{}
-	if compileErr != nil {
-		var ce *rules.CompileError
-		if errors.As(compileErr, &ce) && len(ce.Errors) > 0 {
-			for _, fe := range ce.Errors {
-				msg := fe.Msg
-				if fe.Pos >= 0 {
-					msg = fmt.Sprintf("column %d: %s", fe.Pos+1, msg)
-				}
-				errs = append(errs, map[string]any{"code": "ingest_error", "message": msg, "location": fe.Field})
-			}
-		} else {
-			errs = append(errs, map[string]any{"code": "ingest_error", "message": compileErr.Error()})
-		}
-	}
+	errs := statusErrors(compileErr, "ingest_error")
 	if installErr != nil {
 		errs = append(errs, map[string]any{"code": "create_error", "message": installErr.Error()})
 	}
-	md, _ := m.Object["metadata"].(map[string]any)
-	pod := map[string]any{"id": id, "operations": []any{"audit", "status", "webhook"}, "observedGeneration": md["generation"]}
-	if uid, _ := md["uid"].(string); uid != "" {
+	pod := podStatus(m, id, errs)
+	if uid := metadataString(m, "uid"); uid != "" {
 		pod["templateUID"] = uid
-	}
-	if len(errs) > 0 {
-		pod["errors"] = errs
 	}
 	st := map[string]any{"byPod": []any{pod}}
 	if created {
 		st["created"] = true
 	}
 	return st
+}
+
+// RuleStatus is a constraint's status as Gatekeeper writes it: the
+// replica's entry in byPod (observedGeneration, enforced, errors with the
+// code constraint_error, each located at its field).
+func (k *Kind) RuleStatus(m *kinds.Manifest, id string, err error) map[string]any {
+	pod := podStatus(m, id, statusErrors(err, "constraint_error"))
+	pod["enforced"] = err == nil
+	if uid := metadataString(m, "uid"); uid != "" {
+		pod["constraintUID"] = uid
+	}
+	return map[string]any{"byPod": []any{pod}}
+}
+
+// podStatus is a replica's entry in a status's byPod.
+func podStatus(m *kinds.Manifest, id string, errs []any) map[string]any {
+	md, _ := m.Object["metadata"].(map[string]any)
+	pod := map[string]any{"id": id, "operations": []any{"audit", "status", "webhook"}, "observedGeneration": md["generation"]}
+	if len(errs) > 0 {
+		pod["errors"] = errs
+	}
+	return pod
+}
+
+func metadataString(m *kinds.Manifest, key string) string {
+	md, _ := m.Object["metadata"].(map[string]any)
+	s, _ := md[key].(string)
+	return s
+}
+
+// statusErrors are err's errors in a status, with Gatekeeper's code: one
+// per field error, located at its field.
+func statusErrors(err error, code string) []any {
+	if err == nil {
+		return nil
+	}
+	var ce *rules.CompileError
+	if !errors.As(err, &ce) || len(ce.Errors) == 0 {
+		return []any{map[string]any{"code": code, "message": err.Error()}}
+	}
+	out := make([]any, 0, len(ce.Errors))
+	for _, fe := range ce.Errors {
+		msg := fe.Msg
+		if fe.Pos >= 0 {
+			msg = fmt.Sprintf("column %d: %s", fe.Pos+1, msg)
+		}
+		out = append(out, map[string]any{"code": code, "message": msg, "location": fe.Field})
+	}
+	return out
 }
 
 // Template returns the template of a constraint kind, or nil.
