@@ -125,28 +125,38 @@ func compileCEL(field string, raw []byte, envs *cel.EnvCache, errf errfFunc) *ce
 // the template's variables, each computed on first read (a variable reads
 // those before it), its value or error kept.
 type celVars struct {
-	code   *celCode
-	h      *engine.Handle
-	act    *lang.Activation
-	fixed  map[string]any
-	vals   []any
-	errs   []error
-	done   []bool
-	cost   uint64
-	active int // the variables visible: those before the one being computed
+	code *celCode
+	h    *engine.Handle
+	act  *lang.Activation
+	// params and anyObject are Gatekeeper's own variables.
+	params, anyObject any
+	vals              []varValue
+	cost              uint64
+	active            int // the variables visible: those before the one being computed
+}
+
+// varValue is a variable's value once computed.
+type varValue struct {
+	val  any
+	err  error
+	done bool
 }
 
 var _ lang.Lazy = (*celVars)(nil)
 
 func (v *celVars) Member(name string) (any, bool, error) {
-	if val, ok := v.fixed[name]; ok {
-		return val, true, nil
+	switch name {
+	case varParams:
+		return v.params, true, nil
+	case varAnyObject:
+		return v.anyObject, true, nil
 	}
 	for i := 0; i < v.active; i++ {
 		if v.code.vars[i].name != name {
 			continue
 		}
-		if !v.done[i] {
+		cv := &v.vals[i]
+		if !cv.done {
 			prev := v.active
 			v.active = i
 			val, cost, err := v.code.vars[i].prog.EvalValue(v.h.Context(), v.act)
@@ -155,9 +165,9 @@ func (v *celVars) Member(name string) (any, bool, error) {
 			if err != nil {
 				err = &varError{name: name, err: err}
 			}
-			v.vals[i], v.errs[i], v.done[i] = val, err, true
+			cv.val, cv.err, cv.done = val, err, true
 		}
-		return v.vals[i], true, v.errs[i]
+		return cv.val, true, cv.err
 	}
 	return nil, false, nil
 }
@@ -194,7 +204,7 @@ func (c *Constraint) celViolations(h *engine.Handle, st *evalState, nsObj map[st
 	code := c.t.celCode
 	q := h.Request()
 	obj, old := h.Object(), oldObject(q)
-	act := &lang.Activation{Object: obj, OldObject: old, Vars: map[string]any{}}
+	act := &lang.Activation{Object: obj, OldObject: old, Vars: make(map[string]any, 3)}
 	anyObject := obj
 	if q.Operation == rules.Delete {
 		act.Object = nil // as the API server: no object on DELETE
@@ -207,8 +217,8 @@ func (c *Constraint) celViolations(h *engine.Handle, st *evalState, nsObj map[st
 	if nsObj != nil {
 		act.Vars[celNamespace] = nsObj
 	}
-	vars := &celVars{code: code, h: h, act: act, fixed: map[string]any{varParams: c.celParams, varAnyObject: anyObject},
-		vals: make([]any, len(code.vars)), errs: make([]error, len(code.vars)), done: make([]bool, len(code.vars)), active: len(code.vars)}
+	vars := &celVars{code: code, h: h, act: act, params: c.celParams, anyObject: anyObject,
+		vals: make([]varValue, len(code.vars)), active: len(code.vars)}
 	act.Vars[celVariables] = vars
 	var out []Violation
 	fail := func(err error) ([]Violation, error) {

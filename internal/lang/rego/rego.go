@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
+	"github.com/open-policy-agent/opa/v1/topdown"
 	oparego "github.com/open-policy-agent/opa/v1/rego"
 )
 
@@ -79,6 +81,9 @@ type Module struct {
 
 // Program is modules and an entrypoint compiled once. It is immutable and
 // safe for concurrent use.
+// noMetrics: evaluations record no metrics.
+var noMetrics = metrics.NoOp()
+
 type Program struct {
 	entrypoint string
 	// eval is the prepared query's Eval (a test replaces it to reach the
@@ -209,16 +214,21 @@ func (p *Program) Eval(ctx context.Context, input any) (out any, err error) {
 }
 
 func (p *Program) eval1(ctx context.Context, in oparego.EvalOption) (out any, err error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
+	// The evaluation stops at the time budget or ctx's end: both cancel
+	// it through one flag topdown polls (no goroutine per evaluation, as
+	// OPA's own cancellation starts).
+	stop := topdown.NewCancel()
+	timer := time.AfterFunc(p.timeout, stop.Cancel)
+	defer timer.Stop()
+	defer context.AfterFunc(ctx, stop.Cancel)()
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, fmt.Errorf("%w: %v\n%s", ErrEvalPanic, r, debug.Stack())
 		}
 	}()
-	rs, err := p.eval(ctx, in)
+	rs, err := p.eval(ctx, in, oparego.EvalExternalCancel(stop), oparego.EvalMetrics(noMetrics))
 	if err != nil {
-		if ctx.Err() != nil {
+		if stop.Cancelled() {
 			return nil, fmt.Errorf("%w after %v: %s", ErrEvalTimeout, p.timeout, p.entrypoint)
 		}
 		return nil, err

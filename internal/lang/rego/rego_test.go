@@ -54,6 +54,21 @@ derive := count([x | some x in numbers.range(0, 100000000)])`})
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("ended after %v", took)
 	}
+	// The caller's deadline stops it too, before its own budget.
+	long, err := rego.Compile(ctx, "data.t.derive", time.Second, rego.Module{File: "t.rego", Source: `package t
+derive := count([x | some x in numbers.range(0, 100000000)])`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err = long.Eval(dctx, map[string]any{}); !errors.Is(err, rego.ErrEvalTimeout) {
+		t.Fatalf("error %v", err)
+	}
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Errorf("ended %v after the caller's deadline of 30ms", took)
+	}
 	for _, c := range []struct {
 		in, want time.Duration
 		clamped  bool
