@@ -157,8 +157,10 @@ type Syncing interface {
 	// SyncConfigs are the kinds that configure it.
 	SyncConfigs() []SyncConfig
 	// Synced reads what one configuration object asks the inventory to
-	// hold, and which namespaces' objects it leaves out (nil: none).
-	Synced(obj map[string]any) (kinds []SyncedKind, excluded func(namespace string) bool)
+	// hold, and which namespaces it exempts from a process (nil: none):
+	// Gatekeeper's "sync" (the inventory), "webhook", "audit",
+	// "mutation-webhook".
+	Synced(obj map[string]any) (kinds []SyncedKind, excluded func(process, namespace string) bool)
 }
 
 // A Violation is one object a rule fails in the background scan.

@@ -278,6 +278,8 @@ spec:
   match:
   - excludedNamespaces: ["excluded-*"]
     processes: ["sync"]
+  - excludedNamespaces: ["exempt-*"]
+    processes: ["webhook"]
 `))
 		create(t, c, kinitirasPolicy(t, uniqueHostTemplate))
 		create(t, c, kinitirasPolicy(t, `
@@ -295,7 +297,7 @@ spec:
 			return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 				Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: host}}}}
 		}
-		for _, ns := range []string{"team-a", "team-b", "excluded-c"} {
+		for _, ns := range []string{"team-a", "team-b", "excluded-c", "exempt-d"} {
 			create(t, c, &corev1.Namespace{ObjectMeta: metaName(ns)})
 		}
 		create(t, c, ingress("team-a", "shop", "shop.example.com"))
@@ -316,6 +318,10 @@ spec:
 			if err := c.Create(ctx, ingress("team-b", "other", host), client.DryRunAll); err != nil {
 				t.Errorf("an Ingress of host %s: %v", host, err)
 			}
+		}
+		// A namespace the Config exempts from the webhook is not reviewed.
+		if err := c.Create(ctx, ingress("exempt-d", "shop", "shop.example.com"), client.DryRunAll); err != nil {
+			t.Errorf("an Ingress in a namespace exempt from the webhook: %v", err)
 		}
 	})
 

@@ -10,8 +10,9 @@ import (
 )
 
 // What the operator needs of constraints beyond compiling them: what
-// Gatekeeper's Config and SyncSets sync into data.inventory, and the
-// entries of a constraint's status.violations.
+// Gatekeeper's Config and SyncSets sync into data.inventory and which
+// namespaces the Config exempts, and the entries of a constraint's
+// status.violations.
 
 var (
 	_ kinds.Syncing          = (*Kind)(nil)
@@ -55,9 +56,9 @@ func (k *Kind) SyncConfigs() []kinds.SyncConfig {
 }
 
 // Synced reads a Config's spec.sync.syncOnly and the namespaces its
-// spec.match excludes from the sync process (processes sync or *), or a
-// SyncSet's spec.gvks.
-func (k *Kind) Synced(obj map[string]any) ([]kinds.SyncedKind, func(string) bool) {
+// spec.match exempts from each process (a glob of excludedNamespaces for
+// the processes listed, * for all), or a SyncSet's spec.gvks.
+func (k *Kind) Synced(obj map[string]any) ([]kinds.SyncedKind, func(process, namespace string) bool) {
 	spec, _ := obj["spec"].(map[string]any)
 	var list []any
 	switch obj["kind"] {
@@ -78,21 +79,28 @@ func (k *Kind) Synced(obj map[string]any) ([]kinds.SyncedKind, func(string) bool
 		}
 		out = append(out, kinds.SyncedKind{Group: g, Version: v, Kind: kd})
 	}
-	var excluded []string
-	matches, _ := spec["match"].([]any)
-	for _, e := range matches {
-		m, _ := e.(map[string]any)
-		procs := stringList(m["processes"])
-		if !slices.Contains(procs, "sync") && !slices.Contains(procs, "*") {
-			continue
+	type exemption struct{ processes, namespaces []string }
+	var exs []exemption
+	if obj["kind"] == "Config" {
+		matches, _ := spec["match"].([]any)
+		for _, e := range matches {
+			m, _ := e.(map[string]any)
+			if ex := (exemption{stringList(m["processes"]), stringList(m["excludedNamespaces"])}); len(ex.processes) > 0 && len(ex.namespaces) > 0 {
+				exs = append(exs, ex)
+			}
 		}
-		excluded = append(excluded, stringList(m["excludedNamespaces"])...)
 	}
-	if len(excluded) == 0 {
+	if len(exs) == 0 {
 		return out, nil
 	}
-	return out, func(ns string) bool {
-		return slices.ContainsFunc(excluded, func(g string) bool { return glob(g, ns) })
+	return out, func(process, ns string) bool {
+		for _, ex := range exs {
+			if (slices.Contains(ex.processes, process) || slices.Contains(ex.processes, "*")) &&
+				slices.ContainsFunc(ex.namespaces, func(g string) bool { return glob(g, ns) }) {
+				return true
+			}
+		}
+		return false
 	}
 }
 

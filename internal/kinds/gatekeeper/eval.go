@@ -101,9 +101,19 @@ func (c *Constraint) InScope(string) bool { return true }
 
 // Match is the constraint's spec.match. A namespaceSelector that cannot
 // be decided (the object's Namespace is unknown) matches: Apply answers
-// with Gatekeeper's autoreject violation.
+// with Gatekeeper's autoreject violation. An object of a namespace
+// Gatekeeper's Config exempts from the webhook (at admission) or the
+// audit (in a background scan) matches no constraint.
 func (c *Constraint) Match(h *engine.Handle) (bool, error) {
-	ok, err := c.match.matches(stateOf(h).target)
+	st := stateOf(h)
+	process := "webhook"
+	if h.Request().Background {
+		process = "audit"
+	}
+	if st.exempted(h, process) {
+		return false, nil
+	}
+	ok, err := c.match.matches(st.target)
 	if errors.Is(err, errMissingNamespace) {
 		return true, nil
 	}

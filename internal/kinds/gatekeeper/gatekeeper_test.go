@@ -63,7 +63,7 @@ func load(t testing.TB, text string) source.LoadResult {
 	if err != nil {
 		return source.LoadResult{Errors: []error{err}}
 	}
-	return source.LoadRules(docs, kinds.NewRegistry(gatekeeper.NewKind()))
+	return source.LoadRules(docs, kinds.NewRegistry(append([]kinds.Kind{gatekeeper.NewKind()}, gatekeeper.NewMutatorKinds()...)...))
 }
 
 func snapshot(t testing.TB, text string) *engine.Snapshot {
@@ -500,7 +500,8 @@ spec:
   - {excludedNamespaces: [audit-only], processes: [audit]}
   - {excludedNamespaces: [sync-only], processes: [sync, webhook]}
 `, []kinds.SyncedKind{{Version: "v1", Kind: "Namespace"}, {Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}},
-			map[string]bool{"kube-public": true, "gatekeeper-system": true, "sync-only": true, "audit-only": false, "default": false}},
+			map[string]bool{"sync kube-public": true, "sync gatekeeper-system": true, "sync sync-only": true, "sync audit-only": false, "sync default": false,
+				"audit audit-only": true, "webhook audit-only": false, "webhook sync-only": true, "mutation-webhook kube-system": true, "mutation-webhook sync-only": false}},
 		{"syncset", `
 apiVersion: syncset.gatekeeper.sh/v1alpha1
 kind: SyncSet
@@ -508,16 +509,17 @@ metadata: {name: s}
 spec:
   gvks:
   - {group: apps, version: v1, kind: Deployment}
-`, []kinds.SyncedKind{{Group: "apps", Version: "v1", Kind: "Deployment"}}, map[string]bool{"kube-system": false}},
+`, []kinds.SyncedKind{{Group: "apps", Version: "v1", Kind: "Deployment"}}, map[string]bool{"sync kube-system": false}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, excluded := k.Synced(manifests(t, c.obj)[0].Object)
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("kinds (-want +got):\n%s", diff)
 			}
-			for ns, want := range c.excluded {
-				if g := excluded != nil && excluded(ns); g != want {
-					t.Errorf("excluded(%q) = %v, want %v", ns, g, want)
+			for pns, want := range c.excluded {
+				process, ns, _ := strings.Cut(pns, " ")
+				if g := excluded != nil && excluded(process, ns); g != want {
+					t.Errorf("excluded(%q, %q) = %v, want %v", process, ns, g, want)
 				}
 			}
 		})
@@ -624,4 +626,68 @@ func ruleByKey(t *testing.T, snap *engine.Snapshot, key string) engine.Rule {
 	}
 	t.Fatalf("no rule %s", key)
 	return nil
+}
+
+// exempting is an inventory reader that also says which namespaces
+// Gatekeeper's Config exempts from a process, as the cluster's does.
+type exempting map[string]string // process -> namespace
+
+func (exempting) Inventory(context.Context) (uint64, []map[string]any, error) { return 1, nil, nil }
+func (e exempting) Excluded(process, ns string) bool                          { return e[process] == ns }
+
+// TestExemptions: the namespaces Gatekeeper's Config exempts from the
+// webhook, the audit or the mutation webhook are left alone by the
+// constraints and mutators of that process.
+func TestExemptions(t *testing.T) {
+	snap := snapshot(t, template+`
+---
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sRequiredLabels
+metadata: {name: owner}
+spec:
+  parameters: {labels: [owner]}
+---
+apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: team}
+spec:
+  match: {scope: Namespaced}
+  location: metadata.labels.team
+  parameters: {assign: {value: platform}}
+`)
+	ex := exempting{"webhook": "kube-system", "audit": "legacy", "mutation-webhook": "kube-system"}
+	eval := func(ns, labels string, background bool) *engine.Decision {
+		o := manifests(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: "+ns+", labels: "+labels+"}\n")[0].Object
+		d, err := engine.New(engine.Options{Inventory: ex}).Evaluate(context.Background(), snap,
+			engine.Request{Operation: rules.Create, Namespace: ns, Object: o, Background: background})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	run := func(ns string, background bool) ([]string, bool) {
+		// The violations of an object without the label; the patch of
+		// one with it (a denial patches nothing).
+		obj, _ := eval(ns, "{owner: me}", background).Object.(map[string]any)
+		md, _ := obj["metadata"].(map[string]any)
+		labels, _ := md["labels"].(map[string]any)
+		return violations(eval(ns, "{}", background)), labels["team"] == "platform"
+	}
+	for _, c := range []struct {
+		ns         string
+		background bool
+		violations int
+		patched    bool
+	}{
+		{"shop", false, 1, true},
+		{"kube-system", false, 0, false},
+		{"legacy", false, 1, true},
+		{"legacy", true, 0, false},
+		{"kube-system", true, 1, false},
+	} {
+		vs, patched := run(c.ns, c.background)
+		if len(vs) != c.violations || (!c.background && patched != c.patched) {
+			t.Errorf("%s (background %v): violations %q, patched %v; want %d violations, patched %v", c.ns, c.background, vs, patched, c.violations, c.patched)
+		}
+	}
 }

@@ -179,9 +179,14 @@ func (mu *Mutator) Info() *engine.RuleInfo { return &mu.info }
 func (mu *Mutator) InScope(string) bool { return true }
 
 // Match is applyTo (the object's exact group, version and kind) and
-// spec.match.
+// spec.match; an object of a namespace Gatekeeper's Config exempts from
+// the mutation webhook matches no mutator.
 func (mu *Mutator) Match(h *engine.Handle) (bool, error) {
-	t := stateOf(h).target
+	st := stateOf(h)
+	t := st.target
+	if st.exempted(h, "mutation-webhook") {
+		return false, nil
+	}
 	if mu.applyTo != nil && !slices.ContainsFunc(mu.applyTo, func(a applyTo) bool {
 		return slices.Contains(a.groups, t.gvk.Group) && slices.Contains(a.versions, t.gvk.Version) && slices.Contains(a.kinds, t.gvk.Kind)
 	}) {

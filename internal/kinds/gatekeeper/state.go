@@ -30,6 +30,29 @@ type evalState struct {
 	invDone bool
 	inv     rego.Value
 	invErr  error
+
+	exempt map[string]bool // by process, once asked
+}
+
+// exemptions is what an inventory reader of the cluster also says: which
+// namespaces Gatekeeper's Config exempts from a process.
+type exemptions interface {
+	Excluded(process, namespace string) bool
+}
+
+// exempted reports whether the Config exempts the object's namespace (a
+// Namespace's own name) from process, once per evaluation.
+func (st *evalState) exempted(h *engine.Handle, process string) bool {
+	if e, ok := st.exempt[process]; ok {
+		return e
+	}
+	ex, ok := h.Inventory().(exemptions)
+	e := ok && ex.Excluded(process, st.target.ns)
+	if st.exempt == nil {
+		st.exempt = map[string]bool{}
+	}
+	st.exempt[process] = e
+	return e
 }
 
 func stateOf(h *engine.Handle) *evalState {

@@ -29,7 +29,8 @@ const DefaultMaxInventory = 200_000
 // the configuration names a kind (waiting for its CRD) and left alone
 // when it no longer does. The version changes with every event, and the
 // objects are listed again only when a rule reads them after a change.
-// The operator's Secrets are never held. It runs on every replica.
+// The operator's Secrets are never held. Excluded says which namespaces
+// the configuration exempts from a process. It runs on every replica.
 type Inventory struct {
 	Cache cache.Cache
 	Kinds *kinds.Registry
@@ -47,13 +48,13 @@ type Inventory struct {
 	watches  map[schema.GroupVersionKind]*kindWatch
 	built    uint64
 	objects  []map[string]any
-	excluded []func(string) bool
+	excluded []func(process, namespace string) bool
 }
 
 // syncWant is what one configuration object asks for.
 type syncWant struct {
 	kinds    []kinds.SyncedKind
-	excluded func(string) bool
+	excluded func(process, namespace string) bool
 }
 
 var (
@@ -203,6 +204,15 @@ func (i *Inventory) watch(gvk schema.GroupVersionKind) *kindWatch {
 	return w
 }
 
+// Excluded reports whether the configuration exempts namespace from a
+// process (Gatekeeper's Config match: "webhook", "audit",
+// "mutation-webhook", "sync").
+func (i *Inventory) Excluded(process, namespace string) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return namespace != "" && slices.ContainsFunc(i.excluded, func(f func(string, string) bool) bool { return f(process, namespace) })
+}
+
 // Inventory returns the synced objects (of the kinds whose informers
 // have synced), listed again when they changed since the last call.
 func (i *Inventory) Inventory(ctx context.Context) (uint64, []map[string]any, error) {
@@ -240,7 +250,7 @@ func (i *Inventory) Inventory(ctx context.Context) (uint64, []map[string]any, er
 			if gvk.Group == "" && gvk.Kind == "Secret" && ns == i.Protected {
 				continue
 			}
-			if slices.ContainsFunc(excluded, func(f func(string) bool) bool { return ns != "" && f(ns) }) {
+			if slices.ContainsFunc(excluded, func(f func(string, string) bool) bool { return ns != "" && f("sync", ns) }) {
 				continue
 			}
 			if len(objs) == limit {
