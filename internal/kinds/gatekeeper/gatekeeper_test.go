@@ -636,7 +636,8 @@ func (exempting) Inventory(context.Context) (uint64, []map[string]any, error) { 
 func (e exempting) Excluded(process, ns string) bool                          { return e[process] == ns }
 
 // TestExemptions: the namespaces Gatekeeper's Config exempts from the
-// webhook, the audit or the mutation webhook are left alone by the
+// webhook, the audit or the mutation webhook, and at admission those
+// labeled admission.gatekeeper.sh/ignore, are left alone by the
 // constraints and mutators of that process.
 func TestExemptions(t *testing.T) {
 	snap := snapshot(t, template+`
@@ -656,9 +657,11 @@ spec:
   parameters: {assign: {value: platform}}
 `)
 	ex := exempting{"webhook": "kube-system", "audit": "legacy", "mutation-webhook": "kube-system"}
+	ignored := objects{{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ignored",
+		"labels": map[string]any{"admission.gatekeeper.sh/ignore": "yes"}}}}
 	eval := func(ns, labels string, background bool) *engine.Decision {
 		o := manifests(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: "+ns+", labels: "+labels+"}\n")[0].Object
-		d, err := engine.New(engine.Options{Inventory: ex}).Evaluate(context.Background(), snap,
+		d, err := engine.New(engine.Options{Inventory: ex, Objects: ignored}).Evaluate(context.Background(), snap,
 			engine.Request{Operation: rules.Create, Namespace: ns, Object: o, Background: background})
 		if err != nil {
 			t.Fatal(err)
@@ -684,6 +687,10 @@ spec:
 		{"legacy", false, 1, true},
 		{"legacy", true, 0, false},
 		{"kube-system", true, 1, false},
+		// Gatekeeper's ignore label on the namespace: not at admission,
+		// audited.
+		{"ignored", false, 0, false},
+		{"ignored", true, 1, false},
 	} {
 		vs, patched := run(c.ns, c.background)
 		if len(vs) != c.violations || (!c.background && patched != c.patched) {

@@ -40,14 +40,29 @@ type exemptions interface {
 	Excluded(process, namespace string) bool
 }
 
+// ignoreLabel exempts a namespace from Gatekeeper's admission webhooks
+// (their namespaceSelector leaves it out), not from its audit.
+const ignoreLabel = "admission.gatekeeper.sh/ignore"
+
 // exempted reports whether the Config exempts the object's namespace (a
-// Namespace's own name) from process, once per evaluation.
+// Namespace's own name) from process, or, for the webhooks, the
+// namespace has Gatekeeper's ignore label; once per evaluation.
 func (st *evalState) exempted(h *engine.Handle, process string) bool {
 	if e, ok := st.exempt[process]; ok {
 		return e
 	}
 	ex, ok := h.Inventory().(exemptions)
 	e := ok && ex.Excluded(process, st.target.ns)
+	if !e && process != "audit" && st.target.ns != "" {
+		nsObj := h.Object()
+		if !st.target.namespace {
+			nsObj, _ = st.namespace(h)
+		}
+		m, _ := nsObj.(map[string]any)
+		md, _ := m["metadata"].(map[string]any)
+		labels, _ := md["labels"].(map[string]any)
+		_, e = labels[ignoreLabel]
+	}
 	if st.exempt == nil {
 		st.exempt = map[string]bool{}
 	}
