@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
 	"github.com/modwright/modwright/internal/engine"
@@ -214,6 +215,7 @@ func (c *Constraint) Apply(h *engine.Handle) error {
 	if err != nil {
 		return err
 	}
+	vs = bound(vs)
 	if h.Tracing() {
 		h.Trace().Detail = &Trace{Constraint: c.name, Violations: vs, Webhook: c.actions.webhook, Audit: c.actions.audit, Gator: c.actions.gator}
 	}
@@ -230,6 +232,34 @@ func (c *Constraint) Apply(h *engine.Handle) error {
 		}
 	}
 	return nil
+}
+
+// Bounds of what one constraint says about one object (Gatekeeper has
+// none): the violations kept and the bytes of each message. What a
+// template can grow (a message built from the object, a violation per
+// element of a list) stays within the admission response.
+const (
+	MaxViolations   = 100
+	MaxMessageBytes = 4096
+)
+
+// bound keeps the first MaxViolations violations (a last one says how many
+// more there were) and cuts each message to MaxMessageBytes.
+func bound(vs []Violation) []Violation {
+	if len(vs) > MaxViolations {
+		more := len(vs) - MaxViolations + 1
+		vs = append(vs[:MaxViolations-1:MaxViolations-1], Violation{Msg: fmt.Sprintf("and %d more violations", more), Details: map[string]any{}})
+	}
+	for i := range vs {
+		if len(vs[i].Msg) > MaxMessageBytes {
+			cut := MaxMessageBytes
+			for cut > 0 && !utf8.RuneStart(vs[i].Msg[cut]) {
+				cut--
+			}
+			vs[i].Msg = vs[i].Msg[:cut] + "... (cut at 4 KiB)"
+		}
+	}
+	return vs
 }
 
 // violations runs the Rego with Gatekeeper's input. As in Gatekeeper, an

@@ -698,3 +698,40 @@ spec:
 		}
 	}
 }
+
+// TestBounds: what one constraint says about one object is bounded: the
+// first violations (a last one says how many more), each message cut.
+func TestBounds(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata: {name: k8smany}
+spec:
+  crd: {spec: {names: {kind: K8sMany}}}
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+    rego: |
+      package k8smany
+      violation[{"msg": msg}] {
+        i := numbers.range(1, 150)[_]
+        msg := sprintf("%05000d", [i])
+      }
+---
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sMany
+metadata: {name: many}
+`)
+	d := review(t, snap, nil, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: a}\n")
+	vs := violations(d)
+	if len(vs) == 0 {
+		t.Fatalf("no violations: errors %v", d.Errors)
+	}
+	if len(vs) != gatekeeper.MaxViolations || vs[len(vs)-1] != "and 51 more violations" {
+		t.Fatalf("%d violations, the last %.40q", len(vs), vs[len(vs)-1])
+	}
+	for _, v := range vs[:len(vs)-1] {
+		if len(v) > gatekeeper.MaxMessageBytes+len("... (cut at 4 KiB)") || !strings.HasSuffix(v, "... (cut at 4 KiB)") {
+			t.Fatalf("a message of %d bytes: %.40q...", len(v), v)
+		}
+	}
+}
