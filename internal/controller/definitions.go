@@ -85,15 +85,21 @@ func (d *DefinitionInstaller) Changed() {
 // Start installs until ctx ends.
 func (d *DefinitionInstaller) Start(ctx context.Context) error {
 	d.init()
-	first := d.RetryDelay
+	return runLoop(ctx, d.wake, d.RetryDelay, d.Log, "installing the definitions' CRDs failed; retrying", d.Sync)
+}
+
+// runLoop runs sync now, on every wake, and after a failure once a
+// backoff has passed (first, 1 s when zero, doubled up to a minute), until
+// ctx ends.
+func runLoop(ctx context.Context, wake <-chan struct{}, first time.Duration, log logr.Logger, failed string, sync func(context.Context) error) error {
 	if first <= 0 {
 		first = time.Second
 	}
 	delay := first
 	var retry <-chan time.Time
 	for {
-		if err := d.Sync(ctx); err != nil && ctx.Err() == nil {
-			d.Log.Error(err, "installing the definitions' CRDs failed; retrying", "retryIn", delay.String())
+		if err := sync(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, failed, "retryIn", delay.String())
 			retry = time.After(delay)
 			delay = min(2*delay, time.Minute)
 		} else {
@@ -102,7 +108,7 @@ func (d *DefinitionInstaller) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-d.wake:
+		case <-wake:
 		case <-retry:
 		}
 	}

@@ -85,27 +85,7 @@ func (w *RuleStatusWriter) Changed(ids []cluster.RuleID) {
 // Start writes until ctx ends.
 func (w *RuleStatusWriter) Start(ctx context.Context) error {
 	w.init()
-	first := w.RetryDelay
-	if first <= 0 {
-		first = time.Second
-	}
-	delay := first
-	var retry <-chan time.Time
-	for {
-		if err := w.flush(ctx); err != nil && ctx.Err() == nil {
-			w.Log.Error(err, "writing rules' status failed; retrying", "retryIn", delay.String())
-			retry = time.After(delay)
-			delay = min(2*delay, time.Minute)
-		} else {
-			retry, delay = nil, first
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-w.wake:
-		case <-retry:
-		}
-	}
+	return runLoop(ctx, w.wake, w.RetryDelay, w.Log, "writing rules' status failed; retrying", w.flush)
 }
 
 // flush writes the pending rules' status; the ones that failed stay

@@ -268,8 +268,12 @@ func bound(vs []Violation) []Violation {
 func (c *Constraint) violations(h *engine.Handle) ([]Violation, error) {
 	st := stateOf(h)
 	t := st.target
-	if _, err := c.match.matches(t); errors.Is(err, errMissingNamespace) {
-		return []Violation{{Msg: fmt.Sprintf("unable to match constraints: error matching the requested object: %s :failed to run Match criteria: %v", t.name, err)}}, nil
+	// Only a namespaceSelector can leave the match undecided (Match let it
+	// through): the match runs again for those constraints only.
+	if c.match.nsLabels != nil {
+		if _, err := c.match.matches(t); errors.Is(err, errMissingNamespace) {
+			return []Violation{{Msg: fmt.Sprintf("unable to match constraints: error matching the requested object: %s :failed to run Match criteria: %v", t.name, err)}}, nil
+		}
 	}
 	if c.t.celCode != nil {
 		nsObj, _ := st.namespace(h)
