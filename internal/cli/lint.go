@@ -105,7 +105,8 @@ does not compile or has the wrong type, each with its field and column), and:
 Rule templates run under the same bounds as in admission (docs/serve.md).
 A document that is not a rule of a served kind nor one of Kubernetes'
 admission policies is an error (E007; a warning, W007, with
---skip-unknown-kinds), and so are paths with no rule at all (E008). A rule
+--skip-unknown-kinds), and so are paths with no rule at all (E008; a
+ConstraintTemplate counts: it is checked too). A rule
 written under its kind's former name (Policy and ClusterPolicy, now
 ModwrightPolicy and ClusterModwrightPolicy) loads, with a warning (W009).
 
@@ -193,7 +194,9 @@ func runLint(ctx context.Context, paths []string, o *lintOptions, s Streams) err
 	rep.Findings = append(rep.Findings, found...)
 
 	rep.Findings = append(rep.Findings, lintPolicies(docs)...)
-	if !slices.ContainsFunc(docs, func(d source.Document) bool { return reg.For(&d) != nil || admissionpolicy.Handles(d.Object) }) {
+	// A definition (a ConstraintTemplate) is checked too: a directory of
+	// templates alone is not "nothing".
+	if !slices.ContainsFunc(docs, func(d source.Document) bool { return reg.Owns(&d) || admissionpolicy.Handles(d.Object) }) {
 		add(Finding{Severity: kinds.SeverityError, Code: codeNoRules, Origin: strings.Join(paths, ", "),
 			Message: "no rules: nothing would be checked", Hint: "rules are " + reg.Served() + ", or Kubernetes' admission policies"})
 	}

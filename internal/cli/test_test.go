@@ -139,6 +139,8 @@ func TestLintGolden(t *testing.T) {
 		{name: "lint-unknown-kinds", args: []string{"lint", dir + "unknown"}},
 		{name: "lint-unknown-kinds-skipped", args: []string{"lint", dir + "unknown", "--skip-unknown-kinds"}},
 		{name: "lint-no-rules", args: []string{"lint", dir + "norules", "--skip-unknown-kinds"}},
+		// Templates alone are checked: not "no rules".
+		{name: "lint-templates-alone", args: []string{"lint", "../../examples/gatekeeper/template.yaml", "--strict"}},
 		{name: "lint-crd", args: []string{"lint", dir + "crd", "--crd", "../../testdata/crd/widgets.yaml"}},
 		{name: "lint-crd-none", args: []string{"lint", dir + "crd"}},
 		{name: "lint-crd-invalid", args: []string{"lint", dir + "crd", "--crd", dir + "bad-crd.yaml"}},
