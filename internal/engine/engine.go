@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -90,6 +91,10 @@ var ErrInvalidRequest = errors.New("invalid admission request")
 // not be admitted as if it had not (the webhook denies it, unless it fails
 // open).
 var ErrUndecided = errors.New("a Reject rule could not be decided")
+
+// ErrNotConverging is the failure of Converge rules that still change
+// the object after one more pass than they are (RuleInfo.Converge).
+var ErrNotConverging = errors.New("the rules do not converge")
 
 // ErrRuleFailed is wrapped by the error Evaluate returns when a rule whose
 // FailurePolicy is FailureFail failed: the request must be denied.
@@ -229,6 +234,9 @@ type evaluation struct {
 	values       []any           // Handle.Values
 	text         []byte          // Handle.Text
 	scratchTrace RuleTrace       // the trace of the current rule, without a trace
+	passTrace    RuleTrace       // a Converge rule's trace in a later pass
+	// converging: a Converge rule of the tier being applied patched.
+	converging bool
 	// inputs are the members the candidates' kinds prepare (input.go);
 	// inputsBuf holds the usual one.
 	inputs    []inputSlot
@@ -308,6 +316,11 @@ func (ev *evaluation) run() error {
 		}
 		if err := ev.applyTier(matched); err != nil {
 			return err
+		}
+		if ev.converging {
+			if err := ev.converge(ev.candidates[start:end]); err != nil {
+				return err
+			}
 		}
 		start = end
 	}
@@ -425,6 +438,7 @@ func (ev *evaluation) applyTier(matched []hit) error {
 			return err
 		}
 		if tr.Outcome == Matched && h.patched {
+			ev.converging = ev.converging || m.r.Info().Converge
 			if ev.d.Applied == nil {
 				// Sized for the tier's matches: growing it rule by rule
 				// costs an allocation per doubling on the hot path.
@@ -435,6 +449,74 @@ func (ev *evaluation) applyTier(matched []hit) error {
 		}
 	}
 	return nil
+}
+
+// converge applies the tier's Converge rules again, in order, each
+// matched against the object as it is, until a pass changes nothing: at
+// most one more pass than they are, after which the last of them fails
+// with ErrNotConverging (what the passes did stays). A later pass's
+// operations join the rule's trace entry.
+func (ev *evaluation) converge(tier []Rule) error {
+	n, last := 0, Rule(nil)
+	for _, r := range tier {
+		if info := r.Info(); info.Converge && info.Phase.Has(Mutate) {
+			n, last = n+1, r
+		}
+	}
+	for pass := 2; ev.converging; pass++ {
+		ev.converging = false
+		if pass > n+1 {
+			tr := ev.traceFor(last)
+			ev.fail(last, tr, "", fmt.Errorf("%w: the object still changes after %d passes of %d rules", ErrNotConverging, n+1, n))
+			return ev.settle(last, tr, nil)
+		}
+		for _, r := range tier {
+			info := r.Info()
+			if !info.Converge || !info.Phase.Has(Mutate) {
+				continue
+			}
+			if err := ev.ctx.Err(); err != nil {
+				return err
+			}
+			ev.phase = Mutate
+			tr := &ev.passTrace
+			*tr = RuleTrace{Kind: info.Kind, Rule: info.Key, Tier: info.Tier, Phase: Mutate}
+			ok, err := ev.match(r, tr)
+			if err := ev.settle(r, tr, err); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			h := ev.handle(r, tr)
+			if err := ev.settle(r, tr, r.Apply(h)); err != nil {
+				return err
+			}
+			if tr.Outcome != Matched || !h.patched {
+				continue
+			}
+			ev.converging = true
+			ev.joinTrace(info, tr.Ops)
+			ref := RuleRef{Kind: info.Kind, Key: info.Key}
+			if !slices.Contains(ev.d.Applied, ref) {
+				ev.d.Applied = append(ev.d.Applied, ref)
+			}
+		}
+	}
+	return nil
+}
+
+// joinTrace adds a later pass's operations to the rule's trace entry.
+func (ev *evaluation) joinTrace(info *RuleInfo, ops []patch.Operation) {
+	if ev.e.noTrace || len(ops) == 0 {
+		return
+	}
+	for i := range ev.d.Trace {
+		if t := &ev.d.Trace[i]; t.Kind == info.Kind && t.Rule == info.Key && t.Phase == Mutate {
+			t.Ops = append(t.Ops, ops...)
+			return
+		}
+	}
 }
 
 // runs reports whether the request runs phase p (Request.Phases).

@@ -340,3 +340,58 @@ func TestKernelBackground(t *testing.T) {
 		t.Errorf("errors %v, rejections %v: want 2 and 1", d.Errors, d.Rejections)
 	}
 }
+
+// TestKernelConverge: Converge rules are applied again, in order, each
+// matched against the object as it is, until a pass changes nothing; when
+// they still change it after one more pass than they are, the last fails
+// with ErrNotConverging. Other rules run once.
+func TestKernelConverge(t *testing.T) {
+	labels := func(h *Handle) map[string]any {
+		obj, _ := h.Object().(map[string]any)
+		md, _ := obj["metadata"].(map[string]any)
+		l, _ := md["labels"].(map[string]any)
+		return l
+	}
+	// a sets a once b is there; b sets b: a converges in the second pass.
+	a := newRule("G", "", "a", 0, Mutate)
+	a.info.Converge = true
+	a.match = func(h *Handle) (bool, error) { _, ok := labels(h)["b"]; return ok, nil }
+	a.apply = func(h *Handle) error {
+		if _, ok := labels(h)["a"]; ok {
+			return nil
+		}
+		return setLabel("a", "1")(h)
+	}
+	b := newRule("G", "", "b", 0, Mutate)
+	b.info.Converge = true
+	b.apply = func(h *Handle) error {
+		if _, ok := labels(h)["b"]; ok {
+			return nil
+		}
+		return setLabel("b", "1")(h)
+	}
+	once := 0
+	other := newRule("H", "", "other", 0, Mutate)
+	other.apply = func(h *Handle) error { once++; return nil }
+	d := evaluate(t, []Rule{a, b, other}, rules.Create)
+	got := d.Object.(map[string]any)["metadata"].(map[string]any)["labels"]
+	if diff := cmp.Diff(map[string]any{"a": "1", "b": "1"}, got); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if once != 1 || len(d.Errors) != 0 {
+		t.Errorf("the other rule ran %d times; errors %v", once, d.Errors)
+	}
+	if diff := cmp.Diff([]RuleRef{{Kind: "G", Key: "b"}, {Kind: "G", Key: "a"}}, d.Applied); diff != "" {
+		t.Errorf("applied (-want +got):\n%s", diff)
+	}
+
+	// A rule that changes the object on every pass: 2 passes for 1 rule.
+	n := 0
+	c := newRule("G", "", "c", 0, Mutate)
+	c.info.Converge = true
+	c.apply = func(h *Handle) error { n++; return setLabel("n", string(rune('0'+n)))(h) }
+	d = evaluate(t, []Rule{c}, rules.Create)
+	if n != 2 || len(d.Errors) != 1 || !errors.Is(d.Errors[0].Err, ErrNotConverging) || d.Errors[0].Rule != "c" {
+		t.Errorf("applied %d times; errors %v", n, d.Errors)
+	}
+}

@@ -117,6 +117,12 @@ type RuleInfo struct {
 	// into the kubectl last-applied-configuration annotation (the kernel
 	// mirrors them by default, as kubectl would see them applied).
 	KeepLastApplied bool
+	// Converge makes a Mutate rule one of the Converge rules of its tier,
+	// which are applied again, in order, each matched against the object
+	// as it is then, until a pass changes nothing (Gatekeeper's mutation
+	// system); when they still change it after one more pass than they
+	// are, the last of them fails with ErrNotConverging.
+	Converge bool
 }
 
 // Rule is one compiled rule of some kind: a kind adapter (package

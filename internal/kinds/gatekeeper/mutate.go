@@ -139,6 +139,7 @@ func (mu *Mutator) compile(s *gkv1.MutatorSpec, errf errfFunc) {
 		mu.set = compileAssignImage(p, errf)
 	}
 	mu.info.Index = engine.IndexKeys{AnyNamespace: true, Operations: engine.OpSetOf(rules.Create, rules.Update), Kinds: mu.indexKinds()}
+	mu.info.Converge = true // applied again until the object stops changing, as Gatekeeper does
 }
 
 func (mu *Mutator) indexKinds() []string {

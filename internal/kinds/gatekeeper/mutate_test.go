@@ -243,3 +243,34 @@ func TestMutatorErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestMutatorsConverge: the mutators run again until the object stops
+// changing, as Gatekeeper's mutation system does: "a" acts on the
+// container "b" creates, in the second pass.
+func TestMutatorsConverge(t *testing.T) {
+	snap := mutators(t, manifests(t, `
+apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: a}
+spec:
+  applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+  location: "spec.containers[name: sidecar].imagePullPolicy"
+  parameters:
+    pathTests: [{subPath: "spec.containers[name: sidecar]", condition: MustExist}]
+    assign: {value: Always}
+---
+apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: b}
+spec:
+  applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+  location: "spec.containers[name: sidecar].image"
+  parameters:
+    assign: {value: "proxy:1"}
+`))
+	got := mutate(t, snap, yamlObject(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: [{name: app, image: nginx}]}\n"))
+	want := yamlObject(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: [{name: app, image: nginx}, {name: sidecar, image: 'proxy:1', imagePullPolicy: Always}]}\n")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
