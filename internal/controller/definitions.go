@@ -76,8 +76,13 @@ func (d *DefinitionInstaller) init() { d.once.Do(func() { d.wake = make(chan str
 // Changed says the definitions changed; it never blocks.
 func (d *DefinitionInstaller) Changed() {
 	d.init()
+	wakeUp(d.wake)
+}
+
+// wakeUp wakes a loop waiting on ch (of capacity 1) without blocking.
+func wakeUp(ch chan struct{}) {
 	select {
-	case d.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }

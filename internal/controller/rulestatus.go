@@ -76,10 +76,7 @@ func (w *RuleStatusWriter) Changed(ids []cluster.RuleID) {
 		}
 	}
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	wakeUp(w.wake)
 }
 
 // Start writes until ctx ends.
