@@ -306,12 +306,18 @@ func (ev *evaluation) run() error {
 			if !info.Phase.Has(Mutate) || !ev.runs(Mutate) {
 				continue
 			}
+			if info.Converge {
+				// Matched when its turn comes, against the object as
+				// the rules before it left it.
+				matched = append(matched, hit{r: r, lazy: true})
+				continue
+			}
 			tr, ok, err := ev.matchMutate(r)
 			if err != nil {
 				return err
 			}
 			if ok {
-				matched = append(matched, hit{r, tr})
+				matched = append(matched, hit{r: r, tr: tr})
 			}
 		}
 		if err := ev.applyTier(matched); err != nil {
@@ -341,6 +347,8 @@ func (ev *evaluation) run() error {
 type hit struct {
 	r  Rule
 	tr *RuleTrace
+	// lazy: a Converge rule, matched when its turn comes.
+	lazy bool
 }
 
 // matchMutate matches a Mutate rule against the object as its tier found
@@ -426,6 +434,16 @@ func (ev *evaluation) applyTier(matched []hit) error {
 	for _, m := range matched {
 		if err := ev.ctx.Err(); err != nil {
 			return err
+		}
+		if m.lazy {
+			tr, ok, err := ev.matchMutate(m.r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			m.tr = tr
 		}
 		tr := m.tr
 		if ev.e.noTrace {

@@ -385,6 +385,33 @@ func TestKernelConverge(t *testing.T) {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
 
+	// Each is matched when its turn comes, against the object as the ones
+	// before it left it: y sees x's label in the first pass, and the
+	// second pass changes nothing.
+	x := newRule("G", "", "x", 0, Mutate)
+	x.info.Converge = true
+	x.apply = func(h *Handle) error {
+		if _, ok := labels(h)["x"]; ok {
+			return nil
+		}
+		return setLabel("x", "1")(h)
+	}
+	yMatches := 0
+	y := newRule("G", "", "y", 0, Mutate)
+	y.info.Converge = true
+	y.match = func(h *Handle) (bool, error) { yMatches++; _, ok := labels(h)["x"]; return ok, nil }
+	y.apply = func(h *Handle) error {
+		if _, ok := labels(h)["y"]; ok {
+			return nil
+		}
+		return setLabel("y", "1")(h)
+	}
+	d = evaluate(t, []Rule{x, y}, rules.Create)
+	got = d.Object.(map[string]any)["metadata"].(map[string]any)["labels"]
+	if diff := cmp.Diff(map[string]any{"x": "1", "y": "1"}, got); diff != "" || yMatches != 2 {
+		t.Errorf("y matched %d times, want 2 (two passes); labels (-want +got):\n%s", yMatches, diff)
+	}
+
 	// A rule that changes the object on every pass: 2 passes for 1 rule.
 	n := 0
 	c := newRule("G", "", "c", 0, Mutate)

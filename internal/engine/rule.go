@@ -118,10 +118,11 @@ type RuleInfo struct {
 	// mirrors them by default, as kubectl would see them applied).
 	KeepLastApplied bool
 	// Converge makes a Mutate rule one of the Converge rules of its tier,
-	// which are applied again, in order, each matched against the object
-	// as it is then, until a pass changes nothing (Gatekeeper's mutation
-	// system); when they still change it after one more pass than they
-	// are, the last of them fails with ErrNotConverging.
+	// each matched when its turn comes (against the object as the rules
+	// before it left it, not as the tier found it) and applied again, in
+	// order, until a pass changes nothing (Gatekeeper's mutation system);
+	// when they still change it after one more pass than they are, the
+	// last of them fails with ErrNotConverging.
 	Converge bool
 }
 
