@@ -133,21 +133,51 @@ func (c contextDoc) str(k string) (string, error) {
 
 // strs is m's member k, a list of strings (nil when absent or null).
 func (c contextDoc) strs(m map[string]any, k string) ([]string, error) {
+	out, err := stringsOf(m, k)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", c.Origin, c.Kind(), err)
+	}
+	return out, nil
+}
+
+// stringsOf is m's member k, a list of strings (nil when absent or null).
+func stringsOf(m map[string]any, k string) ([]string, error) {
 	v, ok := m[k]
 	if !ok || v == nil {
 		return nil, nil
 	}
 	l, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: %s: %s must be a list of strings", c.Origin, c.Kind(), k)
+		return nil, fmt.Errorf("%s must be a list of strings", k)
 	}
 	out := make([]string, len(l))
 	for i, e := range l {
 		if out[i], ok = e.(string); !ok {
-			return nil, fmt.Errorf("%s: %s: %s[%d] must be a string", c.Origin, c.Kind(), k, i)
+			return nil, fmt.Errorf("%s[%d] must be a string", k, i)
 		}
 	}
 	return out, nil
+}
+
+// userInfoOf reads an authentication.k8s.io/v1 UserInfo tree (username,
+// uid, groups, extra).
+func userInfoOf(ui map[string]any) (engine.UserInfo, error) {
+	var u engine.UserInfo
+	u.Username, _ = ui["username"].(string)
+	u.UID, _ = ui["uid"].(string)
+	var err error
+	if u.Groups, err = stringsOf(ui, "groups"); err != nil {
+		return u, err
+	}
+	if extra, ok := ui["extra"].(map[string]any); ok {
+		u.Extra = map[string][]string{}
+		for k := range extra {
+			if u.Extra[k], err = stringsOf(extra, k); err != nil {
+				return u, fmt.Errorf("extra: %w", err)
+			}
+		}
+	}
+	return u, nil
 }
 
 // addAPICall records a recorded apiCall response.
@@ -238,19 +268,9 @@ func (r *staticResolver) addUser(c contextDoc) error {
 	if ui == nil {
 		return fmt.Errorf("%s: UserInfo: userInfo (username, groups) is required", c.Origin)
 	}
-	u.user.Username, _ = ui["username"].(string)
-	u.user.UID, _ = ui["uid"].(string)
 	var err error
-	if u.user.Groups, err = c.strs(ui, "groups"); err != nil {
-		return err
-	}
-	if extra, ok := ui["extra"].(map[string]any); ok {
-		u.user.Extra = map[string][]string{}
-		for k := range extra {
-			if u.user.Extra[k], err = c.strs(extra, k); err != nil {
-				return err
-			}
-		}
+	if u.user, err = userInfoOf(ui); err != nil {
+		return fmt.Errorf("%s: %s: userInfo: %w", c.Origin, c.Kind(), err)
 	}
 	if u.roles, err = c.strs(o, "roles"); err != nil {
 		return err

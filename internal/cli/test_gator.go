@@ -48,9 +48,9 @@ func runGatorTest(ctx context.Context, gs *suite.GatorSuite, t *suite.GatorTest,
 	if err != nil {
 		return nil, &ExitError{Code: 2, Err: fmt.Errorf("%w: %s: %s: %v", suite.ErrInvalid, gs.Path, name, err)}
 	}
-	reg := o.registry.kinds("")
-	if o.registry == nil {
-		reg = newGatorRegistry()
+	reg := newGatorRegistry()
+	if o.registry != nil {
+		reg = o.registry.kinds("")
 	}
 	res := source.LoadRules(docs, reg)
 	errs := res.Errors
@@ -217,25 +217,10 @@ func gatorRequest(obj map[string]any) (runner.Request, error) {
 		r.Namespace = ns
 	}
 	if u, ok := req["userInfo"].(map[string]any); ok {
-		r.User.Username, _ = u["username"].(string)
-		r.User.UID, _ = u["uid"].(string)
-		for _, g := range asSlice(u["groups"]) {
-			if s, ok := g.(string); ok {
-				r.User.Groups = append(r.User.Groups, s)
-			}
-		}
-		if extra, ok := u["extra"].(map[string]any); ok {
-			r.User.Extra = map[string][]string{}
-			for k, vs := range extra {
-				for _, v := range asSlice(vs) {
-					if s, ok := v.(string); ok {
-						r.User.Extra[k] = append(r.User.Extra[k], s)
-					}
-				}
-			}
+		var err error
+		if r.User, err = userInfoOf(u); err != nil {
+			return runner.Request{}, fmt.Errorf("request.userInfo: %w", err)
 		}
 	}
 	return r, nil
 }
-
-func asSlice(v any) []any { s, _ := v.([]any); return s }

@@ -130,6 +130,9 @@ func (d *DefinitionInstaller) Sync(ctx context.Context) error {
 		}
 		installed := map[string]error{} // by definition name
 		for _, def := range dk.Defined() {
+			if def.CRD == nil {
+				continue // it does not compile: its CRD, if any, stays
+			}
 			err := d.install(ctx, defs, def)
 			installed[def.By] = err
 			if err != nil {

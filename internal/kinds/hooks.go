@@ -122,7 +122,9 @@ type Definition struct {
 	Generation int64
 	// Kind is the rule kind it defines, in the Definer's group.
 	Kind string
-	// CRD is the CustomResourceDefinition the operator installs for Kind.
+	// CRD is the CustomResourceDefinition the operator installs for Kind;
+	// nil when the definition does not compile (the CRD installed, if
+	// any, is left as it is).
 	CRD map[string]any
 }
 
@@ -130,7 +132,8 @@ type Definition struct {
 // what its definitions define, and the status the operator writes on a
 // definition.
 type Defining interface {
-	// Defined lists the kinds the compiled definitions define, by kind.
+	// Defined lists the kinds the definitions define (those that do not
+	// compile too: their rules are kept, broken), by kind.
 	Defined() []Definition
 	// DefinitionStatus is the status of definition m as the replica id
 	// sees it: compileErr is why it does not compile (nil when it does),

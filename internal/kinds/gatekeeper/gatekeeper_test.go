@@ -735,3 +735,28 @@ metadata: {name: many}
 		}
 	}
 }
+
+// TestDefined: a template that does not compile still defines its kind
+// (its constraints are kept, broken, not dropped) but gives no CRD.
+func TestDefined(t *testing.T) {
+	docs := manifests(t, template+`
+---
+apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata: {name: k8sbroken}
+spec:
+  crd: {spec: {names: {kind: K8sBroken}}}
+  targets: []
+`)
+	k, errs := gatekeeper.NewKind().WithDefinitions([]*kinds.Manifest{&docs[0], &docs[1]})
+	if errs[0] != nil || errs[1] == nil {
+		t.Fatalf("errors %v", errs)
+	}
+	var got []string
+	for _, d := range k.(kinds.Defining).Defined() {
+		got = append(got, fmt.Sprintf("%s by %s, CRD %v", d.Kind, d.By, d.CRD != nil))
+	}
+	if diff := cmp.Diff([]string{"K8sBroken by k8sbroken, CRD false", "K8sRequiredLabels by k8srequiredlabels, CRD true"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

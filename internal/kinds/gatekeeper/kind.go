@@ -106,15 +106,17 @@ func (k *Kind) DefinitionKind() (group, version, kind string) {
 	return gkv1.TemplatesGroup, gkv1.TemplateVersion, gkv1.KindTemplate
 }
 
-// Defined lists the constraint kinds of the templates that compiled, each
-// with its CRD, by kind.
+// Defined lists the constraint kinds the templates define, by kind, each
+// with its CRD; a template that does not compile defines its kind still
+// (its constraints are kept, broken) but gives no CRD to install.
 func (k *Kind) Defined() []kinds.Definition {
 	out := make([]kinds.Definition, 0, len(k.templates))
 	for _, t := range k.templates {
-		if t.err != nil || t.crdObject == nil {
-			continue
+		d := kinds.Definition{By: t.name, UID: t.uid, Generation: t.generation, Kind: t.kind}
+		if t.err == nil {
+			d.CRD = t.crdObject
 		}
-		out = append(out, kinds.Definition{By: t.name, UID: t.uid, Generation: t.generation, Kind: t.kind, CRD: t.crdObject})
+		out = append(out, d)
 	}
 	slices.SortFunc(out, func(a, b kinds.Definition) int { return strings.Compare(a.Kind, b.Kind) })
 	return out

@@ -2,6 +2,7 @@ package gatekeeper
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
@@ -31,8 +32,13 @@ type evalState struct {
 	inv     rego.Value
 	invErr  error
 
-	exempt map[string]bool // by process, once asked
+	// exempt is, by process (the order of processes), whether the object
+	// is exempted from it, once asked.
+	exempt [len(processes)]struct{ asked, is bool }
 }
+
+// processes are Gatekeeper's processes a constraint or mutator runs in.
+var processes = [...]string{"webhook", "audit", "mutation-webhook"}
 
 // exemptions is what an inventory reader of the cluster also says: which
 // namespaces Gatekeeper's Config exempts from a process.
@@ -48,8 +54,9 @@ const ignoreLabel = "admission.gatekeeper.sh/ignore"
 // Namespace's own name) from process, or, for the webhooks, the
 // namespace has Gatekeeper's ignore label; once per evaluation.
 func (st *evalState) exempted(h *engine.Handle, process string) bool {
-	if e, ok := st.exempt[process]; ok {
-		return e
+	slot := &st.exempt[slices.Index(processes[:], process)]
+	if slot.asked {
+		return slot.is
 	}
 	ex, ok := h.Inventory().(exemptions)
 	e := ok && ex.Excluded(process, st.target.ns)
@@ -63,10 +70,7 @@ func (st *evalState) exempted(h *engine.Handle, process string) bool {
 		labels, _ := md["labels"].(map[string]any)
 		_, e = labels[ignoreLabel]
 	}
-	if st.exempt == nil {
-		st.exempt = map[string]bool{}
-	}
-	st.exempt[process] = e
+	slot.asked, slot.is = true, e
 	return e
 }
 

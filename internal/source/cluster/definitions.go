@@ -111,6 +111,7 @@ func (s *RuleSource) watchDefinitions(ctx context.Context, i int, st kinds.Store
 	return remove, nil
 }
 
+// poke wakes the rebuild loop without blocking.
 func (s *RuleSource) poke() {
 	select {
 	case s.wake <- struct{}{}:

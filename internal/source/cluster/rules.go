@@ -240,10 +240,7 @@ func (s *RuleSource) enqueue(group, kind string, obj any) {
 	s.mu.Lock()
 	s.dirty[RuleID{Kind: kind, Key: key(o.GetNamespace(), o.GetName()), Group: group}] = struct{}{}
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.poke()
 }
 
 func key(ns, name string) string { return rules.Key(ns, name) }
