@@ -8,9 +8,11 @@ import (
 	"syscall"
 
 	"github.com/modwright/modwright/internal/cli"
+	"github.com/modwright/modwright/internal/startgc"
 )
 
 func main() {
+	startgc.Restore()
 	// The first SIGINT or SIGTERM cancels the context, with the signal as
 	// its cause; a second one gets the default behaviour (exit at once).
 	ctx, cancel := context.WithCancelCause(context.Background())
