@@ -12,6 +12,7 @@ import (
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 	"github.com/modwright/modwright/internal/value"
+	"sigs.k8s.io/yaml"
 )
 
 // A kyverno-test.yaml runs as `kyverno test` runs it: every resource
@@ -41,6 +42,9 @@ type kyvernoSuite struct {
 type kyvernoRuns struct {
 	byKey map[string]map[string][]kyvernoRuleResult
 	keys  []string
+	// objects are the objects after the mutate rules, by resource key
+	// (nil when denied).
+	objects map[string]any
 }
 
 func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, s Streams) ([]caseResult, error) {
@@ -62,7 +66,7 @@ func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, 
 	}
 	var out []caseResult
 	for _, row := range t.Results {
-		out = append(out, compareKyvernoRow(t.Path, row, runs[row.Operation], ks.loaded)...)
+		out = append(out, compareKyvernoRow(t, row, runs[row.Operation], ks.loaded)...)
 	}
 	return out, nil
 }
@@ -172,7 +176,7 @@ func kyvernoNamespaces(v *suite.KyvernoValues) []source.Document {
 
 // run evaluates every resource with operation op ("": each resource's own).
 func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyvernoRuns, error) {
-	out := &kyvernoRuns{byKey: map[string]map[string][]kyvernoRuleResult{}}
+	out := &kyvernoRuns{byKey: map[string]map[string][]kyvernoRuleResult{}, objects: map[string]any{}}
 	for _, d := range ks.docs {
 		obj := value.DeepCopy(d.Object).(map[string]any)
 		a := newAdmission(obj, "default")
@@ -212,6 +216,7 @@ func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyverno
 			}
 		}
 		out.byKey[key] = byPolicy
+		out.objects[key] = res.Object
 		out.keys = append(out.keys, key)
 	}
 	return out, nil
@@ -244,7 +249,8 @@ func kyvernoOperation(v *suite.KyvernoValues, resource string) rules.Operation {
 // resource), the rule results of its policy and rule (or the rule's
 // autogen-, autogen-cronjob- variants); a policy with no result for a
 // resource passes as "Excluded" (the rule did not match).
-func compareKyvernoRow(path string, row suite.KyvernoResult, runs *kyvernoRuns, loaded map[string]bool) []caseResult {
+func compareKyvernoRow(t *suite.KyvernoTest, row suite.KyvernoResult, runs *kyvernoRuns, loaded map[string]bool) []caseResult {
+	path := t.Path
 	var sel []string
 	for _, want := range row.Resources {
 		p := strings.Split(want, "/")
@@ -277,8 +283,13 @@ func compareKyvernoRow(path string, row suite.KyvernoResult, runs *kyvernoRuns, 
 			rc := c
 			rc.Rule, rc.Got = rr.Rule, string(rr.Status)
 			switch {
-			case row.PatchedResources != "" || row.GeneratedResource != "" || len(row.GeneratedResources) > 0:
-				rc.Reason = "patchedResources and generatedResource are not compared yet"
+			case row.GeneratedResource != "" || len(row.GeneratedResources) > 0:
+				rc.Reason = "generatedResource is not compared yet"
+			case row.PatchedResources != "":
+				rc.Reason = comparePatched(t, row.PatchedResources, runs.objects[k])
+				if rc.Reason == "" && string(rr.Status) != row.Result {
+					rc.Reason = fmt.Sprintf("Want %s, got %s", row.Result, rr.Status)
+				}
 			case string(rr.Status) != row.Result:
 				rc.Reason = fmt.Sprintf("Want %s, got %s", row.Result, rr.Status)
 				if rr.Message != "" {
@@ -303,4 +314,75 @@ func (c caseResult) named() caseResult {
 		c.Case += " (" + c.Note + ")"
 	}
 	return c
+}
+
+// comparePatched compares the object the mutate rules left with the one of
+// patchedResources (by apiVersion, kind, namespace and name), as kyverno
+// test does: the expected object's namespace defaulted as the tested
+// one's, both tidied of empty maps, lists and nulls, then equal. It
+// returns why they differ ("" when equal).
+func comparePatched(t *suite.KyvernoTest, file string, got any) string {
+	if got == nil {
+		return "Resource error: the object was denied, so no patched resource to compare"
+	}
+	docs, err := source.ReadPaths([]string{t.Resolve(file)}, nil)
+	if err != nil {
+		return "Resource error: " + err.Error()
+	}
+	g := newAdmission(got.(map[string]any), "default")
+	av, _ := g.obj["apiVersion"].(string)
+	for _, d := range docs {
+		e := newAdmission(value.DeepCopy(d.Object).(map[string]any), "default")
+		if d.APIVersion() != av || e.kind != g.kind || e.ns != g.ns || e.name != g.name {
+			continue
+		}
+		if md, ok := e.obj["metadata"].(map[string]any); ok && e.ns != "" {
+			md["namespace"] = e.ns
+		}
+		want, have := tidy(e.obj), tidy(got)
+		if value.Equal(want, have) {
+			return ""
+		}
+		return "Resource diff: the patched resource differs from " + file + ":\n" + strings.TrimRight(unifiedDiff(file, "patched", yamlText(want), yamlText(have), false), "\n")
+	}
+	return fmt.Sprintf("Resource error: %s %s/%s not found in %s", g.kind, g.ns, g.name, file)
+}
+
+// tidy drops nulls and empty maps and lists, as kyverno test does before
+// comparing.
+func tidy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range t {
+			if e = tidy(e); e != nil {
+				out[k] = e
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		var out []any
+		for _, e := range t {
+			if e = tidy(e); e != nil {
+				out = append(out, e)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	return v
+}
+
+// yamlText is v as YAML, for a diff.
+func yamlText(v any) string {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }

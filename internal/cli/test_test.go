@@ -83,6 +83,8 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-gatekeeper-review", args: []string{"test", "-o", "table", "../../testdata/cli/gatekeeper/review"}},
 		{name: "test-gatekeeper-fail", args: []string{"test", "../../testdata/cli/gatekeeper/fail"}},
 		{name: "test-kyverno-fail", args: []string{"test", "../../testdata/cli/kyverno/fail"}},
+		{name: "test-kyverno-mutate", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/mutate"}},
+		{name: "test-kyverno-mutate-fail", args: []string{"test", "../../testdata/cli/kyverno/mutate-fail"}},
 		{name: "test-kyverno-fail-json", args: []string{"test", "-o", "json", "../../testdata/cli/kyverno/fail"}},
 		{name: "test-bad-format", args: []string{"test", "--format", "xml", dir + "pass"}},
 		{name: "test-scalar", args: []string{"test", dir + "scalar"}},

@@ -4,9 +4,11 @@
 // field is an error, as the API server with Kyverno's CRDs would say.
 //
 // It owns the Go types; what the policies mean is in internal/kinds/kyverno.
-// The parts modwright does not evaluate yet (mutate, generate,
-// verifyImages, validate.manifests) are kept as raw JSON: a policy using
-// them loads and is reported, never silently skipped. It knows no engine.
+// A rule's mutate is kept raw, as Kyverno's schema leaves it open, and
+// decoded strictly into Mutation when the policy compiles. The parts
+// modwright does not evaluate yet (generate, verifyImages,
+// validate.manifests) are kept as raw JSON: a policy using them loads and
+// is reported, never silently skipped. It knows no engine.
 //
 // The CRDs generated from these types (deploy/crds/kyverno.io_*.yaml) are
 // for clusters without Kyverno: where Kyverno's own CRDs are installed,

@@ -264,6 +264,33 @@ type ForEachValidation struct {
 	ForEach *apiextensionsv1.JSON `json:"foreach,omitempty"`
 }
 
+// Mutation is a rule's mutate, decoded from Rule.Mutation when the policy
+// compiles (the rule keeps it raw, as Kyverno's schema leaves it open).
+type Mutation struct {
+	MutateExistingOnPolicyUpdate *bool `json:"mutateExistingOnPolicyUpdate,omitempty"`
+	// Targets are the existing objects to mutate (kept raw).
+	Targets             []apiextensionsv1.JSON `json:"targets,omitempty"`
+	PatchStrategicMerge *apiextensionsv1.JSON  `json:"patchStrategicMerge,omitempty"`
+	// PatchesJSON6902 is a YAML (or JSON) list of RFC 6902 operations.
+	PatchesJSON6902 string            `json:"patchesJson6902,omitempty"`
+	ForEach         []ForEachMutation `json:"foreach,omitempty"`
+}
+
+// ForEachMutation mutates the object once per element of a list.
+type ForEachMutation struct {
+	List string `json:"list,omitempty"`
+	// Order is Ascending or Descending (the default for
+	// patchStrategicMerge).
+	Order               *string               `json:"order,omitempty"`
+	Context             []ContextEntry        `json:"context,omitempty"`
+	Preconditions       *AnyAllConditions     `json:"preconditions,omitempty"`
+	PatchStrategicMerge *apiextensionsv1.JSON `json:"patchStrategicMerge,omitempty"`
+	PatchesJSON6902     string                `json:"patchesJson6902,omitempty"`
+	// ForEach is a nested list of ForEachMutation (raw, as
+	// ForEachValidation.ForEach).
+	ForEach *apiextensionsv1.JSON `json:"foreach,omitempty"`
+}
+
 // PodSecurity applies a Pod Security Standards level.
 type PodSecurity struct {
 	Level   string                `json:"level,omitempty"`

@@ -201,8 +201,8 @@ func containsPod(ks []string) bool {
 // paths rewritten. allFilters: every any/all filter gets the kinds (the
 // CronJob rule), else only those naming Pods.
 func generate(r *kyvernov1.Rule, prefix string, controllers, wrap []string, paths *strings.Replacer, allFilters bool) *kyvernov1.Rule {
-	if r.Validation == nil {
-		return nil // mutate, generate and verifyImages autogen come with their evaluation
+	if r.Validation == nil && r.Mutation == nil {
+		return nil // generate and verifyImages autogen come with their evaluation
 	}
 	g := *r
 	g.Name = prefix + r.Name
@@ -217,6 +217,14 @@ func generate(r *kyvernov1.Rule, prefix string, controllers, wrap []string, path
 	if r.ExcludeResources != nil {
 		ex := rewriteKinds(*r.ExcludeResources, gvks, allFilters, false)
 		g.ExcludeResources = &ex
+	}
+	if r.Mutation != nil {
+		nm, ok := generateMutation(r.Mutation, wrap)
+		if !ok {
+			return nil
+		}
+		g.Mutation = nm
+		return rewritePaths(&g, paths)
 	}
 	v := r.Validation
 	nv := &kyvernov1.Validation{Message: v.Message, FailureAction: v.FailureAction, FailureActionOverrides: v.FailureActionOverrides,
@@ -247,8 +255,45 @@ func generate(r *kyvernov1.Rule, prefix string, controllers, wrap []string, path
 		return nil
 	}
 	g.Validation = nv
-	// The variables' paths, over the whole rule as text.
-	data, err := json.Marshal(&g)
+	return rewritePaths(&g, paths)
+}
+
+// generateMutation is a Pod rule's mutate for pod controllers, as Kyverno
+// writes it: the patchStrategicMerge under the pod template; each foreach
+// entry's list, context, preconditions and patchStrategicMerge (wrapped;
+// Kyverno keeps nothing else of an entry). A policy with patchesJson6902
+// gets no autogen rules at all (canAutogen).
+func generateMutation(raw *apiextensionsv1.JSON, wrap []string) (*apiextensionsv1.JSON, bool) {
+	var m kyvernov1.Mutation
+	if err := json.Unmarshal(raw.Raw, &m); err != nil {
+		return nil, false
+	}
+	var nm kyvernov1.Mutation
+	switch {
+	case m.PatchStrategicMerge != nil:
+		nm.PatchStrategicMerge = wrapRaw(m.PatchStrategicMerge, wrap)
+	case len(m.ForEach) > 0:
+		for _, fe := range m.ForEach {
+			var smp any
+			if fe.PatchStrategicMerge != nil {
+				var err error
+				if smp, err = value.Decode(fe.PatchStrategicMerge.Raw); err != nil {
+					return nil, false
+				}
+			}
+			nm.ForEach = append(nm.ForEach, kyvernov1.ForEachMutation{List: fe.List, Context: fe.Context, Preconditions: fe.Preconditions,
+				PatchStrategicMerge: rawOf(wrapValue(smp, wrap))})
+		}
+	default:
+		return nil, false
+	}
+	return rawOf(nm), true
+}
+
+// rewritePaths rewrites the variables' paths of a generated rule, over the
+// whole rule as text.
+func rewritePaths(g *kyvernov1.Rule, paths *strings.Replacer) *kyvernov1.Rule {
+	data, err := json.Marshal(g)
 	if err != nil {
 		return nil
 	}

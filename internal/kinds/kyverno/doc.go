@@ -28,8 +28,16 @@
 // Kyverno's message, a failure of an Audit rule warns, an error obeys the
 // policy's failurePolicy.
 //
+// Mutate rules (mutate.go) run in the kernel's Mutate phase, the others in
+// its Validate phase: patchStrategicMerge with Kyverno's anchors resolved
+// against the object (smp.go) and merged by kustomize's kyaml merge2, as
+// Kyverno merges; patchesJson6902 through evanphx/json-patch with
+// Kyverno's options; foreach over lists, nested; each rule patches the
+// difference (engine.Handle.Patch), and the next sees the object as it
+// left it.
+//
 // Not evaluated yet, reported as such (the policy loads, and every request
-// it matches gets the rule's error): mutate and generate rules;
+// it matches gets the rule's error): generate rules, mutate.targets;
 // validate.manifests, validate.cel with params, podSecurity exclusions by
 // restrictedField or values, and verifyImages; the imageRegistry and
 // globalReference context entries (offline, as kyverno test, entries

@@ -210,7 +210,11 @@ func (p *Policy) Apply(h *engine.Handle) error {
 	var base *scope
 	var results []RuleResult
 	var evaluated []*rule // the rule of each result
+	mutating := h.Phase() == engine.Mutate
 	for _, r := range p.rules {
+		if (r.typ == "mutate") != mutating {
+			continue // mutate rules run when mutating, the others when validating
+		}
 		ok, err := r.applies(t)
 		if err != nil {
 			return engine.InField(r.field+".match", err)
@@ -231,6 +235,10 @@ func (p *Policy) Apply(h *engine.Handle) error {
 			continue // no result (a foreach with no element, a pattern on DELETE)
 		}
 		res.Policy = p.info.Key
+		if r.typ == "mutate" && res.Status == Pass {
+			// The rules after it see the object as it left it.
+			base, t = nil, p.target(h)
+		}
 		if res.Status == Fail && !p.scored {
 			res.Status = Warn
 		}
@@ -346,6 +354,9 @@ func (p *Policy) evalRule(h *engine.Handle, r *rule, t *target, base *scope) (re
 		if len(keys) > 0 {
 			return exceptionSkip(r, keys), true
 		}
+	}
+	if r.m != nil {
+		return p.mutateRule(h, r, s), true
 	}
 	if r.v == nil {
 		return RuleResult{Rule: r.name, Status: Error, Message: "the rule has no validate"}, true

@@ -137,6 +137,19 @@ func (c *compiler) policy(cp *kyvernov1.ClusterPolicy) {
 	}
 	p.rules = append(p.rules, c.autogen(cp)...)
 	p.info.Index = p.index()
+	// Mutate rules run in the mutating phase, the others in the validating
+	// one, as Kyverno's two webhooks run them.
+	p.info.Phase = 0
+	for _, r := range p.rules {
+		if r.typ == "mutate" {
+			p.info.Phase |= engine.Mutate
+		} else {
+			p.info.Phase |= engine.Validate
+		}
+	}
+	if p.info.Phase == 0 {
+		p.info.Phase = engine.Validate
+	}
 }
 
 // index places the policy: its namespace (a Policy), the operations and

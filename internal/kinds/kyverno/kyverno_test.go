@@ -2,6 +2,7 @@ package kyverno_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -203,13 +204,14 @@ spec:
   - name: add
     match: {any: [{resources: {kinds: [Pod]}}]}
     mutate:
+      targets: [{apiVersion: v1, kind: ConfigMap, name: settings}]
       patchStrategicMerge: {metadata: {labels: {a: b}}}
 `)
 	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}}`)
 	if d := cmp.Diff([]string{"add=error"}, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
-	if len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "mutate rules are not evaluated yet") {
+	if len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "mutate.targets (mutating existing objects) is not evaluated yet") {
 		t.Errorf("a rule not evaluated under failurePolicy Fail must reject: %+v", d.Rejections)
 	}
 	// Signatures are refused with their reason, never skipped.
@@ -672,4 +674,109 @@ kyverno_policy_results_total{dry_run="false",policy_background_mode="true",polic
 	if n := testutil.CollectAndCount(reg, "kyverno_policy_rule_info_total"); n != 9 {
 		t.Errorf("kyverno_policy_rule_info_total has %d series, want 9 (3 rules, their autogen- and autogen-cronjob- rules)", n)
 	}
+}
+
+// TestMutate: mutate rules run first (Kyverno's mutating webhook), each
+// on the object as the rules before it left it; validate rules then check
+// the mutated object; the patch is the difference.
+func TestMutate(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: team}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: require-team
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      pattern: {metadata: {labels: {team: "?*"}}}
+  - name: default-team
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    mutate:
+      patchStrategicMerge: {metadata: {labels: {+(team): platform}}}
+  - name: owner-from-team
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    mutate:
+      patchesJson6902: |-
+        - {op: add, path: /metadata/annotations, value: {owner: "{{ request.object.metadata.labels.team }}-owners"}}
+`)
+	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}}`)
+	if diff := cmp.Diff([]string{"default-team=pass", "owner-from-team=pass", "require-team=pass"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if len(d.Rejections) != 0 {
+		t.Errorf("rejected: %+v", d.Rejections)
+	}
+	want := `[{"op":"add","path":"/metadata/annotations","value":{"owner":"platform-owners"}},{"op":"add","path":"/metadata/labels","value":{"team":"platform"}}]`
+	if b, _ := json.Marshal(d.Patch); string(b) != want {
+		t.Errorf("patch %s, want %s", b, want)
+	}
+	// A Pod with its team: nothing to add, the annotation from its team.
+	got, d = results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a, labels: {team: web}}}`)
+	if diff := cmp.Diff([]string{"default-team=skip", "owner-from-team=pass", "require-team=pass"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	want = `[{"op":"add","path":"/metadata/annotations","value":{"owner":"web-owners"}}]`
+	if b, _ := json.Marshal(d.Patch); string(b) != want {
+		t.Errorf("patch %s, want %s", b, want)
+	}
+}
+
+// TestMutateErrors: a patch that cannot apply is the rule's error (and,
+// under failurePolicy Fail, a rejection); nothing changes.
+func TestMutateErrors(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: broken}
+spec:
+  rules:
+  - name: bad-path
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    mutate:
+      patchesJson6902: |-
+        - {op: replace, path: /spec/nothing/here, value: 1}
+`)
+	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}}`)
+	if diff := cmp.Diff([]string{"bad-path=error"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if len(d.Patch) != 0 || len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "failed to patch resource") {
+		t.Errorf("patch %v, rejections %+v", d.Patch, d.Rejections)
+	}
+	// Errors when the policy loads: a JSON patch that does not parse, both
+	// patch forms, an order that is not one.
+	for _, tc := range []struct{ mutate, field string }{
+		{`{patchesJson6902: "- op: [unclosed"}`, "spec.rules[0].mutate.patchesJson6902"},
+		{`{patchesJson6902: "[]", patchStrategicMerge: {a: b}}`, "spec.rules[0].mutate"},
+		{`{foreach: [{list: request.object.spec.containers, order: Sideways, patchStrategicMerge: {a: b}}]}`, "spec.rules[0].mutate.foreach[0].order"},
+		{`{}`, "spec.rules[0].mutate"},
+	} {
+		_, err := compileErr(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: broken}
+spec:
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    mutate: `+tc.mutate)
+		if err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: error %v, want one at %s", tc.mutate, err, tc.field)
+		}
+	}
+}
+
+// compileErr loads one policy and returns its compile error.
+func compileErr(t testing.TB, policy string) (engine.Rule, error) {
+	t.Helper()
+	res := source.LoadRules(manifests(t, policy), kinds.NewRegistry(kyverno.NewKinds()...))
+	if len(res.Errors) > 0 {
+		return nil, errors.Join(res.Errors...)
+	}
+	if len(res.Rules) != 1 {
+		t.Fatalf("%d rules", len(res.Rules))
+	}
+	return res.Rules[0], res.Rules[0].Info().Err
 }

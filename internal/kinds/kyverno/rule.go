@@ -66,6 +66,7 @@ type rule struct {
 	context []*ctxEntry
 	pre     *conditions.Set
 	v       *validation
+	m       *mutation
 	// notYet says why the rule is not evaluated ("mutate rules are not
 	// evaluated yet"): the rule's result is an error.
 	notYet string
@@ -133,7 +134,8 @@ func (c *compiler) rule(field string, r *kyvernov1.Rule, from string) *rule {
 	kinds := 0
 	if r.Mutation != nil {
 		kinds++
-		out.notYet, out.typ = "mutate rules are not evaluated yet", "mutate"
+		out.typ = "mutate"
+		out.m = c.mutation(field+".mutate", r.Mutation.Raw, &out.notYet)
 	}
 	if r.Generation != nil {
 		kinds++

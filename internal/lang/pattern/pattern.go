@@ -57,6 +57,18 @@ func parseKey(raw string) (anchor, string) {
 	return condition, m[2]
 }
 
+// ParseAnchor parses an anchored key as Kyverno writes it ("+(name)"):
+// its modifier ("" for a conditional anchor, else one of + < = X ^) and
+// its key; ok is false for a plain key. Kyverno's mutation overlays, which
+// are not patterns, read their anchors with it.
+func ParseAnchor(raw string) (modifier, key string, ok bool) {
+	m := reAnchor.FindStringSubmatch(strings.TrimSpace(raw))
+	if m == nil {
+		return "", raw, false
+	}
+	return m[1], m[2], true
+}
+
 // Pattern is a compiled pattern. It is immutable and safe for concurrent
 // use.
 type Pattern struct {

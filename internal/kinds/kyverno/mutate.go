@@ -1,0 +1,333 @@
+package kyverno
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/lang/conditions"
+	"github.com/modwright/modwright/internal/lang/jmespath"
+	"github.com/modwright/modwright/internal/lang/subst"
+	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// mutation is a compiled mutate: a patch (patchStrategicMerge or
+// patchesJson6902, with {{ }} variables substituted per evaluation), or
+// foreach entries.
+type mutation struct {
+	patch   *mutatePatch
+	foreach []*foreachM
+}
+
+// mutatePatch is one patch of a mutate or of a foreach entry.
+type mutatePatch struct {
+	field string
+	smp   *subst.Document // patchStrategicMerge
+	json  *subst.Document // patchesJson6902 (a string)
+}
+
+// foreachM is a compiled mutate.foreach entry.
+type foreachM struct {
+	field   string
+	list    *jpExpr
+	reverse bool // Descending (the default for patchStrategicMerge)
+	context []*ctxEntry
+	pre     *conditions.Set
+	patch   *mutatePatch
+	foreach []*foreachM
+}
+
+// mutation compiles a rule's mutate; notYet is set for the parts modwright
+// does not evaluate yet.
+func (c *compiler) mutation(field string, raw []byte, notYet *string) *mutation {
+	var m kyvernov1.Mutation
+	if !c.decodeInto(field, raw, &m) {
+		return nil
+	}
+	out := &mutation{}
+	switch {
+	case len(m.Targets) > 0:
+		*notYet = "mutate.targets (mutating existing objects) is not evaluated yet"
+		return out
+	case len(m.ForEach) > 0:
+		if m.PatchStrategicMerge != nil || m.PatchesJSON6902 != "" {
+			c.errf(field, "a mutate has foreach or a patch, not both")
+		}
+		out.foreach = c.foreachMutation(field+".foreach", m.ForEach)
+	default:
+		out.patch = c.mutatePatch(field, m.PatchStrategicMerge, m.PatchesJSON6902)
+		if out.patch == nil {
+			c.errf(field, "mutate needs one of patchStrategicMerge, patchesJson6902, foreach or targets")
+		}
+	}
+	return out
+}
+
+func (c *compiler) mutatePatch(field string, smp *apiextensionsv1.JSON, jsonPatch string) *mutatePatch {
+	switch {
+	case smp != nil && jsonPatch != "":
+		c.errf(field, "patchStrategicMerge and patchesJson6902 cannot be used together")
+		return nil
+	case smp != nil:
+		return &mutatePatch{field: field + ".patchStrategicMerge", smp: c.document(field+".patchStrategicMerge", smp.Raw)}
+	case jsonPatch != "":
+		f := field + ".patchesJson6902"
+		d, err := subst.CompileDocument(jsonPatch)
+		if err != nil {
+			c.errf(f, "%v", err)
+			return nil
+		}
+		c.p.progs.add(c, f, d.Expressions())
+		if !d.HasVariables() {
+			if _, err := decodeJSONPatch(jsonPatch); err != nil {
+				c.errf(f, "%v", err)
+			}
+		}
+		return &mutatePatch{field: f, json: d}
+	}
+	return nil
+}
+
+func (c *compiler) foreachMutation(field string, fs []kyvernov1.ForEachMutation) []*foreachM {
+	var out []*foreachM
+	for i := range fs {
+		f := &fs[i]
+		ff := fmt.Sprintf("%s[%d]", field, i)
+		fm := &foreachM{field: ff, reverse: f.PatchStrategicMerge != nil}
+		if f.List == "" {
+			c.errf(ff+".list", "a foreach needs a list")
+		} else {
+			fm.list = c.jmesPath(ff+".list", f.List)
+		}
+		if f.Order != nil {
+			switch *f.Order {
+			case "Ascending":
+				fm.reverse = false
+			case "Descending":
+				fm.reverse = true
+			default:
+				c.errf(ff+".order", "must be Ascending or Descending, not %q", *f.Order)
+			}
+		}
+		fm.context = c.contextEntries(ff+".context", f.Context)
+		if f.Preconditions != nil {
+			fm.pre = c.block(ff+".preconditions", f.Preconditions.All, f.Preconditions.Any, f.Preconditions.Any != nil)
+		}
+		if f.ForEach != nil {
+			var nested []kyvernov1.ForEachMutation
+			if c.decodeInto(ff+".foreach", f.ForEach.Raw, &nested) {
+				fm.foreach = c.foreachMutation(ff+".foreach", nested)
+			}
+		} else if fm.patch = c.mutatePatch(ff, f.PatchStrategicMerge, f.PatchesJSON6902); fm.patch == nil {
+			c.errf(ff, "a foreach needs one of patchStrategicMerge, patchesJson6902 or foreach")
+		}
+		out = append(out, fm)
+	}
+	return out
+}
+
+// decodeJSONPatch reads patchesJson6902: YAML or JSON, a list of
+// operations.
+func decodeJSONPatch(text string) (jsonpatch.Patch, error) {
+	data, err := sigsyaml.YAMLToJSON([]byte(text))
+	if err != nil {
+		return nil, err
+	}
+	return jsonpatch.DecodePatch(data)
+}
+
+// mutationResult is what a mutate rule made of the object: its result,
+// and the object after it (nil when unchanged).
+type mutationResult struct {
+	res RuleResult
+	obj any
+}
+
+// mutateRule evaluates a mutate rule over the object as the rules before
+// it left it, and patches the difference.
+func (p *Policy) mutateRule(h *engine.Handle, r *rule, s *scope) RuleResult {
+	orig := h.Object()
+	var mr mutationResult
+	if r.m.foreach != nil {
+		mr = p.mutateForeach(h, r, s, r.m.foreach, orig, 0)
+		if mr.res.Status == Error {
+			mr.res.Message = "failed to mutate elements: " + mr.res.Message
+		}
+	} else {
+		mr = p.applyPatch(r, s, r.m.patch, orig)
+	}
+	if mr.res.Status != Pass {
+		return mr.res
+	}
+	if err := h.Patch(patch.Diff(orig, mr.obj)); err != nil {
+		return errorResult(r, "failed to patch resource", err)
+	}
+	return RuleResult{Rule: r.name, Status: Pass, Message: mutatedMessage(mr.obj)}
+}
+
+// mutatedMessage is Kyverno's message of a rule that mutated the object.
+func mutatedMessage(obj any) string {
+	m, _ := obj.(map[string]any)
+	md, _ := m["metadata"].(map[string]any)
+	kind, _ := m["kind"].(string)
+	name, _ := md["name"].(string)
+	if ns, _ := md["namespace"].(string); ns != "" {
+		return fmt.Sprintf("mutated %s/%s in namespace %s", kind, name, ns)
+	}
+	return fmt.Sprintf("mutated %s/%s", kind, name)
+}
+
+// applyPatch applies one patch to obj (unchanged): pass with the new
+// object, skip when nothing changed, or the error.
+func (p *Policy) applyPatch(r *rule, s *scope, mp *mutatePatch, obj any) mutationResult {
+	errorOf := func(what string, err error) mutationResult {
+		return mutationResult{res: errorResult(r, what, err)}
+	}
+	var out any
+	switch {
+	case mp.smp != nil:
+		ov, err := mp.smp.Substitute(s.ctx, s)
+		if err != nil {
+			return errorOf("variable substitution failed", err)
+		}
+		if out, err = strategicMerge(obj, ov); err != nil {
+			return errorOf("failed to patch resource", err)
+		}
+	default:
+		text, err := mp.json.Substitute(s.ctx, s)
+		if err != nil {
+			return errorOf("variable substitution failed", err)
+		}
+		str, ok := text.(string)
+		if !ok {
+			return errorOf("variable substitution failed", fmt.Errorf("patchesJson6902 became a JSON %s", value.TypeName(text)))
+		}
+		if out, err = applyJSONPatch(obj, str); err != nil {
+			return errorOf("failed to patch resource", err)
+		}
+	}
+	if value.Equal(obj, out) {
+		return mutationResult{res: RuleResult{Rule: r.name, Status: Skip, Message: "no patches applied"}}
+	}
+	return mutationResult{res: RuleResult{Rule: r.name, Status: Pass}, obj: out}
+}
+
+// applyJSONPatch applies patchesJson6902 as Kyverno does: negative indices,
+// removing a missing path is no error, adding creates the path.
+func applyJSONPatch(obj any, text string) (any, error) {
+	ops, err := decodeJSONPatch(text)
+	if err != nil {
+		return nil, fmt.Errorf("failed to decode patches: %w", err)
+	}
+	doc, err := value.AppendJSON(nil, obj)
+	if err != nil {
+		return nil, err
+	}
+	opts := jsonpatch.NewApplyOptions()
+	opts.SupportNegativeIndices, opts.AllowMissingPathOnRemove, opts.EnsurePathExistsOnAdd = true, true, true
+	out, err := ops.ApplyWithOptions(doc, opts)
+	if err != nil {
+		return nil, err
+	}
+	return value.Decode(out)
+}
+
+// mutateForeach is Kyverno's mutate.foreach at one level: each entry's
+// elements mutate the object in turn (the context's request.object is the
+// object as the entries before left it); no element applied is a skip.
+func (p *Policy) mutateForeach(h *engine.Handle, r *rule, s *scope, fes []*foreachM, obj any, nesting int) mutationResult {
+	applied := 0
+	cur := obj
+	for _, fe := range fes {
+		if fe.list == nil {
+			continue
+		}
+		v, err := s.search(fe.list)
+		if err != nil && !errors.Is(err, subst.ErrUndefined) {
+			return mutationResult{res: errorResult(r, fmt.Sprintf("failed to evaluate list %s", fe.list.prog.Source()), err)}
+		}
+		elems, ok := v.([]any)
+		if !ok {
+			elems = []any{v}
+		}
+		mr := p.mutateElements(h, r, s, fe, elems, cur, nesting)
+		switch mr.res.Status {
+		case Error:
+			return mr
+		case Skip:
+			continue
+		}
+		applied++
+		cur = mr.obj
+		lib, err := jmespath.Prepare(cur)
+		if err != nil {
+			return mutationResult{res: errorResult(r, "failed to update resource in context", err)}
+		}
+		s = s.with("request.object", lib)
+		s.obj = cur
+	}
+	if applied == 0 {
+		return mutationResult{res: RuleResult{Rule: r.name, Status: Skip, Message: "0 elements processed"}}
+	}
+	return mutationResult{res: RuleResult{Rule: r.name, Status: Pass, Message: fmt.Sprintf("%d elements processed", applied)}, obj: cur}
+}
+
+// mutateElements mutates obj once per element of one foreach entry (in
+// reverse for a patchStrategicMerge, unless its order says otherwise).
+func (p *Policy) mutateElements(h *engine.Handle, r *rule, s *scope, fe *foreachM, elems []any, obj any, nesting int) mutationResult {
+	cur := obj
+	idx := make([]int, len(elems))
+	for i := range idx {
+		idx[i] = i
+	}
+	if fe.reverse {
+		slices.Reverse(idx)
+	}
+	for _, i := range idx {
+		el := elems[i]
+		if el == nil {
+			continue
+		}
+		if err := h.Context().Err(); err != nil {
+			return mutationResult{res: errorResult(r, "failed to mutate elements", err)}
+		}
+		es := s.with("element", el).with("elementIndex", float64(i)).
+			with(fmt.Sprintf("element%d", nesting), el).with(fmt.Sprintf("elementIndex%d", nesting), float64(i))
+		es, err := es.load(h, fe.context)
+		if err != nil {
+			return mutationResult{res: errorResult(r, fmt.Sprintf("failed to load to mutate.foreach[%d].context", i), err)}
+		}
+		if fe.pre != nil {
+			pass, _, err := fe.pre.Eval(es.ctx, es, nil)
+			if err != nil {
+				return mutationResult{res: errorResult(r, fmt.Sprintf("failed to evaluate mutate.foreach[%d].preconditions", i), err)}
+			}
+			if !pass {
+				continue
+			}
+		}
+		var mr mutationResult
+		if fe.foreach != nil {
+			mr = p.mutateForeach(h, r, es, fe.foreach, cur, nesting+1)
+		} else {
+			mr = p.applyPatch(r, es, fe.patch, cur)
+		}
+		switch mr.res.Status {
+		case Error, Fail:
+			return mr
+		case Pass:
+			cur = mr.obj
+		}
+	}
+	if value.Equal(obj, cur) {
+		return mutationResult{res: RuleResult{Rule: r.name, Status: Skip, Message: "no patches applied"}}
+	}
+	return mutationResult{res: RuleResult{Rule: r.name, Status: Pass}, obj: cur}
+}

@@ -1,0 +1,438 @@
+package kyverno
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"sigs.k8s.io/kustomize/kyaml/yaml/merge2"
+
+	"github.com/modwright/modwright/internal/lang/pattern"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Kyverno's patchStrategicMerge is an overlay whose keys may carry anchors:
+// conditional "(k)" and global "<(k)" (the overlay applies only where the
+// object's value matches, checked as a validation pattern) and
+// add-if-not-present "+(k)". They are resolved against the object first
+// (resolveAnchors), then the overlay, free of anchors, is merged into the
+// object by kustomize's strategic merge (kyaml's merge2: a built-in kind's
+// lists by their merge keys from the Kubernetes schema, other lists of maps
+// by name), as Kyverno does. Everything here works on a copy of the overlay
+// and on the object's JSON: the object is never changed.
+
+// conditionError is a conditional (or global) anchor that does not hold.
+// At the top of the overlay it leaves the object as it is; in a list
+// element it leaves that element out (a global one: out of the whole
+// overlay unless another element holds).
+type conditionError struct {
+	global bool
+	err    error
+}
+
+func (e *conditionError) Error() string {
+	if e.global {
+		return "global condition failed: " + e.err.Error()
+	}
+	return "condition failed: " + e.err.Error()
+}
+
+func (e *conditionError) Unwrap() error { return e.err }
+
+func isCondition(err error, global bool) bool {
+	var ce *conditionError
+	return errors.As(err, &ce) && ce.global == global
+}
+
+// strategicMerge returns obj with the overlay merged in (obj unchanged).
+func strategicMerge(obj, overlay any) (any, error) {
+	ov, err := resolveAnchors(value.DeepCopy(overlay), obj)
+	switch {
+	case isCondition(err, false) || isCondition(err, true):
+		return obj, nil // a condition of the whole overlay does not hold
+	case err != nil:
+		return nil, fmt.Errorf("failed to preProcess rule: %w", err)
+	}
+	m, ok := ov.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("failed to preProcess rule: patchStrategicMerge is a JSON %s, not an object", value.TypeName(ov))
+	}
+	removeConditions(m)
+	return mergeJSON(obj, m)
+}
+
+// mergeJSON merges the overlay into obj with kustomize's strategic merge.
+func mergeJSON(obj any, overlay map[string]any) (any, error) {
+	objJSON, err := value.AppendJSON(nil, obj)
+	if err != nil {
+		return nil, err
+	}
+	ovJSON, err := value.AppendJSON(nil, overlay)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := kyaml.ConvertJSONToYamlNode(string(objJSON))
+	if err != nil {
+		return nil, err
+	}
+	patch, err := kyaml.ConvertJSONToYamlNode(string(ovJSON))
+	if err != nil {
+		return nil, err
+	}
+	out, err := merge2.Merge(patch, dst, kyaml.MergeOptions{ListIncreaseDirection: kyaml.MergeOptionsListPrepend})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, errors.New("the patch deletes the object")
+	}
+	b, err := out.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return value.Decode(b)
+}
+
+// anchorOf is a key's anchor modifier ("" conditional, "<" global, "+"
+// add if not present, or one of the validation anchors = X ^); ok is
+// false for a plain key.
+func anchorOf(k string) (mod, key string, ok bool) { return pattern.ParseAnchor(k) }
+
+// isConditionKey: a conditional or global anchor.
+func isConditionKey(k string) bool {
+	mod, _, ok := anchorOf(k)
+	return ok && (mod == "" || mod == "<")
+}
+
+// isMutationAnchor: a conditional, global or add-if-not-present anchor.
+func isMutationAnchor(k string) bool {
+	mod, _, ok := anchorOf(k)
+	return ok && (mod == "" || mod == "<" || mod == "+")
+}
+
+// sortedKeys: the overlay's keys in a fixed order (Kyverno walks them in
+// the document's order; which of two failing conditions is reported first
+// is all that can depend on it).
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// resolveAnchors resolves the overlay's anchors against the object's value
+// at the same place (nil where the object has none), changing the overlay
+// in place; a list may grow, so the overlay's new value is returned.
+func resolveAnchors(ov, obj any) (any, error) {
+	switch t := ov.(type) {
+	case map[string]any:
+		return t, resolveMap(t, obj)
+	case []any:
+		if len(t) > 0 {
+			if _, ok := t[0].(map[string]any); ok {
+				return resolveListOfMaps(t, obj)
+			}
+		}
+	}
+	return ov, nil
+}
+
+func resolveMap(ov map[string]any, obj any) error {
+	if _, err := addIfNotPresent(ov, obj); err != nil {
+		return err
+	}
+	if err := checkConditions(ov, obj); err != nil {
+		return err
+	}
+	objMap, _ := obj.(map[string]any)
+	for _, k := range sortedKeys(ov) {
+		if isMutationAnchor(k) {
+			continue
+		}
+		var at any
+		if objMap != nil {
+			at = objMap[k]
+		}
+		v, err := resolveAnchors(ov[k], at)
+		if err != nil {
+			return err
+		}
+		ov[k] = v
+	}
+	return nil
+}
+
+// addIfNotPresent resolves the "+(k)" keys of a map: dropped where the
+// object has k, else written k. It returns how many there were.
+func addIfNotPresent(ov map[string]any, obj any) (int, error) {
+	objMap, _ := obj.(map[string]any)
+	n := 0
+	for _, k := range sortedKeys(ov) {
+		mod, key, ok := anchorOf(k)
+		if !ok || mod != "+" {
+			continue
+		}
+		n++
+		v := ov[k]
+		delete(ov, k)
+		if _, present := objMap[key]; !present {
+			ov[key] = v
+		}
+	}
+	return n, nil
+}
+
+// checkConditions checks a map's global anchors, then its conditional
+// ones, against the object's values.
+func checkConditions(ov map[string]any, obj any) error {
+	objMap, _ := obj.(map[string]any)
+	for _, global := range []bool{true, false} {
+		for _, k := range sortedKeys(ov) {
+			mod, key, ok := anchorOf(k)
+			if !ok || (global && mod != "<") || (!global && mod != "") {
+				continue
+			}
+			have, present := objMap[key]
+			if !present {
+				return &conditionError{global: global, err: fmt.Errorf("could not found %q key in the resource", key)}
+			}
+			if m, ok := ov[k].(map[string]any); ok {
+				if n, err := addIfNotPresent(m, have); err != nil {
+					return err
+				} else if n > 0 {
+					continue
+				}
+			}
+			if err := holds(ov[k], have); err != nil {
+				return &conditionError{global: global, err: err}
+			}
+		}
+	}
+	return nil
+}
+
+// holds checks the object's value against a condition's value as a
+// validation pattern. Scalars are compared in their text form on both
+// sides, as Kyverno reads them from the YAML nodes.
+func holds(want, have any) error {
+	p, err := pattern.Compile(scalarText(want))
+	if err != nil {
+		return err
+	}
+	if f := p.Match(scalarText(have)); f != nil {
+		if f.Path != "" {
+			return fmt.Errorf("%s at path %s", f.Msg, f.Path)
+		}
+		return errors.New(f.Msg)
+	}
+	return nil
+}
+
+func scalarText(v any) any {
+	switch v.(type) {
+	case map[string]any, []any:
+		return v
+	case string:
+		return v
+	}
+	return value.Text(v)
+}
+
+// resolveListOfMaps resolves a list of maps: an element with anchors
+// applies to each element of the object's list its conditions hold for,
+// as a new element naming it (the name is how the merge finds it); the
+// anchored elements themselves go when the conditions are removed.
+func resolveListOfMaps(ov []any, obj any) ([]any, error) {
+	var objList []any
+	switch t := obj.(type) {
+	case nil:
+	case []any:
+		objList = t
+	default:
+		return nil, fmt.Errorf("the overlay has a list where the object has a JSON %s", value.TypeName(obj))
+	}
+	out := ov
+	for _, el := range ov {
+		if !hasAnchors(el, isMutationAnchor) {
+			continue
+		}
+		global := hasAnchors(el, func(k string) bool { m, _, ok := anchorOf(k); return ok && m == "<" })
+		held := false
+		var lastGlobal error
+		cp := value.DeepCopy(el)
+		for _, item := range objList {
+			// The same copy for every element, resolved in place again and
+			// again, as Kyverno does ("+(k)" resolved by an element stays so).
+			v, err := resolveAnchors(cp, item)
+			if err == nil {
+				cp = v
+			} else {
+				switch {
+				case isCondition(err, false):
+					continue
+				case isCondition(err, true):
+					lastGlobal = err
+					continue
+				}
+				return nil, err
+			}
+			if global {
+				held = true
+				continue
+			}
+			out = appendNamed(out, cp, item)
+		}
+		if obj == nil {
+			if _, err := resolveAnchors(cp, nil); err != nil {
+				if isCondition(err, false) {
+					continue
+				}
+				return nil, err
+			}
+			if global {
+				held = true
+			}
+		}
+		if !held && lastGlobal != nil {
+			return nil, lastGlobal
+		}
+	}
+	return out, nil
+}
+
+// appendNamed appends a copy of the resolved element, its anchors
+// removed, with the name of the object's element it applies to; an
+// element without a name, or one with nothing left but anchors, is not
+// added.
+func appendNamed(list []any, el, item any) []any {
+	m, _ := item.(map[string]any)
+	name, ok := m["name"]
+	if !ok || name == nil || name == "" {
+		return list
+	}
+	cp := value.DeepCopy(el)
+	cp, empty := dropAnchors(cp, true, false)
+	if empty {
+		return list
+	}
+	cm, ok := cp.(map[string]any)
+	if !ok {
+		return list
+	}
+	cm["name"] = name
+	return append(list, cm)
+}
+
+// hasAnchors reports whether a key anywhere in v is an anchor is accepts,
+// or a string value anywhere reads as a conditional or global anchor.
+func hasAnchors(v any, is func(string) bool) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if is(k) || hasAnchors(e, is) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(t, func(e any) bool { return hasAnchors(e, is) })
+	case string:
+		return isConditionKey(t)
+	}
+	return false
+}
+
+// removeConditions removes what only conditions held from the resolved
+// overlay: its conditional keys, and every map or list left empty of
+// anything else.
+func removeConditions(ov map[string]any) {
+	for _, k := range sortedKeys(ov) {
+		v, del := dropAnchors(ov[k], isConditionKey(k), false)
+		if del {
+			delete(ov, k)
+		} else {
+			ov[k] = v
+		}
+	}
+}
+
+// dropAnchors removes the conditional anchors under v; del reports that v
+// itself goes (it held anchors only; a scalar goes when dropScalar).
+func dropAnchors(v any, dropScalar, intoMaps bool) (out any, del bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		return t, dropAnchorsInMap(t, intoMaps)
+	case []any:
+		return dropAnchorsInList(t, intoMaps)
+	}
+	return v, dropScalar
+}
+
+func dropAnchorsInMap(m map[string]any, intoMaps bool) bool {
+	kept := false
+	for _, k := range sortedKeys(m) {
+		if !isConditionKey(k) {
+			continue
+		}
+		v, del := dropAnchors(m[k], true, intoMaps)
+		if del {
+			delete(m, k)
+		} else {
+			m[k], kept = v, true
+		}
+	}
+	if kept {
+		// The anchors that keep something become plain keys.
+		for _, k := range sortedKeys(m) {
+			if !isConditionKey(k) {
+				continue
+			}
+			_, key, _ := anchorOf(k)
+			v := m[k]
+			delete(m, k)
+			m[key] = v
+		}
+	}
+	empty := true
+	for _, k := range sortedKeys(m) {
+		v, del := dropAnchors(m[k], false, intoMaps)
+		if del {
+			delete(m, k)
+		} else {
+			m[k], empty = v, false
+		}
+	}
+	return empty
+}
+
+// dropAnchorsInList removes the elements that hold anchors (or, with
+// intoMaps, only what is anchored in them). Kyverno removes them by their
+// index in the list as it was, from the list as it is; so does this, for
+// the same result.
+func dropAnchorsInList(list []any, intoMaps bool) ([]any, bool) {
+	wasEmpty := len(list) == 0
+	live := slices.Clone(list)
+	shifted := false
+	for i, el := range list {
+		del := false
+		if hasAnchors(el, isMutationAnchor) {
+			del = true
+			if _, isMap := el.(map[string]any); intoMaps && isMap {
+				_, del = dropAnchors(el, true, intoMaps)
+			}
+		} else {
+			var v any
+			v, del = dropAnchors(el, false, intoMaps) // a map changes in place
+			if !del && !shifted {
+				live[i] = v
+			}
+		}
+		if del && i < len(live) {
+			live = slices.Delete(live, i, i+1)
+			shifted = true
+		}
+	}
+	return live, len(live) == 0 && !wasEmpty
+}

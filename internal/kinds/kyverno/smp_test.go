@@ -1,0 +1,135 @@
+package kyverno
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/modwright/modwright/internal/value"
+)
+
+func TestStrategicMerge(t *testing.T) {
+	pod := `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"env": "dev"}},
+		"spec": {"containers": [{"name": "a", "image": "nginx:latest"}, {"name": "b", "image": "envoy:1"}]}}`
+	deploy := `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 3}}`
+	for _, tc := range []struct {
+		name, obj, overlay, want, err string
+	}{
+		{
+			name:    "a conditional list element applies to the elements it holds for, by name",
+			obj:     pod,
+			overlay: `{"spec": {"containers": [{"(image)": "*:latest", "imagePullPolicy": "Always"}]}}`,
+			want: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"env": "dev"}},
+				"spec": {"containers": [{"name": "a", "image": "nginx:latest", "imagePullPolicy": "Always"}, {"name": "b", "image": "envoy:1"}]}}`,
+		},
+		{
+			name:    "add if not present: present, nothing",
+			obj:     pod,
+			overlay: `{"metadata": {"labels": {"+(env)": "prod"}}}`,
+			want:    pod,
+		},
+		{
+			name:    "add if not present: absent, added",
+			obj:     pod,
+			overlay: `{"metadata": {"labels": {"+(team)": "web"}}}`,
+			want: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"env": "dev", "team": "web"}},
+				"spec": {"containers": [{"name": "a", "image": "nginx:latest"}, {"name": "b", "image": "envoy:1"}]}}`,
+		},
+		{
+			name:    "a conditional anchor of a map that does not hold leaves the object as it is",
+			obj:     pod,
+			overlay: `{"metadata": {"labels": {"(env)": "prod", "tier": "gold"}}}`,
+			want:    pod,
+		},
+		{
+			name:    "a conditional anchor that holds applies its siblings",
+			obj:     pod,
+			overlay: `{"metadata": {"labels": {"(env)": "dev", "tier": "gold"}}}`,
+			want: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"env": "dev", "tier": "gold"}},
+				"spec": {"containers": [{"name": "a", "image": "nginx:latest"}, {"name": "b", "image": "envoy:1"}]}}`,
+		},
+		{
+			name:    "a global anchor in a list element that no element holds for: nothing",
+			obj:     pod,
+			overlay: `{"spec": {"containers": [{"<(image)": "busybox*"}]}, "metadata": {"labels": {"busybox": "yes"}}}`,
+			want:    pod,
+		},
+		{
+			name:    "a global anchor that one element holds for: the rest applies",
+			obj:     pod,
+			overlay: `{"spec": {"containers": [{"<(image)": "envoy*"}]}, "metadata": {"labels": {"mesh": "yes"}}}`,
+			want: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"env": "dev", "mesh": "yes"}},
+				"spec": {"containers": [{"name": "a", "image": "nginx:latest"}, {"name": "b", "image": "envoy:1"}]}}`,
+		},
+		{
+			name:    "a missing key fails its condition",
+			obj:     pod,
+			overlay: `{"spec": {"(hostNetwork)": true, "dnsPolicy": "None"}}`,
+			want:    pod,
+		},
+		{
+			name:    "scalars compared in their text form",
+			obj:     deploy,
+			overlay: `{"spec": {"(replicas)": 3, "paused": true}}`,
+			want:    `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 3, "paused": true}}`,
+		},
+		{
+			name:    "an operator in a condition",
+			obj:     deploy,
+			overlay: `{"spec": {"(replicas)": ">2", "minReadySeconds": 5}}`,
+			want:    `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 3, "minReadySeconds": 5}}`,
+		},
+		{
+			name:    "$patch: delete removes a container by its merge key",
+			obj:     pod,
+			overlay: `{"spec": {"containers": [{"name": "b", "$patch": "delete"}]}}`,
+			want: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"env": "dev"}},
+				"spec": {"containers": [{"name": "a", "image": "nginx:latest"}]}}`,
+		},
+		{
+			name:    "containers merged by name: the patch's first, in its order (kustomize prepends)",
+			obj:     pod,
+			overlay: `{"spec": {"containers": [{"name": "b", "image": "envoy:2"}, {"name": "c", "image": "log:1"}]}}`,
+			want: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"env": "dev"}},
+				"spec": {"containers": [{"name": "b", "image": "envoy:2"}, {"name": "c", "image": "log:1"}, {"name": "a", "image": "nginx:latest"}]}}`,
+		},
+		{
+			name:    "not an object",
+			obj:     pod,
+			overlay: `["a"]`,
+			err:     "failed to preProcess rule: patchStrategicMerge is a JSON array, not an object",
+		},
+		{
+			name:    "a list where the object has a map",
+			obj:     pod,
+			overlay: `{"metadata": {"labels": [{"(a)": "b"}]}}`,
+			err:     "failed to preProcess rule: the overlay has a list where the object has a JSON object",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj, _ := value.Decode([]byte(tc.obj))
+			before := value.DeepCopy(obj)
+			ov, err := value.Decode([]byte(tc.overlay))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := strategicMerge(obj, ov)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := value.Decode([]byte(tc.want))
+			if !value.Equal(got, want) {
+				t.Errorf("got %s\nwant %s", value.Text(got), value.Text(want))
+			}
+			if d := cmp.Diff(before, obj); d != "" {
+				t.Errorf("the object changed (-before +after):\n%s", d)
+			}
+		})
+	}
+}
