@@ -106,3 +106,53 @@ func pssSnapshot(b *testing.B, dir string, metrics bool) (*engine.Snapshot, int)
 	}
 	return engine.NewSnapshot(res.Rules), len(res.Rules)
 }
+
+// BenchmarkMutate evaluates mutate rules on the load test's 3.3 KB
+// Deployment (through their autogen rules): a patchStrategicMerge with a
+// conditional anchor per container, an add-if-not-present label, a
+// patchesJson6902 with a variable, and a foreach over the containers.
+func BenchmarkMutate(b *testing.B) {
+	for _, tc := range []struct{ name, mutate string }{
+		{"smp-anchor", `{patchStrategicMerge: {spec: {containers: [{(image): "*", imagePullPolicy: Always}]}}}`},
+		{"smp-add-label", `{patchStrategicMerge: {metadata: {labels: {+(team): platform}}}}`},
+		{"json6902", `{patchesJson6902: "- {op: add, path: /metadata/annotations/owner, value: '{{ request.object.metadata.name }}'}"}`}, // Deployments: no autogen with patchesJson6902
+		{"foreach", `{foreach: [{list: request.object.spec.containers, patchStrategicMerge: {spec: {containers: [{name: "{{ element.name }}", imagePullPolicy: Always}]}}}]}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			snap := snapshot(b, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: bench}
+spec:
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Pod`+kindsFor(tc.name)+`]}}]}
+    mutate: `+tc.mutate)
+			eng := engine.New(engine.Options{NoTrace: true})
+			req := engine.Request{Operation: rules.Create, Namespace: "bench", Name: "nginx-deployment",
+				Kind: engine.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Object: testtool.BenchDeployment(b, false)}
+			ctx := context.Background()
+			d, err := eng.Evaluate(ctx, snap, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(d.Errors) > 0 || len(d.Patch) == 0 {
+				b.Fatalf("rule errors %v, patch %v", d.Errors, d.Patch)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := eng.Evaluate(ctx, snap, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// kindsFor: the kinds a benchmark's rule matches besides Pods.
+func kindsFor(name string) string {
+	if name == "json6902" {
+		return ", Deployment"
+	}
+	return ""
+}

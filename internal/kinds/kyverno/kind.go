@@ -48,7 +48,9 @@ func (k *Kind) Versions() []string { return []string{kyvernov1.Version, kyvernov
 // field), so that it stays visible.
 func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	p := &Policy{kind: k.name, opts: k.opts}
-	p.info = engine.RuleInfo{Kind: k.name, Key: m.Key(), Namespace: m.Namespace(), Name: m.Name(), Phase: engine.Validate}
+	// Kyverno's patches change the object only, never its
+	// last-applied-configuration annotation (KubeMod's habit).
+	p.info = engine.RuleInfo{Kind: k.name, Key: m.Key(), Namespace: m.Namespace(), Name: m.Name(), Phase: engine.Validate, KeepLastApplied: true}
 	av := m.APIVersion()
 	if av != kyvernov1.Group+"/"+kyvernov1.VersionV2beta1 {
 		av = kyvernov1.Group + "/" + kyvernov1.Version

@@ -1,9 +1,11 @@
 package kyverno
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/kustomize/kyaml/yaml/merge2"
@@ -63,31 +65,233 @@ func strategicMerge(obj, overlay any) (any, error) {
 }
 
 // mergeJSON merges the overlay into obj with kustomize's strategic merge.
+// Only the part of the object the overlay reaches is merged (the members of
+// each map it names, down to its lists, scalars and directives; the
+// object's apiVersion and kind, which choose the schema): kustomize walks
+// every node it is given, and most of an object is out of a patch's reach.
+// The merged part is then put back into a copy of the object. Where a map
+// that was cut came out of the merge empty or gone, whether kustomize would
+// have kept it may depend on the members left out: the whole object is
+// merged then. TestMergePruned and FuzzMergePruned hold the two equal.
 func mergeJSON(obj any, overlay map[string]any) (any, error) {
-	objJSON, err := value.AppendJSON(nil, obj)
+	part := prune(obj, overlay, true)
+	merged, err := mergeWhole(part, overlay)
 	if err != nil {
 		return nil, err
 	}
-	ovJSON, err := value.AppendJSON(nil, overlay)
+	if out, ok := reassemble(obj, merged, overlay); ok {
+		return out, nil
+	}
+	return mergeWhole(obj, overlay)
+}
+
+// cut reports whether prune cuts a map of the object for this member of
+// the overlay: both maps, and the overlay's without a $ directive (which
+// may read the members around it).
+func cut(obj, ov any) (om, pm map[string]any, ok bool) {
+	om, ok1 := obj.(map[string]any)
+	pm, ok2 := ov.(map[string]any)
+	if !ok1 || !ok2 {
+		return nil, nil, false
+	}
+	for k := range pm {
+		if strings.HasPrefix(k, "$") {
+			return nil, nil, false
+		}
+	}
+	return om, pm, true
+}
+
+// prune is the part of obj the overlay reaches (obj unchanged, shared).
+func prune(obj, ov any, root bool) any {
+	om, pm, ok := cut(obj, ov)
+	if !ok {
+		return obj
+	}
+	out := make(map[string]any, len(pm)+2)
+	for k, pv := range pm {
+		if v, ok := om[k]; ok {
+			out[k] = prune(v, pv, false)
+		}
+	}
+	if root {
+		for _, k := range []string{"apiVersion", "kind"} {
+			if v, ok := om[k]; ok {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// reassemble puts the merged part back into a copy of obj; ok is false
+// when a map prune cut is empty or gone after the merge.
+func reassemble(obj, merged, ov any) (any, bool) {
+	om, pm, ok := cut(obj, ov)
+	if !ok {
+		return merged, true
+	}
+	mm, ok := merged.(map[string]any)
+	if !ok || (len(mm) == 0 && len(om) > 0) {
+		return nil, false
+	}
+	out := make(map[string]any, len(om)+len(pm))
+	for k, v := range om {
+		if _, reached := pm[k]; !reached {
+			out[k] = v
+		}
+	}
+	for k, mv := range mm {
+		if _, reached := pm[k]; !reached {
+			out[k] = mv // apiVersion and kind, as they were
+			continue
+		}
+		if v, ok := om[k]; ok {
+			r, ok := reassemble(v, mv, pm[k])
+			if !ok {
+				return nil, false
+			}
+			out[k] = r
+		} else {
+			out[k] = mv
+		}
+	}
+	for k, pv := range pm {
+		if _, kept := mm[k]; kept {
+			continue
+		}
+		// Gone after the merge: deleted by the overlay, unless it was a map
+		// prune cut (its fate may depend on what was left out).
+		if v, ok := om[k]; ok {
+			if vm, vp, cutHere := cut(v, pv); cutHere && slices.ContainsFunc(sortedKeys(vm), func(k string) bool { _, in := vp[k]; return !in }) {
+				return nil, false
+			}
+		}
+	}
+	return out, true
+}
+
+// mergeWhole merges the overlay into obj, the value trees turned into
+// YAML nodes and back directly (no text).
+func mergeWhole(obj any, overlay map[string]any) (any, error) {
+	dst, err := toNode(obj, 0)
 	if err != nil {
 		return nil, err
 	}
-	dst, err := kyaml.ConvertJSONToYamlNode(string(objJSON))
+	patch, err := toNode(overlay, 0)
 	if err != nil {
 		return nil, err
 	}
-	patch, err := kyaml.ConvertJSONToYamlNode(string(ovJSON))
-	if err != nil {
-		return nil, err
-	}
-	out, err := merge2.Merge(patch, dst, kyaml.MergeOptions{ListIncreaseDirection: kyaml.MergeOptionsListPrepend})
+	out, err := merge2.Merge(kyaml.NewRNode(patch), kyaml.NewRNode(dst), kyaml.MergeOptions{ListIncreaseDirection: kyaml.MergeOptionsListPrepend})
 	if err != nil {
 		return nil, err
 	}
 	if out == nil {
 		return nil, errors.New("the patch deletes the object")
 	}
-	b, err := out.MarshalJSON()
+	return fromNode(out.YNode(), 0)
+}
+
+// maxNodeDepth bounds the trees turned into YAML nodes (the object and the
+// overlay are bounded by the request and the policy; this bounds the
+// recursion).
+const maxNodeDepth = 10000
+
+var errTooDeep = fmt.Errorf("deeper than %d levels", maxNodeDepth)
+
+// toNode is a JSON value tree as a YAML node tree, every scalar tagged.
+func toNode(v any, depth int) (*kyaml.Node, error) {
+	if depth > maxNodeDepth {
+		return nil, errTooDeep
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		n := &kyaml.Node{Kind: kyaml.MappingNode, Tag: kyaml.NodeTagMap, Content: make([]*kyaml.Node, 0, 2*len(t))}
+		for _, k := range sortedKeys(t) {
+			c, err := toNode(t[k], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, &kyaml.Node{Kind: kyaml.ScalarNode, Tag: kyaml.NodeTagString, Value: k}, c)
+		}
+		return n, nil
+	case []any:
+		n := &kyaml.Node{Kind: kyaml.SequenceNode, Tag: kyaml.NodeTagSeq, Content: make([]*kyaml.Node, 0, len(t))}
+		for _, e := range t {
+			c, err := toNode(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, c)
+		}
+		return n, nil
+	case string:
+		return &kyaml.Node{Kind: kyaml.ScalarNode, Tag: kyaml.NodeTagString, Value: t}, nil
+	case bool:
+		return &kyaml.Node{Kind: kyaml.ScalarNode, Tag: kyaml.NodeTagBool, Value: value.Text(t)}, nil
+	case nil:
+		return &kyaml.Node{Kind: kyaml.ScalarNode, Tag: kyaml.NodeTagNull, Value: "null"}, nil
+	case json.Number:
+		tag := kyaml.NodeTagInt
+		if strings.ContainsAny(string(t), ".eE") {
+			tag = kyaml.NodeTagFloat
+		}
+		return &kyaml.Node{Kind: kyaml.ScalarNode, Tag: tag, Value: string(t)}, nil
+	}
+	if value.IsNumber(v) {
+		return toNode(json.Number(value.Text(v)), depth)
+	}
+	return nil, fmt.Errorf("a %T is not a JSON value", v)
+}
+
+// fromNode is a YAML node tree (toNode's, merged) as a JSON value tree.
+func fromNode(n *kyaml.Node, depth int) (any, error) {
+	if depth > maxNodeDepth {
+		return nil, errTooDeep
+	}
+	switch n.Kind {
+	case kyaml.DocumentNode:
+		if len(n.Content) != 1 {
+			return nil, errors.New("an empty YAML document")
+		}
+		return fromNode(n.Content[0], depth+1)
+	case kyaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v, err := fromNode(n.Content[i+1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m[n.Content[i].Value] = v
+		}
+		return m, nil
+	case kyaml.SequenceNode:
+		l := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := fromNode(c, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			l = append(l, v)
+		}
+		return l, nil
+	case kyaml.ScalarNode:
+		switch n.ShortTag() {
+		case kyaml.NodeTagString:
+			return n.Value, nil
+		case kyaml.NodeTagNull:
+			return nil, nil
+		case kyaml.NodeTagBool:
+			return n.Value == "true", nil
+		case kyaml.NodeTagInt, kyaml.NodeTagFloat:
+			return value.Decode([]byte(n.Value))
+		}
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

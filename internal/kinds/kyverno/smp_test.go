@@ -133,3 +133,88 @@ func TestStrategicMerge(t *testing.T) {
 		})
 	}
 }
+
+// mergeObjects are the objects the pruned merge is checked on.
+var mergeObjects = []string{
+	`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "1", "b": "2"}, "annotations": {"x": "y"}},
+		"spec": {"containers": [{"name": "a", "image": "nginx", "ports": [{"containerPort": 80}], "env": [{"name": "E", "value": "1"}]}, {"name": "b", "image": "envoy"}],
+		"volumes": [{"name": "v", "emptyDir": {}}], "securityContext": {"runAsUser": 1}}}`,
+	`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "q", "labels": {"only": "one"}}, "spec": {"containers": [{"name": "a", "image": "nginx"}]}}`,
+	`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "labels": {"app": "d"}},
+		"spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}`,
+	`{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"items": [{"name": "a", "n": 1}], "nested": {"x": {"y": 1, "z": 2}}}}`,
+}
+
+// mergeOverlays are overlays that delete, replace, empty and add, at every
+// level the pruning cuts.
+var mergeOverlays = []string{
+	`{"metadata": {"labels": {"a": null}}}`,
+	`{"metadata": {"labels": {"only": null}}}`,
+	`{"metadata": {"labels": {"a": null, "b": null}}}`,
+	`{"metadata": {"labels": {"c": "3"}, "annotations": null}}`,
+	`{"metadata": {"labels": {"$patch": "replace", "z": "9"}}}`,
+	`{"metadata": {"labels": {"$patch": "delete"}}}`,
+	`{"metadata": {"$patch": "delete"}}`,
+	`{"spec": {"securityContext": {"runAsUser": null}}}`,
+	`{"spec": {"securityContext": {"runAsNonRoot": true}}}`,
+	`{"spec": {"containers": [{"name": "a", "image": "x"}]}}`,
+	`{"spec": {"containers": [{"name": "b", "$patch": "delete"}]}}`,
+	`{"spec": {"template": {"spec": {"containers": [{"name": "c", "imagePullPolicy": "Always"}]}}}}`,
+	`{"spec": {"nested": {"x": {"y": null}}}}`,
+	`{"spec": {"nested": {"x": {"y": null, "z": null}}}}`,
+	`{"spec": {"nested": {"x": null}}}`,
+	`{"spec": {"nested": {"x": {}}}}`,
+	`{"spec": {"items": [{"name": "a", "n": 2}]}}`,
+	`{"spec": {"$retainKeys": ["containers"], "containers": [{"name": "a"}]}}`,
+	`{"metadata": {"name": "renamed"}, "kind": "Pod"}`,
+	`{"spec": {}}`,
+	`{}`,
+}
+
+// TestMergePruned: merging only the part of the object an overlay reaches
+// gives what merging the whole object gives.
+func TestMergePruned(t *testing.T) {
+	for _, o := range mergeObjects {
+		for _, p := range mergeOverlays {
+			checkMergePruned(t, o, p)
+		}
+	}
+}
+
+func checkMergePruned(t *testing.T, objText, ovText string) {
+	t.Helper()
+	obj, err := value.Decode([]byte(objText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov, err := value.Decode([]byte(ovText))
+	m, ok := ov.(map[string]any)
+	if err != nil || !ok {
+		return
+	}
+	before := value.DeepCopy(obj)
+	want, werr := mergeWhole(obj, value.DeepCopy(m).(map[string]any))
+	got, gerr := mergeJSON(obj, value.DeepCopy(m).(map[string]any))
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("overlay %s on %s: error %v, the whole object's %v", ovText, objText, gerr, werr)
+	}
+	if werr == nil && !value.Equal(want, got) {
+		t.Errorf("overlay %s on %s:\n  pruned %s\n  whole  %s", ovText, objText, value.Text(got), value.Text(want))
+	}
+	if !value.Equal(before, obj) {
+		t.Errorf("overlay %s changed the object", ovText)
+	}
+}
+
+// FuzzMergePruned holds the pruned merge to the whole one on arbitrary
+// overlays.
+func FuzzMergePruned(f *testing.F) {
+	for _, p := range mergeOverlays {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, ov string) {
+		for _, o := range mergeObjects {
+			checkMergePruned(t, o, ov)
+		}
+	})
+}
