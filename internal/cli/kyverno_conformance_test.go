@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -36,10 +37,17 @@ var kyvernoPending = []string{}
 // policies) and the text every differing row's reason holds. A listed
 // suite that starts to pass fails the test, so that the list stays true.
 var kyvernoDeviations = map[string]struct{ reason, rows string }{
-	"other-cel/restrict-clusterrole-nodesproxy": nullField,
-	"other-cel/restrict-secret-role-verbs":      nullField,
-	"other-cel/restrict-wildcard-resources":     nullField,
-	"other-cel/restrict-wildcard-verbs":         nullField,
+	"other-cel/restrict-clusterrole-nodesproxy":  nullField,
+	"other-cel/restrict-secret-role-verbs":       nullField,
+	"other-cel/restrict-wildcard-resources":      nullField,
+	"other-cel/restrict-wildcard-verbs":          nullField,
+	"other-vpol/restrict-clusterrole-nodesproxy": nullField,
+	"other-vpol/restrict-wildcard-resources":     nullField,
+	"other-vpol/restrict-wildcard-verbs":         nullField,
+	"other-vpol/require-annotations": {
+		reason: "a field written null (a pod template's metadata:) is absent for CEL, as the API server stores the object; kyverno test keeps the null, which optional selection reads as absent",
+		rows:   "no such key: metadata",
+	},
 }
 
 var nullField = struct{ reason, rows string }{
@@ -69,7 +77,9 @@ func kyvernoExcludedRow(suite string, r caseResult) bool {
 func kyvernoSuiteInfo(t *testing.T, file string) (ok, mutates bool, pending []string) {
 	t.Helper()
 	kt, err := suite.LoadKyverno(file)
-	if err != nil {
+	if err != nil || kt.Context != "" {
+		// A test-level context file (Kyverno's CEL libraries' data) is
+		// refused by modwright test: counted as left out.
 		return false, false, nil
 	}
 	docs, err := source.ReadPaths(kt.ResolveAll(kt.Policies), nil)
@@ -77,6 +87,10 @@ func kyvernoSuiteInfo(t *testing.T, file string) (ok, mutates bool, pending []st
 		return false, false, nil
 	}
 	for _, d := range docs {
+		if strings.HasPrefix(d.APIVersion(), "policies.kyverno.io/") && (d.Kind() == "ValidatingPolicy" || d.Kind() == "NamespacedValidatingPolicy") {
+			pending = append(pending, vpolPending(d.Object)...)
+			continue
+		}
 		if av := d.APIVersion(); (av != "kyverno.io/v1" && av != "kyverno.io/v2beta1") || (d.Kind() != "ClusterPolicy" && d.Kind() != "Policy") {
 			return false, false, nil
 		}
@@ -102,6 +116,26 @@ func kyvernoSuiteInfo(t *testing.T, file string) (ok, mutates bool, pending []st
 	return true, mutates, pending
 }
 
+// reKyvernoLibrary finds a call of one of Kyverno's own CEL libraries.
+var reKyvernoLibrary = regexp.MustCompile(`\b(resource|http|globalContext|imagedata|x509|json|yaml)\.[a-zA-Z]|\b(image|parseImageReference|parseServiceAccount)\(`)
+
+// vpolPending are the parts of a ValidatingPolicy modwright does not
+// evaluate yet (its result is then an error saying so).
+func vpolPending(obj map[string]any) []string {
+	var out []string
+	spec, _ := obj["spec"].(map[string]any)
+	if spec["auditAnnotations"] != nil {
+		out = append(out, "auditAnnotations")
+	}
+	if ev, _ := spec["evaluation"].(map[string]any); ev != nil && ev["mode"] != nil && ev["mode"] != "Kubernetes" {
+		out = append(out, "evaluation.mode")
+	}
+	if b, _ := json.Marshal(spec); reKyvernoLibrary.Match(b) {
+		out = append(out, "Kyverno's CEL libraries")
+	}
+	return out
+}
+
 // kyvernoSuiteFiles are the library's kyverno-test.yaml files.
 func kyvernoSuiteFiles(t *testing.T, dir string) []string {
 	t.Helper()
@@ -121,10 +155,13 @@ func kyvernoSuiteFiles(t *testing.T, dir string) []string {
 func TestKyvernoPolicies(t *testing.T) {
 	dir := testtool.ConformanceDir(t, "kyverno-policies", "MODWRIGHT_KYVERNO_POLICIES_DIR", "library")
 	files := kyvernoSuiteFiles(t, dir)
-	var passed, pendingN, rows int
+	var passed, pendingN, rows, withContext int
 	for _, f := range files {
 		ok, _, pending := kyvernoSuiteInfo(t, f)
 		if !ok {
+			if kt, err := suite.LoadKyverno(f); err == nil && kt.Context != "" {
+				withContext++
+			}
 			continue
 		}
 		name, _ := filepath.Rel(filepath.Join(dir, "library"), filepath.Dir(filepath.Dir(f)))
@@ -174,7 +211,7 @@ func TestKyvernoPolicies(t *testing.T) {
 		}
 		passed++
 	}
-	t.Logf("kyverno-policies: %d validate and mutate suites pass (%d rows); %d use features not evaluated yet (%v)", passed, rows, pendingN, kyvernoPending)
+	t.Logf("kyverno-policies: %d suites pass (%d rows; ClusterPolicy/Policy validate and mutate, ValidatingPolicy); %d use features not evaluated yet (%v, and in ValidatingPolicies auditAnnotations, evaluation.mode, Kyverno's CEL libraries); %d left out: a test-level context file (refused by modwright test)", passed, rows, pendingN, kyvernoPending, withContext)
 	if passed == 0 {
 		t.Fatal("no suite ran")
 	}
@@ -193,7 +230,7 @@ func TestKyvernoPoliciesAudit(t *testing.T) {
 	for _, f := range files {
 		name, _ := filepath.Rel(filepath.Join(dir, "library"), filepath.Dir(filepath.Dir(f)))
 		// A background scan runs no mutate rule.
-		if ok, mutates, _ := kyvernoSuiteInfo(t, f); !ok || mutates || kyvernoDeviations[name].reason != "" {
+		if ok, mutates, pending := kyvernoSuiteInfo(t, f); !ok || mutates || len(pending) > 0 || kyvernoDeviations[name].reason != "" {
 			continue
 		}
 		kt, err := suite.LoadKyverno(f)

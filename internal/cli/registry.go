@@ -2,14 +2,15 @@ package cli
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"maps"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"slices"
 
 	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
+	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
 	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
 	kyvernov2 "github.com/modwright/modwright/api/kyverno/v2"
 	"github.com/modwright/modwright/internal/kinds"
@@ -41,6 +42,7 @@ func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry 
 	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
 	ks = append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)
 	ks = append(ks, kyverno.NewKinds()...)
+	ks = append(ks, kyverno.NewCELKinds()...) // offline only: the operator serves no policies.kyverno.io CRDs yet
 	ks = append(ks, gatekeeper.NewKind())
 	return kinds.NewRegistry(append(ks, gatekeeper.NewMutatorKinds()...)...)
 }
@@ -123,8 +125,9 @@ func newGatorRegistry() *kinds.Registry {
 // isGatekeeperConstraint: a constraint of a Gatekeeper template's kind.
 func isGatekeeperConstraint(group string) bool { return group == gkv1.ConstraintsGroup }
 
-// isKyvernoKind: a rule of Kyverno's own kinds.
-func isKyvernoKind(group string) bool { return group == kyvernov1.Group }
+// isKyvernoKind: a rule of Kyverno's own kinds (kyverno.io, and its CEL
+// policies' policies.kyverno.io).
+func isKyvernoKind(group string) bool { return group == kyvernov1.Group || group == kpoliciesv1.Group }
 
 // newKyvernoTestRegistry is the registry of a kyverno-test.yaml's policies:
 // Kyverno's kinds given the suite's values and PolicyExceptions (files).
@@ -152,7 +155,8 @@ func newKyvernoTestRegistry(v *suite.KyvernoValues, exceptions []string) (*kinds
 			ks = append(ks, k)
 		}
 	}
-	return kinds.NewRegistry(append(ks, kyverno.NewKinds(kyverno.WithValues(kyvernoValues(v)), kyverno.WithExceptions(exs...))...)...), nil
+	ks = append(ks, kyverno.NewKinds(kyverno.WithValues(kyvernoValues(v)), kyverno.WithExceptions(exs...))...)
+	return kinds.NewRegistry(append(ks, kyverno.NewCELKinds()...)...), nil
 }
 
 // kyvernoValues converts a suite's values to the kind's.

@@ -97,7 +97,7 @@ func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyverno
 	}
 	ks := &kyvernoSuite{t: t, loaded: map[string]bool{}}
 	for _, r := range snap.Rules() {
-		if info := r.Info(); info.Kind == "ClusterPolicy" || info.Kind == "Policy" {
+		if info := r.Info(); isKyvernoKind(info.Group) {
 			ks.loaded[info.Name] = true
 		}
 	}

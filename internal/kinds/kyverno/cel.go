@@ -53,7 +53,7 @@ type celExpr struct {
 }
 
 func (c *compiler) celProgram(field, src string) *cel.Program {
-	p, ds := cel.Language{Envs: c.p.opts.celEnvs}.CompileExpr(celEnv(field), src)
+	p, ds := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: c.orValueCompat}.CompileExpr(celEnv(field), src)
 	for _, d := range ds {
 		c.ce.Errors = append(c.ce.Errors, rules.FieldError{Field: field, Pos: d.Pos, Msg: d.Msg})
 	}
@@ -95,36 +95,14 @@ func (c *compiler) celPreconditions(field string, mcs []admissionregistrationv1.
 // celActivation is the input of a rule's CEL expressions.
 func (p *Policy) celActivation(h *engine.Handle, s *scope) (*lang.Activation, error) {
 	q := h.Request()
-	act := &lang.Activation{Vars: map[string]any{}}
+	var obj, old any
 	if q.Operation != rules.Delete {
-		act.Object = s.obj
+		obj = s.obj
 	}
 	if req, ok := s.doc["request"].(map[string]any); ok && q.Operation != rules.Create {
-		act.OldObject = jsonOf(req["oldObject"])
+		old = jsonOf(req["oldObject"])
 	}
-	act.Vars[celRequest] = stateOf(h).request(h)
-	ns := q.Namespace
-	if ns == "" {
-		if m, ok := s.obj.(map[string]any); ok {
-			md, _ := m["metadata"].(map[string]any)
-			ns, _ = md["namespace"].(string)
-		}
-	}
-	if ns != "" && h.Kind() != "Namespace" {
-		var nsObj map[string]any
-		if objs := h.Objects(); objs != nil {
-			obj, err := objs.Get(s.ctx, engine.ObjectRef{Kind: "Namespace", Name: ns})
-			if err != nil && !isNoReader(err) {
-				return nil, err
-			}
-			nsObj = obj
-		}
-		if nsObj == nil { // offline, as kyverno test: the Namespace by its name
-			nsObj = map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}
-		}
-		act.Vars[celNamespace] = nsObj
-	}
-	return act, nil
+	return celActivationOf(h, s.ctx, obj, old)
 }
 
 // evalVars evaluates the variables in order (each may read the earlier).

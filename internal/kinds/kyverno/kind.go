@@ -83,6 +83,9 @@ type compiler struct {
 	ce *rules.CompileError
 	// broken are the rules with errors (no autogen rule repeats them).
 	broken []int
+	// orValueCompat: CEL's orValue() as Kyverno's CEL policies read it
+	// (ValidatingPolicy).
+	orValueCompat bool
 }
 
 func (c *compiler) errf(field, format string, args ...any) {

@@ -29,7 +29,7 @@ func manifests(t testing.TB, text string) []source.Document {
 
 func snapshot(t testing.TB, policy string, opts ...kyverno.Option) *engine.Snapshot {
 	t.Helper()
-	res := source.LoadRules(manifests(t, policy), kinds.NewRegistry(kyverno.NewKinds(opts...)...))
+	res := source.LoadRules(manifests(t, policy), kinds.NewRegistry(append(kyverno.NewKinds(opts...), kyverno.NewCELKinds(opts...)...)...))
 	if len(res.Errors) > 0 {
 		t.Fatal(errors.Join(res.Errors...))
 	}
@@ -771,7 +771,7 @@ spec:
 // compileErr loads one policy and returns its compile error.
 func compileErr(t testing.TB, policy string) (engine.Rule, error) {
 	t.Helper()
-	res := source.LoadRules(manifests(t, policy), kinds.NewRegistry(kyverno.NewKinds()...))
+	res := source.LoadRules(manifests(t, policy), kinds.NewRegistry(append(kyverno.NewKinds(), kyverno.NewCELKinds()...)...))
 	if len(res.Errors) > 0 {
 		return nil, errors.Join(res.Errors...)
 	}
@@ -779,4 +779,78 @@ func compileErr(t testing.TB, policy string) (engine.Rule, error) {
 		t.Fatalf("%d rules", len(res.Rules))
 	}
 	return res.Rules[0], res.Rules[0].Info().Err
+}
+
+const vpolTeam = `
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: team}
+spec:
+  validationActions: [ACTIONS]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  matchConditions:
+  - {name: not-host, expression: "!object.spec.?hostNetwork.orValue(false)"}
+  variables:
+  - {name: team, expression: "object.metadata.?labels.team.orValue('')"}
+  validations:
+  - expression: variables.team != ''
+    messageExpression: "'pod ' + object.metadata.?name.orValue('template') + ' needs a team'"
+`
+
+// TestValidatingPolicy: Kyverno's ValidatingPolicy: match constraints,
+// conditions (skip), variables, the first failing validation's message,
+// the validation actions at admission, autogen for pod controllers.
+func TestValidatingPolicy(t *testing.T) {
+	deny := snapshot(t, strings.ReplaceAll(vpolTeam, "ACTIONS", "Deny"))
+	for _, tc := range []struct{ obj, want string }{
+		{`{apiVersion: v1, kind: Pod, metadata: {name: a, labels: {team: x}}, spec: {containers: [{name: c, image: i}]}}`, "=pass"},
+		{`{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i}]}}`, "=fail"},
+		{`{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {hostNetwork: true, containers: [{name: c, image: i}]}}`, "=skip"},
+		{`{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}`, ""},
+		// Autogen: the same checks over the pod template.
+		{`{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {template: {metadata: {labels: {team: x}}, spec: {containers: [{name: c, image: i}]}}}}`, "=pass"},
+		{`{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, labels: {team: x}}, spec: {template: {metadata: {}, spec: {containers: [{name: c, image: i}]}}}}`, "=fail"},
+		{`{apiVersion: batch/v1, kind: CronJob, metadata: {name: c}, spec: {jobTemplate: {spec: {template: {metadata: {labels: {team: x}}, spec: {containers: [{name: c, image: i}]}}}}}}`, "=pass"},
+	} {
+		got, d := results(t, deny, rules.Create, tc.obj)
+		if strings.Join(got, ",") != tc.want {
+			t.Errorf("%s: results %v, want %q", tc.obj, got, tc.want)
+		}
+		if rejected := len(d.Rejections) > 0; rejected != (tc.want == "=fail") {
+			t.Errorf("%s: rejections %+v", tc.obj, d.Rejections)
+		}
+		if tc.want == "=fail" && !strings.Contains(d.Rejections[0].Message, "needs a team") {
+			t.Errorf("%s: message %q", tc.obj, d.Rejections[0].Message)
+		}
+	}
+	// Warn warns, Audit only reports.
+	for actions, warns := range map[string]bool{"Warn": true, "Audit": false} {
+		snap := snapshot(t, strings.ReplaceAll(vpolTeam, "ACTIONS", actions))
+		got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i}]}}`)
+		if strings.Join(got, ",") != "=fail" || len(d.Rejections) != 0 || (len(d.Warnings) > 0) != warns {
+			t.Errorf("%s: results %v, rejections %v, warnings %v", actions, got, d.Rejections, d.Warnings)
+		}
+	}
+	// Kyverno's own CEL libraries load and give an error saying so.
+	lib := snapshot(t, strings.ReplaceAll(strings.ReplaceAll(vpolTeam, "ACTIONS", "Deny"), "variables.team != ''", "resource.Get('v1', 'configmaps', 'default', 'x').data.a == 'b'"))
+	got, d := results(t, lib, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i}]}}`)
+	if strings.Join(got, ",") != "=error" || len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "Kyverno's CEL library resource is not evaluated yet") {
+		t.Errorf("library: results %v, rejections %+v", got, d.Rejections)
+	}
+}
+
+// TestValidatingPolicyErrors: positioned errors when a policy loads.
+func TestValidatingPolicyErrors(t *testing.T) {
+	for _, tc := range []struct{ from, to, field string }{
+		{"[Deny]", "[Block]", "spec.validationActions[0]"},
+		{"variables.team != ''", "variables.team !=", "spec.validations[0].expression"},
+		{"resources: [pods]}", "resources: [pods]}\n    objectSelector: {matchExpressions: [{key: a, operator: Bogus}]}", "spec.matchConstraints.objectSelector"},
+	} {
+		_, err := compileErr(t, strings.Replace(strings.ReplaceAll(vpolTeam, "ACTIONS", "Deny"), tc.from, tc.to, 1))
+		if err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s -> %s: error %v, want one at %s", tc.from, tc.to, err, tc.field)
+		}
+	}
 }

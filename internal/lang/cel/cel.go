@@ -44,6 +44,10 @@ const maxRequestBytes = 3 * 1024 * 1024
 // without, each builds its own.
 type Language struct {
 	Envs *EnvCache
+	// OrValueCompat makes x.orValue(y) accept a value that is not an
+	// optional (it is returned as it is), as cel-go before v0.28 and
+	// Kyverno's CEL policies do (orvalue.go).
+	OrValueCompat bool
 }
 
 // Name returns "cel".
@@ -63,6 +67,9 @@ func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagn
 
 // CompileExpr is Compile returning the concrete *Program.
 func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
+	if l.OrValueCompat {
+		return compileCEL(l.Envs, env, src, "orvalue-compat", orValueCompat(), nil, nil)
+	}
 	return compileCEL(l.Envs, env, src, "", nil, nil, nil)
 }
 

@@ -1,0 +1,73 @@
+package v1
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Group and versions of Kyverno's CEL policies.
+const (
+	Group          = "policies.kyverno.io"
+	Version        = "v1"
+	VersionV1beta1 = "v1beta1"
+	// VersionV1alpha1 is the first version (Kyverno 1.14).
+	VersionV1alpha1 = "v1alpha1"
+
+	KindValidatingPolicy           = "ValidatingPolicy"
+	KindNamespacedValidatingPolicy = "NamespacedValidatingPolicy"
+)
+
+// ValidatingPolicy validates objects with CEL, as a
+// ValidatingAdmissionPolicy with its binding (validationActions) in one.
+// NamespacedValidatingPolicy has the same shape.
+type ValidatingPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ValidatingPolicySpec `json:"spec"`
+	// Status is Kyverno's (read, never used).
+	Status *apiextensionsv1.JSON `json:"status,omitempty"`
+}
+
+// ValidatingPolicySpec is a ValidatingPolicy's spec.
+type ValidatingPolicySpec struct {
+	MatchConstraints     *admissionregistrationv1.MatchResources    `json:"matchConstraints,omitempty"`
+	Validations          []admissionregistrationv1.Validation       `json:"validations,omitempty"`
+	FailurePolicy        *admissionregistrationv1.FailurePolicyType `json:"failurePolicy,omitempty"`
+	AuditAnnotations     []admissionregistrationv1.AuditAnnotation  `json:"auditAnnotations,omitempty"`
+	MatchConditions      []admissionregistrationv1.MatchCondition   `json:"matchConditions,omitempty"`
+	Variables            []admissionregistrationv1.Variable         `json:"variables,omitempty"`
+	Autogen              *AutogenConfiguration                      `json:"autogen,omitempty"`
+	ValidationActions    []admissionregistrationv1.ValidationAction `json:"validationActions,omitempty"`
+	WebhookConfiguration *WebhookConfiguration                      `json:"webhookConfiguration,omitempty"`
+	Evaluation           *EvaluationConfiguration                   `json:"evaluation,omitempty"`
+}
+
+// AutogenConfiguration says what Kyverno generates from the policy.
+type AutogenConfiguration struct {
+	PodControllers            *PodControllers `json:"podControllers,omitempty"`
+	ValidatingAdmissionPolicy *Enabled        `json:"validatingAdmissionPolicy,omitempty"`
+}
+
+// PodControllers are the pod controllers a Pod policy is generated for.
+type PodControllers struct {
+	Controllers []string `json:"controllers,omitempty"`
+}
+
+// WebhookConfiguration is the webhook's timeout.
+type WebhookConfiguration struct {
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+}
+
+// EvaluationConfiguration says where the policy runs: at admission, in
+// background scans; its mode (Kubernetes, or JSON for plain documents).
+type EvaluationConfiguration struct {
+	Mode       string   `json:"mode,omitempty"`
+	Admission  *Enabled `json:"admission,omitempty"`
+	Background *Enabled `json:"background,omitempty"`
+}
+
+// Enabled switches a part on or off.
+type Enabled struct {
+	Enabled *bool `json:"enabled,omitempty"`
+}

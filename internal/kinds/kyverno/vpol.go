@@ -1,0 +1,638 @@
+package kyverno
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/lang/cel"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Kyverno's ValidatingPolicy (policies.kyverno.io) is a
+// ValidatingAdmissionPolicy and its binding in one, evaluated by Kyverno's
+// CEL engine: matchConstraints as the API server matches them (resource
+// rules, namespace and object selectors, exclusions), then matchConditions
+// (one that does not hold gives the result skip), variables, and the
+// validations in order: the first false one fails the policy with its
+// message, an error is the policy's error, all true pass. Its
+// validationActions say what a failure does at admission (Deny rejects,
+// Warn warns, Audit only reports). The result is recorded like a
+// ClusterPolicy rule's, with no rule name.
+
+// VPolKind is ValidatingPolicy or NamespacedValidatingPolicy.
+type VPolKind struct {
+	name string
+	opts options
+}
+
+var _ kinds.Kind = (*VPolKind)(nil)
+
+// NewCELKinds are Kyverno's CEL policy kinds modwright evaluates:
+// ValidatingPolicy and NamespacedValidatingPolicy.
+func NewCELKinds(opts ...Option) []kinds.Kind {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	o.celEnvs = cel.NewEnvCache()
+	o.metrics = NewMetrics()
+	return []kinds.Kind{&VPolKind{kpoliciesv1.KindValidatingPolicy, o}, &VPolKind{kpoliciesv1.KindNamespacedValidatingPolicy, o}}
+}
+
+// Name is ValidatingPolicy or NamespacedValidatingPolicy.
+func (k *VPolKind) Name() string { return k.name }
+
+// Group is policies.kyverno.io.
+func (k *VPolKind) Group() string { return kpoliciesv1.Group }
+
+// Versions are v1, v1beta1 and v1alpha1 (one schema).
+func (k *VPolKind) Versions() []string {
+	return []string{kpoliciesv1.Version, kpoliciesv1.VersionV1beta1, kpoliciesv1.VersionV1alpha1}
+}
+
+// VPolicy is a compiled ValidatingPolicy.
+type VPolicy struct {
+	info        engine.RuleInfo
+	name, ns    string // ns: a NamespacedValidatingPolicy's namespace
+	match       *admissionregistrationv1.MatchResources
+	nsSel       labels.Selector
+	objSel      labels.Selector
+	conditions  []celExpr
+	vars        []celVar
+	validations []celExpr
+	deny, warn  bool
+	failClosed  bool
+	admission   bool
+	background  bool
+	// notYet says why the policy is not evaluated (its result is an
+	// error).
+	notYet string
+	opts   options
+	// autogen are the policy for pod controllers (Kyverno's autogen): the
+	// same checks over the pod template; one of them or the policy itself
+	// matches an object.
+	autogen []*VPolicy
+	// applying is the one Match chose (the policy or an autogen one).
+	field string // "" for the policy, else "autogen[controllers]"
+}
+
+var _ engine.Rule = (*VPolicy)(nil)
+
+// Info is the policy's compiled information.
+func (p *VPolicy) Info() *engine.RuleInfo { return &p.info }
+
+// InScope is never asked (the index decides).
+func (p *VPolicy) InScope(string) bool { return true }
+
+// Compile decodes and compiles a ValidatingPolicy.
+func (k *VPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
+	p := &VPolicy{name: m.Name(), opts: k.opts}
+	if k.name == kpoliciesv1.KindNamespacedValidatingPolicy {
+		p.ns = m.Namespace()
+		if p.ns == "" {
+			p.ns = "default"
+		}
+	}
+	p.info = engine.RuleInfo{Kind: k.name, Key: m.Key(), Namespace: m.Namespace(), Name: m.Name(), Phase: engine.Validate,
+		FailurePolicy: engine.FailureIgnore, KeepLastApplied: true}
+	av := m.APIVersion()
+	if gv, err := schema.ParseGroupVersion(av); err != nil || gv.Group != kpoliciesv1.Group || !slices.Contains(k.Versions(), gv.Version) {
+		av = kpoliciesv1.Group + "/" + kpoliciesv1.Version
+	}
+	var vp kpoliciesv1.ValidatingPolicy
+	if err := kinds.Decode(m, k.name, av, &vp); err != nil {
+		p.info.Err = err
+		return p, err
+	}
+	c := &compiler{p: &Policy{opts: k.opts}, ce: &rules.CompileError{Kind: k.name, Rule: m.Key()}, orValueCompat: true}
+	p.compile(c, &vp.Spec)
+	if len(c.ce.Errors) == 0 {
+		for _, g := range vpolAutogen(&vp.Spec) {
+			a := &VPolicy{name: p.name, ns: p.ns, opts: k.opts, info: p.info, field: "autogen (" + g.name + ")"}
+			ac := &compiler{p: &Policy{opts: k.opts}, ce: &rules.CompileError{Kind: k.name, Rule: m.Key()}, orValueCompat: true}
+			a.compile(ac, g.spec)
+			for _, e := range ac.ce.Errors {
+				e.Field = a.field + ": " + e.Field
+				c.ce.Errors = append(c.ce.Errors, e)
+			}
+			p.autogen = append(p.autogen, a)
+		}
+	}
+	p.info.Index = p.index()
+	if lib := kyvernoLibrary(c.ce.Errors); lib != "" {
+		// Kyverno's own CEL libraries are not there yet: the policy loads
+		// and says so in its result, as every part not evaluated yet.
+		c.ce.Errors = nil
+		p.notYet = "Kyverno's CEL library " + lib + " is not evaluated yet"
+	}
+	if len(c.ce.Errors) > 0 {
+		p.info.Err = c.ce
+		return p, c.ce
+	}
+	return p, nil
+}
+
+func (p *VPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec) {
+	p.match = spec.MatchConstraints
+	if p.match == nil || len(p.match.ResourceRules) == 0 {
+		c.errf("spec.matchConstraints.resourceRules", "a ValidatingPolicy needs at least one resource rule")
+	} else {
+		var err error
+		if p.match.NamespaceSelector != nil {
+			if p.nsSel, err = metav1.LabelSelectorAsSelector(p.match.NamespaceSelector); err != nil {
+				c.errf("spec.matchConstraints.namespaceSelector", "%v", err)
+			}
+		}
+		if p.match.ObjectSelector != nil {
+			if p.objSel, err = metav1.LabelSelectorAsSelector(p.match.ObjectSelector); err != nil {
+				c.errf("spec.matchConstraints.objectSelector", "%v", err)
+			}
+		}
+	}
+	for i, mc := range spec.MatchConditions {
+		f := fmt.Sprintf("spec.matchConditions[%d].expression", i)
+		p.conditions = append(p.conditions, celExpr{field: f, prog: c.celProgram(f, mc.Expression), message: mc.Name})
+	}
+	for i, v := range spec.Variables {
+		f := fmt.Sprintf("spec.variables[%d].expression", i)
+		p.vars = append(p.vars, celVar{name: v.Name, prog: c.celProgram(f, v.Expression)})
+	}
+	for i, v := range spec.Validations {
+		f := fmt.Sprintf("spec.validations[%d]", i)
+		e := celExpr{field: f, prog: c.celProgram(f+".expression", v.Expression), message: v.Message}
+		if v.MessageExpression != "" {
+			e.msgExpr = c.celProgram(f+".messageExpression", v.MessageExpression)
+		}
+		p.validations = append(p.validations, e)
+	}
+	if len(spec.Validations) == 0 {
+		c.errf("spec.validations", "a ValidatingPolicy needs at least one validation")
+	}
+	for i, a := range spec.ValidationActions {
+		switch a {
+		case admissionregistrationv1.Deny:
+			p.deny = true
+		case admissionregistrationv1.Warn:
+			p.warn = true
+		case admissionregistrationv1.Audit:
+		default:
+			c.errf(fmt.Sprintf("spec.validationActions[%d]", i), "must be Deny, Warn or Audit, not %q", a)
+		}
+	}
+	if len(spec.ValidationActions) == 0 {
+		c.errf("spec.validationActions", "a ValidatingPolicy needs at least one validation action")
+	}
+	p.failClosed = spec.FailurePolicy == nil || *spec.FailurePolicy == admissionregistrationv1.Fail
+	p.admission, p.background = true, true
+	if ev := spec.Evaluation; ev != nil {
+		if ev.Admission != nil && ev.Admission.Enabled != nil {
+			p.admission = *ev.Admission.Enabled
+		}
+		if ev.Background != nil && ev.Background.Enabled != nil {
+			p.background = *ev.Background.Enabled
+		}
+		if ev.Mode != "" && ev.Mode != "Kubernetes" {
+			p.notYet = "evaluation.mode " + ev.Mode + " is not evaluated yet"
+		}
+	}
+	if len(spec.AuditAnnotations) > 0 {
+		p.notYet = "auditAnnotations are not evaluated yet"
+	}
+}
+
+// index places the policy: its namespace (a namespaced policy), the
+// operations its resource rules name; any kind (rules name resources).
+func (p *VPolicy) index() engine.IndexKeys {
+	ix := engine.IndexKeys{AnyNamespace: p.ns == "", Namespace: p.ns}
+	if p.match == nil {
+		ix.Kinds = []string{}
+		return ix
+	}
+	for _, r := range p.match.ResourceRules {
+		for _, op := range r.Operations {
+			if op == admissionregistrationv1.OperationAll {
+				ix.Operations |= engine.OpSetOf(rules.Create, rules.Update, rules.Delete, rules.Connect)
+			} else {
+				ix.Operations |= engine.OpSetOf(rules.Operation(op))
+			}
+		}
+	}
+	return ix
+}
+
+// Match is matchConstraints, as the API server matches an admission
+// policy's: the policy's own, else one of its autogen policies'.
+func (p *VPolicy) Match(h *engine.Handle) (bool, error) {
+	_, ok, err := p.matching(h)
+	return ok, err
+}
+
+// matching is the policy (or autogen policy) whose constraints match.
+func (p *VPolicy) matching(h *engine.Handle) (*VPolicy, bool, error) {
+	for _, c := range append([]*VPolicy{p}, p.autogen...) {
+		ok, err := c.matches(h)
+		if err != nil || ok {
+			return c, ok, err
+		}
+	}
+	return nil, false, nil
+}
+
+func (p *VPolicy) matches(h *engine.Handle) (bool, error) {
+	if p.match == nil {
+		return false, nil
+	}
+	q := h.Request()
+	gvr, sub := requestResource(h)
+	name := q.Name
+	obj, _ := h.Object().(map[string]any)
+	if name == "" {
+		name = resourceName(obj)
+	}
+	clusterScoped := q.Namespace == "" && kinds.IsClusterScoped(h.Kind())
+	hit := func(rs []admissionregistrationv1.NamedRuleWithOperations) bool {
+		return slices.ContainsFunc(rs, func(r admissionregistrationv1.NamedRuleWithOperations) bool {
+			return ruleMatches(r, q.Operation, gvr, sub, name, clusterScoped)
+		})
+	}
+	if !hit(p.match.ResourceRules) || hit(p.match.ExcludeResourceRules) {
+		return false, nil
+	}
+	if p.objSel != nil {
+		old, _ := oldObjectOf(h).(map[string]any)
+		if !p.objSel.Matches(labels.Set(kinds.MetadataStrings(obj, "labels"))) &&
+			(old == nil || !p.objSel.Matches(labels.Set(kinds.MetadataStrings(old, "labels")))) {
+			return false, nil
+		}
+	}
+	if p.nsSel != nil && !p.nsSel.Empty() {
+		switch {
+		case h.Kind() == "Namespace" && q.Namespace == "":
+			if !p.nsSel.Matches(labels.Set(kinds.MetadataStrings(obj, "labels"))) {
+				return false, nil
+			}
+		case clusterScoped:
+		default:
+			ls, err := stateOf(h).namespaceLabels(h, q.Namespace)
+			if err != nil && !isNoReader(err) {
+				return false, engine.InField("spec.matchConstraints.namespaceSelector", err)
+			}
+			if ls == nil {
+				ls = map[string]string{}
+			}
+			ls["kubernetes.io/metadata.name"] = q.Namespace
+			if !p.nsSel.Matches(labels.Set(ls)) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// requestResource is the resource the request admits: the webhook's, else
+// the kind's plural as the API server names built-in kinds.
+func requestResource(h *engine.Handle) (schema.GroupVersionResource, string) {
+	q := h.Request()
+	if q.Resource.Resource != "" {
+		return schema.GroupVersionResource{Group: q.Resource.Group, Version: q.Resource.Version, Resource: q.Resource.Resource}, q.SubResource
+	}
+	gvk := schema.GroupVersionKind{Group: q.Kind.Group, Version: q.Kind.Version, Kind: q.Kind.Kind}
+	if gvk.Kind == "" {
+		obj, _ := h.Object().(map[string]any)
+		av, _ := obj["apiVersion"].(string)
+		gv, _ := schema.ParseGroupVersion(av)
+		gvk = gv.WithKind(h.Kind())
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	return gvr, q.SubResource
+}
+
+// ruleMatches is one resource rule of matchConstraints, with the API
+// server's wildcards ("*", "*/*", "pods/*", "*/status") and scope.
+func ruleMatches(r admissionregistrationv1.NamedRuleWithOperations, op rules.Operation, gvr schema.GroupVersionResource, sub, name string, clusterScoped bool) bool {
+	anyOf := func(list []string, v string) bool { return slices.Contains(list, "*") || slices.Contains(list, v) }
+	if !slices.ContainsFunc(r.Operations, func(o admissionregistrationv1.OperationType) bool {
+		return o == admissionregistrationv1.OperationAll || string(o) == string(op)
+	}) {
+		return false
+	}
+	if !anyOf(r.APIGroups, gvr.Group) || !anyOf(r.APIVersions, gvr.Version) {
+		return false
+	}
+	if !slices.ContainsFunc(r.Resources, func(res string) bool {
+		want, wantSub, hasSub := strings.Cut(res, "/")
+		if !hasSub {
+			return sub == "" && (want == "*" || want == gvr.Resource)
+		}
+		return (want == "*" || want == gvr.Resource) && (wantSub == "*" || wantSub == sub)
+	}) {
+		return false
+	}
+	if r.Scope != nil {
+		switch *r.Scope {
+		case admissionregistrationv1.ClusterScope:
+			if !clusterScoped {
+				return false
+			}
+		case admissionregistrationv1.NamespacedScope:
+			if clusterScoped {
+				return false
+			}
+		}
+	}
+	return len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name)
+}
+
+// oldObjectOf is the request's old object (nil on CREATE).
+func oldObjectOf(h *engine.Handle) any {
+	q := h.Request()
+	if q.OldObject != nil || q.OldObjectJSON == nil {
+		return q.OldObject
+	}
+	old, err := value.Decode(q.OldObjectJSON)
+	if err != nil {
+		return nil
+	}
+	return old
+}
+
+// Apply evaluates the policy as Kyverno's CEL engine does and records its
+// result.
+func (p *VPolicy) Apply(h *engine.Handle) error {
+	q := h.Request()
+	if (q.Background && !p.background) || (!q.Background && !p.admission) {
+		if tr := h.Trace(); tr != nil {
+			tr.Detail = &Trace{}
+		}
+		return nil
+	}
+	c, ok, err := p.matching(h)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	res := c.evaluate(h)
+	res.Policy = p.info.Key
+	if err := h.Context().Err(); err != nil {
+		return err
+	}
+	if res.Status == Fail && p.deny && !q.Background {
+		res.Enforced = true
+	}
+	if tr := h.Trace(); tr != nil {
+		tr.Detail = &Trace{Results: []RuleResult{res}}
+	}
+	switch res.Status {
+	case Fail:
+		if res.Enforced {
+			h.Reject(res.Message, nil)
+		} else if p.warn {
+			h.Warn(fmt.Sprintf("policy %s: %s", p.info.Key, res.Message))
+		}
+	case Error:
+		h.Fail("spec", errors.New(res.Message))
+		if p.failClosed {
+			h.Reject(fmt.Sprintf("%s: error (failurePolicy Fail): %s", p.name, res.Message), nil)
+		}
+	}
+	return nil
+}
+
+// evaluate is the policy's result: skip when a match condition does not
+// hold, else the first failing validation's.
+func (p *VPolicy) evaluate(h *engine.Handle) RuleResult {
+	if p.notYet != "" {
+		return RuleResult{Status: Error, Message: p.notYet}
+	}
+	ctx := h.Context()
+	obj := h.Object()
+	old := oldObjectOf(h)
+	if h.Request().Operation == rules.Delete {
+		obj, old = nil, obj
+	}
+	act, err := celActivationOf(h, ctx, obj, old)
+	if err != nil {
+		return RuleResult{Status: Error, Message: "failed to load context: " + err.Error()}
+	}
+	var errs []string
+	for _, mc := range p.conditions {
+		ok, err := mc.prog.EvalBool(ctx, act)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", mc.field, err))
+			continue
+		}
+		if !ok {
+			return RuleResult{Status: Skip, Message: "skip"}
+		}
+	}
+	if len(errs) > 0 {
+		if !p.failClosed {
+			return RuleResult{Status: Skip, Message: "skip"}
+		}
+		return RuleResult{Status: Error, Message: "failed to load context: " + strings.Join(errs, "; ")}
+	}
+	cv := &celV{vars: p.vars}
+	if err := cv.evalVars(&scope{ctx: ctx}, act); err != nil {
+		return RuleResult{Status: Error, Message: err.Error()}
+	}
+	for i, v := range p.validations {
+		ok, err := v.prog.EvalBool(ctx, act)
+		if err != nil {
+			return RuleResult{Status: Error, Message: fmt.Sprintf("%s: %v", v.field, err)}
+		}
+		if ok {
+			continue
+		}
+		msg := v.message
+		if v.msgExpr != nil {
+			out, err := v.msgExpr.Eval(ctx, act)
+			switch s, isStr := out.(string); {
+			case err != nil:
+				msg = fmt.Sprintf("failed to evaluate message expression: %s", err)
+			case !isStr:
+				msg = fmt.Sprintf("failed to convert message expression to string: %T", out)
+			default:
+				msg = s
+			}
+		}
+		if msg == "" {
+			msg = fmt.Sprintf("CEL expression validation failed at index %d", i)
+		}
+		return RuleResult{Status: Fail, Message: msg}
+	}
+	return RuleResult{Status: Pass, Message: "success"}
+}
+
+// celActivationOf is the input of CEL expressions over the request: the
+// object and old object, Kyverno's request, the namespace's object.
+func celActivationOf(h *engine.Handle, ctx context.Context, obj, old any) (*lang.Activation, error) {
+	q := h.Request()
+	act := &lang.Activation{Vars: map[string]any{}, Object: obj, OldObject: old}
+	act.Vars[celRequest] = stateOf(h).request(h)
+	ns := q.Namespace
+	if ns == "" {
+		if m, ok := obj.(map[string]any); ok {
+			md, _ := m["metadata"].(map[string]any)
+			ns, _ = md["namespace"].(string)
+		}
+	}
+	if ns != "" && h.Kind() != "Namespace" {
+		var nsObj map[string]any
+		if objs := h.Objects(); objs != nil {
+			o, err := objs.Get(ctx, engine.ObjectRef{Kind: "Namespace", Name: ns})
+			if err != nil && !isNoReader(err) {
+				return nil, err
+			}
+			nsObj = o
+		}
+		if nsObj == nil { // offline, as kyverno test: the Namespace by its name
+			nsObj = map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}
+		}
+		act.Vars[celNamespace] = nsObj
+	}
+	return act, nil
+}
+
+// kyvernoLibraries are the names Kyverno's CEL environment adds (its
+// libraries: resource lookups, http, globalContext, images, json and yaml,
+// x509, ...), which modwright's CEL does not declare yet.
+var kyvernoLibraries = []string{"resource", "http", "globalContext", "image", "imagedata", "parseImageReference", "json", "yaml", "x509", "user", "generator", "random", "hash", "math", "time", "exceptions", "gctx", "parseServiceAccount"}
+
+// kyvernoLibrary is the Kyverno library the compile errors are about
+// (all undeclared references, one of them to a library's name: a call
+// resource.Get(...) names resource and Get), else "".
+func kyvernoLibrary(errs []rules.FieldError) string {
+	lib := ""
+	for _, e := range errs {
+		if !strings.Contains(e.Msg, "undeclared reference to '") {
+			return ""
+		}
+		for _, name := range kyvernoLibraries {
+			if lib == "" && strings.Contains(e.Msg, "undeclared reference to '"+name+"'") {
+				lib = name
+			}
+		}
+	}
+	return lib
+}
+
+// vpolAutogen is a Pod policy's autogen policies, as Kyverno generates
+// them: when the policy matches pods only (one rule, core v1 pods, no
+// resource names, exclusions or object selector), one for the controllers
+// with a pod template (the paths under object and oldObject rewritten to
+// spec.template) and one for CronJobs (spec.jobTemplate.spec.template);
+// autogen.podControllers.controllers narrows the controllers (none: an
+// empty list).
+type vpolGenerated struct {
+	name string
+	spec *kpoliciesv1.ValidatingPolicySpec
+}
+
+func vpolAutogen(spec *kpoliciesv1.ValidatingPolicySpec) []vpolGenerated {
+	m := spec.MatchConstraints
+	if m == nil || len(m.ExcludeResourceRules) > 0 || len(m.ResourceRules) != 1 ||
+		(m.ObjectSelector != nil && (len(m.ObjectSelector.MatchLabels) > 0 || len(m.ObjectSelector.MatchExpressions) > 0)) {
+		return nil
+	}
+	r := m.ResourceRules[0]
+	if len(r.ResourceNames) > 0 || !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.APIVersions, []string{"v1"}) || !slices.Equal(r.Resources, []string{"pods"}) {
+		return nil
+	}
+	controllers := []string{"cronjobs", "daemonsets", "deployments", "jobs", "replicasets", "statefulsets"}
+	if ag := spec.Autogen; ag != nil && ag.PodControllers != nil && ag.PodControllers.Controllers != nil {
+		controllers = slices.DeleteFunc(slices.Clone(controllers), func(c string) bool { return !slices.Contains(ag.PodControllers.Controllers, c) })
+	}
+	var out []vpolGenerated
+	for _, g := range []struct {
+		name, template string
+		resources      map[string][]string // by group
+	}{
+		{"pod controllers", "spec.template", map[string][]string{"apps": {"daemonsets", "deployments", "replicasets", "statefulsets"}, "batch": {"jobs"}}},
+		{"cronjobs", "spec.jobTemplate.spec.template", map[string][]string{"batch": {"cronjobs"}}},
+	} {
+		var rules []admissionregistrationv1.NamedRuleWithOperations
+		for _, group := range []string{"apps", "batch"} {
+			var res []string
+			for _, c := range g.resources[group] {
+				if slices.Contains(controllers, c) {
+					res = append(res, c)
+				}
+			}
+			if len(res) > 0 {
+				rules = append(rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: r.Operations, Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: res}}})
+			}
+		}
+		if len(rules) == 0 || len(r.Operations) == 0 {
+			continue
+		}
+		gen := spec.DeepCopy()
+		gen.MatchConstraints = &admissionregistrationv1.MatchResources{ResourceRules: rules, NamespaceSelector: m.NamespaceSelector.DeepCopy()}
+		gen.Autogen = nil
+		b, err := json.Marshal(gen)
+		if err != nil {
+			continue
+		}
+		for _, from := range []string{"spec", "metadata"} {
+			for _, root := range []string{"object.", "oldObject."} {
+				b = rewritePath(b, root+from, root+g.template+"."+from)
+			}
+		}
+		var out1 kpoliciesv1.ValidatingPolicySpec
+		if err := json.Unmarshal(b, &out1); err != nil {
+			continue
+		}
+		out = append(out, vpolGenerated{name: g.name, spec: &out1})
+	}
+	return out
+}
+
+// rewritePath rewrites every occurrence of from in a policy's JSON text,
+// as Kyverno's autogen does, except where from is followed by the member
+// .namespace (the object's namespace is not the pod template's).
+func rewritePath(text []byte, from, to string) []byte {
+	var out []byte
+	rest := text
+	for {
+		i := bytes.Index(rest, []byte(from))
+		if i < 0 {
+			return append(out, rest...)
+		}
+		out = append(out, rest[:i]...)
+		after := rest[i+len(from):]
+		// As Kyverno: every occurrence, even inside a longer name.
+		if hasSegment(after, ".namespace") {
+			out = append(out, from...)
+		} else {
+			out = append(out, to...)
+		}
+		rest = after
+	}
+}
+
+// hasSegment: b starts with the member seg (".namespace"), whole.
+func hasSegment(b []byte, seg string) bool {
+	return bytes.HasPrefix(b, []byte(seg)) && (len(b) == len(seg) || !isIdent(b[len(seg)]))
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
