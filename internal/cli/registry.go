@@ -127,7 +127,11 @@ func isGatekeeperConstraint(group string) bool { return group == gkv1.Constraint
 
 // isKyvernoKind: a rule of Kyverno's own kinds (kyverno.io, and its CEL
 // policies' policies.kyverno.io).
-func isKyvernoKind(group string) bool { return group == kyvernov1.Group || group == kpoliciesv1.Group }
+func isKyvernoKind(group string) bool { return group == kyvernov1.Group || isKyvernoCELKind(group) }
+
+// isKyvernoCELKind: a rule of Kyverno's CEL policy kinds (offline only so
+// far).
+func isKyvernoCELKind(group string) bool { return group == kpoliciesv1.Group }
 
 // newKyvernoTestRegistry is the registry of a kyverno-test.yaml's policies:
 // Kyverno's kinds given the suite's values and PolicyExceptions (files).

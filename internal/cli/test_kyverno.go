@@ -43,8 +43,9 @@ type kyvernoRuns struct {
 	byKey map[string]map[string][]kyvernoRuleResult
 	keys  []string
 	// objects are the objects after the mutate rules, by resource key
-	// (nil when denied).
+	// (nil when denied, with the denial in denials).
 	objects map[string]any
+	denials map[string]string
 }
 
 func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, s Streams) ([]caseResult, error) {
@@ -176,7 +177,7 @@ func kyvernoNamespaces(v *suite.KyvernoValues) []source.Document {
 
 // run evaluates every resource with operation op ("": each resource's own).
 func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyvernoRuns, error) {
-	out := &kyvernoRuns{byKey: map[string]map[string][]kyvernoRuleResult{}, objects: map[string]any{}}
+	out := &kyvernoRuns{byKey: map[string]map[string][]kyvernoRuleResult{}, objects: map[string]any{}, denials: map[string]string{}}
 	for _, d := range ks.docs {
 		obj := value.DeepCopy(d.Object).(map[string]any)
 		a := newAdmission(obj, "default")
@@ -216,7 +217,7 @@ func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyverno
 			}
 		}
 		out.byKey[key] = byPolicy
-		out.objects[key] = res.Object
+		out.objects[key], out.denials[key] = res.Object, res.Denial
 		out.keys = append(out.keys, key)
 	}
 	return out, nil
@@ -286,8 +287,17 @@ func compareKyvernoRow(t *suite.KyvernoTest, row suite.KyvernoResult, runs *kyve
 			case row.GeneratedResource != "" || len(row.GeneratedResources) > 0:
 				rc.Reason = "generatedResource is not compared yet"
 			case row.PatchedResources != "":
-				rc.Reason = comparePatched(t, row.PatchedResources, runs.objects[k])
-				if rc.Reason == "" && string(rr.Status) != row.Result {
+				reason, missing := comparePatched(t, row.PatchedResources, runs.objects[k], runs.denials[k])
+				switch {
+				case missing && !row.FailOnMissingResources:
+					// kyverno test leaves such a row out (failOnMissingResources
+					// makes it fail): shown, passed, and said.
+					rc.Note = "Skipped: " + reason
+				case missing:
+					rc.Reason = "Resource error: " + reason
+				case reason != "":
+					rc.Reason = reason
+				case string(rr.Status) != row.Result:
 					rc.Reason = fmt.Sprintf("Want %s, got %s", row.Result, rr.Status)
 				}
 			case string(rr.Status) != row.Result:
@@ -320,14 +330,15 @@ func (c caseResult) named() caseResult {
 // patchedResources (by apiVersion, kind, namespace and name), as kyverno
 // test does: the expected object's namespace defaulted as the tested
 // one's, both tidied of empty maps, lists and nulls, then equal. It
-// returns why they differ ("" when equal).
-func comparePatched(t *suite.KyvernoTest, file string, got any) string {
+// returns why they differ ("" when equal); missing: the file has no such
+// object.
+func comparePatched(t *suite.KyvernoTest, file string, got any, denial string) (reason string, missing bool) {
 	if got == nil {
-		return "Resource error: the object was denied, so no patched resource to compare"
+		return "Resource error: the object was denied, so no patched resource to compare: " + denial, false
 	}
 	docs, err := source.ReadPaths([]string{t.Resolve(file)}, nil)
 	if err != nil {
-		return "Resource error: " + err.Error()
+		return "Resource error: " + err.Error(), false
 	}
 	g := newAdmission(got.(map[string]any), "default")
 	av, _ := g.obj["apiVersion"].(string)
@@ -341,11 +352,11 @@ func comparePatched(t *suite.KyvernoTest, file string, got any) string {
 		}
 		want, have := tidy(e.obj), tidy(got)
 		if value.Equal(want, have) {
-			return ""
+			return "", false
 		}
-		return "Resource diff: the patched resource differs from " + file + ":\n" + strings.TrimRight(unifiedDiff(file, "patched", yamlText(want), yamlText(have), false), "\n")
+		return "Resource diff: the patched resource differs from " + file + ":\n" + strings.TrimRight(unifiedDiff(file, "patched", yamlText(want), yamlText(have), false), "\n"), false
 	}
-	return fmt.Sprintf("Resource error: %s %s/%s not found in %s", g.kind, g.ns, g.name, file)
+	return fmt.Sprintf("%s %s/%s is not in %s", g.kind, g.ns, g.name, file), true
 }
 
 // tidy drops nulls and empty maps and lists, as kyverno test does before

@@ -86,6 +86,7 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-kyverno-mutate", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/mutate"}},
 		{name: "test-kyverno-mutate-fail", args: []string{"test", "../../testdata/cli/kyverno/mutate-fail"}},
 		{name: "test-kyverno-validatingpolicy", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/validatingpolicy"}},
+		{name: "test-kyverno-mutatingpolicy", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/mutatingpolicy"}},
 		{name: "test-kyverno-fail-json", args: []string{"test", "-o", "json", "../../testdata/cli/kyverno/fail"}},
 		{name: "test-bad-format", args: []string{"test", "--format", "xml", dir + "pass"}},
 		{name: "test-scalar", args: []string{"test", dir + "scalar"}},

@@ -17,7 +17,8 @@ import (
 // TestKyvernoPolicies runs Kyverno's ClusterPolicies, unchanged, on the real
 // API server with the operator's --kyverno: the CRDs the chart installs, the
 // Ready status, an Enforce pattern with anchors rejecting with Kyverno's
-// message, an Audit deny admitting with a warning, and autogen covering a
+// message, an Audit deny admitting with a warning, a mutate rule patching
+// (an added label, a conditional container field), and autogen covering a
 // Deployment.
 func TestKyvernoPolicies(t *testing.T) {
 	cl := startCluster(t, true)
@@ -78,9 +79,33 @@ spec:
             operator: AnyIn
             value: ["*:latest"]
 `)
+	mutate := kinitirasPolicy(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: defaults
+spec:
+  rules:
+  - name: owner-label
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+          namespaces: [kyv]
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            +(owner): platform
+        spec:
+          containers:
+          - (image): "*:1.27"
+            imagePullPolicy: Always
+`)
 	create(t, c, enforce)
 	create(t, c, audit)
-	for _, p := range []client.Object{enforce, audit} {
+	create(t, c, mutate)
+	for _, p := range []client.Object{enforce, audit, mutate} {
 		if cond := readyCondition(t, c, p); cond.Status != metav1.ConditionTrue {
 			t.Fatalf("%s: Ready %s: %s", p.GetName(), cond.Status, cond.Message)
 		}
@@ -120,6 +145,25 @@ spec:
 		got := strings.Join(w.take(), "\n")
 		if !strings.Contains(got, "policy no-latest, rule no-latest (Audit): latest uses a latest image") {
 			t.Errorf("warnings %q", got)
+		}
+	})
+
+	t.Run("a mutate rule patches at admission, before the validate rules", func(t *testing.T) {
+		// The API server defaults imagePullPolicy to IfNotPresent for a
+		// tagged image: Always is the rule's.
+		p := pod("mutated", "nginx:1.27", map[string]string{"team": "a"})
+		if err := c.Create(ctx, p, client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		if p.Labels["owner"] != "platform" || p.Spec.Containers[0].ImagePullPolicy != corev1.PullAlways {
+			t.Errorf("labels %v, imagePullPolicy %q: want the owner label added and Always", p.Labels, p.Spec.Containers[0].ImagePullPolicy)
+		}
+		p = pod("owned", "nginx:1.26", map[string]string{"team": "a", "owner": "web"})
+		if err := c.Create(ctx, p, client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		if p.Labels["owner"] != "web" || p.Spec.Containers[0].ImagePullPolicy == corev1.PullAlways {
+			t.Errorf("labels %v, imagePullPolicy %q: want them as they were", p.Labels, p.Spec.Containers[0].ImagePullPolicy)
 		}
 	})
 

@@ -2,6 +2,7 @@ package kyverno
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -105,23 +106,43 @@ func (p *Policy) celActivation(h *engine.Handle, s *scope) (*lang.Activation, er
 	return celActivationOf(h, s.ctx, obj, old)
 }
 
-// evalVars evaluates the variables in order (each may read the earlier).
+// evalVars binds the variables: each evaluated when an expression first
+// reads it, then kept, as the API server binds an admission policy's (a
+// variable whose error is never read is no error).
 func (cv *celV) evalVars(s *scope, act *lang.Activation) error {
 	if len(cv.vars) == 0 {
 		return nil
 	}
-	vars := map[string]any{}
-	act.Vars[celVariables] = vars
-	for _, v := range cv.vars {
-		if v.prog == nil {
-			continue
-		}
-		val, err := v.prog.Eval(s.ctx, act)
-		if err != nil {
-			return fmt.Errorf("variable %s: %w", v.name, err)
-		}
-		vars[v.name] = val
+	keys := make([]string, len(cv.vars))
+	for i, v := range cv.vars {
+		keys[i] = v.name
 	}
+	type memo struct {
+		v          any
+		err        error
+		done, busy bool
+	}
+	memos := make([]memo, len(cv.vars))
+	act.Vars[celVariables] = &lang.LazyFunc{Keys: keys, Get: func(name string) (any, error) {
+		i := slices.Index(keys, name)
+		m := &memos[i]
+		switch {
+		case m.done:
+			return m.v, m.err
+		case m.busy:
+			return nil, fmt.Errorf("variable %s: it reads itself", name)
+		case cv.vars[i].prog == nil:
+			m.done = true
+			return nil, nil
+		}
+		m.busy = true
+		v, err := cv.vars[i].prog.Eval(s.ctx, act)
+		if err != nil {
+			err = fmt.Errorf("variable %s: %w", name, err)
+		}
+		m.v, m.err, m.done, m.busy = v, err, true, false
+		return v, err
+	}}
 	return nil
 }
 

@@ -22,13 +22,20 @@ var _ kinds.Kind = (*Kind)(nil)
 
 // NewKinds returns the adapters of ClusterPolicy and Policy.
 func NewKinds(opts ...Option) []kinds.Kind {
+	o := newOptions(opts)
+	return []kinds.Kind{&Kind{kyvernov1.KindClusterPolicy, o}, &Kind{kyvernov1.KindPolicy, o}}
+}
+
+// newOptions are the options of a set of kinds, with their own CEL
+// environments and metrics.
+func newOptions(opts []Option) options {
 	var o options
 	for _, f := range opts {
 		f(&o)
 	}
 	o.celEnvs = cel.NewEnvCache()
 	o.metrics = NewMetrics()
-	return []kinds.Kind{&Kind{kyvernov1.KindClusterPolicy, o}, &Kind{kyvernov1.KindPolicy, o}}
+	return o
 }
 
 // Observer is the kinds' shared Metrics.

@@ -854,3 +854,49 @@ func TestValidatingPolicyErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMutatingPolicy: Kyverno's MutatingPolicy: an ApplyConfiguration and
+// a JSONPatch in order, skip when a match condition does not hold, autogen
+// for a Deployment (ApplyConfiguration under the pod template).
+func TestMutatingPolicy(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: policies.kyverno.io/v1beta1
+kind: MutatingPolicy
+metadata: {name: defaults}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  matchConditions:
+  - {name: not-host, expression: "!object.spec.?hostNetwork.orValue(false)"}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{spec: Object.spec{priorityClassName: 'low'}}"
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'priority': object.spec.?priorityClassName.orValue('none')}}]"
+`)
+	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i}]}}`)
+	if strings.Join(got, ",") != "=pass" {
+		t.Errorf("results %v", got)
+	}
+	want := `[{"op":"add","path":"/metadata/annotations","value":{"priority":"low"}},{"op":"add","path":"/spec/priorityClassName","value":"low"}]`
+	if b, _ := json.Marshal(d.Patch); string(b) != want {
+		t.Errorf("patch %s, want %s", b, want)
+	}
+	got, d = results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {hostNetwork: true, containers: [{name: c, image: i}]}}`)
+	if strings.Join(got, ",") != "=skip" || len(d.Patch) != 0 {
+		t.Errorf("results %v, patch %v", got, d.Patch)
+	}
+	got, d = results(t, snap, rules.Create, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: i}]}}}}`)
+	if strings.Join(got, ",") != "=pass" {
+		t.Errorf("Deployment: results %v", got)
+	}
+	b, _ := json.Marshal(d.Patch)
+	// JSONPatch expressions are not rewritten by autogen (as in Kyverno):
+	// the annotation goes on the Deployment, from its own spec.
+	if !strings.Contains(string(b), `"path":"/spec/template/spec/priorityClassName","value":"low"`) || !strings.Contains(string(b), `{"op":"add","path":"/metadata/annotations","value":{"priority":"none"}}`) {
+		t.Errorf("Deployment: patch %s: want priorityClassName under the pod template and the annotation", b)
+	}
+}

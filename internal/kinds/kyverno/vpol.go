@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -19,7 +20,6 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang"
-	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -44,15 +44,11 @@ type VPolKind struct {
 var _ kinds.Kind = (*VPolKind)(nil)
 
 // NewCELKinds are Kyverno's CEL policy kinds modwright evaluates:
-// ValidatingPolicy and NamespacedValidatingPolicy.
+// ValidatingPolicy, MutatingPolicy and their namespaced variants.
 func NewCELKinds(opts ...Option) []kinds.Kind {
-	var o options
-	for _, f := range opts {
-		f(&o)
-	}
-	o.celEnvs = cel.NewEnvCache()
-	o.metrics = NewMetrics()
-	return []kinds.Kind{&VPolKind{kpoliciesv1.KindValidatingPolicy, o}, &VPolKind{kpoliciesv1.KindNamespacedValidatingPolicy, o}}
+	o := newOptions(opts)
+	return []kinds.Kind{&VPolKind{kpoliciesv1.KindValidatingPolicy, o}, &VPolKind{kpoliciesv1.KindNamespacedValidatingPolicy, o},
+		&MPolKind{kpoliciesv1.KindMutatingPolicy, o}, &MPolKind{kpoliciesv1.KindNamespacedMutatingPolicy, o}}
 }
 
 // Name is ValidatingPolicy or NamespacedValidatingPolicy.
@@ -76,10 +72,13 @@ type VPolicy struct {
 	conditions  []celExpr
 	vars        []celVar
 	validations []celExpr
-	deny, warn  bool
-	failClosed  bool
-	admission   bool
-	background  bool
+	// mutations: a MutatingPolicy's (mutating), applied in order.
+	mutations  []celMutation
+	mutating   bool
+	deny, warn bool
+	failClosed bool
+	admission  bool
+	background bool
 	// notYet says why the policy is not evaluated (its result is an
 	// error).
 	notYet string
@@ -88,8 +87,8 @@ type VPolicy struct {
 	// same checks over the pod template; one of them or the policy itself
 	// matches an object.
 	autogen []*VPolicy
-	// applying is the one Match chose (the policy or an autogen one).
-	field string // "" for the policy, else "autogen[controllers]"
+	// field names an autogen policy in its errors ("" for the policy).
+	field string
 }
 
 var _ engine.Rule = (*VPolicy)(nil)
@@ -149,30 +148,7 @@ func (k *VPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 }
 
 func (p *VPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec) {
-	p.match = spec.MatchConstraints
-	if p.match == nil || len(p.match.ResourceRules) == 0 {
-		c.errf("spec.matchConstraints.resourceRules", "a ValidatingPolicy needs at least one resource rule")
-	} else {
-		var err error
-		if p.match.NamespaceSelector != nil {
-			if p.nsSel, err = metav1.LabelSelectorAsSelector(p.match.NamespaceSelector); err != nil {
-				c.errf("spec.matchConstraints.namespaceSelector", "%v", err)
-			}
-		}
-		if p.match.ObjectSelector != nil {
-			if p.objSel, err = metav1.LabelSelectorAsSelector(p.match.ObjectSelector); err != nil {
-				c.errf("spec.matchConstraints.objectSelector", "%v", err)
-			}
-		}
-	}
-	for i, mc := range spec.MatchConditions {
-		f := fmt.Sprintf("spec.matchConditions[%d].expression", i)
-		p.conditions = append(p.conditions, celExpr{field: f, prog: c.celProgram(f, mc.Expression), message: mc.Name})
-	}
-	for i, v := range spec.Variables {
-		f := fmt.Sprintf("spec.variables[%d].expression", i)
-		p.vars = append(p.vars, celVar{name: v.Name, prog: c.celProgram(f, v.Expression)})
-	}
+	p.compileMatch(c, spec.MatchConstraints, spec.MatchConditions, spec.Variables)
 	for i, v := range spec.Validations {
 		f := fmt.Sprintf("spec.validations[%d]", i)
 		e := celExpr{field: f, prog: c.celProgram(f+".expression", v.Expression), message: v.Message}
@@ -199,20 +175,58 @@ func (p *VPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec) {
 		c.errf("spec.validationActions", "a ValidatingPolicy needs at least one validation action")
 	}
 	p.failClosed = spec.FailurePolicy == nil || *spec.FailurePolicy == admissionregistrationv1.Fail
-	p.admission, p.background = true, true
+	var mode string
+	var admission, background *kpoliciesv1.Enabled
 	if ev := spec.Evaluation; ev != nil {
-		if ev.Admission != nil && ev.Admission.Enabled != nil {
-			p.admission = *ev.Admission.Enabled
-		}
-		if ev.Background != nil && ev.Background.Enabled != nil {
-			p.background = *ev.Background.Enabled
-		}
-		if ev.Mode != "" && ev.Mode != "Kubernetes" {
-			p.notYet = "evaluation.mode " + ev.Mode + " is not evaluated yet"
-		}
+		mode, admission, background = ev.Mode, ev.Admission, ev.Background
 	}
+	p.evaluation(mode, admission, background)
 	if len(spec.AuditAnnotations) > 0 {
 		p.notYet = "auditAnnotations are not evaluated yet"
+	}
+}
+
+// evaluation sets where the policy runs (both by default) and refuses a
+// mode other than Kubernetes.
+func (p *VPolicy) evaluation(mode string, admission, background *kpoliciesv1.Enabled) {
+	p.admission, p.background = true, true
+	if admission != nil && admission.Enabled != nil {
+		p.admission = *admission.Enabled
+	}
+	if background != nil && background.Enabled != nil {
+		p.background = *background.Enabled
+	}
+	if mode != "" && mode != "Kubernetes" {
+		p.notYet = "evaluation.mode " + mode + " is not evaluated yet"
+	}
+}
+
+// compileMatch compiles what every CEL policy has: matchConstraints, its
+// selectors, matchConditions and variables.
+func (p *VPolicy) compileMatch(c *compiler, m *admissionregistrationv1.MatchResources, conds []admissionregistrationv1.MatchCondition, vars []admissionregistrationv1.Variable) {
+	p.match = m
+	if p.match == nil || len(p.match.ResourceRules) == 0 {
+		c.errf("spec.matchConstraints.resourceRules", "a policy needs at least one resource rule")
+	} else {
+		var err error
+		if p.match.NamespaceSelector != nil {
+			if p.nsSel, err = metav1.LabelSelectorAsSelector(p.match.NamespaceSelector); err != nil {
+				c.errf("spec.matchConstraints.namespaceSelector", "%v", err)
+			}
+		}
+		if p.match.ObjectSelector != nil {
+			if p.objSel, err = metav1.LabelSelectorAsSelector(p.match.ObjectSelector); err != nil {
+				c.errf("spec.matchConstraints.objectSelector", "%v", err)
+			}
+		}
+	}
+	for i, mc := range conds {
+		f := fmt.Sprintf("spec.matchConditions[%d].expression", i)
+		p.conditions = append(p.conditions, celExpr{field: f, prog: c.celProgram(f, mc.Expression), message: mc.Name})
+	}
+	for i, v := range vars {
+		f := fmt.Sprintf("spec.variables[%d].expression", i)
+		p.vars = append(p.vars, celVar{name: v.Name, prog: c.celProgram(f, v.Expression)})
 	}
 }
 
@@ -245,9 +259,11 @@ func (p *VPolicy) Match(h *engine.Handle) (bool, error) {
 
 // matching is the policy (or autogen policy) whose constraints match.
 func (p *VPolicy) matching(h *engine.Handle) (*VPolicy, bool, error) {
-	for _, c := range append([]*VPolicy{p}, p.autogen...) {
-		ok, err := c.matches(h)
-		if err != nil || ok {
+	if ok, err := p.matches(h); err != nil || ok {
+		return p, ok, err
+	}
+	for _, c := range p.autogen {
+		if ok, err := c.matches(h); err != nil || ok {
 			return c, ok, err
 		}
 	}
@@ -293,6 +309,9 @@ func (p *VPolicy) matches(h *engine.Handle) (bool, error) {
 			if err != nil && !isNoReader(err) {
 				return false, engine.InField("spec.matchConstraints.namespaceSelector", err)
 			}
+			// The label the API server sets on every namespace (a copy:
+			// the labels are shared by the evaluation's policies).
+			ls = maps.Clone(ls)
 			if ls == nil {
 				ls = map[string]string{}
 			}
@@ -389,7 +408,12 @@ func (p *VPolicy) Apply(h *engine.Handle) error {
 	if !ok {
 		return nil
 	}
-	res := c.evaluate(h)
+	var res RuleResult
+	if p.mutating {
+		res = c.mutate(h)
+	} else {
+		res = c.evaluate(h)
+	}
 	res.Policy = p.info.Key
 	if err := h.Context().Err(); err != nil {
 		return err
@@ -419,39 +443,10 @@ func (p *VPolicy) Apply(h *engine.Handle) error {
 // evaluate is the policy's result: skip when a match condition does not
 // hold, else the first failing validation's.
 func (p *VPolicy) evaluate(h *engine.Handle) RuleResult {
-	if p.notYet != "" {
-		return RuleResult{Status: Error, Message: p.notYet}
-	}
 	ctx := h.Context()
-	obj := h.Object()
-	old := oldObjectOf(h)
-	if h.Request().Operation == rules.Delete {
-		obj, old = nil, obj
-	}
-	act, err := celActivationOf(h, ctx, obj, old)
-	if err != nil {
-		return RuleResult{Status: Error, Message: "failed to load context: " + err.Error()}
-	}
-	var errs []string
-	for _, mc := range p.conditions {
-		ok, err := mc.prog.EvalBool(ctx, act)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", mc.field, err))
-			continue
-		}
-		if !ok {
-			return RuleResult{Status: Skip, Message: "skip"}
-		}
-	}
-	if len(errs) > 0 {
-		if !p.failClosed {
-			return RuleResult{Status: Skip, Message: "skip"}
-		}
-		return RuleResult{Status: Error, Message: "failed to load context: " + strings.Join(errs, "; ")}
-	}
-	cv := &celV{vars: p.vars}
-	if err := cv.evalVars(&scope{ctx: ctx}, act); err != nil {
-		return RuleResult{Status: Error, Message: err.Error()}
+	act, done := p.prepare(h)
+	if done != nil {
+		return *done
 	}
 	for i, v := range p.validations {
 		ok, err := v.prog.EvalBool(ctx, act)
@@ -479,6 +474,47 @@ func (p *VPolicy) evaluate(h *engine.Handle) RuleResult {
 		return RuleResult{Status: Fail, Message: msg}
 	}
 	return RuleResult{Status: Pass, Message: "success"}
+}
+
+// prepare is what every CEL policy does before its validations or
+// mutations: the activation, the match conditions (skip when one does not
+// hold), the variables. done is the result when it ends there.
+func (p *VPolicy) prepare(h *engine.Handle) (act *lang.Activation, done *RuleResult) {
+	if p.notYet != "" {
+		return nil, &RuleResult{Status: Error, Message: p.notYet}
+	}
+	ctx := h.Context()
+	obj := h.Object()
+	old := oldObjectOf(h)
+	if h.Request().Operation == rules.Delete {
+		obj, old = nil, obj
+	}
+	act, err := celActivationOf(h, ctx, obj, old)
+	if err != nil {
+		return nil, &RuleResult{Status: Error, Message: "failed to load context: " + err.Error()}
+	}
+	var errs []string
+	for _, mc := range p.conditions {
+		ok, err := mc.prog.EvalBool(ctx, act)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", mc.field, err))
+			continue
+		}
+		if !ok {
+			return nil, &RuleResult{Status: Skip, Message: "skip"}
+		}
+	}
+	if len(errs) > 0 {
+		if !p.failClosed {
+			return nil, &RuleResult{Status: Skip, Message: "skip"}
+		}
+		return nil, &RuleResult{Status: Error, Message: "failed to load context: " + strings.Join(errs, "; ")}
+	}
+	cv := &celV{vars: p.vars}
+	if err := cv.evalVars(&scope{ctx: ctx}, act); err != nil {
+		return nil, &RuleResult{Status: Error, Message: err.Error()}
+	}
+	return act, nil
 }
 
 // celActivationOf is the input of CEL expressions over the request: the
@@ -514,7 +550,7 @@ func celActivationOf(h *engine.Handle, ctx context.Context, obj, old any) (*lang
 // kyvernoLibraries are the names Kyverno's CEL environment adds (its
 // libraries: resource lookups, http, globalContext, images, json and yaml,
 // x509, ...), which modwright's CEL does not declare yet.
-var kyvernoLibraries = []string{"resource", "http", "globalContext", "image", "imagedata", "parseImageReference", "json", "yaml", "x509", "user", "generator", "random", "hash", "math", "time", "exceptions", "gctx", "parseServiceAccount"}
+const kyvernoLibraries = "resource http globalContext image imagedata parseImageReference json yaml x509 user generator random hash math time exceptions gctx parseServiceAccount"
 
 // kyvernoLibrary is the Kyverno library the compile errors are about
 // (all undeclared references, one of them to a library's name: a call
@@ -525,7 +561,7 @@ func kyvernoLibrary(errs []rules.FieldError) string {
 		if !strings.Contains(e.Msg, "undeclared reference to '") {
 			return ""
 		}
-		for _, name := range kyvernoLibraries {
+		for _, name := range strings.Fields(kyvernoLibraries) {
 			if lib == "" && strings.Contains(e.Msg, "undeclared reference to '"+name+"'") {
 				lib = name
 			}
@@ -534,39 +570,39 @@ func kyvernoLibrary(errs []rules.FieldError) string {
 	return lib
 }
 
-// vpolAutogen is a Pod policy's autogen policies, as Kyverno generates
-// them: when the policy matches pods only (one rule, core v1 pods, no
-// resource names, exclusions or object selector), one for the controllers
-// with a pod template (the paths under object and oldObject rewritten to
-// spec.template) and one for CronJobs (spec.jobTemplate.spec.template);
-// autogen.podControllers.controllers narrows the controllers (none: an
-// empty list).
-type vpolGenerated struct {
-	name string
-	spec *kpoliciesv1.ValidatingPolicySpec
+// autogenTarget is one of the two groups of pod controllers Kyverno's
+// autogen generates a CEL policy for: those with a pod template at
+// spec.template, and CronJobs (spec.jobTemplate.spec.template).
+type autogenTarget struct {
+	name, config, template string
+	match                  *admissionregistrationv1.MatchResources
 }
 
-func vpolAutogen(spec *kpoliciesv1.ValidatingPolicySpec) []vpolGenerated {
-	m := spec.MatchConstraints
+// autogenTargets are the targets of a Pod policy's autogen, as Kyverno
+// decides them: only when the policy matches pods alone (one rule, core v1
+// pods, no resource names, exclusions or object selector); every
+// controller unless podControllers.controllers narrows them (an empty
+// list: none).
+func autogenTargets(m *admissionregistrationv1.MatchResources, pc *kpoliciesv1.PodControllers) []autogenTarget {
 	if m == nil || len(m.ExcludeResourceRules) > 0 || len(m.ResourceRules) != 1 ||
 		(m.ObjectSelector != nil && (len(m.ObjectSelector.MatchLabels) > 0 || len(m.ObjectSelector.MatchExpressions) > 0)) {
 		return nil
 	}
 	r := m.ResourceRules[0]
-	if len(r.ResourceNames) > 0 || !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.APIVersions, []string{"v1"}) || !slices.Equal(r.Resources, []string{"pods"}) {
+	if len(r.ResourceNames) > 0 || len(r.Operations) == 0 || !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.APIVersions, []string{"v1"}) || !slices.Equal(r.Resources, []string{"pods"}) {
 		return nil
 	}
 	controllers := []string{"cronjobs", "daemonsets", "deployments", "jobs", "replicasets", "statefulsets"}
-	if ag := spec.Autogen; ag != nil && ag.PodControllers != nil && ag.PodControllers.Controllers != nil {
-		controllers = slices.DeleteFunc(slices.Clone(controllers), func(c string) bool { return !slices.Contains(ag.PodControllers.Controllers, c) })
+	if pc != nil && pc.Controllers != nil {
+		controllers = slices.DeleteFunc(slices.Clone(controllers), func(c string) bool { return !slices.Contains(pc.Controllers, c) })
 	}
-	var out []vpolGenerated
+	var out []autogenTarget
 	for _, g := range []struct {
-		name, template string
-		resources      map[string][]string // by group
+		name, config, template string
+		resources              map[string][]string // by group
 	}{
-		{"pod controllers", "spec.template", map[string][]string{"apps": {"daemonsets", "deployments", "replicasets", "statefulsets"}, "batch": {"jobs"}}},
-		{"cronjobs", "spec.jobTemplate.spec.template", map[string][]string{"batch": {"cronjobs"}}},
+		{"pod controllers", "defaults", "spec.template", map[string][]string{"apps": {"daemonsets", "deployments", "replicasets", "statefulsets"}, "batch": {"jobs"}}},
+		{"cronjobs", "cronjobs", "spec.jobTemplate.spec.template", map[string][]string{"batch": {"cronjobs"}}},
 	} {
 		var rules []admissionregistrationv1.NamedRuleWithOperations
 		for _, group := range []string{"apps", "batch"} {
@@ -581,26 +617,46 @@ func vpolAutogen(spec *kpoliciesv1.ValidatingPolicySpec) []vpolGenerated {
 					Operations: r.Operations, Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: res}}})
 			}
 		}
-		if len(rules) == 0 || len(r.Operations) == 0 {
-			continue
+		if len(rules) > 0 {
+			out = append(out, autogenTarget{name: g.name, config: g.config, template: g.template,
+				match: &admissionregistrationv1.MatchResources{ResourceRules: rules, NamespaceSelector: m.NamespaceSelector.DeepCopy()}})
 		}
+	}
+	return out
+}
+
+// vpolGenerated is an autogen ValidatingPolicy.
+type vpolGenerated struct {
+	name string
+	spec *kpoliciesv1.ValidatingPolicySpec
+}
+
+// vpolAutogen is a Pod ValidatingPolicy's autogen policies, as Kyverno
+// generates them: every path under object and oldObject rewritten to the
+// pod template, in the whole spec.
+func vpolAutogen(spec *kpoliciesv1.ValidatingPolicySpec) []vpolGenerated {
+	var pc *kpoliciesv1.PodControllers
+	if spec.Autogen != nil {
+		pc = spec.Autogen.PodControllers
+	}
+	var out []vpolGenerated
+	for _, t := range autogenTargets(spec.MatchConstraints, pc) {
 		gen := spec.DeepCopy()
-		gen.MatchConstraints = &admissionregistrationv1.MatchResources{ResourceRules: rules, NamespaceSelector: m.NamespaceSelector.DeepCopy()}
-		gen.Autogen = nil
+		gen.MatchConstraints, gen.Autogen = t.match, nil
 		b, err := json.Marshal(gen)
 		if err != nil {
 			continue
 		}
 		for _, from := range []string{"spec", "metadata"} {
 			for _, root := range []string{"object.", "oldObject."} {
-				b = rewritePath(b, root+from, root+g.template+"."+from)
+				b = rewritePath(b, root+from, root+t.template+"."+from)
 			}
 		}
 		var out1 kpoliciesv1.ValidatingPolicySpec
 		if err := json.Unmarshal(b, &out1); err != nil {
 			continue
 		}
-		out = append(out, vpolGenerated{name: g.name, spec: &out1})
+		out = append(out, vpolGenerated{name: t.name, spec: &out1})
 	}
 	return out
 }

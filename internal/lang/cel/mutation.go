@@ -94,7 +94,11 @@ func (l Language) CompileMutation(env *lang.Env, kind MutationKind, src string) 
 	default:
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("unknown mutation kind %d", uint8(kind))}}
 	}
-	p, ds := compileCEL(l.Envs, env, src, "mutation", []cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{})}, want, nil)
+	extraName, extra := "mutation", []cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{})}
+	if l.OrValueCompat {
+		extraName, extra = "mutation-orvalue-compat", append(extra, orValueCompat()...)
+	}
+	p, ds := compileCEL(l.Envs, env, src, extraName, extra, want, nil)
 	if ds != nil {
 		return nil, ds
 	}

@@ -71,3 +71,60 @@ type EvaluationConfiguration struct {
 type Enabled struct {
 	Enabled *bool `json:"enabled,omitempty"`
 }
+
+// Kinds of Kyverno's mutating CEL policies.
+const (
+	KindMutatingPolicy           = "MutatingPolicy"
+	KindNamespacedMutatingPolicy = "NamespacedMutatingPolicy"
+)
+
+// MutatingPolicy mutates objects with CEL, as a MutatingAdmissionPolicy
+// with its binding in one; with mutateExisting, existing objects too.
+// NamespacedMutatingPolicy has the same shape.
+type MutatingPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              MutatingPolicySpec `json:"spec"`
+	// Status is Kyverno's (read, never used).
+	Status *apiextensionsv1.JSON `json:"status,omitempty"`
+}
+
+// MutatingPolicySpec is a MutatingPolicy's spec.
+type MutatingPolicySpec struct {
+	MatchConstraints       *admissionregistrationv1.MatchResources        `json:"matchConstraints,omitempty"`
+	FailurePolicy          *admissionregistrationv1.FailurePolicyType     `json:"failurePolicy,omitempty"`
+	MatchConditions        []admissionregistrationv1.MatchCondition       `json:"matchConditions,omitempty"`
+	Variables              []admissionregistrationv1.Variable             `json:"variables,omitempty"`
+	Autogen                *MutatingAutogenConfiguration                  `json:"autogen,omitempty"`
+	TargetMatchConstraints *TargetMatchConstraints                        `json:"targetMatchConstraints,omitempty"`
+	TargetMatchConditions  []admissionregistrationv1.MatchCondition       `json:"targetMatchConditions,omitempty"`
+	Mutations              []admissionregistrationv1.Mutation             `json:"mutations,omitempty"`
+	AuditAnnotations       []admissionregistrationv1.AuditAnnotation      `json:"auditAnnotations,omitempty"`
+	WebhookConfiguration   *WebhookConfiguration                          `json:"webhookConfiguration,omitempty"`
+	Evaluation             *MutatingEvaluationConfiguration               `json:"evaluation,omitempty"`
+	ReinvocationPolicy     admissionregistrationv1.ReinvocationPolicyType `json:"reinvocationPolicy,omitempty"`
+}
+
+// MutatingAutogenConfiguration says what Kyverno generates from a
+// MutatingPolicy.
+type MutatingAutogenConfiguration struct {
+	PodControllers          *PodControllers `json:"podControllers,omitempty"`
+	MutatingAdmissionPolicy *Enabled        `json:"mutatingAdmissionPolicy,omitempty"`
+}
+
+// TargetMatchConstraints select the existing objects mutateExisting
+// mutates.
+type TargetMatchConstraints struct {
+	Expression                             string `json:"expression,omitempty"`
+	admissionregistrationv1.MatchResources `json:",inline"`
+}
+
+// MutatingEvaluationConfiguration says where a MutatingPolicy runs.
+type MutatingEvaluationConfiguration struct {
+	Mode                   string   `json:"mode,omitempty"`
+	Admission              *Enabled `json:"admission,omitempty"`
+	Background             *Enabled `json:"background,omitempty"`
+	MutateExisting         *Enabled `json:"mutateExisting,omitempty"`
+	SkipBackgroundRequests *bool    `json:"skipBackgroundRequests,omitempty"`
+	UseServerSideApply     bool     `json:"useServerSideApply,omitempty"`
+}

@@ -1,0 +1,247 @@
+package kyverno
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/lang/cel"
+	"github.com/modwright/modwright/internal/patch"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// Kyverno's MutatingPolicy (policies.kyverno.io) is a
+// MutatingAdmissionPolicy and its binding in one: matchConstraints,
+// matchConditions (skip) and variables as a ValidatingPolicy's, then its
+// mutations in order (ApplyConfiguration merged as server-side apply
+// merges, JSONPatch), each over the object the previous left, through the
+// API server's mutation code (internal/lang/cel). The policy patches the
+// difference; its result is pass ("success") once evaluated, as Kyverno's.
+
+// MPolKind is MutatingPolicy or NamespacedMutatingPolicy.
+type MPolKind struct {
+	name string
+	opts options
+}
+
+var _ kinds.Kind = (*MPolKind)(nil)
+
+// Name is MutatingPolicy or NamespacedMutatingPolicy.
+func (k *MPolKind) Name() string { return k.name }
+
+// Group is policies.kyverno.io.
+func (k *MPolKind) Group() string { return kpoliciesv1.Group }
+
+// Versions are v1, v1beta1 and v1alpha1 (one schema).
+func (k *MPolKind) Versions() []string {
+	return []string{kpoliciesv1.Version, kpoliciesv1.VersionV1beta1, kpoliciesv1.VersionV1alpha1}
+}
+
+// celMutation is one compiled mutation.
+type celMutation struct {
+	field string
+	m     *cel.Mutation
+}
+
+// Compile decodes and compiles a MutatingPolicy.
+func (k *MPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
+	p := &VPolicy{name: m.Name(), opts: k.opts, mutating: true}
+	if k.name == kpoliciesv1.KindNamespacedMutatingPolicy {
+		p.ns = m.Namespace()
+		if p.ns == "" {
+			p.ns = "default"
+		}
+	}
+	p.info = engine.RuleInfo{Kind: k.name, Key: m.Key(), Namespace: m.Namespace(), Name: m.Name(), Phase: engine.Mutate,
+		FailurePolicy: engine.FailureIgnore, KeepLastApplied: true}
+	av := m.APIVersion()
+	if gv, err := schema.ParseGroupVersion(av); err != nil || gv.Group != kpoliciesv1.Group || !slices.Contains(k.Versions(), gv.Version) {
+		av = kpoliciesv1.Group + "/" + kpoliciesv1.Version
+	}
+	var mp kpoliciesv1.MutatingPolicy
+	if err := kinds.Decode(m, k.name, av, &mp); err != nil {
+		p.info.Err = err
+		return p, err
+	}
+	newCompiler := func() *compiler {
+		return &compiler{p: &Policy{opts: k.opts}, ce: &rules.CompileError{Kind: k.name, Rule: m.Key()}, orValueCompat: true}
+	}
+	c := newCompiler()
+	p.compileMutating(c, &mp.Spec)
+	if len(c.ce.Errors) == 0 {
+		for _, g := range mpolAutogen(&mp.Spec) {
+			a := &VPolicy{name: p.name, ns: p.ns, opts: k.opts, info: p.info, mutating: true, field: "autogen (" + g.name + ")"}
+			ac := newCompiler()
+			a.compileMutating(ac, g.spec)
+			for _, e := range ac.ce.Errors {
+				e.Field = a.field + ": " + e.Field
+				c.ce.Errors = append(c.ce.Errors, e)
+			}
+			p.autogen = append(p.autogen, a)
+		}
+	}
+	p.info.Index = p.index()
+	if lib := kyvernoLibrary(c.ce.Errors); lib != "" {
+		c.ce.Errors = nil
+		p.notYet = "Kyverno's CEL library " + lib + " is not evaluated yet"
+	}
+	if len(c.ce.Errors) > 0 {
+		p.info.Err = c.ce
+		return p, c.ce
+	}
+	return p, nil
+}
+
+func (p *VPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolicySpec) {
+	p.compileMatch(c, spec.MatchConstraints, spec.MatchConditions, spec.Variables)
+	cl := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: true}
+	for i, mu := range spec.Mutations {
+		f := fmt.Sprintf("spec.mutations[%d]", i)
+		var kind cel.MutationKind
+		var src string
+		switch {
+		case mu.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration && mu.ApplyConfiguration != nil:
+			kind, src, f = cel.ApplyConfiguration, mu.ApplyConfiguration.Expression, f+".applyConfiguration.expression"
+		case mu.PatchType == admissionregistrationv1.PatchTypeJSONPatch && mu.JSONPatch != nil:
+			kind, src, f = cel.JSONPatch, mu.JSONPatch.Expression, f+".jsonPatch.expression"
+		default:
+			c.errf(f+".patchType", "must be ApplyConfiguration with applyConfiguration, or JSONPatch with jsonPatch, not %q", mu.PatchType)
+			continue
+		}
+		m, ds := cl.CompileMutation(celEnv(f), kind, src)
+		for _, d := range ds {
+			c.ce.Errors = append(c.ce.Errors, rules.FieldError{Field: f, Pos: d.Pos, Msg: d.Msg})
+		}
+		p.mutations = append(p.mutations, celMutation{field: f, m: m})
+	}
+	if len(spec.Mutations) == 0 {
+		c.errf("spec.mutations", "a MutatingPolicy needs at least one mutation")
+	}
+	p.failClosed = spec.FailurePolicy == nil || *spec.FailurePolicy == admissionregistrationv1.Fail
+	var mode string
+	var admission, background *kpoliciesv1.Enabled
+	if ev := spec.Evaluation; ev != nil {
+		mode, admission, background = ev.Mode, ev.Admission, ev.Background
+	}
+	p.evaluation(mode, admission, background)
+	if len(spec.AuditAnnotations) > 0 {
+		p.notYet = "auditAnnotations are not evaluated yet"
+	}
+}
+
+// mutate applies the mutations in order and patches the difference.
+func (p *VPolicy) mutate(h *engine.Handle) RuleResult {
+	act, done := p.prepare(h)
+	if done != nil {
+		return *done
+	}
+	orig, _ := h.Object().(map[string]any)
+	cur := orig
+	for _, mu := range p.mutations {
+		if mu.m == nil {
+			continue
+		}
+		act.Object = cur
+		next, _, err := mu.m.Apply(h.Context(), act, cur)
+		if err != nil {
+			return RuleResult{Status: Error, Message: fmt.Sprintf("failed to evaluate policy: %s: %v", mu.field, err)}
+		}
+		cur = next
+	}
+	if err := h.Patch(patch.Diff(orig, cur)); err != nil {
+		return RuleResult{Status: Error, Message: "failed to patch resource: " + err.Error()}
+	}
+	return RuleResult{Status: Pass, Message: "success"}
+}
+
+// mpolGenerated is an autogen MutatingPolicy.
+type mpolGenerated struct {
+	name string
+	spec *kpoliciesv1.MutatingPolicySpec
+}
+
+// The paths Kyverno's MutatingPolicy autogen rewrites (in matchConditions
+// and ApplyConfiguration expressions only; JSONPatch expressions and
+// variables stay as written, as in Kyverno).
+var (
+	reMPolSpec        = regexp.MustCompile(`\b(object|oldObject|Object)\.spec`)
+	reMPolLabels      = regexp.MustCompile(`\b(object|oldObject|Object)\.metadata\.labels`)
+	reMPolAnnotations = regexp.MustCompile(`\b(object|oldObject|Object)\.metadata\.annotations`)
+)
+
+// mpolAutogen is a Pod MutatingPolicy's autogen policies, as Kyverno
+// generates them.
+func mpolAutogen(spec *kpoliciesv1.MutatingPolicySpec) []mpolGenerated {
+	var pc *kpoliciesv1.PodControllers
+	if spec.Autogen != nil {
+		pc = spec.Autogen.PodControllers
+	}
+	var out []mpolGenerated
+	for _, t := range autogenTargets(spec.MatchConstraints, pc) {
+		gen := spec.DeepCopy()
+		gen.MatchConstraints, gen.Autogen = t.match, nil
+		for i := range gen.MatchConditions {
+			gen.MatchConditions[i].Expression = podToTemplate(gen.MatchConditions[i].Expression, t.template)
+		}
+		for i := range gen.Mutations {
+			if ac := gen.Mutations[i].ApplyConfiguration; ac != nil && ac.Expression != "" {
+				ac.Expression = podToTemplate(ac.Expression, t.template)
+			}
+		}
+		out = append(out, mpolGenerated{name: t.name, spec: gen})
+	}
+	return out
+}
+
+// podToTemplate rewrites a Pod expression for the pod template at
+// template (spec.template or spec.jobTemplate.spec.template): the paths
+// to spec, labels and annotations; an ApplyConfiguration's Object{...}
+// wrapped down to the template.
+func podToTemplate(expr, template string) string {
+	expr = reMPolSpec.ReplaceAllString(expr, "${1}."+template+".spec")
+	expr = reMPolLabels.ReplaceAllString(expr, "${1}."+template+".metadata.labels")
+	expr = reMPolAnnotations.ReplaceAllString(expr, "${1}."+template+".metadata.annotations")
+	rest, ok := strings.CutPrefix(strings.TrimSpace(expr), "Object")
+	if !ok {
+		return expr
+	}
+	body, ok := strings.CutPrefix(strings.TrimLeft(rest, " \t\r\n"), "{")
+	if !ok {
+		return expr
+	}
+	depth, end := 1, -1
+	for i, r := range body {
+		switch r {
+		case '{':
+			depth++
+		case '}':
+			depth--
+		}
+		if depth == 0 {
+			end = i
+			break
+		}
+	}
+	if end <= 0 {
+		return expr
+	}
+	// Object{spec: Object.spec{template: Object.spec.template{ BODY }}} for
+	// spec.template; one level per segment of the template's path.
+	segs := strings.Split(template, ".")
+	var open, close strings.Builder
+	open.WriteString("Object{")
+	typ := "Object"
+	for _, s := range segs {
+		typ += "." + s
+		open.WriteString(s + ": " + typ + "{")
+		close.WriteString("}")
+	}
+	return open.String() + body[:end] + close.String() + "}" + body[end+1:]
+}
