@@ -47,8 +47,8 @@ var (
 	ClusterValidatePolicyCRD []byte
 )
 
-// The CustomResourceDefinitions of Kyverno's kinds (YAML), generated from
-// api/kyverno: for clusters without Kyverno (where Kyverno is installed,
+// The CustomResourceDefinitions of Kyverno's kinds (YAML; kyverno.io and
+// its CEL policies' policies.kyverno.io), generated from api/kyverno: for clusters without Kyverno (where Kyverno is installed,
 // its own CRDs serve). The chart installs them when absent (Helm leaves a
 // CRD that exists alone); kubectl apply -k deploy/ leaves them out.
 var (
@@ -58,6 +58,14 @@ var (
 	KyvernoPolicyCRD []byte
 	//go:embed crds/kyverno.io_policyexceptions.yaml
 	KyvernoPolicyExceptionCRD []byte
+	//go:embed crds/policies.kyverno.io_validatingpolicies.yaml
+	KyvernoValidatingPolicyCRD []byte
+	//go:embed crds/policies.kyverno.io_namespacedvalidatingpolicies.yaml
+	KyvernoNamespacedValidatingPolicyCRD []byte
+	//go:embed crds/policies.kyverno.io_mutatingpolicies.yaml
+	KyvernoMutatingPolicyCRD []byte
+	//go:embed crds/policies.kyverno.io_namespacedmutatingpolicies.yaml
+	KyvernoNamespacedMutatingPolicyCRD []byte
 )
 
 // The CustomResourceDefinitions of the wgpolicyk8s.io reports the
@@ -76,7 +84,8 @@ var (
 // the rule kinds modwright serves, ModRule first, then the reports.
 func CRDs() [][]byte {
 	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, FormerPolicyCRD, FormerClusterPolicyCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD,
-		KyvernoClusterPolicyCRD, KyvernoPolicyCRD, KyvernoPolicyExceptionCRD, PolicyReportCRD, ClusterPolicyReportCRD}
+		KyvernoClusterPolicyCRD, KyvernoPolicyCRD, KyvernoPolicyExceptionCRD, KyvernoValidatingPolicyCRD, KyvernoNamespacedValidatingPolicyCRD,
+		KyvernoMutatingPolicyCRD, KyvernoNamespacedMutatingPolicyCRD, PolicyReportCRD, ClusterPolicyReportCRD}
 }
 
 // Bundle is `helm template` of the chart with its default values (YAML,

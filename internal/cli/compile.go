@@ -110,13 +110,9 @@ func compileRules(paths []string, s Streams, clusterNS string, skipUnknown bool)
 		case isKyvernoKind(k.Group()):
 			// Kyverno's kinds share names with modwright's former ones:
 			// they never reach the translator as such.
-			served := "the webhook serves it"
-			if isKyvernoCELKind(k.Group()) {
-				served = "it runs offline only so far"
-			}
 			untranslated = append(untranslated, translate.Skip{
 				Rule:   translate.Rule{Kind: k.Name(), Origin: docs[i].Origin, Object: docs[i].Object},
-				Reason: "Kyverno's " + k.Name() + " is not translated to admission policies (yet): " + served})
+				Reason: "Kyverno's " + k.Name() + " is not translated to admission policies (yet): the webhook serves it"})
 		default:
 			rules = append(rules, translate.Rule{Kind: k.Name(), Origin: docs[i].Origin, Object: docs[i].Object})
 		}

@@ -87,6 +87,8 @@ type operatorOptions struct {
 	// PolicyExceptions of kyvernoExceptionNS.
 	kyverno            bool
 	kyvernoExceptionNS []string
+	// kyvernoCEL: serve Kyverno's CEL policies (policies.kyverno.io).
+	kyvernoCEL         bool
 	gatekeeper         bool
 	kinitirasPaths     bool
 	kinitirasHosts     []string
@@ -142,6 +144,7 @@ func addOperatorFlags(f interface {
 	f.BoolVar(&o.contextRoles, "policy-context-roles", true, "serve request.roles and request.clusterRoles (needs get, list, watch on rolebindings and clusterrolebindings)")
 	f.BoolVar(&o.crdSchemas, "policy-crd-schemas", true, "type the self of ModwrightPolicies' scoped CEL validations of custom resources by their CRDs' schemas, as apply --crd does (needs get, list, watch on customresourcedefinitions); off: dynamically typed")
 	f.BoolVar(&o.kyverno, "kyverno", false, "serve Kyverno's ClusterPolicy and Policy (kyverno.io/v1; their CRDs must be installed, Kyverno's or the chart's; the operator waits for them)")
+	f.BoolVar(&o.kyvernoCEL, "kyverno-cel", false, "serve Kyverno's CEL policies: ValidatingPolicy, MutatingPolicy and their Namespaced variants (policies.kyverno.io/v1; their CRDs must be installed, Kyverno's or the chart's; the operator waits for them)")
 	f.BoolVar(&o.gatekeeper, "gatekeeper", false, "serve Gatekeeper's policies: ConstraintTemplates (templates.gatekeeper.sh; the operator installs each template's constraint CRD and writes the template's status) with their constraints, and the mutators (mutations.gatekeeper.sh Assign, AssignMetadata, ModifySet, AssignImage); the templates' and mutators' CRDs must be installed, Gatekeeper's; the operator waits for them")
 	f.StringArrayVar(&o.kyvernoExceptionNS, "kyverno-exception-namespace", nil, "namespace whose Kyverno PolicyExceptions (kyverno.io/v2) the policies honour (repeatable; none by default: as Kyverno's --exceptionNamespace, an exception lets objects through, so only namespaces its authors are trusted with)")
 	f.BoolVar(&o.kinitiras, "kinitiras", true, "serve kinitiras' OverridePolicy, ClusterOverridePolicy and ClusterValidatePolicy (their CRDs must be installed; the operator waits for them)")
@@ -253,7 +256,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 			return err
 		}
 	}
-	k.kreg = newClusterRegistry(o.clusterRules, clusterKinds{kinitiras: k.op.kinitiras, kyverno: k.op.kyverno, gatekeeper: k.op.gatekeeper}, exceptions, cue)
+	k.kreg = newClusterRegistry(o.clusterRules, clusterKinds{kinitiras: k.op.kinitiras, kyverno: k.op.kyverno, kyvernoCEL: k.op.kyvernoCEL, gatekeeper: k.op.gatekeeper}, exceptions, cue)
 	for _, step := range []func(context.Context) error{k.contextReaders, k.compileNative, k.webhooks, k.rules, k.backgroundScan, k.certificates, k.readiness} {
 		if err := step(ctx); err != nil {
 			return err

@@ -42,20 +42,20 @@ func newServingRegistry(clusterNS string, cue cuelang.Language) *kinds.Registry 
 	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
 	ks = append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)
 	ks = append(ks, kyverno.NewKinds()...)
-	ks = append(ks, kyverno.NewCELKinds()...) // offline only: the operator serves no policies.kyverno.io CRDs yet
+	ks = append(ks, kyverno.NewCELKinds()...)
 	ks = append(ks, gatekeeper.NewKind())
 	return kinds.NewRegistry(append(ks, gatekeeper.NewMutatorKinds()...)...)
 }
 
 // clusterKinds are the peers' kinds the operator serves beside its own.
 type clusterKinds struct {
-	kinitiras, kyverno, gatekeeper bool
+	kinitiras, kyverno, kyvernoCEL, gatekeeper bool
 }
 
 // newClusterRegistry is the kinds the operator watches in the cluster,
 // compiling CUE with cue: kinitiras' with --kinitiras, Kyverno's with
-// --kyverno, Gatekeeper's mutators with --gatekeeper (their CRDs must then
-// be installed).
+// --kyverno, Kyverno's CEL policies with --kyverno-cel, Gatekeeper's
+// mutators with --gatekeeper (their CRDs must then be installed).
 func newClusterRegistry(clusterNS string, with clusterKinds, exceptions *cluster.CompiledSet, cue cuelang.Language) *kinds.Registry {
 	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
 	if with.kinitiras {
@@ -71,6 +71,9 @@ func newClusterRegistry(clusterNS string, with clusterKinds, exceptions *cluster
 			opts = append(opts, kyverno.WithExceptionSource(exceptionItems{exceptions}))
 		}
 		ks = append(ks, kyverno.NewKinds(opts...)...)
+	}
+	if with.kyvernoCEL {
+		ks = append(ks, kyverno.NewCELKinds()...)
 	}
 	return kinds.NewRegistry(ks...)
 }
@@ -129,8 +132,7 @@ func isGatekeeperConstraint(group string) bool { return group == gkv1.Constraint
 // policies' policies.kyverno.io).
 func isKyvernoKind(group string) bool { return group == kyvernov1.Group || isKyvernoCELKind(group) }
 
-// isKyvernoCELKind: a rule of Kyverno's CEL policy kinds (offline only so
-// far).
+// isKyvernoCELKind: a rule of Kyverno's CEL policy kinds.
 func isKyvernoCELKind(group string) bool { return group == kpoliciesv1.Group }
 
 // newKyvernoTestRegistry is the registry of a kyverno-test.yaml's policies:

@@ -248,3 +248,91 @@ func grant(t *testing.T, c client.Client, name string, rules ...rbacv1.PolicyRul
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: operatorUser}}})
 }
+
+// kyvernoCELRules are what the chart grants with kyverno.celPolicies.
+var kyvernoCELRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"policies.kyverno.io"}, Resources: []string{"validatingpolicies", "namespacedvalidatingpolicies", "mutatingpolicies", "namespacedmutatingpolicies"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"policies.kyverno.io"}, Resources: []string{"validatingpolicies/status", "namespacedvalidatingpolicies/status", "mutatingpolicies/status", "namespacedmutatingpolicies/status"}, Verbs: []string{"get", "update", "patch"}}}
+
+// TestKyvernoCELPolicies runs Kyverno's CEL policies, unchanged, on the
+// real API server with the operator's --kyverno-cel: the chart's CRDs,
+// the Ready status, a ValidatingPolicy denying with its message (and its
+// autogen covering a Deployment), a MutatingPolicy patching.
+func TestKyvernoCELPolicies(t *testing.T) {
+	cl := startCluster(t, true)
+	cl.installCRDs(t)
+	ctx := context.Background()
+	c := cl.c
+	grant(t, c, "modwright-kyverno-cel", kyvernoCELRules...)
+	a := cl.startOperator(t, "a", "--kyverno-cel")
+	a.waitReady(t)
+	cl.lb.add(a.webhook)
+	create(t, c, &corev1.Namespace{ObjectMeta: metaName("kcel")})
+	vpol := kinitirasPolicy(t, `
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata:
+  name: require-team
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: kcel}
+  validations:
+  - expression: "object.metadata.?labels.team.orValue('') != ''"
+    message: the label team is required
+`)
+	mpol := kinitirasPolicy(t, `
+apiVersion: policies.kyverno.io/v1
+kind: NamespacedMutatingPolicy
+metadata:
+  name: run-as-non-root
+  namespace: kcel
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{spec: Object.spec{securityContext: Object.spec.securityContext{runAsNonRoot: true}}}"
+`)
+	create(t, c, vpol)
+	create(t, c, mpol)
+	for _, p := range []client.Object{vpol, mpol} {
+		if cond := readyCondition(t, c, p); cond.Status != metav1.ConditionTrue {
+			t.Fatalf("%s: Ready %s: %s", p.GetName(), cond.Status, cond.Message)
+		}
+	}
+	pod := func(name string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kcel", Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}}}
+	}
+	t.Run("a ValidatingPolicy denies with its message", func(t *testing.T) {
+		eventually(t, 20*time.Second, func() error {
+			err := c.Create(ctx, pod("unlabelled", nil), client.DryRunAll)
+			if err == nil {
+				return fmt.Errorf("admitted")
+			}
+			if !strings.Contains(err.Error(), "the label team is required") {
+				t.Fatalf("denial: %v", err)
+			}
+			return nil
+		})
+		d := deployment("kcel", "web", "nginx:1.27", false)
+		if err := c.Create(ctx, d, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "the label team is required") {
+			t.Errorf("autogen: a Deployment whose pods lack the label: %v", err)
+		}
+	})
+	t.Run("a MutatingPolicy patches, then the ValidatingPolicy checks", func(t *testing.T) {
+		p := pod("labelled", map[string]string{"team": "a"})
+		if err := c.Create(ctx, p, client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		if sc := p.Spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+			t.Errorf("securityContext %+v: want runAsNonRoot set by the MutatingPolicy", sc)
+		}
+	})
+}

@@ -3,11 +3,9 @@ package kyverno
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
 	"github.com/modwright/modwright/internal/engine"
@@ -40,9 +38,7 @@ func (k *MPolKind) Name() string { return k.name }
 func (k *MPolKind) Group() string { return kpoliciesv1.Group }
 
 // Versions are v1, v1beta1 and v1alpha1 (one schema).
-func (k *MPolKind) Versions() []string {
-	return []string{kpoliciesv1.Version, kpoliciesv1.VersionV1beta1, kpoliciesv1.VersionV1alpha1}
-}
+func (k *MPolKind) Versions() []string { return celVersions() }
 
 // celMutation is one compiled mutation.
 type celMutation struct {
@@ -52,54 +48,20 @@ type celMutation struct {
 
 // Compile decodes and compiles a MutatingPolicy.
 func (k *MPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
-	p := &VPolicy{name: m.Name(), opts: k.opts, mutating: true}
-	if k.name == kpoliciesv1.KindNamespacedMutatingPolicy {
-		p.ns = m.Namespace()
-		if p.ns == "" {
-			p.ns = "default"
-		}
-	}
-	p.info = engine.RuleInfo{Kind: k.name, Key: m.Key(), Namespace: m.Namespace(), Name: m.Name(), Phase: engine.Mutate,
-		FailurePolicy: engine.FailureIgnore, KeepLastApplied: true}
-	av := m.APIVersion()
-	if gv, err := schema.ParseGroupVersion(av); err != nil || gv.Group != kpoliciesv1.Group || !slices.Contains(k.Versions(), gv.Version) {
-		av = kpoliciesv1.Group + "/" + kpoliciesv1.Version
-	}
 	var mp kpoliciesv1.MutatingPolicy
-	if err := kinds.Decode(m, k.name, av, &mp); err != nil {
-		p.info.Err = err
-		return p, err
-	}
-	newCompiler := func() *compiler {
-		return &compiler{p: &Policy{opts: k.opts}, ce: &rules.CompileError{Kind: k.name, Rule: m.Key()}, orValueCompat: true}
-	}
-	c := newCompiler()
-	p.compileMutating(c, &mp.Spec)
-	if len(c.ce.Errors) == 0 {
-		for _, g := range mpolAutogen(&mp.Spec) {
-			a := &VPolicy{name: p.name, ns: p.ns, opts: k.opts, info: p.info, mutating: true, field: "autogen (" + g.name + ")"}
-			ac := newCompiler()
-			a.compileMutating(ac, g.spec)
-			for _, e := range ac.ce.Errors {
-				e.Field = a.field + ": " + e.Field
-				c.ce.Errors = append(c.ce.Errors, e)
+	return compileCELPolicy(k.name, k.name == kpoliciesv1.KindNamespacedMutatingPolicy, k.opts, m, true,
+		func(av string) error { return kinds.Decode(m, k.name, av, &mp) },
+		func(p *CELPolicy, c *compiler) { p.compileMutating(c, &mp.Spec) },
+		func() []celGenerated {
+			var out []celGenerated
+			for _, g := range mpolAutogen(&mp.Spec) {
+				out = append(out, celGenerated{g.name, func(p *CELPolicy, c *compiler) { p.compileMutating(c, g.spec) }})
 			}
-			p.autogen = append(p.autogen, a)
-		}
-	}
-	p.info.Index = p.index()
-	if lib := kyvernoLibrary(c.ce.Errors); lib != "" {
-		c.ce.Errors = nil
-		p.notYet = "Kyverno's CEL library " + lib + " is not evaluated yet"
-	}
-	if len(c.ce.Errors) > 0 {
-		p.info.Err = c.ce
-		return p, c.ce
-	}
-	return p, nil
+			return out
+		})
 }
 
-func (p *VPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolicySpec) {
+func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolicySpec) {
 	p.compileMatch(c, spec.MatchConstraints, spec.MatchConditions, spec.Variables)
 	cl := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: true}
 	for i, mu := range spec.Mutations {
@@ -137,7 +99,7 @@ func (p *VPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolicyS
 }
 
 // mutate applies the mutations in order and patches the difference.
-func (p *VPolicy) mutate(h *engine.Handle) RuleResult {
+func (p *CELPolicy) mutate(h *engine.Handle) RuleResult {
 	act, done := p.prepare(h)
 	if done != nil {
 		return *done

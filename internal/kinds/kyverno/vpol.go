@@ -58,12 +58,11 @@ func (k *VPolKind) Name() string { return k.name }
 func (k *VPolKind) Group() string { return kpoliciesv1.Group }
 
 // Versions are v1, v1beta1 and v1alpha1 (one schema).
-func (k *VPolKind) Versions() []string {
-	return []string{kpoliciesv1.Version, kpoliciesv1.VersionV1beta1, kpoliciesv1.VersionV1alpha1}
-}
+func (k *VPolKind) Versions() []string { return celVersions() }
 
-// VPolicy is a compiled ValidatingPolicy.
-type VPolicy struct {
+// CELPolicy is a compiled Kyverno CEL policy: a ValidatingPolicy, or a
+// MutatingPolicy (mutating).
+type CELPolicy struct {
 	info        engine.RuleInfo
 	name, ns    string // ns: a NamespacedValidatingPolicy's namespace
 	match       *admissionregistrationv1.MatchResources
@@ -86,46 +85,83 @@ type VPolicy struct {
 	// autogen are the policy for pod controllers (Kyverno's autogen): the
 	// same checks over the pod template; one of them or the policy itself
 	// matches an object.
-	autogen []*VPolicy
+	autogen []*CELPolicy
 	// field names an autogen policy in its errors ("" for the policy).
 	field string
 }
 
-var _ engine.Rule = (*VPolicy)(nil)
+var _ engine.Rule = (*CELPolicy)(nil)
 
 // Info is the policy's compiled information.
-func (p *VPolicy) Info() *engine.RuleInfo { return &p.info }
+func (p *CELPolicy) Info() *engine.RuleInfo { return &p.info }
 
 // InScope is never asked (the index decides).
-func (p *VPolicy) InScope(string) bool { return true }
+func (p *CELPolicy) InScope(string) bool { return true }
 
 // Compile decodes and compiles a ValidatingPolicy.
 func (k *VPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
-	p := &VPolicy{name: m.Name(), opts: k.opts}
-	if k.name == kpoliciesv1.KindNamespacedValidatingPolicy {
+	var vp kpoliciesv1.ValidatingPolicy
+	return compileCELPolicy(k.name, k.name == kpoliciesv1.KindNamespacedValidatingPolicy, k.opts, m, false,
+		func(av string) error { return kinds.Decode(m, k.name, av, &vp) },
+		func(p *CELPolicy, c *compiler) { p.compile(c, &vp.Spec) },
+		func() []celGenerated {
+			var out []celGenerated
+			for _, g := range vpolAutogen(&vp.Spec) {
+				out = append(out, celGenerated{g.name, func(p *CELPolicy, c *compiler) { p.compile(c, g.spec) }})
+			}
+			return out
+		})
+}
+
+// celVersions are the versions of Kyverno's CEL policy kinds (one schema).
+func celVersions() []string {
+	return []string{kpoliciesv1.Version, kpoliciesv1.VersionV1beta1, kpoliciesv1.VersionV1alpha1}
+}
+
+// celGenerated is an autogen policy: its name, how it compiles.
+type celGenerated struct {
+	name    string
+	compile func(p *CELPolicy, c *compiler)
+}
+
+// compileCELPolicy is what compiling every Kyverno CEL policy shares: its
+// namespace, information and apiVersion, the strict decoding (decode), its
+// compilation (compile) and its autogen policies' (autogen; each one's
+// errors named after it), and Kyverno's libraries reported as not
+// evaluated yet rather than as errors.
+func compileCELPolicy(kind string, namespaced bool, opts options, m *kinds.Manifest, mutating bool,
+	decode func(apiVersion string) error, compile func(p *CELPolicy, c *compiler), autogen func() []celGenerated) (engine.Rule, error) {
+	p := &CELPolicy{name: m.Name(), opts: opts, mutating: mutating}
+	if namespaced {
 		p.ns = m.Namespace()
 		if p.ns == "" {
 			p.ns = "default"
 		}
 	}
-	p.info = engine.RuleInfo{Kind: k.name, Key: m.Key(), Namespace: m.Namespace(), Name: m.Name(), Phase: engine.Validate,
+	phase := engine.Validate
+	if mutating {
+		phase = engine.Mutate
+	}
+	p.info = engine.RuleInfo{Kind: kind, Key: m.Key(), Namespace: m.Namespace(), Name: m.Name(), Phase: phase,
 		FailurePolicy: engine.FailureIgnore, KeepLastApplied: true}
 	av := m.APIVersion()
-	if gv, err := schema.ParseGroupVersion(av); err != nil || gv.Group != kpoliciesv1.Group || !slices.Contains(k.Versions(), gv.Version) {
+	if gv, err := schema.ParseGroupVersion(av); err != nil || gv.Group != kpoliciesv1.Group || !slices.Contains(celVersions(), gv.Version) {
 		av = kpoliciesv1.Group + "/" + kpoliciesv1.Version
 	}
-	var vp kpoliciesv1.ValidatingPolicy
-	if err := kinds.Decode(m, k.name, av, &vp); err != nil {
+	if err := decode(av); err != nil {
 		p.info.Err = err
 		return p, err
 	}
-	c := &compiler{p: &Policy{opts: k.opts}, ce: &rules.CompileError{Kind: k.name, Rule: m.Key()}, orValueCompat: true}
-	p.compile(c, &vp.Spec)
+	newCompiler := func() *compiler {
+		return &compiler{p: &Policy{opts: opts}, ce: &rules.CompileError{Kind: kind, Rule: m.Key()}, orValueCompat: true}
+	}
+	c := newCompiler()
+	compile(p, c)
 	if len(c.ce.Errors) == 0 {
-		for _, g := range vpolAutogen(&vp.Spec) {
-			a := &VPolicy{name: p.name, ns: p.ns, opts: k.opts, info: p.info, field: "autogen (" + g.name + ")"}
-			ac := &compiler{p: &Policy{opts: k.opts}, ce: &rules.CompileError{Kind: k.name, Rule: m.Key()}, orValueCompat: true}
-			a.compile(ac, g.spec)
+		for _, g := range autogen() {
+			a := &CELPolicy{name: p.name, ns: p.ns, opts: opts, info: p.info, mutating: mutating, field: "autogen (" + g.name + ")"}
+			ac := newCompiler()
+			g.compile(a, ac)
 			for _, e := range ac.ce.Errors {
 				e.Field = a.field + ": " + e.Field
 				c.ce.Errors = append(c.ce.Errors, e)
@@ -147,7 +183,7 @@ func (k *VPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	return p, nil
 }
 
-func (p *VPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec) {
+func (p *CELPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec) {
 	p.compileMatch(c, spec.MatchConstraints, spec.MatchConditions, spec.Variables)
 	for i, v := range spec.Validations {
 		f := fmt.Sprintf("spec.validations[%d]", i)
@@ -188,7 +224,7 @@ func (p *VPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec) {
 
 // evaluation sets where the policy runs (both by default) and refuses a
 // mode other than Kubernetes.
-func (p *VPolicy) evaluation(mode string, admission, background *kpoliciesv1.Enabled) {
+func (p *CELPolicy) evaluation(mode string, admission, background *kpoliciesv1.Enabled) {
 	p.admission, p.background = true, true
 	if admission != nil && admission.Enabled != nil {
 		p.admission = *admission.Enabled
@@ -203,7 +239,7 @@ func (p *VPolicy) evaluation(mode string, admission, background *kpoliciesv1.Ena
 
 // compileMatch compiles what every CEL policy has: matchConstraints, its
 // selectors, matchConditions and variables.
-func (p *VPolicy) compileMatch(c *compiler, m *admissionregistrationv1.MatchResources, conds []admissionregistrationv1.MatchCondition, vars []admissionregistrationv1.Variable) {
+func (p *CELPolicy) compileMatch(c *compiler, m *admissionregistrationv1.MatchResources, conds []admissionregistrationv1.MatchCondition, vars []admissionregistrationv1.Variable) {
 	p.match = m
 	if p.match == nil || len(p.match.ResourceRules) == 0 {
 		c.errf("spec.matchConstraints.resourceRules", "a policy needs at least one resource rule")
@@ -232,7 +268,7 @@ func (p *VPolicy) compileMatch(c *compiler, m *admissionregistrationv1.MatchReso
 
 // index places the policy: its namespace (a namespaced policy), the
 // operations its resource rules name; any kind (rules name resources).
-func (p *VPolicy) index() engine.IndexKeys {
+func (p *CELPolicy) index() engine.IndexKeys {
 	ix := engine.IndexKeys{AnyNamespace: p.ns == "", Namespace: p.ns}
 	if p.match == nil {
 		ix.Kinds = []string{}
@@ -252,13 +288,13 @@ func (p *VPolicy) index() engine.IndexKeys {
 
 // Match is matchConstraints, as the API server matches an admission
 // policy's: the policy's own, else one of its autogen policies'.
-func (p *VPolicy) Match(h *engine.Handle) (bool, error) {
+func (p *CELPolicy) Match(h *engine.Handle) (bool, error) {
 	_, ok, err := p.matching(h)
 	return ok, err
 }
 
 // matching is the policy (or autogen policy) whose constraints match.
-func (p *VPolicy) matching(h *engine.Handle) (*VPolicy, bool, error) {
+func (p *CELPolicy) matching(h *engine.Handle) (*CELPolicy, bool, error) {
 	if ok, err := p.matches(h); err != nil || ok {
 		return p, ok, err
 	}
@@ -270,7 +306,7 @@ func (p *VPolicy) matching(h *engine.Handle) (*VPolicy, bool, error) {
 	return nil, false, nil
 }
 
-func (p *VPolicy) matches(h *engine.Handle) (bool, error) {
+func (p *CELPolicy) matches(h *engine.Handle) (bool, error) {
 	if p.match == nil {
 		return false, nil
 	}
@@ -393,7 +429,7 @@ func oldObjectOf(h *engine.Handle) any {
 
 // Apply evaluates the policy as Kyverno's CEL engine does and records its
 // result.
-func (p *VPolicy) Apply(h *engine.Handle) error {
+func (p *CELPolicy) Apply(h *engine.Handle) error {
 	q := h.Request()
 	if (q.Background && !p.background) || (!q.Background && !p.admission) {
 		if tr := h.Trace(); tr != nil {
@@ -442,7 +478,7 @@ func (p *VPolicy) Apply(h *engine.Handle) error {
 
 // evaluate is the policy's result: skip when a match condition does not
 // hold, else the first failing validation's.
-func (p *VPolicy) evaluate(h *engine.Handle) RuleResult {
+func (p *CELPolicy) evaluate(h *engine.Handle) RuleResult {
 	ctx := h.Context()
 	act, done := p.prepare(h)
 	if done != nil {
@@ -479,7 +515,7 @@ func (p *VPolicy) evaluate(h *engine.Handle) RuleResult {
 // prepare is what every CEL policy does before its validations or
 // mutations: the activation, the match conditions (skip when one does not
 // hold), the variables. done is the result when it ends there.
-func (p *VPolicy) prepare(h *engine.Handle) (act *lang.Activation, done *RuleResult) {
+func (p *CELPolicy) prepare(h *engine.Handle) (act *lang.Activation, done *RuleResult) {
 	if p.notYet != "" {
 		return nil, &RuleResult{Status: Error, Message: p.notYet}
 	}

@@ -20,13 +20,54 @@ const (
 
 // ValidatingPolicy validates objects with CEL, as a
 // ValidatingAdmissionPolicy with its binding (validationActions) in one.
-// NamespacedValidatingPolicy has the same shape.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=vpol,categories=kyverno;modwright
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ValidatingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              ValidatingPolicySpec `json:"spec"`
-	// Status is Kyverno's (read, never used).
+	// Status is written by the operator (the Ready condition) or by
+	// Kyverno; modwright never evaluates it.
+	// +kubebuilder:pruning:PreserveUnknownFields
 	Status *apiextensionsv1.JSON `json:"status,omitempty"`
+}
+
+// ValidatingPolicyList is a list of ValidatingPolicies.
+//
+// +kubebuilder:object:root=true
+type ValidatingPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ValidatingPolicy `json:"items"`
+}
+
+// NamespacedValidatingPolicy is a ValidatingPolicy for the objects of its
+// namespace.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=nvpol,categories=kyverno;modwright
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NamespacedValidatingPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ValidatingPolicySpec `json:"spec"`
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Status *apiextensionsv1.JSON `json:"status,omitempty"`
+}
+
+// NamespacedValidatingPolicyList is a list of NamespacedValidatingPolicies.
+//
+// +kubebuilder:object:root=true
+type NamespacedValidatingPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NamespacedValidatingPolicy `json:"items"`
 }
 
 // ValidatingPolicySpec is a ValidatingPolicy's spec.
@@ -80,13 +121,54 @@ const (
 
 // MutatingPolicy mutates objects with CEL, as a MutatingAdmissionPolicy
 // with its binding in one; with mutateExisting, existing objects too.
-// NamespacedMutatingPolicy has the same shape.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=mpol,categories=kyverno;modwright
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MutatingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              MutatingPolicySpec `json:"spec"`
-	// Status is Kyverno's (read, never used).
+	// Status is written by the operator (the Ready condition) or by
+	// Kyverno; modwright never evaluates it.
+	// +kubebuilder:pruning:PreserveUnknownFields
 	Status *apiextensionsv1.JSON `json:"status,omitempty"`
+}
+
+// MutatingPolicyList is a list of MutatingPolicies.
+//
+// +kubebuilder:object:root=true
+type MutatingPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MutatingPolicy `json:"items"`
+}
+
+// NamespacedMutatingPolicy is a MutatingPolicy for the objects of its
+// namespace.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=nmpol,categories=kyverno;modwright
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NamespacedMutatingPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              MutatingPolicySpec `json:"spec"`
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Status *apiextensionsv1.JSON `json:"status,omitempty"`
+}
+
+// NamespacedMutatingPolicyList is a list of NamespacedMutatingPolicies.
+//
+// +kubebuilder:object:root=true
+type NamespacedMutatingPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NamespacedMutatingPolicy `json:"items"`
 }
 
 // MutatingPolicySpec is a MutatingPolicy's spec.
