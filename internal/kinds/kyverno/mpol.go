@@ -86,16 +86,11 @@ func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolic
 	if len(spec.Mutations) == 0 {
 		c.errf("spec.mutations", "a MutatingPolicy needs at least one mutation")
 	}
-	p.failClosed = spec.FailurePolicy == nil || *spec.FailurePolicy == admissionregistrationv1.Fail
-	var mode string
-	var admission, background *kpoliciesv1.Enabled
-	if ev := spec.Evaluation; ev != nil {
-		mode, admission, background = ev.Mode, ev.Admission, ev.Background
+	var ev *kpoliciesv1.EvaluationConfiguration
+	if spec.Evaluation != nil {
+		ev = &spec.Evaluation.EvaluationConfiguration
 	}
-	p.evaluation(mode, admission, background)
-	if len(spec.AuditAnnotations) > 0 {
-		p.notYet = "auditAnnotations are not evaluated yet"
-	}
+	p.settings(spec.FailurePolicy, ev, len(spec.AuditAnnotations))
 }
 
 // mutate applies the mutations in order and patches the difference.

@@ -210,30 +210,29 @@ func (p *CELPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec)
 	if len(spec.ValidationActions) == 0 {
 		c.errf("spec.validationActions", "a ValidatingPolicy needs at least one validation action")
 	}
-	p.failClosed = spec.FailurePolicy == nil || *spec.FailurePolicy == admissionregistrationv1.Fail
-	var mode string
-	var admission, background *kpoliciesv1.Enabled
-	if ev := spec.Evaluation; ev != nil {
-		mode, admission, background = ev.Mode, ev.Admission, ev.Background
-	}
-	p.evaluation(mode, admission, background)
-	if len(spec.AuditAnnotations) > 0 {
-		p.notYet = "auditAnnotations are not evaluated yet"
-	}
+	p.settings(spec.FailurePolicy, spec.Evaluation, len(spec.AuditAnnotations))
 }
 
-// evaluation sets where the policy runs (both by default) and refuses a
-// mode other than Kubernetes.
-func (p *CELPolicy) evaluation(mode string, admission, background *kpoliciesv1.Enabled) {
+// settings are what every CEL policy sets the same way: its failure policy
+// (Fail by default), where it runs (admission and background scans by
+// default), a mode other than Kubernetes and audit annotations (not
+// evaluated yet).
+func (p *CELPolicy) settings(fp *admissionregistrationv1.FailurePolicyType, ev *kpoliciesv1.EvaluationConfiguration, auditAnnotations int) {
+	p.failClosed = fp == nil || *fp == admissionregistrationv1.Fail
 	p.admission, p.background = true, true
-	if admission != nil && admission.Enabled != nil {
-		p.admission = *admission.Enabled
+	if ev != nil {
+		if ev.Admission != nil && ev.Admission.Enabled != nil {
+			p.admission = *ev.Admission.Enabled
+		}
+		if ev.Background != nil && ev.Background.Enabled != nil {
+			p.background = *ev.Background.Enabled
+		}
+		if ev.Mode != "" && ev.Mode != "Kubernetes" {
+			p.notYet = "evaluation.mode " + ev.Mode + " is not evaluated yet"
+		}
 	}
-	if background != nil && background.Enabled != nil {
-		p.background = *background.Enabled
-	}
-	if mode != "" && mode != "Kubernetes" {
-		p.notYet = "evaluation.mode " + mode + " is not evaluated yet"
+	if auditAnnotations > 0 {
+		p.notYet = "auditAnnotations are not evaluated yet"
 	}
 }
 

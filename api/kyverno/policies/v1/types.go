@@ -203,10 +203,8 @@ type TargetMatchConstraints struct {
 
 // MutatingEvaluationConfiguration says where a MutatingPolicy runs.
 type MutatingEvaluationConfiguration struct {
-	Mode                   string   `json:"mode,omitempty"`
-	Admission              *Enabled `json:"admission,omitempty"`
-	Background             *Enabled `json:"background,omitempty"`
-	MutateExisting         *Enabled `json:"mutateExisting,omitempty"`
-	SkipBackgroundRequests *bool    `json:"skipBackgroundRequests,omitempty"`
-	UseServerSideApply     bool     `json:"useServerSideApply,omitempty"`
+	EvaluationConfiguration `json:",inline"`
+	MutateExisting          *Enabled `json:"mutateExisting,omitempty"`
+	SkipBackgroundRequests  *bool    `json:"skipBackgroundRequests,omitempty"`
+	UseServerSideApply      bool     `json:"useServerSideApply,omitempty"`
 }
