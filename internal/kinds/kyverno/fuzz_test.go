@@ -13,7 +13,7 @@ import (
 	"github.com/modwright/modwright/internal/value"
 )
 
-// FuzzPolicy compiles arbitrary Kyverno ClusterPolicies (JSON) and
+// FuzzPolicy compiles arbitrary Kyverno ClusterPolicies and CEL policies (JSON) and
 // evaluates them on a Deployment and a Pod: nothing may panic, and every
 // evaluation ends.
 func FuzzPolicy(f *testing.F) {
@@ -26,6 +26,8 @@ func FuzzPolicy(f *testing.F) {
 		`{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "f"}, "spec": {"rules": [{"name": "r", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]}, "mutate": {"patchStrategicMerge": {"metadata": {"labels": {"+(team)": "x"}}, "spec": {"<(volumes)": [{"(hostPath)": {"path": "*"}}], "containers": [{"(image)": "*:1", "imagePullPolicy": "Always"}]}}}}]}}`,
 		`{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "g"}, "spec": {"rules": [{"name": "r", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]}, "mutate": {"patchesJson6902": "- op: add\n  path: /metadata/labels/x\n  value: '{{ request.object.metadata.name }}'"}}]}}`,
 		`{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "h"}, "spec": {"rules": [{"name": "r", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]}, "mutate": {"foreach": [{"list": "request.object.spec.containers", "order": "Ascending", "foreach": [{"list": "element.ports", "patchesJson6902": "[{\"op\": \"remove\", \"path\": \"/spec/containers/{{elementIndex0}}/ports/{{elementIndex1}}\"}]"}]}]}}]}}`,
+		`{"apiVersion": "policies.kyverno.io/v1", "kind": "ValidatingPolicy", "metadata": {"name": "i"}, "spec": {"validationActions": ["Deny"], "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]}, "variables": [{"name": "n", "expression": "size(object.spec.containers)"}], "validations": [{"expression": "variables.n < 2", "messageExpression": "'too many: ' + string(variables.n)"}]}}`,
+		`{"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy", "metadata": {"name": "j"}, "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]}, "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{metadata: Object.metadata{labels: {'a': 'b'}}}"}}, {"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'x': 'y'}}]"}}]}}`,
 	} {
 		f.Add(s)
 	}
@@ -33,7 +35,7 @@ func FuzzPolicy(f *testing.F) {
 		`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"}, "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "a", "image": "nginx"}]}}}}`,
 		`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "labels": {"a": "b"}}, "spec": {"containers": [{"name": "a", "image": "nginx:1", "securityContext": {"privileged": true}}]}}`,
 	}
-	reg := kinds.NewRegistry(kyverno.NewKinds()...)
+	reg := kinds.NewRegistry(append(kyverno.NewKinds(), kyverno.NewCELKinds()...)...)
 	f.Fuzz(func(t *testing.T, manifest string) {
 		docs, err := source.ParseManifest("fuzz.json", []byte(manifest))
 		if err != nil {
