@@ -145,7 +145,11 @@ patches: [{op: "add", path: "/metadata/labels/name", value: object.metadata.name
 // TestWorkersStopAtDeadline: an evaluation that does not end is stopped
 // at its deadline (its worker killed), not only stopped being waited for.
 func TestWorkersStopAtDeadline(t *testing.T) {
-	ws := testWorkers(t, cue.WorkerOptions{Max: 1})
+	// A memory bound far above what the program reaches in its time: on a
+	// fast machine it passed the default 64 MiB before the deadline, and
+	// the bound, not the deadline, stopped it (TestWorkersMemoryLimit tests
+	// the bound).
+	ws := testWorkers(t, cue.WorkerOptions{Max: 1, MemoryLimit: 1 << 30})
 	p, ds := cue.Language{Workers: ws}.CompileExpr(env, squares)
 	if ds != nil {
 		t.Fatal(ds)
