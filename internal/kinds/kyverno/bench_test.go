@@ -23,14 +23,15 @@ import (
 // ../shared/conformance/kyverno-policies) on the load test's 3.3 KB
 // Deployment (testdata/bench/objects/deployment.json), through
 // engine.Evaluate without a trace, as the webhook does: the pattern
-// policies (pod-security/) and their validate.cel twins (pod-security-cel/),
+// policies (pod-security/), their validate.cel twins (pod-security-cel/) and
+// their ValidatingPolicy twins (pod-security-vpol/),
 // on the Deployment as it is and made compliant. Compare with
 // internal/kinds/policy's BenchmarkPSS (the same checks as 16 CEL
 // ModwrightPolicies) in the same run (BENCHMARKS.md). The metrics=on
 // variants count every result in Kyverno's metrics, as the server does.
 func BenchmarkPSS(b *testing.B) {
 	dir := testtool.ConformanceDir(b, "kyverno-policies", "MODWRIGHT_KYVERNO_POLICIES_DIR", "library")
-	for _, set := range []string{"pod-security", "pod-security-cel", "pod-security/metrics=on"} {
+	for _, set := range []string{"pod-security", "pod-security-cel", "pod-security-vpol", "pod-security/metrics=on"} {
 		set, metrics := strings.CutSuffix(set, "/metrics=on")
 		snap, n := pssSnapshot(b, filepath.Join(dir, "library", set), metrics)
 		for _, compliant := range []bool{false, true} {
@@ -87,7 +88,7 @@ func pssSnapshot(b *testing.B, dir string, metrics bool) (*engine.Snapshot, int)
 			return err
 		}
 		for _, d := range ds {
-			if d.Kind() == "ClusterPolicy" {
+			if d.Kind() == "ClusterPolicy" || d.Kind() == "ValidatingPolicy" {
 				docs = append(docs, d)
 			}
 		}
@@ -100,7 +101,7 @@ func pssSnapshot(b *testing.B, dir string, metrics bool) (*engine.Snapshot, int)
 	if metrics {
 		prometheus.NewRegistry().MustRegister(ks[0].(kinds.Observed).Observer().Collectors()...)
 	}
-	res := source.LoadRules(docs, kinds.NewRegistry(ks...))
+	res := source.LoadRules(docs, kinds.NewRegistry(append(ks, kyverno.NewCELKinds()...)...))
 	if len(res.Errors) > 0 {
 		b.Fatalf("load: %v", res.Errors)
 	}
