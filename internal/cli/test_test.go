@@ -138,6 +138,7 @@ func TestLintGolden(t *testing.T) {
 		{name: "lint-policies", args: []string{"lint", "../../testdata/cli/policy/lint", "-f", "../../examples/manifests/web.yaml"}},
 		{name: "lint-example-policies", args: []string{"lint", "../../examples/policies", "--strict", "-f", "../../examples/manifests"}},
 		{name: "lint-warnings", args: []string{"lint", dir + "warnings", "-f", dir + "samples.yaml"}},
+		{name: "lint-kyverno-not-yet", args: []string{"lint", dir + "kyverno-not-yet"}},
 		{name: "lint-warnings-strict", args: []string{"lint", "--strict", dir + "warnings/rules.yaml"}},
 		{name: "lint-native", args: []string{"lint", dir + "native"}},
 		{name: "lint-unknown-kinds", args: []string{"lint", dir + "unknown"}},

@@ -89,6 +89,8 @@ func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolic
 	var ev *kpoliciesv1.EvaluationConfiguration
 	if spec.Evaluation != nil {
 		ev = &spec.Evaluation.EvaluationConfiguration
+		me := spec.Evaluation.MutateExisting
+		p.mutateExisting = me != nil && me.Enabled != nil && *me.Enabled
 	}
 	p.settings(spec.FailurePolicy, ev, len(spec.AuditAnnotations))
 }

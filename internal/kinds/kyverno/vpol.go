@@ -72,12 +72,15 @@ type CELPolicy struct {
 	vars        []celVar
 	validations []celExpr
 	// mutations: a MutatingPolicy's (mutating), applied in order.
-	mutations  []celMutation
-	mutating   bool
-	deny, warn bool
-	failClosed bool
-	admission  bool
-	background bool
+	mutations []celMutation
+	mutating  bool
+	// mutateExisting: a MutatingPolicy that asks to mutate existing
+	// objects too (not done yet: lint says so).
+	mutateExisting bool
+	deny, warn     bool
+	failClosed     bool
+	admission      bool
+	background     bool
 	// notYet says why the policy is not evaluated (its result is an
 	// error).
 	notYet string

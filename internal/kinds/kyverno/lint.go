@@ -1,0 +1,56 @@
+package kyverno
+
+import (
+	"context"
+
+	"github.com/modwright/modwright/internal/kinds"
+)
+
+// codeNotYet is the lint warning of a part of a Kyverno policy that loads
+// but that modwright does not carry out yet: at admission its result is
+// an error (or, for mutating existing objects, it is not done), so `lint`
+// says so before an admission does.
+const codeNotYet = "W401"
+
+var (
+	_ kinds.Linter = (*Policy)(nil)
+	_ kinds.Linter = (*CELPolicy)(nil)
+)
+
+// Lint warns about the rules not evaluated yet.
+func (p *Policy) Lint(_ context.Context, origin string, _ []kinds.Manifest) []kinds.Finding {
+	if p.info.Err != nil {
+		return nil
+	}
+	var out []kinds.Finding
+	for _, r := range p.rules {
+		if r.autogen || r.notYet == "" {
+			continue
+		}
+		out = append(out, notYetFinding(origin, p.kind, p.info.Key, r.field, r.notYet))
+	}
+	return out
+}
+
+// Lint warns about the parts of the policy not carried out yet.
+func (p *CELPolicy) Lint(_ context.Context, origin string, _ []kinds.Manifest) []kinds.Finding {
+	if p.info.Err != nil {
+		return nil
+	}
+	var out []kinds.Finding
+	if p.notYet != "" {
+		out = append(out, notYetFinding(origin, p.info.Kind, p.info.Key, "spec", p.notYet))
+	}
+	if p.mutateExisting {
+		out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: codeNotYet, Origin: origin, Kind: p.info.Kind, Rule: p.info.Key,
+			Field: "spec.evaluation.mutateExisting", Message: "mutating existing objects is not done yet: the policy mutates at admission only",
+			Hint: "existing objects keep their state until they are written again"})
+	}
+	return out
+}
+
+func notYetFinding(origin, kind, key, field, why string) kinds.Finding {
+	return kinds.Finding{Severity: kinds.SeverityWarning, Code: codeNotYet, Origin: origin, Kind: kind, Rule: key, Field: field,
+		Message: why + ": every object it matches gets an error result (under failurePolicy Fail, a rejection)",
+		Hint:    "docs/kyverno.md lists what runs; leave the rule out until it does, or set failurePolicy: Ignore"}
+}
