@@ -12,7 +12,6 @@ import (
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 	"github.com/modwright/modwright/internal/value"
-	"sigs.k8s.io/yaml"
 )
 
 // A kyverno-test.yaml runs as `kyverno test` runs it: every resource
@@ -354,7 +353,7 @@ func comparePatched(t *suite.KyvernoTest, file string, got any, denial string) (
 		if value.Equal(want, have) {
 			return "", false
 		}
-		return "Resource diff: the patched resource differs from " + file + ":\n" + strings.TrimRight(unifiedDiff(file, "patched", yamlText(want), yamlText(have), false), "\n"), false
+		return "Resource diff: the patched resource differs from " + file + ":\n" + strings.TrimRight(unifiedDiff(file, "patched", toYAML(want), toYAML(have), false), "\n"), false
 	}
 	return fmt.Sprintf("%s %s/%s is not in %s", g.kind, g.ns, g.name, file), true
 }
@@ -387,13 +386,4 @@ func tidy(v any) any {
 		return out
 	}
 	return v
-}
-
-// yamlText is v as YAML, for a diff.
-func yamlText(v any) string {
-	b, err := yaml.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -745,6 +746,30 @@ spec:
 	if len(d.Patch) != 0 || len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "failed to patch resource") {
 		t.Errorf("patch %v, rejections %+v", d.Patch, d.Rejections)
 	}
+	// Copies that double the object are bounded (patch.MaxCopyBytes): the
+	// rule's error, not an object of a terabyte.
+	var bomb strings.Builder
+	for i := range 60 {
+		// /spec into /spec/a, then into /spec/b: the object grows as
+		// Fibonacci's numbers.
+		fmt.Fprintf(&bomb, "        - {op: copy, from: /spec, path: /spec/%c}\n", 'a'+i%2)
+	}
+	snap = snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: copies}
+spec:
+  rules:
+  - name: double
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    mutate:
+      patchesJson6902: |-
+`+bomb.String())
+	got, d = results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i}]}}`)
+	if diff := cmp.Diff([]string{"double=error"}, got); diff != "" || len(d.Patch) != 0 ||
+		len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "exceeding the limit 1048576") {
+		t.Errorf("(-want +got):\n%s; patch %v; rejections %v", diff, d.Patch, d.Rejections)
+	}
 	// Errors when the policy loads: a JSON patch that does not parse, both
 	// patch forms, an order that is not one.
 	for _, tc := range []struct{ mutate, field string }{
@@ -855,11 +880,7 @@ func TestValidatingPolicyErrors(t *testing.T) {
 	}
 }
 
-// TestMutatingPolicy: Kyverno's MutatingPolicy: an ApplyConfiguration and
-// a JSONPatch in order, skip when a match condition does not hold, autogen
-// for a Deployment (ApplyConfiguration under the pod template).
-func TestMutatingPolicy(t *testing.T) {
-	snap := snapshot(t, `
+const mpolDefaults = `
 apiVersion: policies.kyverno.io/v1beta1
 kind: MutatingPolicy
 metadata: {name: defaults}
@@ -876,7 +897,13 @@ spec:
   - patchType: JSONPatch
     jsonPatch:
       expression: "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'priority': object.spec.?priorityClassName.orValue('none')}}]"
-`)
+`
+
+// TestMutatingPolicy: Kyverno's MutatingPolicy: an ApplyConfiguration and
+// a JSONPatch in order, skip when a match condition does not hold, autogen
+// for a Deployment (ApplyConfiguration under the pod template).
+func TestMutatingPolicy(t *testing.T) {
+	snap := snapshot(t, mpolDefaults)
 	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i}]}}`)
 	if strings.Join(got, ",") != "=pass" {
 		t.Errorf("results %v", got)
@@ -894,6 +921,23 @@ spec:
 		t.Errorf("Deployment: results %v", got)
 	}
 	b, _ := json.Marshal(d.Patch)
+	// A deletion has no object to mutate: the kernel runs no mutating
+	// rule then (no result, no patch).
+	del := snapshot(t, strings.Replace(mpolDefaults, "operations: [CREATE]", "operations: [\"*\"]", 1))
+	old := manifests(t, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i}]}}`)[0].Object
+	d, err := engine.New(engine.Options{}).Evaluate(context.Background(), del, engine.Request{Operation: rules.Delete, Namespace: "default", OldObject: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []string
+	for _, tr := range d.Trace {
+		for _, r := range kyverno.ResultsOf(tr.Detail) {
+			res = append(res, r.Rule+"="+string(r.Status))
+		}
+	}
+	if len(res) != 0 || len(d.Patch) != 0 || len(d.Errors) != 0 {
+		t.Errorf("DELETE: results %v, patch %v, errors %v", res, d.Patch, d.Errors)
+	}
 	// JSONPatch expressions are not rewritten by autogen (as in Kyverno):
 	// the annotation goes on the Deployment, from its own spec.
 	if !strings.Contains(string(b), `"path":"/spec/template/spec/priorityClassName","value":"low"`) || !strings.Contains(string(b), `{"op":"add","path":"/metadata/annotations","value":{"priority":"none"}}`) {

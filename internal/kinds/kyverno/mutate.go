@@ -31,6 +31,8 @@ type mutatePatch struct {
 	field string
 	smp   *subst.Document // patchStrategicMerge
 	json  *subst.Document // patchesJson6902 (a string)
+	// fixed is patchesJson6902 decoded once, when it holds no variable.
+	fixed jsonpatch.Patch
 }
 
 // foreachM is a compiled mutate.foreach entry.
@@ -85,12 +87,16 @@ func (c *compiler) mutatePatch(field string, smp *apiextensionsv1.JSON, jsonPatc
 			return nil
 		}
 		c.p.progs.add(c, f, d.Expressions())
+		mp := &mutatePatch{field: f, json: d}
 		if !d.HasVariables() {
-			if _, err := decodeJSONPatch(jsonPatch); err != nil {
+			// The text as substituted (escapes removed), decoded once.
+			text, _ := d.Static().(string)
+			var err error
+			if mp.fixed, err = decodeJSONPatch(text); err != nil {
 				c.errf(f, "%v", err)
 			}
 		}
-		return &mutatePatch{field: f, json: d}
+		return mp
 	}
 	return nil
 }
@@ -201,15 +207,22 @@ func (p *Policy) applyPatch(r *rule, s *scope, mp *mutatePatch, obj any) mutatio
 			return errorOf("failed to patch resource", err)
 		}
 	default:
-		text, err := mp.json.Substitute(s.ctx, s)
-		if err != nil {
-			return errorOf("variable substitution failed", err)
+		p := mp.fixed
+		if p == nil {
+			text, err := mp.json.Substitute(s.ctx, s)
+			if err != nil {
+				return errorOf("variable substitution failed", err)
+			}
+			str, ok := text.(string)
+			if !ok {
+				return errorOf("variable substitution failed", fmt.Errorf("patchesJson6902 became a JSON %s", value.TypeName(text)))
+			}
+			if p, err = decodeJSONPatch(str); err != nil {
+				return errorOf("failed to patch resource", fmt.Errorf("failed to decode patches: %w", err))
+			}
 		}
-		str, ok := text.(string)
-		if !ok {
-			return errorOf("variable substitution failed", fmt.Errorf("patchesJson6902 became a JSON %s", value.TypeName(text)))
-		}
-		if out, err = applyJSONPatch(obj, str); err != nil {
+		var err error
+		if out, err = patch.ApplyJSONPatchLenient(p, obj); err != nil {
 			return errorOf("failed to patch resource", err)
 		}
 	}
@@ -217,26 +230,6 @@ func (p *Policy) applyPatch(r *rule, s *scope, mp *mutatePatch, obj any) mutatio
 		return mutationResult{res: RuleResult{Rule: r.name, Status: Skip, Message: "no patches applied"}}
 	}
 	return mutationResult{res: RuleResult{Rule: r.name, Status: Pass}, obj: out}
-}
-
-// applyJSONPatch applies patchesJson6902 as Kyverno does: negative indices,
-// removing a missing path is no error, adding creates the path.
-func applyJSONPatch(obj any, text string) (any, error) {
-	ops, err := decodeJSONPatch(text)
-	if err != nil {
-		return nil, fmt.Errorf("failed to decode patches: %w", err)
-	}
-	doc, err := value.AppendJSON(nil, obj)
-	if err != nil {
-		return nil, err
-	}
-	opts := jsonpatch.NewApplyOptions()
-	opts.SupportNegativeIndices, opts.AllowMissingPathOnRemove, opts.EnsurePathExistsOnAdd = true, true, true
-	out, err := ops.ApplyWithOptions(doc, opts)
-	if err != nil {
-		return nil, err
-	}
-	return value.Decode(out)
 }
 
 // mutateForeach is Kyverno's mutate.foreach at one level: each entry's

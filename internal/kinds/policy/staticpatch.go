@@ -112,23 +112,5 @@ func (ev *run) applyPatch(field string, sp *staticPatch, obj any) (any, error) {
 			return nil, err
 		}
 	}
-	return applyJSONPatch(p, obj)
-}
-
-// applyJSONPatch applies p to obj (not modified) as Kyverno applies its
-// patchesJson6902.
-func applyJSONPatch(p jsonpatch.Patch, obj any) (any, error) {
-	doc, err := value.Encode(obj)
-	if err != nil {
-		return nil, err
-	}
-	// Kyverno's options: a remove of a missing path does nothing, an add
-	// creates the missing parents.
-	// Copies are bounded (patch.MaxCopyBytes): one into its own subtree
-	// doubles the document.
-	out, err := p.ApplyWithOptions(doc, &jsonpatch.ApplyOptions{SupportNegativeIndices: true, AllowMissingPathOnRemove: true, EnsurePathExistsOnAdd: true, AccumulatedCopySizeLimit: patch.MaxCopyBytes})
-	if err != nil {
-		return nil, err
-	}
-	return value.Decode(out)
+	return patch.ApplyJSONPatchLenient(p, obj)
 }
