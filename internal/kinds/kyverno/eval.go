@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
@@ -31,6 +32,15 @@ type evalState struct {
 	nsDone   bool
 	nsLabels map[string]string
 	nsErr    error
+	// The CEL policies': the resource admitted (guessed from the kind
+	// offline), the namespace's object.
+	gvrDone  bool
+	gvr      schema.GroupVersionResource
+	nsObjFor string
+	nsObj    map[string]any
+	// selLabels: nsLabels with kubernetes.io/metadata.name (the request's
+	// namespace is one per evaluation).
+	selLabels map[string]string
 }
 
 func stateOf(h *engine.Handle) *evalState {

@@ -101,7 +101,7 @@ func (p *CELPolicy) mutate(h *engine.Handle) RuleResult {
 	if done != nil {
 		return *done
 	}
-	orig, _ := h.Object().(map[string]any)
+	orig, _ := h.Object().(map[string]any) // never a DELETE: the kernel runs no mutating rule then
 	cur := orig
 	for _, mu := range p.mutations {
 		if mu.m == nil {

@@ -343,17 +343,10 @@ func (p *CELPolicy) matches(h *engine.Handle) (bool, error) {
 			}
 		case clusterScoped:
 		default:
-			ls, err := stateOf(h).namespaceLabels(h, q.Namespace)
-			if err != nil && !isNoReader(err) {
+			ls, err := stateOf(h).selectorLabels(h, q.Namespace)
+			if err != nil {
 				return false, engine.InField("spec.matchConstraints.namespaceSelector", err)
 			}
-			// The label the API server sets on every namespace (a copy:
-			// the labels are shared by the evaluation's policies).
-			ls = maps.Clone(ls)
-			if ls == nil {
-				ls = map[string]string{}
-			}
-			ls["kubernetes.io/metadata.name"] = q.Namespace
 			if !p.nsSel.Matches(labels.Set(ls)) {
 				return false, nil
 			}
@@ -362,22 +355,47 @@ func (p *CELPolicy) matches(h *engine.Handle) (bool, error) {
 	return true, nil
 }
 
+// selectorLabels are the namespace's labels as an admission policy's
+// namespaceSelector reads them: with the one the API server sets on every
+// namespace (kubernetes.io/metadata.name), in a copy made once per
+// evaluation (the labels are shared by its policies).
+func (st *evalState) selectorLabels(h *engine.Handle, ns string) (map[string]string, error) {
+	if st.selLabels != nil {
+		return st.selLabels, nil
+	}
+	ls, err := st.namespaceLabels(h, ns)
+	if err != nil && !isNoReader(err) {
+		return nil, err
+	}
+	st.selLabels = maps.Clone(ls)
+	if st.selLabels == nil {
+		st.selLabels = map[string]string{}
+	}
+	st.selLabels["kubernetes.io/metadata.name"] = ns
+	return st.selLabels, nil
+}
+
 // requestResource is the resource the request admits: the webhook's, else
-// the kind's plural as the API server names built-in kinds.
+// the kind's plural as the API server names built-in kinds; found once per
+// evaluation.
 func requestResource(h *engine.Handle) (schema.GroupVersionResource, string) {
 	q := h.Request()
 	if q.Resource.Resource != "" {
 		return schema.GroupVersionResource{Group: q.Resource.Group, Version: q.Resource.Version, Resource: q.Resource.Resource}, q.SubResource
 	}
-	gvk := schema.GroupVersionKind{Group: q.Kind.Group, Version: q.Kind.Version, Kind: q.Kind.Kind}
-	if gvk.Kind == "" {
-		obj, _ := h.Object().(map[string]any)
-		av, _ := obj["apiVersion"].(string)
-		gv, _ := schema.ParseGroupVersion(av)
-		gvk = gv.WithKind(h.Kind())
+	st := stateOf(h)
+	if !st.gvrDone {
+		gvk := schema.GroupVersionKind{Group: q.Kind.Group, Version: q.Kind.Version, Kind: q.Kind.Kind}
+		if gvk.Kind == "" {
+			obj, _ := h.Object().(map[string]any)
+			av, _ := obj["apiVersion"].(string)
+			gv, _ := schema.ParseGroupVersion(av)
+			gvk = gv.WithKind(h.Kind())
+		}
+		st.gvr, _ = meta.UnsafeGuessKindToResource(gvk)
+		st.gvrDone = true
 	}
-	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
-	return gvr, q.SubResource
+	return st.gvr, q.SubResource
 }
 
 // ruleMatches is one resource rule of matchConstraints, with the API
@@ -569,20 +587,35 @@ func celActivationOf(h *engine.Handle, ctx context.Context, obj, old any) (*lang
 		}
 	}
 	if ns != "" && h.Kind() != "Namespace" {
-		var nsObj map[string]any
-		if objs := h.Objects(); objs != nil {
-			o, err := objs.Get(ctx, engine.ObjectRef{Kind: "Namespace", Name: ns})
-			if err != nil && !isNoReader(err) {
-				return nil, err
-			}
-			nsObj = o
-		}
-		if nsObj == nil { // offline, as kyverno test: the Namespace by its name
-			nsObj = map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}
+		nsObj, err := namespaceObject(h, ctx, ns)
+		if err != nil {
+			return nil, err
 		}
 		act.Vars[celNamespace] = nsObj
 	}
 	return act, nil
+}
+
+// namespaceObject is the Namespace ns, read once per evaluation (offline,
+// as kyverno test, the Namespace by its name when none is given).
+func namespaceObject(h *engine.Handle, ctx context.Context, ns string) (map[string]any, error) {
+	st := stateOf(h)
+	if st.nsObj != nil && st.nsObjFor == ns {
+		return st.nsObj, nil
+	}
+	var nsObj map[string]any
+	if objs := h.Objects(); objs != nil {
+		o, err := objs.Get(ctx, engine.ObjectRef{Kind: "Namespace", Name: ns})
+		if err != nil && !isNoReader(err) {
+			return nil, err
+		}
+		nsObj = o
+	}
+	if nsObj == nil {
+		nsObj = map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}
+	}
+	st.nsObj, st.nsObjFor = nsObj, ns
+	return nsObj, nil
 }
 
 // kyvernoLibraries are the names Kyverno's CEL environment adds (its
