@@ -72,7 +72,8 @@ func kyvernoExcludedRow(suite string, r caseResult) bool {
 }
 
 // kyvernoSuiteInfo classifies a suite by its policies: legacy policies
-// with validate and mutate rules only (mutates: some mutate), and the
+// with validate, mutate and generate rules only (mutates: some mutate or
+// generate, which a background scan does not), and the
 // pending validate features they use.
 func kyvernoSuiteInfo(t *testing.T, file string) (ok, mutates bool, pending []string) {
 	t.Helper()
@@ -106,8 +107,8 @@ func kyvernoSuiteInfo(t *testing.T, file string) (ok, mutates bool, pending []st
 		for _, r := range rs {
 			rm, _ := r.(map[string]any)
 			v, ok := rm["validate"].(map[string]any)
-			if rm["mutate"] != nil && rm["validate"] == nil && rm["generate"] == nil && rm["verifyImages"] == nil {
-				mutates = true
+			if (rm["mutate"] != nil) != (rm["generate"] != nil) && rm["validate"] == nil && rm["verifyImages"] == nil {
+				mutates = true // or generates: what a background scan does not do
 				continue
 			}
 			if !ok || rm["mutate"] != nil || rm["generate"] != nil || rm["verifyImages"] != nil {
@@ -221,7 +222,7 @@ func TestKyvernoPolicies(t *testing.T) {
 		}
 		passed++
 	}
-	t.Logf("kyverno-policies: %d suites pass (%d rows; ClusterPolicy/Policy validate and mutate, ValidatingPolicy, MutatingPolicy); %d use features not evaluated yet (%v, and in CEL policies auditAnnotations, evaluation.mode, Kyverno's CEL libraries); %d left out: a test-level context file (refused by modwright test); %d rows skipped as kyverno test skips them (their patchedResources file lacks the object)", passed, rows, pendingN, kyvernoPending, withContext, skippedRows)
+	t.Logf("kyverno-policies: %d suites pass (%d rows; ClusterPolicy/Policy validate, mutate and generate, ValidatingPolicy, MutatingPolicy); %d use features not evaluated yet (%v, and in CEL policies auditAnnotations, evaluation.mode, Kyverno's CEL libraries); %d left out: a test-level context file (refused by modwright test); %d rows skipped as kyverno test skips them (their patchedResources file lacks the object)", passed, rows, pendingN, kyvernoPending, withContext, skippedRows)
 	if passed == 0 {
 		t.Fatal("no suite ran")
 	}

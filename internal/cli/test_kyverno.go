@@ -129,6 +129,18 @@ func kyvernoResolver(t *suite.KyvernoTest) (engine.ObjectReader, error) {
 		}
 		docs = append(docs, ui[0])
 	}
+	seen := map[string]bool{}
+	for i, row := range t.Results {
+		if row.CloneSourceResource == "" || seen[row.CloneSourceResource] {
+			continue
+		}
+		seen[row.CloneSourceResource] = true
+		src, err := source.ReadPaths([]string{t.Resolve(row.CloneSourceResource)}, nil)
+		if err != nil {
+			return nil, kyvernoSuiteError(t, fmt.Sprintf("results[%d].cloneSourceResource", i), err)
+		}
+		docs = append(docs, src...)
+	}
 	if len(docs) == 0 && len(t.APICallResponses) == 0 {
 		return nil, nil
 	}
@@ -284,7 +296,28 @@ func compareKyvernoRow(t *suite.KyvernoTest, row suite.KyvernoResult, runs *kyve
 			rc.Rule, rc.Got = rr.Rule, string(rr.Status)
 			switch {
 			case row.GeneratedResource != "" || len(row.GeneratedResources) > 0:
-				rc.Reason = "generatedResource is not compared yet"
+				if len(rr.Generated) == 0 {
+					// Nothing generated: the result alone, as kyverno test.
+					if string(rr.Status) != row.Result {
+						rc.Reason = fmt.Sprintf("Want %s, got %s", row.Result, rr.Status)
+					}
+					break
+				}
+				files := row.GeneratedResources
+				if row.GeneratedResource != "" && len(files) == 0 {
+					files = []string{row.GeneratedResource}
+				}
+				for _, g := range rr.Generated {
+					gc := rc
+					gc.Resource = objectName(g)
+					gc.Reason = compareGenerated(t, files, g)
+					if gc.Reason == "" && string(rr.Status) != row.Result {
+						gc.Reason = fmt.Sprintf("Want %s, got %s", row.Result, rr.Status)
+					}
+					gc.Passed = gc.Reason == ""
+					out = append(out, gc.named())
+				}
+				continue
 			case row.PatchedResources != "":
 				reason, missing := comparePatched(t, row.PatchedResources, runs.objects[k], runs.denials[k])
 				switch {
@@ -335,6 +368,59 @@ func comparePatched(t *suite.KyvernoTest, file string, got any, denial string) (
 	if got == nil {
 		return "Resource error: the object was denied, so no patched resource to compare: " + denial, false
 	}
+	return compareObject(t, file, got, "patched", nil)
+}
+
+// compareGenerated compares a generated object with the one of files (the
+// first equal passes), as kyverno test does: as comparePatched, with
+// Kyverno's generate labels left out of both (managed-by kyverno kept).
+func compareGenerated(t *suite.KyvernoTest, files []string, got map[string]any) string {
+	var reasons []string
+	for _, f := range files {
+		reason, missing := compareObject(t, f, got, "generated", generateLabelsTidied)
+		if reason == "" {
+			return ""
+		}
+		if missing {
+			reason = "Resource error: " + reason
+		}
+		reasons = append(reasons, reason)
+	}
+	return strings.Join(reasons, "\n")
+}
+
+// generateLabelsTidied sets obj's labels as kyverno test's
+// FixupGenerateLabels does: managed-by kyverno, without the
+// generate.kyverno.io/ labels.
+func generateLabelsTidied(obj map[string]any) {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		md = map[string]any{}
+		obj["metadata"] = md
+	}
+	labels := map[string]any{"app.kubernetes.io/managed-by": "kyverno"}
+	old, _ := md["labels"].(map[string]any)
+	for k, v := range old {
+		if !strings.HasPrefix(k, "generate.kyverno.io/") {
+			labels[k] = v
+		}
+	}
+	md["labels"] = labels
+}
+
+// objectName is kind namespace/name (kind name when cluster-scoped).
+func objectName(obj map[string]any) string {
+	a := newAdmission(obj, "")
+	if a.ns == "" {
+		return a.kind + "/" + a.name
+	}
+	return a.kind + "/" + a.ns + "/" + a.name
+}
+
+// compareObject compares got with the object of file of the same
+// apiVersion, kind, namespace and name (what: "patched", "generated");
+// fix, if not nil, changes copies of both first.
+func compareObject(t *suite.KyvernoTest, file string, got any, what string, fix func(map[string]any)) (reason string, missing bool) {
 	docs, err := source.ReadPaths([]string{t.Resolve(file)}, nil)
 	if err != nil {
 		return "Resource error: " + err.Error(), false
@@ -349,11 +435,16 @@ func comparePatched(t *suite.KyvernoTest, file string, got any, denial string) (
 		if md, ok := e.obj["metadata"].(map[string]any); ok && e.ns != "" {
 			md["namespace"] = e.ns
 		}
+		if fix != nil {
+			got = value.DeepCopy(got)
+			fix(e.obj)
+			fix(got.(map[string]any))
+		}
 		want, have := tidy(e.obj), tidy(got)
 		if value.Equal(want, have) {
 			return "", false
 		}
-		return "Resource diff: the patched resource differs from " + file + ":\n" + strings.TrimRight(unifiedDiff(file, "patched", toYAML(want), toYAML(have), false), "\n"), false
+		return "Resource diff: the " + what + " resource differs from " + file + ":\n" + strings.TrimRight(unifiedDiff(file, what, toYAML(want), toYAML(have), false), "\n"), false
 	}
 	return fmt.Sprintf("%s %s/%s is not in %s", g.kind, g.ns, g.name, file), true
 }

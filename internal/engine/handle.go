@@ -282,6 +282,13 @@ func (h *Handle) Annotate(key, value string) {
 	h.ev.d.AuditAnnotations = append(h.ev.d.AuditAnnotations, AuditAnnotation{Kind: info.Kind, Rule: info.Key, Key: key, Value: value})
 }
 
+// Generate asks for obj to exist beside the reviewed object (see
+// Generated); name is the inner rule generating it ("" if none).
+func (h *Handle) Generate(name string, obj map[string]any, synchronize bool) {
+	info := h.rule.Info()
+	h.ev.d.Generated = append(h.ev.d.Generated, Generated{Kind: info.Kind, Rule: info.Key, Name: name, Object: obj, Synchronize: synchronize})
+}
+
 // Warn adds a warning to the decision.
 func (h *Handle) Warn(message string) {
 	info := h.rule.Info()

@@ -311,6 +311,11 @@ type Decision struct {
 	// AuditAnnotations are what rules added to the request's audit
 	// record, in evaluation order.
 	AuditAnnotations []AuditAnnotation
+	// Generated are the objects rules ask to exist beside the reviewed one
+	// (Kyverno's generate rules), in evaluation order: a front end creates
+	// them once the request is allowed (the operator), prints them (apply)
+	// or compares them (test).
+	Generated []Generated
 	// Trace has one entry per rule considered, in evaluation order.
 	Trace []RuleTrace
 	// Errors lists what went wrong while applying rules: a rule that failed
@@ -441,6 +446,21 @@ type AuditAnnotation struct {
 type RuleRef struct{ Kind, Key string }
 
 func (r RuleRef) String() string { return r.Key }
+
+// Generated is an object one rule asks to exist.
+type Generated struct {
+	Kind, Rule string
+	// Name is the inner rule that generated it, if the rule has inner
+	// rules (a Kyverno policy's rule name).
+	Name string
+	// Object is the whole object: apiVersion, kind, metadata (name,
+	// namespace, labels) and content. Treat it as read-only.
+	Object map[string]any
+	// Synchronize: keep the object as the rule says (recreate it when
+	// deleted, overwrite changes, delete it with its trigger); otherwise
+	// create it once when it does not exist.
+	Synchronize bool
+}
 
 // Warning is what one rule warned about.
 type Warning struct {

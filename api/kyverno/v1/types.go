@@ -291,6 +291,53 @@ type ForEachMutation struct {
 	ForEach *apiextensionsv1.JSON `json:"foreach,omitempty"`
 }
 
+// Generation is a rule's generate, decoded from Rule.Generation when the
+// policy compiles (the rule keeps it raw, as Kyverno's schema leaves it
+// open).
+type Generation struct {
+	GenerateExisting               *bool `json:"generateExisting,omitempty"`
+	Synchronize                    bool  `json:"synchronize,omitempty"`
+	OrphanDownstreamOnPolicyDelete bool  `json:"orphanDownstreamOnPolicyDelete,omitempty"`
+	GeneratePattern                `json:",inline"`
+	ForEach                        []ForEachGeneration `json:"foreach,omitempty"`
+}
+
+// GeneratePattern is the object a generate creates: where (apiVersion,
+// kind, namespace, name) and from what (data, clone or cloneList).
+type GeneratePattern struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+	UID        string `json:"uid,omitempty"`
+	// Data is the object's content (variables substituted).
+	Data      *apiextensionsv1.JSON `json:"data,omitempty"`
+	Clone     CloneFrom             `json:"clone,omitempty"`
+	CloneList CloneList             `json:"cloneList,omitempty"`
+}
+
+// CloneFrom names the object a generate copies.
+type CloneFrom struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+}
+
+// CloneList picks the objects a generate copies: of these kinds
+// ("v1/ConfigMap"), in this namespace, with these labels.
+type CloneList struct {
+	Namespace string                `json:"namespace,omitempty"`
+	Kinds     []string              `json:"kinds,omitempty"`
+	Selector  *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// ForEachGeneration generates once per element of a list.
+type ForEachGeneration struct {
+	List            string            `json:"list,omitempty"`
+	Context         []ContextEntry    `json:"context,omitempty"`
+	Preconditions   *AnyAllConditions `json:"preconditions,omitempty"`
+	GeneratePattern `json:",inline"`
+}
+
 // PodSecurity applies a Pod Security Standards level.
 type PodSecurity struct {
 	Level   string                `json:"level,omitempty"`

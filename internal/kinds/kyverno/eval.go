@@ -225,6 +225,9 @@ func (p *Policy) Apply(h *engine.Handle) error {
 		if (r.typ == "mutate") != mutating {
 			continue // mutate rules run when mutating, the others when validating
 		}
+		if r.typ == "generate" && h.Request().Background {
+			continue // a background scan reports; it generates nothing
+		}
 		ok, err := r.applies(t)
 		if err != nil {
 			return engine.InField(r.field+".match", err)
@@ -367,6 +370,9 @@ func (p *Policy) evalRule(h *engine.Handle, r *rule, t *target, base *scope) (re
 	}
 	if r.m != nil {
 		return p.mutateRule(h, r, s), true
+	}
+	if r.g != nil {
+		return p.generateRule(h, r, s)
 	}
 	if r.v == nil {
 		return RuleResult{Rule: r.name, Status: Error, Message: "the rule has no validate"}, true

@@ -20,6 +20,9 @@ type RuleResult struct {
 	Message string `json:"message,omitempty"`
 	// Enforced: a failure of this rule rejects the object.
 	Enforced bool `json:"enforced,omitempty"`
+	// Generated are the objects a generate rule made (with Kyverno's
+	// labels), also given to the engine (engine.Decision.Generated).
+	Generated []map[string]any `json:"generated,omitempty"`
 }
 
 // Trace is the detail a policy records in its engine.RuleTrace: the

@@ -67,6 +67,7 @@ type rule struct {
 	pre     *conditions.Set
 	v       *validation
 	m       *mutation
+	g       *generation
 	// notYet says why the rule is not evaluated ("mutate rules are not
 	// evaluated yet"): the rule's result is an error.
 	notYet string
@@ -139,7 +140,8 @@ func (c *compiler) rule(field string, r *kyvernov1.Rule, from string) *rule {
 	}
 	if r.Generation != nil {
 		kinds++
-		out.notYet, out.typ = "generate rules are not evaluated yet", "generate"
+		out.typ = "generate"
+		out.g = c.generation(field+".generate", r.Generation.Raw)
 	}
 	if len(r.VerifyImages) > 0 {
 		kinds++

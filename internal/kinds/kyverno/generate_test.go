@@ -1,0 +1,265 @@
+package kyverno_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/kyverno"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// kindObjects is a KindReader over objects keyed "apiVersion/Kind ns/name".
+type kindObjects map[string]map[string]any
+
+func (k kindObjects) GetKind(_ context.Context, apiVersion, kind, ns, name string) (map[string]any, error) {
+	return k[apiVersion+"/"+kind+" "+ns+"/"+name], nil
+}
+
+func (k kindObjects) ListKind(_ context.Context, apiVersion, kind, ns, selector string) ([]map[string]any, error) {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]any
+	for key, o := range k {
+		if !strings.HasPrefix(key, apiVersion+"/"+kind+" "+ns+"/") {
+			continue
+		}
+		md, _ := o["metadata"].(map[string]any)
+		ls := labels.Set{}
+		lm, _ := md["labels"].(map[string]any)
+		for k, v := range lm {
+			ls[k], _ = v.(string)
+		}
+		if sel.Matches(ls) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+var _ engine.KindReader = kindObjects(nil)
+
+const generatePolicy = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: defaults}
+spec:
+  rules:
+  - name: quota
+    match: {any: [{resources: {kinds: [Namespace]}}]}
+    generate:
+      apiVersion: v1
+      kind: ResourceQuota
+      name: "{{ request.object.metadata.name }}-quota"
+      namespace: "{{ request.object.metadata.name }}"
+      synchronize: true
+      data:
+        metadata: {labels: {team: "{{ request.object.metadata.labels.team }}"}}
+        spec: {hard: {pods: "10"}}
+  - name: copy-secret
+    match: {any: [{resources: {kinds: [Namespace]}}]}
+    generate:
+      apiVersion: v1
+      kind: Secret
+      name: pull
+      namespace: "{{ request.object.metadata.name }}"
+      clone: {namespace: shared, name: pull}
+  - name: copy-configs
+    match: {any: [{resources: {kinds: [Namespace]}}]}
+    generate:
+      namespace: "{{ request.object.metadata.name }}"
+      cloneList:
+        namespace: shared
+        kinds: [v1/ConfigMap]
+        selector: {matchLabels: {copy: "yes"}}
+  - name: per-port
+    match: {any: [{resources: {kinds: [Service]}}]}
+    generate:
+      foreach:
+      - list: request.object.spec.ports
+        preconditions:
+          all: [{key: "{{ element.port }}", operator: GreaterThan, value: 1000}]
+        apiVersion: v1
+        kind: ConfigMap
+        name: "port-{{ element.port }}"
+        namespace: "{{ request.object.metadata.namespace }}"
+        data: {data: {port: "{{ element.port }}"}}
+`
+
+func sharedObjects() kindObjects {
+	return kindObjects{
+		"v1/Secret shared/pull": {"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]any{"name": "pull", "namespace": "shared", "uid": "u1", "resourceVersion": "7"},
+			"data":     map[string]any{"k": "dg=="}},
+		"v1/ConfigMap shared/a": {"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "a", "namespace": "shared", "labels": map[string]any{"copy": "yes"}}, "data": map[string]any{"x": "1"}},
+		"v1/ConfigMap shared/b": {"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "b", "namespace": "shared"}, "data": map[string]any{"x": "2"}},
+	}
+}
+
+// generatedNames are the decision's generated objects as
+// "rule kind ns/name sync".
+func generatedNames(d *engine.Decision) []string {
+	var out []string
+	for _, g := range d.Generated {
+		md, _ := g.Object["metadata"].(map[string]any)
+		sync := ""
+		if g.Synchronize {
+			sync = " sync"
+		}
+		out = append(out, g.Name+" "+g.Object["kind"].(string)+" "+md["namespace"].(string)+"/"+md["name"].(string)+sync)
+	}
+	return out
+}
+
+// TestGenerate: Kyverno's generate rules: data with variables, clone,
+// cloneList with a selector, foreach with preconditions; the objects carry
+// Kyverno's labels; none on DELETE or in a background scan.
+func TestGenerate(t *testing.T) {
+	snap := snapshot(t, generatePolicy)
+	eng := engine.New(engine.Options{Kinds: sharedObjects()})
+	eval := func(op rules.Operation, ns, obj string, background bool) *engine.Decision {
+		t.Helper()
+		o := manifests(t, obj)[0].Object
+		req := engine.Request{Operation: op, Namespace: ns, Object: o, Background: background}
+		if op != rules.Create {
+			req.OldObject = o
+		}
+		d, err := eng.Evaluate(context.Background(), snap, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := eval(rules.Create, "", `{apiVersion: v1, kind: Namespace, metadata: {name: team-a, uid: u9, labels: {team: a}}}`, false)
+	want := []string{"quota ResourceQuota team-a/team-a-quota sync", "copy-secret Secret team-a/pull", "copy-configs ConfigMap team-a/a"}
+	if diff := cmp.Diff(want, generatedNames(d)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	quota := d.Generated[0].Object
+	wantQuota := map[string]any{"apiVersion": "v1", "kind": "ResourceQuota",
+		"metadata": map[string]any{"name": "team-a-quota", "namespace": "team-a", "labels": map[string]any{
+			"team": "a", "app.kubernetes.io/managed-by": "kyverno",
+			"generate.kyverno.io/policy-name": "defaults", "generate.kyverno.io/policy-namespace": "", "generate.kyverno.io/rule-name": "quota",
+			"generate.kyverno.io/trigger-group": "", "generate.kyverno.io/trigger-version": "v1", "generate.kyverno.io/trigger-kind": "Namespace",
+			"generate.kyverno.io/trigger-namespace": "", "generate.kyverno.io/trigger-uid": "u9"}},
+		"spec": map[string]any{"hard": map[string]any{"pods": "10"}}}
+	if diff := cmp.Diff(wantQuota, quota); diff != "" {
+		t.Errorf("generated quota (-want +got):\n%s", diff)
+	}
+	secret := d.Generated[1].Object
+	smd := secret["metadata"].(map[string]any)
+	if smd["uid"] != nil || smd["resourceVersion"] != nil || secret["data"].(map[string]any)["k"] != "dg==" {
+		t.Errorf("a clone keeps the data and drops what the API server owns: %v", secret)
+	}
+	if _, ok := smd["labels"].(map[string]any)["generate.kyverno.io/clone-source"]; !ok {
+		t.Errorf("a clone is marked as one: %v", smd["labels"])
+	}
+	var res []string
+	for _, tr := range d.Trace {
+		for _, r := range kyverno.ResultsOf(tr.Detail) {
+			res = append(res, r.Rule+"="+string(r.Status))
+		}
+	}
+	if diff := cmp.Diff([]string{"quota=pass", "copy-secret=pass", "copy-configs=pass"}, res); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+
+	d = eval(rules.Create, "web", `{apiVersion: v1, kind: Service, metadata: {name: s, namespace: web}, spec: {ports: [{port: 80}, {port: 8080}, {port: 9090}]}}`, false)
+	if diff := cmp.Diff([]string{"per-port ConfigMap web/port-8080", "per-port ConfigMap web/port-9090"}, generatedNames(d)); diff != "" {
+		t.Errorf("foreach (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		op         rules.Operation
+		background bool
+	}{{rules.Delete, false}, {rules.Create, true}} {
+		d = eval(tc.op, "", `{apiVersion: v1, kind: Namespace, metadata: {name: team-a}}`, tc.background)
+		if len(d.Generated) != 0 {
+			t.Errorf("%s (background %v): generated %v", tc.op, tc.background, generatedNames(d))
+		}
+	}
+}
+
+// TestGenerateConfined: a namespaced Policy generates in its namespace
+// only and clones from it only, as its rule reader could read.
+func TestGenerateConfined(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: Policy
+metadata: {name: p, namespace: team-a}
+spec:
+  rules:
+  - name: copy
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    generate:
+      apiVersion: v1
+      kind: Secret
+      name: pull
+      namespace: "{{ request.object.data.to }}"
+      clone: {namespace: "{{ request.object.data.from }}", name: pull}
+`)
+	objs := sharedObjects()
+	objs["v1/Secret team-a/pull"] = map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "pull", "namespace": "team-a"}}
+	eng := engine.New(engine.Options{Kinds: objs, Authorizer: denyOtherNamespaces{}, RuleReader: "reader"})
+	for _, tc := range []struct{ from, to, want string }{
+		{"team-a", "team-a", ""}, // a copy of itself: nothing, as Kyverno
+		{"shared", "team-a", "clones only from its own namespace"},
+		{"team-a", "team-b", "may generate only in its own namespace"},
+	} {
+		o := manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: team-a}, data: {from: `+tc.from+`, to: `+tc.to+`}}`)[0].Object
+		d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team-a", Object: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tr := range d.Trace {
+			for _, r := range kyverno.ResultsOf(tr.Detail) {
+				got = append(got, string(r.Status)+": "+r.Message)
+			}
+		}
+		if tc.want == "" {
+			if len(got) != 1 || got[0] != "pass: " || len(d.Generated) != 0 {
+				t.Errorf("%s -> %s: %v, generated %v", tc.from, tc.to, got, generatedNames(d))
+			}
+			continue
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0], "error") || !strings.Contains(got[0], tc.want) || len(d.Generated) != 0 {
+			t.Errorf("%s -> %s: %v (generated %v), want an error saying %q", tc.from, tc.to, got, generatedNames(d), tc.want)
+		}
+	}
+}
+
+// TestGenerateErrors: a generate that cannot work is an error when the
+// policy loads, at its field.
+func TestGenerateErrors(t *testing.T) {
+	for _, tc := range []struct{ generate, field string }{
+		{`{apiVersion: v1, kind: ConfigMap, name: a, data: {}, clone: {name: b}}`, "spec.rules[0].generate: only one of data, clone or cloneList"},
+		{`{apiVersion: v1, kind: ConfigMap, name: a}`, "spec.rules[0].generate: a generate needs data, clone or cloneList"},
+		{`{apiVersion: v1, name: a, data: {}}`, "spec.rules[0].generate.kind"},
+		{`{apiVersion: v1, kind: ConfigMap, data: {}}`, "spec.rules[0].generate.name"},
+		{`{cloneList: {kinds: [ConfigMap]}}`, "spec.rules[0].generate.cloneList.kinds[0]"},
+		{`{apiVersion: v1, kind: ConfigMap, name: a, data: {}, foreach: [{list: x}]}`, "not both"},
+		{`{apiVersion: v1, kind: ConfigMap, name: "{{ bad( }}", data: {}}`, "spec.rules[0].generate"},
+		{`{apiVersion: v1, kind: ConfigMap, name: a, data: {}, unknown: 1}`, "unknown"},
+	} {
+		_, err := compileErr(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: broken}
+spec:
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Namespace]}}]}
+    generate: `+tc.generate)
+		if err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: error %v, want one saying %s", tc.generate, err, tc.field)
+		}
+	}
+}
