@@ -43,6 +43,7 @@ import (
 	"github.com/modwright/modwright/internal/auditor"
 	"github.com/modwright/modwright/internal/controller"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/generator"
 	"github.com/modwright/modwright/internal/graphapi"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang/rego"
@@ -88,7 +89,10 @@ type operatorOptions struct {
 	kyverno            bool
 	kyvernoExceptionNS []string
 	// kyvernoCEL: serve Kyverno's CEL policies (policies.kyverno.io).
-	kyvernoCEL         bool
+	kyvernoCEL bool
+	// generateResources are the resources whose generated objects are
+	// watched, to keep synchronized ones as their rules make them.
+	generateResources  []string
 	gatekeeper         bool
 	kinitirasPaths     bool
 	kinitirasHosts     []string
@@ -146,6 +150,7 @@ func addOperatorFlags(f interface {
 	f.BoolVar(&o.kyverno, "kyverno", false, "serve Kyverno's ClusterPolicy and Policy (kyverno.io/v1; their CRDs must be installed, Kyverno's or the chart's; the operator waits for them)")
 	f.BoolVar(&o.kyvernoCEL, "kyverno-cel", false, "serve Kyverno's CEL policies: ValidatingPolicy, MutatingPolicy and their Namespaced variants (policies.kyverno.io/v1; their CRDs must be installed, Kyverno's or the chart's; the operator waits for them)")
 	f.BoolVar(&o.gatekeeper, "gatekeeper", false, "serve Gatekeeper's policies: ConstraintTemplates (templates.gatekeeper.sh; the operator installs each template's constraint CRD and writes the template's status) with their constraints, and the mutators (mutations.gatekeeper.sh Assign, AssignMetadata, ModifySet, AssignImage); the templates' and mutators' CRDs must be installed, Gatekeeper's; the operator waits for them")
+	f.StringArrayVar(&o.generateResources, "generate-resource", nil, "a resource (VERSION/RESOURCE for the core group, GROUP/VERSION/RESOURCE) whose objects generate rules synchronize: watched, so that one deleted or changed is made again as its rule says (repeatable; the operator needs get, list, watch, create, update, patch, delete on it, as for every resource generate rules write)")
 	f.StringArrayVar(&o.kyvernoExceptionNS, "kyverno-exception-namespace", nil, "namespace whose Kyverno PolicyExceptions (kyverno.io/v2) the policies honour (repeatable; none by default: as Kyverno's --exceptionNamespace, an exception lets objects through, so only namespaces its authors are trusted with)")
 	f.BoolVar(&o.kinitiras, "kinitiras", true, "serve kinitiras' OverridePolicy, ClusterOverridePolicy and ClusterValidatePolicy (their CRDs must be installed; the operator waits for them)")
 	f.BoolVar(&o.kinitirasPaths, "kinitiras-paths", false, "serve kinitiras' policies on kinitiras' own webhook paths (/mutate: override policies, /validate: validate policies), for webhook configurations with kinitiras' object selector; the dragnet then leaves them out")
@@ -227,6 +232,35 @@ type operator struct {
 	readers   engine.Options
 	served    webhook.Snapshots
 	installer *controller.PolicyInstaller // nil without --compile-native
+	gen       *generator.Generator        // nil without --kyverno
+}
+
+// generator creates the objects generate rules ask for once their
+// reviews are allowed (--kyverno), and keeps the synchronized ones of
+// the --generate-resource resources.
+func (k *operator) generator(context.Context) error {
+	if !k.op.kyverno {
+		return nil
+	}
+	var watch []schema.GroupVersionResource
+	for _, r := range k.op.generateResources {
+		parts := strings.Split(r, "/")
+		switch len(parts) {
+		case 2:
+			watch = append(watch, schema.GroupVersionResource{Version: parts[0], Resource: parts[1]})
+		case 3:
+			watch = append(watch, schema.GroupVersionResource{Group: parts[0], Version: parts[1], Resource: parts[2]})
+		default:
+			return usageError("--generate-resource %q: want VERSION/RESOURCE or GROUP/VERSION/RESOURCE", r)
+		}
+	}
+	dyn, err := dynamic.NewForConfig(k.cfg)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+	}
+	k.gen = generator.NewGenerator(generator.Options{Client: dyn, Mapper: k.mgr.GetRESTMapper(), Watch: watch, Snapshots: k.store, Readers: k.readers,
+		Log: k.log.WithName("generate"), Metrics: generator.NewMetrics(lenientRegisterer{ctrlmetrics.Registry})})
+	return k.mgr.Add(k.gen)
 }
 
 // runOperator is serve without --standalone: the in-cluster operator.
@@ -257,7 +291,7 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 		}
 	}
 	k.kreg = newClusterRegistry(o.clusterRules, clusterKinds{kinitiras: k.op.kinitiras, kyverno: k.op.kyverno, kyvernoCEL: k.op.kyvernoCEL, gatekeeper: k.op.gatekeeper}, exceptions, cue)
-	for _, step := range []func(context.Context) error{k.contextReaders, k.compileNative, k.webhooks, k.rules, k.backgroundScan, k.certificates, k.readiness} {
+	for _, step := range []func(context.Context) error{k.contextReaders, k.compileNative, k.generator, k.webhooks, k.rules, k.backgroundScan, k.certificates, k.readiness} {
 		if err := step(ctx); err != nil {
 			return err
 		}
@@ -584,6 +618,9 @@ func (r *registrar) Register(path string, h http.Handler) {
 func (k *operator) webhooks(context.Context) error {
 	srv := &registrar{srv: k.mgr.GetWebhookServer()}
 	observers := observersOf(k.kreg, lenientRegisterer{ctrlmetrics.Registry})
+	if k.gen != nil {
+		observers = append(observers, k.gen)
+	}
 	dragnetSnaps := k.served
 	if k.op.kinitiras && k.op.kinitirasPaths {
 		// Those paths serve their kinds, behind their peer's object

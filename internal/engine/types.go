@@ -314,7 +314,8 @@ type Decision struct {
 	// Generated are the objects rules ask to exist beside the reviewed one
 	// (Kyverno's generate rules), in evaluation order: a front end creates
 	// them once the request is allowed (the operator), prints them (apply)
-	// or compares them (test).
+	// or compares them (test). On a DELETE they are the synchronized
+	// objects that go with the deleted object (their identity only).
 	Generated []Generated
 	// Trace has one entry per rule considered, in evaluation order.
 	Trace []RuleTrace

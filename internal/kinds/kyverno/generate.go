@@ -162,20 +162,22 @@ func splitKind(s string) (apiVersion, kind string) {
 // generateRule evaluates a generate rule: the objects it generates are
 // recorded in the result and given to the engine (Handle.Generate) when
 // every one of them could be made. Kyverno generates on CREATE and
-// UPDATE; a DELETE gives no result.
+// UPDATE. A DELETE gives no result; a synchronizing rule gives the engine
+// the objects that go with the deleted trigger (their identity: no clone
+// source is read).
 func (p *Policy) generateRule(h *engine.Handle, r *rule, s *scope) (RuleResult, bool) {
 	if h.Request().Operation == rules.Delete {
-		return RuleResult{}, false
-	}
-	var objs []map[string]any
-	var err error
-	if r.g.foreach != nil {
-		for _, fe := range r.g.foreach {
-			if objs, err = p.generateForeach(h, r, s, fe, objs); err != nil {
-				return errorResult(r, "failed to generate", err), true
+		if r.g.synchronize {
+			if objs, err := p.generated(h, r, s, true); err == nil {
+				for _, o := range objs {
+					h.Generate(r.name, o, true)
+				}
 			}
 		}
-	} else if objs, err = p.generatePattern(h, r, s, r.g.pattern, objs); err != nil {
+		return RuleResult{}, false
+	}
+	objs, err := p.generated(h, r, s, false)
+	if err != nil {
 		return errorResult(r, "failed to generate", err), true
 	}
 	if len(objs) == 0 && r.g.foreach != nil {
@@ -187,7 +189,23 @@ func (p *Policy) generateRule(h *engine.Handle, r *rule, s *scope) (RuleResult, 
 	return RuleResult{Rule: r.name, Status: Pass, Generated: objs}, true
 }
 
-func (p *Policy) generateForeach(h *engine.Handle, r *rule, s *scope, fe *foreachG, objs []map[string]any) ([]map[string]any, error) {
+// generated are the objects of a rule (identity: for a trigger going, only
+// which objects they are).
+func (p *Policy) generated(h *engine.Handle, r *rule, s *scope, identity bool) ([]map[string]any, error) {
+	var objs []map[string]any
+	var err error
+	if r.g.foreach == nil {
+		return p.generatePattern(h, r, s, r.g.pattern, objs, identity)
+	}
+	for _, fe := range r.g.foreach {
+		if objs, err = p.generateForeach(h, r, s, fe, objs, identity); err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
+}
+
+func (p *Policy) generateForeach(h *engine.Handle, r *rule, s *scope, fe *foreachG, objs []map[string]any, identity bool) ([]map[string]any, error) {
 	if fe.list == nil || fe.pattern == nil {
 		return objs, nil
 	}
@@ -219,7 +237,7 @@ func (p *Policy) generateForeach(h *engine.Handle, r *rule, s *scope, fe *foreac
 				continue
 			}
 		}
-		if objs, err = p.generatePattern(h, r, es, fe.pattern, objs); err != nil {
+		if objs, err = p.generatePattern(h, r, es, fe.pattern, objs, identity); err != nil {
 			return nil, fmt.Errorf("element %d: %w", i, err)
 		}
 	}
@@ -228,7 +246,7 @@ func (p *Policy) generateForeach(h *engine.Handle, r *rule, s *scope, fe *foreac
 
 // generatePattern makes the objects of one pattern: data as it is, or
 // copies of the clone source or of the cloneList's objects.
-func (p *Policy) generatePattern(h *engine.Handle, r *rule, s *scope, gp *genPattern, objs []map[string]any) ([]map[string]any, error) {
+func (p *Policy) generatePattern(h *engine.Handle, r *rule, s *scope, gp *genPattern, objs []map[string]any, identity bool) ([]map[string]any, error) {
 	if gp == nil {
 		return objs, nil
 	}
@@ -265,14 +283,17 @@ func (p *Policy) generatePattern(h *engine.Handle, r *rule, s *scope, gp *genPat
 		setTarget(obj, pat.APIVersion, pat.Kind, pat.Namespace, pat.Name)
 		return objs, add(obj)
 	case pat.Clone.Name != "":
-		src, err := p.readSource(h, pat.APIVersion, pat.Kind, pat.Clone.Namespace, pat.Clone.Name)
-		if err != nil {
-			return nil, fmt.Errorf("%s.clone: %w", gp.field, err)
-		}
 		if pat.Clone.Namespace == pat.Namespace && pat.Clone.Name == pat.Name {
 			return objs, nil // Kyverno skips a clone of itself
 		}
-		obj := cloneOf(src, pat.Namespace)
+		obj := map[string]any{}
+		if !identity {
+			src, err := p.readSource(h, pat.APIVersion, pat.Kind, pat.Clone.Namespace, pat.Clone.Name)
+			if err != nil {
+				return nil, fmt.Errorf("%s.clone: %w", gp.field, err)
+			}
+			obj = cloneOf(src, pat.Namespace)
+		}
 		setTarget(obj, pat.APIVersion, pat.Kind, pat.Namespace, pat.Name)
 		return objs, add(obj)
 	case len(pat.CloneList.Kinds) > 0:

@@ -176,13 +176,19 @@ func TestGenerate(t *testing.T) {
 	if diff := cmp.Diff([]string{"per-port ConfigMap web/port-8080", "per-port ConfigMap web/port-9090"}, generatedNames(d)); diff != "" {
 		t.Errorf("foreach (-want +got):\n%s", diff)
 	}
-	for _, tc := range []struct {
-		op         rules.Operation
-		background bool
-	}{{rules.Delete, false}, {rules.Create, true}} {
-		d = eval(tc.op, "", `{apiVersion: v1, kind: Namespace, metadata: {name: team-a}}`, tc.background)
-		if len(d.Generated) != 0 {
-			t.Errorf("%s (background %v): generated %v", tc.op, tc.background, generatedNames(d))
+	// A background scan generates nothing; a DELETE gives no result, and
+	// the synchronized objects that go with the trigger.
+	d = eval(rules.Create, "", `{apiVersion: v1, kind: Namespace, metadata: {name: team-a, labels: {team: a}}}`, true)
+	if len(d.Generated) != 0 {
+		t.Errorf("background: generated %v", generatedNames(d))
+	}
+	d = eval(rules.Delete, "", `{apiVersion: v1, kind: Namespace, metadata: {name: team-a, labels: {team: a}}}`, false)
+	if diff := cmp.Diff([]string{"quota ResourceQuota team-a/team-a-quota sync"}, generatedNames(d)); diff != "" {
+		t.Errorf("DELETE (-want +got):\n%s", diff)
+	}
+	for _, tr := range d.Trace {
+		if rs := kyverno.ResultsOf(tr.Detail); len(rs) != 0 {
+			t.Errorf("DELETE: results %v, want none (as Kyverno)", rs)
 		}
 	}
 }

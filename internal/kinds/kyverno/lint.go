@@ -27,11 +27,6 @@ func (p *Policy) Lint(_ context.Context, origin string, _ []kinds.Manifest) []ki
 		if r.autogen {
 			continue
 		}
-		if r.g != nil {
-			out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: codeNotYet, Origin: origin, Kind: p.kind, Rule: p.info.Key,
-				Field: r.field + ".generate", Message: "in the cluster, generated objects are not created yet: `modwright apply` and `test` generate them offline",
-				Hint: "docs/kyverno.md lists what runs"})
-		}
 		if r.notYet != "" {
 			out = append(out, notYetFinding(origin, p.kind, p.info.Key, r.field, r.notYet))
 		}

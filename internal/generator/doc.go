@@ -1,0 +1,24 @@
+// Package generator is the operator's side of the rules that generate
+// objects (Kyverno's generate rules): the objects an admission decision
+// asks to exist (engine.Decision.Generated) are created once the review is
+// allowed, kept as their rule says when it synchronizes them, and deleted
+// with their trigger.
+//
+// A Generator is told of every decision of the dragnet (it is a
+// webhook.Observer) and hands the work to its own bounded queue, so that
+// no review waits for a write: a decision's objects are created or
+// applied after their trigger is stored (a trigger the API server did not
+// store, because a later admission step refused it, generates nothing);
+// a DELETE's objects (the synchronized ones going with their trigger) are
+// deleted when their labels name that trigger. The objects of the watched
+// resources that carry a trigger's labels are watched: when one that its
+// rule synchronizes is deleted or changed, the trigger is evaluated again
+// and the object applied as the rule now makes it. Writes are server-side
+// applies (synchronized objects, forced, by one field manager) or creates
+// (the others, once), so replicas doing the same work agree. Each task is
+// retried with backoff a bounded number of times; a full queue drops new
+// tasks, counted and logged.
+//
+// It must not know rule kinds, languages or the command line (internal/cli
+// wires it).
+package generator

@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// kyvernoGenerateRules are what the chart grants with its default
+// kyverno.generateResources: the resources generate rules write.
+var kyvernoGenerateRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "resourcequotas", "limitranges"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+}
+
+// TestKyvernoGenerate runs Kyverno's generate rules on the real API
+// server: a synchronized object is created once its trigger is stored,
+// made again after it is deleted or changed, and deleted with its
+// trigger; a clone copies its source once; a dry run generates nothing.
+func TestKyvernoGenerate(t *testing.T) {
+	cl := startCluster(t, true)
+	cl.installCRDs(t)
+	ctx := context.Background()
+	c := cl.c
+	grant(t, c, "modwright-kyverno", kyvernoRules...)
+	grant(t, c, "modwright-generate", kyvernoGenerateRules...)
+	a := cl.startOperator(t, "a", "--kyverno", "--generate-resource", "v1/resourcequotas", "--generate-resource", "v1/configmaps")
+	a.waitReady(t)
+	cl.lb.add(a.webhook)
+	create(t, c, &corev1.Namespace{ObjectMeta: metaName("gen-source")})
+	create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: "gen-source"}, Data: map[string]string{"tier": "gold"}})
+
+	policy := kinitirasPolicy(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: team-defaults
+spec:
+  rules:
+  - name: quota
+    match:
+      any:
+      - resources:
+          kinds: [Namespace]
+          selector: {matchLabels: {generate: "yes"}}
+    generate:
+      apiVersion: v1
+      kind: ResourceQuota
+      name: team-quota
+      namespace: "{{ request.object.metadata.name }}"
+      synchronize: true
+      data:
+        spec:
+          hard: {pods: "10"}
+  - name: defaults
+    match:
+      any:
+      - resources:
+          kinds: [Namespace]
+          selector: {matchLabels: {generate: "yes"}}
+    generate:
+      apiVersion: v1
+      kind: ConfigMap
+      name: defaults
+      namespace: "{{ request.object.metadata.name }}"
+      clone: {namespace: gen-source, name: defaults}
+  - name: per-app
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+          selector: {matchLabels: {app-settings: "yes"}}
+    generate:
+      apiVersion: v1
+      kind: ConfigMap
+      name: "{{ request.object.metadata.name }}-copy"
+      namespace: "{{ request.object.metadata.namespace }}"
+      synchronize: true
+      data:
+        data: {app: "{{ request.object.metadata.name }}"}
+`)
+	create(t, c, policy)
+	if cond := readyCondition(t, c, policy); cond.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready %s: %s", cond.Status, cond.Message)
+	}
+	quota := func(ns string) (*corev1.ResourceQuota, error) {
+		q := &corev1.ResourceQuota{}
+		return q, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-quota"}, q)
+	}
+	pods := func(q *corev1.ResourceQuota) string { v := q.Spec.Hard[corev1.ResourcePods]; return v.String() }
+	logs := func() string { return a.log.tail(30) }
+
+	// The rules apply once the operator's snapshot has the policy: a
+	// namespace created before may have no quota.
+	eventually(t, 30*time.Second, func() error {
+		name := fmt.Sprintf("gen-probe-%d", time.Now().UnixNano())
+		create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"generate": "yes"}}})
+		time.Sleep(2 * time.Second)
+		_, err := quota(name)
+		return err
+	}, logs)
+
+	create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gen-a", Labels: map[string]string{"generate": "yes"}}})
+	t.Run("a synchronized object is created with its marks", func(t *testing.T) {
+		eventually(t, 20*time.Second, func() error {
+			q, err := quota("gen-a")
+			if err != nil {
+				return err
+			}
+			if pods(q) != "10" || q.Labels["app.kubernetes.io/managed-by"] != "kyverno" || q.Labels["generate.kyverno.io/policy-name"] != "team-defaults" ||
+				q.Labels["generate.kyverno.io/trigger-kind"] != "Namespace" || q.Annotations["modwright.io/trigger"] == "" {
+				return fmt.Errorf("quota %v %v %v", q.Spec.Hard, q.Labels, q.Annotations)
+			}
+			return nil
+		}, logs)
+	})
+	t.Run("a clone copies its source", func(t *testing.T) {
+		eventually(t, 20*time.Second, func() error {
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "gen-a", Name: "defaults"}, cm); err != nil {
+				return err
+			}
+			if cm.Data["tier"] != "gold" {
+				return fmt.Errorf("data %v", cm.Data)
+			}
+			return nil
+		}, logs)
+	})
+	t.Run("a synchronized object deleted is made again", func(t *testing.T) {
+		q, err := quota("gen-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, func() error {
+			n, err := quota("gen-a")
+			if err != nil {
+				return err
+			}
+			if n.UID == q.UID {
+				return errors.New("still the deleted one")
+			}
+			return nil
+		}, logs)
+	})
+	t.Run("a synchronized object changed is made as its rule says", func(t *testing.T) {
+		q, err := quota("gen-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("99")
+		if err := c.Update(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, func() error {
+			n, err := quota("gen-a")
+			if err != nil {
+				return err
+			}
+			if pods(n) != "10" {
+				return fmt.Errorf("pods %s", pods(n))
+			}
+			return nil
+		}, logs)
+	})
+	t.Run("a synchronized object goes with its trigger", func(t *testing.T) {
+		trig := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "gen-a", Labels: map[string]string{"app-settings": "yes"}}}
+		create(t, c, trig)
+		copyKey := client.ObjectKey{Namespace: "gen-a", Name: "web-copy"}
+		eventually(t, 20*time.Second, func() error {
+			return c.Get(ctx, copyKey, &corev1.ConfigMap{})
+		}, logs)
+		if err := c.Delete(ctx, trig); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, func() error {
+			err := c.Get(ctx, copyKey, &corev1.ConfigMap{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there (%v)", err)
+		}, logs)
+	})
+	t.Run("a dry run generates nothing", func(t *testing.T) {
+		trig := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dry", Namespace: "gen-a", Labels: map[string]string{"app-settings": "yes"}}}
+		if err := c.Create(ctx, trig, client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second) // the generator's delay and a retry
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "gen-a", Name: "dry-copy"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a dry run's object: %v", err)
+		}
+	})
+}
