@@ -66,6 +66,10 @@ var (
 	KyvernoMutatingPolicyCRD []byte
 	//go:embed crds/policies.kyverno.io_namespacedmutatingpolicies.yaml
 	KyvernoNamespacedMutatingPolicyCRD []byte
+	//go:embed crds/policies.kyverno.io_generatingpolicies.yaml
+	KyvernoGeneratingPolicyCRD []byte
+	//go:embed crds/policies.kyverno.io_namespacedgeneratingpolicies.yaml
+	KyvernoNamespacedGeneratingPolicyCRD []byte
 )
 
 // The CustomResourceDefinitions of the wgpolicyk8s.io reports the
@@ -85,7 +89,8 @@ var (
 func CRDs() [][]byte {
 	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, FormerPolicyCRD, FormerClusterPolicyCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD,
 		KyvernoClusterPolicyCRD, KyvernoPolicyCRD, KyvernoPolicyExceptionCRD, KyvernoValidatingPolicyCRD, KyvernoNamespacedValidatingPolicyCRD,
-		KyvernoMutatingPolicyCRD, KyvernoNamespacedMutatingPolicyCRD, PolicyReportCRD, ClusterPolicyReportCRD}
+		KyvernoMutatingPolicyCRD, KyvernoNamespacedMutatingPolicyCRD, KyvernoGeneratingPolicyCRD, KyvernoNamespacedGeneratingPolicyCRD,
+		PolicyReportCRD, ClusterPolicyReportCRD}
 }
 
 // Bundle is `helm template` of the chart with its default values (YAML,

@@ -91,7 +91,7 @@ func kyvernoSuiteInfo(t *testing.T, file string) (ok, mutates bool, pending []st
 		if strings.HasPrefix(d.APIVersion(), "policies.kyverno.io/") {
 			switch d.Kind() {
 			case "ValidatingPolicy", "NamespacedValidatingPolicy":
-			case "MutatingPolicy", "NamespacedMutatingPolicy":
+			case "MutatingPolicy", "NamespacedMutatingPolicy", "GeneratingPolicy", "NamespacedGeneratingPolicy":
 				mutates = true
 			default:
 				return false, false, nil
@@ -222,7 +222,7 @@ func TestKyvernoPolicies(t *testing.T) {
 		}
 		passed++
 	}
-	t.Logf("kyverno-policies: %d suites pass (%d rows; ClusterPolicy/Policy validate, mutate and generate, ValidatingPolicy, MutatingPolicy); %d use features not evaluated yet (%v, and in CEL policies auditAnnotations, evaluation.mode, Kyverno's CEL libraries); %d left out: a test-level context file (refused by modwright test); %d rows skipped as kyverno test skips them (their patchedResources file lacks the object)", passed, rows, pendingN, kyvernoPending, withContext, skippedRows)
+	t.Logf("kyverno-policies: %d suites pass (%d rows; ClusterPolicy/Policy validate, mutate and generate, ValidatingPolicy, MutatingPolicy, GeneratingPolicy); %d use features not evaluated yet (%v, and in CEL policies auditAnnotations, evaluation.mode, Kyverno's CEL libraries); %d left out: a test-level context file (refused by modwright test); %d rows skipped as kyverno test skips them (their patchedResources file lacks the object)", passed, rows, pendingN, kyvernoPending, withContext, skippedRows)
 	if passed == 0 {
 		t.Fatal("no suite ran")
 	}

@@ -232,14 +232,14 @@ type operator struct {
 	readers   engine.Options
 	served    webhook.Snapshots
 	installer *controller.PolicyInstaller // nil without --compile-native
-	gen       *generator.Generator        // nil without --kyverno
+	gen       *generator.Generator        // nil without --kyverno and --kyverno-cel
 }
 
-// generator creates the objects generate rules ask for once their
-// reviews are allowed (--kyverno), and keeps the synchronized ones of
+// generator creates the objects generate rules and GeneratingPolicies ask
+// for once their reviews are allowed (--kyverno, --kyverno-cel), and keeps the synchronized ones of
 // the --generate-resource resources.
 func (k *operator) generator(context.Context) error {
-	if !k.op.kyverno {
+	if !k.op.kyverno && !k.op.kyvernoCEL {
 		return nil
 	}
 	var watch []schema.GroupVersionResource

@@ -87,6 +87,7 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-kyverno-mutate-fail", args: []string{"test", "../../testdata/cli/kyverno/mutate-fail"}},
 		{name: "test-kyverno-generate", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/generate"}},
 		{name: "test-kyverno-generate-fail", args: []string{"test", "../../testdata/cli/kyverno/generate-fail"}},
+		{name: "test-kyverno-generatingpolicy", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/generatingpolicy"}},
 		{name: "apply-kyverno-generate", args: []string{"apply", "--rules", "../../testdata/cli/kyverno/generate/policy.yaml",
 			"-f", "../../testdata/cli/kyverno/generate/resources.yaml", "--context", "../../testdata/cli/kyverno/generate/source.yaml"}},
 		{name: "test-kyverno-validatingpolicy", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/validatingpolicy"}},

@@ -33,8 +33,9 @@ func TestKyvernoGenerate(t *testing.T) {
 	ctx := context.Background()
 	c := cl.c
 	grant(t, c, "modwright-kyverno", kyvernoRules...)
+	grant(t, c, "modwright-kyverno-cel", kyvernoCELRules...)
 	grant(t, c, "modwright-generate", kyvernoGenerateRules...)
-	a := cl.startOperator(t, "a", "--kyverno", "--generate-resource", "v1/resourcequotas", "--generate-resource", "v1/configmaps")
+	a := cl.startOperator(t, "a", "--kyverno", "--kyverno-cel", "--generate-resource", "v1/resourcequotas", "--generate-resource", "v1/configmaps")
 	a.waitReady(t)
 	cl.lb.add(a.webhook)
 	create(t, c, &corev1.Namespace{ObjectMeta: metaName("gen-source")})
@@ -191,6 +192,46 @@ spec:
 				return nil
 			}
 			return fmt.Errorf("still there (%v)", err)
+		}, logs)
+	})
+	t.Run("a GeneratingPolicy generates through generator.Apply", func(t *testing.T) {
+		gpol := kinitirasPolicy(t, `
+apiVersion: policies.kyverno.io/v1
+kind: GeneratingPolicy
+metadata:
+  name: team-settings
+spec:
+  evaluation:
+    synchronize: {enabled: true}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [namespaces]}
+  matchConditions:
+  - {name: team, expression: "object.metadata.?labels.gpol.orValue('') == 'yes'"}
+  generate:
+  - expression: >-
+      generator.Apply(object.metadata.name, [{"apiVersion": dyn("v1"), "kind": dyn("ConfigMap"),
+        "metadata": dyn({"name": "team-settings"}), "data": dyn({"namespace": object.metadata.name})}])
+`)
+		create(t, c, gpol)
+		if cond := readyCondition(t, c, gpol); cond.Status != metav1.ConditionTrue {
+			t.Fatalf("Ready %s: %s", cond.Status, cond.Message)
+		}
+		get := func(ns string) error {
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-settings"}, cm); err != nil {
+				return err
+			}
+			if cm.Data["namespace"] != ns {
+				return fmt.Errorf("data %v", cm.Data)
+			}
+			return nil
+		}
+		eventually(t, 30*time.Second, func() error {
+			name := fmt.Sprintf("gpol-%d", time.Now().UnixNano())
+			create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"gpol": "yes"}}})
+			time.Sleep(2 * time.Second)
+			return get(name)
 		}, logs)
 	})
 	t.Run("a dry run generates nothing", func(t *testing.T) {

@@ -251,8 +251,8 @@ func grant(t *testing.T, c client.Client, name string, rules ...rbacv1.PolicyRul
 
 // kyvernoCELRules are what the chart grants with kyverno.celPolicies.
 var kyvernoCELRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"policies.kyverno.io"}, Resources: []string{"validatingpolicies", "namespacedvalidatingpolicies", "mutatingpolicies", "namespacedmutatingpolicies"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"policies.kyverno.io"}, Resources: []string{"validatingpolicies/status", "namespacedvalidatingpolicies/status", "mutatingpolicies/status", "namespacedmutatingpolicies/status"}, Verbs: []string{"get", "update", "patch"}}}
+	{APIGroups: []string{"policies.kyverno.io"}, Resources: []string{"validatingpolicies", "namespacedvalidatingpolicies", "mutatingpolicies", "namespacedmutatingpolicies", "generatingpolicies", "namespacedgeneratingpolicies"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"policies.kyverno.io"}, Resources: []string{"validatingpolicies/status", "namespacedvalidatingpolicies/status", "mutatingpolicies/status", "namespacedmutatingpolicies/status", "generatingpolicies/status", "namespacedgeneratingpolicies/status"}, Verbs: []string{"get", "update", "patch"}}}
 
 // TestKyvernoCELPolicies runs Kyverno's CEL policies, unchanged, on the
 // real API server with the operator's --kyverno-cel: the chart's CRDs,

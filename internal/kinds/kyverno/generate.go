@@ -30,6 +30,7 @@ const (
 	labelTriggerKind      = "generate.kyverno.io/trigger-kind"
 	labelTriggerNamespace = "generate.kyverno.io/trigger-namespace"
 	labelTriggerUID       = "generate.kyverno.io/trigger-uid"
+	labelTriggerName      = "generate.kyverno.io/trigger-name"
 	labelCloneSource      = "generate.kyverno.io/clone-source"
 )
 
@@ -389,19 +390,29 @@ func cloneOf(src map[string]any, targetNS string) map[string]any {
 	return obj
 }
 
-// labelGenerated adds Kyverno's labels to a generated object: managed by
-// kyverno, the policy and rule, the trigger.
+// labelGenerated adds Kyverno's labels to an object a rule generated:
+// managed by kyverno, the policy and rule, the trigger.
 func (p *Policy) labelGenerated(h *engine.Handle, r *rule, obj map[string]any) {
+	addGenerateLabels(h, obj, map[string]string{labelPolicyName: p.name, labelPolicyNamespace: p.ns, labelRuleName: r.name})
+}
+
+// addGenerateLabels adds Kyverno's labels to a generated object: managed
+// by kyverno, the trigger (the object under evaluation), and extra.
+func addGenerateLabels(h *engine.Handle, obj map[string]any, extra map[string]string) {
 	md := metadataOf(obj)
+	if md == nil {
+		md = map[string]any{}
+		obj["metadata"] = md
+	}
 	labels, _ := md["labels"].(map[string]any)
 	if labels == nil {
 		labels = map[string]any{}
 		md["labels"] = labels
 	}
 	labels[labelManagedBy] = "kyverno"
-	labels[labelPolicyName] = p.name
-	labels[labelPolicyNamespace] = p.ns
-	labels[labelRuleName] = r.name
+	for k, v := range extra {
+		labels[k] = v
+	}
 	trig, _ := h.Object().(map[string]any)
 	av, _ := trig["apiVersion"].(string)
 	gv, _ := schema.ParseGroupVersion(av)

@@ -269,3 +269,95 @@ spec:
 		}
 	}
 }
+
+const gpolTeam = `
+apiVersion: policies.kyverno.io/v1
+kind: KIND
+metadata: {name: team, namespace: team-a}
+spec:
+  evaluation: {synchronize: {enabled: true}}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE, DELETE], resources: [configmaps]}
+  matchConditions:
+  - {name: wanted, expression: "object.metadata.?labels.generate.orValue('') == 'yes'"}
+  generate:
+  - expression: >-
+      generator.Apply(object.data.to, [{"apiVersion": dyn("v1"), "kind": dyn("Secret"),
+        "metadata": dyn({"name": object.metadata.name + "-copy"}), "data": dyn(object.data)}])
+`
+
+// TestGeneratingPolicy: generator.Apply places the objects in the
+// namespace given, with Kyverno's labels; a match condition that does not
+// hold is a skip; a namespaced policy generates in its namespace only; a
+// DELETE gives the synchronized objects and no result.
+func TestGeneratingPolicy(t *testing.T) {
+	eval := func(snap *engine.Snapshot, op rules.Operation, to, labels string) ([]string, *engine.Decision) {
+		t.Helper()
+		return results(t, snap, op, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: team-a, uid: u7, labels: {`+labels+`}}, data: {to: `+to+`}}`)
+	}
+	snap := snapshot(t, strings.Replace(gpolTeam, "KIND", "GeneratingPolicy", 1))
+	got, d := eval(snap, rules.Create, "team-b", "generate: 'yes'")
+	if diff := cmp.Diff([]string{"=pass"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{" Secret team-b/web-copy sync"}, generatedNames(d)); diff != "" {
+		t.Fatalf("generated (-want +got):\n%s", diff)
+	}
+	ls := d.Generated[0].Object["metadata"].(map[string]any)["labels"].(map[string]any)
+	if ls["generate.kyverno.io/policy-name"] != "team" || ls["generate.kyverno.io/trigger-name"] != "web" || ls["generate.kyverno.io/trigger-uid"] != "u7" {
+		t.Errorf("labels %v", ls)
+	}
+	if got, d = eval(snap, rules.Create, "team-b", ""); !cmp.Equal([]string{"=skip"}, got) || len(d.Generated) != 0 {
+		t.Errorf("a match condition that does not hold: %v, generated %v", got, generatedNames(d))
+	}
+	if got, d = eval(snap, rules.Delete, "team-b", "generate: 'yes'"); len(got) != 0 || !cmp.Equal([]string{" Secret team-b/web-copy sync"}, generatedNames(d)) {
+		t.Errorf("DELETE: results %v, generated %v", got, generatedNames(d))
+	}
+
+	nsnap := snapshot(t, strings.Replace(gpolTeam, "KIND", "NamespacedGeneratingPolicy", 1))
+	got, d = eval(nsnap, rules.Create, "team-b", "generate: 'yes'")
+	if len(got) != 1 || got[0] != "=error" || len(d.Generated) != 0 {
+		t.Errorf("a namespaced policy generating elsewhere: %v, generated %v", got, generatedNames(d))
+	}
+	if got, d = eval(nsnap, rules.Create, "team-a", "generate: 'yes'"); !cmp.Equal([]string{"=pass"}, got) || len(d.Rejections) != 0 || len(d.Generated) != 1 {
+		t.Errorf("in its own namespace: %v, generated %v", got, generatedNames(d))
+	}
+}
+
+// TestGeneratingPolicyErrors: what cannot work is an error when the policy
+// loads; a template is not evaluated yet (an error result, never a pass).
+func TestGeneratingPolicyErrors(t *testing.T) {
+	for _, tc := range []struct{ generate, want string }{
+		{`[{expression: "generator.Apply('x', [1])"}]`, "spec.generate[0].expression"},
+		{`[{expression: "generator.Nope()"}]`, "spec.generate[0].expression"},
+		{`[]`, "spec.generate"},
+		{`[{}]`, "spec.generate[0].expression"},
+	} {
+		_, err := compileErr(t, `
+apiVersion: policies.kyverno.io/v1
+kind: GeneratingPolicy
+metadata: {name: broken}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}]
+  generate: `+tc.generate)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one at %s", tc.generate, err, tc.want)
+		}
+	}
+	snap := snapshot(t, `
+apiVersion: policies.kyverno.io/v1
+kind: GeneratingPolicy
+metadata: {name: templated}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}]
+  generate:
+  - template: {value: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}
+`)
+	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Namespace, metadata: {name: a}}`)
+	if len(got) != 1 || got[0] != "=error" || len(d.Generated) != 0 || len(d.Rejections) != 0 {
+		t.Errorf("a template: %v (rejections %v)", got, d.Rejections)
+	}
+}

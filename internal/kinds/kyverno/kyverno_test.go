@@ -54,8 +54,11 @@ func results(t testing.TB, snap *engine.Snapshot, op rules.Operation, obj string
 		ns = ""
 	}
 	req := engine.Request{Operation: op, Namespace: ns, Object: o}
-	if op == rules.Update {
+	switch op {
+	case rules.Update:
 		req.OldObject = o
+	case rules.Delete:
+		req.Object, req.OldObject = nil, o
 	}
 	d, err := engine.New(engine.Options{}).Evaluate(context.Background(), snap, req)
 	if err != nil {

@@ -44,11 +44,13 @@ type VPolKind struct {
 var _ kinds.Kind = (*VPolKind)(nil)
 
 // NewCELKinds are Kyverno's CEL policy kinds modwright evaluates:
-// ValidatingPolicy, MutatingPolicy and their namespaced variants.
+// ValidatingPolicy, MutatingPolicy, GeneratingPolicy and their namespaced
+// variants.
 func NewCELKinds(opts ...Option) []kinds.Kind {
 	o := newOptions(opts)
 	return []kinds.Kind{&VPolKind{kpoliciesv1.KindValidatingPolicy, o}, &VPolKind{kpoliciesv1.KindNamespacedValidatingPolicy, o},
-		&MPolKind{kpoliciesv1.KindMutatingPolicy, o}, &MPolKind{kpoliciesv1.KindNamespacedMutatingPolicy, o}}
+		&MPolKind{kpoliciesv1.KindMutatingPolicy, o}, &MPolKind{kpoliciesv1.KindNamespacedMutatingPolicy, o},
+		&GPolKind{kpoliciesv1.KindGeneratingPolicy, o}, &GPolKind{kpoliciesv1.KindNamespacedGeneratingPolicy, o}}
 }
 
 // Name is ValidatingPolicy or NamespacedValidatingPolicy.
@@ -74,6 +76,13 @@ type CELPolicy struct {
 	// mutations: a MutatingPolicy's (mutating), applied in order.
 	mutations []celMutation
 	mutating  bool
+	// generations: a GeneratingPolicy's generate expressions (generating);
+	// synchronize keeps their objects; generateExisting asks for objects
+	// existing before the policy (not done yet: lint says so).
+	generations      []celExpr
+	generating       bool
+	synchronize      bool
+	generateExisting bool
 	// mutateExisting: a MutatingPolicy that asks to mutate existing
 	// objects too (not done yet: lint says so).
 	mutateExisting bool
@@ -465,9 +474,14 @@ func (p *CELPolicy) Apply(h *engine.Handle) error {
 		return nil
 	}
 	var res RuleResult
-	if p.mutating {
+	switch {
+	case p.mutating:
 		res = c.mutate(h)
-	} else {
+	case p.generating:
+		if res, ok = c.generate(h); !ok {
+			return nil // a DELETE: no result
+		}
+	default:
 		res = c.evaluate(h)
 	}
 	res.Policy = p.info.Key
@@ -536,15 +550,24 @@ func (p *CELPolicy) evaluate(h *engine.Handle) RuleResult {
 // mutations: the activation, the match conditions (skip when one does not
 // hold), the variables. done is the result when it ends there.
 func (p *CELPolicy) prepare(h *engine.Handle) (act *lang.Activation, done *RuleResult) {
-	if p.notYet != "" {
-		return nil, &RuleResult{Status: Error, Message: p.notYet}
-	}
-	ctx := h.Context()
 	obj := h.Object()
 	old := oldObjectOf(h)
 	if h.Request().Operation == rules.Delete {
 		obj, old = nil, obj
 	}
+	return p.prepareWith(h, obj, old)
+}
+
+// prepareOver is prepare with obj as the object, as if created.
+func (p *CELPolicy) prepareOver(h *engine.Handle, obj any) (act *lang.Activation, done *RuleResult) {
+	return p.prepareWith(h, obj, nil)
+}
+
+func (p *CELPolicy) prepareWith(h *engine.Handle, obj, old any) (act *lang.Activation, done *RuleResult) {
+	if p.notYet != "" {
+		return nil, &RuleResult{Status: Error, Message: p.notYet}
+	}
+	ctx := h.Context()
 	act, err := celActivationOf(h, ctx, obj, old)
 	if err != nil {
 		return nil, &RuleResult{Status: Error, Message: "failed to load context: " + err.Error()}

@@ -48,6 +48,23 @@ type Language struct {
 	// optional (it is returned as it is), as cel-go before v0.28 and
 	// Kyverno's CEL policies do (orvalue.go).
 	OrValueCompat bool
+	// Generator declares Kyverno's generator library (generator.go): the
+	// environment must declare the variable VarGenerator.
+	Generator bool
+}
+
+// extras are the environment options the Language's switches add, and
+// their name for the environment cache.
+func (l Language) extras() (string, []cel.EnvOption) {
+	var name string
+	var opts []cel.EnvOption
+	if l.OrValueCompat {
+		name, opts = "orvalue-compat", orValueCompat()
+	}
+	if l.Generator {
+		name, opts = name+"+generator", append(opts, generatorLib()...)
+	}
+	return name, opts
 }
 
 // Name returns "cel".
@@ -67,10 +84,8 @@ func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagn
 
 // CompileExpr is Compile returning the concrete *Program.
 func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
-	if l.OrValueCompat {
-		return compileCEL(l.Envs, env, src, "orvalue-compat", orValueCompat(), nil, nil)
-	}
-	return compileCEL(l.Envs, env, src, "", nil, nil, nil)
+	name, extra := l.extras()
+	return compileCEL(l.Envs, env, src, name, extra, nil, nil)
 }
 
 // CompileTyped is CompileExpr with some variables declared with a type

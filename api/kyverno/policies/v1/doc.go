@@ -1,6 +1,7 @@
 // Package v1 holds Kyverno's CEL policy API (policies.kyverno.io/v1, also
-// read as v1beta1 and v1alpha1, which share its schema): ValidatingPolicy
-// and NamespacedValidatingPolicy, their field names unchanged, so that a
+// read as v1beta1 and v1alpha1, which share its schema): ValidatingPolicy,
+// MutatingPolicy, GeneratingPolicy and their Namespaced variants, their
+// field names unchanged, so that a
 // Kyverno user's policies decode as they are and a misspelled field is an
 // error. The admission parts are Kubernetes' own admissionregistration/v1
 // types, as in Kyverno's API.

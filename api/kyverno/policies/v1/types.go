@@ -208,3 +208,97 @@ type MutatingEvaluationConfiguration struct {
 	SkipBackgroundRequests  *bool    `json:"skipBackgroundRequests,omitempty"`
 	UseServerSideApply      bool     `json:"useServerSideApply,omitempty"`
 }
+
+// Kinds of Kyverno's generating CEL policies.
+const (
+	KindGeneratingPolicy           = "GeneratingPolicy"
+	KindNamespacedGeneratingPolicy = "NamespacedGeneratingPolicy"
+)
+
+// GeneratingPolicy generates objects with CEL when the objects it matches
+// are admitted: its generate expressions hand them to generator.Apply.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=gpol,categories=kyverno;modwright
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GeneratingPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              GeneratingPolicySpec `json:"spec"`
+	// Status is written by the operator (the Ready condition) or by
+	// Kyverno; modwright never evaluates it.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Status *apiextensionsv1.JSON `json:"status,omitempty"`
+}
+
+// GeneratingPolicyList is a list of GeneratingPolicies.
+//
+// +kubebuilder:object:root=true
+type GeneratingPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GeneratingPolicy `json:"items"`
+}
+
+// NamespacedGeneratingPolicy is a GeneratingPolicy for the objects of its
+// namespace, generating in that namespace only.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=ngpol,categories=kyverno;modwright
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NamespacedGeneratingPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              GeneratingPolicySpec `json:"spec"`
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Status *apiextensionsv1.JSON `json:"status,omitempty"`
+}
+
+// NamespacedGeneratingPolicyList is a list of NamespacedGeneratingPolicies.
+//
+// +kubebuilder:object:root=true
+type NamespacedGeneratingPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NamespacedGeneratingPolicy `json:"items"`
+}
+
+// GeneratingPolicySpec is a GeneratingPolicy's spec.
+type GeneratingPolicySpec struct {
+	MatchConstraints     *admissionregistrationv1.MatchResources   `json:"matchConstraints,omitempty"`
+	MatchConditions      []admissionregistrationv1.MatchCondition  `json:"matchConditions,omitempty"`
+	Variables            []admissionregistrationv1.Variable        `json:"variables,omitempty"`
+	Evaluation           *GeneratingEvaluationConfiguration        `json:"evaluation,omitempty"`
+	WebhookConfiguration *WebhookConfiguration                     `json:"webhookConfiguration,omitempty"`
+	Generation           []Generation                              `json:"generate"`
+	AuditAnnotations     []admissionregistrationv1.AuditAnnotation `json:"auditAnnotations,omitempty"`
+	UseServerSideApply   bool                                      `json:"useServerSideApply,omitempty"`
+}
+
+// GeneratingEvaluationConfiguration says when a GeneratingPolicy runs and
+// what becomes of its objects.
+type GeneratingEvaluationConfiguration struct {
+	Admission                      *Enabled `json:"admission,omitempty"`
+	GenerateExisting               *Enabled `json:"generateExisting,omitempty"`
+	Synchronize                    *Enabled `json:"synchronize,omitempty"`
+	OrphanDownstreamOnPolicyDelete *Enabled `json:"orphanDownstreamOnPolicyDelete,omitempty"`
+	SkipBackgroundRequests         *bool    `json:"skipBackgroundRequests,omitempty"`
+}
+
+// Generation is one generate entry: a CEL expression calling
+// generator.Apply, or a YAML template.
+type Generation struct {
+	Expression string              `json:"expression,omitempty"`
+	Template   *GenerationTemplate `json:"template,omitempty"`
+}
+
+// GenerationTemplate is YAML defining the objects to generate, with CEL
+// placeholders (( ... )) when Interpolate is cel.
+type GenerationTemplate struct {
+	Value       string `json:"value"`
+	Interpolate string `json:"interpolate,omitempty"`
+}

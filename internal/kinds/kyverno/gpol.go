@@ -1,0 +1,201 @@
+package kyverno
+
+import (
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/lang/cel"
+	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
+)
+
+// Kyverno's GeneratingPolicy (policies.kyverno.io) generates objects when
+// the objects it matches are admitted: matchConstraints, matchConditions
+// (skip) and variables as a ValidatingPolicy's, then its generate
+// expressions, which hand the objects to generator.Apply(namespace,
+// objects). The objects carry Kyverno's generate labels and go to the
+// engine (Handle.Generate); the result is pass once evaluated, with them.
+// evaluation.synchronize keeps them as the policy makes them (in the
+// cluster: internal/generator) and deletes them with their trigger.
+
+// GPolKind is GeneratingPolicy or NamespacedGeneratingPolicy.
+type GPolKind struct {
+	name string
+	opts options
+}
+
+var _ kinds.Kind = (*GPolKind)(nil)
+
+// Name is GeneratingPolicy or NamespacedGeneratingPolicy.
+func (k *GPolKind) Name() string { return k.name }
+
+// Group is policies.kyverno.io.
+func (k *GPolKind) Group() string { return kpoliciesv1.Group }
+
+// Versions are v1, v1beta1 and v1alpha1 (one schema).
+func (k *GPolKind) Versions() []string { return celVersions() }
+
+// Compile decodes and compiles a GeneratingPolicy.
+func (k *GPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
+	var gp kpoliciesv1.GeneratingPolicy
+	return compileCELPolicy(k.name, k.name == kpoliciesv1.KindNamespacedGeneratingPolicy, k.opts, m, false,
+		func(av string) error { return kinds.Decode(m, k.name, av, &gp) },
+		func(p *CELPolicy, c *compiler) { p.compileGenerating(c, &gp.Spec) },
+		func() []celGenerated { return nil })
+}
+
+// gpolEnv is the environment of generate expressions: a CEL policy's, and
+// the generator.
+func gpolEnv(name string) *lang.Env {
+	env := celEnv(name)
+	env.Vars = append(env.Vars, lang.Var{Name: cel.VarGenerator, Doc: "Kyverno's generator: generator.Apply(namespace, objects)"})
+	return env
+}
+
+func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingPolicySpec) {
+	p.compileMatch(c, spec.MatchConstraints, spec.MatchConditions, spec.Variables)
+	p.generating = true
+	cl := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: true, Generator: true}
+	for i, g := range spec.Generation {
+		f := fmt.Sprintf("spec.generate[%d]", i)
+		switch {
+		case g.Expression != "" && g.Template != nil:
+			c.errf(f, "a generate entry has an expression or a template, not both")
+		case g.Template != nil:
+			p.notYet = "generate templates are not evaluated yet"
+		case g.Expression == "":
+			c.errf(f+".expression", "a generate entry needs an expression")
+		default:
+			prog, ds := cl.CompileExpr(gpolEnv(f+".expression"), g.Expression)
+			for _, d := range ds {
+				c.ce.Errors = append(c.ce.Errors, rules.FieldError{Field: f + ".expression", Pos: d.Pos, Msg: d.Msg})
+			}
+			p.generations = append(p.generations, celExpr{field: f + ".expression", prog: prog})
+		}
+	}
+	if len(spec.Generation) == 0 {
+		c.errf("spec.generate", "a GeneratingPolicy needs at least one generate entry")
+	}
+	var ev *kpoliciesv1.EvaluationConfiguration
+	if e := spec.Evaluation; e != nil {
+		ev = &kpoliciesv1.EvaluationConfiguration{Admission: e.Admission}
+		p.synchronize = e.Synchronize != nil && e.Synchronize.Enabled != nil && *e.Synchronize.Enabled
+		if e.GenerateExisting != nil && e.GenerateExisting.Enabled != nil && *e.GenerateExisting.Enabled {
+			p.generateExisting = true
+		}
+	}
+	// Generation is asynchronous in Kyverno: its errors never refuse the
+	// trigger.
+	fp := admissionregistrationv1.Ignore
+	p.settings(&fp, ev, len(spec.AuditAnnotations))
+	p.background = false // a background scan generates nothing
+}
+
+// generated collects what generator.Apply hands over in one evaluation.
+type generated struct {
+	p    *CELPolicy
+	objs []map[string]any
+}
+
+var _ cel.Generator = (*generated)(nil)
+
+// Generate places the objects in namespace (not a cluster-scoped kind's),
+// as Kyverno's generator does; a namespaced policy generates in its own
+// namespace only.
+func (g *generated) Generate(namespace string, objs []map[string]any) error {
+	if g.p.ns != "" {
+		if namespace == "" {
+			namespace = g.p.ns
+		} else if namespace != g.p.ns {
+			return fmt.Errorf("cross-namespace generation denied: a policy in namespace %q cannot generate resources into namespace %q", g.p.ns, namespace)
+		}
+	}
+	for _, o := range objs {
+		if len(g.objs) >= maxGeneratedPerRule {
+			return fmt.Errorf("a policy may generate at most %d objects", maxGeneratedPerRule)
+		}
+		obj := value.DeepCopy(o).(map[string]any) // CEL may hand over parts of the input
+		md := metadataOf(obj)
+		if md == nil {
+			md = map[string]any{}
+			obj["metadata"] = md
+		}
+		kind, _ := obj["kind"].(string)
+		if namespace == "" || kinds.IsClusterScoped(kind) {
+			if g.p.ns != "" && kinds.IsClusterScoped(kind) {
+				return fmt.Errorf("cross-scope generation denied: a policy in namespace %q cannot generate the cluster-scoped %s", g.p.ns, kind)
+			}
+			delete(md, "namespace")
+		} else {
+			md["namespace"] = namespace
+		}
+		for _, k := range []string{"uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink"} {
+			delete(md, k)
+		}
+		g.objs = append(g.objs, obj)
+	}
+	return nil
+}
+
+// generate evaluates the generate expressions. On a DELETE of a trigger,
+// a synchronizing policy gives the engine the objects that go with it
+// (evaluated over the deleted object) and no result.
+func (p *CELPolicy) generate(h *engine.Handle) (RuleResult, bool) {
+	if h.Request().Operation == rules.Delete {
+		if p.synchronize {
+			if objs, res := p.generateOver(h, h.Object()); res == nil {
+				for _, o := range objs {
+					h.Generate("", o, true)
+				}
+			}
+		}
+		return RuleResult{}, false
+	}
+	objs, res := p.generateOver(h, nil)
+	if res != nil {
+		return *res, true
+	}
+	for _, o := range objs {
+		h.Generate("", o, p.synchronize)
+	}
+	return RuleResult{Status: Pass, Message: "policy evaluated successfully", Generated: objs}, true
+}
+
+// generateOver runs the expressions (over trigger in place of the object,
+// when not nil) and labels their objects.
+func (p *CELPolicy) generateOver(h *engine.Handle, trigger any) ([]map[string]any, *RuleResult) {
+	var act *lang.Activation
+	var done *RuleResult
+	if trigger != nil {
+		act, done = p.prepareOver(h, trigger)
+	} else {
+		act, done = p.prepare(h)
+	}
+	if done != nil {
+		return nil, done
+	}
+	sink := &generated{p: p}
+	act.Vars[cel.VarGenerator] = cel.GeneratorValue(sink)
+	for _, g := range p.generations {
+		if g.prog == nil {
+			continue
+		}
+		if _, err := g.prog.Eval(h.Context(), act); err != nil {
+			return nil, &RuleResult{Status: Error, Message: fmt.Sprintf("failed to evaluate policy: %s: %v", g.field, err)}
+		}
+	}
+	trig, _ := h.Object().(map[string]any)
+	name := resourceName(trig)
+	if len(name) > 63 {
+		name = name[:63] // a label value's bound, as Kyverno trims it
+	}
+	for _, o := range sink.objs {
+		addGenerateLabels(h, o, map[string]string{labelPolicyName: p.name, labelTriggerName: name})
+	}
+	return sink.objs, nil
+}
