@@ -2,6 +2,7 @@ package kyverno_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,6 +55,28 @@ func BenchmarkPSS(b *testing.B) {
 				if len(d.Errors) > 0 {
 					b.Fatalf("rule errors: %v", d.Errors)
 				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := eng.Evaluate(ctx, snap, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			if set != "pod-security-vpol" || metrics {
+				continue
+			}
+			// As the webhook gets it, and as Kyverno's CEL engine is
+			// handed the request: the object as JSON text, decoded per
+			// review.
+			b.Run(name+"/json", func(b *testing.B) {
+				eng := engine.New(engine.Options{NoTrace: true})
+				text, err := json.Marshal(testtool.BenchDeployment(b, compliant))
+				if err != nil {
+					b.Fatal(err)
+				}
+				req := engine.Request{Operation: rules.Create, Namespace: "bench", Name: "nginx-deployment",
+					Kind: engine.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, ObjectJSON: text}
+				ctx := context.Background()
 				b.ReportAllocs()
 				for b.Loop() {
 					if _, err := eng.Evaluate(ctx, snap, req); err != nil {

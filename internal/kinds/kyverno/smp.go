@@ -102,8 +102,163 @@ func cut(obj, ov any) (om, pm map[string]any, ok bool) {
 	return om, pm, true
 }
 
+// named is a list of maps each with a distinct string "name" (the key of
+// most lists of a Kubernetes object, and the one kustomize uses for lists
+// without a schema), none with a $ directive: by name, which element is
+// which. ok is false otherwise.
+func named(v any) (byName map[string]map[string]any, ok bool) {
+	l, isList := v.([]any)
+	if !isList || len(l) == 0 {
+		return nil, false
+	}
+	byName = make(map[string]map[string]any, len(l))
+	for _, e := range l {
+		m, isMap := e.(map[string]any)
+		if !isMap {
+			return nil, false
+		}
+		n, isStr := m["name"].(string)
+		if _, dup := byName[n]; !isStr || dup {
+			return nil, false
+		}
+		for k := range m {
+			if strings.HasPrefix(k, "$") {
+				return nil, false
+			}
+		}
+		byName[n] = m
+	}
+	return byName, true
+}
+
+// cutList reports whether prune cuts a list of the object for this member
+// of the overlay: both lists of named maps. Each element of the object is
+// then cut to the members any element of the overlay names (with which
+// kustomize matches them, whatever its merge key), each cut further by
+// the overlay's element of the same name.
+func cutList(obj, ov any) (ol []any, ovByName map[string]map[string]any, keys map[string]bool, ok bool) {
+	ovByName, ok = named(ov)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	if _, ok := named(obj); !ok {
+		return nil, nil, nil, false
+	}
+	keys = map[string]bool{"name": true}
+	for _, e := range ovByName {
+		for k := range e {
+			keys[k] = true
+		}
+	}
+	return obj.([]any), ovByName, keys, true
+}
+
+// mergeProbe marks each element of a cut list: an element that keeps it
+// after the merge was merged into (kustomize merged the list by a key);
+// one that lost it was replaced (kustomize replaced the list, as it does
+// a list its schema does not make associative), and the whole object is
+// merged instead. No field of an object has a "/" in its name.
+const mergeProbe = "modwright.io/merge-probe"
+
+// pruneList is the part of a list of named maps the overlay reaches, each
+// element marked with mergeProbe.
+func pruneList(ol []any, ovByName map[string]map[string]any, keys map[string]bool) []any {
+	out := make([]any, len(ol))
+	for i, e := range ol {
+		em := e.(map[string]any)
+		oe := ovByName[em["name"].(string)]
+		pe := make(map[string]any, len(keys)+1)
+		pe[mergeProbe] = true
+		for k := range keys {
+			v, ok := em[k]
+			if !ok {
+				continue
+			}
+			if pv, reached := oe[k]; reached && k != "name" {
+				v = prune(v, pv, false)
+			}
+			pe[k] = v
+		}
+		out[i] = pe
+	}
+	return out
+}
+
+// reassembleList puts the merged elements back into copies of the
+// object's, by name, in the merged list's order; ok is false when the
+// names do not say which is which (an element gone, or renamed).
+func reassembleList(ol []any, merged any, ovByName map[string]map[string]any, keys map[string]bool) ([]any, bool) {
+	mByName, ok := named(merged)
+	if !ok {
+		return nil, false
+	}
+	orig, _ := named(ol)
+	for n := range orig {
+		if _, kept := mByName[n]; !kept {
+			return nil, false // gone, or renamed by another merge key
+		}
+	}
+	out := make([]any, 0, len(mByName))
+	for _, me := range merged.([]any) {
+		mm := me.(map[string]any)
+		n := mm["name"].(string)
+		em, existed := orig[n]
+		_, probed := mm[mergeProbe]
+		if !existed {
+			if _, added := ovByName[n]; !added || probed {
+				return nil, false // not the overlay's, or an element renamed
+			}
+			out = append(out, mm)
+			continue
+		}
+		if !probed {
+			return nil, false // replaced, not merged into
+		}
+		oe := ovByName[n]
+		r := make(map[string]any, len(em)+len(mm))
+		for k, v := range em {
+			if !keys[k] {
+				r[k] = v
+			}
+		}
+		for k, mv := range mm {
+			if k == mergeProbe {
+				continue
+			}
+			v, had := em[k]
+			pv, reached := oe[k]
+			if !had || !reached || k == "name" {
+				r[k] = mv
+				continue
+			}
+			rv, ok := reassemble(v, mv, pv)
+			if !ok {
+				return nil, false
+			}
+			r[k] = rv
+		}
+		for k := range keys {
+			if _, kept := mm[k]; kept {
+				continue
+			}
+			if v, had := em[k]; had {
+				// Gone after the merge: deleted by the overlay, unless it was
+				// a map prune cut.
+				if vm, vp, cutHere := cut(v, oe[k]); cutHere && slices.ContainsFunc(sortedKeys(vm), func(k string) bool { _, in := vp[k]; return !in }) {
+					return nil, false
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out, true
+}
+
 // prune is the part of obj the overlay reaches (obj unchanged, shared).
 func prune(obj, ov any, root bool) any {
+	if ol, ovByName, keys, ok := cutList(obj, ov); ok {
+		return pruneList(ol, ovByName, keys)
+	}
 	om, pm, ok := cut(obj, ov)
 	if !ok {
 		return obj
@@ -127,6 +282,9 @@ func prune(obj, ov any, root bool) any {
 // reassemble puts the merged part back into a copy of obj; ok is false
 // when a map prune cut is empty or gone after the merge.
 func reassemble(obj, merged, ov any) (any, bool) {
+	if ol, ovByName, keys, ok := cutList(obj, ov); ok {
+		return reassembleList(ol, merged, ovByName, keys)
+	}
 	om, pm, ok := cut(obj, ov)
 	if !ok {
 		return merged, true

@@ -143,6 +143,10 @@ var mergeObjects = []string{
 	`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "labels": {"app": "d"}},
 		"spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}`,
 	`{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"items": [{"name": "a", "n": 1}], "nested": {"x": {"y": 1, "z": 2}}}}`,
+	`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "r"}, "spec": {"containers": [
+		{"name": "a", "image": "nginx", "ports": [{"name": "http", "containerPort": 80}, {"name": "m", "containerPort": 9090}], "env": [{"name": "E", "value": "1"}, {"name": "F", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}], "resources": {"limits": {"cpu": "1"}}},
+		{"name": "b", "image": "envoy", "securityContext": {"privileged": true, "capabilities": {"add": ["NET_ADMIN"]}}}],
+		"volumes": [{"name": "v", "emptyDir": {}}, {"name": "w", "configMap": {"name": "cm"}}]}}`,
 }
 
 // mergeOverlays are overlays that delete, replace, empty and add, at every
@@ -169,6 +173,21 @@ var mergeOverlays = []string{
 	`{"metadata": {"name": "renamed"}, "kind": "Pod"}`,
 	`{"spec": {}}`,
 	`{}`,
+	`{"spec": {"containers": [{"name": "b", "imagePullPolicy": "Always"}]}}`,
+	`{"spec": {"containers": [{"name": "z", "image": "new"}]}}`,
+	`{"spec": {"containers": [{"name": "a", "image": null}]}}`,
+	`{"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": null}}}]}}`,
+	`{"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": null}, "requests": {"cpu": "1"}}}]}}`,
+	`{"spec": {"containers": [{"name": "a", "env": [{"name": "E", "value": "2"}, {"name": "G", "value": "3"}]}]}}`,
+	`{"spec": {"containers": [{"name": "a", "ports": [{"name": "http", "containerPort": 8080}]}]}}`,
+	`{"spec": {"containers": [{"name": "a", "ports": [{"name": "web", "containerPort": 80}]}]}}`,
+	`{"spec": {"containers": [{"name": "b", "securityContext": {"privileged": null, "capabilities": {"add": null}}}]}}`,
+	`{"spec": {"containers": [{"name": "b", "securityContext": null}, {"name": "a", "image": "x"}]}}`,
+	`{"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}`,
+	`{"spec": {"volumes": [{"name": "w", "configMap": {"name": "other"}}, {"name": "x", "emptyDir": {}}]}}`,
+	`{"spec": {"volumes": [{"name": "w", "configMap": null, "secret": {"secretName": "s"}}]}}`,
+	`{"spec": {"items": [{"name": "b", "n": 3}, {"name": "a", "n": null}]}}`,
+	`{"spec": {"containers": [{"image": "noname"}]}}`,
 }
 
 // TestMergePruned: merging only the part of the object an overlay reaches
