@@ -45,6 +45,12 @@ type kyvernoRuns struct {
 	// (nil when denied, with the denial in denials).
 	objects map[string]any
 	denials map[string]string
+	// targets are the results of mutates of existing objects, by target
+	// (kyverno.TargetName) and policy name; targetObjects the targets as
+	// the rules left them; targetKeys in the order first met.
+	targets       map[string]map[string][]kyvernoRuleResult
+	targetObjects map[string]any
+	targetKeys    []string
 }
 
 func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, s Streams) ([]caseResult, error) {
@@ -73,7 +79,6 @@ func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, 
 
 func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyvernoSuite, error) {
 	for field, unsupported := range map[string]bool{
-		"targetResources":      len(t.TargetResources) > 0,
 		"clusterResources":     len(t.ClusterResources) > 0,
 		"globalContextEntries": len(t.GlobalContextEntries) > 0, "context": t.Context != "", "paramResources": len(t.ParamResources) > 0,
 	} {
@@ -128,6 +133,13 @@ func kyvernoResolver(t *suite.KyvernoTest) (engine.ObjectReader, error) {
 			return nil, kyvernoSuiteError(t, "userinfo", fmt.Errorf("%s: want one %s %s document", t.UserInfo, kyvernoCLIAPIVersion, kindUserInfo))
 		}
 		docs = append(docs, ui[0])
+	}
+	if len(t.TargetResources) > 0 {
+		targets, err := source.ReadPaths(t.ResolveAll(t.TargetResources), nil)
+		if err != nil {
+			return nil, kyvernoSuiteError(t, "targetResources", err)
+		}
+		docs = append(docs, targets...)
 	}
 	seen := map[string]bool{}
 	for i, row := range t.Results {
@@ -188,7 +200,8 @@ func kyvernoNamespaces(v *suite.KyvernoValues) []source.Document {
 
 // run evaluates every resource with operation op ("": each resource's own).
 func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyvernoRuns, error) {
-	out := &kyvernoRuns{byKey: map[string]map[string][]kyvernoRuleResult{}, objects: map[string]any{}, denials: map[string]string{}}
+	out := &kyvernoRuns{byKey: map[string]map[string][]kyvernoRuleResult{}, objects: map[string]any{}, denials: map[string]string{},
+		targets: map[string]map[string][]kyvernoRuleResult{}, targetObjects: map[string]any{}}
 	for _, d := range ks.docs {
 		obj := value.DeepCopy(d.Object).(map[string]any)
 		a := newAdmission(obj, "default")
@@ -223,6 +236,18 @@ func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyverno
 			for _, tr := range res.Decision.Trace {
 				for _, rr := range kyvernoResults(tr.Detail) {
 					name := lastSegment(rr.Policy)
+					if rr.Target != "" {
+						// A mutate of an existing object: its rows name the target.
+						if out.targets[rr.Target] == nil {
+							out.targets[rr.Target] = map[string][]kyvernoRuleResult{}
+							out.targetKeys = append(out.targetKeys, rr.Target)
+						}
+						out.targets[rr.Target][name] = append(out.targets[rr.Target][name], rr)
+						if len(rr.Generated) > 0 {
+							out.targetObjects[rr.Target] = rr.Generated[0]
+						}
+						continue
+					}
 					byPolicy[name] = append(byPolicy[name], rr)
 				}
 			}
@@ -273,11 +298,14 @@ func compareKyvernoRow(t *suite.KyvernoTest, row suite.KyvernoResult, runs *kyve
 			}
 		}
 	}
-	if len(sel) == 0 {
-		sel = runs.keys
-	}
 	policy := lastSegment(row.Policy)
 	var out []caseResult
+	if len(sel) == 0 {
+		if tk := targetsNamed(runs, row.Resources); len(tk) > 0 {
+			return compareTargetRows(t, row, runs, tk, policy)
+		}
+		sel = runs.keys
+	}
 	for _, k := range sel {
 		c := caseResult{Suite: path, Policy: row.Policy, Rule: row.Rule, Resource: strings.ReplaceAll(k, ",", "/"), Expected: row.Result}
 		results, ok := runs.byKey[k][policy]
@@ -343,6 +371,63 @@ func compareKyvernoRow(t *suite.KyvernoTest, row suite.KyvernoResult, runs *kyve
 		}
 		if n == 0 {
 			c.Passed, c.Note = true, "Excluded"
+			out = append(out, c.named())
+		}
+	}
+	return out
+}
+
+// targetsNamed are the mutated targets a row names (name, or
+// namespace/name), as kyverno test finds a row's resources among the
+// targets when they are not among the resources.
+func targetsNamed(runs *kyvernoRuns, resources []string) []string {
+	var out []string
+	for _, want := range resources {
+		for _, k := range runs.targetKeys {
+			_, nsName, _ := strings.Cut(k, " ")
+			ns, name, namespaced := strings.Cut(nsName, "/")
+			if !namespaced {
+				name, ns = nsName, ""
+			}
+			if want == name || want == ns+"/"+name {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// compareTargetRows checks a row naming mutated targets: the rule's
+// result for each, and its patchedResources against the target as the
+// rules left it.
+func compareTargetRows(t *suite.KyvernoTest, row suite.KyvernoResult, runs *kyvernoRuns, keys []string, policy string) []caseResult {
+	var out []caseResult
+	for _, k := range keys {
+		c := caseResult{Suite: t.Path, Policy: row.Policy, Rule: row.Rule, Resource: k, Expected: row.Result}
+		n := 0
+		for _, rr := range runs.targets[k][policy] {
+			if row.Rule != "" && rr.Rule != row.Rule {
+				continue
+			}
+			n++
+			rc := c
+			rc.Got = string(rr.Status)
+			if row.PatchedResources != "" && rr.Status == "pass" {
+				if reason, _ := comparePatched(t, row.PatchedResources, runs.targetObjects[k], ""); reason != "" {
+					rc.Reason = reason
+				}
+			}
+			if rc.Reason == "" && string(rr.Status) != row.Result {
+				rc.Reason = fmt.Sprintf("Want %s, got %s", row.Result, rr.Status)
+				if rr.Message != "" {
+					rc.Reason += ": " + rr.Message
+				}
+			}
+			rc.Passed = rc.Reason == ""
+			out = append(out, rc.named())
+		}
+		if n == 0 {
+			c.Reason = "Not found"
 			out = append(out, c.named())
 		}
 	}

@@ -58,7 +58,8 @@ func TestKyvernoSuiteRefused(t *testing.T) {
 			kt.APICallResponses = append(kt.APICallResponses, kt.APICallResponses[0])
 		}, "apiCallResponses[1]: a second response"},
 		{"userinfo of another kind", func(kt *suite.KyvernoTest) { kt.UserInfo = "resources.yaml" }, "userinfo: resources.yaml: want one cli.kyverno.io/v1alpha1 UserInfo document"},
-		{"targetResources", func(kt *suite.KyvernoTest) { kt.TargetResources = []string{"resources.yaml"} }, "targetResources: not supported yet"},
+		{"targetResources missing", func(kt *suite.KyvernoTest) { kt.TargetResources = []string{"absent.yaml"} }, "targetResources"},
+		{"clusterResources", func(kt *suite.KyvernoTest) { kt.ClusterResources = []string{"resources.yaml"} }, "clusterResources: not supported yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kt, err := suite.LoadKyverno("../../testdata/cli/kyverno/requester/kyverno-test.yaml")

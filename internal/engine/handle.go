@@ -289,6 +289,14 @@ func (h *Handle) Generate(name string, obj map[string]any, synchronize bool) {
 	h.ev.d.Generated = append(h.ev.d.Generated, Generated{Kind: info.Kind, Rule: info.Key, Name: name, Object: obj, Synchronize: synchronize})
 }
 
+// Change records that obj, an existing object the rule read, is to be
+// changed by ops (see Generated.Patch); name is the inner rule ("" if
+// none).
+func (h *Handle) Change(name string, obj map[string]any, ops []patch.Operation) {
+	info := h.rule.Info()
+	h.ev.d.Generated = append(h.ev.d.Generated, Generated{Kind: info.Kind, Rule: info.Key, Name: name, Object: obj, Patch: ops})
+}
+
 // Warn adds a warning to the decision.
 func (h *Handle) Warn(message string) {
 	info := h.rule.Info()

@@ -461,6 +461,11 @@ type Generated struct {
 	// deleted, overwrite changes, delete it with its trigger); otherwise
 	// create it once when it does not exist.
 	Synchronize bool
+	// Patch, when set, makes this an existing object the rule changed (a
+	// mutate of existing objects): Patch (RFC 6902, its first operation a
+	// test of the resourceVersion read) turns the object as the rule read
+	// it into Object.
+	Patch []patch.Operation
 }
 
 // Warning is what one rule warned about.

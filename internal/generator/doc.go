@@ -10,7 +10,10 @@
 // applied after their trigger is stored (a trigger the API server did not
 // store, because a later admission step refused it, generates nothing);
 // a DELETE's objects (the synchronized ones going with their trigger) are
-// deleted when their labels name that trigger. The objects of the watched
+// deleted when their labels name that trigger; an existing object a rule
+// changed (Generated.Patch: Kyverno's mutate of existing objects) is
+// patched, the patch testing the resourceVersion the rule read, and made
+// again from its trigger when the object changed in between. The objects of the watched
 // resources that carry a trigger's labels are watched: when one that its
 // rule synchronizes is deleted or changed, the trigger is evaluated again
 // and the object applied as the rule now makes it. Writes are server-side

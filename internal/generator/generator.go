@@ -14,12 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -113,6 +115,7 @@ const (
 	actionCreate action = "create" // a decision's object, once its trigger is stored
 	actionDelete action = "delete" // an object going with its deleted trigger
 	actionSync   action = "sync"   // a watched object changed: evaluate its trigger again
+	actionPatch  action = "patch"  // an existing object a rule changed
 )
 
 // task is one object's work.
@@ -122,6 +125,10 @@ type task struct {
 	sync   bool
 	rule   string
 	trig   trigger
+	// ops: a patch task's JSON patch; gone: its trigger was deleted (not
+	// looked for).
+	ops  []patch.Operation
+	gone bool
 }
 
 // trigger names the object whose admission generated an object.
@@ -164,6 +171,11 @@ func (g *Generator) Decided(req engine.Request, dec *engine.Decision) {
 	}
 	for _, gen := range dec.Generated {
 		t := &task{action: actionCreate, obj: gen.Object, sync: gen.Synchronize, rule: ruleName(gen), trig: trig}
+		if gen.Patch != nil {
+			t.action, t.ops, t.gone = actionPatch, gen.Patch, req.Operation == rules.Delete
+			g.add(t, true)
+			continue
+		}
 		if req.Operation == rules.Delete {
 			if !gen.Synchronize {
 				continue
@@ -337,12 +349,32 @@ func (g *Generator) next(ctx context.Context) bool {
 // errGiveUp is in the chain of an error no retry mends.
 var errGiveUp = errors.New("not retried")
 
+// evaluate evaluates the serving rules for a trigger, as if created.
+func (g *Generator) evaluate(ctx context.Context, obj *unstructured.Unstructured) (*engine.Decision, error) {
+	gv, _ := schema.ParseGroupVersion(obj.GetAPIVersion())
+	req := engine.Request{Operation: rules.Create, Name: obj.GetName(), Namespace: obj.GetNamespace(), Object: obj.Object,
+		Kind: engine.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: obj.GetKind()}, Phases: engine.Validate}
+	if m, err := g.o.Mapper.RESTMapping(gv.WithKind(obj.GetKind()).GroupKind(), gv.Version); err == nil {
+		req.Resource = engine.GroupVersionResource{Group: m.Resource.Group, Version: m.Resource.Version, Resource: m.Resource.Resource}
+	}
+	if g.o.Snapshots == nil {
+		return nil, fmt.Errorf("%w: no rules to evaluate the trigger with", errGiveUp)
+	}
+	snap := g.o.Snapshots.Current()
+	if snap == nil {
+		return nil, errors.New("no rules served yet")
+	}
+	return g.eng.Evaluate(ctx, snap, req)
+}
+
 func (g *Generator) run(ctx context.Context, t *task) error {
 	ctx, cancel := context.WithTimeout(ctx, g.o.Timeout)
 	defer cancel()
 	switch t.action {
 	case actionCreate:
 		return g.create(ctx, t)
+	case actionPatch:
+		return g.patch(ctx, t)
 	case actionDelete:
 		return g.remove(ctx, t)
 	default:
@@ -454,6 +486,75 @@ func (g *Generator) write(ctx context.Context, obj map[string]any, sync bool, ru
 	return nil
 }
 
+// patch applies a rule's change to an existing object once its trigger
+// is stored (or, for a deleted trigger, at once). A patch whose test of the
+// resourceVersion fails (the object changed since the rule read it) is
+// made again by evaluating the trigger again, and retried.
+func (g *Generator) patch(ctx context.Context, t *task) error {
+	r := refOf(t.obj)
+	if !t.gone {
+		obj, forbidden, err := g.getTrigger(ctx, t.trig)
+		switch {
+		case err != nil:
+			return err
+		case obj == nil && !forbidden:
+			return fmt.Errorf("%w: %s %s/%s", errNoTrigger, t.trig.Kind, t.trig.Namespace, t.trig.Name)
+		}
+	}
+	ri, err := g.resource(r.apiVersion, r.kind, r.namespace)
+	if err != nil {
+		return err
+	}
+	var body []byte
+	body = append(body, '[')
+	for i := range t.ops {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		if body, err = t.ops[i].AppendJSON(body); err != nil {
+			return fmt.Errorf("%w: %v", errGiveUp, err)
+		}
+	}
+	body = append(body, ']')
+	_, err = ri.Patch(ctx, r.name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	switch {
+	case err == nil:
+		g.o.Metrics.count("patched")
+		g.o.Log.V(1).Info("mutated an existing object", "object", r.String(), "rule", t.rule)
+		return nil
+	case apierrors.IsNotFound(err):
+		return nil // gone since the rule read it
+	case (apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.ReasonForError(err) == metav1.StatusReasonInvalid) && !t.gone:
+		// Changed since the rule read it: the change made again.
+		if rerr := g.remake(ctx, t); rerr != nil {
+			return rerr
+		}
+		return fmt.Errorf("%s changed since the rule read it: %w", r, err)
+	}
+	return g.writeError(err, r, t.rule)
+}
+
+// remake evaluates a patch task's trigger again and takes the change the
+// rule now makes to the same object (none: the task is done).
+func (g *Generator) remake(ctx context.Context, t *task) error {
+	obj, _, err := g.getTrigger(ctx, t.trig)
+	if err != nil || obj == nil {
+		return fmt.Errorf("%w: the trigger cannot be evaluated again (%v)", errGiveUp, err)
+	}
+	dec, err := g.evaluate(ctx, obj)
+	if err != nil {
+		return err
+	}
+	want := refOf(t.obj)
+	for _, gen := range dec.Generated {
+		if gen.Patch != nil && refOf(gen.Object) == want {
+			t.ops = gen.Patch // this worker alone runs t
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: the rule no longer changes %s", errGiveUp, want)
+}
+
 // writeError: a refusal no retry mends (forbidden, invalid) is given up.
 func (g *Generator) writeError(err error, r ref, rule string) error {
 	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
@@ -516,17 +617,7 @@ func (g *Generator) resync(ctx context.Context, t *task) error {
 	case obj == nil:
 		return nil // the trigger is gone: its DELETE removed what it must
 	}
-	gv, _ := schema.ParseGroupVersion(obj.GetAPIVersion())
-	req := engine.Request{Operation: rules.Create, Name: obj.GetName(), Namespace: obj.GetNamespace(), Object: obj.Object,
-		Kind: engine.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: obj.GetKind()}, Phases: engine.Validate}
-	if m, err := g.o.Mapper.RESTMapping(gv.WithKind(obj.GetKind()).GroupKind(), gv.Version); err == nil {
-		req.Resource = engine.GroupVersionResource{Group: m.Resource.Group, Version: m.Resource.Version, Resource: m.Resource.Resource}
-	}
-	snap := g.o.Snapshots.Current()
-	if snap == nil {
-		return errors.New("no rules served yet")
-	}
-	dec, err := g.eng.Evaluate(ctx, snap, req)
+	dec, err := g.evaluate(ctx, obj)
 	if err != nil {
 		return err
 	}

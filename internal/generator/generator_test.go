@@ -17,6 +17,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -168,5 +169,35 @@ func TestSameContent(t *testing.T) {
 	b["spec"] = map[string]any{"n": int64(2)}
 	if sameContent(a, b) {
 		t.Error("a spec change does not count")
+	}
+}
+
+// TestPatchExisting: an existing object a rule changed is patched once
+// its trigger is stored; a patch whose resourceVersion test fails (the
+// object changed since the rule read it) never overwrites it.
+func TestPatchExisting(t *testing.T) {
+	target := object("v1", "ConfigMap", "team", "settings", "")
+	target.SetResourceVersion("7")
+	stale := object("v1", "ConfigMap", "team", "stale", "")
+	stale.SetResourceVersion("9")
+	c := newFake(object("v1", "Namespace", "", "team", "u-1"), target, stale)
+	g := NewGenerator(Options{Client: c, Mapper: mapper(), Log: logr.Discard(), TriggerDelay: time.Millisecond, Retries: 2})
+	req := engine.Request{Operation: rules.Update, Name: "team", Kind: engine.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Phases: engine.Validate}
+	change := func(name, rv string) engine.Generated {
+		return engine.Generated{Kind: "ClusterPolicy", Rule: "p", Name: "r",
+			Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "team"}},
+			Patch: []patch.Operation{{Op: patch.Test, Path: patch.Pointer{"metadata", "resourceVersion"}, Value: rv},
+				{Op: patch.Add, Path: patch.Pointer{"metadata", "annotations"}, Value: map[string]any{"stamped": "yes"}}}}
+	}
+	g.Decided(req, &engine.Decision{Generated: []engine.Generated{change("settings", "7"), change("stale", "8")}})
+	run(t, g, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.tasks) == 0 })
+	cms := c.Resource(configMaps).Namespace("team")
+	got, err := cms.Get(context.Background(), "settings", metav1.GetOptions{})
+	if err != nil || got.GetAnnotations()["stamped"] != "yes" {
+		t.Errorf("settings: %v %v", err, got)
+	}
+	got, err = cms.Get(context.Background(), "stale", metav1.GetOptions{})
+	if err != nil || got.GetAnnotations()["stamped"] != "" {
+		t.Errorf("a stale change was applied: %v %v", err, got.GetAnnotations())
 	}
 }

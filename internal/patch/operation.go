@@ -11,11 +11,15 @@ import (
 // OpType names a patch operation.
 type OpType string
 
-// The supported operations. RFC 6902's move, copy and test are not supported.
+// The supported operations. RFC 6902's move, copy and test are not supported
+// by Apply; Test is only carried, in a patch another applies (the API
+// server: a test of the resourceVersion read, a mutate of an existing
+// object).
 const (
 	Add     OpType = "add"
 	Replace OpType = "replace"
 	Remove  OpType = "remove"
+	Test    OpType = "test"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of them, so
@@ -39,7 +43,7 @@ type Operation struct {
 // add and replace (null included), never for remove.
 func hasValue(op OpType, v any) bool {
 	switch op {
-	case Add, Replace:
+	case Add, Replace, Test:
 		return true
 	case Remove:
 		return false

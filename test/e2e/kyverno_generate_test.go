@@ -234,6 +234,64 @@ spec:
 			return get(name)
 		}, logs)
 	})
+	t.Run("a mutate of existing objects patches its targets", func(t *testing.T) {
+		stamp := kinitirasPolicy(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: stamp-release
+spec:
+  rules:
+  - name: stamp
+    match:
+      any:
+      - resources: {kinds: [ConfigMap], names: [release], namespaces: [gen-a]}
+    mutate:
+      targets:
+      - apiVersion: v1
+        kind: ConfigMap
+        namespace: "{{ request.object.metadata.namespace }}"
+        selector: {matchLabels: {stamp: "yes"}}
+      patchStrategicMerge:
+        metadata:
+          annotations:
+            release: "{{ request.object.data.version }}"
+`)
+		create(t, c, stamp)
+		if cond := readyCondition(t, c, stamp); cond.Status != metav1.ConditionTrue {
+			t.Fatalf("Ready %s: %s", cond.Status, cond.Message)
+		}
+		create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-settings", Namespace: "gen-a", Labels: map[string]string{"stamp": "yes"}}, Data: map[string]string{"replicas": "3"}})
+		create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "gen-a"}})
+		version := 0
+		eventually(t, 30*time.Second, func() error {
+			// The policy applies once the operator's snapshot has it.
+			version++
+			rel := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "release", Namespace: "gen-a"}, Data: map[string]string{"version": fmt.Sprint(version)}}
+			if version == 1 {
+				create(t, c, rel)
+			} else if err := c.Update(ctx, rel); err != nil {
+				return err
+			}
+			time.Sleep(time.Second)
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "gen-a", Name: "web-settings"}, cm); err != nil {
+				return err
+			}
+			if cm.Annotations["release"] == "" || cm.Data["replicas"] != "3" {
+				return fmt.Errorf("target %v %v", cm.Annotations, cm.Data)
+			}
+			return nil
+		}, logs)
+		other := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "gen-a", Name: "other"}, other); err != nil || other.Annotations["release"] != "" {
+			t.Errorf("a ConfigMap the selector does not pick: %v %v", err, other.Annotations)
+		}
+		rel := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "gen-a", Name: "release"}, rel); err != nil || rel.Annotations["release"] != "" {
+			t.Errorf("the trigger itself was mutated: %v %v", err, rel.Annotations)
+		}
+	})
 	t.Run("a dry run generates nothing", func(t *testing.T) {
 		trig := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dry", Namespace: "gen-a", Labels: map[string]string{"app-settings": "yes"}}}
 		if err := c.Create(ctx, trig, client.DryRunAll); err != nil {

@@ -268,12 +268,28 @@ type ForEachValidation struct {
 // compiles (the rule keeps it raw, as Kyverno's schema leaves it open).
 type Mutation struct {
 	MutateExistingOnPolicyUpdate *bool `json:"mutateExistingOnPolicyUpdate,omitempty"`
-	// Targets are the existing objects to mutate (kept raw).
-	Targets             []apiextensionsv1.JSON `json:"targets,omitempty"`
-	PatchStrategicMerge *apiextensionsv1.JSON  `json:"patchStrategicMerge,omitempty"`
+	// Targets are the existing objects to mutate (mutate existing): the
+	// patch applies to each, not to the object admitted.
+	Targets             []TargetResourceSpec  `json:"targets,omitempty"`
+	PatchStrategicMerge *apiextensionsv1.JSON `json:"patchStrategicMerge,omitempty"`
 	// PatchesJSON6902 is a YAML (or JSON) list of RFC 6902 operations.
 	PatchesJSON6902 string            `json:"patchesJson6902,omitempty"`
 	ForEach         []ForEachMutation `json:"foreach,omitempty"`
+}
+
+// TargetResourceSpec picks existing objects a mutate changes: by
+// apiVersion and kind, namespace and name (wildcards allowed), a label
+// selector; with context entries and preconditions of their own, read
+// with the target as the variable target.
+type TargetResourceSpec struct {
+	APIVersion    string                `json:"apiVersion,omitempty"`
+	Kind          string                `json:"kind,omitempty"`
+	Namespace     string                `json:"namespace,omitempty"`
+	Name          string                `json:"name,omitempty"`
+	UID           string                `json:"uid,omitempty"`
+	Selector      *metav1.LabelSelector `json:"selector,omitempty"`
+	Context       []ContextEntry        `json:"context,omitempty"`
+	Preconditions *apiextensionsv1.JSON `json:"preconditions,omitempty"`
 }
 
 // ForEachMutation mutates the object once per element of a list.

@@ -222,11 +222,11 @@ func (p *Policy) Apply(h *engine.Handle) error {
 	var evaluated []*rule // the rule of each result
 	mutating := h.Phase() == engine.Mutate
 	for _, r := range p.rules {
-		if (r.typ == "mutate") != mutating {
+		if r.mutatesObject() != mutating {
 			continue // mutate rules run when mutating, the others when validating
 		}
-		if r.typ == "generate" && h.Request().Background {
-			continue // a background scan reports; it generates nothing
+		if (r.typ == "generate" || r.m.existing()) && h.Request().Background {
+			continue // a background scan reports; it generates and mutates nothing
 		}
 		ok, err := r.applies(t)
 		if err != nil {
@@ -248,7 +248,10 @@ func (p *Policy) Apply(h *engine.Handle) error {
 			continue // no result (a foreach with no element, a pattern on DELETE)
 		}
 		res.Policy = p.info.Key
-		if r.typ == "mutate" && res.Status == Pass {
+		for i := range res.more {
+			res.more[i].Policy = p.info.Key
+		}
+		if r.mutatesObject() && res.Status == Pass {
 			// The rules after it see the object as it left it.
 			base, t = nil, p.target(h)
 		}
@@ -258,8 +261,14 @@ func (p *Policy) Apply(h *engine.Handle) error {
 		if res.Status == Fail {
 			res.Enforced = p.enforced(h, r, t)
 		}
+		more := res.more
+		res.more = nil
 		results = append(results, res)
 		evaluated = append(evaluated, r)
+		for _, m := range more {
+			results = append(results, m)
+			evaluated = append(evaluated, r)
+		}
 		if p.applyOne && (res.Status == Pass || res.Status == Fail) {
 			break
 		}
@@ -367,6 +376,14 @@ func (p *Policy) evalRule(h *engine.Handle, r *rule, t *target, base *scope) (re
 		if len(keys) > 0 {
 			return exceptionSkip(r, keys), true
 		}
+	}
+	if r.m.existing() {
+		rs := p.mutateExisting(h, r, s)
+		if len(rs) == 0 {
+			return RuleResult{}, false // no target: no result, as Kyverno
+		}
+		rs[0].more = rs[1:]
+		return rs[0], true
 	}
 	if r.m != nil {
 		return p.mutateRule(h, r, s), true

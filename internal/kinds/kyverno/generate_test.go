@@ -2,6 +2,8 @@ package kyverno_test
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -359,5 +361,73 @@ spec:
 	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Namespace, metadata: {name: a}}`)
 	if len(got) != 1 || got[0] != "=error" || len(d.Generated) != 0 || len(d.Rejections) != 0 {
 		t.Errorf("a template: %v (rejections %v)", got, d.Rejections)
+	}
+}
+
+const mutateExistingPolicy = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: stamp}
+spec:
+  rules:
+  - name: stamp-settings
+    match: {any: [{resources: {kinds: [ConfigMap], names: [trigger]}}]}
+    mutate:
+      targets:
+      - apiVersion: v1
+        kind: ConfigMap
+        namespace: "{{ request.object.metadata.namespace }}"
+        selector: {matchLabels: {stamp: "yes"}}
+        preconditions:
+          all: [{key: "{{ target.metadata.name }}", operator: NotEquals, value: frozen}]
+      patchStrategicMerge:
+        metadata:
+          labels: {stamped-by: "{{ request.object.metadata.name }}", was: "{{ target.metadata.name }}"}
+`
+
+// TestMutateExisting: a mutate with targets patches the existing objects
+// it picks (selector, preconditions with the target), not the object
+// admitted; each target's change goes to the engine as a patch testing the
+// resourceVersion read; one result per target.
+func TestMutateExisting(t *testing.T) {
+	snap := snapshot(t, mutateExistingPolicy)
+	cm := func(name, labels string) map[string]any {
+		return manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: `+name+`, namespace: team, resourceVersion: "7", labels: {`+labels+`}}}`)[0].Object
+	}
+	objs := kindObjects{"v1/ConfigMap team/a": cm("a", "stamp: 'yes'"), "v1/ConfigMap team/frozen": cm("frozen", "stamp: 'yes'"), "v1/ConfigMap team/b": cm("b", "")}
+	eng := engine.New(engine.Options{Kinds: objs})
+	trigger := manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: trigger, namespace: team}}`)[0].Object
+	d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team", Object: trigger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tr := range d.Trace {
+		for _, r := range kyverno.ResultsOf(tr.Detail) {
+			got = append(got, r.Target+"="+string(r.Status))
+		}
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"ConfigMap team/a=pass", "ConfigMap team/frozen=skip"}, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if len(d.Patch) != 0 {
+		t.Errorf("the trigger was patched: %v", d.Patch)
+	}
+	if len(d.Generated) != 1 || d.Generated[0].Patch == nil {
+		t.Fatalf("changes %+v", d.Generated)
+	}
+	ops, _ := json.Marshal(d.Generated[0].Patch)
+	want := `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"add","path":"/metadata/labels/stamped-by","value":"trigger"},{"op":"add","path":"/metadata/labels/was","value":"a"}]`
+	if string(ops) != want {
+		t.Errorf("patch %s\nwant  %s", ops, want)
+	}
+	if objs["v1/ConfigMap team/a"]["metadata"].(map[string]any)["labels"].(map[string]any)["stamped-by"] != nil {
+		t.Error("the target as read was changed")
+	}
+	// No target: no result, as Kyverno.
+	d, err = engine.New(engine.Options{Kinds: kindObjects{}}).Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team", Object: trigger})
+	if err != nil || len(d.Trace) != 1 || len(kyverno.ResultsOf(d.Trace[0].Detail)) != 0 {
+		t.Errorf("no target: %v %+v", err, d.Trace)
 	}
 }

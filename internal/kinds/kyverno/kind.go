@@ -153,7 +153,7 @@ func (c *compiler) policy(cp *kyvernov1.ClusterPolicy) {
 	// one, as Kyverno's two webhooks run them.
 	p.info.Phase = 0
 	for _, r := range p.rules {
-		if r.typ == "mutate" {
+		if r.mutatesObject() {
 			p.info.Phase |= engine.Mutate
 		} else {
 			p.info.Phase |= engine.Validate

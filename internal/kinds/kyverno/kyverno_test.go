@@ -207,15 +207,16 @@ spec:
   rules:
   - name: add
     match: {any: [{resources: {kinds: [Pod]}}]}
-    mutate:
-      targets: [{apiVersion: v1, kind: ConfigMap, name: settings}]
-      patchStrategicMerge: {metadata: {labels: {a: b}}}
+    validate:
+      cel:
+        paramKind: {apiVersion: v1, kind: ConfigMap}
+        expressions: [{expression: "true"}]
 `)
 	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}}`)
 	if d := cmp.Diff([]string{"add=error"}, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
-	if len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "mutate.targets (mutating existing objects) is not evaluated yet") {
+	if len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "validate.cel with paramKind or paramRef is not evaluated yet") {
 		t.Errorf("a rule not evaluated under failurePolicy Fail must reject: %+v", d.Rejections)
 	}
 	// Signatures are refused with their reason, never skipped.

@@ -30,6 +30,11 @@ func (p *Policy) Lint(_ context.Context, origin string, _ []kinds.Manifest) []ki
 		if r.notYet != "" {
 			out = append(out, notYetFinding(origin, p.kind, p.info.Key, r.field, r.notYet))
 		}
+		if r.m != nil && r.m.onPolicyUpdate {
+			out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: codeNotYet, Origin: origin, Kind: p.kind, Rule: p.info.Key,
+				Field: r.field + ".mutate.mutateExistingOnPolicyUpdate", Message: "mutating existing objects when the policy changes is not done yet: the targets are mutated when a trigger is admitted",
+				Hint: "the targets change once a trigger is written again"})
+		}
 	}
 	return out
 }

@@ -23,6 +23,12 @@ type RuleResult struct {
 	// Generated are the objects a generate rule made (with Kyverno's
 	// labels), also given to the engine (engine.Decision.Generated).
 	Generated []map[string]any `json:"generated,omitempty"`
+	// Target names the existing object a mutate of existing objects
+	// changed or considered ("ConfigMap default/settings"); "" otherwise.
+	Target string `json:"target,omitempty"`
+	// more are the results of the rule's other targets (a mutate of
+	// existing objects gives one per target).
+	more []RuleResult
 }
 
 // Trace is the detail a policy records in its engine.RuleTrace: the

@@ -85,6 +85,11 @@ type rule struct {
 	typ string
 }
 
+// mutatesObject: a mutate rule of the object admitted, which runs when
+// mutating (a mutate of existing objects runs when validating, on the
+// object as admitted, as Kyverno's background work starts after it).
+func (r *rule) mutatesObject() bool { return r.typ == "mutate" && !r.m.existing() }
+
 // validation is a compiled validate.
 type validation struct {
 	message    *subst.Template // nil: none
@@ -136,7 +141,7 @@ func (c *compiler) rule(field string, r *kyvernov1.Rule, from string) *rule {
 	if r.Mutation != nil {
 		kinds++
 		out.typ = "mutate"
-		out.m = c.mutation(field+".mutate", r.Mutation.Raw, &out.notYet)
+		out.m = c.mutation(field+".mutate", r.Mutation.Raw)
 	}
 	if r.Generation != nil {
 		kinds++
