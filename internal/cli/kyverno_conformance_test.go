@@ -125,7 +125,7 @@ func kyvernoSuiteInfo(t *testing.T, file string) (ok, mutates bool, pending []st
 }
 
 // reKyvernoLibrary finds a call of one of Kyverno's own CEL libraries.
-var reKyvernoLibrary = regexp.MustCompile(`\b(resource|http|globalContext|imagedata|x509|json|yaml)\.[a-zA-Z]|\b(image|parseImageReference|parseServiceAccount)\(`)
+var reKyvernoLibrary = regexp.MustCompile(`\b(resource|http|globalContext|imagedata|x509|json|yaml)\.[a-zA-Z]`)
 
 // vpolPending are the parts of a ValidatingPolicy or MutatingPolicy
 // modwright does not evaluate yet (its result is then an error saying so).

@@ -54,7 +54,7 @@ type celExpr struct {
 }
 
 func (c *compiler) celProgram(field, src string) *cel.Program {
-	p, ds := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: c.orValueCompat}.CompileExpr(celEnv(field), src)
+	p, ds := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: c.orValueCompat, KyvernoLibs: c.orValueCompat}.CompileExpr(celEnv(field), src)
 	for _, d := range ds {
 		c.ce.Errors = append(c.ce.Errors, rules.FieldError{Field: field, Pos: d.Pos, Msg: d.Msg})
 	}

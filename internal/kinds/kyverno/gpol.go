@@ -60,7 +60,7 @@ func gpolEnv(name string) *lang.Env {
 func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingPolicySpec) {
 	p.compileMatch(c, spec.MatchConstraints, spec.MatchConditions, spec.Variables)
 	p.generating = true
-	cl := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: true, Generator: true}
+	cl := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: true, Generator: true, KyvernoLibs: true}
 	for i, g := range spec.Generation {
 		f := fmt.Sprintf("spec.generate[%d]", i)
 		switch {

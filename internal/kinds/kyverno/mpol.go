@@ -63,7 +63,7 @@ func (k *MPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 
 func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolicySpec) {
 	p.compileMatch(c, spec.MatchConstraints, spec.MatchConditions, spec.Variables)
-	cl := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: true}
+	cl := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: true, KyvernoLibs: true}
 	for i, mu := range spec.Mutations {
 		f := fmt.Sprintf("spec.mutations[%d]", i)
 		var kind cel.MutationKind

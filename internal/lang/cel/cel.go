@@ -51,6 +51,9 @@ type Language struct {
 	// Generator declares Kyverno's generator library (generator.go): the
 	// environment must declare the variable VarGenerator.
 	Generator bool
+	// KyvernoLibs declares Kyverno's CEL libraries that read nothing but
+	// their arguments (kyvernolibs.go): image, user.
+	KyvernoLibs bool
 }
 
 // extras are the environment options the Language's switches add, and
@@ -63,6 +66,9 @@ func (l Language) extras() (string, []cel.EnvOption) {
 	}
 	if l.Generator {
 		name, opts = name+"+generator", append(opts, generatorLib()...)
+	}
+	if l.KyvernoLibs {
+		name, opts = name+"+kyverno", append(opts, kyvernoLibs()...)
 	}
 	return name, opts
 }

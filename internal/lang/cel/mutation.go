@@ -94,10 +94,8 @@ func (l Language) CompileMutation(env *lang.Env, kind MutationKind, src string) 
 	default:
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("unknown mutation kind %d", uint8(kind))}}
 	}
-	extraName, extra := "mutation", []cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{})}
-	if l.OrValueCompat {
-		extraName, extra = "mutation-orvalue-compat", append(extra, orValueCompat()...)
-	}
+	name, opts := l.extras()
+	extraName, extra := "mutation"+name, append([]cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{})}, opts...)
 	p, ds := compileCEL(l.Envs, env, src, extraName, extra, want, nil)
 	if ds != nil {
 		return nil, ds
