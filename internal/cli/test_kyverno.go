@@ -360,11 +360,8 @@ func compareKyvernoRow(t *suite.KyvernoTest, row suite.KyvernoResult, runs *kyve
 				case string(rr.Status) != row.Result:
 					rc.Reason = fmt.Sprintf("Want %s, got %s", row.Result, rr.Status)
 				}
-			case string(rr.Status) != row.Result:
-				rc.Reason = fmt.Sprintf("Want %s, got %s", row.Result, rr.Status)
-				if rr.Message != "" {
-					rc.Reason += ": " + rr.Message
-				}
+			default:
+				rc.Reason = statusReason(row.Result, rr)
 			}
 			rc.Passed = rc.Reason == ""
 			out = append(out, rc.named())
@@ -417,11 +414,8 @@ func compareTargetRows(t *suite.KyvernoTest, row suite.KyvernoResult, runs *kyve
 					rc.Reason = reason
 				}
 			}
-			if rc.Reason == "" && string(rr.Status) != row.Result {
-				rc.Reason = fmt.Sprintf("Want %s, got %s", row.Result, rr.Status)
-				if rr.Message != "" {
-					rc.Reason += ": " + rr.Message
-				}
+			if rc.Reason == "" {
+				rc.Reason = statusReason(row.Result, rr)
 			}
 			rc.Passed = rc.Reason == ""
 			out = append(out, rc.named())
@@ -432,6 +426,19 @@ func compareTargetRows(t *suite.KyvernoTest, row suite.KyvernoResult, runs *kyve
 		}
 	}
 	return out
+}
+
+// statusReason is why a rule result is not the row's ("" when it is):
+// the result wanted and got, and the rule's message.
+func statusReason(want string, rr kyvernoRuleResult) string {
+	if string(rr.Status) == want {
+		return ""
+	}
+	reason := fmt.Sprintf("Want %s, got %s", want, rr.Status)
+	if rr.Message != "" {
+		reason += ": " + rr.Message
+	}
+	return reason
 }
 
 // named fills a Kyverno row's case name: policy, rule, resource.
