@@ -175,8 +175,14 @@ func (p *Policy) target(h *engine.Handle) *target {
 	return t
 }
 
-// applies is a rule's match and exclude.
+// applies is a rule's match and exclude (a synchronizing generate rule's,
+// on a DELETE, as for the trigger's creation).
 func (r *rule) applies(t *target) (bool, error) {
+	if t.op == rules.Delete && r.syncsOnDelete() {
+		created := *t
+		created.op = rules.Create
+		t = &created
+	}
 	ok, err := r.match.matches(t)
 	if !ok || err != nil {
 		return false, err

@@ -173,6 +173,9 @@ func (p *Policy) index() engine.IndexKeys {
 	anyKind := false
 	for _, r := range p.rules {
 		o, ks, any := r.match.footprint()
+		if r.syncsOnDelete() && o&engine.OpSetOf(rules.Create) != 0 {
+			o |= engine.OpSetOf(rules.Delete) // its objects go with a deleted trigger
+		}
 		ops |= o
 		if any {
 			anyKind = true

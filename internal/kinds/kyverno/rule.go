@@ -90,6 +90,12 @@ type rule struct {
 // object as admitted, as Kyverno's background work starts after it).
 func (r *rule) mutatesObject() bool { return r.typ == "mutate" && !r.m.existing() }
 
+// syncsOnDelete: a generate rule that synchronizes its objects, which go
+// with their trigger: a DELETE of a trigger it matches when created
+// reaches it, whatever operations it names (Kyverno deletes them apart
+// from admission).
+func (r *rule) syncsOnDelete() bool { return r.g != nil && r.g.synchronize }
+
 // validation is a compiled validate.
 type validation struct {
 	message    *subst.Template // nil: none

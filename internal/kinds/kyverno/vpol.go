@@ -294,6 +294,9 @@ func (p *CELPolicy) index() engine.IndexKeys {
 			}
 		}
 	}
+	if p.generating && p.synchronize && ix.Operations&engine.OpSetOf(rules.Create) != 0 {
+		ix.Operations |= engine.OpSetOf(rules.Delete) // its objects go with a deleted trigger
+	}
 	return ix
 }
 
@@ -329,9 +332,13 @@ func (p *CELPolicy) matches(h *engine.Handle) (bool, error) {
 		name = resourceName(obj)
 	}
 	clusterScoped := q.Namespace == "" && kinds.IsClusterScoped(h.Kind())
+	op := q.Operation
+	if op == rules.Delete && p.generating && p.synchronize {
+		op = rules.Create // a deleted trigger, matched as created: its objects go with it
+	}
 	hit := func(rs []admissionregistrationv1.NamedRuleWithOperations) bool {
 		return slices.ContainsFunc(rs, func(r admissionregistrationv1.NamedRuleWithOperations) bool {
-			return ruleMatches(r, q.Operation, gvr, sub, name, clusterScoped)
+			return ruleMatches(r, op, gvr, sub, name, clusterScoped)
 		})
 	}
 	if !hit(p.match.ResourceRules) || hit(p.match.ExcludeResourceRules) {
