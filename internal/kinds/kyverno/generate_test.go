@@ -432,3 +432,46 @@ func TestMutateExisting(t *testing.T) {
 		t.Errorf("no target: %v %+v", err, d.Trace)
 	}
 }
+
+// TestVPolAuditAnnotations: a ValidatingPolicy's audit annotations are
+// evaluated after its validations (a null or empty value left out), go to
+// the request's audit event keyed "policy/key" and into the result's
+// properties; a value that is not a string is the policy's error; a key
+// that is no qualified name is an error when the policy loads.
+func TestVPolAuditAnnotations(t *testing.T) {
+	policy := func(value string) string {
+		return `
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: team}
+spec:
+  validationActions: [Audit]
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations: [{expression: "has(object.metadata.labels)"}]
+  auditAnnotations:
+  - {key: owner, valueExpression: "` + value + `"}
+  - {key: empty, valueExpression: "null"}
+`
+	}
+	snap := snapshot(t, policy("object.metadata.?labels.team.orValue('none')"))
+	for _, tc := range []struct{ labels, status, owner string }{{"{team: a}", "pass", "a"}, {"null", "fail", "none"}} {
+		got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, labels: `+tc.labels+`}}`)
+		if !cmp.Equal([]string{"=" + tc.status}, got) {
+			t.Errorf("%s: %v", tc.labels, got)
+		}
+		if len(d.AuditAnnotations) != 1 || d.AuditAnnotations[0].Key != "team/owner" || d.AuditAnnotations[0].Value != tc.owner {
+			t.Errorf("%s: audit annotations %+v", tc.labels, d.AuditAnnotations)
+		}
+		if rs := kyverno.ResultsOf(d.Trace[0].Detail); len(rs) != 1 || rs[0].Properties["owner"] != tc.owner {
+			t.Errorf("%s: properties %+v", tc.labels, rs)
+		}
+	}
+	snap = snapshot(t, policy("1"))
+	if got, _ := results(t, snap, rules.Create, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, labels: {a: b}}}`); !cmp.Equal([]string{"=error"}, got) {
+		t.Errorf("a value that is not a string: %v", got)
+	}
+	if _, err := compileErr(t, strings.Replace(policy("'x'"), "key: owner", "key: 'bad key'", 1)); err == nil || !strings.Contains(err.Error(), "spec.auditAnnotations[0].key") {
+		t.Errorf("a bad key: %v", err)
+	}
+}

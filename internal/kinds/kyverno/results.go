@@ -23,6 +23,9 @@ type RuleResult struct {
 	// Generated are the objects a generate rule made (with Kyverno's
 	// labels), also given to the engine (engine.Decision.Generated).
 	Generated []map[string]any `json:"generated,omitempty"`
+	// Properties are a ValidatingPolicy's audit annotations (Kyverno
+	// reports them as the result's properties).
+	Properties map[string]string `json:"properties,omitempty"`
 	// Target names the existing object a mutate of existing objects
 	// changed or considered ("ConfigMap default/settings"); "" otherwise.
 	Target string `json:"target,omitempty"`

@@ -15,11 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -76,6 +78,8 @@ type CELPolicy struct {
 	// mutations: a MutatingPolicy's (mutating), applied in order.
 	mutations []celMutation
 	mutating  bool
+	// audit: a ValidatingPolicy's audit annotations.
+	audit []celAudit
 	// generations: a GeneratingPolicy's generate expressions (generating);
 	// synchronize keeps their objects; generateExisting asks for objects
 	// existing before the policy (not done yet: lint says so).
@@ -222,7 +226,45 @@ func (p *CELPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec)
 	if len(spec.ValidationActions) == 0 {
 		c.errf("spec.validationActions", "a ValidatingPolicy needs at least one validation action")
 	}
-	p.settings(spec.FailurePolicy, spec.Evaluation, len(spec.AuditAnnotations))
+	p.settings(spec.FailurePolicy, spec.Evaluation, 0)
+	for i, a := range spec.AuditAnnotations {
+		f := fmt.Sprintf("spec.auditAnnotations[%d]", i)
+		if errs := k8svalidation.IsQualifiedName(p.name + "/" + a.Key); a.Key == "" || len(errs) > 0 {
+			c.errf(f+".key", "%q is not a valid audit annotation key (with the policy's name before it): %s", a.Key, strings.Join(errs, "; "))
+		}
+		p.audit = append(p.audit, celAudit{key: a.Key, field: f + ".valueExpression", prog: c.celProgram(f+".valueExpression", a.ValueExpression)})
+	}
+}
+
+// celAudit is a compiled audit annotation: its key and value expression.
+type celAudit struct {
+	key, field string
+	prog       *cel.Program
+}
+
+// auditAnnotations evaluates the policy's audit annotations: a value
+// that is null or empty is left out, as Kyverno and the API server do.
+func (p *CELPolicy) auditAnnotations(ctx context.Context, act *lang.Activation) (map[string]string, error) {
+	if len(p.audit) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(p.audit))
+	for _, a := range p.audit {
+		v, err := a.prog.Eval(ctx, act)
+		if err != nil {
+			return nil, fmt.Errorf("failed to evaluate auditAnnotation '%s': %w", a.key, err)
+		}
+		switch s := v.(type) {
+		case nil:
+		case string:
+			if s != "" {
+				out[a.key] = s
+			}
+		default:
+			return nil, fmt.Errorf("failed to convert auditAnnotation '%s' expression: a %s, not a string", a.key, value.TypeName(v))
+		}
+	}
+	return out, nil
 }
 
 // settings are what every CEL policy sets the same way: its failure policy
@@ -244,7 +286,7 @@ func (p *CELPolicy) settings(fp *admissionregistrationv1.FailurePolicyType, ev *
 		}
 	}
 	if auditAnnotations > 0 {
-		p.notYet = "auditAnnotations are not evaluated yet"
+		p.notYet = "auditAnnotations are not evaluated yet for this kind"
 	}
 }
 
@@ -501,6 +543,11 @@ func (p *CELPolicy) Apply(h *engine.Handle) error {
 	if tr := h.Trace(); tr != nil {
 		tr.Detail = &Trace{Results: []RuleResult{res}}
 	}
+	for _, k := range slices.Sorted(maps.Keys(res.Properties)) {
+		// In the request's audit event, keyed as the API server keys an
+		// admission policy's: the policy's name, then the key.
+		h.Annotate(p.name+"/"+k, res.Properties[k])
+	}
 	switch res.Status {
 	case Fail:
 		if res.Enforced {
@@ -525,6 +572,14 @@ func (p *CELPolicy) evaluate(h *engine.Handle) RuleResult {
 	if done != nil {
 		return *done
 	}
+	withAudit := func(res RuleResult) RuleResult {
+		props, err := p.auditAnnotations(ctx, act)
+		if err != nil {
+			return RuleResult{Status: Error, Message: err.Error()}
+		}
+		res.Properties = props
+		return res
+	}
 	for i, v := range p.validations {
 		ok, err := v.prog.EvalBool(ctx, act)
 		if err != nil {
@@ -548,9 +603,9 @@ func (p *CELPolicy) evaluate(h *engine.Handle) RuleResult {
 		if msg == "" {
 			msg = fmt.Sprintf("CEL expression validation failed at index %d", i)
 		}
-		return RuleResult{Status: Fail, Message: msg}
+		return withAudit(RuleResult{Status: Fail, Message: msg})
 	}
-	return RuleResult{Status: Pass, Message: "success"}
+	return withAudit(RuleResult{Status: Pass, Message: "success"})
 }
 
 // prepare is what every CEL policy does before its validations or
