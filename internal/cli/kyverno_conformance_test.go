@@ -132,9 +132,6 @@ var reKyvernoLibrary = regexp.MustCompile(`\b(resource|http|globalContext|imaged
 func vpolPending(obj map[string]any) []string {
 	var out []string
 	spec, _ := obj["spec"].(map[string]any)
-	if k, _ := obj["kind"].(string); spec["auditAnnotations"] != nil && !strings.HasSuffix(k, "ValidatingPolicy") {
-		out = append(out, "auditAnnotations")
-	}
 	if ev, _ := spec["evaluation"].(map[string]any); ev != nil && ev["mode"] != nil && ev["mode"] != "Kubernetes" {
 		out = append(out, "evaluation.mode")
 	}
@@ -222,7 +219,7 @@ func TestKyvernoPolicies(t *testing.T) {
 		}
 		passed++
 	}
-	t.Logf("kyverno-policies: %d suites pass (%d rows; ClusterPolicy/Policy validate, mutate and generate, ValidatingPolicy, MutatingPolicy, GeneratingPolicy); %d use features not evaluated yet (%v, and in CEL policies a MutatingPolicy's or GeneratingPolicy's auditAnnotations, evaluation.mode, Kyverno's CEL libraries that read data); %d left out: a test-level context file (refused by modwright test); %d rows skipped as kyverno test skips them (their patchedResources file lacks the object)", passed, rows, pendingN, kyvernoPending, withContext, skippedRows)
+	t.Logf("kyverno-policies: %d suites pass (%d rows; ClusterPolicy/Policy validate, mutate and generate, ValidatingPolicy, MutatingPolicy, GeneratingPolicy); %d use features not evaluated yet (%v, and in CEL policies evaluation.mode, Kyverno's CEL libraries that read data); %d left out: a test-level context file (refused by modwright test); %d rows skipped as kyverno test skips them (their patchedResources file lacks the object)", passed, rows, pendingN, kyvernoPending, withContext, skippedRows)
 	if passed == 0 {
 		t.Fatal("no suite ran")
 	}

@@ -475,3 +475,26 @@ spec:
 		t.Errorf("a bad key: %v", err)
 	}
 }
+
+// TestCELPolicyAuditAnnotations: a MutatingPolicy's and a
+// GeneratingPolicy's audit annotations, as a ValidatingPolicy's.
+func TestCELPolicyAuditAnnotations(t *testing.T) {
+	for _, tc := range []struct{ kind, body string }{
+		{"MutatingPolicy", `mutations: [{patchType: ApplyConfiguration, applyConfiguration: {expression: "Object{metadata: Object.metadata{labels: {'seen': 'yes'}}}"}}]`},
+		{"GeneratingPolicy", `generate: [{expression: "generator.Apply('team', [{'apiVersion': dyn('v1'), 'kind': dyn('ConfigMap'), 'metadata': dyn({'name': 'x'})}])"}]`},
+	} {
+		snap := snapshot(t, `
+apiVersion: policies.kyverno.io/v1
+kind: `+tc.kind+`
+metadata: {name: p}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  auditAnnotations: [{key: name, valueExpression: "object.metadata.name"}]
+  `+tc.body)
+		got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c}}`)
+		if !cmp.Equal([]string{"=pass"}, got) || len(d.AuditAnnotations) != 1 || d.AuditAnnotations[0].Key != "p/name" || d.AuditAnnotations[0].Value != "c" {
+			t.Errorf("%s: %v, audit annotations %+v", tc.kind, got, d.AuditAnnotations)
+		}
+	}
+}

@@ -92,7 +92,8 @@ func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingP
 	// Generation is asynchronous in Kyverno: its errors never refuse the
 	// trigger.
 	fp := admissionregistrationv1.Ignore
-	p.settings(&fp, ev, len(spec.AuditAnnotations))
+	p.settings(&fp, ev)
+	p.compileAudit(c, spec.AuditAnnotations)
 	p.background = false // a background scan generates nothing
 }
 
@@ -148,7 +149,7 @@ func (g *generated) Generate(namespace string, objs []map[string]any) error {
 func (p *CELPolicy) generate(h *engine.Handle) (RuleResult, bool) {
 	if h.Request().Operation == rules.Delete {
 		if p.synchronize {
-			if objs, res := p.generateOver(h, h.Object()); res == nil {
+			if objs, _, res := p.generateOver(h, h.Object()); res == nil {
 				for _, o := range objs {
 					h.Generate("", o, true)
 				}
@@ -156,19 +157,19 @@ func (p *CELPolicy) generate(h *engine.Handle) (RuleResult, bool) {
 		}
 		return RuleResult{}, false
 	}
-	objs, res := p.generateOver(h, nil)
+	objs, props, res := p.generateOver(h, nil)
 	if res != nil {
 		return *res, true
 	}
 	for _, o := range objs {
 		h.Generate("", o, p.synchronize)
 	}
-	return RuleResult{Status: Pass, Message: "policy evaluated successfully", Generated: objs}, true
+	return RuleResult{Status: Pass, Message: "policy evaluated successfully", Generated: objs, Properties: props}, true
 }
 
 // generateOver runs the expressions (over trigger in place of the object,
 // when not nil) and labels their objects.
-func (p *CELPolicy) generateOver(h *engine.Handle, trigger any) ([]map[string]any, *RuleResult) {
+func (p *CELPolicy) generateOver(h *engine.Handle, trigger any) ([]map[string]any, map[string]string, *RuleResult) {
 	var act *lang.Activation
 	var done *RuleResult
 	if trigger != nil {
@@ -177,7 +178,7 @@ func (p *CELPolicy) generateOver(h *engine.Handle, trigger any) ([]map[string]an
 		act, done = p.prepare(h)
 	}
 	if done != nil {
-		return nil, done
+		return nil, nil, done
 	}
 	sink := &generated{p: p}
 	act.Vars[cel.VarGenerator] = cel.GeneratorValue(sink)
@@ -186,7 +187,7 @@ func (p *CELPolicy) generateOver(h *engine.Handle, trigger any) ([]map[string]an
 			continue
 		}
 		if _, err := g.prog.Eval(h.Context(), act); err != nil {
-			return nil, &RuleResult{Status: Error, Message: fmt.Sprintf("failed to evaluate policy: %s: %v", g.field, err)}
+			return nil, nil, &RuleResult{Status: Error, Message: fmt.Sprintf("failed to evaluate policy: %s: %v", g.field, err)}
 		}
 	}
 	trig, _ := h.Object().(map[string]any)
@@ -197,5 +198,9 @@ func (p *CELPolicy) generateOver(h *engine.Handle, trigger any) ([]map[string]an
 	for _, o := range sink.objs {
 		addGenerateLabels(h, o, map[string]string{labelPolicyName: p.name, labelTriggerName: name})
 	}
-	return sink.objs, nil
+	props, err := p.auditAnnotations(h.Context(), act)
+	if err != nil {
+		return nil, nil, &RuleResult{Status: Error, Message: err.Error()}
+	}
+	return sink.objs, props, nil
 }

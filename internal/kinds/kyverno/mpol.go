@@ -92,7 +92,8 @@ func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolic
 		me := spec.Evaluation.MutateExisting
 		p.mutateExisting = me != nil && me.Enabled != nil && *me.Enabled
 	}
-	p.settings(spec.FailurePolicy, ev, len(spec.AuditAnnotations))
+	p.settings(spec.FailurePolicy, ev)
+	p.compileAudit(c, spec.AuditAnnotations)
 }
 
 // mutate applies the mutations in order and patches the difference.
@@ -114,10 +115,15 @@ func (p *CELPolicy) mutate(h *engine.Handle) RuleResult {
 		}
 		cur = next
 	}
+	act.Object = cur
+	props, err := p.auditAnnotations(h.Context(), act)
+	if err != nil {
+		return RuleResult{Status: Error, Message: err.Error()}
+	}
 	if err := h.Patch(patch.Diff(orig, cur)); err != nil {
 		return RuleResult{Status: Error, Message: "failed to patch resource: " + err.Error()}
 	}
-	return RuleResult{Status: Pass, Message: "success"}
+	return RuleResult{Status: Pass, Message: "success", Properties: props}
 }
 
 // mpolGenerated is an autogen MutatingPolicy.

@@ -78,7 +78,7 @@ type CELPolicy struct {
 	// mutations: a MutatingPolicy's (mutating), applied in order.
 	mutations []celMutation
 	mutating  bool
-	// audit: a ValidatingPolicy's audit annotations.
+	// audit: the policy's audit annotations.
 	audit []celAudit
 	// generations: a GeneratingPolicy's generate expressions (generating);
 	// synchronize keeps their objects; generateExisting asks for objects
@@ -226,8 +226,13 @@ func (p *CELPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec)
 	if len(spec.ValidationActions) == 0 {
 		c.errf("spec.validationActions", "a ValidatingPolicy needs at least one validation action")
 	}
-	p.settings(spec.FailurePolicy, spec.Evaluation, 0)
-	for i, a := range spec.AuditAnnotations {
+	p.settings(spec.FailurePolicy, spec.Evaluation)
+	p.compileAudit(c, spec.AuditAnnotations)
+}
+
+// compileAudit compiles a CEL policy's audit annotations.
+func (p *CELPolicy) compileAudit(c *compiler, as []admissionregistrationv1.AuditAnnotation) {
+	for i, a := range as {
 		f := fmt.Sprintf("spec.auditAnnotations[%d]", i)
 		if errs := k8svalidation.IsQualifiedName(p.name + "/" + a.Key); a.Key == "" || len(errs) > 0 {
 			c.errf(f+".key", "%q is not a valid audit annotation key (with the policy's name before it): %s", a.Key, strings.Join(errs, "; "))
@@ -269,9 +274,8 @@ func (p *CELPolicy) auditAnnotations(ctx context.Context, act *lang.Activation) 
 
 // settings are what every CEL policy sets the same way: its failure policy
 // (Fail by default), where it runs (admission and background scans by
-// default), a mode other than Kubernetes and audit annotations (not
-// evaluated yet).
-func (p *CELPolicy) settings(fp *admissionregistrationv1.FailurePolicyType, ev *kpoliciesv1.EvaluationConfiguration, auditAnnotations int) {
+// default), a mode other than Kubernetes (not evaluated yet).
+func (p *CELPolicy) settings(fp *admissionregistrationv1.FailurePolicyType, ev *kpoliciesv1.EvaluationConfiguration) {
 	p.failClosed = fp == nil || *fp == admissionregistrationv1.Fail
 	p.admission, p.background = true, true
 	if ev != nil {
@@ -284,9 +288,6 @@ func (p *CELPolicy) settings(fp *admissionregistrationv1.FailurePolicyType, ev *
 		if ev.Mode != "" && ev.Mode != "Kubernetes" {
 			p.notYet = "evaluation.mode " + ev.Mode + " is not evaluated yet"
 		}
-	}
-	if auditAnnotations > 0 {
-		p.notYet = "auditAnnotations are not evaluated yet for this kind"
 	}
 }
 
