@@ -255,13 +255,16 @@ func (p *Policy) generatePattern(h *engine.Handle, r *rule, s *scope, gp *genPat
 	if err != nil {
 		return nil, fmt.Errorf("variable substitution failed: %w", err)
 	}
-	var pat kyvernov1.GeneratePattern
-	if err := remarshal(v, &pat); err != nil {
-		return nil, fmt.Errorf("%s: %w", gp.field, err)
-	}
-	if p.ns != "" && pat.Namespace != p.ns && len(pat.CloneList.Kinds) == 0 {
+	// Read as substituted, never changed: it shares parts with the
+	// compiled pattern and with the request.
+	pat, _ := v.(map[string]any)
+	apiVersion, kind, ns, name := str(pat, "apiVersion"), str(pat, "kind"), str(pat, "namespace"), str(pat, "name")
+	clone, _ := pat["clone"].(map[string]any)
+	cloneList, _ := pat["cloneList"].(map[string]any)
+	listKinds, _ := cloneList["kinds"].([]any)
+	if p.ns != "" && ns != p.ns && len(listKinds) == 0 {
 		// Kyverno: a namespaced policy generates in its namespace only.
-		return nil, fmt.Errorf("%s.namespace: a Policy in %s may generate only in its own namespace, not in %q", gp.field, p.ns, pat.Namespace)
+		return nil, fmt.Errorf("%s.namespace: a Policy in %s may generate only in its own namespace, not in %q", gp.field, p.ns, ns)
 	}
 	add := func(obj map[string]any) error {
 		if len(objs) >= maxGeneratedPerRule {
@@ -272,53 +275,48 @@ func (p *Policy) generatePattern(h *engine.Handle, r *rule, s *scope, gp *genPat
 		return nil
 	}
 	switch {
-	case pat.Data != nil:
-		data, err := value.Decode(pat.Data.Raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s.data: %w", gp.field, err)
-		}
-		obj, ok := data.(map[string]any)
+	case pat["data"] != nil:
+		data, ok := pat["data"].(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("%s.data: want an object, not a JSON %s", gp.field, value.TypeName(data))
+			return nil, fmt.Errorf("%s.data: want an object, not a JSON %s", gp.field, value.TypeName(pat["data"]))
 		}
-		setTarget(obj, pat.APIVersion, pat.Kind, pat.Namespace, pat.Name)
+		obj := value.DeepCopy(data).(map[string]any)
+		setTarget(obj, apiVersion, kind, ns, name)
 		return objs, add(obj)
-	case pat.Clone.Name != "":
-		if pat.Clone.Namespace == pat.Namespace && pat.Clone.Name == pat.Name {
+	case str(clone, "name") != "":
+		cloneNS, cloneName := str(clone, "namespace"), str(clone, "name")
+		if cloneNS == ns && cloneName == name {
 			return objs, nil // Kyverno skips a clone of itself
 		}
 		obj := map[string]any{}
 		if !identity {
-			src, err := p.readSource(h, pat.APIVersion, pat.Kind, pat.Clone.Namespace, pat.Clone.Name)
+			src, err := p.readSource(h, apiVersion, kind, cloneNS, cloneName)
 			if err != nil {
 				return nil, fmt.Errorf("%s.clone: %w", gp.field, err)
 			}
-			obj = cloneOf(src, pat.Namespace)
+			obj = cloneOf(src, ns)
 		}
-		setTarget(obj, pat.APIVersion, pat.Kind, pat.Namespace, pat.Name)
+		setTarget(obj, apiVersion, kind, ns, name)
 		return objs, add(obj)
-	case len(pat.CloneList.Kinds) > 0:
-		sel := ""
-		if pat.CloneList.Selector != nil {
-			ls, err := metav1.LabelSelectorAsSelector(pat.CloneList.Selector)
-			if err != nil {
-				return nil, fmt.Errorf("%s.cloneList.selector: %w", gp.field, err)
-			}
-			sel = ls.String()
+	case len(listKinds) > 0:
+		listNS := str(cloneList, "namespace")
+		if listNS == ns {
+			return objs, nil // Kyverno skips a clone of itself
 		}
-		for _, k := range pat.CloneList.Kinds {
-			av, kind := splitKind(k)
-			srcs, err := p.listSources(h, av, kind, pat.CloneList.Namespace, sel)
+		sel, err := selectorText(cloneList["selector"])
+		if err != nil {
+			return nil, fmt.Errorf("%s.cloneList.selector: %w", gp.field, err)
+		}
+		for _, k := range listKinds {
+			ks, _ := k.(string)
+			av, kind := splitKind(ks)
+			srcs, err := p.listSources(h, av, kind, listNS, sel)
 			if err != nil {
 				return nil, fmt.Errorf("%s.cloneList: %w", gp.field, err)
 			}
-			if pat.CloneList.Namespace == pat.Namespace {
-				continue // Kyverno skips a clone of itself
-			}
 			for _, src := range srcs {
-				obj := cloneOf(src, pat.Namespace)
-				name, _ := metadataOf(src)["name"].(string)
-				setTarget(obj, av, kind, pat.Namespace, name)
+				obj := cloneOf(src, ns)
+				setTarget(obj, av, kind, ns, str(metadataOf(src), "name"))
 				if err := add(obj); err != nil {
 					return nil, err
 				}
@@ -329,7 +327,30 @@ func (p *Policy) generatePattern(h *engine.Handle, r *rule, s *scope, gp *genPat
 	return objs, nil
 }
 
-// remarshal reads a JSON tree into out.
+// str is a string member of a JSON map ("" when absent or not a string).
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+// selectorText is a label selector (a JSON tree, nil for none) in the
+// selector syntax a KindReader lists by.
+func selectorText(v any) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	var ls metav1.LabelSelector
+	if err := remarshal(v, &ls); err != nil {
+		return "", err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&ls)
+	if err != nil {
+		return "", err
+	}
+	return sel.String(), nil
+}
+
+// remarshal reads a JSON tree into out (a label selector: small).
 func remarshal(v any, out any) error {
 	raw, err := value.AppendJSON(nil, v)
 	if err != nil {

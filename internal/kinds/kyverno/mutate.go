@@ -289,48 +289,40 @@ func (p *Policy) targets(h *engine.Handle, s *scope, tm *targetM) ([]map[string]
 	if err != nil {
 		return nil, fmt.Errorf("failed to substitute variables in %s: %w", tm.field, err)
 	}
-	var t kyvernov1.TargetResourceSpec
-	if err := remarshal(v, &t); err != nil {
-		return nil, fmt.Errorf("%s: %w", tm.field, err)
-	}
-	ns := t.Namespace
+	t, _ := v.(map[string]any) // read only: shared with the compiled spec and the request
+	apiVersion, kind, name := str(t, "apiVersion"), str(t, "kind"), str(t, "name")
+	ns := str(t, "namespace")
 	if p.ns != "" {
 		ns = p.ns // as Kyverno: a Policy's targets are in its namespace
 	}
 	wild := func(s string) bool { return strings.ContainsAny(s, "*?") }
-	if t.Name != "" && !wild(t.Name) && !wild(ns) && t.Selector == nil {
-		kr, err := p.sourceReader(h, t.APIVersion, t.Kind, ns, t.Name)
+	if name != "" && !wild(name) && !wild(ns) && t["selector"] == nil {
+		kr, err := p.sourceReader(h, apiVersion, kind, ns, name)
 		if err != nil {
 			return nil, err
 		}
-		obj, err := kr.GetKind(h.Context(), t.APIVersion, t.Kind, ns, t.Name)
+		obj, err := kr.GetKind(h.Context(), apiVersion, kind, ns, name)
 		if err != nil || obj == nil {
 			return nil, err // none: no target
 		}
 		return []map[string]any{obj}, nil
 	}
-	sel := ""
-	if t.Selector != nil {
-		ls, err := metav1.LabelSelectorAsSelector(t.Selector)
-		if err != nil {
-			return nil, fmt.Errorf("%s.selector: %w", tm.field, err)
-		}
-		sel = ls.String()
+	sel, err := selectorText(t["selector"])
+	if err != nil {
+		return nil, fmt.Errorf("%s.selector: %w", tm.field, err)
 	}
 	listNS := ns
 	if wild(ns) {
 		listNS = ""
 	}
-	objs, err := p.listSources(h, t.APIVersion, t.Kind, listNS, sel)
+	objs, err := p.listSources(h, apiVersion, kind, listNS, sel)
 	if err != nil {
 		return nil, err
 	}
 	var out []map[string]any
 	for _, o := range objs {
 		md := metadataOf(o)
-		name, _ := md["name"].(string)
-		ons, _ := md["namespace"].(string)
-		if (t.Name == "" || lang.MatchWildcard(t.Name, name)) && (ns == "" || lang.MatchWildcard(ns, ons)) {
+		if (name == "" || lang.MatchWildcard(name, str(md, "name"))) && (ns == "" || lang.MatchWildcard(ns, str(md, "namespace"))) {
 			out = append(out, o)
 		}
 	}
