@@ -395,9 +395,7 @@ func cloneOf(src map[string]any, targetNS string) map[string]any {
 		md = map[string]any{}
 		obj["metadata"] = md
 	}
-	for _, k := range []string{"uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink", "generation"} {
-		delete(md, k)
-	}
+	dropServerOwned(md)
 	if ns, _ := md["namespace"].(string); ns != targetNS {
 		delete(md, "ownerReferences")
 	}
@@ -409,6 +407,15 @@ func cloneOf(src map[string]any, targetNS string) map[string]any {
 	}
 	labels[labelCloneSource] = ""
 	return obj
+}
+
+// dropServerOwned removes from a generated object's metadata what the
+// API server owns (its copy's uid, resourceVersion, creation time,
+// managedFields, selfLink, generation), as Kyverno's generators do.
+func dropServerOwned(md map[string]any) {
+	for _, k := range []string{"uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink", "generation"} {
+		delete(md, k)
+	}
 }
 
 // labelGenerated adds Kyverno's labels to an object a rule generated:

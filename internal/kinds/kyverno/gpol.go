@@ -135,9 +135,7 @@ func (g *generated) Generate(namespace string, objs []map[string]any) error {
 		} else {
 			md["namespace"] = namespace
 		}
-		for _, k := range []string{"uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink"} {
-			delete(md, k)
-		}
+		dropServerOwned(md)
 		g.objs = append(g.objs, obj)
 	}
 	return nil

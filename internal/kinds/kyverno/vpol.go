@@ -704,10 +704,12 @@ func namespaceObject(h *engine.Handle, ctx context.Context, ns string) (map[stri
 	return nsObj, nil
 }
 
-// kyvernoLibraries are the names Kyverno's CEL environment adds (its
-// libraries: resource lookups, http, globalContext, images, json and yaml,
-// x509, ...), which modwright's CEL does not declare yet.
-const kyvernoLibraries = "resource http globalContext image imagedata parseImageReference json yaml x509 user generator random hash math time exceptions gctx parseServiceAccount"
+// kyvernoLibraries are the names Kyverno's CEL environment adds that
+// modwright's CEL does not declare yet (its libraries that read data:
+// resource lookups, http, globalContext, image data, json and yaml, x509,
+// ...; generator outside a GeneratingPolicy). The image and user
+// libraries are declared (Language.KyvernoLibs).
+const kyvernoLibraries = "resource http globalContext imagedata json yaml x509 generator random hash math time exceptions gctx"
 
 // kyvernoLibrary is the Kyverno library the compile errors are about
 // (all undeclared references, one of them to a library's name: a call
