@@ -29,6 +29,9 @@ type staticResolver struct {
 	// anyBody are recorded responses that answer any body (Kyverno's
 	// apiCallResponses): by "METHOD target", METHOD "" for any method.
 	anyBody map[string]*engine.HTTPResponse
+	// images are the image data of Context documents, by reference
+	// (context_objects.go).
+	images map[string]map[string]any
 	// graph is the context objects' relationship graph, built on first
 	// use.
 	graphOnce sync.Once
@@ -54,17 +57,22 @@ func newStaticResolver(docs []source.Document) (*staticResolver, []string, error
 			}
 			continue
 		}
-		ref := engine.ObjectRef{Group: apiGroup(d.APIVersion()), Kind: d.Kind(), Namespace: d.Namespace(), Name: d.Name()}
-		if ref.Kind == "" || ref.Name == "" {
+		if d.Kind() == "" || d.Name() == "" {
 			ignored = append(ignored, d.Origin+": an object without kind or metadata.name; ignored as context")
 			continue
 		}
-		if kinds.IsClusterScoped(ref.Kind) {
-			ref.Namespace = ""
-		}
-		r.objects[ref] = d.Object
+		r.addObject(&d)
 	}
 	return r, ignored, nil
+}
+
+// addObject records a context object (with its kind and name).
+func (r *staticResolver) addObject(d *source.Document) {
+	ref := engine.ObjectRef{Group: apiGroup(d.APIVersion()), Kind: d.Kind(), Namespace: d.Namespace(), Name: d.Name()}
+	if kinds.IsClusterScoped(ref.Kind) {
+		ref.Namespace = ""
+	}
+	r.objects[ref] = d.Object
 }
 
 // Get returns the context object ref names, or nil.

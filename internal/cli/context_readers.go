@@ -59,7 +59,7 @@ type offlineUser struct {
 // isContextData reports whether d is one of the documents above.
 func isContextData(d *source.Document) bool {
 	av := d.APIVersion()
-	return (av == cliAPIVersion || av == kyvernoCLIAPIVersion) && (d.Kind() == kindAPICallResponse || d.Kind() == kindUserInfo || d.Kind() == kindHTTPResponse && av == cliAPIVersion)
+	return (av == cliAPIVersion || av == kyvernoCLIAPIVersion) && (d.Kind() == kindAPICallResponse || d.Kind() == kindUserInfo || d.Kind() == kindContext || d.Kind() == kindHTTPResponse && av == cliAPIVersion)
 }
 
 // apiKey identifies a recorded call: method, path and the body's JSON.
@@ -100,8 +100,8 @@ func canonical(v any) any {
 	return v
 }
 
-// addContextData records an APICallResponse, HTTPResponse or UserInfo
-// document.
+// addContextData records an APICallResponse, HTTPResponse, UserInfo or
+// Context document.
 func (r *staticResolver) addContextData(d *source.Document) error {
 	c := contextDoc{d}
 	switch d.Kind() {
@@ -111,6 +111,8 @@ func (r *staticResolver) addContextData(d *source.Document) error {
 		return r.addHTTP(c)
 	case kindUserInfo:
 		return r.addUser(c)
+	case kindContext:
+		return r.addContextFile(c)
 	}
 	return nil
 }
@@ -342,14 +344,7 @@ func (r *staticResolver) ListKind(_ context.Context, apiVersion, kind, namespace
 		if ref.Group != apiGroup(apiVersion) || ref.Kind != kind || namespace != "" && ref.Namespace != namespace {
 			continue
 		}
-		md, _ := o["metadata"].(map[string]any)
-		ls := k8slabels.Set{}
-		if m, ok := md["labels"].(map[string]any); ok {
-			for k, v := range m {
-				ls[k], _ = v.(string)
-			}
-		}
-		if sel.Matches(ls) {
+		if sel.Matches(labelsOf(o)) {
 			refs = append(refs, ref)
 		}
 	}
@@ -383,6 +378,9 @@ func (r *staticResolver) Call(_ context.Context, c engine.APICall) ([]byte, erro
 			return nil, fmt.Errorf("%s %s: the recorded response has status %d", c.Method, c.Path, resp.Status)
 		}
 		return resp.Body, nil
+	}
+	if b, ok, err := r.answerObjects(c.Method, c.Path); ok {
+		return b, err
 	}
 	recorded := make([]string, 0, len(r.api))
 	for k := range r.api {

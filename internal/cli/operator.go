@@ -99,6 +99,10 @@ type operatorOptions struct {
 	kinitirasHTTPTime  time.Duration
 	kinitirasHTTPBytes int64
 	kinitirasHTTPTTL   time.Duration
+	// Image data (Kyverno's image.GetMetadata) from registries.
+	imageRegistries []string
+	imageTimeout    time.Duration
+	imageTTL        time.Duration
 	// The relationship graph and the rule packs deriving its edges.
 	graph bool
 	// compileNative installs the rules that translate exactly as admission
@@ -159,6 +163,9 @@ func addOperatorFlags(f interface {
 	f.DurationVar(&o.kinitirasHTTPTime, "kinitiras-http-timeout", time.Second, "upper bound of one kinitiras http reference request")
 	f.Int64Var(&o.kinitirasHTTPBytes, "kinitiras-http-max-bytes", 1<<20, "largest kinitiras http reference response; larger is an error")
 	f.DurationVar(&o.kinitirasHTTPTTL, "kinitiras-http-cache-ttl", time.Second, "how long a kinitiras http reference response is reused for the same request (a token: until it expires)")
+	f.StringArrayVar(&o.imageRegistries, "image-registries", nil, "registries (host or host:port as images name them; index.docker.io for Docker Hub) Kyverno's image.GetMetadata reads image data from (repeatable); none: any registry, though never at a loopback, link-local or metadata address unless listed")
+	f.DurationVar(&o.imageTimeout, "image-data-timeout", 10*time.Second, "upper bound of reading one image's manifest and config from its registry")
+	f.DurationVar(&o.imageTTL, "image-data-cache-ttl", 5*time.Minute, "how long an image's data is reused (a tag may move to another digest within it)")
 	f.BoolVar(&o.compileNative, "compile-native", false, "run the ModRules and ModwrightPolicies that translate exactly (modwright compile) in the API server as admission policies the leader installs (needs create, update, patch, delete on validating/mutating admission policies and bindings), and take each out of the webhook once the API server holds its policy; rule statuses say where each runs (condition NativeAdmission)")
 	f.BoolVar(&o.graph, "graph", true, "keep the relationship graph (docs/graph.md) from informers of the core kinds (needs get, list, watch on pods, services, persistentvolumeclaims, replicationcontrollers, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs, ingresses) and serve its read API on the metrics port; off: rules reading edges fail")
 	f.StringArrayVar(&o.rulePacks, "rule-pack", nil, "a Rego rule pack, a directory or oci://REGISTRY/REPOSITORY:SEMVER (docs/rule-packs.md), deriving more edges (repeatable); the custom resources its modules route are watched while their CRDs exist (needs get, list, watch on customresourcedefinitions and on those resources). A pack that does not load is logged and skipped")
@@ -485,8 +492,9 @@ func (k *operator) managerOptions() ctrl.Options {
 // contextReaders builds what rules read beyond the object: related
 // objects (Namespaces, Nodes, the ConfigMaps Policies read, watched one by
 // one), apiCall reads, the requester's RBAC roles (indexed bindings), the
-// CRDs' schemas, objects of any kind and HTTP (kinitiras' references), the
-// authorizer of namespaced rules' reads.
+// CRDs' schemas, objects of any kind and HTTP (kinitiras' references),
+// image data (Kyverno's image library), the authorizer of namespaced
+// rules' reads.
 func (k *operator) contextReaders(ctx context.Context) error {
 	op, mgr := k.op, k.mgr
 	clients, err := kubernetes.NewForConfig(k.cfg)
@@ -519,6 +527,8 @@ func (k *operator) contextReaders(ctx context.Context) error {
 		Authorizer: authz, RuleReader: op.ruleReader, Protected: op.namespace}
 	k.readers.Kinds = &cluster.Kinds{Reader: mgr.GetCache(), Protected: op.namespace}
 	k.readers.HTTP = &cluster.HTTPClient{Hosts: op.kinitirasHosts, Timeout: op.kinitirasHTTPTime, MaxBytes: op.kinitirasHTTPBytes, TTL: op.kinitirasHTTPTTL}
+	k.readers.Images = &cluster.Images{Registries: op.imageRegistries, Timeout: op.imageTimeout, TTL: op.imageTTL}
+	k.readers.Globals = cluster.NoGlobalContext{}
 	if slices.ContainsFunc(k.kreg.Kinds(), func(kd kinds.Kind) bool { _, ok := kd.(kinds.Syncing); return ok }) {
 		// Gatekeeper's data.inventory, as its Config and SyncSets say.
 		inv := &cluster.Inventory{Cache: mgr.GetCache(), Kinds: k.kreg, Log: k.log.WithName("inventory"), Protected: op.namespace}

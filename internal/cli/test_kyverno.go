@@ -79,8 +79,7 @@ func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, 
 
 func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyvernoSuite, error) {
 	for field, unsupported := range map[string]bool{
-		"clusterResources":     len(t.ClusterResources) > 0,
-		"globalContextEntries": len(t.GlobalContextEntries) > 0, "context": t.Context != "", "paramResources": len(t.ParamResources) > 0,
+		"globalContextEntries": len(t.GlobalContextEntries) > 0, "paramResources": len(t.ParamResources) > 0,
 	} {
 		if unsupported {
 			return nil, kyvernoSuiteError(t, field, fmt.Errorf("not supported yet by modwright test"))
@@ -121,9 +120,28 @@ func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyverno
 
 // kyvernoResolver reads what a suite gives of the cluster: the values'
 // namespaces (their labels), the userinfo file (the requester, its
-// roles), the recorded apiCall responses; nil when it gives none.
+// roles), the context file (objects and images, for the CEL libraries),
+// the cluster resources, the recorded apiCall responses; nil when it
+// gives none.
 func kyvernoResolver(t *suite.KyvernoTest) (engine.ObjectReader, error) {
 	docs := kyvernoNamespaces(t.Values)
+	if t.Context != "" {
+		c, err := source.ReadPaths([]string{t.Resolve(t.Context)}, nil)
+		if err != nil {
+			return nil, kyvernoSuiteError(t, "context", err)
+		}
+		if len(c) != 1 || c[0].APIVersion() != kyvernoCLIAPIVersion || c[0].Kind() != kindContext {
+			return nil, kyvernoSuiteError(t, "context", fmt.Errorf("%s: want one %s %s document", t.Context, kyvernoCLIAPIVersion, kindContext))
+		}
+		docs = append(docs, c[0])
+	}
+	if len(t.ClusterResources) > 0 {
+		objs, err := source.ReadPaths(t.ResolveAll(t.ClusterResources), nil)
+		if err != nil {
+			return nil, kyvernoSuiteError(t, "clusterResources", err)
+		}
+		docs = append(docs, objs...)
+	}
 	if t.UserInfo != "" {
 		ui, err := source.ReadPaths([]string{t.Resolve(t.UserInfo)}, nil)
 		if err != nil {
@@ -158,7 +176,11 @@ func kyvernoResolver(t *suite.KyvernoTest) (engine.ObjectReader, error) {
 	}
 	r, _, err := newStaticResolver(docs)
 	if err != nil {
-		return nil, kyvernoSuiteError(t, "userinfo", err)
+		field := "userinfo"
+		if t.Context != "" {
+			field = "context"
+		}
+		return nil, kyvernoSuiteError(t, field, err)
 	}
 	for i := range t.APICallResponses {
 		e := &t.APICallResponses[i]

@@ -59,7 +59,10 @@ func TestKyvernoSuiteRefused(t *testing.T) {
 		}, "apiCallResponses[1]: a second response"},
 		{"userinfo of another kind", func(kt *suite.KyvernoTest) { kt.UserInfo = "resources.yaml" }, "userinfo: resources.yaml: want one cli.kyverno.io/v1alpha1 UserInfo document"},
 		{"targetResources missing", func(kt *suite.KyvernoTest) { kt.TargetResources = []string{"absent.yaml"} }, "targetResources"},
-		{"clusterResources", func(kt *suite.KyvernoTest) { kt.ClusterResources = []string{"resources.yaml"} }, "clusterResources: not supported yet"},
+		{"clusterResources missing", func(kt *suite.KyvernoTest) { kt.ClusterResources = []string{"absent.yaml"} }, "clusterResources"},
+		{"context missing", func(kt *suite.KyvernoTest) { kt.Context = "absent.yaml" }, "context"},
+		{"context of another kind", func(kt *suite.KyvernoTest) { kt.Context = "resources.yaml" }, "context: resources.yaml: want one cli.kyverno.io/v1alpha1 Context document"},
+		{"globalContextEntries", func(kt *suite.KyvernoTest) { kt.GlobalContextEntries = []byte(`[{"name": "x"}]`) }, "globalContextEntries: not supported yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kt, err := suite.LoadKyverno("../../testdata/cli/kyverno/requester/kyverno-test.yaml")

@@ -32,6 +32,11 @@ type Options struct {
 	// HTTP makes the HTTP requests rules need (kinitiras references);
 	// nil: none.
 	HTTP HTTPReader
+	// Images reads container images' data (Kyverno's image library); nil:
+	// none.
+	Images ImageReader
+	// Globals reads global context entries; nil: none.
+	Globals GlobalContextReader
 	// Graph reads the relationship graph; nil: none.
 	Graph GraphReader
 	// Inventory gives the replicated objects; nil: none.
@@ -61,6 +66,8 @@ type Engine struct {
 	api        APIReader
 	kinds      KindReader
 	http       HTTPReader
+	images     ImageReader
+	globals    GlobalContextReader
 	graph      GraphReader
 	inventory  InventoryReader
 	schemas    SchemaReader
@@ -79,7 +86,7 @@ type scratch struct {
 
 // New returns an Engine.
 func New(opts Options) *Engine {
-	return &Engine{objects: opts.Objects, ruleReader: opts.RuleReader, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, graph: opts.Graph, inventory: opts.Inventory, schemas: opts.Schemas, noTrace: opts.NoTrace}
+	return &Engine{objects: opts.Objects, ruleReader: opts.RuleReader, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, images: opts.Images, globals: opts.Globals, graph: opts.Graph, inventory: opts.Inventory, schemas: opts.Schemas, noTrace: opts.NoTrace}
 }
 
 // ErrInvalidRequest marks requests the engine cannot evaluate.

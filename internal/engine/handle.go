@@ -116,6 +116,12 @@ func (h *Handle) Kinds() KindReader { return h.ev.e.kinds }
 // HTTP makes HTTP requests; nil when the engine has none.
 func (h *Handle) HTTP() HTTPReader { return h.ev.e.http }
 
+// Images reads container images' data; nil when the engine has none.
+func (h *Handle) Images() ImageReader { return h.ev.e.images }
+
+// Globals reads global context entries; nil when the engine has none.
+func (h *Handle) Globals() GlobalContextReader { return h.ev.e.globals }
+
 // Graph reads the relationship graph; nil when the engine has none.
 func (h *Handle) Graph() GraphReader { return h.ev.e.graph }
 

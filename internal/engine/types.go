@@ -199,6 +199,22 @@ type KindReader interface {
 	ListKind(ctx context.Context, apiVersion, kind, namespace, selector string) ([]map[string]any, error)
 }
 
+// ImageReader reads the data of a container image from its registry, as
+// Kyverno's image.GetMetadata gives it: image, resolvedImage, registry,
+// repository, tag, digest, and the manifest and config as JSON trees. It
+// is implemented in the cluster by an OCI client (its timeout, size limit
+// and cache) and offline by the images a context file gives.
+type ImageReader interface {
+	ImageData(ctx context.Context, ref string) (map[string]any, error)
+}
+
+// GlobalContextReader reads the value of a global context entry (Kyverno's
+// GlobalContextEntry), its projection when not "": offline the entries a
+// test suite gives.
+type GlobalContextReader interface {
+	GlobalContext(ctx context.Context, name, projection string) (any, error)
+}
+
 // GraphReader reads the relationship graph (docs/graph.md): the edges
 // into and out of the object under admission (obj, as the request has it:
 // its own edges out are derived from it, not from a stored copy), each a

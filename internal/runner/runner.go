@@ -115,6 +115,8 @@ func Options(objects engine.ObjectReader) engine.Options {
 	o.Roles, _ = objects.(engine.RoleReader)
 	o.Kinds, _ = objects.(engine.KindReader)
 	o.HTTP, _ = objects.(engine.HTTPReader)
+	o.Images, _ = objects.(engine.ImageReader)
+	o.Globals, _ = objects.(engine.GlobalContextReader)
 	o.Graph, _ = objects.(engine.GraphReader)
 	o.Inventory, _ = objects.(engine.InventoryReader)
 	return o

@@ -335,4 +335,78 @@ spec:
 			t.Errorf("securityContext %+v: want runAsNonRoot set by the MutatingPolicy", sc)
 		}
 	})
+	t.Run("Kyverno's resource library reads the API server, a namespaced policy as its namespace's rule reader", func(t *testing.T) {
+		// The operator reads ConfigMaps for the cluster-scoped policy, as
+		// an apiCall's reads need it granted.
+		grant(t, c, "modwright-read-configmaps", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}})
+		teams := configMap("kcel", "teams", nil)
+		teams.Data = map[string]string{"allowed": "a,b"}
+		create(t, c, teams)
+		limits := configMap("kcel", "limits", nil)
+		limits.Data = map[string]string{"maxContainers": "1"}
+		create(t, c, limits)
+		create(t, c, kinitirasPolicy(t, `
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata:
+  name: known-team
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: kcel}
+  variables:
+  - name: allowed
+    expression: "resource.Get('v1', 'configmaps', 'kcel', 'teams').data.allowed.split(',')"
+  validations:
+  - expression: "object.metadata.?labels.team.orValue('') in variables.allowed"
+    messageExpression: "'team ' + object.metadata.?labels.team.orValue('') + ' is not one of ' + variables.allowed.join(', ')"
+`))
+		create(t, c, kinitirasPolicy(t, `
+apiVersion: policies.kyverno.io/v1
+kind: NamespacedValidatingPolicy
+metadata:
+  name: container-limit
+  namespace: kcel
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: "size(object.spec.containers) <= int(resource.Get('v1', 'configmaps', 'limits').data.maxContainers)"
+    message: too many containers
+`))
+		// Before the namespace's rule reader may read the ConfigMap, the
+		// namespaced policy's read is refused: an error, and the policy
+		// fails closed.
+		eventually(t, 20*time.Second, func() error {
+			err := c.Create(ctx, pod("c-team", map[string]string{"team": "c"}), client.DryRunAll)
+			if err == nil || !strings.Contains(err.Error(), "team c is not one of a, b") {
+				return fmt.Errorf("team c: %v", err)
+			}
+			if !strings.Contains(err.Error(), "reads as system:serviceaccount:kcel:modwright-rules, which may not get configmaps in kcel") {
+				return fmt.Errorf("the namespaced policy's read before the grant: %v", err)
+			}
+			return nil
+		})
+		create(t, c, &rbacv1.Role{ObjectMeta: metaNS("kcel", "rules-read-limits"), Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"limits"}, Verbs: []string{"get"}}}})
+		create(t, c, &rbacv1.RoleBinding{ObjectMeta: metaNS("kcel", "rules-read-limits"),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "rules-read-limits"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "modwright-rules", Namespace: "kcel"}}})
+		eventually(t, 30*time.Second, func() error { // the denial is cached for 10 s
+			if err := c.Create(ctx, pod("a-team", map[string]string{"team": "a"}), client.DryRunAll); err != nil {
+				return fmt.Errorf("team a, one container: %v", err)
+			}
+			p := pod("two", map[string]string{"team": "b"})
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "side", Image: "nginx:1.27"})
+			if err := c.Create(ctx, p, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "too many containers") {
+				return fmt.Errorf("two containers: %v", err)
+			}
+			return nil
+		})
+	})
 }

@@ -54,7 +54,7 @@ type celExpr struct {
 }
 
 func (c *compiler) celProgram(field, src string) *cel.Program {
-	p, ds := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: c.orValueCompat, KyvernoLibs: c.orValueCompat}.CompileExpr(celEnv(field), src)
+	p, ds := c.celLanguage().CompileExpr(c.celEnv(field), src)
 	for _, d := range ds {
 		c.ce.Errors = append(c.ce.Errors, rules.FieldError{Field: field, Pos: d.Pos, Msg: d.Msg})
 	}
@@ -136,7 +136,7 @@ func (cv *celV) evalVars(s *scope, act *lang.Activation) error {
 			return nil, nil
 		}
 		m.busy = true
-		v, err := cv.vars[i].prog.Eval(s.ctx, act)
+		v, _, err := cv.vars[i].prog.EvalValue(s.ctx, act)
 		if err != nil {
 			err = fmt.Errorf("variable %s: %w", name, err)
 		}

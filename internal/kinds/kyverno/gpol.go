@@ -51,8 +51,8 @@ func (k *GPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 
 // gpolEnv is the environment of generate expressions: a CEL policy's, and
 // the generator.
-func gpolEnv(name string) *lang.Env {
-	env := celEnv(name)
+func gpolEnv(c *compiler, name string) *lang.Env {
+	env := c.celEnv(name)
 	env.Vars = append(env.Vars, lang.Var{Name: cel.VarGenerator, Doc: "Kyverno's generator: generator.Apply(namespace, objects)"})
 	return env
 }
@@ -60,7 +60,8 @@ func gpolEnv(name string) *lang.Env {
 func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingPolicySpec) {
 	p.compileMatch(c, spec.MatchConstraints, spec.MatchConditions, spec.Variables)
 	p.generating = true
-	cl := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: true, Generator: true, KyvernoLibs: true}
+	cl := c.celLanguage()
+	cl.Generator = true
 	for i, g := range spec.Generation {
 		f := fmt.Sprintf("spec.generate[%d]", i)
 		switch {
@@ -71,7 +72,7 @@ func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingP
 		case g.Expression == "":
 			c.errf(f+".expression", "a generate entry needs an expression")
 		default:
-			prog, ds := cl.CompileExpr(gpolEnv(f+".expression"), g.Expression)
+			prog, ds := cl.CompileExpr(gpolEnv(c, f+".expression"), g.Expression)
 			for _, d := range ds {
 				c.ce.Errors = append(c.ce.Errors, rules.FieldError{Field: f + ".expression", Pos: d.Pos, Msg: d.Msg})
 			}
@@ -185,7 +186,8 @@ func (p *CELPolicy) generateOver(h *engine.Handle, trigger any) ([]map[string]an
 			continue
 		}
 		if _, err := g.prog.Eval(h.Context(), act); err != nil {
-			return nil, nil, &RuleResult{Status: Error, Message: fmt.Sprintf("failed to evaluate policy: %s: %v", g.field, err)}
+			res := celErrorResult(err, fmt.Sprintf("failed to evaluate policy: %s: %v", g.field, err))
+			return nil, nil, &res
 		}
 	}
 	trig, _ := h.Object().(map[string]any)

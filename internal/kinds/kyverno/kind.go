@@ -7,6 +7,7 @@ import (
 	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
 )
@@ -93,6 +94,26 @@ type compiler struct {
 	// orValueCompat: CEL's orValue() as Kyverno's CEL policies read it
 	// (ValidatingPolicy).
 	orValueCompat bool
+	// data declares Kyverno's data libraries (its CEL policies), the
+	// resource library of a namespaced policy's scope or a cluster one's.
+	data cel.DataScope
+}
+
+// celLanguage is the CEL of the policy's expressions.
+func (c *compiler) celLanguage() cel.Language {
+	return cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: c.orValueCompat, KyvernoLibs: c.orValueCompat, KyvernoData: c.data}
+}
+
+// celEnv is the environment of the policy's expressions: a Kyverno CEL
+// policy's declares its data libraries' variables too.
+func (c *compiler) celEnv(name string) *lang.Env {
+	env := celEnv(name)
+	if c.data != cel.NoData {
+		for _, v := range cel.DataVars() {
+			env.Vars = append(env.Vars, lang.Var{Name: v, Doc: "Kyverno's " + v + " library"})
+		}
+	}
+	return env
 }
 
 func (c *compiler) errf(field, format string, args ...any) {

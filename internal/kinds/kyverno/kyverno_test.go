@@ -5,16 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/kyverno"
+	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 )
@@ -862,11 +866,95 @@ func TestValidatingPolicy(t *testing.T) {
 			t.Errorf("%s: results %v, rejections %v, warnings %v", actions, got, d.Rejections, d.Warnings)
 		}
 	}
-	// Kyverno's own CEL libraries load and give an error saying so.
-	lib := snapshot(t, strings.ReplaceAll(strings.ReplaceAll(vpolTeam, "ACTIONS", "Deny"), "variables.team != ''", "resource.Get('v1', 'configmaps', 'default', 'x').data.a == 'b'"))
+	// Kyverno's CEL libraries not declared yet load and give an error
+	// saying so.
+	lib := snapshot(t, strings.ReplaceAll(strings.ReplaceAll(vpolTeam, "ACTIONS", "Deny"), "variables.team != ''", "random('[a-z]{4}') != ''"))
 	got, d := results(t, lib, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i}]}}`)
-	if strings.Join(got, ",") != "=error" || len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "Kyverno's CEL library resource is not evaluated yet") {
+	if strings.Join(got, ",") != "=error" || len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "Kyverno's CEL library random is not evaluated yet") {
 		t.Errorf("library: results %v, rejections %+v", got, d.Rejections)
+	}
+}
+
+// celAPI answers API reads with ConfigMaps named after their path (404
+// for "missing") and records the calls.
+type celAPI struct{ calls []engine.APICall }
+
+func (f *celAPI) Call(_ context.Context, c engine.APICall) ([]byte, error) {
+	f.calls = append(f.calls, c)
+	if strings.HasSuffix(c.Path, "/missing") {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "missing")
+	}
+	if strings.Contains(c.Path, "/configmaps?") || strings.HasSuffix(c.Path, "/configmaps") {
+		return []byte(`{"apiVersion": "v1", "kind": "ConfigMapList", "items": [{"metadata": {"name": "a"}, "data": {"a": "b"}}]}`), nil
+	}
+	return []byte(`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b", "path": "` + c.Path + `"}}`), nil
+}
+
+func (f *celAPI) ImageData(_ context.Context, ref string) (map[string]any, error) {
+	return map[string]any{"image": ref, "config": map[string]any{"config": map[string]any{"User": "1000"}}}, nil
+}
+
+// TestCELData: Kyverno's data libraries in CEL policies read through the
+// engine's readers: a namespaced policy in its own namespace, as its
+// owner; a missing object is null; names are checked before a path is
+// made; offline without a reader the result is an error but no
+// rejection (the input is incomplete).
+func TestCELData(t *testing.T) {
+	const pod = `{apiVersion: v1, kind: Pod, metadata: {name: a, namespace: team-a, annotations: {cm: ANNOTATION}}, spec: {containers: [{name: c, image: ghcr.io/a/b:v1}]}}`
+	vpol := func(kind, expr string) string {
+		p := strings.ReplaceAll(strings.ReplaceAll(vpolTeam, "ACTIONS", "Deny"), "variables.team != ''", strconv.Quote(expr))
+		p = strings.Replace(p, "kind: ValidatingPolicy", "kind: "+kind, 1)
+		if kind == "NamespacedValidatingPolicy" {
+			p = strings.Replace(p, "metadata: {name: team}", "metadata: {name: team, namespace: team-a}", 1)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, kind, expr, annotation string
+		want                         string // the result
+		calls                        []engine.APICall
+		msg                          string // in the result's message
+	}{
+		{"get", "ValidatingPolicy", "resource.Get('v1', 'configmaps', 'platform', 'x').data.a == 'b'", "x", "=pass",
+			[]engine.APICall{{Method: "GET", Path: "/api/v1/namespaces/platform/configmaps/x"}}, ""},
+		{"namespaced", "NamespacedValidatingPolicy", "resource.Get('v1', 'configmaps', 'x').data.path == '/api/v1/namespaces/team-a/configmaps/x'", "x", "=pass",
+			[]engine.APICall{{Method: "GET", Path: "/api/v1/namespaces/team-a/configmaps/x", Owner: "team-a"}}, ""},
+		{"list", "ValidatingPolicy", "resource.List('v1', 'configmaps', 'team-a', {'b': '2', 'a': '1'}).items.size() == 1", "x", "=pass",
+			[]engine.APICall{{Method: "GET", Path: "/api/v1/namespaces/team-a/configmaps?labelSelector=a%3D1%2Cb%3D2"}}, ""},
+		{"missing", "ValidatingPolicy", "resource.Get('apps/v1', 'deployments', object.metadata.namespace, object.metadata.annotations.cm).orValue(null) == null", "missing", "=pass",
+			[]engine.APICall{{Method: "GET", Path: "/apis/apps/v1/namespaces/team-a/deployments/missing"}}, ""},
+		{"climb", "ValidatingPolicy", "resource.Get('v1', 'configmaps', 'team-a', object.metadata.annotations.cm).data.a == 'b'", "../../secrets", "=error", nil, "names no object"},
+		{"image", "ValidatingPolicy", "object.spec.containers.all(c, image.GetMetadata(c.image).config.config.User == '1000')", "x", "=pass", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := snapshot(t, vpol(tc.kind, tc.expr))
+			api := &celAPI{}
+			d, err := engine.New(engine.Options{API: api, Images: api}).Evaluate(context.Background(), snap,
+				engine.Request{Operation: rules.Create, Namespace: "team-a", Object: manifests(t, strings.ReplaceAll(pod, "ANNOTATION", strconv.Quote(tc.annotation)))[0].Object})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			var msg string
+			for _, tr := range d.Trace {
+				for _, r := range kyverno.ResultsOf(tr.Detail) {
+					got = append(got, r.Rule+"="+string(r.Status))
+					msg += r.Message
+				}
+			}
+			if strings.Join(got, ",") != tc.want || !strings.Contains(msg, tc.msg) {
+				t.Errorf("results %v (%s), want %s saying %q", got, msg, tc.want, tc.msg)
+			}
+			if diff := cmp.Diff(tc.calls, api.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Without a reader: an error naming what to give, no rejection.
+	snap := snapshot(t, vpol("ValidatingPolicy", "resource.Get('v1', 'configmaps', 'platform', 'x').data.a == 'b'"))
+	got, d := results(t, snap, rules.Create, strings.ReplaceAll(pod, "ANNOTATION", "x"))
+	if strings.Join(got, ",") != "=error" || len(d.Rejections) != 0 || len(d.Errors) != 1 || !errors.Is(d.Errors[0], lang.ErrNoReader) {
+		t.Errorf("no reader: results %v, rejections %+v, errors %v", got, d.Rejections, d.Errors)
 	}
 }
 

@@ -63,7 +63,7 @@ func (k *MPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 
 func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolicySpec) {
 	p.compileMatch(c, spec.MatchConstraints, spec.MatchConditions, spec.Variables)
-	cl := cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: true, KyvernoLibs: true}
+	cl := c.celLanguage()
 	for i, mu := range spec.Mutations {
 		f := fmt.Sprintf("spec.mutations[%d]", i)
 		var kind cel.MutationKind
@@ -77,7 +77,7 @@ func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolic
 			c.errf(f+".patchType", "must be ApplyConfiguration with applyConfiguration, or JSONPatch with jsonPatch, not %q", mu.PatchType)
 			continue
 		}
-		m, ds := cl.CompileMutation(celEnv(f), kind, src)
+		m, ds := cl.CompileMutation(c.celEnv(f), kind, src)
 		for _, d := range ds {
 			c.ce.Errors = append(c.ce.Errors, rules.FieldError{Field: f, Pos: d.Pos, Msg: d.Msg})
 		}
@@ -111,7 +111,7 @@ func (p *CELPolicy) mutate(h *engine.Handle) RuleResult {
 		act.Object = cur
 		next, _, err := mu.m.Apply(h.Context(), act, cur)
 		if err != nil {
-			return RuleResult{Status: Error, Message: fmt.Sprintf("failed to evaluate policy: %s: %v", mu.field, err)}
+			return celErrorResult(err, fmt.Sprintf("failed to evaluate policy: %s: %v", mu.field, err))
 		}
 		cur = next
 	}

@@ -32,6 +32,14 @@ type RuleResult struct {
 	// more are the results of the rule's other targets (a mutate of
 	// existing objects gives one per target).
 	more []RuleResult
+	// cause is the error of an Error result, when one made it: its chain
+	// says whether data no reader gives offline is why (ErrNoReader).
+	cause error
+}
+
+// celErrorResult is an Error result with its cause.
+func celErrorResult(cause error, msg string) RuleResult {
+	return RuleResult{Status: Error, Message: msg, cause: cause}
 }
 
 // Trace is the detail a policy records in its engine.RuleTrace: the

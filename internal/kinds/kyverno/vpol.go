@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -169,7 +168,11 @@ func compileCELPolicy(kind string, namespaced bool, opts options, m *kinds.Manif
 		return p, err
 	}
 	newCompiler := func() *compiler {
-		return &compiler{p: &Policy{opts: opts}, ce: &rules.CompileError{Kind: kind, Rule: m.Key()}, orValueCompat: true}
+		data := cel.ClusterData
+		if namespaced {
+			data = cel.NamespacedData
+		}
+		return &compiler{p: &Policy{opts: opts}, ce: &rules.CompileError{Kind: kind, Rule: m.Key()}, orValueCompat: true, data: data}
 	}
 	c := newCompiler()
 	compile(p, c)
@@ -557,13 +560,26 @@ func (p *CELPolicy) Apply(h *engine.Handle) error {
 			h.Warn(fmt.Sprintf("policy %s: %s", p.info.Key, res.Message))
 		}
 	case Error:
-		h.Fail("spec", errors.New(res.Message))
-		if p.failClosed {
+		var err error = causedError{res.Message, res.cause}
+		h.Fail("spec", err)
+		// Offline, data no reader gives makes the input incomplete: the
+		// front end says so rather than report a rejection.
+		if p.failClosed && !isNoReader(err) {
 			h.Reject(fmt.Sprintf("%s: error (failurePolicy Fail): %s", p.name, res.Message), nil)
 		}
 	}
 	return nil
 }
+
+// causedError is a result's message with the error that caused it (nil:
+// none) in its chain.
+type causedError struct {
+	msg   string
+	cause error
+}
+
+func (e causedError) Error() string { return e.msg }
+func (e causedError) Unwrap() error { return e.cause }
 
 // evaluate is the policy's result: skip when a match condition does not
 // hold, else the first failing validation's.
@@ -576,7 +592,7 @@ func (p *CELPolicy) evaluate(h *engine.Handle) RuleResult {
 	withAudit := func(res RuleResult) RuleResult {
 		props, err := p.auditAnnotations(ctx, act)
 		if err != nil {
-			return RuleResult{Status: Error, Message: err.Error()}
+			return celErrorResult(err, err.Error())
 		}
 		res.Properties = props
 		return res
@@ -584,7 +600,7 @@ func (p *CELPolicy) evaluate(h *engine.Handle) RuleResult {
 	for i, v := range p.validations {
 		ok, err := v.prog.EvalBool(ctx, act)
 		if err != nil {
-			return RuleResult{Status: Error, Message: fmt.Sprintf("%s: %v", v.field, err)}
+			return celErrorResult(err, fmt.Sprintf("%s: %v", v.field, err))
 		}
 		if ok {
 			continue
@@ -633,8 +649,10 @@ func (p *CELPolicy) prepareWith(h *engine.Handle, obj, old any) (act *lang.Activ
 	ctx := h.Context()
 	act, err := celActivationOf(h, ctx, obj, old)
 	if err != nil {
-		return nil, &RuleResult{Status: Error, Message: "failed to load context: " + err.Error()}
+		res := celErrorResult(err, "failed to load context: "+err.Error())
+		return nil, &res
 	}
+	cel.BindKyvernoData(act.Vars, &celData{h: h, owner: p.ns})
 	var errs []string
 	for _, mc := range p.conditions {
 		ok, err := mc.prog.EvalBool(ctx, act)
@@ -654,7 +672,8 @@ func (p *CELPolicy) prepareWith(h *engine.Handle, obj, old any) (act *lang.Activ
 	}
 	cv := &celV{vars: p.vars}
 	if err := cv.evalVars(&scope{ctx: ctx}, act); err != nil {
-		return nil, &RuleResult{Status: Error, Message: err.Error()}
+		res := celErrorResult(err, err.Error())
+		return nil, &res
 	}
 	return act, nil
 }
@@ -705,11 +724,11 @@ func namespaceObject(h *engine.Handle, ctx context.Context, ns string) (map[stri
 }
 
 // kyvernoLibraries are the names Kyverno's CEL environment adds that
-// modwright's CEL does not declare yet (its libraries that read data:
-// resource lookups, http, globalContext, image data, json and yaml, x509,
-// ...; generator outside a GeneratingPolicy). The image and user
-// libraries are declared (Language.KyvernoLibs).
-const kyvernoLibraries = "resource http globalContext imagedata json yaml x509 generator random hash math time exceptions gctx"
+// modwright's CEL does not declare yet (random, gzip, transform, ...;
+// generator outside a GeneratingPolicy). The image and user libraries
+// are declared (Language.KyvernoLibs), and those that read data
+// (Language.KyvernoData).
+const kyvernoLibraries = "generator random exceptions gctx gzip transform"
 
 // kyvernoLibrary is the Kyverno library the compile errors are about
 // (all undeclared references, one of them to a library's name: a call

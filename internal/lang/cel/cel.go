@@ -54,13 +54,19 @@ type Language struct {
 	// KyvernoLibs declares Kyverno's CEL libraries that read nothing but
 	// their arguments (kyvernolibs.go): image, user.
 	KyvernoLibs bool
+	// KyvernoData declares Kyverno's libraries that read data
+	// (kyvernodata.go), the resource library of that scope, and those
+	// that parse (json, yaml, x509); the variables DataVars are bound
+	// with BindKyvernoData.
+	KyvernoData DataScope
 }
 
-// extras are the environment options the Language's switches add, and
-// their name for the environment cache.
-func (l Language) extras() (string, []cel.EnvOption) {
+// extras are the environment options the Language's switches add, their
+// name for the environment cache, and the variables they declare.
+func (l Language) extras() (string, []cel.EnvOption, []string) {
 	var name string
 	var opts []cel.EnvOption
+	var vars []string
 	if l.OrValueCompat {
 		name, opts = "orvalue-compat", orValueCompat()
 	}
@@ -70,7 +76,11 @@ func (l Language) extras() (string, []cel.EnvOption) {
 	if l.KyvernoLibs {
 		name, opts = name+"+kyverno", append(opts, kyvernoLibs()...)
 	}
-	return name, opts
+	if l.KyvernoData != NoData {
+		o, v := kyvernoDataLibs(l.KyvernoData)
+		name, opts, vars = name+fmt.Sprintf("+data%d", l.KyvernoData), append(opts, o...), v
+	}
+	return name, opts, vars
 }
 
 // Name returns "cel".
@@ -90,8 +100,8 @@ func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagn
 
 // CompileExpr is Compile returning the concrete *Program.
 func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
-	name, extra := l.extras()
-	return compileCEL(l.Envs, env, src, name, extra, nil, nil)
+	name, extra, vars := l.extras()
+	return compileCEL(l.Envs, env, src, name, extra, vars, nil, nil)
 }
 
 // CompileTyped is CompileExpr with some variables declared with a type
@@ -104,15 +114,16 @@ func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagn
 // its *DeclType: a caller that declares the same type again passes the
 // same pointer, and keeps the cache no longer than the types (one rule's).
 func (l Language) CompileTyped(env *lang.Env, src string, typed map[string]*apiservercel.DeclType) (*Program, []lang.Diagnostic) {
-	return compileCEL(l.Envs, env, src, "", nil, nil, typed)
+	return compileCEL(l.Envs, env, src, "", nil, nil, nil, typed)
 }
 
 // compileCEL compiles src against env extended with extra (named
-// extraName, for the cache); want, when not nil, is the type the
+// extraName, for the cache), which declares libVars (an env variable of
+// that name is theirs); want, when not nil, is the type the
 // expression must have (exactly, as the apiserver checks a mutation's
 // type); typed declares those variables with their types. The environment
 // comes from envs when it has one for the same variables.
-func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, extra []cel.EnvOption, want *cel.Type, typed map[string]*apiservercel.DeclType) (*Program, []lang.Diagnostic) {
+func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, extra []cel.EnvOption, libVars []string, want *cel.Type, typed map[string]*apiservercel.DeclType) (*Program, []lang.Diagnostic) {
 	budget := env.Limits.MaxWork
 	if budget < 0 {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("limit MaxWork %d is not supported: cel's budget must be positive", budget)}}
@@ -126,6 +137,10 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	for _, v := range env.Vars {
 		if !IsIdentifier(v.Name) {
 			ds = append(ds, lang.Diagnostic{Pos: -1, Msg: fmt.Sprintf("environment %q declares variable %q, which is not a CEL identifier", env.Name, v.Name)})
+			continue
+		}
+		if slices.Contains(libVars, v.Name) {
+			names = append(names, v.Name)
 			continue
 		}
 		if v.Name == VarAuthorizer {

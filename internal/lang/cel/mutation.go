@@ -94,9 +94,9 @@ func (l Language) CompileMutation(env *lang.Env, kind MutationKind, src string) 
 	default:
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("unknown mutation kind %d", uint8(kind))}}
 	}
-	name, opts := l.extras()
+	name, opts, vars := l.extras()
 	extraName, extra := "mutation"+name, append([]cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{})}, opts...)
-	p, ds := compileCEL(l.Envs, env, src, extraName, extra, want, nil)
+	p, ds := compileCEL(l.Envs, env, src, extraName, extra, vars, want, nil)
 	if ds != nil {
 		return nil, ds
 	}
