@@ -74,6 +74,9 @@ func strategicMerge(obj, overlay any) (any, error) {
 // have kept it may depend on the members left out: the whole object is
 // merged then. TestMergePruned and FuzzMergePruned hold the two equal.
 func mergeJSON(obj any, overlay map[string]any) (any, error) {
+	if out, ok := fastMerge(obj, overlay); ok {
+		return out, nil
+	}
 	part := prune(obj, overlay, true)
 	merged, err := mergeWhole(part, overlay)
 	if err != nil {

@@ -188,15 +188,50 @@ var mergeOverlays = []string{
 	`{"spec": {"volumes": [{"name": "w", "configMap": null, "secret": {"secretName": "s"}}]}}`,
 	`{"spec": {"items": [{"name": "b", "n": 3}, {"name": "a", "n": null}]}}`,
 	`{"spec": {"containers": [{"image": "noname"}]}}`,
+	// Overlays the fast merge (fastMerge) takes: maps, scalars, lists
+	// merged by their key (added, reordered) or replaced.
+	`{"metadata": {"labels": {"c": "3", "a": "9"}, "annotations": {"n": "1"}}}`,
+	`{"metadata": {"labels": {"new": "x"}, "finalizers": ["f"]}}`,
+	`{"spec": {"containers": [{"name": "b", "image": "x"}, {"name": "a", "imagePullPolicy": "Always"}]}}`,
+	`{"spec": {"containers": [{"name": "z", "image": "new", "args": ["-v"]}, {"name": "a", "image": "y"}]}}`,
+	`{"spec": {"containers": [{"name": "a", "args": ["x", "y"], "command": ["sh"]}]}}`,
+	`{"spec": {"containers": [{"name": "a", "env": [{"name": "N", "value": "1"}], "ports": [{"containerPort": 80, "name": "p"}, {"containerPort": 443}]}]}}`,
+	`{"spec": {"containers": [{"name": "a", "ports": [{"containerPort": "80"}]}]}}`,
+	`{"spec": {"containers": [{"name": "b", "securityContext": {"capabilities": {"add": ["SYS_TIME"], "drop": ["ALL"]}}}]}}`,
+	`{"spec": {"tolerations": [{"key": "k", "operator": "Exists"}], "nodeSelector": {"zone": "a"}}}`,
+	`{"spec": {"volumes": [{"name": "v", "emptyDir": {"medium": "Memory"}}, {"name": "n", "configMap": {"name": "c"}}]}}`,
+	`{"spec": {"template": {"metadata": {"labels": {"t": "1"}}, "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1"}}}]}}}}`,
+	`{"spec": {"template": {"spec": {"initContainers": [{"name": "init", "image": "busybox"}]}}}}`,
+	`{"spec": {"replicas": 3, "selector": {"matchLabels": {"x": "y"}}}}`,
+	`{"spec": {"containers": [{"name": "a", "image": "x"}, {"name": "a", "image": "y"}]}}`,
+	`{"spec": {"containers": [{"name": 1, "image": "x"}]}}`,
+	`{"spec": {"containers": {"name": "a"}}}`,
+	`{"metadata": {"labels": "flat"}}`,
+	`{"kind": "Service", "spec": {"ports": [{"port": 80}]}}`,
 }
 
 // TestMergePruned: merging only the part of the object an overlay reaches
 // gives what merging the whole object gives.
 func TestMergePruned(t *testing.T) {
+	fast, all := 0, 0
 	for _, o := range mergeObjects {
 		for _, p := range mergeOverlays {
 			checkMergePruned(t, o, p)
+			obj, _ := value.Decode([]byte(o))
+			ov, _ := value.Decode([]byte(p))
+			if m, ok := ov.(map[string]any); ok {
+				all++
+				if _, ok := fastMerge(obj, value.DeepCopy(m).(map[string]any)); ok {
+					fast++
+				}
+			}
 		}
+	}
+	// The fast merge (fastMerge) takes a good part of them, the rest go
+	// through kustomize: both are held to kustomize's whole merge.
+	t.Logf("%d of %d overlays merged without kustomize's walk", fast, all)
+	if fast < all/8 || fast == all {
+		t.Errorf("%d of %d overlays merged without kustomize's walk: the cases no longer cover both merges", fast, all)
 	}
 }
 
