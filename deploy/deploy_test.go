@@ -114,7 +114,7 @@ var crdFiles = []string{"api.kubemod.io_modrules.yaml", "kyverno.io_clusterpolic
 	"modwright.io_modwrightpolicies.yaml", "modwright.io_policies.yaml",
 	"policies.kyverno.io_generatingpolicies.yaml", "policies.kyverno.io_mutatingpolicies.yaml",
 	"policies.kyverno.io_namespacedgeneratingpolicies.yaml", "policies.kyverno.io_namespacedmutatingpolicies.yaml",
-	"policies.kyverno.io_namespacedvalidatingpolicies.yaml", "policies.kyverno.io_validatingpolicies.yaml",
+	"policies.kyverno.io_namespacedvalidatingpolicies.yaml", "policies.kyverno.io_policyexceptions.yaml", "policies.kyverno.io_validatingpolicies.yaml",
 	"policy.kcloudlabs.io_clusteroverridepolicies.yaml", "policy.kcloudlabs.io_clustervalidatepolicies.yaml", "policy.kcloudlabs.io_overridepolicies.yaml",
 	"wgpolicyk8s.io_clusterpolicyreports.yaml", "wgpolicyk8s.io_policyreports.yaml"}
 

@@ -70,6 +70,8 @@ var (
 	KyvernoGeneratingPolicyCRD []byte
 	//go:embed crds/policies.kyverno.io_namespacedgeneratingpolicies.yaml
 	KyvernoNamespacedGeneratingPolicyCRD []byte
+	//go:embed crds/policies.kyverno.io_policyexceptions.yaml
+	KyvernoCELPolicyExceptionCRD []byte
 )
 
 // The CustomResourceDefinitions of the wgpolicyk8s.io reports the
@@ -89,7 +91,7 @@ var (
 func CRDs() [][]byte {
 	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, FormerPolicyCRD, FormerClusterPolicyCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD,
 		KyvernoClusterPolicyCRD, KyvernoPolicyCRD, KyvernoPolicyExceptionCRD, KyvernoValidatingPolicyCRD, KyvernoNamespacedValidatingPolicyCRD,
-		KyvernoMutatingPolicyCRD, KyvernoNamespacedMutatingPolicyCRD, KyvernoGeneratingPolicyCRD, KyvernoNamespacedGeneratingPolicyCRD,
+		KyvernoMutatingPolicyCRD, KyvernoNamespacedMutatingPolicyCRD, KyvernoGeneratingPolicyCRD, KyvernoNamespacedGeneratingPolicyCRD, KyvernoCELPolicyExceptionCRD,
 		PolicyReportCRD, ClusterPolicyReportCRD}
 }
 

@@ -155,7 +155,7 @@ func addOperatorFlags(f interface {
 	f.BoolVar(&o.kyvernoCEL, "kyverno-cel", false, "serve Kyverno's CEL policies: ValidatingPolicy, MutatingPolicy and their Namespaced variants (policies.kyverno.io/v1; their CRDs must be installed, Kyverno's or the chart's; the operator waits for them)")
 	f.BoolVar(&o.gatekeeper, "gatekeeper", false, "serve Gatekeeper's policies: ConstraintTemplates (templates.gatekeeper.sh; the operator installs each template's constraint CRD and writes the template's status) with their constraints, and the mutators (mutations.gatekeeper.sh Assign, AssignMetadata, ModifySet, AssignImage); the templates' and mutators' CRDs must be installed, Gatekeeper's; the operator waits for them")
 	f.StringArrayVar(&o.generateResources, "generate-resource", nil, "a resource (VERSION/RESOURCE for the core group, GROUP/VERSION/RESOURCE) whose objects generate rules synchronize: watched, so that one deleted or changed is made again as its rule says (repeatable; the operator needs get, list, watch, create, update, patch, delete on it, as for every resource generate rules write)")
-	f.StringArrayVar(&o.kyvernoExceptionNS, "kyverno-exception-namespace", nil, "namespace whose Kyverno PolicyExceptions (kyverno.io/v2) the policies honour (repeatable; none by default: as Kyverno's --exceptionNamespace, an exception lets objects through, so only namespaces its authors are trusted with)")
+	f.StringArrayVar(&o.kyvernoExceptionNS, "kyverno-exception-namespace", nil, "namespace whose Kyverno PolicyExceptions (kyverno.io/v2; policies.kyverno.io/v1 for the CEL policies) the policies honour (repeatable; none by default: as Kyverno's --exceptionNamespace, an exception lets objects through, so only namespaces its authors are trusted with)")
 	f.BoolVar(&o.kinitiras, "kinitiras", true, "serve kinitiras' OverridePolicy, ClusterOverridePolicy and ClusterValidatePolicy (their CRDs must be installed; the operator waits for them)")
 	f.BoolVar(&o.kinitirasPaths, "kinitiras-paths", false, "serve kinitiras' policies on kinitiras' own webhook paths (/mutate: override policies, /validate: validate policies), for webhook configurations with kinitiras' object selector; the dragnet then leaves them out")
 	f.StringArrayVar(&o.kinitirasHosts, "kinitiras-http-hosts", nil, "hosts (host or host:port) kinitiras' http references and Kyverno's apiCall.service calls may reach (repeatable); none by default: such a call lets policy authors make the operator call URLs")
@@ -297,7 +297,14 @@ func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
 			return err
 		}
 	}
-	k.kreg = newClusterRegistry(o.clusterRules, clusterKinds{kinitiras: k.op.kinitiras, kyverno: k.op.kyverno, kyvernoCEL: k.op.kyvernoCEL, gatekeeper: k.op.gatekeeper}, exceptions, cue)
+	var celExceptions *cluster.CompiledSet
+	if k.op.kyvernoCEL && len(k.op.kyvernoExceptionNS) > 0 {
+		celExceptions = newKyvernoCELExceptionSet(k.mgr.GetCache(), k.op.kyvernoExceptionNS, k.log.WithName("kyverno-cel-exceptions"))
+		if err := k.mgr.Add(celExceptions); err != nil {
+			return err
+		}
+	}
+	k.kreg = newClusterRegistry(o.clusterRules, clusterKinds{kinitiras: k.op.kinitiras, kyverno: k.op.kyverno, kyvernoCEL: k.op.kyvernoCEL, gatekeeper: k.op.gatekeeper}, exceptions, celExceptions, cue)
 	for _, step := range []func(context.Context) error{k.contextReaders, k.compileNative, k.generator, k.webhooks, k.rules, k.backgroundScan, k.certificates, k.readiness} {
 		if err := step(ctx); err != nil {
 			return err

@@ -56,7 +56,7 @@ type clusterKinds struct {
 // compiling CUE with cue: kinitiras' with --kinitiras, Kyverno's with
 // --kyverno, Kyverno's CEL policies with --kyverno-cel, Gatekeeper's
 // mutators with --gatekeeper (their CRDs must then be installed).
-func newClusterRegistry(clusterNS string, with clusterKinds, exceptions *cluster.CompiledSet, cue cuelang.Language) *kinds.Registry {
+func newClusterRegistry(clusterNS string, with clusterKinds, exceptions, celExceptions *cluster.CompiledSet, cue cuelang.Language) *kinds.Registry {
 	ks := append([]kinds.Kind{modrule.NewKind(clusterNS)}, policy.NewKinds(policy.WithCUE(cue))...)
 	if with.kinitiras {
 		ks = append(ks, kinitiras.NewKinds(kinitiras.WithCUE(cue))...)
@@ -73,7 +73,11 @@ func newClusterRegistry(clusterNS string, with clusterKinds, exceptions *cluster
 		ks = append(ks, kyverno.NewKinds(opts...)...)
 	}
 	if with.kyvernoCEL {
-		ks = append(ks, kyverno.NewCELKinds()...)
+		var opts []kyverno.Option
+		if celExceptions != nil {
+			opts = append(opts, kyverno.WithExceptionSource(exceptionItems{celExceptions}))
+		}
+		ks = append(ks, kyverno.NewCELKinds(opts...)...)
 	}
 	return kinds.NewRegistry(ks...)
 }
@@ -82,6 +86,15 @@ func newClusterRegistry(clusterNS string, with clusterKinds, exceptions *cluster
 // of the trusted namespaces.
 func newKyvernoExceptionSet(c cache.Cache, namespaces []string, log logr.Logger) *cluster.CompiledSet {
 	return &cluster.CompiledSet{GVK: schema.GroupVersionKind{Group: kyvernov1.Group, Version: "v2", Kind: kyvernov2.KindPolicyException},
+		Namespaces: namespaces, Cache: c, Log: log,
+		Compile: func(m *kinds.Manifest) (any, error) { return kyverno.CompileException(m) }}
+}
+
+// newKyvernoCELExceptionSet is the operator's set of the PolicyExceptions
+// of Kyverno's CEL policies (policies.kyverno.io) in the trusted
+// namespaces.
+func newKyvernoCELExceptionSet(c cache.Cache, namespaces []string, log logr.Logger) *cluster.CompiledSet {
+	return &cluster.CompiledSet{GVK: schema.GroupVersionKind{Group: kpoliciesv1.Group, Version: kpoliciesv1.Version, Kind: kpoliciesv1.KindPolicyException},
 		Namespaces: namespaces, Cache: c, Log: log,
 		Compile: func(m *kinds.Manifest) (any, error) { return kyverno.CompileException(m) }}
 }
@@ -146,7 +159,7 @@ func newKyvernoTestRegistry(v *suite.KyvernoValues, exceptions []string) (*kinds
 		}
 		for i := range docs {
 			if docs[i].Kind() != kyvernov2.KindPolicyException {
-				return nil, fmt.Errorf("%s: %s %s is not a kyverno.io PolicyException", docs[i].Origin, docs[i].APIVersion(), docs[i].Kind())
+				return nil, fmt.Errorf("%s: %s %s is not a PolicyException (kyverno.io or policies.kyverno.io)", docs[i].Origin, docs[i].APIVersion(), docs[i].Kind())
 			}
 			ex, err := kyverno.CompileException(&docs[i])
 			if err != nil {
@@ -162,7 +175,7 @@ func newKyvernoTestRegistry(v *suite.KyvernoValues, exceptions []string) (*kinds
 		}
 	}
 	ks = append(ks, kyverno.NewKinds(kyverno.WithValues(kyvernoValues(v)), kyverno.WithExceptions(exs...))...)
-	return kinds.NewRegistry(append(ks, kyverno.NewCELKinds()...)...), nil
+	return kinds.NewRegistry(append(ks, kyverno.NewCELKinds(kyverno.WithExceptions(exs...))...)...), nil
 }
 
 // kyvernoValues converts a suite's values to the kind's.

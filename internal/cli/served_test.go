@@ -37,7 +37,7 @@ func unserved(t *testing.T, args []string, called []string) []string {
 	if err := newServeCmdWith(Streams{}, so).ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
-	served := operatorPaths(&so.operator, newClusterRegistry(so.clusterRules, clusterKinds{kinitiras: so.operator.kinitiras, kyverno: so.operator.kyverno, gatekeeper: so.operator.gatekeeper}, nil, cuelang.Language{}))
+	served := operatorPaths(&so.operator, newClusterRegistry(so.clusterRules, clusterKinds{kinitiras: so.operator.kinitiras, kyverno: so.operator.kyverno, gatekeeper: so.operator.gatekeeper}, nil, nil, cuelang.Language{}))
 	var out []string
 	for _, c := range called {
 		if i := bytes.LastIndexByte([]byte(c), ' '); !slices.Contains(served, c[i+1:]) {

@@ -90,6 +90,7 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-kyverno-generatingpolicy", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/generatingpolicy"}},
 		{name: "test-kyverno-mutate-existing", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/mutate-existing"}},
 		{name: "test-kyverno-cel-data", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/cel-data"}},
+		{name: "test-kyverno-cel-exceptions", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/cel-exceptions"}},
 		{name: "apply-kyverno-cel-data", args: []string{"apply", "--rules", "../../testdata/cli/kyverno/cel-data/policies.yaml",
 			"-f", "../../testdata/cli/kyverno/cel-data/resources.yaml", "--context", "../../testdata/cli/kyverno/cel-data/context.yaml", "-o", "name"}},
 		{name: "apply-kyverno-mutate-existing", args: []string{"apply", "--rules", "../../testdata/cli/kyverno/mutate-existing/policy.yaml",

@@ -263,8 +263,9 @@ func TestKyvernoCELPolicies(t *testing.T) {
 	cl.installCRDs(t)
 	ctx := context.Background()
 	c := cl.c
-	grant(t, c, "modwright-kyverno-cel", kyvernoCELRules...)
-	a := cl.startOperator(t, "a", "--kyverno-cel")
+	grant(t, c, "modwright-kyverno-cel", append(kyvernoCELRules,
+		rbacv1.PolicyRule{APIGroups: []string{"policies.kyverno.io"}, Resources: []string{"policyexceptions"}, Verbs: []string{"get", "list", "watch"}})...)
+	a := cl.startOperator(t, "a", "--kyverno-cel", "--kyverno-exception-namespace=kcel-exceptions")
 	a.waitReady(t)
 	cl.lb.add(a.webhook)
 	create(t, c, &corev1.Namespace{ObjectMeta: metaName("kcel")})
@@ -333,6 +334,26 @@ spec:
 		}
 		if sc := p.Spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 			t.Errorf("securityContext %+v: want runAsNonRoot set by the MutatingPolicy", sc)
+		}
+	})
+	t.Run("a PolicyException of a trusted namespace exempts", func(t *testing.T) {
+		create(t, c, &corev1.Namespace{ObjectMeta: metaName("kcel-exceptions")})
+		create(t, c, kinitirasPolicy(t, `
+apiVersion: policies.kyverno.io/v1
+kind: PolicyException
+metadata:
+  name: break-glass
+  namespace: kcel-exceptions
+spec:
+  policyRefs: [{name: require-team, kind: ValidatingPolicy}]
+  matchConditions:
+  - {name: break-glass, expression: "object.metadata.name.startsWith('break-glass-')"}
+`))
+		eventually(t, 20*time.Second, func() error {
+			return c.Create(ctx, pod("break-glass-1", nil), client.DryRunAll)
+		})
+		if err := c.Create(ctx, pod("other", nil), client.DryRunAll); err == nil || !strings.Contains(err.Error(), "the label team is required") {
+			t.Errorf("a pod the exception does not match: %v", err)
 		}
 	})
 	t.Run("Kyverno's resource library reads the API server, a namespaced policy as its namespace's rule reader", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
 	kyvernov1 "github.com/modwright/modwright/api/kyverno/v1"
 	kyvernov2 "github.com/modwright/modwright/api/kyverno/v2"
 	"github.com/modwright/modwright/internal/engine"
@@ -24,12 +25,19 @@ type Exception struct {
 	cond  *conditions.Set
 	progs programs
 	pss   []pssExclude
+	// cel is a policies.kyverno.io PolicyException's (celexception.go);
+	// such an exception names no rule of a ClusterPolicy.
+	cel *celException
 }
 
-// CompileException compiles a PolicyException manifest; errors name its
-// fields (a *rules.CompileError).
+// CompileException compiles a PolicyException manifest (kyverno.io's, or
+// policies.kyverno.io's for the CEL policies); errors name its fields (a
+// *rules.CompileError).
 func CompileException(m *kinds.Manifest) (*Exception, error) {
 	av := m.APIVersion()
+	if strings.HasPrefix(av, kpoliciesv1.Group+"/") {
+		return compileCELException(m)
+	}
 	if av != kyvernov1.Group+"/v2beta1" {
 		av = kyvernov1.Group + "/v2"
 	}

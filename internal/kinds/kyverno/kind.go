@@ -112,6 +112,7 @@ func (c *compiler) celEnv(name string) *lang.Env {
 		for _, v := range cel.DataVars() {
 			env.Vars = append(env.Vars, lang.Var{Name: v, Doc: "Kyverno's " + v + " library"})
 		}
+		env.Vars = append(env.Vars, lang.Var{Name: celExceptions, Doc: "the images and values the matching PolicyExceptions allow: allowedImages, allowedValues"})
 	}
 	return env
 }

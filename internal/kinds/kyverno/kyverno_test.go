@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -1034,5 +1035,58 @@ func TestMutatingPolicy(t *testing.T) {
 	// the annotation goes on the Deployment, from its own spec.
 	if !strings.Contains(string(b), `"path":"/spec/template/spec/priorityClassName","value":"low"`) || !strings.Contains(string(b), `{"op":"add","path":"/metadata/annotations","value":{"priority":"none"}}`) {
 		t.Errorf("Deployment: patch %s: want priorityClassName under the pod template and the annotation", b)
+	}
+}
+
+// TestCELExceptions: policies.kyverno.io PolicyExceptions of Kyverno's CEL
+// policies: a full exemption skips (or passes) naming the exception; one
+// past its expiry, with validations (not evaluated yet), naming another
+// kind or, for a namespaced policy, in another namespace is not granted;
+// one whose condition fails makes the policy's error.
+func TestCELExceptions(t *testing.T) {
+	const pod = `{apiVersion: v1, kind: Pod, metadata: {name: a, namespace: team-a}, spec: {containers: [{name: c, image: i}]}}`
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, policyKind, refKind, ns, extra, want, msg string
+	}{
+		{"skip", "ValidatingPolicy", "ValidatingPolicy", "platform", "", "=skip", "rule is skipped due to policy exception: platform/ex"},
+		{"pass", "ValidatingPolicy", "ValidatingPolicy", "platform", "reportResult: pass", "=pass", "rule is passed due to policy exception: platform/ex"},
+		{"expired", "ValidatingPolicy", "ValidatingPolicy", "platform", "expiresAt: '2026-11-28T00:00:00Z'", "=fail", "needs a team"},
+		{"not expired", "ValidatingPolicy", "ValidatingPolicy", "platform", "expiresAt: '2026-11-30T00:00:00Z'", "=skip", "platform/ex"},
+		{"validations", "ValidatingPolicy", "ValidatingPolicy", "platform", "validations: [{expression: 'true'}]", "=fail", "needs a team"},
+		{"another kind", "ValidatingPolicy", "MutatingPolicy", "platform", "", "=fail", "needs a team"},
+		{"broken condition", "ValidatingPolicy", "ValidatingPolicy", "platform", "matchConditions: [{name: c, expression: \"object.metadata.labels.x == 'a'\"}]", "=error", "PolicyException platform/ex"},
+		{"namespaced, same namespace", "NamespacedValidatingPolicy", "NamespacedValidatingPolicy", "team-a", "", "=skip", "team-a/ex"},
+		{"namespaced, another namespace", "NamespacedValidatingPolicy", "NamespacedValidatingPolicy", "platform", "", "=fail", "needs a team"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := strings.Replace(strings.ReplaceAll(vpolTeam, "ACTIONS", "Deny"), "kind: ValidatingPolicy", "kind: "+tc.policyKind, 1)
+			if tc.policyKind == "NamespacedValidatingPolicy" {
+				p = strings.Replace(p, "metadata: {name: team}", "metadata: {name: team, namespace: team-a}", 1)
+			}
+			spec := "  policyRefs: [{name: team, kind: " + tc.refKind + "}]\n"
+			if !strings.HasPrefix(tc.extra, "matchConditions") {
+				spec += "  matchConditions: [{name: c, expression: \"object.metadata.name == 'a'\"}]\n"
+			}
+			if tc.extra != "" {
+				spec += "  " + tc.extra + "\n"
+			}
+			docs := manifests(t, "apiVersion: policies.kyverno.io/v1\nkind: PolicyException\nmetadata: {name: ex, namespace: "+tc.ns+"}\nspec:\n"+spec)
+			ex, err := kyverno.CompileException(&docs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap := snapshot(t, p, kyverno.WithExceptions(ex), kyverno.WithClock(func() time.Time { return now }))
+			got, d := results(t, snap, rules.Create, pod)
+			var msg string
+			for _, tr := range d.Trace {
+				for _, r := range kyverno.ResultsOf(tr.Detail) {
+					msg += r.Message
+				}
+			}
+			if strings.Join(got, ",") != tc.want || !strings.Contains(msg, tc.msg) {
+				t.Errorf("results %v (%s), want %s saying %q", got, msg, tc.want, tc.msg)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package kyverno
 
 import (
 	"slices"
+	"time"
 
 	"github.com/modwright/modwright/internal/lang/cel"
 )
@@ -20,6 +21,19 @@ type options struct {
 	exceptionSource ExceptionSource
 	// metrics count the rules' results (set by NewKinds).
 	metrics *Metrics
+	// clock tells an exception's expiry; nil: time.Now.
+	clock func() time.Time
+}
+
+// WithClock sets the clock PolicyExceptions expire by.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
+
+// now is the clock's time.
+func (o *options) now() time.Time {
+	if o.clock != nil {
+		return o.clock()
+	}
+	return time.Now()
 }
 
 // WithValues gives every policy the values of a kyverno test suite (its

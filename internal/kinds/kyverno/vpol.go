@@ -653,6 +653,18 @@ func (p *CELPolicy) prepareWith(h *engine.Handle, obj, old any) (act *lang.Activ
 		return nil, &res
 	}
 	cel.BindKyvernoData(act.Vars, &celData{h: h, owner: p.ns})
+	keys, pass, err := p.celExempted(h, act)
+	if err != nil {
+		res := celErrorResult(err, "failed to evaluate exceptions: "+err.Error())
+		return nil, &res
+	}
+	if len(keys) > 0 {
+		status, verb := Skip, "skipped"
+		if pass {
+			status, verb = Pass, "passed"
+		}
+		return nil, &RuleResult{Status: status, Message: "rule is " + verb + " due to policy exception: " + strings.Join(keys, ", ")}
+	}
 	var errs []string
 	for _, mc := range p.conditions {
 		ok, err := mc.prog.EvalBool(ctx, act)
@@ -728,7 +740,7 @@ func namespaceObject(h *engine.Handle, ctx context.Context, ns string) (map[stri
 // generator outside a GeneratingPolicy). The image and user libraries
 // are declared (Language.KyvernoLibs), and those that read data
 // (Language.KyvernoData).
-const kyvernoLibraries = "generator random exceptions gctx gzip transform"
+const kyvernoLibraries = "generator random gctx gzip transform"
 
 // kyvernoLibrary is the Kyverno library the compile errors are about
 // (all undeclared references, one of them to a library's name: a call

@@ -302,3 +302,50 @@ type GenerationTemplate struct {
 	Value       string `json:"value"`
 	Interpolate string `json:"interpolate,omitempty"`
 }
+
+// KindPolicyException is the kind of Kyverno's CEL policies' exceptions.
+const KindPolicyException = "PolicyException"
+
+// PolicyException exempts objects from Kyverno's CEL policies: those its
+// match conditions hold for, from the policies it names (in full), or
+// with the images and values it allows (read by the policies'
+// expressions as exceptions.allowedImages and exceptions.allowedValues).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=polex,categories=kyverno;modwright
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PolicyException struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              PolicyExceptionSpec `json:"spec"`
+}
+
+// PolicyExceptionList is a list of PolicyExceptions.
+//
+// +kubebuilder:object:root=true
+type PolicyExceptionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PolicyException `json:"items"`
+}
+
+// PolicyExceptionSpec is a PolicyException's spec, as Kyverno's.
+type PolicyExceptionSpec struct {
+	PolicyRefs      []PolicyRef                              `json:"policyRefs"`
+	MatchConditions []admissionregistrationv1.MatchCondition `json:"matchConditions,omitempty"`
+	// +listType=atomic
+	Validations   []admissionregistrationv1.Validation `json:"validations,omitempty"`
+	Images        []string                             `json:"images,omitempty"`
+	AllowedValues []string                             `json:"allowedValues,omitempty"`
+	// +kubebuilder:validation:Enum=skip;pass
+	ReportResult   string            `json:"reportResult,omitempty"`
+	ExpiresAt      *metav1.Time      `json:"expiresAt,omitempty"`
+	Properties     map[string]string `json:"properties,omitempty"`
+	EvaluationMode string            `json:"evaluationMode,omitempty"`
+}
+
+// PolicyRef names a policy by name and kind.
+type PolicyRef struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+}
