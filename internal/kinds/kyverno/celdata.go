@@ -153,7 +153,27 @@ func (d *celData) ListResources(apiVersion, resource, namespace string, labels m
 		sort.Strings(sel)
 		query = "?labelSelector=" + url.QueryEscape(strings.Join(sel, ","))
 	}
-	return d.call(http.MethodGet, apiVersion, resource, namespace, "", query, nil)
+	l, err := d.call(http.MethodGet, apiVersion, resource, namespace, "", query, nil)
+	if err != nil {
+		return nil, err
+	}
+	// The API server leaves out the items' apiVersion and kind in a typed
+	// list; Kyverno's dynamic client gives them, from the list's.
+	av, _ := l["apiVersion"].(string)
+	kind, _ := l["kind"].(string)
+	kind, isList := strings.CutSuffix(kind, "List")
+	items, _ := l["items"].([]any)
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok && isList && av != "" {
+			if _, ok := m["apiVersion"]; !ok {
+				m["apiVersion"] = av
+			}
+			if _, ok := m["kind"]; !ok {
+				m["kind"] = kind
+			}
+		}
+	}
+	return l, nil
 }
 
 // PostResource creates data (a SubjectAccessReview, say): in the cluster

@@ -102,7 +102,8 @@ var (
 )
 
 // dataVal is a KyvernoData as one library's variable (an http client
-// with its CA bundle, once Client gave one).
+// with its CA bundle, once Client gave one), or without one a library's
+// constant (json, yaml).
 type dataVal struct {
 	t  *types.Type
 	d  KyvernoData
@@ -141,24 +142,6 @@ func (v dataVal) Equal(o ref.Val) ref.Val {
 
 func (v dataVal) Type() ref.Type { return v.t }
 func (v dataVal) Value() any     { return v.d }
-
-// constVal is a library's constant (json, yaml).
-type constVal struct{ t *types.Type }
-
-func (v constVal) ConvertToNative(t reflect.Type) (any, error) {
-	return nil, fmt.Errorf("%s has no native form (%v)", v.t.TypeName(), t)
-}
-
-func (v constVal) ConvertToType(t ref.Type) ref.Val {
-	if t == types.TypeType {
-		return v.t
-	}
-	return types.NewErr("type conversion error from %s to %s", v.t.TypeName(), t)
-}
-
-func (v constVal) Equal(o ref.Val) ref.Val { return types.Bool(o == ref.Val(v)) }
-func (v constVal) Type() ref.Type          { return v.t }
-func (v constVal) Value() any              { return nil }
 
 // dataOf is the KyvernoData of a call's receiver.
 func dataOf(arg ref.Val) (dataVal, ref.Val) {
@@ -614,8 +597,8 @@ func kyvernoDataLibs(scope DataScope) (opts []cel.EnvOption, vars []string) {
 		vars = append(vars, v.name)
 	}
 	opts = append(opts,
-		cel.Constant("json", jsonType, constVal{jsonType}),
-		cel.Constant("yaml", yamlType, constVal{yamlType}),
+		cel.Constant("json", jsonType, dataVal{t: jsonType}),
+		cel.Constant("yaml", yamlType, dataVal{t: yamlType}),
 		cel.Function("unmarshal", cel.MemberOverload("kyverno_json_unmarshal", []*cel.Type{jsonType, dyn}, dyn, cel.BinaryBinding(jsonUnmarshal))),
 		cel.Function("marshal", cel.MemberOverload("kyverno_json_marshal", []*cel.Type{jsonType, dyn}, str, cel.BinaryBinding(jsonMarshal))),
 		cel.Function("parse", cel.MemberOverload("kyverno_yaml_parse", []*cel.Type{yamlType, str}, dyn, cel.BinaryBinding(yamlParse))),

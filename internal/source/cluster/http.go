@@ -121,22 +121,34 @@ var ErrAddressNotAllowed = errors.New("the address is not allowed")
 // cannot be pointed there later), an address no request should reach
 // unless the operator listed it.
 func (c *HTTPClient) checkAddress(address string) error {
+	internal, err := unlistedInternal(address, c.Hosts)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrAddressNotAllowed, err)
+	}
+	if internal {
+		return fmt.Errorf("%w: %s (loopback, link-local and metadata addresses are reached only when --kinitiras-http-hosts (or --kyverno-service-hosts) lists the address itself)", ErrAddressNotAllowed, address)
+	}
+	return nil
+}
+
+// unlistedInternal reports whether address (host:port, an IP resolved)
+// is a loopback, link-local (the cloud metadata address among them),
+// unspecified or multicast address that listed (hosts or host:port) does
+// not name itself.
+func unlistedInternal(address string, listed []string) (bool, error) {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
-		return err
+		return false, err
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
-		return fmt.Errorf("%w: %s is not an IP address", ErrAddressNotAllowed, address)
+		return false, fmt.Errorf("%s is not an IP address", address)
 	}
 	ip = ip.Unmap()
 	if !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsLinkLocalMulticast() && !ip.IsUnspecified() && !ip.IsMulticast() && !ip.IsInterfaceLocalMulticast() {
-		return nil
+		return false, nil
 	}
-	if slices.Contains(c.Hosts, ip.String()) || slices.Contains(c.Hosts, address) {
-		return nil
-	}
-	return fmt.Errorf("%w: %s (loopback, link-local and metadata addresses are reached only when --kinitiras-http-hosts (or --kyverno-service-hosts) lists the address itself)", ErrAddressNotAllowed, address)
+	return !slices.Contains(listed, ip.String()) && !slices.Contains(listed, address), nil
 }
 
 // defaultTransport is the default client's transport: no proxy but

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"sync"
 	"syscall"
@@ -163,22 +162,14 @@ func (im *Images) roundTripper() http.RoundTripper {
 // checkAddress refuses a connection to an address no image read should
 // reach unless Registries lists it.
 func (im *Images) checkAddress(address string) error {
-	host, _, err := net.SplitHostPort(address)
+	internal, err := unlistedInternal(address, im.Registries)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", ErrRegistryNotAllowed, err)
 	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return fmt.Errorf("%w: %s is not an IP address", ErrRegistryNotAllowed, address)
+	if internal {
+		return fmt.Errorf("%w: %s (loopback, link-local and metadata addresses are reached only when --image-registries lists the address itself)", ErrRegistryNotAllowed, address)
 	}
-	ip = ip.Unmap()
-	if !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsLinkLocalMulticast() && !ip.IsUnspecified() && !ip.IsMulticast() && !ip.IsInterfaceLocalMulticast() {
-		return nil
-	}
-	if slices.Contains(im.Registries, ip.String()) || slices.Contains(im.Registries, address) {
-		return nil
-	}
-	return fmt.Errorf("%w: %s (loopback, link-local and metadata addresses are reached only when --image-registries lists the address itself)", ErrRegistryNotAllowed, address)
+	return nil
 }
 
 // limitedTransport fails a response body past limit bytes.
