@@ -167,13 +167,9 @@ func strArgs(args []ref.Val) ([]string, ref.Val) {
 
 // stringMap is a map(string, string) argument.
 func stringMap(arg ref.Val) (map[string]string, ref.Val) {
-	tree, err := toJSON(arg)
-	if err != nil {
-		return nil, types.WrapErr(err)
-	}
-	m, ok := tree.(map[string]any)
-	if !ok {
-		return nil, types.MaybeNoSuchOverloadErr(arg)
+	m, e := objectArg(arg)
+	if e != nil {
+		return nil, e
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
