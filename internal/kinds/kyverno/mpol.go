@@ -10,6 +10,7 @@ import (
 	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/kyvernoautogen"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
@@ -149,18 +150,18 @@ func mpolAutogen(spec *kpoliciesv1.MutatingPolicySpec) []mpolGenerated {
 		pc = spec.Autogen.PodControllers
 	}
 	var out []mpolGenerated
-	for _, t := range autogenTargets(spec.MatchConstraints, pc) {
+	for _, t := range kyvernoautogen.Targets(spec.MatchConstraints, pc) {
 		gen := spec.DeepCopy()
-		gen.MatchConstraints, gen.Autogen = t.match, nil
+		gen.MatchConstraints, gen.Autogen = t.Match, nil
 		for i := range gen.MatchConditions {
-			gen.MatchConditions[i].Expression = podToTemplate(gen.MatchConditions[i].Expression, t.template)
+			gen.MatchConditions[i].Expression = podToTemplate(gen.MatchConditions[i].Expression, t.Template)
 		}
 		for i := range gen.Mutations {
 			if ac := gen.Mutations[i].ApplyConfiguration; ac != nil && ac.Expression != "" {
-				ac.Expression = podToTemplate(ac.Expression, t.template)
+				ac.Expression = podToTemplate(ac.Expression, t.Template)
 			}
 		}
-		out = append(out, mpolGenerated{name: t.name, spec: gen})
+		out = append(out, mpolGenerated{name: t.Name, spec: gen})
 	}
 	return out
 }

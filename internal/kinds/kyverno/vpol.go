@@ -1,9 +1,7 @@
 package kyverno
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -19,6 +17,7 @@ import (
 	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/kyvernoautogen"
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/rules"
@@ -121,8 +120,8 @@ func (k *VPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 		func(p *CELPolicy, c *compiler) { p.compile(c, &vp.Spec) },
 		func() []celGenerated {
 			var out []celGenerated
-			for _, g := range vpolAutogen(&vp.Spec) {
-				out = append(out, celGenerated{g.name, func(p *CELPolicy, c *compiler) { p.compile(c, g.spec) }})
+			for _, g := range kyvernoautogen.VPol(&vp.Spec) {
+				out = append(out, celGenerated{g.Name, func(p *CELPolicy, c *compiler) { p.compile(c, g.Spec) }})
 			}
 			return out
 		})
@@ -758,127 +757,4 @@ func kyvernoLibrary(errs []rules.FieldError) string {
 		}
 	}
 	return lib
-}
-
-// autogenTarget is one of the two groups of pod controllers Kyverno's
-// autogen generates a CEL policy for: those with a pod template at
-// spec.template, and CronJobs (spec.jobTemplate.spec.template).
-type autogenTarget struct {
-	name, config, template string
-	match                  *admissionregistrationv1.MatchResources
-}
-
-// autogenTargets are the targets of a Pod policy's autogen, as Kyverno
-// decides them: only when the policy matches pods alone (one rule, core v1
-// pods, no resource names, exclusions or object selector); every
-// controller unless podControllers.controllers narrows them (an empty
-// list: none).
-func autogenTargets(m *admissionregistrationv1.MatchResources, pc *kpoliciesv1.PodControllers) []autogenTarget {
-	if m == nil || len(m.ExcludeResourceRules) > 0 || len(m.ResourceRules) != 1 ||
-		(m.ObjectSelector != nil && (len(m.ObjectSelector.MatchLabels) > 0 || len(m.ObjectSelector.MatchExpressions) > 0)) {
-		return nil
-	}
-	r := m.ResourceRules[0]
-	if len(r.ResourceNames) > 0 || len(r.Operations) == 0 || !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.APIVersions, []string{"v1"}) || !slices.Equal(r.Resources, []string{"pods"}) {
-		return nil
-	}
-	controllers := []string{"cronjobs", "daemonsets", "deployments", "jobs", "replicasets", "statefulsets"}
-	if pc != nil && pc.Controllers != nil {
-		controllers = slices.DeleteFunc(slices.Clone(controllers), func(c string) bool { return !slices.Contains(pc.Controllers, c) })
-	}
-	var out []autogenTarget
-	for _, g := range []struct {
-		name, config, template string
-		resources              map[string][]string // by group
-	}{
-		{"pod controllers", "defaults", "spec.template", map[string][]string{"apps": {"daemonsets", "deployments", "replicasets", "statefulsets"}, "batch": {"jobs"}}},
-		{"cronjobs", "cronjobs", "spec.jobTemplate.spec.template", map[string][]string{"batch": {"cronjobs"}}},
-	} {
-		var rules []admissionregistrationv1.NamedRuleWithOperations
-		for _, group := range []string{"apps", "batch"} {
-			var res []string
-			for _, c := range g.resources[group] {
-				if slices.Contains(controllers, c) {
-					res = append(res, c)
-				}
-			}
-			if len(res) > 0 {
-				rules = append(rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: r.Operations, Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: res}}})
-			}
-		}
-		if len(rules) > 0 {
-			out = append(out, autogenTarget{name: g.name, config: g.config, template: g.template,
-				match: &admissionregistrationv1.MatchResources{ResourceRules: rules, NamespaceSelector: m.NamespaceSelector.DeepCopy()}})
-		}
-	}
-	return out
-}
-
-// vpolGenerated is an autogen ValidatingPolicy.
-type vpolGenerated struct {
-	name string
-	spec *kpoliciesv1.ValidatingPolicySpec
-}
-
-// vpolAutogen is a Pod ValidatingPolicy's autogen policies, as Kyverno
-// generates them: every path under object and oldObject rewritten to the
-// pod template, in the whole spec.
-func vpolAutogen(spec *kpoliciesv1.ValidatingPolicySpec) []vpolGenerated {
-	var pc *kpoliciesv1.PodControllers
-	if spec.Autogen != nil {
-		pc = spec.Autogen.PodControllers
-	}
-	var out []vpolGenerated
-	for _, t := range autogenTargets(spec.MatchConstraints, pc) {
-		gen := spec.DeepCopy()
-		gen.MatchConstraints, gen.Autogen = t.match, nil
-		b, err := json.Marshal(gen)
-		if err != nil {
-			continue
-		}
-		for _, from := range []string{"spec", "metadata"} {
-			for _, root := range []string{"object.", "oldObject."} {
-				b = rewritePath(b, root+from, root+t.template+"."+from)
-			}
-		}
-		var out1 kpoliciesv1.ValidatingPolicySpec
-		if err := json.Unmarshal(b, &out1); err != nil {
-			continue
-		}
-		out = append(out, vpolGenerated{name: t.name, spec: &out1})
-	}
-	return out
-}
-
-// rewritePath rewrites every occurrence of from in a policy's JSON text,
-// as Kyverno's autogen does, except where from is followed by the member
-// .namespace (the object's namespace is not the pod template's).
-func rewritePath(text []byte, from, to string) []byte {
-	var out []byte
-	rest := text
-	for {
-		i := bytes.Index(rest, []byte(from))
-		if i < 0 {
-			return append(out, rest...)
-		}
-		out = append(out, rest[:i]...)
-		after := rest[i+len(from):]
-		// As Kyverno: every occurrence, even inside a longer name.
-		if hasSegment(after, ".namespace") {
-			out = append(out, from...)
-		} else {
-			out = append(out, to...)
-		}
-		rest = after
-	}
-}
-
-// hasSegment: b starts with the member seg (".namespace"), whole.
-func hasSegment(b []byte, seg string) bool {
-	return bytes.HasPrefix(b, []byte(seg)) && (len(b) == len(seg) || !isIdent(b[len(seg)]))
-}
-
-func isIdent(c byte) bool {
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
