@@ -22,15 +22,19 @@ func newCompileCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compile --rules PATH [-o yaml|json]",
 		Short: "Translate rules into Kubernetes admission policies where CEL expresses them exactly",
-		Long: `compile writes, for every ModRule and Policy whose semantics CEL can express
-exactly, an equivalent MutatingAdmissionPolicy and/or ValidatingAdmissionPolicy
-with its binding (admissionregistration.k8s.io/v1), which the API server runs
+		Long: `compile writes, for every ModRule, Policy, Gatekeeper template and constraint,
+and Kyverno ValidatingPolicy whose semantics CEL can express exactly, an
+equivalent MutatingAdmissionPolicy and/or ValidatingAdmissionPolicy with its
+binding (admissionregistration.k8s.io/v1), which the API server runs
 in-process with no webhook call. Every rule it cannot translate is listed on
 standard error with the reason (other languages, context entries, Sprig
-functions, syntheticRefs...); those stay with the webhook.
+functions, syntheticRefs, Kyverno's CEL libraries...); those stay with the
+webhook.
 
 A Policy's are named modwright.<kind>.<namespace>.<name>; the ModRules of
-one scope and type make one policy, modwright.modrules.<namespace>.<reject|patch>-<hash>.
+one scope and type make one policy, modwright.modrules.<namespace>.<reject|patch>-<hash>;
+a ValidatingPolicy's kyverno-vpol-<name> (and -autogen, -autogen-cronjobs
+for its pod controllers).
 All are labeled modwright.io/compiled=true and annotated
 modwright.io/compiled-from with their rules. Each is checked as the API server
 checks it when it is created.
@@ -38,7 +42,8 @@ checks it when it is created.
 Exit status: 0 (rules left to the webhook are not an error); 2 when a path
 cannot be read or a rule is invalid.`,
 		Example: `  modwright compile --rules examples/policies
-  modwright compile --rules examples/policies -o json`,
+  modwright compile --rules examples/policies -o json
+  modwright compile --rules testdata/compile/kyverno-cel.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCompile(cmd.Context(), o, s) },
 	}
@@ -93,7 +98,7 @@ func compileRules(paths []string, s Streams, clusterNS string, skipUnknown bool)
 	if err != nil {
 		return translate.Result{}, &ExitError{Code: 2, Err: err}
 	}
-	var rules, templates, constraints []translate.Rule
+	var rules, templates, constraints, kyvernoCEL []translate.Rule
 	var untranslated []translate.Skip
 	for i := range docs {
 		k := reg.For(&docs[i])
@@ -107,6 +112,8 @@ func compileRules(paths []string, s Streams, clusterNS string, skipUnknown bool)
 		case isGatekeeperKind(k.Group()):
 			untranslated = append(untranslated, translate.Skip{Rule: r,
 				Reason: "Gatekeeper's mutators are not translated to admission policies (yet): the webhook serves them"})
+		case isKyvernoCELKind(k.Group()):
+			kyvernoCEL = append(kyvernoCEL, translate.Rule{Kind: k.Name(), Origin: docs[i].Origin, Object: docs[i].Object})
 		case isKyvernoKind(k.Group()):
 			// Kyverno's kinds share names with modwright's former ones:
 			// they never reach the translator as such.
@@ -122,6 +129,11 @@ func compileRules(paths []string, s Streams, clusterNS string, skipUnknown bool)
 		gk := translate.Gatekeeper(templates, constraints)
 		res.Translated = append(res.Translated, gk.Translated...)
 		res.Skipped = append(res.Skipped, gk.Skipped...)
+	}
+	if len(kyvernoCEL) > 0 {
+		ky := translate.Kyverno(kyvernoCEL)
+		res.Translated = append(res.Translated, ky.Translated...)
+		res.Skipped = append(res.Skipped, ky.Skipped...)
 	}
 	res.Skipped = append(res.Skipped, untranslated...)
 	return res, nil

@@ -176,6 +176,7 @@ func TestLintGolden(t *testing.T) {
 func TestCompileGolden(t *testing.T) {
 	runGolden(t, []goldenCase{
 		{name: "compile-modrules", args: []string{"compile", "--rules", "../../testdata/compile/modrules.yaml"}},
+		{name: "compile-kyverno-cel", args: []string{"compile", "--rules", "../../testdata/compile/kyverno-cel.yaml"}},
 		{name: "compile-example-policies-json", args: []string{"compile", "--rules", "../../examples/policies", "-o", "json"}},
 		{name: "compile-scoped-validations", args: []string{"compile", "--rules", "../../testdata/cli/lint/crd/policies.yaml"}},
 		{name: "compile-example-rules", args: []string{"compile", "--rules", "../../examples/rules"}},

@@ -1,7 +1,8 @@
 // Package translate translates rules into Kubernetes' own admission policies
 // where CEL can express them exactly: a ModRule or a ModwrightPolicy becomes a
 // MutatingAdmissionPolicy and/or a ValidatingAdmissionPolicy with its
-// binding, which the API server runs in-process. A rule it cannot translate
+// binding, which the API server runs in-process; so do Gatekeeper's
+// templates and constraints and Kyverno's ValidatingPolicies (kyverno.go). A rule it cannot translate
 // is listed with the reason (Sprig functions, syntheticRefs, context
 // entries, other languages...), never translated approximately.
 //

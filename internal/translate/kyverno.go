@@ -1,0 +1,210 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
+	"github.com/modwright/modwright/internal/admissionpolicy"
+	"github.com/modwright/modwright/internal/kinds/kyvernoautogen"
+)
+
+// Kyverno translates Kyverno's ValidatingPolicies, as Kyverno generates
+// admission policies from them: each gives a ValidatingAdmissionPolicy
+// (kyverno-vpol-NAME) with its match constraints, match conditions,
+// variables, validations, audit annotations and failure policy, and a
+// binding with its validation actions; a Pod policy's autogen policies
+// for pod controllers one more each (-autogen, -autogen-cronjobs), their
+// paths rewritten to the pod template as the webhook evaluates them. It
+// is exact only where CEL on the API server reads the policy as modwright
+// does: the others are skipped with the reason (a namespaced policy, one
+// off at admission, Kyverno's CEL libraries or exceptions, x.orValue(y)
+// on a value that may not be optional, which Kyverno's CEL accepts and the
+// API server's does not). Each policy and binding is loaded as the API
+// server would load it.
+func Kyverno(policies []Rule) Result {
+	var res Result
+	for _, r := range policies {
+		objs, err := vpolPolicies(r)
+		var maps []map[string]any
+		if err == nil {
+			maps, err = toMaps(objs)
+		}
+		if err == nil {
+			set := admissionpolicy.NewSet()
+			for _, m := range maps {
+				if err = set.Add(m); err != nil {
+					err = untranslatable("the API server would refuse the translation: %v", err)
+					break
+				}
+			}
+		}
+		if err != nil {
+			res.Skipped = append(res.Skipped, Skip{Rule: r, Reason: reason(err)})
+			continue
+		}
+		res.Translated = append(res.Translated, Translation{Rules: []Rule{r}, Objects: maps})
+	}
+	return res
+}
+
+// vpolPolicies are a ValidatingPolicy's admission policies and bindings.
+func vpolPolicies(r Rule) ([]any, error) {
+	if r.Kind != kpoliciesv1.KindValidatingPolicy {
+		return nil, untranslatable("Kyverno's %s is not translated to admission policies (yet): the webhook serves it", r.Kind)
+	}
+	b, err := json.Marshal(r.Object)
+	if err != nil {
+		return nil, err
+	}
+	var vp kpoliciesv1.ValidatingPolicy
+	if err := json.Unmarshal(b, &vp); err != nil {
+		return nil, err
+	}
+	spec := &vp.Spec
+	if ev := spec.Evaluation; ev != nil && ev.Admission != nil && ev.Admission.Enabled != nil && !*ev.Admission.Enabled {
+		return nil, untranslatable("the policy is off at admission (evaluation.admission.enabled: false)")
+	}
+	if ev := spec.Evaluation; ev != nil && ev.Mode != "" && ev.Mode != "Kubernetes" {
+		return nil, untranslatable("evaluation.mode %s", ev.Mode)
+	}
+	actions := spec.ValidationActions
+	if len(actions) == 0 {
+		return nil, untranslatable("no validationActions")
+	}
+	out := []any{}
+	add := func(name string, s *kpoliciesv1.ValidatingPolicySpec) error {
+		if err := kyvernoCELExact(s); err != nil {
+			return err
+		}
+		vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			TypeMeta:   typeMeta("ValidatingAdmissionPolicy"),
+			ObjectMeta: kyvernoMeta(name, r),
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: s.MatchConstraints,
+				MatchConditions:  s.MatchConditions,
+				Variables:        s.Variables,
+				Validations:      s.Validations,
+				AuditAnnotations: s.AuditAnnotations,
+				FailurePolicy:    s.FailurePolicy,
+			},
+		}
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			TypeMeta:   typeMeta("ValidatingAdmissionPolicyBinding"),
+			ObjectMeta: kyvernoMeta(name, r),
+			Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: actions},
+		}
+		out = append(out, vap, binding)
+		return nil
+	}
+	name := "kyverno-vpol-" + vp.Name
+	if err := add(name, spec); err != nil {
+		return nil, err
+	}
+	for _, g := range kyvernoautogen.VPol(spec) {
+		suffix := "-autogen"
+		if g.Name == "cronjobs" {
+			suffix = "-autogen-cronjobs"
+		}
+		if err := add(name+suffix, g.Spec); err != nil {
+			return nil, fmt.Errorf("%w (its autogen policy for %s)", err, g.Name)
+		}
+	}
+	return out, nil
+}
+
+func kyvernoMeta(name string, r Rule) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:        name,
+		Labels:      map[string]string{ManagedLabel: "true"},
+		Annotations: map[string]string{SourceAnnotation: r.Kind + " " + r.Key()},
+	}
+}
+
+// kyvernoCELExact refuses what the API server's CEL reads otherwise than
+// Kyverno's: the exceptions variable (the API server has none), and
+// x.orValue(y) where x may not be optional (Kyverno's CEL gives x back;
+// the API server's fails). Kyverno's own libraries need no check here: the
+// API server's environment does not declare them, so a policy using them
+// does not load.
+func kyvernoCELExact(s *kpoliciesv1.ValidatingPolicySpec) error {
+	var exprs []string
+	for _, mc := range s.MatchConditions {
+		exprs = append(exprs, mc.Expression)
+	}
+	for _, v := range s.Variables {
+		exprs = append(exprs, v.Expression)
+	}
+	for _, v := range s.Validations {
+		exprs = append(exprs, v.Expression, v.MessageExpression)
+	}
+	for _, a := range s.AuditAnnotations {
+		exprs = append(exprs, a.ValueExpression)
+	}
+	env, err := cel.NewEnv(cel.OptionalTypes(),
+		cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType),
+		cel.Variable("params", cel.DynType), cel.Variable("namespaceObject", cel.DynType), cel.Variable("authorizer", cel.DynType),
+		cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)))
+	if err != nil {
+		return err
+	}
+	// A variable's type is its expression's: an optional one stays
+	// optional when read.
+	optionalVars := map[string]bool{}
+	for _, v := range s.Variables {
+		if a, iss := env.Compile(v.Expression); iss.Err() == nil && a.OutputType().Kind() == types.OpaqueKind && a.OutputType().TypeName() == "optional_type" {
+			optionalVars[v.Name] = true
+		}
+	}
+	for _, e := range exprs {
+		if e == "" {
+			continue
+		}
+		if strings.Contains(e, "exceptions.") {
+			return untranslatable("it reads exceptions.allowedImages or allowedValues (Kyverno's PolicyExceptions)")
+		}
+		a, iss := env.Compile(e)
+		if iss.Err() != nil {
+			continue // the API server's own check says why
+		}
+		if bad := nonOptionalOrValue(a, optionalVars); bad != "" {
+			return untranslatable("%s: orValue on a value that may not be optional (Kyverno's CEL gives the value back, the API server's fails)", bad)
+		}
+	}
+	return nil
+}
+
+// nonOptionalOrValue is the source of the first x.orValue(y) whose x the
+// checker does not type as optional (nor a variable whose expression is),
+// else "".
+func nonOptionalOrValue(a *cel.Ast, optionalVars map[string]bool) string {
+	checked := a.NativeRep()
+	var found string
+	ast.PostOrderVisit(checked.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if found != "" || e.Kind() != ast.CallKind || e.AsCall().FunctionName() != "orValue" || !e.AsCall().IsMemberFunction() {
+			return
+		}
+		target := e.AsCall().Target()
+		t := checked.GetType(target.ID())
+		if t != nil && t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type" {
+			return
+		}
+		if target.Kind() == ast.SelectKind && !target.AsSelect().IsTestOnly() {
+			if op := target.AsSelect().Operand(); op.Kind() == ast.IdentKind && op.AsIdent() == "variables" && optionalVars[target.AsSelect().FieldName()] {
+				return
+			}
+		}
+		found = "an orValue call"
+		if src, ok := a.Source().Snippet(checked.SourceInfo().GetStartLocation(e.ID()).Line()); ok {
+			found = strings.TrimSpace(src)
+		}
+	}))
+	return found
+}
