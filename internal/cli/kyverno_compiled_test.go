@@ -130,4 +130,3 @@ func suiteResource(docs []source.Document, kind, name string) *source.Document {
 	}
 	return nil
 }
-
