@@ -106,6 +106,12 @@ func (r *staticResolver) answerObjects(method, path string) (body []byte, ok boo
 	if err != nil || !info.IsResourceRequest || info.Subresource != "" || (info.Verb != "get" && info.Verb != "list") {
 		return nil, false, nil
 	}
+	var sel k8slabels.Selector
+	if q := u.Query().Get("labelSelector"); q != "" && info.Verb == "list" {
+		if sel, err = k8slabels.Parse(q); err != nil {
+			return nil, true, apierrors.NewBadRequest(fmt.Sprintf("labelSelector: %v", err))
+		}
+	}
 	var refs []engine.ObjectRef
 	kind := ""
 	for ref, o := range r.objects {
@@ -123,14 +129,8 @@ func (r *staticResolver) answerObjects(method, path string) (body []byte, ok boo
 		if info.Name != "" && ref.Name != info.Name {
 			continue
 		}
-		if info.Verb == "list" && u.Query().Get("labelSelector") != "" {
-			sel, err := k8slabels.Parse(u.Query().Get("labelSelector"))
-			if err != nil {
-				return nil, true, apierrors.NewBadRequest(fmt.Sprintf("labelSelector: %v", err))
-			}
-			if !sel.Matches(labelsOf(o)) {
-				continue
-			}
+		if sel != nil && !sel.Matches(labelsOf(o)) {
+			continue
 		}
 		refs = append(refs, ref)
 	}
