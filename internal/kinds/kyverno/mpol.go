@@ -2,8 +2,6 @@ package kyverno
 
 import (
 	"fmt"
-	"regexp"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
@@ -55,8 +53,8 @@ func (k *MPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 		func(p *CELPolicy, c *compiler) { p.compileMutating(c, &mp.Spec) },
 		func() []celGenerated {
 			var out []celGenerated
-			for _, g := range mpolAutogen(&mp.Spec) {
-				out = append(out, celGenerated{g.name, func(p *CELPolicy, c *compiler) { p.compileMutating(c, g.spec) }})
+			for _, g := range kyvernoautogen.MPol(&mp.Spec) {
+				out = append(out, celGenerated{g.Name, func(p *CELPolicy, c *compiler) { p.compileMutating(c, g.Spec) }})
 			}
 			return out
 		})
@@ -125,89 +123,4 @@ func (p *CELPolicy) mutate(h *engine.Handle) RuleResult {
 		return RuleResult{Status: Error, Message: "failed to patch resource: " + err.Error()}
 	}
 	return RuleResult{Status: Pass, Message: "success", Properties: props}
-}
-
-// mpolGenerated is an autogen MutatingPolicy.
-type mpolGenerated struct {
-	name string
-	spec *kpoliciesv1.MutatingPolicySpec
-}
-
-// The paths Kyverno's MutatingPolicy autogen rewrites (in matchConditions
-// and ApplyConfiguration expressions only; JSONPatch expressions and
-// variables stay as written, as in Kyverno).
-var (
-	reMPolSpec        = regexp.MustCompile(`\b(object|oldObject|Object)\.spec`)
-	reMPolLabels      = regexp.MustCompile(`\b(object|oldObject|Object)\.metadata\.labels`)
-	reMPolAnnotations = regexp.MustCompile(`\b(object|oldObject|Object)\.metadata\.annotations`)
-)
-
-// mpolAutogen is a Pod MutatingPolicy's autogen policies, as Kyverno
-// generates them.
-func mpolAutogen(spec *kpoliciesv1.MutatingPolicySpec) []mpolGenerated {
-	var pc *kpoliciesv1.PodControllers
-	if spec.Autogen != nil {
-		pc = spec.Autogen.PodControllers
-	}
-	var out []mpolGenerated
-	for _, t := range kyvernoautogen.Targets(spec.MatchConstraints, pc) {
-		gen := spec.DeepCopy()
-		gen.MatchConstraints, gen.Autogen = t.Match, nil
-		for i := range gen.MatchConditions {
-			gen.MatchConditions[i].Expression = podToTemplate(gen.MatchConditions[i].Expression, t.Template)
-		}
-		for i := range gen.Mutations {
-			if ac := gen.Mutations[i].ApplyConfiguration; ac != nil && ac.Expression != "" {
-				ac.Expression = podToTemplate(ac.Expression, t.Template)
-			}
-		}
-		out = append(out, mpolGenerated{name: t.Name, spec: gen})
-	}
-	return out
-}
-
-// podToTemplate rewrites a Pod expression for the pod template at
-// template (spec.template or spec.jobTemplate.spec.template): the paths
-// to spec, labels and annotations; an ApplyConfiguration's Object{...}
-// wrapped down to the template.
-func podToTemplate(expr, template string) string {
-	expr = reMPolSpec.ReplaceAllString(expr, "${1}."+template+".spec")
-	expr = reMPolLabels.ReplaceAllString(expr, "${1}."+template+".metadata.labels")
-	expr = reMPolAnnotations.ReplaceAllString(expr, "${1}."+template+".metadata.annotations")
-	rest, ok := strings.CutPrefix(strings.TrimSpace(expr), "Object")
-	if !ok {
-		return expr
-	}
-	body, ok := strings.CutPrefix(strings.TrimLeft(rest, " \t\r\n"), "{")
-	if !ok {
-		return expr
-	}
-	depth, end := 1, -1
-	for i, r := range body {
-		switch r {
-		case '{':
-			depth++
-		case '}':
-			depth--
-		}
-		if depth == 0 {
-			end = i
-			break
-		}
-	}
-	if end <= 0 {
-		return expr
-	}
-	// Object{spec: Object.spec{template: Object.spec.template{ BODY }}} for
-	// spec.template; one level per segment of the template's path.
-	segs := strings.Split(template, ".")
-	var open, close strings.Builder
-	open.WriteString("Object{")
-	typ := "Object"
-	for _, s := range segs {
-		typ += "." + s
-		open.WriteString(s + ": " + typ + "{")
-		close.WriteString("}")
-	}
-	return open.String() + body[:end] + close.String() + "}" + body[end+1:]
 }

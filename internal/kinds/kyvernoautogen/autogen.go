@@ -1,7 +1,7 @@
 // Package kyvernoautogen is Kyverno's autogen of its CEL policies: which
 // pod controllers a Pod policy is generated for (Targets), and a
-// ValidatingPolicy's generated specs (VPol), their paths rewritten to the
-// pod template. Shared by the kind that evaluates the policies
+// ValidatingPolicy's and a MutatingPolicy's generated specs (VPol, MPol),
+// their paths rewritten to the pod template. Shared by the kind that evaluates the policies
 // (internal/kinds/kyverno) and the translation into admission policies
 // (internal/translate); it knows neither, only Kyverno's API types.
 package kyvernoautogen
@@ -9,7 +9,9 @@ package kyvernoautogen
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"slices"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
@@ -137,4 +139,89 @@ func hasSegment(b []byte, seg string) bool {
 
 func isIdent(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
+
+// MPolSpec is an autogen MutatingPolicy: its target's name and spec.
+type MPolSpec struct {
+	Name string
+	Spec *kpoliciesv1.MutatingPolicySpec
+}
+
+// The paths Kyverno's MutatingPolicy autogen rewrites (in matchConditions
+// and ApplyConfiguration expressions only; JSONPatch expressions and
+// variables stay as written, as in Kyverno).
+var (
+	reMPolSpec        = regexp.MustCompile(`\b(object|oldObject|Object)\.spec`)
+	reMPolLabels      = regexp.MustCompile(`\b(object|oldObject|Object)\.metadata\.labels`)
+	reMPolAnnotations = regexp.MustCompile(`\b(object|oldObject|Object)\.metadata\.annotations`)
+)
+
+// MPol is a Pod MutatingPolicy's autogen policies, as Kyverno
+// generates them.
+func MPol(spec *kpoliciesv1.MutatingPolicySpec) []MPolSpec {
+	var pc *kpoliciesv1.PodControllers
+	if spec.Autogen != nil {
+		pc = spec.Autogen.PodControllers
+	}
+	var out []MPolSpec
+	for _, t := range Targets(spec.MatchConstraints, pc) {
+		gen := spec.DeepCopy()
+		gen.MatchConstraints, gen.Autogen = t.Match, nil
+		for i := range gen.MatchConditions {
+			gen.MatchConditions[i].Expression = podToTemplate(gen.MatchConditions[i].Expression, t.Template)
+		}
+		for i := range gen.Mutations {
+			if ac := gen.Mutations[i].ApplyConfiguration; ac != nil && ac.Expression != "" {
+				ac.Expression = podToTemplate(ac.Expression, t.Template)
+			}
+		}
+		out = append(out, MPolSpec{Name: t.Name, Spec: gen})
+	}
+	return out
+}
+
+// podToTemplate rewrites a Pod expression for the pod template at
+// template (spec.template or spec.jobTemplate.spec.template): the paths
+// to spec, labels and annotations; an ApplyConfiguration's Object{...}
+// wrapped down to the template.
+func podToTemplate(expr, template string) string {
+	expr = reMPolSpec.ReplaceAllString(expr, "${1}."+template+".spec")
+	expr = reMPolLabels.ReplaceAllString(expr, "${1}."+template+".metadata.labels")
+	expr = reMPolAnnotations.ReplaceAllString(expr, "${1}."+template+".metadata.annotations")
+	rest, ok := strings.CutPrefix(strings.TrimSpace(expr), "Object")
+	if !ok {
+		return expr
+	}
+	body, ok := strings.CutPrefix(strings.TrimLeft(rest, " \t\r\n"), "{")
+	if !ok {
+		return expr
+	}
+	depth, end := 1, -1
+	for i, r := range body {
+		switch r {
+		case '{':
+			depth++
+		case '}':
+			depth--
+		}
+		if depth == 0 {
+			end = i
+			break
+		}
+	}
+	if end <= 0 {
+		return expr
+	}
+	// Object{spec: Object.spec{template: Object.spec.template{ BODY }}} for
+	// spec.template; one level per segment of the template's path.
+	segs := strings.Split(template, ".")
+	var open, close strings.Builder
+	open.WriteString("Object{")
+	typ := "Object"
+	for _, s := range segs {
+		typ += "." + s
+		open.WriteString(s + ": " + typ + "{")
+		close.WriteString("}")
+	}
+	return open.String() + body[:end] + close.String() + "}" + body[end+1:]
 }
