@@ -23,7 +23,7 @@ func newCompileCmd(s Streams) *cobra.Command {
 		Use:   "compile --rules PATH [-o yaml|json]",
 		Short: "Translate rules into Kubernetes admission policies where CEL expresses them exactly",
 		Long: `compile writes, for every ModRule, Policy, Gatekeeper template and constraint,
-and Kyverno ValidatingPolicy whose semantics CEL can express exactly, an
+and Kyverno ValidatingPolicy and MutatingPolicy whose semantics CEL can express exactly, an
 equivalent MutatingAdmissionPolicy and/or ValidatingAdmissionPolicy with its
 binding (admissionregistration.k8s.io/v1), which the API server runs
 in-process with no webhook call. Every rule it cannot translate is listed on
@@ -33,8 +33,9 @@ webhook.
 
 A Policy's are named modwright.<kind>.<namespace>.<name>; the ModRules of
 one scope and type make one policy, modwright.modrules.<namespace>.<reject|patch>-<hash>;
-a ValidatingPolicy's kyverno-vpol-<name> (and -autogen, -autogen-cronjobs
-for its pod controllers).
+a ValidatingPolicy's kyverno-vpol-<name>, a MutatingPolicy's
+kyverno-mpol-<name> (and -autogen, -autogen-cronjobs for their pod
+controllers).
 All are labeled modwright.io/compiled=true and annotated
 modwright.io/compiled-from with their rules. Each is checked as the API server
 checks it when it is created.

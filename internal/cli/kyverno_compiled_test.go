@@ -9,21 +9,24 @@ import (
 
 	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
 	"github.com/modwright/modwright/internal/admissionpolicy"
+	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 	"github.com/modwright/modwright/internal/testtool"
+	"github.com/modwright/modwright/internal/value"
 )
 
-// TestKyvernoPoliciesCompiled: the library's ValidatingPolicy suites with
-// their policies compiled to admission policies (modwright compile), run
-// offline as the API server runs them, give the suites' results: each
-// translated policy's bindings set to Deny, an object the policies refuse
-// is one the suite expects to fail, one they admit one it expects to pass
-// or skip. Suites reading values, a requester, exceptions or context data
+// TestKyvernoPoliciesCompiled: the library's ValidatingPolicy and
+// MutatingPolicy suites with their policies compiled to admission policies
+// (modwright compile), run offline as the API server runs them, give the
+// suites' results: each translated validating policy's bindings set to
+// Deny, an object the policies refuse is one the suite expects to fail,
+// one they admit one it expects to pass or skip; an object the mutating
+// policies change equals the row's patchedResources. Suites reading values, a requester, exceptions or context data
 // are left out, as rows of policies left to the webhook (each counted).
 func TestKyvernoPoliciesCompiled(t *testing.T) {
 	dir := testtool.ConformanceDir(t, "kyverno-policies", "MODWRIGHT_KYVERNO_POLICIES_DIR", "library")
-	var compared, policies, translated, leftOut, deviations int
+	var compared, mutated, policies, translated, leftOut, deviations int
 	reasons := map[string]int{}
 	for _, f := range kyvernoSuiteFiles(t, dir) {
 		kt, err := suite.LoadKyverno(f)
@@ -35,7 +38,11 @@ func TestKyvernoPoliciesCompiled(t *testing.T) {
 			continue
 		}
 		docs, err := source.ReadPaths(kt.ResolveAll(kt.Policies), nil)
-		if err != nil || len(docs) == 0 || !allKind(docs, kpoliciesv1.KindValidatingPolicy) {
+		if err != nil || len(docs) == 0 {
+			continue
+		}
+		mutating := allKind(docs, kpoliciesv1.KindMutatingPolicy)
+		if !mutating && !allKind(docs, kpoliciesv1.KindValidatingPolicy) {
 			continue
 		}
 		res, err := compileRules(kt.ResolveAll(kt.Policies), Streams{Out: io.Discard, Err: io.Discard}, defaultClusterRulesNamespace, false)
@@ -81,11 +88,37 @@ func TestKyvernoPoliciesCompiled(t *testing.T) {
 					continue
 				}
 				ns := obj.Namespace()
-				if ns == "" {
+				object := obj.Object
+				if ns == "" && !kinds.IsClusterScoped(obj.Kind()) {
+					// As kyverno test places it.
 					ns = "default"
+					object = value.DeepCopy(obj.Object).(map[string]any)
+					object["metadata"].(map[string]any)["namespace"] = ns
 				}
-				r := set.Validate(context.Background(), admissionpolicy.Request{Operation: "CREATE", Object: obj.Object, Namespace: ns,
-					Objects: []map[string]any{{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}})
+				req := admissionpolicy.Request{Operation: "CREATE", Object: object, Namespace: ns,
+					Objects: []map[string]any{{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}}
+				if mutating {
+					if row.PatchedResources == "" {
+						leftOut++
+						continue
+					}
+					got, err := set.Mutate(context.Background(), req, nil)
+					if err != nil {
+						t.Errorf("%s: %s %s: %v", f, row.Policy, name, err)
+						continue
+					}
+					reason, missing := comparePatched(kt, row.PatchedResources, got, "")
+					if missing {
+						leftOut++ // kyverno test skips the row too
+						continue
+					}
+					if reason != "" {
+						t.Errorf("%s: %s %s: the compiled policy's object differs from patchedResources: %s", f, row.Policy, name, reason)
+					}
+					mutated++
+					continue
+				}
+				r := set.Validate(context.Background(), req)
 				refused := r.Err != nil
 				if dev, ok := kyvernoDeviations[name0]; ok && refused != (row.Result == "fail") && r.Err != nil && strings.Contains(r.Err.Error(), dev.rows) {
 					deviations++ // documented: the API server reads the object as modwright does
@@ -98,10 +131,10 @@ func TestKyvernoPoliciesCompiled(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("kyverno-policies compiled: %d of %d ValidatingPolicies translated (bindings, autogen policies included); %d rows compared with the suites' results (%d more differ as the documented null-field deviation does), %d left out; not translated: %v",
-		translated, policies, compared, deviations, leftOut, reasons)
-	if compared < 100 {
-		t.Errorf("%d rows compared, want at least 100: the translation must keep covering the library", compared)
+	t.Logf("kyverno-policies compiled: %d of %d ValidatingPolicies and MutatingPolicies translated (bindings, autogen policies included); %d validation rows compared with the suites' results (%d more differ as the documented null-field deviation does), %d mutated objects equal to their patchedResources, %d rows left out; not translated: %v",
+		translated, policies, compared, deviations, mutated, leftOut, reasons)
+	if compared < 100 || mutated < 10 {
+		t.Errorf("%d validation rows and %d mutations compared, want at least 100 and 10: the translation must keep covering the library", compared, mutated)
 	}
 }
 

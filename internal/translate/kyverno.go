@@ -16,23 +16,33 @@ import (
 	"github.com/modwright/modwright/internal/kinds/kyvernoautogen"
 )
 
-// Kyverno translates Kyverno's ValidatingPolicies, as Kyverno generates
-// admission policies from them: each gives a ValidatingAdmissionPolicy
-// (kyverno-vpol-NAME) with its match constraints, match conditions,
-// variables, validations, audit annotations and failure policy, and a
-// binding with its validation actions; a Pod policy's autogen policies
-// for pod controllers one more each (-autogen, -autogen-cronjobs), their
-// paths rewritten to the pod template as the webhook evaluates them. It
-// is exact only where CEL on the API server reads the policy as modwright
-// does: the others are skipped with the reason (a namespaced policy, one
-// off at admission, Kyverno's CEL libraries or exceptions, x.orValue(y)
-// on a value that may not be optional, which Kyverno's CEL accepts and the
-// API server's does not). Each policy and binding is loaded as the API
-// server would load it.
+// Kyverno translates Kyverno's ValidatingPolicies and MutatingPolicies, as
+// Kyverno generates admission policies from them: a ValidatingPolicy gives
+// a ValidatingAdmissionPolicy (kyverno-vpol-NAME) with its match
+// constraints, match conditions, variables, validations, audit
+// annotations and failure policy, and a binding with its validation
+// actions; a MutatingPolicy a MutatingAdmissionPolicy (kyverno-mpol-NAME)
+// with its match constraints, match conditions, variables, mutations,
+// failure policy and reinvocation policy, and a binding; a Pod policy's
+// autogen policies for pod controllers one more each (-autogen,
+// -autogen-cronjobs), their paths rewritten to the pod template as the
+// webhook evaluates them. It is exact only where CEL on the API server
+// reads the policy as modwright does: the others are skipped with the
+// reason (a namespaced policy, one off at admission or mutating existing
+// objects, a MutatingPolicy with audit annotations, Kyverno's CEL
+// libraries or exceptions, x.orValue(y) on a value that may not be
+// optional, which Kyverno's CEL accepts and the API server's does not).
+// Each policy and binding is loaded as the API server would load it.
 func Kyverno(policies []Rule) Result {
 	var res Result
 	for _, r := range policies {
-		objs, err := vpolPolicies(r)
+		var objs []any
+		var err error
+		if r.Kind == kpoliciesv1.KindMutatingPolicy {
+			objs, err = mpolPolicies(r)
+		} else {
+			objs, err = vpolPolicies(r)
+		}
 		var maps []map[string]any
 		if err == nil {
 			maps, err = toMaps(objs)
@@ -81,7 +91,7 @@ func vpolPolicies(r Rule) ([]any, error) {
 	}
 	out := []any{}
 	add := func(name string, s *kpoliciesv1.ValidatingPolicySpec) error {
-		if err := kyvernoCELExact(s); err != nil {
+		if err := kyvernoCELExact(vpolExprs(s), s.Variables); err != nil {
 			return err
 		}
 		vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -134,20 +144,7 @@ func kyvernoMeta(name string, r Rule) metav1.ObjectMeta {
 // the API server's fails). Kyverno's own libraries need no check here: the
 // API server's environment does not declare them, so a policy using them
 // does not load.
-func kyvernoCELExact(s *kpoliciesv1.ValidatingPolicySpec) error {
-	var exprs []string
-	for _, mc := range s.MatchConditions {
-		exprs = append(exprs, mc.Expression)
-	}
-	for _, v := range s.Variables {
-		exprs = append(exprs, v.Expression)
-	}
-	for _, v := range s.Validations {
-		exprs = append(exprs, v.Expression, v.MessageExpression)
-	}
-	for _, a := range s.AuditAnnotations {
-		exprs = append(exprs, a.ValueExpression)
-	}
+func kyvernoCELExact(exprs []string, variables []admissionregistrationv1.Variable) error {
 	env, err := cel.NewEnv(cel.OptionalTypes(),
 		cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType),
 		cel.Variable("params", cel.DynType), cel.Variable("namespaceObject", cel.DynType), cel.Variable("authorizer", cel.DynType),
@@ -158,7 +155,7 @@ func kyvernoCELExact(s *kpoliciesv1.ValidatingPolicySpec) error {
 	// A variable's type is its expression's: an optional one stays
 	// optional when read.
 	optionalVars := map[string]bool{}
-	for _, v := range s.Variables {
+	for _, v := range variables {
 		if a, iss := env.Compile(v.Expression); iss.Err() == nil && a.OutputType().Kind() == types.OpaqueKind && a.OutputType().TypeName() == "optional_type" {
 			optionalVars[v.Name] = true
 		}
@@ -172,6 +169,11 @@ func kyvernoCELExact(s *kpoliciesv1.ValidatingPolicySpec) error {
 		}
 		a, iss := env.Compile(e)
 		if iss.Err() != nil {
+			if strings.Contains(e, "orValue(") {
+				// An apply configuration's Object{...}: its types are the
+				// API server's, not this check's.
+				return untranslatable("orValue in an expression this check cannot type (Kyverno's CEL gives a value that is not optional back, the API server's fails)")
+			}
 			continue // the API server's own check says why
 		}
 		if bad := nonOptionalOrValue(a, optionalVars); bad != "" {
@@ -179,6 +181,109 @@ func kyvernoCELExact(s *kpoliciesv1.ValidatingPolicySpec) error {
 		}
 	}
 	return nil
+}
+
+// vpolExprs are a ValidatingPolicy's expressions.
+func vpolExprs(s *kpoliciesv1.ValidatingPolicySpec) []string {
+	exprs := conditionExprs(s.MatchConditions, s.Variables)
+	for _, v := range s.Validations {
+		exprs = append(exprs, v.Expression, v.MessageExpression)
+	}
+	for _, a := range s.AuditAnnotations {
+		exprs = append(exprs, a.ValueExpression)
+	}
+	return exprs
+}
+
+// conditionExprs are the expressions of match conditions and variables.
+func conditionExprs(mcs []admissionregistrationv1.MatchCondition, vars []admissionregistrationv1.Variable) []string {
+	var exprs []string
+	for _, mc := range mcs {
+		exprs = append(exprs, mc.Expression)
+	}
+	for _, v := range vars {
+		exprs = append(exprs, v.Expression)
+	}
+	return exprs
+}
+
+// mpolPolicies are a MutatingPolicy's admission policies and bindings.
+func mpolPolicies(r Rule) ([]any, error) {
+	b, err := json.Marshal(r.Object)
+	if err != nil {
+		return nil, err
+	}
+	var mp kpoliciesv1.MutatingPolicy
+	if err := json.Unmarshal(b, &mp); err != nil {
+		return nil, err
+	}
+	spec := &mp.Spec
+	if ev := spec.Evaluation; ev != nil {
+		if ev.Admission != nil && ev.Admission.Enabled != nil && !*ev.Admission.Enabled {
+			return nil, untranslatable("the policy is off at admission (evaluation.admission.enabled: false)")
+		}
+		if ev.MutateExisting != nil && ev.MutateExisting.Enabled != nil && *ev.MutateExisting.Enabled {
+			return nil, untranslatable("it mutates existing objects too (evaluation.mutateExisting), which an admission policy does not")
+		}
+		if ev.Mode != "" && ev.Mode != "Kubernetes" {
+			return nil, untranslatable("evaluation.mode %s", ev.Mode)
+		}
+	}
+	if len(spec.AuditAnnotations) > 0 {
+		return nil, untranslatable("a MutatingAdmissionPolicy has no audit annotations")
+	}
+	out := []any{}
+	add := func(name string, s *kpoliciesv1.MutatingPolicySpec) error {
+		exprs := conditionExprs(s.MatchConditions, s.Variables)
+		for _, m := range s.Mutations {
+			if m.ApplyConfiguration != nil {
+				exprs = append(exprs, m.ApplyConfiguration.Expression)
+			}
+			if m.JSONPatch != nil {
+				exprs = append(exprs, m.JSONPatch.Expression)
+			}
+		}
+		if err := kyvernoCELExact(exprs, s.Variables); err != nil {
+			return err
+		}
+		reinvocation := s.ReinvocationPolicy
+		if reinvocation == "" {
+			reinvocation = admissionregistrationv1.NeverReinvocationPolicy
+		}
+		p := &admissionregistrationv1.MutatingAdmissionPolicy{
+			TypeMeta:   typeMeta("MutatingAdmissionPolicy"),
+			ObjectMeta: kyvernoMeta(name, r),
+			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+				MatchConstraints:   s.MatchConstraints,
+				MatchConditions:    s.MatchConditions,
+				Variables:          s.Variables,
+				Mutations:          s.Mutations,
+				FailurePolicy:      s.FailurePolicy,
+				ReinvocationPolicy: reinvocation,
+			},
+		}
+		binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+			TypeMeta:   typeMeta("MutatingAdmissionPolicyBinding"),
+			ObjectMeta: kyvernoMeta(name, r),
+			Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
+		}
+		out = append(out, p, binding)
+		return nil
+	}
+	name := "kyverno-mpol-" + mp.Name
+	if err := add(name, spec); err != nil {
+		return nil, err
+	}
+	for _, g := range kyvernoautogen.MPol(spec) {
+		suffix := "-autogen"
+		if g.Name == "cronjobs" {
+			suffix = "-autogen-cronjobs"
+		}
+		if err := add(name+suffix, g.Spec); err != nil {
+			return nil, fmt.Errorf("%w (its autogen policy for %s)", err, g.Name)
+		}
+	}
+	return out, nil
 }
 
 // nonOptionalOrValue is the source of the first x.orValue(y) whose x the

@@ -44,6 +44,9 @@ func TestKyverno(t *testing.T) {
 		{"a library", "ValidatingPolicy", pods + "  validations: [{expression: \"object.spec.containers.all(c, isImage(c.image))\"}]\n", nil, "the API server would refuse the translation"},
 		{"off at admission", "ValidatingPolicy", pods + "  evaluation: {admission: {enabled: false}}\n  validations: [{expression: \"true\"}]\n", nil, "off at admission"},
 		{"namespaced", "NamespacedValidatingPolicy", pods + "  validations: [{expression: \"true\"}]\n", nil, "not translated to admission policies (yet)"},
+		{"a MutatingPolicy", "MutatingPolicy", strings.Replace(pods, "  validationActions: [Deny]\n", "", 1) + "  mutations:\n  - patchType: JSONPatch\n    jsonPatch: {expression: \"[JSONPatch{op: 'add', path: '/metadata/labels', value: {'a': 'b'}}]\"}\n",
+			[]string{"MutatingAdmissionPolicy/kyverno-mpol-p", "MutatingAdmissionPolicyBinding/kyverno-mpol-p", "MutatingAdmissionPolicy/kyverno-mpol-p-autogen-cronjobs"}, ""},
+		{"a MutatingPolicy mutating existing objects", "MutatingPolicy", strings.Replace(pods, "  validationActions: [Deny]\n", "", 1) + "  evaluation: {mutateExisting: {enabled: true}}\n  mutations:\n  - patchType: JSONPatch\n    jsonPatch: {expression: \"[]\"}\n", nil, "mutates existing objects"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := Kyverno([]Rule{rule(tc.kind, tc.spec)})
