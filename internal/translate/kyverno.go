@@ -114,18 +114,8 @@ func vpolPolicies(r Rule) ([]any, error) {
 		out = append(out, vap, binding)
 		return nil
 	}
-	name := "kyverno-vpol-" + vp.Name
-	if err := add(name, spec); err != nil {
+	if err := withAutogen("kyverno-vpol-"+vp.Name, spec, kyvernoautogen.VPol(spec), add); err != nil {
 		return nil, err
-	}
-	for _, g := range kyvernoautogen.VPol(spec) {
-		suffix := "-autogen"
-		if g.Name == "cronjobs" {
-			suffix = "-autogen-cronjobs"
-		}
-		if err := add(name+suffix, g.Spec); err != nil {
-			return nil, fmt.Errorf("%w (its autogen policy for %s)", err, g.Name)
-		}
 	}
 	return out, nil
 }
@@ -270,20 +260,29 @@ func mpolPolicies(r Rule) ([]any, error) {
 		out = append(out, p, binding)
 		return nil
 	}
-	name := "kyverno-mpol-" + mp.Name
-	if err := add(name, spec); err != nil {
+	if err := withAutogen("kyverno-mpol-"+mp.Name, spec, kyvernoautogen.MPol(spec), add); err != nil {
 		return nil, err
 	}
-	for _, g := range kyvernoautogen.MPol(spec) {
+	return out, nil
+}
+
+// withAutogen adds a policy's admission policy (name) through add, then
+// its autogen policies' (name-autogen for the controllers with a pod
+// template, name-autogen-cronjobs).
+func withAutogen[S any](name string, spec S, gens []kyvernoautogen.Generated[S], add func(string, S) error) error {
+	if err := add(name, spec); err != nil {
+		return err
+	}
+	for _, g := range gens {
 		suffix := "-autogen"
 		if g.Name == "cronjobs" {
 			suffix = "-autogen-cronjobs"
 		}
 		if err := add(name+suffix, g.Spec); err != nil {
-			return nil, fmt.Errorf("%w (its autogen policy for %s)", err, g.Name)
+			return fmt.Errorf("%w (its autogen policy for %s)", err, g.Name)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // nonOptionalOrValue is the source of the first x.orValue(y) whose x the

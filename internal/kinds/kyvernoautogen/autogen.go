@@ -73,21 +73,22 @@ func Targets(m *admissionregistrationv1.MatchResources, pc *kpoliciesv1.PodContr
 	return out
 }
 
-// VPolSpec is an autogen ValidatingPolicy: its target's name and spec.
-type VPolSpec struct {
+// Generated is an autogen policy: its target's name (Target.Name) and
+// spec.
+type Generated[S any] struct {
 	Name string
-	Spec *kpoliciesv1.ValidatingPolicySpec
+	Spec S
 }
 
 // VPol is a Pod ValidatingPolicy's autogen policies, as Kyverno
 // generates them: every path under object and oldObject rewritten to the
 // pod template, in the whole spec.
-func VPol(spec *kpoliciesv1.ValidatingPolicySpec) []VPolSpec {
+func VPol(spec *kpoliciesv1.ValidatingPolicySpec) []Generated[*kpoliciesv1.ValidatingPolicySpec] {
 	var pc *kpoliciesv1.PodControllers
 	if spec.Autogen != nil {
 		pc = spec.Autogen.PodControllers
 	}
-	var out []VPolSpec
+	var out []Generated[*kpoliciesv1.ValidatingPolicySpec]
 	for _, t := range Targets(spec.MatchConstraints, pc) {
 		gen := spec.DeepCopy()
 		gen.MatchConstraints, gen.Autogen = t.Match, nil
@@ -104,7 +105,7 @@ func VPol(spec *kpoliciesv1.ValidatingPolicySpec) []VPolSpec {
 		if err := json.Unmarshal(b, &out1); err != nil {
 			continue
 		}
-		out = append(out, VPolSpec{Name: t.Name, Spec: &out1})
+		out = append(out, Generated[*kpoliciesv1.ValidatingPolicySpec]{Name: t.Name, Spec: &out1})
 	}
 	return out
 }
@@ -141,12 +142,6 @@ func isIdent(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
 
-// MPolSpec is an autogen MutatingPolicy: its target's name and spec.
-type MPolSpec struct {
-	Name string
-	Spec *kpoliciesv1.MutatingPolicySpec
-}
-
 // The paths Kyverno's MutatingPolicy autogen rewrites (in matchConditions
 // and ApplyConfiguration expressions only; JSONPatch expressions and
 // variables stay as written, as in Kyverno).
@@ -158,12 +153,12 @@ var (
 
 // MPol is a Pod MutatingPolicy's autogen policies, as Kyverno
 // generates them.
-func MPol(spec *kpoliciesv1.MutatingPolicySpec) []MPolSpec {
+func MPol(spec *kpoliciesv1.MutatingPolicySpec) []Generated[*kpoliciesv1.MutatingPolicySpec] {
 	var pc *kpoliciesv1.PodControllers
 	if spec.Autogen != nil {
 		pc = spec.Autogen.PodControllers
 	}
-	var out []MPolSpec
+	var out []Generated[*kpoliciesv1.MutatingPolicySpec]
 	for _, t := range Targets(spec.MatchConstraints, pc) {
 		gen := spec.DeepCopy()
 		gen.MatchConstraints, gen.Autogen = t.Match, nil
@@ -175,7 +170,7 @@ func MPol(spec *kpoliciesv1.MutatingPolicySpec) []MPolSpec {
 				ac.Expression = podToTemplate(ac.Expression, t.Template)
 			}
 		}
-		out = append(out, MPolSpec{Name: t.Name, Spec: gen})
+		out = append(out, Generated[*kpoliciesv1.MutatingPolicySpec]{Name: t.Name, Spec: gen})
 	}
 	return out
 }
