@@ -58,6 +58,9 @@ func (c *compiler) celProgram(field, src string) *cel.Program {
 	for _, d := range ds {
 		c.ce.Errors = append(c.ce.Errors, rules.FieldError{Field: field, Pos: d.Pos, Msg: d.Msg})
 	}
+	if p != nil {
+		c.noteReads(p)
+	}
 	return p
 }
 

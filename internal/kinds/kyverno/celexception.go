@@ -91,6 +91,12 @@ func (p *CELPolicy) celExempted(h *engine.Handle, act *lang.Activation) (keys []
 	if p.opts.exceptionSource != nil {
 		exs = append(slices.Clip(exs), p.opts.exceptionSource.Exceptions()...)
 	}
+	if len(exs) == 0 {
+		if p.readsExceptions {
+			act.Vars[celExceptions] = map[string]any{"allowedImages": []any{}, "allowedValues": []any{}}
+		}
+		return nil, false, nil
+	}
 	images, values := []any{}, []any{}
 	now := p.opts.now()
 	full := false
@@ -129,7 +135,9 @@ func (p *CELPolicy) celExempted(h *engine.Handle, act *lang.Activation) (keys []
 	if full {
 		return keys, pass, nil
 	}
-	act.Vars[celExceptions] = map[string]any{"allowedImages": images, "allowedValues": values}
+	if p.readsExceptions {
+		act.Vars[celExceptions] = map[string]any{"allowedImages": images, "allowedValues": values}
+	}
 	return nil, false, nil
 }
 

@@ -76,6 +76,9 @@ func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingP
 			for _, d := range ds {
 				c.ce.Errors = append(c.ce.Errors, rules.FieldError{Field: f + ".expression", Pos: d.Pos, Msg: d.Msg})
 			}
+			if prog != nil {
+				c.noteReads(prog)
+			}
 			p.generations = append(p.generations, celExpr{field: f + ".expression", prog: prog})
 		}
 	}

@@ -97,6 +97,22 @@ type compiler struct {
 	// data declares Kyverno's data libraries (its CEL policies), the
 	// resource library of a namespaced policy's scope or a cluster one's.
 	data cel.DataScope
+	// readsData, readsExceptions: some expression compiled reads a data
+	// library's variable, the exceptions variable (noted by noteReads).
+	readsData, readsExceptions bool
+}
+
+// reader is a compiled expression (a program, a mutation).
+type reader interface{ ReadsAny(names ...string) bool }
+
+// noteReads notes what a compiled expression reads of the variables a CEL
+// policy binds only when its expressions read them.
+func (c *compiler) noteReads(r reader) {
+	if c.data == cel.NoData {
+		return
+	}
+	c.readsData = c.readsData || r.ReadsAny(cel.DataVars()...)
+	c.readsExceptions = c.readsExceptions || r.ReadsAny(celExceptions)
 }
 
 // celLanguage is the CEL of the policy's expressions.

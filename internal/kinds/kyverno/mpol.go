@@ -80,6 +80,9 @@ func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolic
 		for _, d := range ds {
 			c.ce.Errors = append(c.ce.Errors, rules.FieldError{Field: f, Pos: d.Pos, Msg: d.Msg})
 		}
+		if m != nil {
+			c.noteReads(m)
+		}
 		p.mutations = append(p.mutations, celMutation{field: f, m: m})
 	}
 	if len(spec.Mutations) == 0 {

@@ -95,7 +95,10 @@ type CELPolicy struct {
 	// notYet says why the policy is not evaluated (its result is an
 	// error).
 	notYet string
-	opts   options
+	// readsData, readsExceptions: an expression reads Kyverno's data
+	// libraries, the exceptions variable (bound only then).
+	readsData, readsExceptions bool
+	opts                       options
 	// autogen are the policy for pod controllers (Kyverno's autogen): the
 	// same checks over the pod template; one of them or the policy itself
 	// matches an object.
@@ -175,11 +178,13 @@ func compileCELPolicy(kind string, namespaced bool, opts options, m *kinds.Manif
 	}
 	c := newCompiler()
 	compile(p, c)
+	p.readsData, p.readsExceptions = c.readsData, c.readsExceptions
 	if len(c.ce.Errors) == 0 {
 		for _, g := range autogen() {
 			a := &CELPolicy{name: p.name, ns: p.ns, opts: opts, info: p.info, mutating: mutating, field: "autogen (" + g.name + ")"}
 			ac := newCompiler()
 			g.compile(a, ac)
+			a.readsData, a.readsExceptions = ac.readsData, ac.readsExceptions
 			for _, e := range ac.ce.Errors {
 				e.Field = a.field + ": " + e.Field
 				c.ce.Errors = append(c.ce.Errors, e)
@@ -651,7 +656,9 @@ func (p *CELPolicy) prepareWith(h *engine.Handle, obj, old any) (act *lang.Activ
 		res := celErrorResult(err, "failed to load context: "+err.Error())
 		return nil, &res
 	}
-	cel.BindKyvernoData(act.Vars, &celData{h: h, owner: p.ns})
+	if p.readsData {
+		cel.BindKyvernoData(act.Vars, &celData{h: h, owner: p.ns})
+	}
 	keys, pass, err := p.celExempted(h, act)
 	if err != nil {
 		res := celErrorResult(err, "failed to evaluate exceptions: "+err.Error())

@@ -353,6 +353,11 @@ func (p *Program) Reads(only ...string) bool {
 	return true
 }
 
+// ReadsAny reports whether the expression refers to one of names.
+func (p *Program) ReadsAny(names ...string) bool {
+	return slices.ContainsFunc(p.reads, func(r string) bool { return slices.Contains(names, r) })
+}
+
 // readVars is the declared variables (of names) that the checked
 // expression a refers to.
 func readVars(a *cel.Ast, names []string) []string {

@@ -110,6 +110,10 @@ func (l Language) CompileMutation(env *lang.Env, kind MutationKind, src string) 
 // Kind returns the mutation's kind.
 func (m *Mutation) Kind() MutationKind { return m.kind }
 
+// ReadsAny reports whether the mutation's expression refers to one of
+// names.
+func (m *Mutation) ReadsAny(names ...string) bool { return m.prg.ReadsAny(names...) }
+
 // Source returns the expression's text.
 func (m *Mutation) Source() string { return m.prg.src }
 
