@@ -59,13 +59,15 @@ func (a *admissionFlags) add(f *pflag.FlagSet, what string) {
 }
 
 type applyOptions struct {
-	rules    []string
-	files    []string
-	contexts []string
-	packs    []string
-	crds     []string
-	userInfo string
-	old      string
+	// exceptions are files of Kyverno PolicyExceptions.
+	exceptions []string
+	rules      []string
+	files      []string
+	contexts   []string
+	packs      []string
+	crds       []string
+	userInfo   string
+	old        string
 	admissionFlags
 	output      string
 	skipUnknown bool
@@ -152,6 +154,7 @@ func (o *applyOptions) addFlags(cmd *cobra.Command, what, output, outputUsage st
 	f.StringArrayVar(&o.packs, "rule-pack", nil, "a Rego rule pack (a directory or oci://REF) whose edges join the context objects' graph (syntheticRefs.edges; repeatable)")
 	f.StringArrayVar(&o.crds, "crd", nil, "CustomResourceDefinitions (a file or directory; repeatable): objects of their kinds are decoded and validated as the kube-apiserver does, before and after the rules (docs/cel.md)")
 	f.StringVar(&o.userInfo, "user-info", "", "the requester: a UserInfo document (userInfo: {username, groups}, roles, clusterRoles), Kyverno CLI's format")
+	f.StringArrayVar(&o.exceptions, "exception", nil, "Kyverno PolicyExceptions (kyverno.io/v2 for ClusterPolicies and Policies, policies.kyverno.io/v1 for the CEL policies) the Kyverno policies honour: a file or directory (repeatable), as kyverno apply's --exception")
 	o.admissionFlags.add(f, "objects")
 	f.StringVar(&o.old, "old", "", oldUsage)
 	f.StringVarP(&o.output, "output", "o", output, outputUsage)
@@ -236,10 +239,18 @@ func (o *applyOptions) load(s Streams) (*inputs, error) {
 	if o.userInfo != "" {
 		contexts = append(slices.Clone(contexts), o.userInfo)
 	}
-	if err := checkStdin(o.rules, o.files, old, append(slices.Clone(contexts), o.crds...)); err != nil {
+	if err := checkStdin(o.rules, o.files, old, append(append(slices.Clone(contexts), o.crds...), o.exceptions...)); err != nil {
 		return nil, err
 	}
-	snap, policies, err := loadRules(o.rules, s, o.registry.kinds(o.clusterRules), ruleLoading{policies: true, skipUnknown: o.skipUnknown})
+	reg := o.registry.kinds(o.clusterRules)
+	if len(o.exceptions) > 0 {
+		exs, err := compileExceptions(o.exceptions, s.In)
+		if err != nil {
+			return nil, &ExitError{Code: 2, Err: fmt.Errorf("--exception: %w", err)}
+		}
+		reg = newRegistryWith(o.clusterRules, nil, exs)
+	}
+	snap, policies, err := loadRules(o.rules, s, reg, ruleLoading{policies: true, skipUnknown: o.skipUnknown})
 	if err != nil {
 		return nil, err
 	}

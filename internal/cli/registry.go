@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 
@@ -151,31 +152,48 @@ func isKyvernoCELKind(group string) bool { return group == kpoliciesv1.Group }
 // newKyvernoTestRegistry is the registry of a kyverno-test.yaml's policies:
 // Kyverno's kinds given the suite's values and PolicyExceptions (files).
 func newKyvernoTestRegistry(v *suite.KyvernoValues, exceptions []string) (*kinds.Registry, error) {
-	var exs []*kyverno.Exception
-	if len(exceptions) > 0 {
-		docs, err := source.ReadPaths(exceptions, nil)
-		if err != nil {
-			return nil, err
-		}
-		for i := range docs {
-			if docs[i].Kind() != kyvernov2.KindPolicyException {
-				return nil, fmt.Errorf("%s: %s %s is not a PolicyException (kyverno.io or policies.kyverno.io)", docs[i].Origin, docs[i].APIVersion(), docs[i].Kind())
-			}
-			ex, err := kyverno.CompileException(&docs[i])
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", docs[i].Origin, err)
-			}
-			exs = append(exs, ex)
-		}
+	exs, err := compileExceptions(exceptions, nil)
+	if err != nil {
+		return nil, err
 	}
+	return newRegistryWith("", v, exs), nil
+}
+
+// compileExceptions reads and compiles the PolicyExceptions of paths
+// (kyverno.io's and policies.kyverno.io's; in may be standard input).
+func compileExceptions(paths []string, in io.Reader) ([]*kyverno.Exception, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	docs, err := source.ReadPaths(paths, in)
+	if err != nil {
+		return nil, err
+	}
+	var exs []*kyverno.Exception
+	for i := range docs {
+		if docs[i].Kind() != kyvernov2.KindPolicyException {
+			return nil, fmt.Errorf("%s: %s %s is not a PolicyException (kyverno.io or policies.kyverno.io)", docs[i].Origin, docs[i].APIVersion(), docs[i].Kind())
+		}
+		ex, err := kyverno.CompileException(&docs[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", docs[i].Origin, err)
+		}
+		exs = append(exs, ex)
+	}
+	return exs, nil
+}
+
+// newRegistryWith is newRegistry with Kyverno's kinds given a suite's
+// values (nil: none) and PolicyExceptions.
+func newRegistryWith(clusterNS string, v *suite.KyvernoValues, exs []*kyverno.Exception) *kinds.Registry {
 	var ks []kinds.Kind
-	for _, k := range newRegistry("").Kinds() {
+	for _, k := range newRegistry(clusterNS).Kinds() {
 		if !isKyvernoKind(k.Group()) {
 			ks = append(ks, k)
 		}
 	}
 	ks = append(ks, kyverno.NewKinds(kyverno.WithValues(kyvernoValues(v)), kyverno.WithExceptions(exs...))...)
-	return kinds.NewRegistry(append(ks, kyverno.NewCELKinds(kyverno.WithExceptions(exs...))...)...), nil
+	return kinds.NewRegistry(append(ks, kyverno.NewCELKinds(kyverno.WithExceptions(exs...))...)...)
 }
 
 // kyvernoValues converts a suite's values to the kind's.
