@@ -77,7 +77,7 @@ func (c *APIClient) Call(ctx context.Context, call engine.APICall) ([]byte, erro
 		return nil, err
 	}
 	key := call.Method + " " + call.Path + "\x00" + string(call.Data)
-	return c.cache.get(key, c.TTL, c.now, func() ([]byte, error) { return c.read(ctx, call) })
+	return c.cache.get(key, c.TTL, c.now, func() ([]byte, error) { return c.read(ctx, call) }, func(b []byte) int { return len(b) })
 }
 
 func (c *APIClient) read(ctx context.Context, call engine.APICall) ([]byte, error) {

@@ -215,7 +215,19 @@ func (c *HTTPClient) Fetch(ctx context.Context, r engine.HTTPRequest) (*engine.H
 	if ttl == 0 {
 		ttl = c.TTL
 	}
-	return c.cache.get(key.String(), ttl, c.now, func() (*engine.HTTPResponse, error) { return c.do(ctx, method, u, r) })
+	return c.cache.get(key.String(), ttl, c.now, func() (*engine.HTTPResponse, error) { return c.do(ctx, method, u, r) }, httpResponseSize)
+}
+
+// httpResponseSize is a response's body and headers, in bytes.
+func httpResponseSize(r *engine.HTTPResponse) int {
+	n := len(r.Body)
+	for k, vs := range r.Header {
+		n += len(k)
+		for _, v := range vs {
+			n += len(v)
+		}
+	}
+	return n
 }
 
 func (c *HTTPClient) do(ctx context.Context, method string, u *url.URL, r engine.HTTPRequest) (*engine.HTTPResponse, error) {

@@ -53,7 +53,7 @@ type Images struct {
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 
-	cache     responses[map[string]any]
+	cache     responses[imageData]
 	transport struct {
 		once sync.Once
 		t    http.RoundTripper
@@ -88,10 +88,17 @@ func (im *Images) ImageData(ctx context.Context, ref string) (map[string]any, er
 	if len(im.Registries) > 0 && !slices.Contains(im.Registries, reg) {
 		return nil, fmt.Errorf("%w: %s (the operator's --image-registries lists those images are read from)", ErrRegistryNotAllowed, reg)
 	}
-	return im.cache.get(ref, im.TTL, im.now, func() (map[string]any, error) { return im.read(ctx, ref, r) })
+	d, err := im.cache.get(ref, im.TTL, im.now, func() (imageData, error) { return im.read(ctx, ref, r) }, func(d imageData) int { return d.size })
+	return d.data, err
 }
 
-func (im *Images) read(ctx context.Context, ref string, r name.Reference) (map[string]any, error) {
+// imageData is an image's data and the size of what was read for it.
+type imageData struct {
+	data map[string]any
+	size int
+}
+
+func (im *Images) read(ctx context.Context, ref string, r name.Reference) (imageData, error) {
 	timeout := im.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -105,7 +112,7 @@ func (im *Images) read(ctx context.Context, ref string, r name.Reference) (map[s
 	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(im.roundTripper()), remote.WithRetryBackoff(remote.Backoff{Steps: 1})}
 	desc, err := remote.Get(r, opts...)
 	if err != nil {
-		return nil, err
+		return imageData{}, err
 	}
 	out := map[string]any{"image": ref, "registry": r.Context().RegistryStr(), "repository": r.Context().RepositoryStr(), "identifier": r.Identifier()}
 	digest := desc.Digest.String()
@@ -116,30 +123,34 @@ func (im *Images) read(ctx context.Context, ref string, r name.Reference) (map[s
 		out["resolvedImage"] = r.Context().Name() + "@" + digest
 	}
 	out["digest"] = digest
+	size := 0
 	if desc.MediaType.IsIndex() {
+		size += len(desc.Manifest)
 		if out["imageIndex"], err = value.Decode(desc.Manifest); err != nil {
-			return nil, fmt.Errorf("the image index: %w", err)
+			return imageData{}, fmt.Errorf("the image index: %w", err)
 		}
 	}
 	img, err := desc.Image() // an index's linux/amd64 image
 	if err != nil {
-		return nil, err
+		return imageData{}, err
 	}
 	manifest, err := img.RawManifest()
 	if err != nil {
-		return nil, err
+		return imageData{}, err
 	}
+	size += len(manifest)
 	if out["manifest"], err = value.Decode(manifest); err != nil {
-		return nil, fmt.Errorf("the manifest: %w", err)
+		return imageData{}, fmt.Errorf("the manifest: %w", err)
 	}
 	config, err := img.RawConfigFile()
 	if err != nil {
-		return nil, err
+		return imageData{}, err
 	}
+	size += len(config)
 	if out["config"], err = value.Decode(config); err != nil {
-		return nil, fmt.Errorf("the config: %w", err)
+		return imageData{}, fmt.Errorf("the config: %w", err)
 	}
-	return out, nil
+	return imageData{data: out, size: size}, nil
 }
 
 // roundTripper bounds every response by MaxBytes.
