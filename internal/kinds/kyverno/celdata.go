@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -50,6 +51,10 @@ func (d *celData) count() error {
 	return nil
 }
 
+// maxPathPart bounds a part of an API path an expression gives: a name
+// or a namespace (a DNS subdomain), a group, a version, a resource.
+const maxPathPart = 253
+
 // pathSegment matches what may stand between two slashes of an API path
 // (a name, a namespace, a resource): no slash, no query, no escapes, not
 // "." or "..".
@@ -61,16 +66,16 @@ var pathSegment = regexp.MustCompile(`^[A-Za-z0-9][-A-Za-z0-9_.:]*$`)
 // checked: a name an object carries cannot climb the path.
 func resourcePath(apiVersion, resource, namespace, name string) (string, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil || gv.Version == "" || (gv.Group != "" && !pathSegment.MatchString(gv.Group)) || !pathSegment.MatchString(gv.Version) {
-		return "", fmt.Errorf("apiVersion %q is not GROUP/VERSION", apiVersion)
+	if len(apiVersion) > 2*maxPathPart || err != nil || gv.Version == "" || (gv.Group != "" && !pathSegment.MatchString(gv.Group)) || !pathSegment.MatchString(gv.Version) {
+		return "", fmt.Errorf("apiVersion %.100q is not GROUP/VERSION", apiVersion)
 	}
 	res, sub, _ := strings.Cut(resource, "/")
-	if !pathSegment.MatchString(res) || (sub != "" && (!pathSegment.MatchString(sub) || name == "")) {
-		return "", fmt.Errorf("resource %q is not a resource (a plural: configmaps) or RESOURCE/SUBRESOURCE of a named object", resource)
+	if len(resource) > 2*maxPathPart || !pathSegment.MatchString(res) || (sub != "" && (!pathSegment.MatchString(sub) || name == "")) {
+		return "", fmt.Errorf("resource %.100q is not a resource (a plural: configmaps) or RESOURCE/SUBRESOURCE of a named object", resource)
 	}
-	for what, s := range map[string]string{"namespace": namespace, "name": name} {
-		if s != "" && (len(s) > 253 || !pathSegment.MatchString(s)) {
-			return "", fmt.Errorf("%s %.100q names no object", what, s)
+	for _, p := range [...]struct{ what, s string }{{"namespace", namespace}, {"name", name}} {
+		if p.s != "" && (len(p.s) > maxPathPart || !pathSegment.MatchString(p.s)) {
+			return "", fmt.Errorf("%s %.100q names no object", p.what, p.s)
 		}
 	}
 	var b strings.Builder
@@ -104,6 +109,9 @@ func (d *celData) call(method, apiVersion, resource, namespace, name, query stri
 	path, err := resourcePath(apiVersion, resource, namespace, name)
 	if err != nil {
 		return nil, err
+	}
+	if len(path)+len(query) > kyvernoreq.MaxURLPath {
+		return nil, fmt.Errorf("%w: %s with a query of %d bytes (at most %d in all)", kyvernoreq.ErrURLPath, path, len(query), kyvernoreq.MaxURLPath)
 	}
 	api := d.h.API()
 	if api == nil {
@@ -194,8 +202,12 @@ func (d *celData) ImageData(image string) (map[string]any, error) {
 	return r.ImageData(d.h.Context(), image)
 }
 
-// maxHTTPBody bounds a request body the http library sends.
-const maxHTTPBody = 1 << 20
+// maxHTTPBody and maxHTTPHeaders bound a request body and the headers the
+// http library sends.
+const (
+	maxHTTPBody    = 1 << 20
+	maxHTTPHeaders = 64 << 10
+)
 
 // HTTP makes a request as Kyverno's http library does: a JSON body (a
 // POST's data), headers; the answer is the JSON response, an object with
@@ -207,6 +219,16 @@ func (d *celData) HTTP(method, u string, body any, headers map[string]string, ca
 	web := d.h.HTTP()
 	if web == nil {
 		return nil, engine.NoReader("no HTTP client (offline, record the response in a --context file)")
+	}
+	if len(u) > kyvernoreq.MaxURLPath {
+		return nil, fmt.Errorf("a URL of %d bytes (at most %d)", len(u), kyvernoreq.MaxURLPath)
+	}
+	headerBytes := 0
+	for k, v := range headers {
+		headerBytes += len(k) + len(v)
+	}
+	if headerBytes > maxHTTPHeaders {
+		return nil, fmt.Errorf("headers of %d bytes (at most %d)", headerBytes, maxHTTPHeaders)
 	}
 	req := engine.HTTPRequest{Method: method, URL: u, Header: headers, CABundle: []byte(caBundle)}
 	if method == http.MethodPost {

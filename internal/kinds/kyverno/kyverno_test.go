@@ -926,6 +926,9 @@ func TestCELData(t *testing.T) {
 			[]engine.APICall{{Method: "GET", Path: "/apis/apps/v1/namespaces/team-a/deployments/missing"}}, ""},
 		{"climb", "ValidatingPolicy", "resource.Get('v1', 'configmaps', 'team-a', object.metadata.annotations.cm).data.a == 'b'", "../../secrets", "=error", nil, "names no object"},
 		{"image", "ValidatingPolicy", "object.spec.containers.all(c, image.GetMetadata(c.image).config.config.User == '1000')", "x", "=pass", nil, ""},
+		{"long name", "ValidatingPolicy", "resource.Get('v1', 'configmaps', 'team-a', object.metadata.annotations.cm).data.a == 'b'", strings.Repeat("n", 254), "=error", nil, "names no object"},
+		{"long resource", "ValidatingPolicy", "resource.Get('v1', object.metadata.annotations.cm, 'team-a', 'x').data.a == 'b'", strings.Repeat("r", 600), "=error", nil, "is not a resource"},
+		{"long selector", "ValidatingPolicy", "resource.List('v1', 'configmaps', 'team-a', {'a': object.metadata.annotations.cm}).items.size() == 1", strings.Repeat("v", 9000), "=error", nil, "invalid urlPath"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := snapshot(t, vpol(tc.kind, tc.expr))

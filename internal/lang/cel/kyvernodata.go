@@ -323,7 +323,7 @@ func httpCall(method string, withBody bool) func(args ...ref.Val) ref.Val {
 		}
 		v, err := d.d.HTTP(method, string(url), body, headers, d.ca)
 		if err != nil {
-			return types.WrapErr(fmt.Errorf("http %s %s: %w", method, url, err))
+			return types.WrapErr(fmt.Errorf("http %s %.200s: %w", method, url, err))
 		}
 		return jsonAdapter.NativeToValue(v)
 	}
@@ -371,7 +371,7 @@ func globalContextGet(args ...ref.Val) ref.Val {
 	}
 	v, err := d.d.GlobalContext(s[0], projection)
 	if err != nil {
-		return types.WrapErr(fmt.Errorf("globalContext.Get %q: %w", s[0], err))
+		return types.WrapErr(fmt.Errorf("globalContext.Get %.100q: %w", s[0], err))
 	}
 	return jsonAdapter.NativeToValue(v)
 }
