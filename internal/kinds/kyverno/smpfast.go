@@ -148,7 +148,7 @@ func fastMergeList(dl, pl []any, s *openapi.ResourceSchema) (any, bool) {
 	for _, pe := range pl {
 		pm := pe.(map[string]any)
 		kv := pm[key]
-		i, found := dByKey[keyText(kv)]
+		i, found := dByKey[value.Text(kv)]
 		if !found {
 			if !addable(pm, es) {
 				return nil, false
@@ -167,7 +167,7 @@ func fastMergeList(dl, pl []any, s *openapi.ResourceSchema) (any, bool) {
 		out = append(out, m)
 	}
 	for _, de := range dl {
-		if _, inPatch := pByKey[keyText(de.(map[string]any)[key])]; !inPatch {
+		if _, inPatch := pByKey[value.Text(de.(map[string]any)[key])]; !inPatch {
 			out = append(out, de)
 		}
 	}
@@ -184,7 +184,7 @@ func keyed(l []any, key string) (map[string]int, bool) {
 		if !ok || !scalar(m[key]) {
 			return nil, false
 		}
-		t := keyText(m[key])
+		t := value.Text(m[key])
 		if _, dup := out[t]; dup || t == "" {
 			return nil, false // kustomize drops elements around an empty key
 		}
@@ -192,8 +192,6 @@ func keyed(l []any, key string) (map[string]int, bool) {
 	}
 	return out, true
 }
-
-func keyText(v any) string { return value.Text(v) }
 
 // addable reports whether kustomize adds v where the object has nothing
 // as v is: scalars, maps of them (not empty, no null, no $ directive),
