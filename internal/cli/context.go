@@ -32,6 +32,9 @@ type staticResolver struct {
 	// images are the image data of Context documents, by reference
 	// (context_objects.go).
 	images map[string]map[string]any
+	// globals are a Kyverno suite's global context entries, by name
+	// (context_globals.go); nil: none given.
+	globals map[string]any
 	// graph is the context objects' relationship graph, built on first
 	// use.
 	graphOnce sync.Once

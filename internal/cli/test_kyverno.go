@@ -78,12 +78,8 @@ func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, 
 }
 
 func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyvernoSuite, error) {
-	for field, unsupported := range map[string]bool{
-		"globalContextEntries": len(t.GlobalContextEntries) > 0, "paramResources": len(t.ParamResources) > 0,
-	} {
-		if unsupported {
-			return nil, kyvernoSuiteError(t, field, fmt.Errorf("not supported yet by modwright test"))
-		}
+	if len(t.ParamResources) > 0 {
+		return nil, kyvernoSuiteError(t, "paramResources", fmt.Errorf("not supported yet by modwright test"))
 	}
 	reg := o.registry.kinds("")
 	if o.registry == nil {
@@ -171,7 +167,7 @@ func kyvernoResolver(t *suite.KyvernoTest) (engine.ObjectReader, error) {
 		}
 		docs = append(docs, src...)
 	}
-	if len(docs) == 0 && len(t.APICallResponses) == 0 {
+	if len(docs) == 0 && len(t.APICallResponses) == 0 && len(t.GlobalContextEntries) == 0 {
 		return nil, nil
 	}
 	r, _, err := newStaticResolver(docs)
@@ -194,6 +190,11 @@ func kyvernoResolver(t *suite.KyvernoTest) (engine.ObjectReader, error) {
 		}
 		if err != nil {
 			return nil, kyvernoSuiteError(t, fmt.Sprintf("apiCallResponses[%d]", i), err)
+		}
+	}
+	if len(t.GlobalContextEntries) > 0 {
+		if err := r.addGlobals(context.Background(), t); err != nil {
+			return nil, kyvernoSuiteError(t, "globalContextEntries", err)
 		}
 	}
 	return r, nil

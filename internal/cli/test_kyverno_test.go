@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -62,7 +63,32 @@ func TestKyvernoSuiteRefused(t *testing.T) {
 		{"clusterResources missing", func(kt *suite.KyvernoTest) { kt.ClusterResources = []string{"absent.yaml"} }, "clusterResources"},
 		{"context missing", func(kt *suite.KyvernoTest) { kt.Context = "absent.yaml" }, "context"},
 		{"context of another kind", func(kt *suite.KyvernoTest) { kt.Context = "resources.yaml" }, "context: resources.yaml: want one cli.kyverno.io/v1alpha1 Context document"},
-		{"globalContextEntries", func(kt *suite.KyvernoTest) { kt.GlobalContextEntries = []byte(`[{"name": "x"}]`) }, "globalContextEntries: not supported yet"},
+		{"globalContextEntries without a source", func(kt *suite.KyvernoTest) {
+			kt.GlobalContextEntries = []suite.KyvernoGlobalContextEntry{{Name: "x"}}
+		}, `globalContextEntries: entry "x": one of data, resources, or resourceFiles is required`},
+		{"globalContextEntries twice", func(kt *suite.KyvernoTest) {
+			e := suite.KyvernoGlobalContextEntry{Name: "x", Data: []byte(`{}`)}
+			kt.GlobalContextEntries = []suite.KyvernoGlobalContextEntry{e, e}
+		}, `globalContextEntries: duplicate name "x"`},
+		{"globalContextEntries data and resources", func(kt *suite.KyvernoTest) {
+			kt.GlobalContextEntries = []suite.KyvernoGlobalContextEntry{{Name: "x", Data: []byte(`{}`), Resources: []json.RawMessage{[]byte(`{}`)}}}
+		}, "mutually exclusive"},
+		{"globalContextEntries data a list", func(kt *suite.KyvernoTest) {
+			kt.GlobalContextEntries = []suite.KyvernoGlobalContextEntry{{Name: "x", Data: []byte(`[1]`)}}
+		}, "data must be a JSON object"},
+		{"globalContextEntries file outside", func(kt *suite.KyvernoTest) {
+			kt.GlobalContextEntries = []suite.KyvernoGlobalContextEntry{{Name: "x", ResourceFiles: []string{"../fail/resources.yaml"}}}
+		}, "must not escape the test directory"},
+		{"globalContextEntries file missing", func(kt *suite.KyvernoTest) {
+			kt.GlobalContextEntries = []suite.KyvernoGlobalContextEntry{{Name: "x", ResourceFiles: []string{"absent.yaml"}}}
+		}, `globalContextEntries: entry "x" resourceFiles`},
+		{"globalContextEntries projection without path", func(kt *suite.KyvernoTest) {
+			kt.GlobalContextEntries = []suite.KyvernoGlobalContextEntry{{Name: "x", Data: []byte(`{}`), Projections: []suite.KyvernoGlobalContextProjection{{Name: "p"}}}}
+		}, `entry "x" projection "p": path is required`},
+		{"globalContextEntries bad fieldPath", func(kt *suite.KyvernoTest) {
+			kt.GlobalContextEntries = []suite.KyvernoGlobalContextEntry{{Name: "x", Data: []byte(`{}`), FieldPath: "a[["}}
+		}, `entry "x": fieldPath "a[["`},
+		{"paramResources", func(kt *suite.KyvernoTest) { kt.ParamResources = []string{"params.yaml"} }, "paramResources: not supported yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kt, err := suite.LoadKyverno("../../testdata/cli/kyverno/requester/kyverno-test.yaml")
@@ -74,6 +100,54 @@ func TestKyvernoSuiteRefused(t *testing.T) {
 			var ee *ExitError
 			if !errors.As(err, &ee) || ee.Code != 2 || !errors.Is(err, suite.ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("got %v, want an exit-2 error containing %q", err, tc.field)
+			}
+		})
+	}
+}
+
+// TestKyvernoGlobalContext runs a suite whose policies read its
+// globalContextEntries (a ClusterPolicy's globalReference, a
+// ValidatingPolicy's globalContext.Get): a row expecting the wrong result
+// shows the message built from the entry, and an entry the suite does not
+// give is an error for a globalReference (as Kyverno: "failed to fetch
+// entry") and null for CEL.
+func TestKyvernoGlobalContext(t *testing.T) {
+	load := func(t *testing.T) *suite.KyvernoTest {
+		kt, err := suite.LoadKyverno("../../testdata/cli/kyverno/global-context/kyverno-test.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kt
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*suite.KyvernoTest)
+		row  suite.KyvernoResult
+		want string
+	}{
+		{"projection", func(*suite.KyvernoTest) {},
+			suite.KyvernoResult{Policy: "allowed-registries", Rule: "registries", Kind: "Pod", Resources: []string{"foreign"}, Result: "pass"},
+			"Want pass, got fail: validation failure: images must come from registry.example.com"},
+		{"fieldPath", func(*suite.KyvernoTest) {},
+			suite.KyvernoResult{IsValidatingPolicy: true, Policy: "replica-ceiling", Kind: "Deployment", Resources: []string{"large"}, Result: "pass"},
+			"Want pass, got fail: at most 10 replicas"},
+		{"entry not given", func(kt *suite.KyvernoTest) { kt.GlobalContextEntries = kt.GlobalContextEntries[1:] },
+			suite.KyvernoResult{Policy: "allowed-registries", Rule: "registries", Kind: "Pod", Resources: []string{"good"}, Result: "pass"},
+			"failed to fetch entry key=registries"},
+		{"projection not given", func(kt *suite.KyvernoTest) { kt.GlobalContextEntries[0].Projections[0].Name = "other" },
+			suite.KyvernoResult{Policy: "allowed-registries", Rule: "registries", Kind: "Pod", Resources: []string{"good"}, Result: "pass"},
+			`projection "allowed" not found in global context entry "registries"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kt := load(t)
+			tc.edit(kt)
+			kt.Results = []suite.KyvernoResult{tc.row}
+			got, err := runKyvernoSuite(context.Background(), kt, &testOptions{}, Streams{Out: io.Discard, Err: io.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].Passed || !strings.Contains(got[0].Reason, tc.want) {
+				t.Fatalf("got %+v, want one failed row whose reason contains %q", got, tc.want)
 			}
 		})
 	}

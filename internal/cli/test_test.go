@@ -90,6 +90,7 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-kyverno-generatingpolicy", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/generatingpolicy"}},
 		{name: "test-kyverno-mutate-existing", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/mutate-existing"}},
 		{name: "test-kyverno-cel-data", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/cel-data"}},
+		{name: "test-kyverno-global-context", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/global-context"}},
 		{name: "test-kyverno-cel-exceptions", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/cel-exceptions"}},
 		{name: "apply-kyverno-exceptions", args: []string{"apply", "--rules", "../../testdata/cli/kyverno/cel-exceptions/policies.yaml",
 			"-f", "../../testdata/cli/kyverno/cel-exceptions/resources.yaml", "--exception", "../../testdata/cli/kyverno/cel-exceptions/exceptions.yaml", "-o", "name"}},

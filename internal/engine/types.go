@@ -178,6 +178,10 @@ func Refusal(err error) bool {
 // API reader configured).
 var ErrNoAPIResponse = errors.New("no response for the API call")
 
+// ErrNoGlobalContextEntry is wrapped by a GlobalContextReader's error for
+// an entry it does not hold.
+var ErrNoGlobalContextEntry = errors.New("no such global context entry")
+
 // RoleReader names the RBAC roles bound to a user, as Kyverno's
 // request.roles ("namespace:name" Roles bound in namespace) and
 // request.clusterRoles (ClusterRole names, bound cluster-wide or in
@@ -210,7 +214,9 @@ type ImageReader interface {
 
 // GlobalContextReader reads the value of a global context entry (Kyverno's
 // GlobalContextEntry), its projection when not "": offline the entries a
-// test suite gives.
+// test suite gives. An entry it does not hold is an error wrapping
+// ErrNoGlobalContextEntry; a reader that holds none at all (offline
+// without entries) wraps ErrNoReader.
 type GlobalContextReader interface {
 	GlobalContext(ctx context.Context, name, projection string) (any, error)
 }

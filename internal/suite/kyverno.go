@@ -37,15 +37,17 @@ type KyvernoTest struct {
 	APICallResponses []KyvernoAPICallResponse `json:"apiCallResponses,omitempty"`
 	// The inputs of kinds and features not run yet: read, and a suite
 	// using them is refused with the reason.
-	TargetResources      []string        `json:"targetResources,omitempty"`
-	ClusterResources     []string        `json:"clusterResources,omitempty"`
-	GlobalContextEntries json.RawMessage `json:"globalContextEntries,omitempty"`
-	Context              string          `json:"context,omitempty"`
-	ParamResources       []string        `json:"paramResources,omitempty"`
-	JSONPayload          string          `json:"jsonPayload,omitempty"`
-	JSONPayloads         []string        `json:"jsonPayloads,omitempty"`
-	HTTPPayloads         []string        `json:"httpPayloads,omitempty"`
-	EnvoyPayloads        []string        `json:"envoyPayloads,omitempty"`
+	TargetResources  []string `json:"targetResources,omitempty"`
+	ClusterResources []string `json:"clusterResources,omitempty"`
+	// GlobalContextEntries stand for GlobalContextEntries of the cluster
+	// (globalReference context entries, CEL's globalContext.Get).
+	GlobalContextEntries []KyvernoGlobalContextEntry `json:"globalContextEntries,omitempty"`
+	Context              string                      `json:"context,omitempty"`
+	ParamResources       []string                    `json:"paramResources,omitempty"`
+	JSONPayload          string                      `json:"jsonPayload,omitempty"`
+	JSONPayloads         []string                    `json:"jsonPayloads,omitempty"`
+	HTTPPayloads         []string                    `json:"httpPayloads,omitempty"`
+	EnvoyPayloads        []string                    `json:"envoyPayloads,omitempty"`
 
 	Path string `json:"-"`
 	Dir  string `json:"-"`
@@ -95,6 +97,98 @@ func (e *KyvernoAPICallResponse) Validate() error {
 	}
 	if sc := e.Response.StatusCode; sc != 0 && (sc < 100 || sc > 599) {
 		return fmt.Errorf("response.statusCode %d must be between 100 and 599", sc)
+	}
+	return nil
+}
+
+// KyvernoGlobalContextEntry stands for a GlobalContextEntry of the cluster
+// (kyverno test's globalContextEntries): its value is data (a JSON
+// object), or the list of objects resources (inline) or resourceFiles (YAML
+// files under the suite's folder) give; fieldPath (JMESPath) then picks a
+// part of it, and projections, when given, make it an object of their
+// names, each its path's result.
+type KyvernoGlobalContextEntry struct {
+	Name          string                           `json:"name"`
+	Data          json.RawMessage                  `json:"data,omitempty"`
+	Resources     []json.RawMessage                `json:"resources,omitempty"`
+	ResourceFiles []string                         `json:"resourceFiles,omitempty"`
+	FieldPath     string                           `json:"fieldPath,omitempty"`
+	Projections   []KyvernoGlobalContextProjection `json:"projections,omitempty"`
+}
+
+// KyvernoGlobalContextProjection is a name policies read and the JMESPath
+// that gives its value.
+type KyvernoGlobalContextProjection struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// ValidateGlobalContextEntries checks the entries as Kyverno does: a
+// unique name each, named projections with a path, exactly one of data (a
+// JSON object), resources (objects) and resourceFiles (relative paths
+// inside the suite's folder). The errors name the entry, not the field.
+func ValidateGlobalContextEntries(entries []KyvernoGlobalContextEntry) error {
+	seen := make(map[string]bool, len(entries))
+	for i, e := range entries {
+		name := strings.TrimSpace(e.Name)
+		if name == "" {
+			return fmt.Errorf("[%d]: name is required", i)
+		}
+		if seen[name] {
+			return fmt.Errorf("duplicate name %q", name)
+		}
+		seen[name] = true
+		for _, p := range e.Projections {
+			if strings.TrimSpace(p.Name) == "" {
+				return fmt.Errorf("entry %q: projection name is required", name)
+			}
+			if strings.TrimSpace(p.Path) == "" {
+				return fmt.Errorf("entry %q projection %q: path is required", name, p.Name)
+			}
+		}
+		data := strings.TrimSpace(string(e.Data))
+		hasData := data != "" && data != "null"
+		sources := 0
+		for _, has := range []bool{hasData, e.Resources != nil, e.ResourceFiles != nil} {
+			if has {
+				sources++
+			}
+		}
+		switch {
+		case sources > 1:
+			return fmt.Errorf("entry %q: data, resources, and resourceFiles are mutually exclusive", name)
+		case sources == 0:
+			return fmt.Errorf("entry %q: one of data, resources, or resourceFiles is required", name)
+		}
+		if hasData {
+			var v any
+			if err := json.Unmarshal(e.Data, &v); err != nil {
+				return fmt.Errorf("entry %q: data must be valid JSON: %v", name, err)
+			}
+			if _, ok := v.(map[string]any); !ok {
+				return fmt.Errorf("entry %q: data must be a JSON object", name)
+			}
+		}
+		for j, r := range e.Resources {
+			var v any
+			if err := json.Unmarshal(r, &v); err != nil {
+				return fmt.Errorf("entry %q resources[%d]: must be valid JSON: %v", name, j, err)
+			}
+			if _, ok := v.(map[string]any); !ok {
+				return fmt.Errorf("entry %q resources[%d]: must be a JSON object (Kubernetes resource manifest)", name, j)
+			}
+		}
+		for j, f := range e.ResourceFiles {
+			f = strings.TrimSpace(f)
+			switch clean := filepath.ToSlash(filepath.Clean(f)); {
+			case f == "":
+				return fmt.Errorf("entry %q resourceFiles[%d]: file path must not be empty", name, j)
+			case filepath.IsAbs(f) || strings.HasPrefix(filepath.ToSlash(f), "/"):
+				return fmt.Errorf("entry %q resourceFiles[%d]: file path must not be absolute", name, j)
+			case clean == ".." || strings.HasPrefix(clean, "../"):
+				return fmt.Errorf("entry %q resourceFiles[%d]: file path must not escape the test directory", name, j)
+			}
+		}
 	}
 	return nil
 }

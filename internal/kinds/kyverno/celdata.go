@@ -276,5 +276,9 @@ func (d *celData) GlobalContext(name, projection string) (any, error) {
 	if g == nil {
 		return nil, engine.NoReader("no global context entries (offline, give them in a test's globalContextEntries)")
 	}
-	return g.GlobalContext(d.h.Context(), name, projection)
+	v, err := g.GlobalContext(d.h.Context(), name, projection)
+	if errors.Is(err, engine.ErrNoGlobalContextEntry) {
+		return nil, nil // as Kyverno: an entry not found is null
+	}
+	return v, err
 }

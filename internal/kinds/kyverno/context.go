@@ -33,7 +33,8 @@ type ctxEntry struct {
 	cmNS     *subst.Template
 	isCM     bool
 	api      *apiEntry
-	offline  string // an entry read only in the cluster (imageRegistry, globalReference)
+	global   *globalRefEntry
+	offline  string // an entry read only in the cluster (imageRegistry, globalReference without a GlobalContextReader)
 	jpSource string
 }
 
@@ -138,6 +139,7 @@ func (c *compiler) contextEntries(field string, es []kyvernov1.ContextEntry) []*
 		if e.GlobalReference != nil {
 			n++
 			ce.offline = "globalReference"
+			ce.global = c.globalRef(f+".globalReference", e.GlobalReference.Raw)
 		}
 		if n != 1 {
 			c.errf(f, "a context entry needs exactly one of variable, configMap, apiCall, imageRegistry or globalReference")
@@ -315,6 +317,18 @@ func (s *scope) loadOne(h *engine.Handle, e *ctxEntry) (*scope, error) {
 			return s, err
 		}
 		return s.with(e.name, lib), nil
+	case e.global != nil:
+		v, read, err := s.globalRef(h, e.global)
+		if err != nil {
+			return s, err
+		}
+		if read {
+			lib, err := jmespath.Prepare(v)
+			if err != nil {
+				return s, err
+			}
+			return s.with(e.name, lib), nil
+		}
 	}
 	// An entry read only in the cluster: as kyverno test, a value given
 	// under its name (a values file) stands for it; else references fail.
