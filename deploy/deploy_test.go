@@ -109,7 +109,7 @@ func TestBundleInSync(t *testing.T) {
 }
 
 // crdFiles are the files of deploy/crds, each a CustomResourceDefinition.
-var crdFiles = []string{"api.kubemod.io_modrules.yaml", "kyverno.io_clusterpolicies.yaml", "kyverno.io_policies.yaml", "kyverno.io_policyexceptions.yaml",
+var crdFiles = []string{"api.kubemod.io_modrules.yaml", "kyverno.io_clusterpolicies.yaml", "kyverno.io_globalcontextentries.yaml", "kyverno.io_policies.yaml", "kyverno.io_policyexceptions.yaml",
 	"modwright.io_clustermodwrightpolicies.yaml", "modwright.io_clusterpolicies.yaml",
 	"modwright.io_modwrightpolicies.yaml", "modwright.io_policies.yaml",
 	"policies.kyverno.io_generatingpolicies.yaml", "policies.kyverno.io_mutatingpolicies.yaml",

@@ -58,6 +58,8 @@ var (
 	KyvernoPolicyCRD []byte
 	//go:embed crds/kyverno.io_policyexceptions.yaml
 	KyvernoPolicyExceptionCRD []byte
+	//go:embed crds/kyverno.io_globalcontextentries.yaml
+	KyvernoGlobalContextEntryCRD []byte
 	//go:embed crds/policies.kyverno.io_validatingpolicies.yaml
 	KyvernoValidatingPolicyCRD []byte
 	//go:embed crds/policies.kyverno.io_namespacedvalidatingpolicies.yaml
@@ -90,7 +92,7 @@ var (
 // the rule kinds modwright serves, ModRule first, then the reports.
 func CRDs() [][]byte {
 	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, FormerPolicyCRD, FormerClusterPolicyCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD,
-		KyvernoClusterPolicyCRD, KyvernoPolicyCRD, KyvernoPolicyExceptionCRD, KyvernoValidatingPolicyCRD, KyvernoNamespacedValidatingPolicyCRD,
+		KyvernoClusterPolicyCRD, KyvernoPolicyCRD, KyvernoPolicyExceptionCRD, KyvernoGlobalContextEntryCRD, KyvernoValidatingPolicyCRD, KyvernoNamespacedValidatingPolicyCRD,
 		KyvernoMutatingPolicyCRD, KyvernoNamespacedMutatingPolicyCRD, KyvernoGeneratingPolicyCRD, KyvernoNamespacedGeneratingPolicyCRD, KyvernoCELPolicyExceptionCRD,
 		PolicyReportCRD, ClusterPolicyReportCRD}
 }

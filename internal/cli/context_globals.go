@@ -5,7 +5,8 @@ import (
 	"fmt"
 
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/kinds/kyverno"
+	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/lang/jmespath"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 	"github.com/modwright/modwright/internal/value"
@@ -48,17 +49,54 @@ func (r *staticResolver) addGlobals(ctx context.Context, t *suite.KyvernoTest) e
 			}
 			root = v
 		}
-		projections := make([]kyverno.Projection, len(e.Projections))
-		for i, p := range e.Projections {
-			projections[i] = kyverno.Projection{Name: p.Name, Path: p.Path}
-		}
-		v, err := kyverno.GlobalEntryValue(ctx, root, e.FieldPath, projections)
+		v, err := globalEntryValue(ctx, root, e)
 		if err != nil {
 			return fmt.Errorf("entry %q: %w", e.Name, err)
 		}
 		r.globals[e.Name] = v
 	}
 	return nil
+}
+
+// globalEntryValue is what a suite's entry holds, as kyverno test makes
+// it: root (its data, or the list of its objects), the part fieldPath
+// (JMESPath) picks, and, with projections, an object of their names, each
+// its path's result over that part.
+func globalEntryValue(ctx context.Context, root any, e suite.KyvernoGlobalContextEntry) (any, error) {
+	compile := func(what, src string) (*jmespath.Program, error) {
+		p, ds := jmespath.Language{}.CompileExpr(&lang.Env{Name: what}, src)
+		if ds != nil {
+			return nil, fmt.Errorf("%s %q: %s", what, src, ds[0].Msg)
+		}
+		return p, nil
+	}
+	if e.FieldPath != "" {
+		p, err := compile("fieldPath", e.FieldPath)
+		if err != nil {
+			return nil, err
+		}
+		lib, err := jmespath.Prepare(root)
+		if err != nil {
+			return nil, err
+		}
+		out, err := p.Search(ctx, lib)
+		if err != nil {
+			return nil, fmt.Errorf("fieldPath %q: %w", e.FieldPath, err)
+		}
+		root = jmespath.Result(out)
+	}
+	if len(e.Projections) == 0 {
+		return root, nil
+	}
+	ps := make([]jmespath.Projection, len(e.Projections))
+	for i, p := range e.Projections {
+		prog, err := compile("projection "+p.Name+" path", p.Path)
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = jmespath.Projection{Name: p.Name, Prog: prog}
+	}
+	return jmespath.Project(ctx, root, ps)
 }
 
 var _ engine.GlobalContextReader = (*staticResolver)(nil)
@@ -75,5 +113,16 @@ func (r *staticResolver) GlobalContext(_ context.Context, name, projection strin
 	if !ok {
 		return nil, fmt.Errorf("global context entry %q: %w", name, engine.ErrNoGlobalContextEntry)
 	}
-	return kyverno.Projected(name, v, projection)
+	if projection == "" {
+		return v, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("projection %q not found in global context entry %q: its value is not an object", projection, name)
+	}
+	p, ok := m[projection]
+	if !ok {
+		return nil, fmt.Errorf("projection %q not found in global context entry %q", projection, name)
+	}
+	return p, nil
 }

@@ -500,8 +500,8 @@ func (k *operator) managerOptions() ctrl.Options {
 // objects (Namespaces, Nodes, the ConfigMaps Policies read, watched one by
 // one), apiCall reads, the requester's RBAC roles (indexed bindings), the
 // CRDs' schemas, objects of any kind and HTTP (kinitiras' references),
-// image data (Kyverno's image library), the authorizer of namespaced
-// rules' reads.
+// image data (Kyverno's image library), Kyverno's GlobalContextEntries,
+// the authorizer of namespaced rules' reads.
 func (k *operator) contextReaders(ctx context.Context) error {
 	op, mgr := k.op, k.mgr
 	clients, err := kubernetes.NewForConfig(k.cfg)
@@ -535,7 +535,19 @@ func (k *operator) contextReaders(ctx context.Context) error {
 	k.readers.Kinds = &cluster.Kinds{Reader: mgr.GetCache(), Protected: op.namespace}
 	k.readers.HTTP = &cluster.HTTPClient{Hosts: op.kinitirasHosts, Timeout: op.kinitirasHTTPTime, MaxBytes: op.kinitirasHTTPBytes, TTL: op.kinitirasHTTPTTL}
 	k.readers.Images = &cluster.Images{Registries: op.imageRegistries, Timeout: op.imageTimeout, TTL: op.imageTTL}
-	k.readers.Globals = cluster.NoGlobalContext{}
+	if op.kyverno || op.kyvernoCEL {
+		// Kyverno's GlobalContextEntries, kept by every replica.
+		dyn, err := dynamic.NewForConfig(k.cfg)
+		if err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+		}
+		g := &cluster.Globals{Client: dyn, Mapper: mgr.GetRESTMapper(), API: k.readers.API, HTTP: k.readers.HTTP,
+			Log: k.log.WithName("global-context"), Protected: op.namespace}
+		if err := mgr.Add(g); err != nil {
+			return err
+		}
+		k.readers.Globals = g
+	}
 	if slices.ContainsFunc(k.kreg.Kinds(), func(kd kinds.Kind) bool { _, ok := kd.(kinds.Syncing); return ok }) {
 		// Gatekeeper's data.inventory, as its Config and SyncSets say.
 		inv := &cluster.Inventory{Cache: mgr.GetCache(), Kinds: k.kreg, Log: k.log.WithName("inventory"), Protected: op.namespace}

@@ -282,3 +282,29 @@ func number(f float64) any {
 	}
 	return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
 }
+
+// Projection is a name and the compiled expression that gives its value
+// (Kyverno's GlobalContextEntry projections).
+type Projection struct {
+	Name string
+	Prog *Program
+}
+
+// Project evaluates each projection over data, a JSON value tree: an
+// object of their names, each its expression's result. The error names
+// the projection that failed.
+func Project(ctx context.Context, data any, ps []Projection) (map[string]any, error) {
+	lib, err := Prepare(data)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]any, len(ps))
+	for _, p := range ps {
+		v, err := p.Prog.Search(ctx, lib)
+		if err != nil {
+			return nil, fmt.Errorf("projection %s: %w", p.Name, err)
+		}
+		out[p.Name] = Result(v)
+	}
+	return out, nil
+}

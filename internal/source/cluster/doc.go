@@ -19,6 +19,11 @@
 // RoleBindings and ClusterRoleBindings indexed by subject in the manager's
 // cache), the authorizer (Authorizer: SubjectAccessReviews, cached).
 //
+// Globals keeps Kyverno's GlobalContextEntries (the objects of a resource,
+// or the answer of a call made again at an interval, and their JMESPath
+// projections), bounded, for the kinds' global context reads; it reads
+// their specs as unstructured data.
+//
 // GraphSource keeps the relationship graph (internal/graph) from dynamic
 // informers of the core kinds the extractors read, objects slimmed on
 // ingest, and of the custom resources rule packs name, started and stopped

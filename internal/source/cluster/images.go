@@ -225,18 +225,3 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitedBody) Close() error { return b.r.Close() }
-
-// NoGlobalContext is the engine's GlobalContextReader in the cluster until
-// Kyverno's GlobalContextEntry objects are read: every read is an error
-// naming it (a policy's error, never a silent null).
-type NoGlobalContext struct{}
-
-var _ engine.GlobalContextReader = NoGlobalContext{}
-
-// ErrNoGlobalContext is the error of every read of NoGlobalContext.
-var ErrNoGlobalContext = errors.New("Kyverno's GlobalContextEntry objects are not read yet")
-
-// GlobalContext fails with ErrNoGlobalContext.
-func (NoGlobalContext) GlobalContext(context.Context, string, string) (any, error) {
-	return nil, ErrNoGlobalContext
-}

@@ -1,0 +1,130 @@
+package kyverno_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/kyverno"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// globals is a GlobalContextReader of fixed entries (projections as
+// members of an entry's object value).
+type globals map[string]any
+
+func (g globals) GlobalContext(_ context.Context, name, projection string) (any, error) {
+	v, ok := g[name]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", name, engine.ErrNoGlobalContextEntry)
+	}
+	if projection == "" {
+		return v, nil
+	}
+	m, _ := v.(map[string]any)
+	p, ok := m[projection]
+	if !ok {
+		return nil, errors.New("no projection " + projection)
+	}
+	return p, nil
+}
+
+// TestGlobalReference: a globalReference context entry reads its entry
+// (entry.projection, then its jmesPath); an entry not there fails the rule
+// as Kyverno's "failed to fetch entry"; a namespaced Policy reads none,
+// nor does a namespaced CEL policy's globalContext.Get, while a
+// cluster-scoped one's reads the entry, null when it is not there.
+func TestGlobalReference(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: cluster}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: registries
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    context:
+    - name: allowed
+      globalReference: {name: "{{ request.object.data.entry }}.hosts", jmesPath: "[?allowed].name"}
+    validate:
+      message: "{{ request.object.data.host }} is not one of {{ allowed | join(', ', @) }}"
+      deny:
+        conditions:
+          all: [{key: "{{ request.object.data.host }}", operator: AnyNotIn, value: "{{ allowed }}"}]
+---
+apiVersion: kyverno.io/v1
+kind: Policy
+metadata: {name: namespaced, namespace: team-a}
+spec:
+  rules:
+  - name: reads
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    context:
+    - name: allowed
+      globalReference: {name: registries}
+    validate:
+      deny:
+        conditions:
+          all: [{key: "{{ allowed }}", operator: Equals, value: none}]
+---
+apiVersion: policies.kyverno.io/v1
+kind: NamespacedValidatingPolicy
+metadata: {name: namespaced-cel, namespace: team-a}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - expression: "globalContext.Get('registries', '') != null"
+---
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: cluster-cel}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - expression: "globalContext.Get('absent', '') == null && globalContext.Get('registries', 'hosts').size() == 2"
+`)
+	eng := engine.New(engine.Options{Globals: globals{"registries": map[string]any{"hosts": []any{
+		map[string]any{"name": "registry.example.com", "allowed": true}, map[string]any{"name": "docker.io", "allowed": false},
+	}}}})
+	for _, tc := range []struct {
+		entry, host string
+		want        []string
+	}{
+		{"registries", "registry.example.com", []string{"registries: pass", "reads: error: ", "namespaced-cel: error: ", "cluster-cel: pass"}},
+		{"registries", "docker.io", []string{"registries: fail: docker.io is not one of registry.example.com"}},
+		{"absent", "docker.io", []string{"registries: error: ", "failed to fetch entry key=absent"}},
+	} {
+		o := manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: team-a}, data: {entry: `+tc.entry+`, host: `+tc.host+`}}`)[0].Object
+		d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team-a", Object: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tr := range d.Trace {
+			name := tr.Rule
+			for _, r := range kyverno.ResultsOf(tr.Detail) {
+				if r.Rule != "" {
+					name = r.Rule
+				}
+				got = append(got, name+": "+string(r.Status)+": "+r.Message)
+			}
+		}
+		all := strings.Join(got, "\n")
+		for _, w := range tc.want {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s %s: want %q in\n%s", tc.entry, tc.host, w, all)
+			}
+		}
+		if tc.host == "registry.example.com" && strings.Count(all, "they hold data of the whole cluster") != 2 {
+			t.Errorf("the namespaced policies' refusals:\n%s", all)
+		}
+	}
+}
