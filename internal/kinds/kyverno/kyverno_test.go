@@ -867,11 +867,11 @@ func TestValidatingPolicy(t *testing.T) {
 			t.Errorf("%s: results %v, rejections %v, warnings %v", actions, got, d.Rejections, d.Warnings)
 		}
 	}
-	// Kyverno's CEL libraries not declared yet load and give an error
-	// saying so.
-	lib := snapshot(t, strings.ReplaceAll(strings.ReplaceAll(vpolTeam, "ACTIONS", "Deny"), "variables.team != ''", "random('[a-z]{4}') != ''"))
+	// Kyverno's CEL libraries not declared (the generator outside a
+	// GeneratingPolicy) load and give an error saying so.
+	lib := snapshot(t, strings.ReplaceAll(strings.ReplaceAll(vpolTeam, "ACTIONS", "Deny"), "variables.team != ''", "generator.Apply('x', [])"))
 	got, d := results(t, lib, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i}]}}`)
-	if strings.Join(got, ",") != "=error" || len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "Kyverno's CEL library random is not evaluated yet") {
+	if strings.Join(got, ",") != "=error" || len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "Kyverno's CEL library generator is not evaluated yet") {
 		t.Errorf("library: results %v, rejections %+v", got, d.Rejections)
 	}
 }

@@ -742,11 +742,11 @@ func namespaceObject(h *engine.Handle, ctx context.Context, ns string) (map[stri
 }
 
 // kyvernoLibraries are the names Kyverno's CEL environment adds that
-// modwright's CEL does not declare yet (random, gzip, transform, ...;
-// generator outside a GeneratingPolicy). The image and user libraries
-// are declared (Language.KyvernoLibs), and those that read data
+// modwright's CEL does not declare (generator outside a GeneratingPolicy,
+// gctx). The image and user libraries are declared
+// (Language.KyvernoLibs), and those that read data or compute
 // (Language.KyvernoData).
-const kyvernoLibraries = "generator random gctx gzip transform"
+const kyvernoLibraries = "generator gctx"
 
 // kyvernoLibrary is the Kyverno library the compile errors are about
 // (all undeclared references, one of them to a library's name: a call

@@ -227,6 +227,7 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 		cel.CostLimit(uint64(budget)),
 		cel.InterruptCheckFrequency(celconfig.CheckFrequency),
 		bounded,
+		costTrackers(),
 	)
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}

@@ -47,7 +47,8 @@ import (
 // yaml.parse(s) (numbers as doubles, as Kyverno's), x509.decode(pem) (a
 // certificate or certificate request, RSA keys only, as Kyverno's),
 // time.now(), time.truncate(t, d), time.toCron(t), math.round(x, digits),
-// sha1, sha256 and md5 (also hash.sha1, ...) of a string in hex.
+// sha1, sha256 and md5 (also hash.sha1, ...) of a string in hex, and the
+// gzip, random and transform libraries (kyvernomore.go).
 
 // The variables of Kyverno's data libraries.
 const (
@@ -629,6 +630,7 @@ func kyvernoDataLibs(scope DataScope) (opts []cel.EnvOption, vars []string) {
 				return types.Double(math.Round(float64(f)*shift) / shift)
 			}))),
 	)
+	opts = append(opts, kyvernoMoreLibs()...)
 	for _, h := range []struct {
 		name string
 		sum  func([]byte) []byte

@@ -1,6 +1,8 @@
 package cel_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -106,6 +108,16 @@ func TestKyvernoData(t *testing.T) {
 		{cel.NoData, `time.toCron(timestamp("2026-11-29T10:47:13Z"))`, "47 10 29 11 0", nil, ""},
 		{cel.NoData, `math.round(3.14159, 2)`, 3.14, nil, ""},
 		{cel.NoData, `sha256("a") == hash.sha256("a") && md5("a") == "0cc175b9c0f1b6a831c399e269772661"`, true, nil, ""},
+		{cel.NoData, `gzip.decompress(gzip.compress("hello"))`, "hello", nil, ""},
+		{cel.NoData, `gzip.compress("a") == gzip.compress("a")`, true, nil, ""},
+		{cel.NoData, `gzip.decompress(b"this is not a gzip stream")`, nil, nil, "gzip.decompress: gzip: invalid header"},
+		{cel.NoData, `random("[a-c]{5}").matches("^[a-c]{5}$") && random().matches("^[0-9a-z]{8}$") && random.random("x+(y|z)?").matches("^x{1,11}[yz]?$")`, true, nil, ""},
+		{cel.NoData, `random("a{1000}b{1000}c{1000}d{1000}e{1000}")`, nil, nil, "may give 5000 bytes or more (at most 4096)"},
+		{cel.NoData, `random("(")`, nil, nil, "random: error parsing regexp"},
+		{cel.NoData, `listObjToMap([{"k": "a"}, {"k": "b"}], [{"v": 1}, {"v": 2}], "k", "v").b`, int64(2), nil, ""},
+		{cel.NoData, `transform.listObjToMap([{"k": "a"}], [{}], "k", "v").a == null`, true, nil, ""},
+		{cel.NoData, `listObjToMap([{"k": 1}], [{"v": 1}], "k", "v")`, nil, nil, "the passed key name cannot be handled as a string"},
+		{cel.NoData, `listObjToMap([{"k": "a"}], [], "k", "v")`, nil, nil, "must take lists of equal length"},
 	} {
 		scope := tc.scope
 		if scope == cel.NoData {
@@ -182,4 +194,39 @@ func testCert(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return strings.ReplaceAll(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), "\n", `\n`)
+}
+
+// TestGunzipBounds: gzip.decompress gives at most MaxGunzip bytes, and
+// what it gives costs, so that the budget stops an expression inflating
+// a small stream again and again.
+func TestGunzipBounds(t *testing.T) {
+	gz := func(n int) []byte {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		_, _ = w.Write(make([]byte, n))
+		_ = w.Close()
+		return b.Bytes()
+	}
+	env := &lang.Env{Name: "kyverno", Vars: []lang.Var{{Name: cel.VarObject}, {Name: cel.VarResource}, {Name: cel.VarImageData},
+		{Name: cel.VarHTTP}, {Name: cel.VarGlobalContext}}}
+	obj := map[string]any{"bomb": gz(cel.MaxGunzip + 1), "mib": gz(cel.MaxGunzip)}
+	for _, tc := range []struct{ src, err string }{
+		{`gzip.decompress(object.bomb).size()`, "the stream holds more than 1048576 bytes"},
+		{`gzip.decompress(object.mib).size() == 1048576`, ""},
+		{`[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12].all(i, gzip.decompress(object.mib).size() > 0)`, "cost"},
+	} {
+		p, ds := cel.Language{KyvernoLibs: true, KyvernoData: cel.ClusterData}.CompileExpr(env, tc.src)
+		if ds != nil {
+			t.Fatalf("%s: %v", tc.src, ds)
+		}
+		act := &lang.Activation{Object: obj, Vars: map[string]any{}}
+		cel.BindKyvernoData(act.Vars, &fakeData{})
+		got, err := p.Eval(context.Background(), act)
+		switch {
+		case tc.err == "" && (err != nil || got != true):
+			t.Errorf("%s: %v, %v", tc.src, got, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want an error saying %q", tc.src, err, tc.err)
+		}
+	}
 }
