@@ -546,6 +546,9 @@ func (k *operator) contextReaders(ctx context.Context) error {
 		if err := mgr.Add(g); err != nil {
 			return err
 		}
+		if err := mgr.Add(&cluster.GlobalsStatus{Globals: g, Client: dyn, Log: k.log.WithName("global-context-status")}); err != nil {
+			return err
+		}
 		k.readers.Globals = g
 	}
 	if slices.ContainsFunc(k.kreg.Kinds(), func(kd kinds.Kind) bool { _, ok := kd.(kinds.Syncing); return ok }) {

@@ -11,14 +11,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestKyvernoGlobalContext runs Kyverno's GlobalContextEntries on the real
 // API server: an entry keeping the ConfigMaps of one namespace, with a
 // projection, read by a ClusterPolicy's globalReference context entry and
-// a ValidatingPolicy's globalContext.Get; a new ConfigMap changes what
-// both admit.
+// a ValidatingPolicy's globalContext.Get; the entry's Ready condition; a
+// new ConfigMap changes what both admit.
 func TestKyvernoGlobalContext(t *testing.T) {
 	cl := startCluster(t, true)
 	cl.installCRDs(t)
@@ -118,6 +119,20 @@ spec:
 			return err
 		}
 		return c.Create(ctx, deploy("search"), client.DryRunAll)
+	})
+	// The leader writes the entry's Ready condition.
+	eventually(t, 20*time.Second, func() error {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("kyverno.io/v2")
+		u.SetKind("GlobalContextEntry")
+		if err := c.Get(ctx, client.ObjectKey{Name: "teams"}, u); err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		if len(conds) != 1 || conds[0].(map[string]any)["status"] != "True" {
+			return fmt.Errorf("conditions %v", conds)
+		}
+		return nil
 	})
 	err := c.Create(ctx, pod("billing"), client.DryRunAll)
 	if err == nil || !strings.Contains(err.Error(), "billing is not one of payments, search") {

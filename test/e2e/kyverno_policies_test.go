@@ -237,7 +237,8 @@ var kyvernoRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"kyverno.io"}, Resources: []string{"clusterpolicies", "policies"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"kyverno.io"}, Resources: []string{"clusterpolicies/status", "policies/status"}, Verbs: []string{"get", "update", "patch"}},
 	{APIGroups: []string{"kyverno.io"}, Resources: []string{"policyexceptions"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"kyverno.io"}, Resources: []string{"globalcontextentries"}, Verbs: []string{"get", "list", "watch"}}}
+	{APIGroups: []string{"kyverno.io"}, Resources: []string{"globalcontextentries"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"kyverno.io"}, Resources: []string{"globalcontextentries/status"}, Verbs: []string{"get", "update", "patch"}}}
 
 // grant gives the operator's service account rules through a ClusterRole
 // and its binding, both named name (what the chart grants with values the
@@ -254,7 +255,8 @@ func grant(t *testing.T, c client.Client, name string, rules ...rbacv1.PolicyRul
 var kyvernoCELRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"policies.kyverno.io"}, Resources: []string{"validatingpolicies", "namespacedvalidatingpolicies", "mutatingpolicies", "namespacedmutatingpolicies", "generatingpolicies", "namespacedgeneratingpolicies"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"policies.kyverno.io"}, Resources: []string{"validatingpolicies/status", "namespacedvalidatingpolicies/status", "mutatingpolicies/status", "namespacedmutatingpolicies/status", "generatingpolicies/status", "namespacedgeneratingpolicies/status"}, Verbs: []string{"get", "update", "patch"}},
-	{APIGroups: []string{"kyverno.io"}, Resources: []string{"globalcontextentries"}, Verbs: []string{"get", "list", "watch"}}}
+	{APIGroups: []string{"kyverno.io"}, Resources: []string{"globalcontextentries"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"kyverno.io"}, Resources: []string{"globalcontextentries/status"}, Verbs: []string{"get", "update", "patch"}}}
 
 // TestKyvernoCELPolicies runs Kyverno's CEL policies, unchanged, on the
 // real API server with the operator's --kyverno-cel: the chart's CRDs,

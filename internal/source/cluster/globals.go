@@ -77,6 +77,7 @@ type Globals struct {
 
 	mu      sync.RWMutex
 	entries map[string]*gentry
+	gvr     schema.GroupVersionResource // the served GlobalContextEntry resource, once known
 	// retry is how long a failed apiCall waits before its next attempt
 	// (a test shortens it).
 	retry time.Duration
@@ -107,6 +108,7 @@ func (g *Globals) Start(ctx context.Context) error {
 	}
 	g.mu.Lock()
 	g.entries = map[string]*gentry{}
+	g.gvr = gvr
 	g.mu.Unlock()
 	inf := dynamicinformer.NewFilteredDynamicInformer(g.Client, gvr, "", 0, cache.Indexers{}, nil).Informer()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -189,6 +191,7 @@ func (g *Globals) replace(name string, e *gentry) {
 // gentry is one GlobalContextEntry kept.
 type gentry struct {
 	name        string
+	generation  int64
 	resource    *schema.GroupVersionResource
 	namespace   string
 	call        *engine.APICall
@@ -212,6 +215,8 @@ type gentry struct {
 	list  func() []any   // kubernetesResource: its informer's objects
 	sizes map[string]int // kubernetesResource: each object's JSON size, by key
 	total int64
+	// refreshed is when an apiCall entry's call last succeeded.
+	refreshed time.Time
 }
 
 // globalStale: a kubernetesResource entry's data is made again at most
@@ -253,7 +258,7 @@ type gctxSpec struct {
 
 // newEntry reads an entry's spec; its err says what is wrong with it.
 func (g *Globals) newEntry(u *unstructured.Unstructured) *gentry {
-	e := &gentry{name: u.GetName(), maxObjects: g.MaxObjects, maxBytes: g.MaxBytes, log: g.Log.WithValues("globalContextEntry", u.GetName())}
+	e := &gentry{name: u.GetName(), generation: u.GetGeneration(), maxObjects: g.MaxObjects, maxBytes: g.MaxBytes, log: g.Log.WithValues("globalContextEntry", u.GetName())}
 	if e.maxObjects <= 0 {
 		e.maxObjects = DefaultGlobalMaxObjects
 	}
@@ -462,6 +467,9 @@ func (e *gentry) call1(ctx context.Context, g *Globals) error {
 	proj, err := e.project(ctx, data)
 	e.mu.Lock()
 	e.data, e.proj, e.err = data, proj, err
+	if err == nil {
+		e.refreshed = time.Now()
+	}
 	e.mu.Unlock()
 	return nil
 }
@@ -551,4 +559,32 @@ func (e *gentry) stop() {
 	}
 	e.cancel()
 	<-e.done
+}
+
+// GlobalState is an entry's state as its status says it: whether its data
+// is there (else the error), and when an apiCall entry last refreshed.
+type GlobalState struct {
+	Generation int64
+	Err        error
+	Refreshed  time.Time
+}
+
+// States are the entries' states by name, and the served resource (empty
+// before it is known).
+func (g *Globals) States() (schema.GroupVersionResource, map[string]GlobalState) {
+	g.mu.RLock()
+	entries := make([]*gentry, 0, len(g.entries))
+	for _, e := range g.entries {
+		entries = append(entries, e)
+	}
+	gvr := g.gvr
+	g.mu.RUnlock()
+	out := make(map[string]GlobalState, len(entries))
+	for _, e := range entries {
+		_, err := e.get("") // makes a changed resource's data again
+		e.mu.Lock()
+		out[e.name] = GlobalState{Generation: e.generation, Err: err, Refreshed: e.refreshed}
+		e.mu.Unlock()
+	}
+	return gvr, out
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -137,6 +138,36 @@ func TestGlobals(t *testing.T) {
 		_, err := read("teams", "")
 		return err != nil && strings.Contains(err.Error(), "holds 4 objects, more than the bound 3")
 	})
+
+	// The leader writes each entry's Ready condition (and an apiCall's
+	// lastRefreshTime), once.
+	st := &GlobalsStatus{Globals: g, Client: client, Log: logr.Discard(), written: map[string]GlobalState{}}
+	st.sync(ctx)
+	ready := func(name string) (status, reason, message string, refreshed bool) {
+		t.Helper()
+		u, err := client.Resource(gctxGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		if len(conds) != 1 {
+			t.Fatalf("%s: conditions %v", name, conds)
+		}
+		c := conds[0].(map[string]any)
+		_, refreshed, _ = unstructured.NestedString(u.Object, "status", "lastRefreshTime")
+		return c["status"].(string), c["reason"].(string), fmt.Sprint(c["message"]), refreshed
+	}
+	if s, r, _, refreshed := ready("limits"); s != "True" || r != "Succeeded" || !refreshed {
+		t.Errorf("limits: Ready %s %s, lastRefreshTime set %v", s, r, refreshed)
+	}
+	if s, r, m, _ := ready("secrets"); s != "False" || r != "Failed" || !strings.Contains(m, "Secrets are not kept") {
+		t.Errorf("secrets: Ready %s %s %q", s, r, m)
+	}
+	before := len(client.Actions())
+	st.sync(ctx)
+	if after := len(client.Actions()); after != before {
+		t.Errorf("%d calls to write states that did not change", after-before)
+	}
 
 	// Deleted: gone.
 	if err := client.Resource(gctxGVR).Delete(ctx, "limits", metav1.DeleteOptions{}); err != nil {
