@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/source"
@@ -288,19 +287,12 @@ func LoadKyverno(path string) (*KyvernoTest, error) {
 	return &t, nil
 }
 
+// strictYAML decodes a Kyverno CLI file as Kyverno's CLI does
+// (sigs.k8s.io/yaml's UnmarshalStrict): an unknown field is an error, a
+// field's name matches whatever its case (isMUtatingPolicy is
+// isMutatingPolicy, as Go's encoding/json matches it).
 func strictYAML(data []byte, out any) error {
-	j, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return err
-	}
-	strict, err := sigsjson.UnmarshalStrict(j, out)
-	if err != nil {
-		return err
-	}
-	if len(strict) > 0 {
-		return strict[0]
-	}
-	return nil
+	return yaml.UnmarshalStrict(data, out)
 }
 
 // Resolve is a path of the test relative to its directory.

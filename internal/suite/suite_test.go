@@ -160,3 +160,24 @@ func TestTitle(t *testing.T) {
 		t.Errorf("titles (-want +got):\n%s", diff)
 	}
 }
+
+// TestLoadKyvernoFieldNames: a kyverno-test.yaml is decoded as Kyverno's
+// CLI decodes it: a field's name matches whatever its case, an unknown
+// field is an error.
+func TestLoadKyvernoFieldNames(t *testing.T) {
+	dir := t.TempDir()
+	write := func(text string) string {
+		p := filepath.Join(dir, KyvernoFileName)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	kt, err := LoadKyverno(write("apiVersion: cli.kyverno.io/v1alpha1\nkind: Test\npolicies: [p.yaml]\nresults:\n- {policy: p, isMUtatingPolicy: true, result: pass}\n"))
+	if err != nil || len(kt.Results) != 1 || !kt.Results[0].IsMutatingPolicy {
+		t.Fatalf("isMUtatingPolicy: %v, %+v", err, kt)
+	}
+	if _, err := LoadKyverno(write("apiVersion: cli.kyverno.io/v1alpha1\nkind: Test\npolicies: [p.yaml]\nresults:\n- {policy: p, isMutating: true, result: pass}\n")); err == nil || !strings.Contains(err.Error(), `unknown field "isMutating"`) {
+		t.Fatalf("an unknown field: %v", err)
+	}
+}

@@ -91,8 +91,8 @@ type compiler struct {
 	ce *rules.CompileError
 	// broken are the rules with errors (no autogen rule repeats them).
 	broken []int
-	// orValueCompat: CEL's orValue() as Kyverno's CEL policies read it
-	// (ValidatingPolicy).
+	// orValueCompat: a CEL policy (ValidatingPolicy, ...): Kyverno's CEL
+	// libraries are declared.
 	orValueCompat bool
 	// data declares Kyverno's data libraries (its CEL policies), the
 	// resource library of a namespaced policy's scope or a cluster one's.
@@ -115,9 +115,12 @@ func (c *compiler) noteReads(r reader) {
 	c.readsExceptions = c.readsExceptions || r.ReadsAny(celExceptions)
 }
 
-// celLanguage is the CEL of the policy's expressions.
+// celLanguage is the CEL of the policy's expressions. x.orValue(y)
+// accepts an x that is not optional in every kind's CEL (validate.cel of
+// a ClusterPolicy too), as the cel-go of the Kyverno releases the policy
+// library was written for did.
 func (c *compiler) celLanguage() cel.Language {
-	return cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: c.orValueCompat, KyvernoLibs: c.orValueCompat, KyvernoData: c.data}
+	return cel.Language{Envs: c.p.opts.celEnvs, OrValueCompat: true, KyvernoLibs: c.orValueCompat, KyvernoData: c.data}
 }
 
 // celEnv is the environment of the policy's expressions: a Kyverno CEL

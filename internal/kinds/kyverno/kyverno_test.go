@@ -334,6 +334,12 @@ spec:
     match: {any: [{resources: {kinds: [Pod]}}]}
     validate:
       podSecurity: {level: restricted, version: v1.30}
+  - name: restricted-but-nginx-capabilities
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      podSecurity:
+        level: restricted
+        exclude: [{controlName: Capabilities, images: ["nginx*"]}]
 `
 	snap := snapshot(t, policy)
 	for _, tc := range []struct {
@@ -341,14 +347,19 @@ spec:
 		want      []string
 	}{
 		{"privileged nginx", `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: a, image: nginx, securityContext: {privileged: true}}]}}`,
-			[]string{"baseline=fail", "baseline-but-nginx=pass", "restricted=fail"}},
+			[]string{"baseline=fail", "baseline-but-nginx=pass", "restricted=fail", "restricted-but-nginx-capabilities=fail"}},
 		{"privileged redis", `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: a, image: redis, securityContext: {privileged: true}}]}}`,
-			[]string{"baseline=fail", "baseline-but-nginx=fail", "restricted=fail"}},
+			[]string{"baseline=fail", "baseline-but-nginx=fail", "restricted=fail", "restricted-but-nginx-capabilities=fail"}},
 		{"restricted", `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}},
   containers: [{name: a, image: redis, securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}}]}}`,
-			[]string{"baseline=pass", "baseline-but-nginx=pass", "restricted=pass"}},
+			[]string{"baseline=pass", "baseline-but-nginx=pass", "restricted=pass", "restricted-but-nginx-capabilities=pass"}},
+		// The only container is excluded from the Capabilities control:
+		// its added capability no longer counts, at either level.
+		{"capabilities of an excluded image", `{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: a, image: nginx:1.27,
+  securityContext: {allowPrivilegeEscalation: false, runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}, capabilities: {add: [SYS_ADMIN], drop: [ALL]}}}]}}`,
+			[]string{"baseline=fail", "baseline-but-nginx=fail", "restricted=fail", "restricted-but-nginx-capabilities=pass"}},
 		{"autogen", `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {template: {spec: {containers: [{name: a, image: redis, securityContext: {privileged: true}}]}}}}`,
-			[]string{"autogen-baseline=fail", "autogen-baseline-but-nginx=fail", "autogen-restricted=fail"}},
+			[]string{"autogen-baseline=fail", "autogen-baseline-but-nginx=fail", "autogen-restricted=fail", "autogen-restricted-but-nginx-capabilities=fail"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, _ := results(t, snap, rules.Create, tc.obj)
@@ -984,8 +995,10 @@ spec:
   matchConstraints:
     resourceRules:
     - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  variables:
+  - {name: host, expression: "object.spec.?hostNetwork.orValue(false)"}
   matchConditions:
-  - {name: not-host, expression: "!object.spec.?hostNetwork.orValue(false)"}
+  - {name: not-host, expression: "!variables.host"}
   mutations:
   - patchType: ApplyConfiguration
     applyConfiguration:
@@ -996,7 +1009,8 @@ spec:
 `
 
 // TestMutatingPolicy: Kyverno's MutatingPolicy: an ApplyConfiguration and
-// a JSONPatch in order, skip when a match condition does not hold, autogen
+// a JSONPatch in order, skip when a match condition (reading a variable,
+// as Kyverno binds a MutatingPolicy's first) does not hold, autogen
 // for a Deployment (ApplyConfiguration under the pod template).
 func TestMutatingPolicy(t *testing.T) {
 	snap := snapshot(t, mpolDefaults)
@@ -1091,5 +1105,34 @@ func TestCELExceptions(t *testing.T) {
 				t.Errorf("results %v (%s), want %s saying %q", got, msg, tc.want, tc.msg)
 			}
 		})
+	}
+}
+
+// TestValidateCELOrValue: a ClusterPolicy's validate.cel reads
+// x.orValue(y) on an x that is not optional as Kyverno's policy library
+// expects (x itself), as the CEL policies do.
+func TestValidateCELOrValue(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: mounts}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: read-only
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      cel:
+        expressions:
+        - expression: "object.spec.containers.all(c, c.volumeMounts.orValue([]).all(m, m.?readOnly.orValue(false)))"
+          message: mounts must be read-only
+`)
+	for obj, want := range map[string]string{
+		`{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i, volumeMounts: [{name: v, mountPath: /v, readOnly: true}]}]}}`: "read-only=pass",
+		`{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i, volumeMounts: [{name: v, mountPath: /v}]}]}}`:                 "read-only=fail",
+	} {
+		if got, _ := results(t, snap, rules.Create, obj); strings.Join(got, ",") != want {
+			t.Errorf("%s: %v, want %s", obj, got, want)
+		}
 	}
 }

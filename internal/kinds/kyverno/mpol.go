@@ -62,6 +62,7 @@ func (k *MPolKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 
 func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolicySpec) {
 	p.compileMatch(c, spec.MatchConstraints, spec.MatchConditions, spec.Variables)
+	p.varsFirst = true // Kyverno binds a MutatingPolicy's variables before its match conditions
 	cl := c.celLanguage()
 	for i, mu := range spec.Mutations {
 		f := fmt.Sprintf("spec.mutations[%d]", i)

@@ -211,9 +211,6 @@ func (ps *pssV) exempt(f pssFailure, pod *corev1.Pod) bool {
 		r.Spec.Volumes = nil
 		r.ObjectMeta.Annotations = nil
 	}
-	if len(r.Spec.Containers) == 0 {
-		r.Spec.Containers = []corev1.Container{{Name: "fake"}}
-	}
 	return len(ps.evaluate(r, []policy.CheckID{f.id})) == 0
 }
 

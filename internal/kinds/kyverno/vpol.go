@@ -65,13 +65,17 @@ func (k *VPolKind) Versions() []string { return celVersions() }
 // CELPolicy is a compiled Kyverno CEL policy: a ValidatingPolicy, or a
 // MutatingPolicy (mutating).
 type CELPolicy struct {
-	info        engine.RuleInfo
-	name, ns    string // ns: a NamespacedValidatingPolicy's namespace
-	match       *admissionregistrationv1.MatchResources
-	nsSel       labels.Selector
-	objSel      labels.Selector
-	conditions  []celExpr
-	vars        []celVar
+	info       engine.RuleInfo
+	name, ns   string // ns: a NamespacedValidatingPolicy's namespace
+	match      *admissionregistrationv1.MatchResources
+	nsSel      labels.Selector
+	objSel     labels.Selector
+	conditions []celExpr
+	vars       []celVar
+	// varsFirst: the match conditions read the variables (a
+	// MutatingPolicy's, as Kyverno binds them; the other kinds bind them
+	// once the conditions hold).
+	varsFirst   bool
 	validations []celExpr
 	// mutations: a MutatingPolicy's (mutating), applied in order.
 	mutations []celMutation
@@ -671,6 +675,13 @@ func (p *CELPolicy) prepareWith(h *engine.Handle, obj, old any) (act *lang.Activ
 		}
 		return nil, &RuleResult{Status: status, Message: "rule is " + verb + " due to policy exception: " + strings.Join(keys, ", ")}
 	}
+	cv := &celV{vars: p.vars}
+	if p.varsFirst {
+		if err := cv.evalVars(&scope{ctx: ctx}, act); err != nil {
+			res := celErrorResult(err, err.Error())
+			return nil, &res
+		}
+	}
 	var errs []string
 	for _, mc := range p.conditions {
 		ok, err := mc.prog.EvalBool(ctx, act)
@@ -688,10 +699,11 @@ func (p *CELPolicy) prepareWith(h *engine.Handle, obj, old any) (act *lang.Activ
 		}
 		return nil, &RuleResult{Status: Error, Message: "failed to load context: " + strings.Join(errs, "; ")}
 	}
-	cv := &celV{vars: p.vars}
-	if err := cv.evalVars(&scope{ctx: ctx}, act); err != nil {
-		res := celErrorResult(err, err.Error())
-		return nil, &res
+	if !p.varsFirst {
+		if err := cv.evalVars(&scope{ctx: ctx}, act); err != nil {
+			res := celErrorResult(err, err.Error())
+			return nil, &res
+		}
 	}
 	return act, nil
 }
