@@ -244,7 +244,9 @@ type operator struct {
 
 // generator creates the objects generate rules and GeneratingPolicies ask
 // for once their reviews are allowed (--kyverno, --kyverno-cel), and keeps the synchronized ones of
-// the --generate-resource resources.
+// the --generate-resource resources; the leader carries out what the rules
+// acting on existing objects make of them (generateExisting,
+// mutateExistingOnPolicyUpdate).
 func (k *operator) generator(context.Context) error {
 	if !k.op.kyverno && !k.op.kyvernoCEL {
 		return nil
@@ -267,7 +269,16 @@ func (k *operator) generator(context.Context) error {
 	}
 	k.gen = generator.NewGenerator(generator.Options{Client: dyn, Mapper: k.mgr.GetRESTMapper(), Watch: watch, Snapshots: k.store, Readers: k.readers,
 		Log: k.log.WithName("generate"), Metrics: generator.NewMetrics(lenientRegisterer{ctrlmetrics.Registry})})
-	return k.mgr.Add(k.gen)
+	if err := k.mgr.Add(k.gen); err != nil {
+		return err
+	}
+	// generateExisting, mutateExistingOnPolicyUpdate: the leader
+	// evaluates the existing objects when such a rule comes or changes.
+	disc, err := discovery.NewDiscoveryClientForConfig(k.cfg)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+	}
+	return k.mgr.Add(&generator.Existing{Generator: k.gen, Snapshots: k.store, Client: dyn, Discovery: disc, Log: k.log.WithName("generate-existing")})
 }
 
 // runOperator is serve without --standalone: the in-cluster operator.

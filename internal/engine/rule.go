@@ -124,6 +124,13 @@ type RuleInfo struct {
 	// when they still change it after one more pass than they are, the
 	// last of them fails with ErrNotConverging.
 	Converge bool
+	// Existing names the inner rules (Generated.Name; "" for a rule
+	// without inner rules) that act on the objects existing when the rule
+	// is added or changed, not only on those admitted (Kyverno's
+	// generateExisting and mutateExistingOnPolicyUpdate): the operator
+	// evaluates the rule over them, each as if created, and carries out
+	// what those inner rules generate or change.
+	Existing []string
 }
 
 // Rule is one compiled rule of some kind: a kind adapter (package

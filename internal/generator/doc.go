@@ -22,6 +22,14 @@
 // retried with backoff a bounded number of times; a full queue drops new
 // tasks, counted and logged.
 //
+// Existing, on the elected leader, carries out what the rules acting on
+// existing objects (Kyverno's generateExisting and
+// mutateExistingOnPolicyUpdate: engine.RuleInfo.Existing) make of the
+// objects already in the cluster when such a rule comes or changes: it
+// lists the objects of the kinds the rule can match, page by page,
+// evaluates each against that rule as if created, and hands what it
+// generates or changes to the Generator's queue.
+//
 // It must not know rule kinds, languages or the command line (internal/cli
 // wires it).
 package generator

@@ -41,8 +41,10 @@ const maxGeneratedPerRule = 1000
 // generation is a compiled generate: one pattern, or foreach entries.
 type generation struct {
 	synchronize bool
-	pattern     *genPattern
-	foreach     []*foreachG
+	// existing: generateExisting (nil: the policy's spec.generateExisting)
+	existing *bool
+	pattern  *genPattern
+	foreach  []*foreachG
 }
 
 // genPattern is a GeneratePattern compiled once as one document: Kyverno
@@ -68,7 +70,7 @@ func (c *compiler) generation(field string, raw []byte) *generation {
 	if !c.decodeInto(field, raw, &g) {
 		return nil
 	}
-	out := &generation{synchronize: g.Synchronize}
+	out := &generation{synchronize: g.Synchronize, existing: g.GenerateExisting}
 	if len(g.ForEach) > 0 {
 		if !emptyPattern(&g.GeneratePattern) {
 			c.errf(field, "a generate has foreach or a pattern (data, clone or cloneList), not both")

@@ -498,3 +498,60 @@ spec:
 		}
 	}
 }
+
+// TestExistingRules: the rules that act on existing objects, as the
+// engine's RuleInfo.Existing names them: generateExisting (the rule's,
+// else the policy's), mutateExistingOnPolicyUpdate on a mutate of
+// existing objects (the rule's, else the policy's); a GeneratingPolicy's
+// evaluation.generateExisting.
+func TestExistingRules(t *testing.T) {
+	gen := func(name, flag string) string {
+		return `
+  - name: ` + name + `
+    match: {any: [{resources: {kinds: [Namespace]}}]}
+    generate:
+      ` + flag + `
+      apiVersion: v1
+      kind: ConfigMap
+      name: x
+      namespace: "{{ request.object.metadata.name }}"
+      data: {data: {a: b}}`
+	}
+	mut := func(name, flag string) string {
+		return `
+  - name: ` + name + `
+    match: {any: [{resources: {kinds: [Namespace]}}]}
+    mutate:
+      ` + flag + `
+      targets: [{apiVersion: v1, kind: ConfigMap, name: s, namespace: "{{ request.object.metadata.name }}"}]
+      patchStrategicMerge: {metadata: {labels: {a: b}}}`
+	}
+	for _, tc := range []struct {
+		name, specFlags, rules string
+		want                   []string
+	}{
+		{"by rule", "", gen("g1", "generateExisting: true") + gen("g2", "") + mut("m1", "mutateExistingOnPolicyUpdate: true") + mut("m2", ""), []string{"g1", "m1"}},
+		{"by policy", "generateExisting: true\n  mutateExistingOnPolicyUpdate: true", gen("g1", "") + gen("g2", "generateExisting: false") + mut("m1", ""), []string{"g1", "m1"}},
+		{"former name", "generateExistingOnPolicyUpdate: true", gen("g1", ""), []string{"g1"}},
+		{"none", "", gen("g1", "") + mut("m1", ""), nil},
+	} {
+		snap := snapshot(t, "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}\nspec:\n  "+tc.specFlags+"\n  rules:"+tc.rules+"\n")
+		if got := snap.Rules()[0].Info().Existing; !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Existing %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	gp := snapshot(t, `
+apiVersion: policies.kyverno.io/v1
+kind: GeneratingPolicy
+metadata: {name: g}
+spec:
+  evaluation: {generateExisting: {enabled: true}}
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}]
+  generate:
+  - expression: "generator.Apply(object.metadata.name, [{'apiVersion': dyn('v1'), 'kind': dyn('ConfigMap'), 'metadata': dyn({'name': 'x'})}])"
+`)
+	if got := gp.Rules()[0].Info().Existing; !slices.Equal(got, []string{""}) {
+		t.Errorf("GeneratingPolicy: Existing %v", got)
+	}
+}

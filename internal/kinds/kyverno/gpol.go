@@ -90,7 +90,7 @@ func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingP
 		ev = &kpoliciesv1.EvaluationConfiguration{Admission: e.Admission}
 		p.synchronize = e.Synchronize != nil && e.Synchronize.Enabled != nil && *e.Synchronize.Enabled
 		if e.GenerateExisting != nil && e.GenerateExisting.Enabled != nil && *e.GenerateExisting.Enabled {
-			p.generateExisting = true
+			p.info.Existing = []string{""}
 		}
 	}
 	// Generation is asynchronous in Kyverno: its errors never refuse the

@@ -190,6 +190,7 @@ func (c *compiler) policy(cp *kyvernov1.ClusterPolicy) {
 	}
 	p.rules = append(p.rules, c.autogen(cp)...)
 	p.info.Index = p.index()
+	p.info.Existing = existingRules(p.rules, spec)
 	// Mutate rules run in the mutating phase, the others in the validating
 	// one, as Kyverno's two webhooks run them.
 	p.info.Phase = 0
@@ -256,6 +257,30 @@ func (c *compiler) overrides(field string, os []kyvernov1.ValidationFailureActio
 			ov.selector = sel
 		}
 		out = append(out, ov)
+	}
+	return out
+}
+
+// existingRules are the rules that act on existing objects when the
+// policy is added or changed: generate rules with generateExisting (the
+// rule's, else the policy's generateExisting or its former name
+// generateExistingOnPolicyUpdate) and mutate rules of existing objects
+// with mutateExistingOnPolicyUpdate (the rule's, else the policy's).
+func existingRules(rs []*rule, spec *kyvernov1.Spec) []string {
+	var out []string
+	or := func(b *bool, dflt bool) bool {
+		if b != nil {
+			return *b
+		}
+		return dflt
+	}
+	for _, r := range rs {
+		switch {
+		case r.autogen:
+		case r.g != nil && or(r.g.existing, spec.GenerateExisting || (spec.GenerateExistingOnPolicyUpdate != nil && *spec.GenerateExistingOnPolicyUpdate)),
+			r.m != nil && len(r.m.targets) > 0 && or(r.m.onPolicyUpdate, spec.MutateExistingOnPolicyUpdate):
+			out = append(out, r.name)
+		}
 	}
 	return out
 }

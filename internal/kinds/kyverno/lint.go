@@ -30,11 +30,6 @@ func (p *Policy) Lint(_ context.Context, origin string, _ []kinds.Manifest) []ki
 		if r.notYet != "" {
 			out = append(out, notYetFinding(origin, p.kind, p.info.Key, r.field, r.notYet))
 		}
-		if r.m != nil && r.m.onPolicyUpdate {
-			out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: codeNotYet, Origin: origin, Kind: p.kind, Rule: p.info.Key,
-				Field: r.field + ".mutate.mutateExistingOnPolicyUpdate", Message: "mutating existing objects when the policy changes is not done yet: the targets are mutated when a trigger is admitted",
-				Hint: "the targets change once a trigger is written again"})
-		}
 	}
 	return out
 }
@@ -47,11 +42,6 @@ func (p *CELPolicy) Lint(_ context.Context, origin string, _ []kinds.Manifest) [
 	var out []kinds.Finding
 	if p.notYet != "" {
 		out = append(out, notYetFinding(origin, p.info.Kind, p.info.Key, "spec", p.notYet))
-	}
-	if p.generateExisting {
-		out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: codeNotYet, Origin: origin, Kind: p.info.Kind, Rule: p.info.Key,
-			Field: "spec.evaluation.generateExisting", Message: "generating for existing objects is not done yet: the policy generates when its triggers are admitted",
-			Hint: "existing triggers generate once they are written again"})
 	}
 	if p.mutateExisting {
 		out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: codeNotYet, Origin: origin, Kind: p.info.Kind, Rule: p.info.Key,

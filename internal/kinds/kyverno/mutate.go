@@ -31,9 +31,8 @@ type mutation struct {
 	// targets: the existing objects the patch applies to (mutate
 	// existing), in place of the object admitted.
 	targets []*targetM
-	// onPolicyUpdate: mutateExistingOnPolicyUpdate (not done yet: lint
-	// says so).
-	onPolicyUpdate bool
+	// onPolicyUpdate: mutateExistingOnPolicyUpdate (nil: the policy's).
+	onPolicyUpdate *bool
 }
 
 // targetM is a compiled mutate.targets entry: its selector (apiVersion,
@@ -72,7 +71,7 @@ func (c *compiler) mutation(field string, raw []byte) *mutation {
 	if !c.decodeInto(field, raw, &m) {
 		return nil
 	}
-	out := &mutation{onPolicyUpdate: m.MutateExistingOnPolicyUpdate != nil && *m.MutateExistingOnPolicyUpdate}
+	out := &mutation{onPolicyUpdate: m.MutateExistingOnPolicyUpdate}
 	for i := range m.Targets {
 		out.targets = append(out.targets, c.target(fmt.Sprintf("%s.targets[%d]", field, i), &m.Targets[i]))
 	}

@@ -83,12 +83,10 @@ type CELPolicy struct {
 	// audit: the policy's audit annotations.
 	audit []celAudit
 	// generations: a GeneratingPolicy's generate expressions (generating);
-	// synchronize keeps their objects; generateExisting asks for objects
-	// existing before the policy (not done yet: lint says so).
-	generations      []celExpr
-	generating       bool
-	synchronize      bool
-	generateExisting bool
+	// synchronize keeps their objects (generateExisting: info.Existing).
+	generations []celExpr
+	generating  bool
+	synchronize bool
 	// mutateExisting: a MutatingPolicy that asks to mutate existing
 	// objects too (not done yet: lint says so).
 	mutateExisting bool
