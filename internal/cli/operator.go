@@ -278,7 +278,12 @@ func (k *operator) generator(context.Context) error {
 	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 	}
-	return k.mgr.Add(&generator.Existing{Generator: k.gen, Snapshots: k.store, Client: dyn, Discovery: disc, Log: k.log.WithName("generate-existing")})
+	if err := k.mgr.Add(&generator.Existing{Generator: k.gen, Snapshots: k.store, Client: dyn, Discovery: disc, Log: k.log.WithName("generate-existing")}); err != nil {
+		return err
+	}
+	// The synchronized objects of a deleted policy go with it (unless
+	// orphanDownstreamOnPolicyDelete).
+	return k.mgr.Add(&generator.Downstream{Generator: k.gen, Snapshots: k.store, Log: k.log.WithName("generate-downstream")})
 }
 
 // runOperator is serve without --standalone: the in-cluster operator.

@@ -131,6 +131,10 @@ type RuleInfo struct {
 	// evaluates the rule over them, each as if created, and carries out
 	// what those inner rules generate or change.
 	Existing []string
+	// Downstream names the inner rules whose synchronized objects go when
+	// the rule is deleted (Kyverno's synchronize without
+	// orphanDownstreamOnPolicyDelete): the operator deletes them.
+	Downstream []string
 }
 
 // Rule is one compiled rule of some kind: a kind adapter (package

@@ -28,7 +28,11 @@
 // objects already in the cluster when such a rule comes or changes: it
 // lists the objects of the kinds the rule can match, page by page,
 // evaluates each against that rule as if created, and hands what it
-// generates or changes to the Generator's queue.
+// generates or changes to the Generator's queue. Downstream, on the
+// leader too, deletes the synchronized objects of a deleted rule
+// (engine.RuleInfo.Downstream: unless Kyverno's
+// orphanDownstreamOnPolicyDelete) once the API server confirms the rule's
+// object is gone.
 //
 // It must not know rule kinds, languages or the command line (internal/cli
 // wires it).

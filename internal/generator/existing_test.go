@@ -48,7 +48,7 @@ func TestExisting(t *testing.T) {
 		Index: engine.IndexKeys{AnyNamespace: true, Kinds: []string{"Namespace"}, Operations: engine.OpSetOf(rules.Create)}}, evals: &evals}
 	snap := engine.NewSnapshot([]engine.Rule{rule})
 	g := NewGenerator(Options{Client: c, Mapper: mapper(), Log: logr.Discard()})
-	x := &Existing{Generator: g, Snapshots: staticSnapshots{snap}, Client: c, Discovery: disc, Log: logr.Discard(), scanned: map[string]engine.Rule{}}
+	x := &Existing{Generator: g, Snapshots: &staticSnapshots{snap}, Client: c, Discovery: disc, Log: logr.Discard(), scanned: map[string]engine.Rule{}}
 	x.scan(context.Background())
 	if evals != 2 {
 		t.Fatalf("%d evaluations, want one per Namespace", evals)
@@ -67,7 +67,7 @@ func TestExisting(t *testing.T) {
 		t.Errorf("the same rule scanned again (%d evaluations)", evals)
 	}
 	again := &namespaceRule{info: rule.info, evals: &evals}
-	x.Snapshots = staticSnapshots{engine.NewSnapshot([]engine.Rule{again})}
+	x.Snapshots = &staticSnapshots{engine.NewSnapshot([]engine.Rule{again})}
 	x.scan(context.Background())
 	if evals != 4 {
 		t.Errorf("a rule compiled again not scanned (%d evaluations)", evals)
@@ -83,7 +83,7 @@ func TestExisting(t *testing.T) {
 
 type staticSnapshots struct{ s *engine.Snapshot }
 
-func (s staticSnapshots) Current() *engine.Snapshot { return s.s }
+func (s *staticSnapshots) Current() *engine.Snapshot { return s.s }
 
 func contains(ss []string, s string) bool {
 	for _, x := range ss {

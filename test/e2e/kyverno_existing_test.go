@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -15,7 +16,8 @@ import (
 // on the real API server: a ClusterPolicy added after its triggers exist
 // generates for them (generateExisting) and mutates their targets
 // (mutateExistingOnPolicyUpdate), with no admission of any trigger; a
-// rule without the flag does nothing to them.
+// rule without the flag does nothing to them; a deleted policy's
+// synchronized objects go with it, unless orphanDownstreamOnPolicyDelete.
 func TestKyvernoExisting(t *testing.T) {
 	cl := startCluster(t, true)
 	cl.installCRDs(t)
@@ -109,5 +111,56 @@ spec:
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "only-new"}, &corev1.ConfigMap{}); err == nil {
 			t.Errorf("%s: a rule without generateExisting generated for an existing trigger", ns)
 		}
+	}
+
+	// A synchronized object goes with its policy, unless the rule orphans
+	// it.
+	synced := func(name, orphan string) *unstructured.Unstructured {
+		return kinitirasPolicy(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: `+name+`
+spec:
+  rules:
+  - name: synced
+    match:
+      any:
+      - resources:
+          kinds: [Namespace]
+          names: [old-a]
+    generate:
+      generateExisting: true
+      synchronize: true
+      orphanDownstreamOnPolicyDelete: `+orphan+`
+      apiVersion: v1
+      kind: ConfigMap
+      name: `+name+`
+      namespace: old-a
+      data:
+        data: {policy: `+name+`}
+`)
+	}
+	withPolicy, orphaned := synced("with-policy", "false"), synced("orphaned", "true")
+	create(t, c, withPolicy)
+	create(t, c, orphaned)
+	for _, name := range []string{"with-policy", "orphaned"} {
+		eventually(t, 30*time.Second, func() error {
+			return c.Get(ctx, client.ObjectKey{Namespace: "old-a", Name: name}, &corev1.ConfigMap{})
+		}, logs)
+	}
+	for _, p := range []*unstructured.Unstructured{withPolicy, orphaned} {
+		if err := c.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, func() error {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "old-a", Name: "with-policy"}, &corev1.ConfigMap{}); err == nil {
+			return fmt.Errorf("the synchronized object of a deleted policy is still there")
+		}
+		return nil
+	}, logs)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "old-a", Name: "orphaned"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the object of a rule with orphanDownstreamOnPolicyDelete: %v", err)
 	}
 }

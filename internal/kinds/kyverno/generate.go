@@ -43,8 +43,10 @@ type generation struct {
 	synchronize bool
 	// existing: generateExisting (nil: the policy's spec.generateExisting)
 	existing *bool
-	pattern  *genPattern
-	foreach  []*foreachG
+	// orphan: orphanDownstreamOnPolicyDelete
+	orphan  bool
+	pattern *genPattern
+	foreach []*foreachG
 }
 
 // genPattern is a GeneratePattern compiled once as one document: Kyverno
@@ -70,7 +72,7 @@ func (c *compiler) generation(field string, raw []byte) *generation {
 	if !c.decodeInto(field, raw, &g) {
 		return nil
 	}
-	out := &generation{synchronize: g.Synchronize, existing: g.GenerateExisting}
+	out := &generation{synchronize: g.Synchronize, existing: g.GenerateExisting, orphan: g.OrphanDownstreamOnPolicyDelete}
 	if len(g.ForEach) > 0 {
 		if !emptyPattern(&g.GeneratePattern) {
 			c.errf(field, "a generate has foreach or a pattern (data, clone or cloneList), not both")

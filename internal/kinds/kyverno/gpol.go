@@ -92,6 +92,9 @@ func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingP
 		if e.GenerateExisting != nil && e.GenerateExisting.Enabled != nil && *e.GenerateExisting.Enabled {
 			p.info.Existing = []string{""}
 		}
+		if p.synchronize && (e.OrphanDownstreamOnPolicyDelete == nil || e.OrphanDownstreamOnPolicyDelete.Enabled == nil || !*e.OrphanDownstreamOnPolicyDelete.Enabled) {
+			p.info.Downstream = []string{""}
+		}
 	}
 	// Generation is asynchronous in Kyverno: its errors never refuse the
 	// trigger.

@@ -191,6 +191,11 @@ func (c *compiler) policy(cp *kyvernov1.ClusterPolicy) {
 	p.rules = append(p.rules, c.autogen(cp)...)
 	p.info.Index = p.index()
 	p.info.Existing = existingRules(p.rules, spec)
+	for _, r := range p.rules {
+		if r.g != nil && !r.autogen && r.g.synchronize && !r.g.orphan {
+			p.info.Downstream = append(p.info.Downstream, r.name)
+		}
+	}
 	// Mutate rules run in the mutating phase, the others in the validating
 	// one, as Kyverno's two webhooks run them.
 	p.info.Phase = 0
