@@ -540,6 +540,11 @@ func TestExistingRules(t *testing.T) {
 			t.Errorf("%s: Existing %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	down := snapshot(t, "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}\nspec:\n  rules:"+
+		gen("synced", "synchronize: true")+gen("orphaned", "synchronize: true\n      orphanDownstreamOnPolicyDelete: true")+gen("once", "")+"\n")
+	if got := down.Rules()[0].Info().Downstream; !slices.Equal(got, []string{"synced"}) {
+		t.Errorf("Downstream %v, want the synchronized rule not orphaning its objects", got)
+	}
 	gp := snapshot(t, `
 apiVersion: policies.kyverno.io/v1
 kind: GeneratingPolicy
