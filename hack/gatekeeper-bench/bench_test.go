@@ -140,6 +140,63 @@ func BenchmarkGatekeeperPSP(b *testing.B) {
 	}
 }
 
+// BenchmarkGatekeeperPSPEach: the admitted Pod against each template
+// alone (with its first sample constraint, CEL as written), as
+// modwright's BenchmarkPSPEach.
+func BenchmarkGatekeeperPSPEach(b *testing.B) {
+	data, err := os.ReadFile(podsFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pods, err := reader.ReadUnstructureds(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := runtime.NewScheme()
+	if err := apis.AddToScheme(s); err != nil {
+		b.Fatal(err)
+	}
+	fsys := os.DirFS("/")
+	ents, err := os.ReadDir(library)
+	if os.IsNotExist(err) {
+		b.Skipf("no Gatekeeper library at %s (MODWRIGHT_GATEKEEPER_LIBRARY_DIR)", library)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	au := target.AugmentedUnstructured{Object: *pods[0].DeepCopy(), Source: mutationtypes.SourceTypeOriginal}
+	for _, e := range ents {
+		samples, _ := filepath.Glob(filepath.Join(library, e.Name(), "samples", "*", "constraint.yaml"))
+		sort.Strings(samples)
+		if len(samples) == 0 {
+			continue
+		}
+		c := newClient(b, true)
+		t, err := reader.ReadTemplate(s, fsys, strings.TrimPrefix(filepath.Join(library, e.Name(), "template.yaml"), "/"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.AddTemplate(context.Background(), t); err != nil {
+			b.Fatal(err)
+		}
+		con, err := reader.ReadConstraint(fsys, strings.TrimPrefix(samples[0], "/"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.AddConstraint(context.Background(), con); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(con.GetName(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Review(context.Background(), au, reviews.EnforcementPoint(util.GatorEnforcementPoint)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkGatekeeperConstraintsMemory: the same 1,000 constraints of the
 // required-labels template in Gatekeeper's client.
 func BenchmarkGatekeeperConstraintsMemory(b *testing.B) {

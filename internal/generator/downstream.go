@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/modwright/modwright/internal/engine"
 )
@@ -51,16 +52,8 @@ func (d *Downstream) Start(ctx context.Context) error {
 		interval = 5 * time.Second
 	}
 	d.known = map[string]knownRule{}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		d.look(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	wait.UntilWithContext(ctx, d.look, interval)
+	return nil
 }
 
 // look notes the rules with downstream objects and deletes those of the

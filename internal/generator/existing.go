@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
@@ -56,16 +57,8 @@ func (x *Existing) Start(ctx context.Context) error {
 		interval = 5 * time.Second
 	}
 	x.scanned = map[string]engine.Rule{}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		x.scan(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	wait.UntilWithContext(ctx, x.scan, interval)
+	return nil
 }
 
 // scan scans the rules of the serving snapshot that act on existing

@@ -171,3 +171,25 @@ func heapInUse() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// BenchmarkPSPEach reviews the admitted Pod against each of the 14
+// pod-security-policy templates alone (with its first sample constraint,
+// the templates as written): where a review's time goes, template by
+// template. BENCHMARKS.md compares it with Gatekeeper's client
+// (BenchmarkGatekeeperPSPEach, hack/gatekeeper-bench).
+func BenchmarkPSPEach(b *testing.B) {
+	pods := manifestsFile(b, filepath.Join(testtool.RepoRoot(b), "testdata", "bench", "gatekeeper-pods.yaml"))
+	eng := engine.New(engine.Options{NoTrace: true})
+	req := engine.Request{Operation: rules.Create, Namespace: "shop", Object: pods[0].Object}
+	for _, r := range pspRules(b, true) {
+		snap := engine.NewSnapshot([]engine.Rule{r})
+		b.Run(r.Info().Name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := eng.Evaluate(context.Background(), snap, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

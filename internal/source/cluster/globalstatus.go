@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -37,16 +38,8 @@ func (s *GlobalsStatus) Start(ctx context.Context) error {
 		interval = 5 * time.Second
 	}
 	s.written = map[string]GlobalState{}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		s.sync(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	wait.UntilWithContext(ctx, s.sync, interval)
+	return nil
 }
 
 // sync writes the status of each entry whose state changed.
