@@ -212,6 +212,7 @@ type gentry struct {
 	proj  map[string]any
 	dirty bool           // kubernetesResource: the objects changed since data was made
 	made  time.Time      // kubernetesResource: when data was made
+	bound error          // kubernetesResource: its objects are past a bound (no data until they are not)
 	list  func() []any   // kubernetesResource: its informer's objects
 	sizes map[string]int // kubernetesResource: each object's JSON size, by key
 	total int64
@@ -386,9 +387,16 @@ func (e *gentry) start(ctx context.Context, g *Globals) {
 			}
 			return out
 		}
+		// Before the first list, an error is the entry's (forbidden: the
+		// operator may not read the resource); after it, the informer
+		// lists again and the data stays as last seen.
 		_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+			if inf.HasSynced() {
+				e.log.Info("GlobalContextEntry watch interrupted; listing again", "resource", e.resource.String(), "error", err.Error())
+				return
+			}
 			e.mu.Lock()
-			e.err = fmt.Errorf("GlobalContextEntry %s: watching %s: %v", e.name, e.resource.String(), err)
+			e.err = fmt.Errorf("GlobalContextEntry %s: listing %s: %v", e.name, e.resource.String(), err)
 			e.mu.Unlock()
 		})
 		go func() {
@@ -510,22 +518,22 @@ func (e *gentry) get(projection string) (any, error) {
 		switch {
 		case len(e.sizes) > e.maxObjects:
 			e.data, e.proj = nil, nil
-			e.err = fmt.Errorf("GlobalContextEntry %s: %s holds %d objects, more than the bound %d", e.name, e.resource.String(), len(e.sizes), e.maxObjects)
-			e.dirty = true // checked again at the next read
-			return nil, e.err
+			e.bound = fmt.Errorf("GlobalContextEntry %s: %s holds %d objects, more than the bound %d", e.name, e.resource.String(), len(e.sizes), e.maxObjects)
 		case e.total > e.maxBytes:
 			e.data, e.proj = nil, nil
-			err := fmt.Errorf("GlobalContextEntry %s: %s holds %d bytes, more than the bound %d", e.name, e.resource.String(), e.total, e.maxBytes)
-			e.dirty = true
-			return nil, err
+			e.bound = fmt.Errorf("GlobalContextEntry %s: %s holds %d bytes, more than the bound %d", e.name, e.resource.String(), e.total, e.maxBytes)
+		default:
+			data := e.list()
+			proj, err := e.project(context.Background(), data)
+			if err != nil {
+				e.dirty = true // made again at the next read
+				return nil, err
+			}
+			e.data, e.proj, e.bound = data, proj, nil
 		}
-		e.data = e.list()
-		proj, err := e.project(context.Background(), e.data)
-		if err != nil {
-			e.dirty = true
-			return nil, err
-		}
-		e.proj = proj
+	}
+	if e.err == nil && e.bound != nil {
+		return nil, e.bound
 	}
 	if e.err != nil {
 		return nil, e.err

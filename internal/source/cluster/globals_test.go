@@ -139,6 +139,22 @@ func TestGlobals(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "holds 4 objects, more than the bound 3")
 	})
 
+	// Back within the bound: the data again.
+	if err := client.Resource(cmGVR).Namespace("platform").Delete(ctx, "d", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the data back within the bound", func() bool {
+		v, _ := read("teams", "names")
+		return cmp.Equal(v, []any{"billing", "payments", "search"})
+	})
+	if _, err := client.Resource(cmGVR).Namespace("platform").Create(ctx, configMap("platform", "d", "ops"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("past the bound again", func() bool {
+		_, err := read("teams", "")
+		return err != nil
+	})
+
 	// The leader writes each entry's Ready condition (and an apiCall's
 	// lastRefreshTime), once.
 	st := &GlobalsStatus{Globals: g, Client: client, Log: logr.Discard(), written: map[string]GlobalState{}}
