@@ -32,9 +32,11 @@ type staticResolver struct {
 	// images are the image data of Context documents, by reference
 	// (context_objects.go).
 	images map[string]map[string]any
-	// globals are a Kyverno suite's global context entries, by name
+	// globals are the global context entries, by name: a Kyverno suite's,
+	// or the GlobalContextEntry documents of --context, made on first use
 	// (context_globals.go); nil: none given.
-	globals map[string]any
+	globals     map[string]offlineGlobal
+	globalsOnce sync.Once
 	// graph is the context objects' relationship graph, built on first
 	// use.
 	graphOnce sync.Once

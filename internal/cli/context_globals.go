@@ -19,7 +19,7 @@ func (r *staticResolver) addGlobals(ctx context.Context, t *suite.KyvernoTest) e
 	if err := suite.ValidateGlobalContextEntries(t.GlobalContextEntries); err != nil {
 		return err
 	}
-	r.globals = make(map[string]any, len(t.GlobalContextEntries))
+	r.globals = make(map[string]offlineGlobal, len(t.GlobalContextEntries))
 	for _, e := range t.GlobalContextEntries {
 		var root any
 		switch {
@@ -53,9 +53,114 @@ func (r *staticResolver) addGlobals(ctx context.Context, t *suite.KyvernoTest) e
 		if err != nil {
 			return fmt.Errorf("entry %q: %w", e.Name, err)
 		}
-		r.globals[e.Name] = v
+		r.globals[e.Name] = offlineGlobal{value: v, suite: true}
 	}
 	return nil
+}
+
+// offlineGlobal is a global context entry offline: a suite's (its value,
+// whose members are its projections, as kyverno test reads it), or a
+// GlobalContextEntry given with --context (its data and projections, as
+// the cluster keeps them; err when it cannot be made offline).
+type offlineGlobal struct {
+	value any
+	proj  map[string]any
+	err   error
+	suite bool
+}
+
+// contextGlobals makes the GlobalContextEntry documents of --context
+// entries, once: a kubernetesResource entry holds the context objects of
+// its resource (in its namespace, or all), as `kyverno apply` lists them,
+// an apiCall entry with a urlPath the recorded answer of that call.
+func (r *staticResolver) contextGlobals(ctx context.Context) map[string]offlineGlobal {
+	r.globalsOnce.Do(func() {
+		for ref, o := range r.objects {
+			if ref.Group != "kyverno.io" || ref.Kind != "GlobalContextEntry" {
+				continue
+			}
+			if r.globals == nil {
+				r.globals = map[string]offlineGlobal{}
+			}
+			r.globals[ref.Name] = r.contextGlobal(ctx, ref.Name, o)
+		}
+	})
+	return r.globals
+}
+
+func (r *staticResolver) contextGlobal(ctx context.Context, name string, o map[string]any) offlineGlobal {
+	fail := func(format string, args ...any) offlineGlobal {
+		return offlineGlobal{err: fmt.Errorf("GlobalContextEntry %s: "+format, append([]any{name}, args...)...)}
+	}
+	spec, _ := o["spec"].(map[string]any)
+	var data any
+	switch k, a := spec["kubernetesResource"], spec["apiCall"]; {
+	case k != nil:
+		kr, _ := k.(map[string]any)
+		group, _ := kr["group"].(string)
+		version, _ := kr["version"].(string)
+		resource, _ := kr["resource"].(string)
+		ns, _ := kr["namespace"].(string)
+		path := "/apis/" + group + "/" + version
+		if group == "" {
+			path = "/api/" + version
+		}
+		if ns != "" {
+			path += "/namespaces/" + ns
+		}
+		body, ok, err := r.answerObjects("GET", path+"/"+resource)
+		switch {
+		case err != nil:
+			return fail("%v", err)
+		case !ok:
+			data = []any{} // the context holds no object of the resource
+		default:
+			list, err := value.Decode(body)
+			if err != nil {
+				return fail("%v", err)
+			}
+			items, _ := list.(map[string]any)["items"].([]any)
+			data = items
+		}
+	case a != nil:
+		ac, _ := a.(map[string]any)
+		path, _ := ac["urlPath"].(string)
+		if path == "" {
+			return fail("a service call is not answered offline")
+		}
+		body, err := r.Call(ctx, engine.APICall{Path: path})
+		if err != nil {
+			return fail("%v", err)
+		}
+		v, err := value.Decode(body)
+		if err != nil {
+			return fail("%v", err)
+		}
+		data = v
+	default:
+		return fail("one of kubernetesResource and apiCall is required")
+	}
+	out := offlineGlobal{value: data}
+	raw, _ := spec["projections"].([]any)
+	var ps []jmespath.Projection
+	for i, p := range raw {
+		pm, _ := p.(map[string]any)
+		pn, _ := pm["name"].(string)
+		src, _ := pm["jmesPath"].(string)
+		prog, ds := jmespath.Language{}.CompileExpr(&lang.Env{Name: "projection"}, src)
+		if ds != nil {
+			return fail("spec.projections[%d].jmesPath: %s", i, ds[0].Msg)
+		}
+		ps = append(ps, jmespath.Projection{Name: pn, Prog: prog})
+	}
+	if len(ps) > 0 {
+		proj, err := jmespath.Project(ctx, data, ps)
+		if err != nil {
+			return fail("%v", err)
+		}
+		out.proj = proj
+	}
+	return out
 }
 
 // globalEntryValue is what a suite's entry holds, as kyverno test makes
@@ -101,22 +206,32 @@ func globalEntryValue(ctx context.Context, root any, e suite.KyvernoGlobalContex
 
 var _ engine.GlobalContextReader = (*staticResolver)(nil)
 
-// GlobalContext is a suite's global context entry (its projection when
-// not ""): an entry it does not give wraps ErrNoGlobalContextEntry;
-// without any (apply, explain, a suite without globalContextEntries) the
-// error wraps ErrNoReader.
-func (r *staticResolver) GlobalContext(_ context.Context, name, projection string) (any, error) {
-	if r.globals == nil {
-		return nil, engine.NoReader("no global context entries (offline, give them in a kyverno-test.yaml's globalContextEntries)")
+// GlobalContext is a global context entry (its projection when not ""):
+// a suite's, or one --context gives; an entry not given wraps
+// ErrNoGlobalContextEntry; without any the error wraps ErrNoReader.
+func (r *staticResolver) GlobalContext(ctx context.Context, name, projection string) (any, error) {
+	globals := r.globals
+	if globals == nil {
+		globals = r.contextGlobals(ctx)
 	}
-	v, ok := r.globals[name]
-	if !ok {
+	if globals == nil {
+		return nil, engine.NoReader("no global context entries (offline, give them in a kyverno-test.yaml's globalContextEntries, or GlobalContextEntry documents with --context)")
+	}
+	g, ok := globals[name]
+	switch {
+	case !ok:
 		return nil, fmt.Errorf("global context entry %q: %w", name, engine.ErrNoGlobalContextEntry)
+	case g.err != nil:
+		return nil, g.err
+	case projection == "":
+		return g.value, nil
+	case !g.suite:
+		if v := g.proj[projection]; v != nil {
+			return v, nil
+		}
+		return nil, fmt.Errorf("GlobalContextEntry %s: no data for projection %q", name, projection)
 	}
-	if projection == "" {
-		return v, nil
-	}
-	m, ok := v.(map[string]any)
+	m, ok := g.value.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("projection %q not found in global context entry %q: its value is not an object", projection, name)
 	}

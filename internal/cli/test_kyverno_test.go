@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 )
 
@@ -150,5 +153,79 @@ func TestKyvernoGlobalContext(t *testing.T) {
 				t.Fatalf("got %+v, want one failed row whose reason contains %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestContextGlobalContextEntries: GlobalContextEntry documents given with
+// --context hold what the cluster's would: a kubernetesResource entry the
+// context objects of its resource in its namespace, with its projections;
+// an apiCall entry the recorded answer of its call.
+func TestContextGlobalContextEntries(t *testing.T) {
+	docs, err := source.ParseManifest("context.yaml", []byte(`
+apiVersion: kyverno.io/v2
+kind: GlobalContextEntry
+metadata: {name: teams}
+spec:
+  kubernetesResource: {version: v1, resource: configmaps, namespace: platform}
+  projections:
+  - {name: names, jmesPath: "[].data.team | sort(@)"}
+---
+apiVersion: kyverno.io/v2
+kind: GlobalContextEntry
+metadata: {name: limits}
+spec:
+  apiCall: {urlPath: /api/v1/namespaces/config/configmaps/limits, refreshInterval: 1m}
+---
+apiVersion: kyverno.io/v2
+kind: GlobalContextEntry
+metadata: {name: external}
+spec:
+  apiCall: {service: {url: "https://x.example"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a, namespace: platform}
+data: {team: search}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: b, namespace: platform}
+data: {team: payments}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, namespace: elsewhere}
+data: {team: hidden}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: limits, namespace: config}
+data: {max: "10"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := newStaticResolver(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if v, err := r.GlobalContext(ctx, "teams", "names"); err != nil || fmt.Sprint(v) != "[payments search]" {
+		t.Errorf("teams.names = %v, %v", v, err)
+	}
+	if v, err := r.GlobalContext(ctx, "teams", ""); err != nil || len(v.([]any)) != 2 {
+		t.Errorf("teams = %v, %v: want the 2 ConfigMaps of its namespace", v, err)
+	}
+	if v, err := r.GlobalContext(ctx, "limits", ""); err != nil || fmt.Sprint(v.(map[string]any)["data"]) != "map[max:10]" {
+		t.Errorf("limits = %v, %v", v, err)
+	}
+	if _, err := r.GlobalContext(ctx, "external", ""); err == nil || !strings.Contains(err.Error(), "a service call is not answered offline") {
+		t.Errorf("a service entry: %v", err)
+	}
+	if _, err := r.GlobalContext(ctx, "teams", "other"); err == nil || !strings.Contains(err.Error(), `no data for projection "other"`) {
+		t.Errorf("a projection the entry has not: %v", err)
+	}
+	if _, err := r.GlobalContext(ctx, "absent", ""); !errors.Is(err, engine.ErrNoGlobalContextEntry) {
+		t.Errorf("an entry not given: %v", err)
 	}
 }

@@ -44,7 +44,9 @@ type Existing struct {
 	Interval time.Duration
 	PageSize int64
 
-	scanned map[string]engine.Rule // by kind group, kind and key
+	// scanned are the rules scanned, by kind group, kind and key: each
+	// rule's info, whose address is the compiled rule's.
+	scanned map[string]*engine.RuleInfo
 }
 
 // NeedLeaderElection: one replica scans.
@@ -56,7 +58,7 @@ func (x *Existing) Start(ctx context.Context) error {
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
-	x.scanned = map[string]engine.Rule{}
+	x.scanned = map[string]*engine.RuleInfo{}
 	wait.UntilWithContext(ctx, x.scan, interval)
 	return nil
 }
@@ -76,7 +78,7 @@ func (x *Existing) scan(ctx context.Context) {
 		}
 		key := info.Group + "/" + info.Kind + "/" + info.Key
 		seen[key] = true
-		if x.scanned[key] == r {
+		if x.scanned[key] == info {
 			continue
 		}
 		n, err := x.scanRule(ctx, r)
@@ -88,7 +90,7 @@ func (x *Existing) scan(ctx context.Context) {
 			continue
 		}
 		x.Log.Info("existing objects evaluated", "rule", info.Kind+" "+info.Key, "objects", n)
-		x.scanned[key] = r
+		x.scanned[key] = info
 	}
 	for key := range x.scanned {
 		if !seen[key] {

@@ -48,7 +48,7 @@ func TestExisting(t *testing.T) {
 		Index: engine.IndexKeys{AnyNamespace: true, Kinds: []string{"Namespace"}, Operations: engine.OpSetOf(rules.Create)}}, evals: &evals}
 	snap := engine.NewSnapshot([]engine.Rule{rule})
 	g := NewGenerator(Options{Client: c, Mapper: mapper(), Log: logr.Discard()})
-	x := &Existing{Generator: g, Snapshots: &staticSnapshots{snap}, Client: c, Discovery: disc, Log: logr.Discard(), scanned: map[string]engine.Rule{}}
+	x := &Existing{Generator: g, Snapshots: &staticSnapshots{snap}, Client: c, Discovery: disc, Log: logr.Discard(), scanned: map[string]*engine.RuleInfo{}}
 	x.scan(context.Background())
 	if evals != 2 {
 		t.Fatalf("%d evaluations, want one per Namespace", evals)

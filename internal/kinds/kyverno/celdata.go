@@ -274,7 +274,7 @@ func (d *celData) GlobalContext(name, projection string) (any, error) {
 	}
 	g := d.h.Globals()
 	if g == nil {
-		return nil, engine.NoReader("no global context entries (offline, give them in a test's globalContextEntries)")
+		return nil, engine.NoReader("no global context entries (offline, give them in a test's globalContextEntries, or GlobalContextEntry documents with --context)")
 	}
 	if d.owner != "" {
 		return nil, fmt.Errorf("%w: a namespaced policy (%s) does not read global context entries: they hold data of the whole cluster", ErrOutsideNamespace, d.owner)
