@@ -68,7 +68,21 @@ func newClient(b *testing.B, withCEL bool) *constraintclient.Client {
 	return c
 }
 
+// load adds each pod-security-policy template with its first sample
+// constraint to c: how many.
 func load(b *testing.B, c *constraintclient.Client) int {
+	n := 0
+	eachTemplate(b, func(add func(*constraintclient.Client) string) {
+		add(c)
+		n++
+	})
+	return n
+}
+
+// eachTemplate calls f for each pod-security-policy template with a
+// sample constraint; add adds the template and its first constraint to a
+// client and gives the constraint's name.
+func eachTemplate(b *testing.B, f func(add func(*constraintclient.Client) string)) {
 	s := runtime.NewScheme()
 	if err := apis.AddToScheme(s); err != nil {
 		b.Fatal(err)
@@ -81,30 +95,30 @@ func load(b *testing.B, c *constraintclient.Client) int {
 	if err != nil {
 		b.Fatal(err)
 	}
-	n := 0
 	for _, e := range ents {
 		samples, _ := filepath.Glob(filepath.Join(library, e.Name(), "samples", "*", "constraint.yaml"))
 		sort.Strings(samples)
 		if len(samples) == 0 {
 			continue
 		}
-		t, err := reader.ReadTemplate(s, fsys, strings.TrimPrefix(filepath.Join(library, e.Name(), "template.yaml"), "/"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.AddTemplate(context.Background(), t); err != nil {
-			b.Fatal(err)
-		}
-		con, err := reader.ReadConstraint(fsys, strings.TrimPrefix(samples[0], "/"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.AddConstraint(context.Background(), con); err != nil {
-			b.Fatal(err)
-		}
-		n++
+		f(func(c *constraintclient.Client) string {
+			t, err := reader.ReadTemplate(s, fsys, strings.TrimPrefix(filepath.Join(library, e.Name(), "template.yaml"), "/"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.AddTemplate(context.Background(), t); err != nil {
+				b.Fatal(err)
+			}
+			con, err := reader.ReadConstraint(fsys, strings.TrimPrefix(samples[0], "/"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.AddConstraint(context.Background(), con); err != nil {
+				b.Fatal(err)
+			}
+			return con.GetName()
+		})
 	}
-	return n
 }
 
 func BenchmarkGatekeeperPSP(b *testing.B) {
@@ -152,41 +166,10 @@ func BenchmarkGatekeeperPSPEach(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := runtime.NewScheme()
-	if err := apis.AddToScheme(s); err != nil {
-		b.Fatal(err)
-	}
-	fsys := os.DirFS("/")
-	ents, err := os.ReadDir(library)
-	if os.IsNotExist(err) {
-		b.Skipf("no Gatekeeper library at %s (MODWRIGHT_GATEKEEPER_LIBRARY_DIR)", library)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
 	au := target.AugmentedUnstructured{Object: *pods[0].DeepCopy(), Source: mutationtypes.SourceTypeOriginal}
-	for _, e := range ents {
-		samples, _ := filepath.Glob(filepath.Join(library, e.Name(), "samples", "*", "constraint.yaml"))
-		sort.Strings(samples)
-		if len(samples) == 0 {
-			continue
-		}
+	eachTemplate(b, func(add func(*constraintclient.Client) string) {
 		c := newClient(b, true)
-		t, err := reader.ReadTemplate(s, fsys, strings.TrimPrefix(filepath.Join(library, e.Name(), "template.yaml"), "/"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.AddTemplate(context.Background(), t); err != nil {
-			b.Fatal(err)
-		}
-		con, err := reader.ReadConstraint(fsys, strings.TrimPrefix(samples[0], "/"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.AddConstraint(context.Background(), con); err != nil {
-			b.Fatal(err)
-		}
-		b.Run(con.GetName(), func(b *testing.B) {
+		b.Run(add(c), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := c.Review(context.Background(), au, reviews.EnforcementPoint(util.GatorEnforcementPoint)); err != nil {
@@ -194,7 +177,7 @@ func BenchmarkGatekeeperPSPEach(b *testing.B) {
 				}
 			}
 		})
-	}
+	})
 }
 
 // BenchmarkGatekeeperConstraintsMemory: the same 1,000 constraints of the
