@@ -565,6 +565,14 @@ func (k *operator) contextReaders(ctx context.Context) error {
 		if err := mgr.Add(&cluster.GlobalsStatus{Globals: g, Client: dyn, Log: k.log.WithName("global-context-status")}); err != nil {
 			return err
 		}
+		if err := mgr.AddReadyzCheck("global-context", func(*http.Request) error {
+			if !g.Synced() {
+				return errors.New("the GlobalContextEntries have not been listed yet")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
 		k.readers.Globals = g
 	}
 	if slices.ContainsFunc(k.kreg.Kinds(), func(kd kinds.Kind) bool { _, ok := kd.(kinds.Syncing); return ok }) {

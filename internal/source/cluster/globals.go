@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -78,6 +79,9 @@ type Globals struct {
 	mu      sync.RWMutex
 	entries map[string]*gentry
 	gvr     schema.GroupVersionResource // the served GlobalContextEntry resource, once known
+	// synced: the entries are listed (their data may still be coming), or
+	// the API server serves no GlobalContextEntries (nothing to wait for).
+	synced atomic.Bool
 	// retry is how long a failed apiCall waits before its next attempt
 	// (a test shortens it).
 	retry time.Duration
@@ -87,6 +91,13 @@ var _ engine.GlobalContextReader = (*Globals)(nil)
 
 // NeedLeaderElection: every replica serves reads from its own copy.
 func (*Globals) NeedLeaderElection() bool { return false }
+
+// Synced reports whether the entries are listed (each entry's own data
+// may still be coming: a read of it is an error until then), or whether
+// the API server serves no GlobalContextEntries: the operator's readiness
+// waits for it, so that a policy does not read an entry as absent only
+// because it was not listed yet.
+func (g *Globals) Synced() bool { return g.synced.Load() }
 
 // GlobalContext reads an entry's data (projection "") or one of its
 // projections.
@@ -104,7 +115,7 @@ func (g *Globals) GlobalContext(_ context.Context, name, projection string) (any
 func (g *Globals) Start(ctx context.Context) error {
 	gvr, err := g.served(ctx)
 	if err != nil {
-		return err
+		return nil // stopped before the entries were served: nothing kept
 	}
 	g.mu.Lock()
 	g.entries = map[string]*gentry{}
@@ -128,6 +139,11 @@ func (g *Globals) Start(ctx context.Context) error {
 			}
 		},
 	})
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			g.synced.Store(true)
+		}
+	}()
 	inf.Run(ctx.Done())
 	g.mu.Lock()
 	for name, e := range g.entries {
@@ -147,6 +163,8 @@ func (g *Globals) served(ctx context.Context) (schema.GroupVersionResource, erro
 			return gvr, nil
 		}
 		if meta.IsNoMatchError(err) {
+			// No GlobalContextEntries served: readiness waits for none.
+			g.synced.Store(true)
 			meta.MaybeResetRESTMapper(g.Mapper)
 		}
 		g.Log.V(1).Info("GlobalContextEntries are not served yet", "error", err.Error())

@@ -95,6 +95,7 @@ func TestGlobals(t *testing.T) {
 			}
 		}
 	}
+	eventually("the entries are listed", g.Synced)
 	eventually("the entries are kept", func() bool {
 		_, err1 := read("teams", "names")
 		_, err2 := read("limits", "max")
@@ -232,4 +233,22 @@ func TestGlobalsCallFails(t *testing.T) {
 	wait("the answer once the call succeeds", func(v any, err error) bool {
 		return err == nil && cmp.Equal(v, map[string]any{"ok": true})
 	})
+}
+
+// TestGlobalsNotServed: without GlobalContextEntries served (a Kyverno
+// CRD set that has none), readiness waits for nothing.
+func TestGlobalsNotServed(t *testing.T) {
+	g := &Globals{Client: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Mapper: meta.NewDefaultRESTMapper(nil), Log: logr.Discard()}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- g.Start(ctx) }()
+	for deadline := time.Now().Add(5 * time.Second); !g.Synced(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not ready without GlobalContextEntries served")
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Start: %v", err)
+	}
 }
