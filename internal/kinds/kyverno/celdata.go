@@ -279,7 +279,7 @@ func (d *celData) GlobalContext(name, projection string) (any, error) {
 	if d.owner != "" {
 		return nil, fmt.Errorf("%w: a namespaced policy (%s) does not read global context entries: they hold data of the whole cluster", ErrOutsideNamespace, d.owner)
 	}
-	v, err := g.GlobalContext(d.h.Context(), name, projection)
+	v, err := readGlobal(d.h.Context(), g, name, projection)
 	if errors.Is(err, engine.ErrNoGlobalContextEntry) {
 		return nil, nil // as Kyverno: an entry not found is null
 	}

@@ -1,11 +1,13 @@
 package kyverno
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
 	"github.com/modwright/modwright/internal/lang/jmespath"
 	"github.com/modwright/modwright/internal/lang/subst"
 )
@@ -59,12 +61,12 @@ func (s *scope) globalRef(h *engine.Handle, e *globalRefEntry) (v any, read bool
 		return nil, false, err
 	}
 	entry, projection, _ := strings.Cut(name, ".")
-	v, err = g.GlobalContext(h.Context(), entry, projection)
+	v, err = readGlobal(h.Context(), g, entry, projection)
 	switch {
 	case errors.Is(err, engine.ErrNoReader):
 		return nil, false, nil
 	case errors.Is(err, engine.ErrNoGlobalContextEntry):
-		return nil, false, fmt.Errorf("failed to fetch entry key=%s", entry)
+		return nil, false, fmt.Errorf("failed to fetch entry key=%s", kyvernoreq.Truncate(entry, 100))
 	case err != nil:
 		return nil, false, err
 	}
@@ -88,4 +90,14 @@ func (s *scope) globalRef(h *engine.Handle, e *globalRefEntry) (v any, read bool
 		return nil, false, fmt.Errorf("failed to apply JMESPath %s for context entry: %w", src, err)
 	}
 	return jmespath.Result(out), true, nil
+}
+
+// readGlobal reads an entry through g. An entry or projection name longer
+// than an object's name (253 bytes) names no entry: a name an object gives
+// reaches no reader, error or log line unbounded.
+func readGlobal(ctx context.Context, g engine.GlobalContextReader, entry, projection string) (any, error) {
+	if len(entry) > maxPathPart || len(projection) > maxPathPart {
+		return nil, fmt.Errorf("%q: %w", kyvernoreq.Truncate(entry, 100), engine.ErrNoGlobalContextEntry)
+	}
+	return g.GlobalContext(ctx, entry, projection)
 }

@@ -101,6 +101,9 @@ spec:
 		{"registries", "registry.example.com", []string{"registries: pass", "reads: error: ", "namespaced-cel: error: ", "cluster-cel: pass"}},
 		{"registries", "docker.io", []string{"registries: fail: docker.io is not one of registry.example.com"}},
 		{"absent", "docker.io", []string{"registries: error: ", "failed to fetch entry key=absent"}},
+		// A name longer than an object's names no entry, and is not
+		// echoed whole.
+		{strings.Repeat("x", 300), "docker.io", []string{"registries: error: ", "failed to fetch entry key=" + strings.Repeat("x", 100)}},
 	} {
 		o := manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: team-a}, data: {entry: `+tc.entry+`, host: `+tc.host+`}}`)[0].Object
 		d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team-a", Object: o})
@@ -122,6 +125,9 @@ spec:
 			if !strings.Contains(all, w) {
 				t.Errorf("%s %s: want %q in\n%s", tc.entry, tc.host, w, all)
 			}
+		}
+		if len(tc.entry) > 253 && strings.Contains(all, strings.Repeat("x", 254)) {
+			t.Errorf("a long entry name echoed whole:\n%s", all)
 		}
 		if tc.host == "registry.example.com" && strings.Count(all, "they hold data of the whole cluster") != 2 {
 			t.Errorf("the namespaced policies' refusals:\n%s", all)
