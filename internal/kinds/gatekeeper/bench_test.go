@@ -88,7 +88,7 @@ func BenchmarkPSP(b *testing.B) {
 	}
 }
 
-func manifestsFile(b *testing.B, path string) []source.Document {
+func manifestsFile(b testing.TB, path string) []source.Document {
 	b.Helper()
 	docs, err := source.ReadPaths([]string{path}, nil)
 	if err != nil {
@@ -123,16 +123,26 @@ func withoutCEL(d *source.Document) error {
 }
 
 // BenchmarkConstraintsMemory compiles the library's required-labels
-// template with 1,000 constraints of its kind (each its own parameters)
-// and reports the heap they hold (heap-bytes/constraint), and the time to
-// compile them all.
+// template with constraints of its kind (each its own parameters) and
+// reports the heap they hold (heap-bytes/constraint), how many run their
+// Rego specialized, and the time to compile them all: "cel", the template
+// as written (its K8sNativeValidation code runs), 1,000 constraints;
+// "rego", its Rego (the code left out), 1,000 constraints (MaxSpecialized
+// of them specialized) and MaxSpecialized (all specialized).
 func BenchmarkConstraintsMemory(b *testing.B) {
 	dir := filepath.Join(testtool.ConformanceDir(b, "gatekeeper-library", "MODWRIGHT_GATEKEEPER_LIBRARY_DIR", "library"), "library", "general", "requiredlabels")
-	tmpl := manifestsFile(b, filepath.Join(dir, "template.yaml"))
-	const n = 1000
-	docs := append([]source.Document(nil), tmpl...)
-	for i := range n {
-		text := fmt.Sprintf(`apiVersion: constraints.gatekeeper.sh/v1beta1
+	for _, bc := range []struct {
+		name string
+		cel  bool
+		n    int
+	}{{"cel", true, 1000}, {"rego", false, 1000}, {"rego", false, gatekeeper.MaxSpecialized}} {
+		b.Run(fmt.Sprintf("%s/constraints=%d", bc.name, bc.n), func(b *testing.B) {
+			docs := manifestsFile(b, filepath.Join(dir, "template.yaml"))
+			if !bc.cel && withoutCEL(&docs[0]) != nil {
+				b.Fatal("cannot leave out the CEL")
+			}
+			for i := range bc.n {
+				text := fmt.Sprintf(`apiVersion: constraints.gatekeeper.sh/v1beta1
 kind: K8sRequiredLabels
 metadata: {name: labels-%d}
 spec:
@@ -143,25 +153,35 @@ spec:
     message: "namespaces need an owner (%d)"
     labels: [{key: owner, allowedRegex: "^[a-z]+-%d$"}]
 `, i, i, i)
-		d, err := source.ParseManifest(fmt.Sprintf("c%d.yaml", i), []byte(text))
-		if err != nil {
-			b.Fatal(err)
-		}
-		docs = append(docs, d...)
+				d, err := source.ParseManifest(fmt.Sprintf("c%d.yaml", i), []byte(text))
+				if err != nil {
+					b.Fatal(err)
+				}
+				docs = append(docs, d...)
+			}
+			b.ReportAllocs()
+			var perConstraint float64
+			specialized := 0
+			for b.Loop() {
+				before := heapInUse()
+				res := source.LoadRules(docs, kinds.NewRegistry(gatekeeper.NewKind()))
+				snap := engine.NewSnapshot(res.Rules)
+				if len(res.Errors) > 0 || len(res.Rules) != bc.n {
+					b.Fatalf("%d rules: %v", len(res.Rules), errors.Join(res.Errors...))
+				}
+				perConstraint = float64(heapInUse()-before) / float64(bc.n)
+				specialized = 0
+				for _, r := range res.Rules {
+					if r.(*gatekeeper.Constraint).Specialized() {
+						specialized++
+					}
+				}
+				runtime.KeepAlive(snap)
+			}
+			b.ReportMetric(perConstraint, "heap-bytes/constraint")
+			b.ReportMetric(float64(specialized), "specialized")
+		})
 	}
-	b.ReportAllocs()
-	var perConstraint float64
-	for b.Loop() {
-		before := heapInUse()
-		res := source.LoadRules(docs, kinds.NewRegistry(gatekeeper.NewKind()))
-		snap := engine.NewSnapshot(res.Rules)
-		if len(res.Errors) > 0 || len(res.Rules) != n {
-			b.Fatalf("%d rules: %v", len(res.Rules), errors.Join(res.Errors...))
-		}
-		perConstraint = float64(heapInUse()-before) / n
-		runtime.KeepAlive(snap)
-	}
-	b.ReportMetric(perConstraint, "heap-bytes/constraint")
 }
 
 func heapInUse() uint64 {

@@ -16,6 +16,9 @@
 // (match.go), evaluated with Gatekeeper's input (input.review,
 // input.parameters, data.inventory) and its violations turned into
 // denials, warnings or audit results by its enforcementAction (eval.go).
+// Its template's Rego is specialized for its parameters when it compiles
+// (specialize.go: OPA's partial evaluation, a bounded number of
+// constraints per template).
 //
 // The mutators (mutations.gatekeeper.sh: Assign, AssignMetadata,
 // ModifySet, AssignImage; mutate.go) are rules of the mutating phase: a

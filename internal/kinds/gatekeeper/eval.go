@@ -86,6 +86,9 @@ type Constraint struct {
 	params any // input.parameters ({} without parameters)
 	// paramsVal is params converted for Rego.
 	paramsVal rego.Value
+	// prog is the template's Rego specialized for params (rego's
+	// Specialize), or the template's own where that was not done.
+	prog *rego.Program
 	// celParams is variables.params (null without parameters).
 	celParams any
 	actions   actions
@@ -291,7 +294,7 @@ func (c *Constraint) violations(h *engine.Handle) ([]Violation, error) {
 		}
 		keys, vals = append(keys, inventoryRoot), append(vals, inv)
 	}
-	out, err := c.t.rego.EvalParts(h.Context(), keys, vals)
+	out, err := c.prog.EvalParts(h.Context(), keys, vals)
 	if err != nil {
 		if errors.Is(err, rego.ErrEvalTimeout) || errors.Is(err, rego.ErrEvalPanic) || h.Context().Err() != nil {
 			return nil, engine.InField("spec.targets[0].rego", err)
@@ -419,3 +422,7 @@ func layout(objs []map[string]any) map[string]any {
 	}
 	return map[string]any{"cluster": cluster, "namespace": namespaced}
 }
+
+// Specialized reports whether the constraint runs its template's Rego
+// specialized for its parameters (Kind.Compile).
+func (c *Constraint) Specialized() bool { return c.prog != nil && c.prog != c.t.rego }

@@ -26,6 +26,8 @@ type Kind struct {
 	// anyOperation: constraints review every operation, as gator verify
 	// does (no template's operations, no webhook's CREATE and UPDATE).
 	anyOperation bool
+	// general: constraints are not specialized (General).
+	general bool
 }
 
 // Option configures the adapter.
@@ -35,6 +37,11 @@ type Option func(*Kind)
 // reviews a suite's AdmissionReviews (a DELETE too); the webhook reviews
 // the template's operations, CREATE and UPDATE by default.
 func AnyOperation() Option { return func(k *Kind) { k.anyOperation = true } }
+
+// General: every constraint runs its template's Rego as compiled, not
+// specialized for its parameters (to compare the two, and where load time
+// or memory per constraint matter more than a review's time).
+func General() Option { return func(k *Kind) { k.general = true } }
 
 var (
 	_ kinds.Kind          = (*Kind)(nil)
@@ -77,7 +84,7 @@ func (k *Kind) Defines(m *kinds.Manifest) bool {
 // templates of one kind: the later one is an error.
 func (k *Kind) WithDefinitions(defs []*kinds.Manifest) (kinds.Kind, []error) {
 	errs := make([]error, len(defs))
-	nk := &Kind{templates: make(map[string]*Template, len(k.templates)+len(defs)), envs: k.envs, inv: k.inv, anyOperation: k.anyOperation}
+	nk := &Kind{templates: make(map[string]*Template, len(k.templates)+len(defs)), envs: k.envs, inv: k.inv, anyOperation: k.anyOperation, general: k.general}
 	for kd, t := range k.templates {
 		nk.templates[kd] = t
 	}
@@ -255,6 +262,10 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	}
 	if c.paramsVal, err = rego.ToValue(c.params); err != nil {
 		errf("spec.parameters", -1, "%v", err)
+	}
+	c.prog = t.rego
+	if !k.general {
+		t.specialize(c)
 	}
 	c.actions = compileActions(&con.Spec, errf)
 	if len(ce.Errors) > 0 {

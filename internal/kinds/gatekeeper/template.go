@@ -18,7 +18,9 @@ import (
 )
 
 // Template is a compiled ConstraintTemplate: its constraint kind, the CRD
-// its constraints are checked against, and its code. It is immutable.
+// its constraints are checked against, and its code. It is immutable but
+// for its budget of specialized constraints (spec), which is safe for
+// concurrent use.
 type Template struct {
 	name string // metadata.name
 	kind string // the constraint kind
@@ -39,6 +41,8 @@ type Template struct {
 	celCode *celCode
 	// err is why the template does not compile (a *rules.CompileError).
 	err error
+	// spec is how many of its constraints run their Rego specialized.
+	spec *specialization
 }
 
 // Name is the template's name, Kind its constraint kind.
@@ -68,7 +72,7 @@ func compileTemplate(m *kinds.Manifest, envs *cel.EnvCache) (*Template, error) {
 	if err := kinds.Decode(m, gkv1.KindTemplate, av, &ct); err != nil {
 		return nil, err
 	}
-	t := &Template{name: ct.Name, kind: ct.Spec.CRD.Spec.Names.Kind, uid: string(ct.UID), generation: ct.Generation}
+	t := &Template{name: ct.Name, kind: ct.Spec.CRD.Spec.Names.Kind, uid: string(ct.UID), generation: ct.Generation, spec: &specialization{}}
 	ce := &rules.CompileError{Kind: gkv1.KindTemplate, Rule: m.Key()}
 	errf := func(field string, pos int, format string, args ...any) {
 		ce.Errors = append(ce.Errors, rules.FieldError{Field: field, Pos: pos, Msg: fmt.Sprintf(format, args...)})

@@ -86,6 +86,13 @@ var noMetrics = metrics.NoOp()
 
 type Program struct {
 	entrypoint string
+	// binding is the query variable whose value is the result (a
+	// specialized program's query binds it); "" for the entrypoint's value.
+	binding string
+	// modules and lax are what Specialize compiles from (nil in a
+	// specialized program).
+	modules []*ast.Module
+	lax     bool
 	// eval is the prepared query's Eval (a test replaces it to reach the
 	// panic guard).
 	eval    func(ctx context.Context, opts ...oparego.EvalOption) (oparego.ResultSet, error)
@@ -116,6 +123,7 @@ type Options struct {
 // names the file and position.
 func CompileWith(ctx context.Context, o Options, modules ...Module) (*Program, error) {
 	opts := []func(*oparego.Rego){oparego.Query(o.Query), oparego.Capabilities(capabilities()), oparego.StrictBuiltinErrors(!o.LaxBuiltins)}
+	parsed := make([]*ast.Module, 0, len(modules))
 	for _, m := range modules {
 		// Parsed here, not by rego.New, which flattens parse errors to text.
 		v := ast.RegoV1
@@ -127,13 +135,14 @@ func CompileWith(ctx context.Context, o Options, modules ...Module) (*Program, e
 			return nil, compileErr(err)
 		}
 		opts = append(opts, oparego.ParsedModule(pm))
+		parsed = append(parsed, pm)
 	}
 	pq, err := oparego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
 		return nil, compileErr(err)
 	}
 	t, _ := ClampTimeout(o.Timeout)
-	return &Program{entrypoint: o.Query, eval: pq.Eval, timeout: t}, nil
+	return &Program{entrypoint: o.Query, eval: pq.Eval, timeout: t, modules: parsed, lax: o.LaxBuiltins}, nil
 }
 
 // Problem is one compile error: the module's File, the 1-based Row and
@@ -233,7 +242,12 @@ func (p *Program) eval1(ctx context.Context, in oparego.EvalOption) (out any, er
 		}
 		return nil, err
 	}
-	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+	switch {
+	case len(rs) == 0:
+		return nil, nil
+	case p.binding != "":
+		return rs[0].Bindings[p.binding], nil
+	case len(rs[0].Expressions) == 0:
 		return nil, nil
 	}
 	return rs[0].Expressions[0].Value, nil
