@@ -110,7 +110,7 @@ func TestBundleInSync(t *testing.T) {
 
 // crdFiles are the files of deploy/crds, each a CustomResourceDefinition.
 var crdFiles = []string{"api.kubemod.io_modrules.yaml", "kyverno.io_clusterpolicies.yaml", "kyverno.io_globalcontextentries.yaml", "kyverno.io_policies.yaml", "kyverno.io_policyexceptions.yaml",
-	"modwright.io_clustermodwrightpolicies.yaml", "modwright.io_clusterpolicies.yaml",
+	"modwright.io_clustermodwrightpolicies.yaml", "modwright.io_clusterpolicies.yaml", "modwright.io_generaterequests.yaml",
 	"modwright.io_modwrightpolicies.yaml", "modwright.io_policies.yaml",
 	"policies.kyverno.io_generatingpolicies.yaml", "policies.kyverno.io_mutatingpolicies.yaml",
 	"policies.kyverno.io_namespacedgeneratingpolicies.yaml", "policies.kyverno.io_namespacedmutatingpolicies.yaml",
@@ -173,7 +173,7 @@ func TestKustomize(t *testing.T) {
 	objs := objects(t, run(t, kustomize, "build", "deploy"))
 	want := append([]string{"CustomResourceDefinition modrules.api.kubemod.io", "CustomResourceDefinition policies.modwright.io",
 		"CustomResourceDefinition modwrightpolicies.modwright.io", "CustomResourceDefinition clustermodwrightpolicies.modwright.io",
-		"CustomResourceDefinition clusterpolicies.modwright.io", "CustomResourceDefinition overridepolicies.policy.kcloudlabs.io",
+		"CustomResourceDefinition clusterpolicies.modwright.io", "CustomResourceDefinition generaterequests.modwright.io", "CustomResourceDefinition overridepolicies.policy.kcloudlabs.io",
 		"CustomResourceDefinition clusteroverridepolicies.policy.kcloudlabs.io", "CustomResourceDefinition clustervalidatepolicies.policy.kcloudlabs.io",
 		"Namespace modwright-system"}, chartObjects...)
 	slices.Sort(want)

@@ -26,6 +26,12 @@ var PolicyCRD []byte
 //go:embed crds/modwright.io_clustermodwrightpolicies.yaml
 var ClusterPolicyCRD []byte
 
+// GenerateRequestCRD is the GenerateRequest CustomResourceDefinition
+// (YAML): the operator's record of generate work not done yet.
+//
+//go:embed crds/modwright.io_generaterequests.yaml
+var GenerateRequestCRD []byte
+
 // The CustomResourceDefinitions of the policy kinds' former names, Policy
 // and ClusterPolicy (YAML; their version is marked deprecated), installed
 // for one more release.
@@ -91,7 +97,7 @@ var (
 // CRDs returns every CustomResourceDefinition of deploy/crds (YAML each):
 // the rule kinds modwright serves, ModRule first, then the reports.
 func CRDs() [][]byte {
-	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, FormerPolicyCRD, FormerClusterPolicyCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD,
+	return [][]byte{CRD, PolicyCRD, ClusterPolicyCRD, FormerPolicyCRD, FormerClusterPolicyCRD, GenerateRequestCRD, OverridePolicyCRD, ClusterOverridePolicyCRD, ClusterValidatePolicyCRD,
 		KyvernoClusterPolicyCRD, KyvernoPolicyCRD, KyvernoPolicyExceptionCRD, KyvernoGlobalContextEntryCRD, KyvernoValidatingPolicyCRD, KyvernoNamespacedValidatingPolicyCRD,
 		KyvernoMutatingPolicyCRD, KyvernoNamespacedMutatingPolicyCRD, KyvernoGeneratingPolicyCRD, KyvernoNamespacedGeneratingPolicyCRD, KyvernoCELPolicyExceptionCRD,
 		PolicyReportCRD, ClusterPolicyReportCRD}

@@ -24,11 +24,12 @@ const (
 // fails.
 func TestGeneratedFiles(t *testing.T) {
 	crdtest.GeneratedFiles(t, "./api/v1alpha1", map[string][]string{
-		policyCRD:                  {"deploy/crds", "deploy/helm/modwright/crds"},
-		clusterPolicyCRD:           {"deploy/crds", "deploy/helm/modwright/crds"},
-		formerPolicyCRD:            {"deploy/crds", "deploy/helm/modwright/crds"},
-		formerClusterPolicyCRD:     {"deploy/crds", "deploy/helm/modwright/crds"},
-		"zz_generated.deepcopy.go": {"api/v1alpha1"},
+		policyCRD:                            {"deploy/crds", "deploy/helm/modwright/crds"},
+		clusterPolicyCRD:                     {"deploy/crds", "deploy/helm/modwright/crds"},
+		formerPolicyCRD:                      {"deploy/crds", "deploy/helm/modwright/crds"},
+		formerClusterPolicyCRD:               {"deploy/crds", "deploy/helm/modwright/crds"},
+		"modwright.io_generaterequests.yaml": {"deploy/crds", "deploy/helm/modwright/crds"},
+		"zz_generated.deepcopy.go":           {"api/v1alpha1"},
 	})
 }
 

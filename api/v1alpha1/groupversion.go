@@ -24,7 +24,7 @@ var GroupVersion = schema.GroupVersion{Group: Group, Version: Version}
 // AddToScheme registers the policy kinds and their lists with a scheme.
 func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &ModwrightPolicy{}, &ModwrightPolicyList{}, &ClusterModwrightPolicy{}, &ClusterModwrightPolicyList{},
-		&Policy{}, &PolicyList{}, &ClusterPolicy{}, &ClusterPolicyList{})
+		&Policy{}, &PolicyList{}, &ClusterPolicy{}, &ClusterPolicyList{}, &GenerateRequest{}, &GenerateRequestList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

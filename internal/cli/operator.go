@@ -92,13 +92,16 @@ type operatorOptions struct {
 	kyvernoCEL bool
 	// generateResources are the resources whose generated objects are
 	// watched, to keep synchronized ones as their rules make them.
-	generateResources  []string
-	gatekeeper         bool
-	kinitirasPaths     bool
-	kinitirasHosts     []string
-	kinitirasHTTPTime  time.Duration
-	kinitirasHTTPBytes int64
-	kinitirasHTTPTTL   time.Duration
+	generateResources []string
+	// generateRecoverAfter: the age of a record of generate work at which
+	// the leader takes it up.
+	generateRecoverAfter time.Duration
+	gatekeeper           bool
+	kinitirasPaths       bool
+	kinitirasHosts       []string
+	kinitirasHTTPTime    time.Duration
+	kinitirasHTTPBytes   int64
+	kinitirasHTTPTTL     time.Duration
 	// Image data (Kyverno's image.GetMetadata) from registries.
 	imageRegistries []string
 	imageTimeout    time.Duration
@@ -154,6 +157,7 @@ func addOperatorFlags(f interface {
 	f.BoolVar(&o.kyverno, "kyverno", false, "serve Kyverno's ClusterPolicy and Policy (kyverno.io/v1; their CRDs must be installed, Kyverno's or the chart's; the operator waits for them)")
 	f.BoolVar(&o.kyvernoCEL, "kyverno-cel", false, "serve Kyverno's CEL policies: ValidatingPolicy, MutatingPolicy and their Namespaced variants (policies.kyverno.io/v1; their CRDs must be installed, Kyverno's or the chart's; the operator waits for them)")
 	f.BoolVar(&o.gatekeeper, "gatekeeper", false, "serve Gatekeeper's policies: ConstraintTemplates (templates.gatekeeper.sh; the operator installs each template's constraint CRD and writes the template's status) with their constraints, and the mutators (mutations.gatekeeper.sh Assign, AssignMetadata, ModifySet, AssignImage); the templates' and mutators' CRDs must be installed, Gatekeeper's; the operator waits for them")
+	f.DurationVar(&o.generateRecoverAfter, "generate-recover-after", generator.DefaultStaleAfter, "age at which the leader takes up the record of generate work (a GenerateRequest in --namespace) that the replica which queued it did not finish: it stopped")
 	f.StringArrayVar(&o.generateResources, "generate-resource", nil, "a resource (VERSION/RESOURCE for the core group, GROUP/VERSION/RESOURCE) whose objects generate rules synchronize: watched, so that one deleted or changed is made again as its rule says (repeatable; the operator needs get, list, watch, create, update, patch, delete on it, as for every resource generate rules write)")
 	f.StringArrayVar(&o.kyvernoExceptionNS, "kyverno-exception-namespace", nil, "namespace whose Kyverno PolicyExceptions (kyverno.io/v2; policies.kyverno.io/v1 for the CEL policies) the policies honour (repeatable; none by default: as Kyverno's --exceptionNamespace, an exception lets objects through, so only namespaces its authors are trusted with)")
 	f.BoolVar(&o.kinitiras, "kinitiras", true, "serve kinitiras' OverridePolicy, ClusterOverridePolicy and ClusterValidatePolicy (their CRDs must be installed; the operator waits for them)")
@@ -267,9 +271,17 @@ func (k *operator) generator(context.Context) error {
 	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 	}
+	replica, _ := os.Hostname() // the pod's name
 	k.gen = generator.NewGenerator(generator.Options{Client: dyn, Mapper: k.mgr.GetRESTMapper(), Watch: watch, Snapshots: k.store, Readers: k.readers,
-		Log: k.log.WithName("generate"), Metrics: generator.NewMetrics(lenientRegisterer{ctrlmetrics.Registry})})
+		Log: k.log.WithName("generate"), Metrics: generator.NewMetrics(lenientRegisterer{ctrlmetrics.Registry}),
+		RecordNamespace: k.op.namespace, Replica: replica})
 	if err := k.mgr.Add(k.gen); err != nil {
+		return err
+	}
+	// The work a stopped replica had queued: the leader takes up its
+	// stale records.
+	after := max(k.op.generateRecoverAfter, time.Second)
+	if err := k.mgr.Add(&generator.Recover{Generator: k.gen, Log: k.log.WithName("generate-recover"), StaleAfter: after, Every: min(generator.DefaultRecoverEvery, after)}); err != nil {
 		return err
 	}
 	// generateExisting, mutateExistingOnPolicyUpdate: the leader

@@ -34,6 +34,12 @@
 // orphanDownstreamOnPolicyDelete) once the API server confirms the rule's
 // object is gone.
 //
+// Each queued task is recorded (records.go: a GenerateRequest in the
+// operator's namespace, written by a queue of its own and deleted when
+// the task is done or given up); Recover, on the leader, takes up the
+// records older than a few minutes, the work of a replica that stopped,
+// by evaluating their triggers again.
+//
 // It must not know rule kinds, languages or the command line (internal/cli
 // wires it).
 package generator

@@ -73,6 +73,12 @@ type Options struct {
 	Workers      int
 	TriggerDelay time.Duration
 	Timeout      time.Duration
+	// RecordNamespace, when set, is where each queued task is recorded
+	// (a GenerateRequest, deleted when the task is done) so that the
+	// leader takes up the work of a replica that stopped (Recover);
+	// Replica names this replica in the records.
+	RecordNamespace string
+	Replica         string
 }
 
 // Generator creates, synchronizes and deletes generated objects.
@@ -82,6 +88,8 @@ type Generator struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 	mu    sync.Mutex
 	tasks map[string]*task // by queue key: the latest task for an object
+	// records: nil without Options.RecordNamespace.
+	records *records
 }
 
 // NewGenerator returns a Generator; Start runs it.
@@ -104,8 +112,12 @@ func NewGenerator(o Options) *Generator {
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second)
 	readers := o.Readers
 	readers.NoTrace = true
-	return &Generator{o: o, eng: engine.New(readers), tasks: map[string]*task{},
+	g := &Generator{o: o, eng: engine.New(readers), tasks: map[string]*task{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "generate"})}
+	if o.RecordNamespace != "" {
+		g.records = newRecords(o.RecordNamespace, o.Replica)
+	}
+	return g
 }
 
 // action is what a task does.
@@ -219,6 +231,9 @@ func (g *Generator) add(t *task, delayed bool) {
 	}
 	g.tasks[key] = t
 	g.mu.Unlock()
+	if !queued && g.records != nil && !g.records.off.Load() {
+		g.records.queue.Add(key)
+	}
 	if delayed {
 		g.queue.AddAfter(key, g.o.TriggerDelay)
 	} else {
@@ -229,6 +244,9 @@ func (g *Generator) add(t *task, delayed bool) {
 // Start runs the workers and the watches until ctx ends.
 func (g *Generator) Start(ctx context.Context) error {
 	defer g.queue.ShutDown()
+	if g.records != nil {
+		defer g.records.queue.ShutDown()
+	}
 	if len(g.o.Watch) > 0 {
 		sel := LabelGenerated + "=true"
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(g.o.Client, 0, metav1.NamespaceAll, func(o *metav1.ListOptions) { o.LabelSelector = sel })
@@ -244,6 +262,14 @@ func (g *Generator) Start(ctx context.Context) error {
 		defer f.Shutdown()
 	}
 	var wg sync.WaitGroup
+	if g.records != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g.recordNext(ctx) {
+			}
+		}()
+	}
 	for range g.o.Workers {
 		wg.Add(1)
 		go func() {
@@ -254,6 +280,9 @@ func (g *Generator) Start(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	g.queue.ShutDown()
+	if g.records != nil {
+		g.records.queue.ShutDown()
+	}
 	wg.Wait()
 	return nil
 }
@@ -320,23 +349,13 @@ func (g *Generator) next(ctx context.Context) bool {
 	err := g.run(ctx, t)
 	switch {
 	case err == nil || errors.Is(err, errGiveUp):
-		g.mu.Lock()
-		if g.tasks[key] == t {
-			delete(g.tasks, key)
-		}
-		g.mu.Unlock()
-		g.queue.Forget(key)
+		g.finish(ctx, key, t)
 		if err != nil {
 			g.o.Metrics.count("failed")
 			g.o.Log.Error(err, "generate task abandoned", "object", refOf(t.obj).String(), "action", t.action, "rule", t.rule)
 		}
 	case g.queue.NumRequeues(key) >= g.o.Retries:
-		g.mu.Lock()
-		if g.tasks[key] == t {
-			delete(g.tasks, key)
-		}
-		g.mu.Unlock()
-		g.queue.Forget(key)
+		g.finish(ctx, key, t)
 		g.o.Metrics.count("failed")
 		g.o.Log.Error(err, "generate task failed; giving up", "object", refOf(t.obj).String(), "action", t.action, "rule", t.rule, "attempts", g.o.Retries)
 	default:
@@ -344,6 +363,21 @@ func (g *Generator) next(ctx context.Context) bool {
 		g.queue.AddRateLimited(key)
 	}
 	return true
+}
+
+// finish ends a task: done, or given up. Its record goes, unless a newer
+// task for the object was queued meanwhile.
+func (g *Generator) finish(ctx context.Context, key string, t *task) {
+	g.mu.Lock()
+	last := g.tasks[key] == t
+	if last {
+		delete(g.tasks, key)
+	}
+	g.mu.Unlock()
+	g.queue.Forget(key)
+	if last {
+		g.unrecord(ctx, key)
+	}
 }
 
 // errGiveUp is in the chain of an error no retry mends.

@@ -45,7 +45,7 @@ func object(apiVersion, kind, ns, name, uid string) *unstructured.Unstructured {
 
 func newFake(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList", namespaces: "NamespaceList"}, objs...)
+		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList", namespaces: "NamespaceList", GenerateRequests: "GenerateRequestList"}, objs...)
 }
 
 func generated(name string, sync bool) engine.Generated {

@@ -12,7 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/modwright/modwright/internal/generator"
 )
 
 // kyvernoGenerateRules are what the chart grants with its default
@@ -21,12 +24,16 @@ var kyvernoGenerateRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"configmaps", "resourcequotas", "limitranges"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	// The records of generate work (the chart's Role, in its namespace).
+	{APIGroups: []string{"modwright.io"}, Resources: []string{"generaterequests"}, Verbs: []string{"get", "list", "create", "delete"}},
 }
 
 // TestKyvernoGenerate runs Kyverno's generate rules on the real API
 // server: a synchronized object is created once its trigger is stored,
 // made again after it is deleted or changed, and deleted with its
-// trigger; a clone copies its source once; a dry run generates nothing.
+// trigger; a clone copies its source once; a dry run generates nothing;
+// the recorded work of a replica that stopped is taken up by the leader,
+// and no record outlives its work.
 func TestKyvernoGenerate(t *testing.T) {
 	cl := startCluster(t, true)
 	cl.installCRDs(t)
@@ -35,7 +42,8 @@ func TestKyvernoGenerate(t *testing.T) {
 	grant(t, c, "modwright-kyverno", kyvernoRules...)
 	grant(t, c, "modwright-kyverno-cel", kyvernoCELRules...)
 	grant(t, c, "modwright-generate", kyvernoGenerateRules...)
-	a := cl.startOperator(t, "a", "--kyverno", "--kyverno-cel", "--generate-resource", "v1/resourcequotas", "--generate-resource", "v1/configmaps")
+	a := cl.startOperator(t, "a", "--kyverno", "--kyverno-cel", "--generate-resource", "v1/resourcequotas", "--generate-resource", "v1/configmaps",
+		"--generate-recover-after", "2s")
 	a.waitReady(t)
 	cl.lb.add(a.webhook)
 	create(t, c, &corev1.Namespace{ObjectMeta: metaName("gen-source")})
@@ -133,6 +141,33 @@ spec:
 			}
 			if cm.Data["tier"] != "gold" {
 				return fmt.Errorf("data %v", cm.Data)
+			}
+			return nil
+		}, logs)
+	})
+	t.Run("the recorded work of a stopped replica is taken up", func(t *testing.T) {
+		// The clone is not synchronized: deleted, it stays deleted, until
+		// a record of a replica that stopped before making it is found.
+		key := client.ObjectKey{Namespace: "gen-a", Name: "defaults"}
+		if err := c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}); err != nil {
+			t.Fatal(err)
+		}
+		rec := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "modwright.io/v1alpha1", "kind": "GenerateRequest",
+			"metadata": map[string]any{"name": generator.RecordName("create", "v1", "ConfigMap", "gen-a", "defaults"), "namespace": operatorNS},
+			"spec": map[string]any{"action": "create", "rule": "ClusterPolicy team-defaults rule defaults", "replica": "stopped-pod",
+				"object":  map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "gen-a", "name": "defaults"},
+				"trigger": map[string]any{"apiVersion": "v1", "kind": "Namespace", "name": "gen-a"}}}}
+		create(t, c, rec)
+		eventually(t, 30*time.Second, func() error {
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, key, cm); err != nil {
+				return err
+			}
+			if cm.Data["tier"] != "gold" {
+				return fmt.Errorf("data %v", cm.Data)
+			}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(rec), rec.DeepCopy()); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("the record is still there (%v)", err)
 			}
 			return nil
 		}, logs)
@@ -301,5 +336,19 @@ spec:
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "gen-a", Name: "dry-copy"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 			t.Errorf("a dry run's object: %v", err)
 		}
+	})
+	t.Run("no record outlives its work", func(t *testing.T) {
+		eventually(t, 30*time.Second, func() error {
+			l := &unstructured.UnstructuredList{}
+			l.SetAPIVersion("modwright.io/v1alpha1")
+			l.SetKind("GenerateRequestList")
+			if err := c.List(ctx, l, client.InNamespace(operatorNS)); err != nil {
+				return err
+			}
+			if len(l.Items) > 0 {
+				return fmt.Errorf("%d records left, the first %v", len(l.Items), l.Items[0].Object["spec"])
+			}
+			return nil
+		}, logs)
 	})
 }
