@@ -56,8 +56,10 @@ spec:
             =(team): "?*"
             team: "?*"
 `)
+	// Written in Kyverno's deprecated v2beta1: served too, and read
+	// through v1.
 	audit := kinitirasPolicy(t, `
-apiVersion: kyverno.io/v1
+apiVersion: kyverno.io/v2beta1
 kind: ClusterPolicy
 metadata:
   name: no-latest
@@ -183,7 +185,7 @@ spec:
 	t.Run("a PolicyException of a trusted namespace lets a named Pod through", func(t *testing.T) {
 		exception := func(ns, names string) client.Object {
 			return kinitirasPolicy(t, `
-apiVersion: kyverno.io/v2
+apiVersion: kyverno.io/v2beta1
 kind: PolicyException
 metadata:
   name: legacy

@@ -14,6 +14,7 @@ const KindPolicyException = "PolicyException"
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,shortName=polex,categories=kyverno;modwright
+// +kubebuilder:storageversion
 type PolicyException struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
