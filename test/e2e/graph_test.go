@@ -66,7 +66,8 @@ func graphEdges(metrics, path string) ([]string, error) {
 // examples/graph-protect's ModRules refuse deleting a Secret a Pod uses; a
 // CRD installed after the start gets its informer and its rule pack's
 // edges within seconds, with no restart; the graph's read endpoint answers
-// on the metrics port; a deleted CRD's edges are kept.
+// on the metrics port; a deleted Pod's edges go; a deleted CRD's edges are
+// kept.
 func TestGraph(t *testing.T) {
 	cl := startCluster(t, true)
 	cl.installCRDs(t)
@@ -150,6 +151,21 @@ func TestGraph(t *testing.T) {
 		if err := c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "free"}}); err != nil {
 			t.Errorf("deleting an unused Secret: %v", err)
 		}
+	})
+
+	t.Run("a Pod deleted takes its edges with it", func(t *testing.T) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-2"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "app", Image: "nginx", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cache"}}}},
+		}}}}
+		create(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cache"}})
+		create(t, c, pod)
+		denied(t, "cache", "this Secret is in use by Pod web-2")
+		if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, func() error {
+			return c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cache"}}, client.DryRunAll)
+		}, func() string { return a.log.tail(20) })
 	})
 
 	t.Run("a CRD installed after the start gets its informer and edges", func(t *testing.T) {

@@ -13,7 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -84,6 +86,49 @@ type GraphSource struct {
 	synced  map[string]cache.InformerSynced
 	crds    map[string]*crdWatch // by CRD name
 	started bool
+}
+
+// ListPageSize is how many objects one page of an informer's list holds.
+const ListPageSize = 500
+
+// IdentityListWatch lists and watches a resource for an informer that
+// stores objects' identities only (*metav1.PartialObjectMetadata): the
+// list is read page by page (ListPageSize objects, a consistent read) and
+// each object handed to take, whose identity is kept, before the next
+// page is read, so that no more than one page of whole objects is held at
+// once. client-go's reflector, when it lists (the API server does not
+// stream the initial objects), gathers the whole list before its
+// transform runs: 16,000 Pods of 3 KB are then about a gigabyte at once.
+// An informer of it may still stream, as the reflector asks: its
+// transform then sees each object as it comes.
+func IdentityListWatch(ri dynamic.ResourceInterface, take func(*unstructured.Unstructured) *metav1.PartialObjectMetadata) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			// From etcd, in pages: the watch cache's answer to
+			// resourceVersion 0 is the whole list in one response.
+			opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit, opts.Continue = "", "", ListPageSize, ""
+			out := &metav1.PartialObjectMetadataList{}
+			for {
+				page, err := ri.List(ctx, opts)
+				if err != nil {
+					return nil, err
+				}
+				if out.ResourceVersion == "" {
+					// Every page of a list is of its first page's version.
+					out.ResourceVersion = page.GetResourceVersion()
+				}
+				for i := range page.Items {
+					out.Items = append(out.Items, *take(&page.Items[i]))
+				}
+				if opts.Continue = page.GetContinue(); opts.Continue == "" {
+					return out, nil
+				}
+			}
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return ri.Watch(ctx, opts)
+		},
+	}
 }
 
 // crdWatch is the informer of one CRD's kind.
@@ -196,30 +241,44 @@ func (s *GraphSource) Synced() bool {
 // run starts an informer of gvr feeding the graph, known as key; it
 // stops with ctx. keep, when set, says whether a deletion is to be ignored
 // (the object's edges kept).
+//
+// The graph keeps what it reads of each object (its identity, labels,
+// owners and edges), so the informer's store keeps only each object's
+// identity (*metav1.PartialObjectMetadata): each object reaches the graph
+// once as it arrives, slimmed, in order: a listed one as its page is read
+// (IdentityListWatch), a streamed or watched one in the informer's
+// transform (an identity handed again on a resync or relist is left as
+// it is). A deletion reaches the handler with that identity. The store
+// then holds about 200 bytes an object instead of the slimmed object the
+// graph holds anyway, and an initial list one page of whole objects.
 func (s *GraphSource) run(ctx context.Context, key string, gvr schema.GroupVersionResource, kind string, keep func() bool) {
-	inf := dynamicinformer.NewFilteredDynamicInformer(s.Client, gvr, "", s.Resync, cache.Indexers{}, nil).Informer()
 	whole := s.Packs != nil && len(s.Packs.Route(gvr.Group, kind)) > 0
-	_ = inf.SetTransform(func(o any) (any, error) {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			return o, nil
-		}
+	take := func(u *unstructured.Unstructured) *metav1.PartialObjectMetadata {
+		obj := u.Object
 		if whole {
 			// A pack reads any field: keep all but managedFields.
 			u.SetManagedFields(nil)
-			return u, nil
+		} else {
+			obj = graph.Slim(obj)
 		}
-		return &unstructured.Unstructured{Object: graph.Slim(u.Object)}, nil
+		s.g.Upsert(obj)
+		return identityOf(u)
+	}
+	inf := cache.NewSharedIndexInformer(IdentityListWatch(s.Client.Resource(gvr), take), &unstructured.Unstructured{}, s.Resync, cache.Indexers{})
+	_ = inf.SetTransform(func(o any) (any, error) {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			return take(u), nil
+		}
+		return o, nil // an identity
 	})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { s.upsert(o) },
-		UpdateFunc: func(_, o any) { s.upsert(o) },
+		// Adds and updates reached the graph as they came.
 		DeleteFunc: func(o any) {
 			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 				o = d.Obj
 			}
-			if u, ok := o.(*unstructured.Unstructured); ok && (keep == nil || !keep()) {
-				s.g.Delete(graph.RefOf(u.Object))
+			if m, ok := o.(*metav1.PartialObjectMetadata); ok && (keep == nil || !keep()) {
+				s.g.Delete(graph.Ref{Kind: m.Kind, Namespace: m.Namespace, Name: m.Name})
 			}
 		},
 	})
@@ -230,10 +289,10 @@ func (s *GraphSource) run(ctx context.Context, key string, gvr schema.GroupVersi
 	go inf.Run(ctx.Done())
 }
 
-func (s *GraphSource) upsert(o any) {
-	if u, ok := o.(*unstructured.Unstructured); ok {
-		s.g.Upsert(u.Object)
-	}
+// identityOf is what an informer of the graph stores of an object.
+func identityOf(u *unstructured.Unstructured) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
+		ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}}
 }
 
 // watchCRDs starts and stops the informers of the custom resources packs
