@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -586,3 +587,39 @@ func (p paramInformer) Lister() cache.GenericLister         { return cache.NewGe
 type synced struct{ cache.SharedIndexInformer }
 
 func (synced) HasSynced() bool { return true }
+
+// Resources are the group and resource names the set's validating
+// policies can match (their matchConstraints' resourceRules; a binding
+// only narrows them); all: one names every group or resource ("*").
+// Subresources are left out: only objects are audited.
+func (s *Set) Resources() (grs []schema.GroupResource, all bool) {
+	if s == nil {
+		return nil, false
+	}
+	seen := map[schema.GroupResource]bool{}
+	for _, p := range s.policies {
+		mc := p.p.Spec.MatchConstraints
+		if mc == nil {
+			return nil, true
+		}
+		for _, r := range mc.ResourceRules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					if g == "*" || res == "*" || strings.HasPrefix(res, "*/") {
+						return nil, true
+					}
+					if strings.Contains(res, "/") {
+						continue
+					}
+					gr := schema.GroupResource{Group: g, Resource: res}
+					if !seen[gr] {
+						seen[gr] = true
+						grs = append(grs, gr)
+					}
+				}
+			}
+		}
+	}
+	slices.SortFunc(grs, func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
+	return grs, false
+}

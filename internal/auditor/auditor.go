@@ -78,6 +78,10 @@ type Options struct {
 	Client    dynamic.Interface
 	Discovery discovery.DiscoveryInterface
 	Store     Store
+	// Policies, when set, audits each scanned object besides the
+	// snapshot's rules (Kubernetes' admission policies), and the
+	// resources they can match are scanned too.
+	Policies *audit.AdmissionPolicies
 	// Violations records each validating rule's count of fail results
 	// after a scan; nil: not recorded.
 	Violations Violations
@@ -460,7 +464,7 @@ func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, fn f
 			if err != nil {
 				return n, requests, rv, err
 			}
-			fn(results)
+			fn(append(results, a.o.Policies.Check(ctx, obj.Object, obj.GetNamespace())...))
 			n++
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
@@ -492,7 +496,9 @@ func (a *Auditor) resources(snap *engine.Snapshot) ([]resource, error) {
 			kinds[k] = true
 		}
 	}
-	if !all && len(kinds) == 0 {
+	grs, allPolicies := a.o.Policies.Resources()
+	all = all || allPolicies
+	if !all && len(kinds) == 0 && len(grs) == 0 {
 		return nil, nil
 	}
 	lists, err := discovery.ServerPreferredResources(a.o.Discovery)
@@ -510,7 +516,8 @@ func (a *Auditor) resources(snap *engine.Snapshot) ([]resource, error) {
 			continue
 		}
 		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || (!all && !kinds[r.Kind]) ||
+			matched := all || kinds[r.Kind] || slices.Contains(grs, schema.GroupResource{Group: gv.Group, Resource: r.Name})
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !matched ||
 				slices.Contains(skipped, schema.GroupResource{Group: gv.Group, Resource: r.Name}) {
 				continue
 			}

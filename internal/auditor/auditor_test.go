@@ -22,6 +22,8 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/modwright/modwright/internal/admissionpolicy"
+	"github.com/modwright/modwright/internal/audit"
 	"github.com/modwright/modwright/internal/auditor"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
@@ -171,6 +173,62 @@ func TestScan(t *testing.T) {
 	}
 	if got := summaries(t, dyn); len(got) != 0 {
 		t.Errorf("reports left without rules: %v", got)
+	}
+}
+
+// TestWalkAdmissionPolicies: Kubernetes' admission policies audit the
+// objects of the resources their match names (no rule of the snapshot
+// needs them listed), each object once; the others are not listed.
+func TestWalkAdmissionPolicies(t *testing.T) {
+	cm := func(name string, data map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": "a"}, "data": data}}
+	}
+	dyn, disc := fakeClients(cm("small", map[string]any{"k": "v"}), cm("empty", nil), pod("a", "p", nil))
+	set := admissionpolicy.NewSet()
+	docs, err := source.ParseManifest("vap.yaml", []byte(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: data-required}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - {expression: "has(object.data)", message: data is required}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: data-required}
+spec: {policyName: data-required, validationActions: [Deny]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if err := set.Add(d.Object); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vaps, err := audit.NewAdmissionPolicies(set, nil, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	w, err := auditor.New(auditor.Options{Client: dyn, Discovery: disc, Policies: vaps, Log: logr.Discard()}).Walk(context.Background(), engine.NewSnapshot(nil), func(rs []audit.Result) {
+		for _, r := range rs {
+			got = append(got, fmt.Sprintf("%s %s %s: %s", r.Policy, r.Result, r.Resource, r.Message))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{`data-required fail ConfigMap a/empty: configmaps "empty" is forbidden: ValidatingAdmissionPolicy 'data-required' with binding 'data-required' denied request: data is required`}, got); d != "" || w.Objects != 2 {
+		t.Errorf("%d objects; results (-want +got):\n%s", w.Objects, d)
+	}
+	for _, act := range dyn.Actions() {
+		if act.GetResource().Resource == "pods" {
+			t.Error("listed pods, which no policy matches")
+		}
 	}
 }
 

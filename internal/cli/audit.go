@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
@@ -20,8 +22,6 @@ import (
 	"github.com/modwright/modwright/internal/audit"
 	"github.com/modwright/modwright/internal/auditor"
 	"github.com/modwright/modwright/internal/engine"
-	"github.com/modwright/modwright/internal/kinds"
-	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 )
 
@@ -128,7 +128,7 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
-	vaps, err := newVAPAudit(policies, resolver, o.namespace)
+	vaps, err := audit.NewAdmissionPolicies(policies, contextObjects(resolver), o.namespace)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
@@ -145,10 +145,7 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 	var objects int
 	var unlisted []string
 	if o.kubeconfig != "" {
-		if vaps != nil {
-			fmt.Fprintln(s.Err, "warning: Kubernetes' admission policies in --rules are audited on -f objects only, not with --kubeconfig yet")
-		}
-		objects, unlisted, err = auditCluster(ctx, o, s, snap, engineOptions(resolver, nil), add)
+		objects, unlisted, err = auditCluster(ctx, o, s, snap, engineOptions(resolver, nil), policies, contextObjects(resolver), add)
 	} else {
 		objects, err = auditFiles(ctx, o, s, audit.NewScanner(snap, engineOptions(resolver, nil)), vaps, add)
 	}
@@ -160,7 +157,7 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 		return &ExitError{Code: 2, Err: err}
 	}
 	if !o.quiet {
-		fmt.Fprintln(s.Err, auditSummary(objects, snap.Len()+vaps.len(), sum, o.output != "policyreport", o.all))
+		fmt.Fprintln(s.Err, auditSummary(objects, snap.Len()+vaps.Len(), sum, o.output != "policyreport", o.all))
 	}
 	if len(unlisted) > 0 {
 		return &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: could not list %s (their objects are not audited)", strings.Join(unlisted, ", "))}
@@ -173,7 +170,7 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 
 // auditFiles scans the objects of -f (with vaps: Kubernetes'
 // admission policies in --rules too).
-func auditFiles(ctx context.Context, o *auditOptions, s Streams, scanner *audit.Scanner, vaps *vapAudit, add func([]audit.Result)) (int, error) {
+func auditFiles(ctx context.Context, o *auditOptions, s Streams, scanner *audit.Scanner, vaps *audit.AdmissionPolicies, add func([]audit.Result)) (int, error) {
 	objs, err := source.ReadPaths(o.files, s.In)
 	if err != nil {
 		return 0, &ExitError{Code: 2, Err: err}
@@ -188,17 +185,19 @@ func auditFiles(ctx context.Context, o *auditOptions, s Streams, scanner *audit.
 			return 0, evaluationError(&objs[i], err)
 		}
 		add(res)
-		add(vaps.check(ctx, a.obj, a.ns))
+		add(vaps.Check(ctx, a.obj, a.ns))
 		prog.step(i + 1)
 	}
 	return len(objs), nil
 }
 
 // auditCluster scans the objects of a live cluster, read only: every
-// object of the kinds the rules can match, listed page by page; the
+// object of the kinds the rules and Kubernetes' admission policies in
+// policies can match, listed page by page (the policies read the
+// cluster's Namespaces, listed first, and the params among objects); the
 // resources the credentials may not list are returned (their objects are
 // not audited: the run exits 2 after its results).
-func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.Snapshot, readers engine.Options, add func([]audit.Result)) (int, []string, error) {
+func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.Snapshot, readers engine.Options, policies *admissionpolicy.Set, objects []map[string]any, add func([]audit.Result)) (int, []string, error) {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return 0, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
@@ -212,85 +211,46 @@ func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.
 	if err != nil {
 		return 0, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
 	}
+	var vaps *audit.AdmissionPolicies
+	if names, _ := policies.ValidatingPolicies(); len(names) > 0 {
+		nss, err := listAll(ctx, dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}), maxAuditNamespaces)
+		if err != nil {
+			return 0, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: the admission policies' namespaces: %w", err)}
+		}
+		if vaps, err = audit.NewAdmissionPolicies(policies, append(nss, objects...), o.namespace); err != nil {
+			return 0, nil, &ExitError{Code: 2, Err: err}
+		}
+	}
 	log := logr.FromSlogHandler(slog.NewTextHandler(s.Err, nil))
-	w, err := auditor.New(auditor.Options{Client: dyn, Discovery: disc, Readers: readers, Log: log}).Walk(ctx, snap, add)
+	w, err := auditor.New(auditor.Options{Client: dyn, Discovery: disc, Readers: readers, Policies: vaps, Log: log}).Walk(ctx, snap, add)
 	if err != nil {
 		return w.Objects, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
 	}
 	return w.Objects, w.Unlisted, nil
 }
 
-// vapAudit audits objects against Kubernetes' ValidatingAdmissionPolicies
-// (which the API server never audits), each policy alone with its
-// bindings, as the API server would admit a CREATE of the object: a
-// denial, a warning (the Warn action) or a validation_failure audit
-// annotation (the Audit action) is a fail. A policy that admits says
-// nothing (whether it matched is not known).
-type vapAudit struct {
-	names   []string
-	sets    []*admissionpolicy.Set
-	objects []map[string]any
-	defNS   string
-}
+// maxAuditNamespaces bounds the Namespaces the admission policies read.
+const maxAuditNamespaces = 100000
 
-func newVAPAudit(policies *admissionpolicy.Set, resolver engine.ObjectReader, defaultNS string) (*vapAudit, error) {
-	names, sets := policies.ValidatingPolicies()
-	if len(names) == 0 {
-		return nil, nil
-	}
-	v := &vapAudit{names: names, sets: sets, defNS: defaultNS}
-	for _, o := range contextObjects(resolver) {
-		n, err := admissionpolicy.Normalize(o)
+// listAll lists a resource's objects page by page, at most max.
+func listAll(ctx context.Context, ri dynamic.ResourceInterface, max int) ([]map[string]any, error) {
+	var out []map[string]any
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		l, err := ri.List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
-		v.objects = append(v.objects, n)
-	}
-	return v, nil
-}
-
-// len is the number of policies audited.
-func (v *vapAudit) len() int {
-	if v == nil {
-		return 0
-	}
-	return len(v.names)
-}
-
-func (v *vapAudit) check(ctx context.Context, obj map[string]any, ns string) []audit.Result {
-	if v == nil {
-		return nil
-	}
-	req := kinds.OfflineRequest(obj, ns, rules.Create)
-	res := audit.Resource{APIVersion: req.Kind.Version, Kind: req.Kind.Kind, Namespace: ns, Name: req.Name}
-	if req.Kind.Group != "" {
-		res.APIVersion = req.Kind.Group + "/" + req.Kind.Version
-	}
-	var out []audit.Result
-	for i, set := range v.sets {
-		r := set.Validate(ctx, admissionpolicy.Request{Operation: string(rules.Create), Object: obj, Namespace: ns, Objects: v.objects,
-			ClusterScoped: kinds.IsClusterScoped, DefaultNamespace: v.defNS})
-		var msgs []string
-		if r.Err != nil {
-			msgs = append(msgs, r.Err.Error())
-		}
-		msgs = append(msgs, r.Warnings...)
-		if a := r.Annotations[admissionpolicy.ValidationFailureAnnotation]; a != "" && len(msgs) == 0 {
-			// The Audit action alone: its failures' messages.
-			var fs []struct{ Message string }
-			if json.Unmarshal([]byte(a), &fs) != nil || len(fs) == 0 {
-				msgs = append(msgs, a)
+		for i := range l.Items {
+			if len(out) == max {
+				return nil, fmt.Errorf("more than %d objects", max)
 			}
-			for _, f := range fs {
-				msgs = append(msgs, f.Message)
-			}
+			out = append(out, l.Items[i].Object)
 		}
-		if len(msgs) > 0 {
-			out = append(out, audit.Result{Policy: v.names[i], Kind: "ValidatingAdmissionPolicy", Group: "admissionregistration.k8s.io",
-				Rule: v.names[i], Result: audit.Fail, Message: strings.Join(msgs, "; "), Resource: res})
+		if opts.Continue = l.GetContinue(); opts.Continue == "" {
+			return out, nil
 		}
 	}
-	return out
 }
 
 func writeAudit(w io.Writer, o *auditOptions, listed []audit.Result, sum map[audit.Status]int, report *audit.Report) error {

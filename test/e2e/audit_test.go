@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,9 +47,8 @@ func TestBackgroundScan(t *testing.T) {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}}}
 	}
 	// The objects exist before the rule (and before the operator).
-	for _, ns := range []string{"audit-a", "audit-b"} {
-		create(t, c, &corev1.Namespace{ObjectMeta: metaName(ns)})
-	}
+	create(t, c, &corev1.Namespace{ObjectMeta: metaName("audit-a")})
+	create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "audit-b", Labels: map[string]string{"tier": "batch"}}})
 	create(t, c, pod("audit-a", "good", map[string]string{"team": "x"}))
 	create(t, c, pod("audit-a", "bad", nil))
 	for i := range 3 {
@@ -156,6 +157,59 @@ spec:
 		if code != 1 || !strings.Contains(out.String(), "Pod audit-a/bad") || !strings.Contains(out.String(), "Pod audit-b/bad-2") ||
 			!strings.Contains(errOut.String(), "5 results: 4 fail, 0 error, 0 warn, 0 skip, 1 pass") {
 			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+		}
+	})
+
+	t.Run("modwright audit --kubeconfig audits Kubernetes' admission policies", func(t *testing.T) {
+		// Bound to the namespaces labelled tier=batch: the cluster's
+		// Namespaces are read for the selector.
+		rules := filepath.Join(t.TempDir(), "vap.yaml")
+		if err := os.WriteFile(rules, []byte(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: batch-pods-need-team}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+  validations:
+  - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+    message: batch pods need the label team
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: batch-pods-need-team}
+spec:
+  policyName: batch-pods-need-team
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector: {matchLabels: {tier: batch}}
+`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := cli.ExecuteContext(ctx, []string{"audit", "--rules", rules, "--kubeconfig", cl.kubeconfig, "-o", "json"}, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+		var rep struct {
+			Results []struct {
+				Policy, Result, Message string
+				Resource                struct{ Namespace, Name string }
+			}
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("exit %d: %v\n%s\n%s", code, err, out.String(), errOut.String())
+		}
+		var got []string
+		for _, r := range rep.Results {
+			if r.Policy == "batch-pods-need-team" {
+				got = append(got, r.Result+" "+r.Resource.Namespace+"/"+r.Resource.Name)
+				if !strings.HasSuffix(r.Message, "denied request: batch pods need the label team") {
+					t.Errorf("message %q", r.Message)
+				}
+			}
+		}
+		slices.Sort(got)
+		want := []string{"fail audit-b/bad-0", "fail audit-b/bad-1", "fail audit-b/bad-2"}
+		if code != 1 || !slices.Equal(got, want) {
+			t.Errorf("exit %d, results %q, want %q\nstderr:\n%s", code, got, want, errOut.String())
 		}
 	})
 

@@ -1,0 +1,103 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/modwright/modwright/internal/admissionpolicy"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+// AdmissionPolicies audits objects against Kubernetes'
+// ValidatingAdmissionPolicies (which the API server never audits), each
+// policy alone with its bindings, as the API server would admit a CREATE
+// of the object: a denial, a warning (the Warn action) or a
+// validation_failure audit annotation (the Audit action) is a fail; a
+// policy that admits says nothing. It is immutable.
+type AdmissionPolicies struct {
+	names   []string
+	sets    []*admissionpolicy.Set
+	objects []map[string]any
+	defNS   string
+	grs     []schema.GroupResource
+	all     bool
+}
+
+// NewAdmissionPolicies audits set's validating policies; objects are the
+// Namespaces and params they read (each normalized here once), defaultNS
+// the namespace of a namespaced object that names none. Nil when the set
+// has no validating policy.
+func NewAdmissionPolicies(set *admissionpolicy.Set, objects []map[string]any, defaultNS string) (*AdmissionPolicies, error) {
+	names, sets := set.ValidatingPolicies()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	p := &AdmissionPolicies{names: names, sets: sets, defNS: defaultNS}
+	p.grs, p.all = set.Resources()
+	for _, o := range objects {
+		n, err := admissionpolicy.Normalize(o)
+		if err != nil {
+			return nil, err
+		}
+		p.objects = append(p.objects, n)
+	}
+	return p, nil
+}
+
+// Len is the number of policies audited.
+func (p *AdmissionPolicies) Len() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.names)
+}
+
+// Resources are the group and resource names the policies can match
+// (all: any).
+func (p *AdmissionPolicies) Resources() (grs []schema.GroupResource, all bool) {
+	if p == nil {
+		return nil, false
+	}
+	return p.grs, p.all
+}
+
+// Check audits one object of namespace ns (nil p: no results).
+func (p *AdmissionPolicies) Check(ctx context.Context, obj map[string]any, ns string) []Result {
+	if p == nil {
+		return nil
+	}
+	req := kinds.OfflineRequest(obj, ns, rules.Create)
+	res := Resource{APIVersion: req.Kind.Version, Kind: req.Kind.Kind, Namespace: ns, Name: req.Name}
+	if req.Kind.Group != "" {
+		res.APIVersion = req.Kind.Group + "/" + req.Kind.Version
+	}
+	var out []Result
+	for i, set := range p.sets {
+		r := set.Validate(ctx, admissionpolicy.Request{Operation: string(rules.Create), Object: obj, Namespace: ns, Objects: p.objects,
+			ClusterScoped: kinds.IsClusterScoped, DefaultNamespace: p.defNS})
+		var msgs []string
+		if r.Err != nil {
+			msgs = append(msgs, r.Err.Error())
+		}
+		msgs = append(msgs, r.Warnings...)
+		if a := r.Annotations[admissionpolicy.ValidationFailureAnnotation]; a != "" && len(msgs) == 0 {
+			// The Audit action alone: its failures' messages.
+			var fs []struct{ Message string }
+			if json.Unmarshal([]byte(a), &fs) != nil || len(fs) == 0 {
+				msgs = append(msgs, a)
+			}
+			for _, f := range fs {
+				msgs = append(msgs, f.Message)
+			}
+		}
+		if len(msgs) > 0 {
+			out = append(out, Result{Policy: p.names[i], Kind: "ValidatingAdmissionPolicy", Group: "admissionregistration.k8s.io",
+				Rule: p.names[i], Result: Fail, Message: strings.Join(msgs, "; "), Resource: res})
+		}
+	}
+	return out
+}
