@@ -204,6 +204,11 @@ func ToValue(x any) (Value, error) {
 // EvalParts is Eval with the input an object of the given members, each
 // converted already: no conversion of the input per evaluation.
 func (p *Program) EvalParts(ctx context.Context, keys []string, vals []Value) (out any, err error) {
+	return p.eval1(ctx, oparego.EvalParsedInput(partsObject(keys, vals)))
+}
+
+// partsObject is the object of the given members (a nil value: null).
+func partsObject(keys []string, vals []Value) ast.Object {
 	obj := ast.NewObject()
 	for i, k := range keys {
 		v := vals[i].v
@@ -212,7 +217,7 @@ func (p *Program) EvalParts(ctx context.Context, keys []string, vals []Value) (o
 		}
 		obj.Insert(ast.InternedTerm(k), ast.NewTerm(v))
 	}
-	return p.eval1(ctx, oparego.EvalParsedInput(obj))
+	return obj
 }
 
 // Eval evaluates the entrypoint with input (a JSON tree): its value (a

@@ -46,14 +46,7 @@ func (p *Program) Specialize(ctx context.Context, keys []string, vals []Value, u
 	}
 	ctx, cancel := context.WithTimeout(ctx, SpecializeTimeout)
 	defer cancel()
-	input := ast.NewObject()
-	for i, k := range keys {
-		v := vals[i].v
-		if v == nil {
-			v = ast.NullValue
-		}
-		input.Insert(ast.StringTerm(k), ast.NewTerm(v))
-	}
+	input := partsObject(keys, vals)
 	unknowns := make([]*ast.Term, len(unknown))
 	for i, u := range unknown {
 		unknowns[i] = ast.NewTerm(ast.InputRootRef.Append(ast.StringTerm(u)))
