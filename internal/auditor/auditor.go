@@ -80,8 +80,12 @@ type Options struct {
 	Store     Store
 	// Policies, when set, audits each scanned object besides the
 	// snapshot's rules (Kubernetes' admission policies), and the
-	// resources they can match are scanned too.
-	Policies *audit.AdmissionPolicies
+	// resources they can match are scanned too. ClusterPolicies, when
+	// set, gives them at the start of each full scan instead
+	// (ClusterAdmissionPolicies: the cluster's own); an error leaves them
+	// out of that scan, logged.
+	Policies        *audit.AdmissionPolicies
+	ClusterPolicies func(ctx context.Context) (*audit.AdmissionPolicies, error)
 	// Violations records each validating rule's count of fail results
 	// after a scan; nil: not recorded.
 	Violations Violations
@@ -131,6 +135,7 @@ type Auditor struct {
 // scanState is what a scan leaves for the rescans of namespaces.
 type scanState struct {
 	snap      *engine.Snapshot
+	policies  *audit.AdmissionPolicies // Kubernetes' admission policies audited too
 	resources []resource
 	report    *audit.Report
 	fails     map[string]map[ruleKey]*ruleFails // by namespace
@@ -226,8 +231,15 @@ func (a *Auditor) Start(ctx context.Context) error {
 // objects' results are then missing from the reports); the scan goes on.
 func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
 	start := a.o.Now()
-	st := &scanState{snap: snap, report: audit.NewReport(a.o.MaxResults), fails: map[string]map[ruleKey]*ruleFails{}, limit: a.o.MaxViolations}
-	w, err := a.walk(ctx, snap, st.add, nil)
+	st := &scanState{snap: snap, policies: a.o.Policies, report: audit.NewReport(a.o.MaxResults), fails: map[string]map[ruleKey]*ruleFails{}, limit: a.o.MaxViolations}
+	if a.o.ClusterPolicies != nil {
+		p, err := a.o.ClusterPolicies(ctx)
+		if err != nil {
+			a.o.Log.Error(err, "reading the cluster's admission policies failed; this scan leaves them out")
+		}
+		st.policies = p
+	}
+	w, err := a.walk(ctx, snap, st.policies, st.add, nil)
 	if err != nil {
 		a.o.Metrics.scanned(false, w.Objects, nil)
 		return err
@@ -311,7 +323,7 @@ func (a *Auditor) Rescan(ctx context.Context, namespaces []string) error {
 		st.report.Reset(ns)
 		delete(st.fails, ns)
 	}
-	w, err := a.walk(ctx, st.snap, st.add, &rescan{resources: st.resources, namespaces: namespaces})
+	w, err := a.walk(ctx, st.snap, st.policies, st.add, &rescan{resources: st.resources, namespaces: namespaces})
 	if err != nil {
 		return err
 	}
@@ -396,10 +408,10 @@ type rescan struct {
 // listed is logged, named in Unlisted and left out; the walk goes on. The
 // error is the walk's end (its context's, or discovery's).
 func (a *Auditor) Walk(ctx context.Context, snap *engine.Snapshot, fn func([]audit.Result)) (Walked, error) {
-	return a.walk(ctx, snap, fn, nil)
+	return a.walk(ctx, snap, a.o.Policies, fn, nil)
 }
 
-func (a *Auditor) walk(ctx context.Context, snap *engine.Snapshot, fn func([]audit.Result), only *rescan) (Walked, error) {
+func (a *Auditor) walk(ctx context.Context, snap *engine.Snapshot, policies *audit.AdmissionPolicies, fn func([]audit.Result), only *rescan) (Walked, error) {
 	var w Walked
 	var resources []resource
 	type target struct {
@@ -409,7 +421,7 @@ func (a *Auditor) walk(ctx context.Context, snap *engine.Snapshot, fn func([]aud
 	var targets []target
 	if only == nil {
 		var err error
-		if resources, err = a.resources(snap); err != nil {
+		if resources, err = a.resources(snap, policies); err != nil {
 			return w, err
 		}
 		for _, r := range resources {
@@ -427,7 +439,7 @@ func (a *Auditor) walk(ctx context.Context, snap *engine.Snapshot, fn func([]aud
 	w.Resources = len(targets)
 	scanner := audit.NewScanner(snap, a.o.Readers)
 	for _, t := range targets {
-		n, reqs, rv, err := a.scanResource(ctx, scanner, fn, t.r.gvr, t.ns)
+		n, reqs, rv, err := a.scanResource(ctx, scanner, policies, fn, t.r.gvr, t.ns)
 		w.Objects += n
 		w.Requests += reqs
 		if err != nil {
@@ -447,7 +459,7 @@ func (a *Auditor) walk(ctx context.Context, snap *engine.Snapshot, fn func([]aud
 // scanResource scans the objects of one resource (in namespace ns, or
 // all), page by page: how many, in how many list requests, and the
 // resourceVersion of the list.
-func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, fn func([]audit.Result), gvr schema.GroupVersionResource, ns string) (n, requests int, rv string, err error) {
+func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, policies *audit.AdmissionPolicies, fn func([]audit.Result), gvr schema.GroupVersionResource, ns string) (n, requests int, rv string, err error) {
 	opts := metav1.ListOptions{Limit: a.o.PageSize}
 	for {
 		requests++
@@ -464,7 +476,7 @@ func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, fn f
 			if err != nil {
 				return n, requests, rv, err
 			}
-			fn(append(results, a.o.Policies.Check(ctx, obj.Object, obj.GetNamespace())...))
+			fn(append(results, policies.Check(ctx, obj.Object, obj.GetNamespace())...))
 			n++
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
@@ -481,7 +493,7 @@ var skipped = []schema.GroupResource{{Group: "", Resource: "events"}, {Group: "e
 // resources are the listable resources (preferred versions) of the kinds
 // the snapshot's validating rules can match: every kind when one of them
 // is not pinned to kinds.
-func (a *Auditor) resources(snap *engine.Snapshot) ([]resource, error) {
+func (a *Auditor) resources(snap *engine.Snapshot, policies *audit.AdmissionPolicies) ([]resource, error) {
 	kinds := map[string]bool{}
 	all := false
 	for _, r := range snap.Rules() {
@@ -496,7 +508,7 @@ func (a *Auditor) resources(snap *engine.Snapshot) ([]resource, error) {
 			kinds[k] = true
 		}
 	}
-	grs, allPolicies := a.o.Policies.Resources()
+	grs, allPolicies := policies.Resources()
 	all = all || allPolicies
 	if !all && len(kinds) == 0 && len(grs) == 0 {
 		return nil, nil

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -213,7 +212,7 @@ func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.
 	}
 	var vaps *audit.AdmissionPolicies
 	if names, _ := policies.ValidatingPolicies(); len(names) > 0 {
-		nss, err := listAll(ctx, dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}), maxAuditNamespaces)
+		nss, err := auditor.ListObjects(ctx, dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}), auditor.MaxPolicyObjects)
 		if err != nil {
 			return 0, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: the admission policies' namespaces: %w", err)}
 		}
@@ -227,30 +226,6 @@ func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.
 		return w.Objects, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
 	}
 	return w.Objects, w.Unlisted, nil
-}
-
-// maxAuditNamespaces bounds the Namespaces the admission policies read.
-const maxAuditNamespaces = 100000
-
-// listAll lists a resource's objects page by page, at most max.
-func listAll(ctx context.Context, ri dynamic.ResourceInterface, max int) ([]map[string]any, error) {
-	var out []map[string]any
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		l, err := ri.List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range l.Items {
-			if len(out) == max {
-				return nil, fmt.Errorf("more than %d objects", max)
-			}
-			out = append(out, l.Items[i].Object)
-		}
-		if opts.Continue = l.GetContinue(); opts.Continue == "" {
-			return out, nil
-		}
-	}
 }
 
 func writeAudit(w io.Writer, o *auditOptions, listed []audit.Result, sum map[audit.Status]int, report *audit.Report) error {

@@ -122,6 +122,9 @@ type operatorOptions struct {
 	auditViolations int
 	auditQPS        float64
 	auditPageSize   int64
+	// auditPolicies: the cluster's ValidatingAdmissionPolicies are
+	// audited too.
+	auditPolicies bool
 	// restConfig, when set (the sandbox), is used instead of --kubeconfig.
 	restConfig *rest.Config
 }
@@ -193,6 +196,7 @@ func addOperatorFlags(f interface {
 	f.StringVar(&o.auditReports, "audit-reports", "crd", "where the background scan's reports go: crd (wgpolicyk8s.io PolicyReports and a ClusterPolicyReport, their CRDs installed) or endpoint (kept out of etcd: served as a List at "+auditor.MemoryPath+" on the metrics port)")
 	f.IntVar(&o.auditMaxResults, "audit-max-results-per-report", audit.DefaultMaxResults, "most results one report holds (fails first); its summary counts them all")
 	f.IntVar(&o.auditViolations, "audit-status-violations", auditor.DefaultMaxViolations, "most violations a rule's status lists, for the kinds that list them (Gatekeeper's constraints: status.violations, as its --constraint-violations-limit); status.totalViolations counts them all")
+	f.BoolVar(&o.auditPolicies, "audit-admission-policies", true, "the background scan audits the cluster's ValidatingAdmissionPolicies too (which the API server never audits), read with their bindings, the Namespaces and their params at each full scan (needs list on them)")
 	f.Float64Var(&o.auditQPS, "audit-qps", 20, "most list requests per second the background scan makes to the API server")
 	f.Int64Var(&o.auditPageSize, "audit-page-size", 500, "objects per list request of the background scan (one page is held in memory at a time)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader for the singleton writers (status, certificates); every replica serves admission regardless")
@@ -826,8 +830,13 @@ func (k *operator) backgroundScan(context.Context) error {
 		maxViolations = -1 // none listed
 	}
 	violations := &controller.ViolationsWriter{Client: k.mgr.GetClient(), Kinds: k.kreg.Kinds(), Log: k.log.WithName("audit")}
+	var policies func(context.Context) (*audit.AdmissionPolicies, error)
+	if k.op.auditPolicies {
+		policies = auditor.ClusterAdmissionPolicies(dyn, k.mgr.GetRESTMapper(), k.log.WithName("audit"))
+	}
 	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Discovery: disc, Store: store, Violations: violations, Watch: watchMeta,
-		Interval: k.op.auditInterval, PageSize: k.op.auditPageSize, MaxResults: k.op.auditMaxResults, MaxViolations: maxViolations, Log: k.log.WithName("audit"), Metrics: m}))
+		ClusterPolicies: policies, Interval: k.op.auditInterval, PageSize: k.op.auditPageSize, MaxResults: k.op.auditMaxResults, MaxViolations: maxViolations,
+		Log: k.log.WithName("audit"), Metrics: m}))
 }
 
 // rulesReady reports whether the rules' first snapshot is published.

@@ -31,7 +31,8 @@ import (
 // reports appear with the right results, the rule's status counts its
 // violations; fixing an object flips its
 // result (the watches see it, long before the next full scan); a cap truncates with an exact summary; of two replicas only the
-// leader scans; deleting the rule removes its results.
+// leader scans; deleting the rule removes its results; the cluster's own
+// ValidatingAdmissionPolicies are audited too.
 func TestBackgroundScan(t *testing.T) {
 	cl := startCluster(t, true)
 	cl.installCRDs(t)
@@ -53,6 +54,34 @@ func TestBackgroundScan(t *testing.T) {
 	create(t, c, pod("audit-a", "bad", nil))
 	for i := range 3 {
 		create(t, c, pod("audit-b", "bad-"+strconv.Itoa(i), nil))
+	}
+	// The cluster's own admission policy, which the API server enforces
+	// (here: records) and never audits, bound to the namespaces labelled
+	// vap=on.
+	create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vap-c", Labels: map[string]string{"vap": "on"}}})
+	create(t, c, pod("vap-c", "c-1", nil))
+	for _, doc := range []string{`
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: vap-pods-need-team}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+  validations:
+  - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+    message: pods need the label team
+`, `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: vap-pods-need-team}
+spec:
+  policyName: vap-pods-need-team
+  validationActions: [Audit]
+  matchResources:
+    namespaceSelector: {matchLabels: {vap: "on"}}
+`} {
+		create(t, c, kinitirasPolicy(t, doc))
 	}
 
 	// An hour between full scans: a change is seen by the watches.
@@ -141,6 +170,15 @@ spec:
 			}
 			return nil
 		})
+	})
+
+	t.Run("the cluster's admission policies are audited", func(t *testing.T) {
+		r := waitSummary("vap-c", "fail=1 pass=0 results=1")
+		res, _, _ := unstructured.NestedSlice(r.Object, "results")
+		first := res[0].(map[string]any)
+		if first["policy"] != "vap-pods-need-team" || !strings.Contains(fmt.Sprint(first["message"]), "pods need the label team") {
+			t.Errorf("result: %v", first)
+		}
 	})
 
 	t.Run("modwright audit --kubeconfig reads the cluster", func(t *testing.T) {
