@@ -2,6 +2,7 @@ package generator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,8 +25,10 @@ import (
 // is gone (a snapshot that briefly lacks a rule deletes nothing); then the
 // objects of the watched resources the Generator marked as that rule's
 // are deleted, each with its uid as precondition. A rule deleted while no
-// replica was the leader keeps its objects (they are marked: labels and
-// the modwright.io/generated-by annotation say whose they are).
+// replica was the leader is found through its objects: the Generator marks
+// each synchronized object of such a rule with the rule's identity
+// (AnnotationDownstream), and the first look of a new leader goes through
+// the marked objects (sweep) and asks the API server about their rules.
 type Downstream struct {
 	Generator *Generator
 	Snapshots interface{ Current() *engine.Snapshot }
@@ -34,12 +37,41 @@ type Downstream struct {
 	Interval time.Duration
 
 	known map[string]knownRule // by kind group, kind and key
+	// swept: the objects marked with AnnotationDownstream were looked
+	// through once (sweep).
+	swept bool
 }
 
-// knownRule is a rule seen with downstream objects.
+// knownRule is a rule seen with downstream objects (also the JSON of
+// AnnotationDownstream, with one inner rule).
 type knownRule struct {
-	group, kind, key, namespace, name string
-	inner                             []string
+	Group     string   `json:"group,omitempty"`
+	Kind      string   `json:"kind"`
+	Key       string   `json:"key"`
+	Namespace string   `json:"namespace,omitempty"`
+	Name      string   `json:"name"`
+	Inner     []string `json:"inner,omitempty"`
+}
+
+// downstreamOf is the serving rule whose inner rule named by rule (a
+// ruleName) deletes its synchronized objects with the rule.
+func (g *Generator) downstreamOf(rule string) (knownRule, bool) {
+	if g.o.Snapshots == nil {
+		return knownRule{}, false
+	}
+	snap := g.o.Snapshots.Current()
+	if snap == nil {
+		return knownRule{}, false
+	}
+	for _, r := range snap.Rules() {
+		info := r.Info()
+		for _, inner := range info.Downstream {
+			if ruleName(engine.Generated{Kind: info.Kind, Rule: info.Key, Name: inner}) == rule {
+				return knownRule{Group: info.Group, Kind: info.Kind, Key: info.Key, Namespace: info.Namespace, Name: info.Name, Inner: []string{inner}}, true
+			}
+		}
+	}
+	return knownRule{}, false
 }
 
 // NeedLeaderElection: one replica deletes.
@@ -75,7 +107,10 @@ func (d *Downstream) look(ctx context.Context) {
 			delete(d.known, key)
 			continue
 		}
-		d.known[key] = knownRule{group: info.Group, kind: info.Kind, key: info.Key, namespace: info.Namespace, name: info.Name, inner: slices.Clone(info.Downstream)}
+		d.known[key] = knownRule{Group: info.Group, Kind: info.Kind, Key: info.Key, Namespace: info.Namespace, Name: info.Name, Inner: slices.Clone(info.Downstream)}
+	}
+	if !d.swept {
+		d.swept = d.sweep(ctx, present)
 	}
 	for key, k := range d.known {
 		if present[key] {
@@ -83,30 +118,71 @@ func (d *Downstream) look(ctx context.Context) {
 		}
 		gone, err := d.deleted(ctx, k)
 		if err != nil {
-			d.Log.V(1).Info("a rule left the snapshot; whether it was deleted is not known yet", "rule", k.kind+" "+k.key, "error", err.Error())
+			d.Log.V(1).Info("a rule left the snapshot; whether it was deleted is not known yet", "rule", k.Kind+" "+k.Key, "error", err.Error())
 			continue
 		}
 		if !gone {
 			continue // back in a later snapshot
 		}
 		if err := d.deleteDownstream(ctx, k); err != nil {
-			d.Log.Error(err, "deleting the objects of a deleted rule; tried again at the next look", "rule", k.kind+" "+k.key)
+			d.Log.Error(err, "deleting the objects of a deleted rule; tried again at the next look", "rule", k.Kind+" "+k.Key)
 			continue
 		}
 		delete(d.known, key)
 	}
 }
 
+// sweep notes the rules that marked synchronized objects of the watched
+// resources (AnnotationDownstream) but are not among the serving rules
+// (present): deleted while no replica led, perhaps, which look then asks
+// the API server. It reports whether every resource was listed.
+func (d *Downstream) sweep(ctx context.Context, present map[string]bool) bool {
+	g := d.Generator
+	ok := true
+	for _, gvr := range g.o.Watch {
+		ri := g.o.Client.Resource(gvr)
+		opts := metav1.ListOptions{LabelSelector: LabelGenerated + "=true", Limit: 500}
+		for {
+			lctx, cancel := context.WithTimeout(ctx, g.o.Timeout)
+			list, err := ri.List(lctx, opts)
+			cancel()
+			if err != nil {
+				d.Log.V(1).Info("listing generated objects for the rules deleted while no replica led; tried again", "resource", gvr.String(), "error", err.Error())
+				ok = false
+				break
+			}
+			for _, o := range list.Items {
+				var k knownRule
+				text := o.GetAnnotations()[AnnotationDownstream]
+				if text == "" || json.Unmarshal([]byte(text), &k) != nil || k.Kind == "" || k.Name == "" {
+					continue
+				}
+				key := k.Group + "/" + k.Kind + "/" + k.Key
+				if present[key] {
+					continue
+				}
+				had := d.known[key]
+				k.Inner = slices.Compact(slices.Sorted(slices.Values(append(had.Inner, k.Inner...))))
+				d.known[key] = k
+			}
+			if opts.Continue = list.GetContinue(); opts.Continue == "" {
+				break
+			}
+		}
+	}
+	return ok
+}
+
 // deleted asks the API server whether the rule's object is gone.
 func (d *Downstream) deleted(ctx context.Context, k knownRule) (bool, error) {
 	g := d.Generator
-	m, err := g.o.Mapper.RESTMapping(schema.GroupKind{Group: k.group, Kind: k.kind})
+	m, err := g.o.Mapper.RESTMapping(schema.GroupKind{Group: k.Group, Kind: k.Kind})
 	if err != nil {
 		return false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.o.Timeout)
 	defer cancel()
-	_, err = g.o.Client.Resource(m.Resource).Namespace(k.namespace).Get(ctx, k.name, metav1.GetOptions{})
+	_, err = g.o.Client.Resource(m.Resource).Namespace(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, nil
@@ -121,8 +197,8 @@ func (d *Downstream) deleted(ctx context.Context, k knownRule) (bool, error) {
 func (d *Downstream) deleteDownstream(ctx context.Context, k knownRule) error {
 	g := d.Generator
 	want := map[string]bool{}
-	for _, inner := range k.inner {
-		want[ruleName(engine.Generated{Kind: k.kind, Rule: k.key, Name: inner})] = true
+	for _, inner := range k.Inner {
+		want[ruleName(engine.Generated{Kind: k.Kind, Rule: k.Key, Name: inner})] = true
 	}
 	var errs []error
 	n := 0
@@ -157,6 +233,6 @@ func (d *Downstream) deleteDownstream(ctx context.Context, k knownRule) error {
 			}
 		}
 	}
-	d.Log.Info("deleted the synchronized objects of a deleted rule", "rule", k.kind+" "+k.key, "objects", n)
+	d.Log.Info("deleted the synchronized objects of a deleted rule", "rule", k.Kind+" "+k.Key, "objects", n)
 	return errors.Join(errs...)
 }

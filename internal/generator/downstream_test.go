@@ -2,16 +2,20 @@ package generator
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/modwright/modwright/internal/engine"
 )
@@ -67,5 +71,78 @@ func TestDownstream(t *testing.T) {
 	}
 	if len(d.known) != 0 {
 		t.Errorf("known %v after the deletion", d.known)
+	}
+}
+
+// TestDownstreamWhileLeaderless: a rule deleted while no replica led (a
+// new leader never saw it) has its marked synchronized objects deleted
+// once the API server confirms it is gone; a rule whose object is still
+// there, and an object not marked for deletion with its rule, are left.
+func TestDownstreamWhileLeaderless(t *testing.T) {
+	policies := schema.GroupVersionResource{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}
+	marked := func(name, policy string, downstream bool) *unstructured.Unstructured {
+		u := object("v1", "ConfigMap", "team", name, "")
+		u.SetLabels(map[string]string{LabelGenerated: "true"})
+		ann := map[string]string{AnnotationRule: "ClusterPolicy " + policy + " rule sync"}
+		if downstream {
+			ann[AnnotationDownstream] = `{"group":"kyverno.io","kind":"ClusterPolicy","key":"` + policy + `","name":"` + policy + `","inner":["sync"]}`
+		}
+		u.SetAnnotations(ann)
+		return u
+	}
+	alive := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "alive"}}}
+	c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList", policies: "ClusterPolicyList"},
+		alive, marked("of-gone", "gone", true), marked("orphaned", "gone-orphan", false), marked("of-alive", "alive", true))
+	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "kyverno.io", Version: "v1"}})
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "kyverno.io", Version: "v1", Kind: "ClusterPolicy"}, meta.RESTScopeRoot)
+	g := NewGenerator(Options{Client: c, Mapper: m, Watch: []schema.GroupVersionResource{configMaps}, Log: logr.Discard()})
+	// The new leader's snapshot has none of these rules (not loaded yet,
+	// or deleted).
+	d := &Downstream{Generator: g, Snapshots: &staticSnapshots{engine.NewSnapshot(nil)}, Log: testr.NewWithOptions(t, testr.Options{Verbosity: 1}), known: map[string]knownRule{}}
+	ctx := context.Background()
+	d.look(ctx)
+	l, err := c.Resource(configMaps).Namespace("team").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, o := range l.Items {
+		left = append(left, o.GetName())
+	}
+	slices.Sort(left)
+	if want := []string{"of-alive", "orphaned"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+}
+
+// TestDownstreamMark: a synchronized object of a rule that deletes its
+// objects with it is marked with the rule's identity; one of a rule that
+// orphans them is not.
+func TestDownstreamMark(t *testing.T) {
+	c := newFake(object("v1", "Namespace", "", "team", "u-1"))
+	applied := map[string]string{}
+	c.PrependReactor("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		pa := a.(clienttesting.PatchAction)
+		var u unstructured.Unstructured
+		if err := json.Unmarshal(pa.GetPatch(), &u.Object); err != nil {
+			return true, nil, err
+		}
+		applied[pa.GetName()] = u.GetAnnotations()[AnnotationDownstream]
+		return true, &u, nil
+	})
+	evals := 0
+	rule := &namespaceRule{info: engine.RuleInfo{Kind: "ClusterPolicy", Group: "kyverno.io", Key: "p", Name: "p", Phase: engine.Validate, Downstream: []string{"r"}}, evals: &evals}
+	g := NewGenerator(Options{Client: c, Mapper: mapper(), Log: logr.Discard(), Snapshots: &staticSnapshots{engine.NewSnapshot([]engine.Rule{rule})}})
+	ctx := context.Background()
+	for name, rule := range map[string]string{"kept": "ClusterPolicy p rule r", "orphan": "ClusterPolicy p rule other"} {
+		if err := g.write(ctx, generated(name, true).Object, true, rule, trigger{Kind: "Namespace", Name: "team"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]string{"kept": `{"group":"kyverno.io","kind":"ClusterPolicy","key":"p","name":"p","inner":["r"]}`, "orphan": ""}
+	if d := cmp.Diff(want, applied); d != "" {
+		t.Errorf("%s (-want +got):\n%s", AnnotationDownstream, d)
 	}
 }

@@ -33,6 +33,11 @@ const (
 	LabelGenerated    = "modwright.io/generated"
 	AnnotationTrigger = "modwright.io/trigger"
 	AnnotationRule    = "modwright.io/generated-by"
+	// AnnotationDownstream marks a synchronized object whose rule deletes
+	// it with the rule (engine.RuleInfo.Downstream): the rule's identity
+	// (JSON: group, kind, namespace, name, key, inner), by which a leader
+	// finds the objects of a rule deleted while no replica led.
+	AnnotationDownstream = "modwright.io/downstream-of"
 	// FieldManager owns the fields of synchronized objects.
 	FieldManager = "modwright-generate"
 )
@@ -493,6 +498,12 @@ func (g *Generator) write(ctx context.Context, obj map[string]any, sync bool, ru
 	}
 	tj, _ := json.Marshal(trig)
 	ann[AnnotationTrigger], ann[AnnotationRule] = string(tj), rule
+	if sync {
+		if k, ok := g.downstreamOf(rule); ok {
+			kj, _ := json.Marshal(k)
+			ann[AnnotationDownstream] = string(kj)
+		}
+	}
 	u.SetAnnotations(ann)
 	r := refOf(u.Object)
 	ri, err := g.resource(r.apiVersion, r.kind, r.namespace)
