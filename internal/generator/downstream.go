@@ -11,8 +11,10 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/modwright/modwright/internal/engine"
 )
@@ -137,8 +139,31 @@ func (d *Downstream) look(ctx context.Context) {
 // (present): deleted while no replica led, perhaps, which look then asks
 // the API server. It reports whether every resource was listed.
 func (d *Downstream) sweep(ctx context.Context, present map[string]bool) bool {
-	g := d.Generator
-	ok := true
+	err := d.Generator.eachGenerated(ctx, func(_ dynamic.NamespaceableResourceInterface, o *unstructured.Unstructured) {
+		var k knownRule
+		text := o.GetAnnotations()[AnnotationDownstream]
+		if text == "" || json.Unmarshal([]byte(text), &k) != nil || k.Kind == "" || k.Name == "" {
+			return
+		}
+		key := k.Group + "/" + k.Kind + "/" + k.Key
+		if present[key] {
+			return
+		}
+		had := d.known[key]
+		k.Inner = slices.Compact(slices.Sorted(slices.Values(append(had.Inner, k.Inner...))))
+		d.known[key] = k
+	})
+	if err != nil {
+		d.Log.V(1).Info("listing generated objects for the rules deleted while no replica led; tried again", "error", err.Error())
+	}
+	return err == nil
+}
+
+// eachGenerated calls fn with each object of the watched resources the
+// Generator marked (and its resource's client), listed page by page; the
+// errors are those of the lists (a resource that fails is left).
+func (g *Generator) eachGenerated(ctx context.Context, fn func(ri dynamic.NamespaceableResourceInterface, o *unstructured.Unstructured)) error {
+	var errs []error
 	for _, gvr := range g.o.Watch {
 		ri := g.o.Client.Resource(gvr)
 		opts := metav1.ListOptions{LabelSelector: LabelGenerated + "=true", Limit: 500}
@@ -147,30 +172,18 @@ func (d *Downstream) sweep(ctx context.Context, present map[string]bool) bool {
 			list, err := ri.List(lctx, opts)
 			cancel()
 			if err != nil {
-				d.Log.V(1).Info("listing generated objects for the rules deleted while no replica led; tried again", "resource", gvr.String(), "error", err.Error())
-				ok = false
+				errs = append(errs, fmt.Errorf("listing %s: %w", gvr, err))
 				break
 			}
-			for _, o := range list.Items {
-				var k knownRule
-				text := o.GetAnnotations()[AnnotationDownstream]
-				if text == "" || json.Unmarshal([]byte(text), &k) != nil || k.Kind == "" || k.Name == "" {
-					continue
-				}
-				key := k.Group + "/" + k.Kind + "/" + k.Key
-				if present[key] {
-					continue
-				}
-				had := d.known[key]
-				k.Inner = slices.Compact(slices.Sorted(slices.Values(append(had.Inner, k.Inner...))))
-				d.known[key] = k
+			for i := range list.Items {
+				fn(ri, &list.Items[i])
 			}
 			if opts.Continue = list.GetContinue(); opts.Continue == "" {
 				break
 			}
 		}
 	}
-	return ok
+	return errors.Join(errs...)
 }
 
 // deleted asks the API server whether the rule's object is gone.
@@ -202,37 +215,21 @@ func (d *Downstream) deleteDownstream(ctx context.Context, k knownRule) error {
 	}
 	var errs []error
 	n := 0
-	for _, gvr := range g.o.Watch {
-		ri := g.o.Client.Resource(gvr)
-		opts := metav1.ListOptions{LabelSelector: LabelGenerated + "=true", Limit: 500}
-		for {
-			lctx, cancel := context.WithTimeout(ctx, g.o.Timeout)
-			list, err := ri.List(lctx, opts)
-			cancel()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("listing %s: %w", gvr, err))
-				break
-			}
-			for _, o := range list.Items {
-				if !want[o.GetAnnotations()[AnnotationRule]] {
-					continue
-				}
-				uid := o.GetUID()
-				dctx, cancel := context.WithTimeout(ctx, g.o.Timeout)
-				err := ri.Namespace(o.GetNamespace()).Delete(dctx, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-				cancel()
-				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-					errs = append(errs, err)
-					continue
-				}
-				n++
-				g.o.Metrics.count("deleted")
-			}
-			if opts.Continue = list.GetContinue(); opts.Continue == "" {
-				break
-			}
+	errs = append(errs, g.eachGenerated(ctx, func(ri dynamic.NamespaceableResourceInterface, o *unstructured.Unstructured) {
+		if !want[o.GetAnnotations()[AnnotationRule]] {
+			return
 		}
-	}
+		uid := o.GetUID()
+		dctx, cancel := context.WithTimeout(ctx, g.o.Timeout)
+		err := ri.Namespace(o.GetNamespace()).Delete(dctx, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		cancel()
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, err)
+			return
+		}
+		n++
+		g.o.Metrics.count("deleted")
+	}))
 	d.Log.Info("deleted the synchronized objects of a deleted rule", "rule", k.Kind+" "+k.Key, "objects", n)
 	return errors.Join(errs...)
 }
