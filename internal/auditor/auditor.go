@@ -86,6 +86,10 @@ type Options struct {
 	// out of that scan, logged.
 	Policies        *audit.AdmissionPolicies
 	ClusterPolicies func(ctx context.Context) (*audit.AdmissionPolicies, error)
+	// PoliciesVersion, when set, names the state of what ClusterPolicies
+	// reads (ClusterAdmissionPoliciesVersion); it is asked every Poll, and
+	// a change starts a full scan, as a rule change does.
+	PoliciesVersion func(ctx context.Context) (string, error)
 	// Violations records each validating rule's count of fail results
 	// after a scan; nil: not recorded.
 	Violations Violations
@@ -136,6 +140,7 @@ type Auditor struct {
 type scanState struct {
 	snap      *engine.Snapshot
 	policies  *audit.AdmissionPolicies // Kubernetes' admission policies audited too
+	policyVer string                   // PoliciesVersion when the scan started
 	resources []resource
 	report    *audit.Report
 	fails     map[string]map[ruleKey]*ruleFails // by namespace
@@ -186,7 +191,7 @@ func (a *Auditor) Start(ctx context.Context) error {
 	var lastRescan map[string]time.Time
 	for {
 		snap := a.o.Snapshots.Current()
-		full := a.takeFull()
+		full := a.takeFull() || a.policiesChanged(ctx)
 		switch {
 		case snap != nil && (a.last == nil || snap != a.last.snap || full || a.o.Now().Sub(lastScan) >= a.o.Interval):
 			lastScan, lastRescan = a.o.Now(), map[string]time.Time{}
@@ -232,6 +237,9 @@ func (a *Auditor) Start(ctx context.Context) error {
 func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
 	start := a.o.Now()
 	st := &scanState{snap: snap, policies: a.o.Policies, report: audit.NewReport(a.o.MaxResults), fails: map[string]map[ruleKey]*ruleFails{}, limit: a.o.MaxViolations}
+	if a.o.PoliciesVersion != nil {
+		st.policyVer, _ = a.o.PoliciesVersion(ctx) // "" when unknown: the next poll scans again
+	}
 	if a.o.ClusterPolicies != nil {
 		p, err := a.o.ClusterPolicies(ctx)
 		if err != nil {
@@ -258,6 +266,21 @@ func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
 		"pass", sum[audit.Pass], "seconds", a.o.Now().Sub(start).Seconds(), "writeSeconds", a.o.Now().Sub(walked).Seconds(),
 		"reports", len(st.report.Namespaces()), "unlisted", strings.Join(w.Unlisted, ","))
 	return nil
+}
+
+// policiesChanged reports whether the cluster's admission policies
+// changed since the last scan (PoliciesVersion); an error is logged and
+// counts as no change.
+func (a *Auditor) policiesChanged(ctx context.Context) bool {
+	if a.o.PoliciesVersion == nil || a.last == nil {
+		return false
+	}
+	v, err := a.o.PoliciesVersion(ctx)
+	if err != nil {
+		a.o.Log.V(1).Info("reading the cluster's admission policies' version", "error", err.Error())
+		return false
+	}
+	return v != a.last.policyVer
 }
 
 // add counts results in the state's report and fail counts.

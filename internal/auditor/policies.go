@@ -3,6 +3,8 @@ package auditor
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -78,6 +80,30 @@ func ClusterAdmissionPolicies(client dynamic.Interface, mapper meta.RESTMapper, 
 			log.Error(err, "the params of an admission policy cannot be read; its bindings with params are audited without them", "paramKind", gvk.String())
 		}
 		return audit.NewAdmissionPolicies(set, objects, metav1.NamespaceDefault)
+	}
+}
+
+// ClusterAdmissionPoliciesVersion names the state of the cluster's
+// ValidatingAdmissionPolicies and their bindings: their names and
+// resourceVersions (two lists).
+func ClusterAdmissionPoliciesVersion(client dynamic.Interface) func(ctx context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		var b strings.Builder
+		for _, gvr := range []schema.GroupVersionResource{vapResource, vapBindResource} {
+			objs, err := ListObjects(ctx, client.Resource(gvr), MaxPolicyObjects)
+			if err != nil {
+				return "", err
+			}
+			names := make([]string, 0, len(objs))
+			for _, o := range objs {
+				md, _ := o["metadata"].(map[string]any)
+				rv, _ := md["resourceVersion"].(string)
+				names = append(names, name(o)+"@"+rv)
+			}
+			slices.Sort(names)
+			b.WriteString(gvr.Resource + ":" + strings.Join(names, ",") + ";")
+		}
+		return b.String(), nil
 	}
 }
 

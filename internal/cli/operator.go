@@ -831,11 +831,13 @@ func (k *operator) backgroundScan(context.Context) error {
 	}
 	violations := &controller.ViolationsWriter{Client: k.mgr.GetClient(), Kinds: k.kreg.Kinds(), Log: k.log.WithName("audit")}
 	var policies func(context.Context) (*audit.AdmissionPolicies, error)
+	var policiesVersion func(context.Context) (string, error)
 	if k.op.auditPolicies {
 		policies = auditor.ClusterAdmissionPolicies(dyn, k.mgr.GetRESTMapper(), k.log.WithName("audit"))
+		policiesVersion = auditor.ClusterAdmissionPoliciesVersion(dyn)
 	}
 	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Discovery: disc, Store: store, Violations: violations, Watch: watchMeta,
-		ClusterPolicies: policies, Interval: k.op.auditInterval, PageSize: k.op.auditPageSize, MaxResults: k.op.auditMaxResults, MaxViolations: maxViolations,
+		ClusterPolicies: policies, PoliciesVersion: policiesVersion, Interval: k.op.auditInterval, PageSize: k.op.auditPageSize, MaxResults: k.op.auditMaxResults, MaxViolations: maxViolations,
 		Log: k.log.WithName("audit"), Metrics: m}))
 }
 

@@ -181,6 +181,33 @@ spec:
 		}
 	})
 
+	t.Run("an admission policy added is audited at once", func(t *testing.T) {
+		for _, doc := range []string{`
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: vap-pods-need-owner}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+  validations:
+  - expression: "has(object.metadata.labels) && 'owner' in object.metadata.labels"
+    message: pods need the label owner
+`, `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: vap-pods-need-owner}
+spec:
+  policyName: vap-pods-need-owner
+  validationActions: [Audit]
+  matchResources:
+    namespaceSelector: {matchLabels: {vap: "on"}}
+`} {
+			create(t, c, kinitirasPolicy(t, doc))
+		}
+		waitSummary("vap-c", "fail=2 pass=0 results=2")
+	})
+
 	t.Run("modwright audit --kubeconfig reads the cluster", func(t *testing.T) {
 		rules := filepath.Join(t.TempDir(), "policy.yaml")
 		data, err := yaml.Marshal(policy.Object)
