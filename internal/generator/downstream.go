@@ -53,7 +53,15 @@ type knownRule struct {
 	Namespace string   `json:"namespace,omitempty"`
 	Name      string   `json:"name"`
 	Inner     []string `json:"inner,omitempty"`
+	// marked: known only from objects' marks (sweep), which anyone who
+	// may edit an object can write: only the objects that carry its mark
+	// themselves are deleted with it, never another namespace's by a
+	// forged mark.
+	marked bool
 }
+
+// maxSwept bounds the rules a sweep notes from marks.
+const maxSwept = 1000
 
 // downstreamOf is the serving rule whose inner rule named by rule (a
 // ruleName) deletes its synchronized objects with the rule.
@@ -139,24 +147,48 @@ func (d *Downstream) look(ctx context.Context) {
 // (present): deleted while no replica led, perhaps, which look then asks
 // the API server. It reports whether every resource was listed.
 func (d *Downstream) sweep(ctx context.Context, present map[string]bool) bool {
-	err := d.Generator.eachGenerated(ctx, func(_ dynamic.NamespaceableResourceInterface, o *unstructured.Unstructured) {
-		var k knownRule
-		text := o.GetAnnotations()[AnnotationDownstream]
-		if text == "" || json.Unmarshal([]byte(text), &k) != nil || k.Kind == "" || k.Name == "" {
+	g := d.Generator
+	noted := 0
+	err := g.eachGenerated(ctx, func(_ dynamic.NamespaceableResourceInterface, o *unstructured.Unstructured) {
+		k, ok := markOf(o)
+		if !ok {
 			return
 		}
 		key := k.Group + "/" + k.Kind + "/" + k.Key
-		if present[key] {
+		had, seen := d.known[key]
+		switch {
+		case present[key] || seen && !had.marked:
+			return // serving, or known from the snapshot already
+		case !seen && noted == maxSwept:
+			d.Log.Info("more rules marked objects than a sweep notes; the others are not looked for", "most", maxSwept)
 			return
+		case !seen:
+			if _, err := g.o.Mapper.RESTMapping(schema.GroupKind{Group: k.Group, Kind: k.Kind}); err != nil {
+				return // no such kind: no rule of it to have been deleted
+			}
+			noted++
 		}
-		had := d.known[key]
 		k.Inner = slices.Compact(slices.Sorted(slices.Values(append(had.Inner, k.Inner...))))
+		k.marked = true
 		d.known[key] = k
 	})
 	if err != nil {
 		d.Log.V(1).Info("listing generated objects for the rules deleted while no replica led; tried again", "error", err.Error())
 	}
 	return err == nil
+}
+
+// markOf is an object's AnnotationDownstream, when it is one of a single
+// inner rule that the object's own AnnotationRule names.
+func markOf(o *unstructured.Unstructured) (knownRule, bool) {
+	var k knownRule
+	ann := o.GetAnnotations()
+	text := ann[AnnotationDownstream]
+	if text == "" || len(text) > 4096 || json.Unmarshal([]byte(text), &k) != nil || k.Kind == "" || k.Name == "" || len(k.Inner) != 1 ||
+		ann[AnnotationRule] != ruleName(engine.Generated{Kind: k.Kind, Rule: k.Key, Name: k.Inner[0]}) {
+		return knownRule{}, false
+	}
+	return k, true
 }
 
 // eachGenerated calls fn with each object of the watched resources the
@@ -166,24 +198,37 @@ func (g *Generator) eachGenerated(ctx context.Context, fn func(ri dynamic.Namesp
 	var errs []error
 	for _, gvr := range g.o.Watch {
 		ri := g.o.Client.Resource(gvr)
-		opts := metav1.ListOptions{LabelSelector: LabelGenerated + "=true", Limit: 500}
-		for {
-			lctx, cancel := context.WithTimeout(ctx, g.o.Timeout)
-			list, err := ri.List(lctx, opts)
-			cancel()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("listing %s: %w", gvr, err))
-				break
-			}
-			for i := range list.Items {
-				fn(ri, &list.Items[i])
-			}
-			if opts.Continue = list.GetContinue(); opts.Continue == "" {
-				break
-			}
+		err := g.listPages(ctx, ri, metav1.ListOptions{LabelSelector: LabelGenerated + "=true", Limit: 500}, func(o *unstructured.Unstructured) bool {
+			fn(ri, o)
+			return true
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing %s: %w", gvr, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// listPages lists ri page by page (opts.Limit objects a page), each
+// request within the Generator's timeout, calling fn with each object
+// until it returns false.
+func (g *Generator) listPages(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.ListOptions, fn func(*unstructured.Unstructured) bool) error {
+	for {
+		lctx, cancel := context.WithTimeout(ctx, g.o.Timeout)
+		list, err := ri.List(lctx, opts)
+		cancel()
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			if !fn(&list.Items[i]) {
+				return nil
+			}
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return nil
+		}
+	}
 }
 
 // deleted asks the API server whether the rule's object is gone.
@@ -218,6 +263,9 @@ func (d *Downstream) deleteDownstream(ctx context.Context, k knownRule) error {
 	errs = append(errs, g.eachGenerated(ctx, func(ri dynamic.NamespaceableResourceInterface, o *unstructured.Unstructured) {
 		if !want[o.GetAnnotations()[AnnotationRule]] {
 			return
+		}
+		if m, ok := markOf(o); k.marked && (!ok || m.Group != k.Group || m.Kind != k.Kind || m.Key != k.Key) {
+			return // not its own mark: left
 		}
 		uid := o.GetUID()
 		dctx, cancel := context.WithTimeout(ctx, g.o.Timeout)

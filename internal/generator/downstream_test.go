@@ -77,7 +77,8 @@ func TestDownstream(t *testing.T) {
 // TestDownstreamWhileLeaderless: a rule deleted while no replica led (a
 // new leader never saw it) has its marked synchronized objects deleted
 // once the API server confirms it is gone; a rule whose object is still
-// there, and an object not marked for deletion with its rule, are left.
+// there, and an object not marked for deletion with its rule (even when
+// another object's mark names that rule), are left.
 func TestDownstreamWhileLeaderless(t *testing.T) {
 	policies := schema.GroupVersionResource{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}
 	marked := func(name, policy string, downstream bool) *unstructured.Unstructured {
@@ -93,7 +94,10 @@ func TestDownstreamWhileLeaderless(t *testing.T) {
 	alive := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "alive"}}}
 	c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList", policies: "ClusterPolicyList"},
-		alive, marked("of-gone", "gone", true), marked("orphaned", "gone-orphan", false), marked("of-alive", "alive", true))
+		alive, marked("of-gone", "gone", true), marked("orphaned", "gone-orphan", false), marked("of-alive", "alive", true),
+		// A forged mark naming the orphaning rule: only the forged
+		// object goes, never the orphaned one.
+		marked("forged", "gone-orphan", true))
 	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "kyverno.io", Version: "v1"}})
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Group: "kyverno.io", Version: "v1", Kind: "ClusterPolicy"}, meta.RESTScopeRoot)

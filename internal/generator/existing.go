@@ -114,25 +114,21 @@ func (x *Existing) scanRule(ctx context.Context, r engine.Rule) (int, error) {
 	n := 0
 	var errs []error
 	for _, gvr := range gvrs {
-		opts := metav1.ListOptions{Limit: page}
-		for {
-			list, err := x.Client.Resource(gvr).List(ctx, opts)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("listing %s: %w", gvr, err))
-				break
-			}
-			for i := range list.Items {
-				if err := x.evaluate(ctx, snap, info, gvr, &list.Items[i]); err != nil {
-					if ctx.Err() != nil {
-						return n, ctx.Err()
-					}
-					errs = append(errs, err)
+		err := x.Generator.listPages(ctx, x.Client.Resource(gvr), metav1.ListOptions{Limit: page}, func(o *unstructured.Unstructured) bool {
+			n++
+			if err := x.evaluate(ctx, snap, info, gvr, o); err != nil {
+				if ctx.Err() != nil {
+					return false
 				}
-				n++
+				errs = append(errs, err)
 			}
-			if opts.Continue = list.GetContinue(); opts.Continue == "" {
-				break
-			}
+			return true
+		})
+		if ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing %s: %w", gvr, err))
 		}
 	}
 	return n, errors.Join(errs...)

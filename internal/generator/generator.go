@@ -148,6 +148,9 @@ type task struct {
 	gone bool
 }
 
+// key is the task's queue key: one task per action and object.
+func (t *task) key() string { return string(t.action) + " " + refOf(t.obj).String() }
+
 // trigger names the object whose admission generated an object.
 type trigger struct {
 	APIVersion string `json:"apiVersion"`
@@ -225,7 +228,7 @@ func uidOf(obj any, text []byte) string {
 // replacing a task for the same object not yet started; a full queue
 // drops it.
 func (g *Generator) add(t *task, delayed bool) {
-	key := string(t.action) + " " + refOf(t.obj).String()
+	key := t.key()
 	g.mu.Lock()
 	_, queued := g.tasks[key]
 	if !queued && len(g.tasks) >= g.o.QueueSize {

@@ -155,17 +155,20 @@ func (g *Generator) recordNext(ctx context.Context) bool {
 }
 
 // unrecord deletes a done task's record.
-func (g *Generator) unrecord(ctx context.Context, key string) {
+func (g *Generator) unrecord(ctx context.Context, key string) { g.unrecordName(ctx, recordName(key)) }
+
+// unrecordName deletes a record by name.
+func (g *Generator) unrecordName(ctx context.Context, name string) {
 	r := g.records
 	if r == nil || r.off.Load() {
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, g.o.Timeout)
 	defer cancel()
-	err := g.o.Client.Resource(GenerateRequests).Namespace(r.namespace).Delete(cctx, recordName(key), metav1.DeleteOptions{})
+	err := g.o.Client.Resource(GenerateRequests).Namespace(r.namespace).Delete(cctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		// Left: the leader takes it up when stale (idempotent).
-		g.o.Log.V(1).Info("the record of done generate work was not deleted", "record", recordName(key), "error", err.Error())
+		g.o.Log.V(1).Info("the record of done generate work was not deleted", "record", name, "error", err.Error())
 	}
 }
 
@@ -237,46 +240,37 @@ func (r *Recover) Pass(ctx context.Context) (n int, err error) {
 		now = r.Now
 	}
 	ri := g.o.Client.Resource(GenerateRequests).Namespace(rec.namespace)
-	opts := metav1.ListOptions{Limit: int64(min(per, 500))}
-	for read := 0; read < per; {
-		cctx, cancel := context.WithTimeout(ctx, g.o.Timeout)
-		list, err := ri.List(cctx, opts)
-		cancel()
+	read := 0
+	err = g.listPages(ctx, ri, metav1.ListOptions{Limit: int64(min(per, 500))}, func(u *unstructured.Unstructured) bool {
+		if read++; read > per {
+			return false
+		}
+		if now().Sub(u.GetCreationTimestamp().Time) < stale {
+			return true
+		}
+		t, err := taskOf(u)
 		if err != nil {
-			if unusable(err) {
-				return n, nil
-			}
-			return n, err
+			r.Log.Info("a generate record that names no work is deleted", "record", u.GetName(), "reason", err.Error())
+			g.unrecordName(ctx, u.GetName())
+			return true
 		}
-		for i := range list.Items {
-			u := &list.Items[i]
-			read++
-			if now().Sub(u.GetCreationTimestamp().Time) < stale {
-				continue
-			}
-			t, err := taskOf(u)
-			if err != nil {
-				r.Log.Info("a generate record that names no work is deleted", "record", u.GetName(), "reason", err.Error())
-				_ = ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{})
-				continue
-			}
-			key := string(t.action) + " " + refOf(t.obj).String()
-			g.mu.Lock()
-			_, queued := g.tasks[key]
-			g.mu.Unlock()
-			if queued || recordName(key) != u.GetName() {
-				continue // this replica does it (or not a record of ours)
-			}
-			if err := g.takeUp(ctx, t); err != nil {
-				r.Log.Info("a stale generate record was not taken up; tried again later", "record", u.GetName(), "error", err.Error())
-				continue
-			}
-			g.o.Metrics.record("recovered")
-			n++
+		key := t.key()
+		g.mu.Lock()
+		_, queued := g.tasks[key]
+		g.mu.Unlock()
+		if queued || recordName(key) != u.GetName() {
+			return true // this replica does it (or not a record of ours)
 		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			break
+		if err := g.takeUp(ctx, t); err != nil {
+			r.Log.Info("a stale generate record was not taken up; tried again later", "record", u.GetName(), "error", err.Error())
+			return true
 		}
+		g.o.Metrics.record("recovered")
+		n++
+		return true
+	})
+	if err != nil && !unusable(err) {
+		return n, err
 	}
 	return n, nil
 }
@@ -284,7 +278,7 @@ func (r *Recover) Pass(ctx context.Context) (n int, err error) {
 // takeUp queues the work a stale record names (its record is deleted when
 // that work is done), or deletes the record when there is no work left.
 func (g *Generator) takeUp(ctx context.Context, t *task) error {
-	key := string(t.action) + " " + refOf(t.obj).String()
+	key := t.key()
 	done := func() error { g.unrecord(ctx, key); return nil }
 	if t.action == actionDelete {
 		g.add(t, false)
