@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -269,6 +270,53 @@ type Request struct {
 	// DefaultNamespace is where a namespaced object that names no
 	// namespace is (as kubectl creates it): "" means "default".
 	DefaultNamespace string
+	// Prepared, when set, stands for Objects, ClusterScoped and
+	// DefaultNamespace, indexed once (PrepareObjects) for every request
+	// that shares them, instead of at each request.
+	Prepared *Objects
+}
+
+// Objects are the objects params and namespaces are looked up in,
+// indexed once for the requests that share them: the namespaces at once,
+// a paramKind's params when a policy first reads them. It is safe for
+// concurrent use.
+type Objects struct {
+	objs   []map[string]any
+	place  placement
+	ns     cache.Indexer
+	client *fake.Clientset
+	mu     sync.Mutex
+	params map[admissionregistrationv1.ParamKind]preparedParams
+}
+
+type preparedParams struct {
+	inf   paramInformer
+	scope meta.RESTScope
+}
+
+// PrepareObjects indexes objs (in the form Normalize gives) for requests
+// that share them; clusterScoped and defaultNS are Request's.
+func PrepareObjects(objs []map[string]any, clusterScoped func(kind string) bool, defaultNS string) *Objects {
+	o := &Objects{objs: objs, place: Request{ClusterScoped: clusterScoped, DefaultNamespace: defaultNS}.placement(),
+		ns: namespaceIndex(objs), client: fake.NewClientset(), params: map[admissionregistrationv1.ParamKind]preparedParams{}}
+	return o
+}
+
+// params serves a paramKind's objects: from r.Prepared, indexed once, or
+// from r.Objects.
+func (r Request) params(pk *admissionregistrationv1.ParamKind) (paramInformer, meta.RESTScope) {
+	o := r.Prepared
+	if o == nil {
+		return paramsOf(pk, r.Objects, r.placement())
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p, ok := o.params[*pk]
+	if !ok {
+		p.inf, p.scope = paramsOf(pk, o.objs, o.place)
+		o.params[*pk] = p
+	}
+	return p.inf, p.scope
 }
 
 // normalized is r with its objects copied into the form the API server's
@@ -364,7 +412,7 @@ func (s *Set) Validate(ctx context.Context, r Request) *Result {
 	attrs.annotations = res.Annotations
 	hooks := policyHooks(s.policies, func(p *policy) (*admissionregistrationv1.ValidatingAdmissionPolicy, validating.Validator, *admissionregistrationv1.ParamKind) {
 		return p.p, p.evaluator, p.p.Spec.ParamKind
-	}, s.bindings, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName }, r.Objects, r.placement())
+	}, s.bindings, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName }, r.params)
 	rec := &warnings{}
 	wctx := warning.WithWarningRecorder(ctx, rec)
 	dispatcher := validating.NewDispatcher(env.authz, generic.NewPolicyMatcher(env.matcher))
@@ -377,7 +425,7 @@ func (s *Set) Validate(ctx context.Context, r Request) *Result {
 // order (the API server's order is its informer's; ours is stable), each
 // with its bindings and params.
 func policyHooks[W any, P runtime.Object, B runtime.Object, E any](policies map[string]W, of func(W) (P, E, *admissionregistrationv1.ParamKind),
-	bindings []B, policyName func(B) string, objects []map[string]any, place placement) []generic.PolicyHook[P, B, E] {
+	bindings []B, policyName func(B) string, params func(*admissionregistrationv1.ParamKind) (paramInformer, meta.RESTScope)) []generic.PolicyHook[P, B, E] {
 	names := make([]string, 0, len(policies))
 	for n := range policies {
 		names = append(names, n)
@@ -393,7 +441,7 @@ func policyHooks[W any, P runtime.Object, B runtime.Object, E any](policies map[
 			}
 		}
 		if pk != nil {
-			h.ParamInformer, h.ParamScope = paramsOf(pk, objects, place)
+			h.ParamInformer, h.ParamScope = params(pk)
 		}
 		hooks = append(hooks, h)
 	}
@@ -411,26 +459,68 @@ type env struct {
 // each with the kubernetes.io/metadata.name label the API server sets, and
 // the authorizer.
 func (s *Set) prepare(r Request) env {
-	nsIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	for _, o := range r.Objects {
-		if o["kind"] == "Namespace" && o["apiVersion"] == "v1" {
-			ns := &corev1.Namespace{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o, ns); err == nil {
-				withNameLabel(ns)
-				_ = nsIndex.Add(ns)
-			}
+	var lister listersv1.NamespaceLister
+	var client *fake.Clientset
+	if o := r.Prepared; o != nil {
+		lister, client = listersv1.NewNamespaceLister(o.ns), o.client
+	} else {
+		lister, client = listersv1.NewNamespaceLister(namespaceIndex(r.Objects)), fake.NewClientset()
+	}
+	if r.Namespace != "" {
+		if _, err := lister.Get(r.Namespace); err != nil {
+			lister = withNamespace{lister, r.Namespace}
 		}
 	}
-	if _, found, _ := nsIndex.GetByKey(r.Namespace); r.Namespace != "" && !found {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}}
-		withNameLabel(ns)
-		_ = nsIndex.Add(ns)
-	}
-	e := env{matcher: matching.NewMatcher(listersv1.NewNamespaceLister(nsIndex), fake.NewClientset()), authz: r.Authorizer}
+	e := env{matcher: matching.NewMatcher(lister, client), authz: r.Authorizer}
 	if e.authz == nil {
 		e.authz = noOpinion
 	}
 	return e
+}
+
+// namespaceIndex indexes the Namespaces among objs, each with the
+// kubernetes.io/metadata.name label the API server sets.
+func namespaceIndex(objs []map[string]any) cache.Indexer {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, o := range objs {
+		if o["kind"] == "Namespace" && o["apiVersion"] == "v1" {
+			ns := &corev1.Namespace{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o, ns); err == nil {
+				withNameLabel(ns)
+				_ = idx.Add(ns)
+			}
+		}
+	}
+	return idx
+}
+
+// withNamespace is a lister that also has a request's namespace when the
+// objects do not (offline it is unknown, not absent): with its name label
+// only.
+type withNamespace struct {
+	listersv1.NamespaceLister
+	name string
+}
+
+func (w withNamespace) namespace() *corev1.Namespace {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.name}}
+	withNameLabel(ns)
+	return ns
+}
+
+func (w withNamespace) Get(name string) (*corev1.Namespace, error) {
+	if name == w.name {
+		return w.namespace(), nil
+	}
+	return w.NamespaceLister.Get(name)
+}
+
+func (w withNamespace) List(sel labels.Selector) ([]*corev1.Namespace, error) {
+	out, err := w.NamespaceLister.List(sel)
+	if ns := w.namespace(); err == nil && sel.Matches(labels.Set(ns.Labels)) {
+		out = append(out, ns)
+	}
+	return out, err
 }
 
 // withNameLabel sets the label the API server sets on every namespace,

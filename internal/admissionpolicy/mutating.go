@@ -154,5 +154,5 @@ func (s *Set) Mutate(ctx context.Context, r Request, between func(obj map[string
 func (s *Set) mutatingHooks(r Request) []mutating.PolicyHook {
 	return policyHooks(s.mutating, func(p *mutatingPolicy) (*admissionregistrationv1.MutatingAdmissionPolicy, mutating.PolicyEvaluator, *admissionregistrationv1.ParamKind) {
 		return p.p, p.evaluator, p.p.Spec.ParamKind
-	}, s.mutatingBindings, func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName }, r.Objects, r.placement())
+	}, s.mutatingBindings, func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName }, r.params)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/modwright/modwright/internal/admissionpolicy"
 )
 
-func loadFile(t *testing.T, path string) *admissionpolicy.Set {
+func loadFile(t testing.TB, path string) *admissionpolicy.Set {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -21,8 +21,7 @@ import (
 type AdmissionPolicies struct {
 	names   []string
 	sets    []*admissionpolicy.Set
-	objects []map[string]any
-	defNS   string
+	objects *admissionpolicy.Objects
 	grs     []schema.GroupResource
 	all     bool
 }
@@ -36,15 +35,17 @@ func NewAdmissionPolicies(set *admissionpolicy.Set, objects []map[string]any, de
 	if len(names) == 0 {
 		return nil, nil
 	}
-	p := &AdmissionPolicies{names: names, sets: sets, defNS: defaultNS}
+	p := &AdmissionPolicies{names: names, sets: sets}
 	p.grs, p.all = set.Resources()
+	norm := make([]map[string]any, 0, len(objects))
 	for _, o := range objects {
 		n, err := admissionpolicy.Normalize(o)
 		if err != nil {
 			return nil, err
 		}
-		p.objects = append(p.objects, n)
+		norm = append(norm, n)
 	}
+	p.objects = admissionpolicy.PrepareObjects(norm, kinds.IsClusterScoped, defaultNS)
 	return p, nil
 }
 
@@ -77,8 +78,7 @@ func (p *AdmissionPolicies) Check(ctx context.Context, obj map[string]any, ns st
 	}
 	var out []Result
 	for i, set := range p.sets {
-		r := set.Validate(ctx, admissionpolicy.Request{Operation: string(rules.Create), Object: obj, Namespace: ns, Objects: p.objects,
-			ClusterScoped: kinds.IsClusterScoped, DefaultNamespace: p.defNS})
+		r := set.Validate(ctx, admissionpolicy.Request{Operation: string(rules.Create), Object: obj, Namespace: ns, Prepared: p.objects})
 		var msgs []string
 		if r.Err != nil {
 			msgs = append(msgs, r.Err.Error())

@@ -46,8 +46,9 @@ const (
 type Chain struct {
 	rules Driver
 	o     ChainOptions
-	// objects are the policies' params and namespaces, normalized once.
-	objects []map[string]any
+	// objects are the policies' params and namespaces, normalized and
+	// indexed once.
+	objects *admissionpolicy.Objects
 	user    user.Info
 }
 
@@ -78,11 +79,13 @@ var _ Driver = (*Chain)(nil)
 func NewChain(rules Driver, o ChainOptions) *Chain {
 	c := &Chain{rules: rules, o: o}
 	if o.Policies.Len() > 0 {
+		var objs []map[string]any
 		for _, obj := range o.Objects {
 			if n, err := admissionpolicy.Normalize(obj); err == nil {
-				c.objects = append(c.objects, n)
+				objs = append(objs, n)
 			}
 		}
+		c.objects = admissionpolicy.PrepareObjects(objs, kinds.IsClusterScoped, o.DefaultNamespace)
 	}
 	c.user = &user.DefaultInfo{Name: o.User.Username, UID: o.User.UID, Groups: o.User.Groups}
 	return c
@@ -235,5 +238,5 @@ func (r *Result) refuse(stage Stage, denial string) {
 // request is req as the policies see it, with obj as its object.
 func (c *Chain) request(req Request, obj map[string]any) admissionpolicy.Request {
 	return admissionpolicy.Request{Operation: string(req.Operation), Object: obj, OldObject: req.Old, Namespace: req.Namespace,
-		Objects: c.objects, User: c.user, ClusterScoped: kinds.IsClusterScoped, DefaultNamespace: c.o.DefaultNamespace}
+		Prepared: c.objects, User: c.user}
 }
