@@ -3,8 +3,10 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/modwright/modwright/internal/admissionpolicy"
@@ -24,6 +26,13 @@ type AdmissionPolicies struct {
 	objects *admissionpolicy.Objects
 	grs     []schema.GroupResource
 	all     bool
+	// each are the resources each policy can match.
+	each []policyResources
+}
+
+type policyResources struct {
+	grs []schema.GroupResource
+	all bool
 }
 
 // NewAdmissionPolicies audits set's validating policies; objects are the
@@ -37,6 +46,11 @@ func NewAdmissionPolicies(set *admissionpolicy.Set, objects []map[string]any, de
 	}
 	p := &AdmissionPolicies{names: names, sets: sets}
 	p.grs, p.all = set.Resources()
+	for _, s := range sets {
+		var r policyResources
+		r.grs, r.all = s.Resources()
+		p.each = append(p.each, r)
+	}
 	norm := make([]map[string]any, 0, len(objects))
 	for _, o := range objects {
 		n, err := admissionpolicy.Normalize(o)
@@ -64,6 +78,31 @@ func (p *AdmissionPolicies) Resources() (grs []schema.GroupResource, all bool) {
 		return nil, false
 	}
 	return p.grs, p.all
+}
+
+// Names are the policies' names.
+func (p *AdmissionPolicies) Names() []string {
+	if p == nil {
+		return nil
+	}
+	return p.names
+}
+
+// Covers reports whether the policy named can match objects of the kind
+// of obj (by its resource, from the kind's name; its matchConstraints'
+// selectors and exclusions aside).
+func (p *AdmissionPolicies) Covers(name string, obj map[string]any) bool {
+	i := slices.Index(p.Names(), name)
+	if i < 0 {
+		return false
+	}
+	if p.each[i].all {
+		return true
+	}
+	av, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	gvr, _ := meta.UnsafeGuessKindToResource(schema.FromAPIVersionAndKind(av, kind))
+	return slices.Contains(p.each[i].grs, gvr.GroupResource())
 }
 
 // Check audits one object of namespace ns (nil p: no results).

@@ -13,9 +13,12 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/kyverno"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // The offline stand-ins for what the operator reads from the cluster,
@@ -330,6 +333,27 @@ func (r *staticResolver) GetKind(_ context.Context, apiVersion, kind, namespace,
 		namespace = ""
 	}
 	return r.objects[engine.ObjectRef{Group: apiGroup(apiVersion), Kind: kind, Namespace: namespace, Name: name}], nil
+}
+
+var _ kyverno.ScopeReader = (*staticResolver)(nil)
+
+// Namespaced reports a kind's scope: a built-in kind's as Kubernetes has
+// it; another kind is namespaced unless the context holds objects of it
+// and none has a namespace.
+func (r *staticResolver) Namespaced(apiVersion, kind string) (bool, error) {
+	if clientgoscheme.Scheme.Recognizes(schema.FromAPIVersionAndKind(apiVersion, kind)) {
+		return !kinds.IsClusterScoped(kind), nil
+	}
+	seen := false
+	for ref := range r.objects {
+		if ref.Group == apiGroup(apiVersion) && ref.Kind == kind {
+			if ref.Namespace != "" {
+				return true, nil
+			}
+			seen = true
+		}
+	}
+	return !seen, nil
 }
 
 // ListKind returns the context objects of that kind in namespace (""

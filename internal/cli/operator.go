@@ -564,7 +564,7 @@ func (k *operator) contextReaders(ctx context.Context) error {
 	k.readers.Authorizer, k.readers.RuleReader = authz, op.ruleReader
 	k.readers.API = &cluster.APIClient{REST: clients.Discovery().RESTClient(), Timeout: op.apiCallTimeout, MaxBytes: op.apiCallMaxBytes, TTL: op.apiCallCacheTTL, AllowPOST: op.apiCallPOST,
 		Authorizer: authz, RuleReader: op.ruleReader, Protected: op.namespace}
-	k.readers.Kinds = &cluster.Kinds{Reader: mgr.GetCache(), Protected: op.namespace}
+	k.readers.Kinds = &cluster.Kinds{Reader: mgr.GetCache(), Protected: op.namespace, Mapper: mgr.GetRESTMapper()}
 	k.readers.HTTP = &cluster.HTTPClient{Hosts: op.kinitirasHosts, Timeout: op.kinitirasHTTPTime, MaxBytes: op.kinitirasHTTPBytes, TTL: op.kinitirasHTTPTTL}
 	k.readers.Images = &cluster.Images{Registries: op.imageRegistries, Timeout: op.imageTimeout, TTL: op.imageTTL}
 	if op.kyverno || op.kyvernoCEL {

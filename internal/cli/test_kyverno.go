@@ -3,10 +3,18 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/modwright/modwright/internal/audit"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
+	"github.com/modwright/modwright/internal/kinds/kyverno"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
@@ -32,6 +40,9 @@ type kyvernoSuite struct {
 	docs   []source.Document
 	loaded map[string]bool
 	user   engine.UserInfo // the requester (userinfo)
+	// vaps are the suite's ValidatingAdmissionPolicies, each checked
+	// alone (rows with isValidatingAdmissionPolicy); nil: none.
+	vaps *audit.AdmissionPolicies
 }
 
 // kyvernoRuns are the results of one operation: by resource key
@@ -78,9 +89,6 @@ func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, 
 }
 
 func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyvernoSuite, error) {
-	if len(t.ParamResources) > 0 {
-		return nil, kyvernoSuiteError(t, "paramResources", fmt.Errorf("not supported yet by modwright test"))
-	}
 	reg := o.registry.kinds("")
 	if o.registry == nil {
 		var err error
@@ -109,6 +117,12 @@ func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyverno
 		return nil, err
 	}
 	ks.user = userOf(resolver)
+	if ks.vaps, err = audit.NewAdmissionPolicies(policies, contextObjects(resolver), metav1.NamespaceDefault); err != nil {
+		return nil, kyvernoSuiteError(t, "paramResources", err)
+	}
+	for _, name := range ks.vaps.Names() {
+		ks.loaded[name] = true
+	}
 	ks.chain = runner.NewChain(runner.NewEngineOptions(snap, engineOptions(resolver, nil)),
 		runner.ChainOptions{Policies: policies, Objects: contextObjects(resolver)})
 	return ks, nil
@@ -155,6 +169,15 @@ func kyvernoResolver(t *suite.KyvernoTest) (engine.ObjectReader, error) {
 		}
 		docs = append(docs, targets...)
 	}
+	if len(t.ParamResources) > 0 {
+		params, err := source.ReadPaths(t.ResolveAll(t.ParamResources), nil)
+		if err != nil {
+			return nil, kyvernoSuiteError(t, "paramResources", err)
+		}
+		for _, d := range params {
+			docs = append(docs, inDefaultNamespace(d))
+		}
+	}
 	seen := map[string]bool{}
 	for i, row := range t.Results {
 		if row.CloneSourceResource == "" || seen[row.CloneSourceResource] {
@@ -198,6 +221,27 @@ func kyvernoResolver(t *suite.KyvernoTest) (engine.ObjectReader, error) {
 		}
 	}
 	return r, nil
+}
+
+// inDefaultNamespace places a built-in namespaced object that names no
+// namespace in "default", as kubectl would create it (a parameter object:
+// an admission policy's binding and a validate.cel's paramRef find it
+// there).
+func inDefaultNamespace(d source.Document) source.Document {
+	if d.Namespace() != "" || kinds.IsClusterScoped(d.Kind()) ||
+		!clientgoscheme.Scheme.Recognizes(schema.FromAPIVersionAndKind(d.APIVersion(), d.Kind())) {
+		return d
+	}
+	obj := maps.Clone(d.Object)
+	md, _ := obj["metadata"].(map[string]any)
+	md = maps.Clone(md)
+	if md == nil {
+		md = map[string]any{}
+	}
+	md["namespace"] = metav1.NamespaceDefault
+	obj["metadata"] = md
+	d.Object = obj
+	return d
 }
 
 // kyvernoNamespaces are the Namespaces a values file describes (their
@@ -275,11 +319,34 @@ func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyverno
 				}
 			}
 		}
+		ks.checkVAPs(ctx, obj, a.ns, byPolicy)
 		out.byKey[key] = byPolicy
 		out.objects[key], out.denials[key] = res.Object, res.Denial
 		out.keys = append(out.keys, key)
 	}
 	return out, nil
+}
+
+// checkVAPs adds the results of the suite's ValidatingAdmissionPolicies
+// on obj (as created) to byPolicy: fail with the policy's messages, pass
+// when a policy that can match the object's kind admits it.
+func (ks *kyvernoSuite) checkVAPs(ctx context.Context, obj map[string]any, ns string, byPolicy map[string][]kyvernoRuleResult) {
+	if ks.vaps == nil {
+		return
+	}
+	fails := ks.vaps.Check(ctx, obj, ns)
+	for _, name := range ks.vaps.Names() {
+		if !ks.vaps.Covers(name, obj) {
+			continue
+		}
+		rr := kyvernoRuleResult{Policy: name, Status: kyverno.Pass}
+		for _, f := range fails {
+			if f.Policy == name {
+				rr.Status, rr.Message = kyverno.Fail, f.Message
+			}
+		}
+		byPolicy[name] = append(byPolicy[name], rr)
+	}
 }
 
 func lastSegment(s string) string { return s[strings.LastIndex(s, "/")+1:] }

@@ -91,7 +91,7 @@ func TestKyvernoSuiteRefused(t *testing.T) {
 		{"globalContextEntries bad fieldPath", func(kt *suite.KyvernoTest) {
 			kt.GlobalContextEntries = []suite.KyvernoGlobalContextEntry{{Name: "x", Data: []byte(`{}`), FieldPath: "a[["}}
 		}, `entry "x": fieldPath "a[["`},
-		{"paramResources", func(kt *suite.KyvernoTest) { kt.ParamResources = []string{"params.yaml"} }, "paramResources: not supported yet"},
+		{"paramResources missing", func(kt *suite.KyvernoTest) { kt.ParamResources = []string{"absent.yaml"} }, "paramResources: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kt, err := suite.LoadKyverno("../../testdata/cli/kyverno/requester/kyverno-test.yaml")

@@ -30,7 +30,7 @@ func celEnv(name string) *lang.Env {
 		{Name: celRequest, Doc: "the admission request's attributes"},
 		{Name: celNamespace, Doc: "the object's Namespace, null for cluster-scoped objects"},
 		{Name: celVariables, Doc: "the rule's variables, by name"},
-		{Name: celParams, Doc: "the parameters (none: paramKind is not supported yet)"},
+		{Name: celParams, Doc: "the parameter object of paramKind and paramRef (each in turn), else null"},
 		{Name: cel.VarAuthorizer, Doc: "the API server's authorizer; none offline"},
 	}}
 }
@@ -39,6 +39,8 @@ func celEnv(name string) *lang.Env {
 type celV struct {
 	vars  []celVar
 	exprs []celExpr
+	// params are the paramKind and paramRef; nil: none.
+	params *celParamRef
 }
 
 type celVar struct {
@@ -65,10 +67,7 @@ func (c *compiler) celProgram(field, src string) *cel.Program {
 }
 
 func (c *compiler) cel(field string, v *kyvernov1.CEL) (*celV, string) {
-	if v.ParamKind != nil || v.ParamRef != nil {
-		return nil, "validate.cel with paramKind or paramRef is not evaluated yet"
-	}
-	out := &celV{}
+	out := &celV{params: c.celParams(field, v.ParamKind, v.ParamRef)}
 	for i, vr := range v.Variables {
 		f := fmt.Sprintf("%s.variables[%d].expression", field, i)
 		out.vars = append(out.vars, celVar{name: vr.Name, prog: c.celProgram(f, vr.Expression)})
@@ -149,12 +148,8 @@ func (cv *celV) evalVars(s *scope, act *lang.Activation) error {
 	return nil
 }
 
-// celPreconditionsHold: every celPreconditions expression is true.
-func (p *Policy) celPreconditionsHold(h *engine.Handle, cv *celV, s *scope) (bool, error) {
-	act, err := p.celActivation(h, s)
-	if err != nil {
-		return false, err
-	}
+// celPreconditionsHold: every celPreconditions expression is true in act.
+func celPreconditionsHold(cv *celV, s *scope, act *lang.Activation) (bool, error) {
 	for _, e := range cv.exprs {
 		if e.prog == nil {
 			continue
@@ -172,11 +167,45 @@ func (p *Policy) celPreconditionsHold(h *engine.Handle, cv *celV, s *scope) (boo
 
 // validateCEL is Kyverno's validate.cel: the expressions of a
 // ValidatingAdmissionPolicy; the first false one fails the rule with its
-// message.
+// message. With params, the expressions run once per parameter object
+// (none selected under Allow: the rule passes); the first that fails
+// decides.
 func (p *Policy) validateCEL(h *engine.Handle, r *rule, s *scope) RuleResult {
 	act, err := p.celActivation(h, s)
 	if err != nil {
 		return errorResult(r, "failed to build the CEL context", err)
+	}
+	if pr := r.v.cel.params; pr != nil {
+		ns := h.Request().Namespace
+		if h.Kind() == "Namespace" {
+			ns = ""
+		}
+		params, err := p.params(h, pr, ns)
+		if err != nil {
+			return errorResult(r, "error in parameterized resource", err)
+		}
+		for _, param := range params {
+			act.Vars[celParams] = param
+			if res := p.validateCELWith(h, r, s, act); res.Status != Pass {
+				return res
+			}
+		}
+		return RuleResult{Rule: r.name, Status: Pass, Message: fmt.Sprintf("Validation rule '%s' passed.", r.name)}
+	}
+	return p.validateCELWith(h, r, s, act)
+}
+
+// validateCELWith evaluates the rule's celPreconditions (a skip when one
+// is false), then its expressions, in act.
+func (p *Policy) validateCELWith(h *engine.Handle, r *rule, s *scope, act *lang.Activation) RuleResult {
+	if r.celPre != nil {
+		ok, err := celPreconditionsHold(r.celPre, s, act)
+		if err != nil {
+			return errorResult(r, "failed to evaluate cel preconditions", err)
+		}
+		if !ok {
+			return RuleResult{Rule: r.name, Status: Skip, Message: "cel preconditions not met"}
+		}
 	}
 	if err := r.v.cel.evalVars(s, act); err != nil {
 		return errorResult(r, "validation failed", err)

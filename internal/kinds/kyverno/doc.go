@@ -36,13 +36,14 @@
 // difference (engine.Handle.Patch), and the next sees the object as it
 // left it.
 //
-// Not evaluated yet, reported as such (the policy loads, and every request
-// it matches gets the rule's error): generate rules, mutate.targets;
-// validate.manifests, validate.cel with params, podSecurity exclusions by
-// restrictedField or values, and verifyImages; the imageRegistry and
-// globalReference context entries (offline, as kyverno test, entries
-// without a reader are not loaded and a value of the same name stands for
-// them). An apiCall's service is called through the engine's HTTPReader.
+// validate.cel's params (paramKind, paramRef) are read through the
+// engine's KindReader, in the Policy's namespace only for a Policy.
+//
+// Not evaluated, reported as such (the policy loads, and every request it
+// matches gets the rule's error): validate.manifests and verifyImages;
+// the imageRegistry context entry (offline, as kyverno test, a value of
+// the same name stands for it). An apiCall's service is called through
+// the engine's HTTPReader.
 //
 // It must not know how HTTP requests are made, the CLI or how rules are sourced; other kinds and
 // the kernel's internals are none of its business.

@@ -438,15 +438,6 @@ func (p *Policy) existingViolation(h *engine.Handle, r *rule, s *scope) bool {
 func (p *Policy) validateRule(h *engine.Handle, r *rule, s *scope) (RuleResult, bool) {
 	switch {
 	case r.v.cel != nil:
-		if r.celPre != nil {
-			ok, err := p.celPreconditionsHold(h, r.celPre, s)
-			if err != nil {
-				return errorResult(r, "failed to evaluate cel preconditions", err), true
-			}
-			if !ok {
-				return RuleResult{Rule: r.name, Status: Skip, Message: "cel preconditions not met"}, true
-			}
-		}
 		return p.validateCEL(h, r, s), true
 	case r.v.pss != nil:
 		return p.validatePSS(h, r, s)

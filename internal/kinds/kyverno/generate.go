@@ -465,7 +465,7 @@ func addGenerateLabels(h *engine.Handle, obj map[string]any, extra map[string]st
 // readSource reads a clone source through the engine's KindReader; a
 // Policy reads in its own namespace only, as its rule reader may.
 func (p *Policy) readSource(h *engine.Handle, apiVersion, kind, ns, name string) (map[string]any, error) {
-	kr, err := p.sourceReader(h, apiVersion, kind, ns, name)
+	kr, err := p.sourceReader(h, "clones", apiVersion, kind, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -480,7 +480,7 @@ func (p *Policy) readSource(h *engine.Handle, apiVersion, kind, ns, name string)
 }
 
 func (p *Policy) listSources(h *engine.Handle, apiVersion, kind, ns, selector string) ([]map[string]any, error) {
-	kr, err := p.sourceReader(h, apiVersion, kind, ns, "")
+	kr, err := p.sourceReader(h, "clones", apiVersion, kind, ns, "")
 	if err != nil {
 		return nil, err
 	}
@@ -498,9 +498,12 @@ func (p *Policy) listSources(h *engine.Handle, apiVersion, kind, ns, selector st
 // reader of objects (offline: no --context objects).
 var ErrNoSourceReader = engine.NoReader("no reader of objects to clone")
 
-func (p *Policy) sourceReader(h *engine.Handle, apiVersion, kind, ns, name string) (engine.KindReader, error) {
+// sourceReader is the engine's KindReader for a read of the policy (what
+// it does with the objects, for the error: "clones", "reads params"): a
+// Policy reads in its own namespace only, as its rule reader may.
+func (p *Policy) sourceReader(h *engine.Handle, what, apiVersion, kind, ns, name string) (engine.KindReader, error) {
 	if p.ns != "" && ns != p.ns {
-		return nil, fmt.Errorf("%w: a Policy in %s clones only from its own namespace, not from %q", ErrOutsideNamespace, p.ns, ns)
+		return nil, fmt.Errorf("%w: a Policy in %s %s only from its own namespace, not from %q", ErrOutsideNamespace, p.ns, what, ns)
 	}
 	kr := h.Kinds()
 	if kr == nil {

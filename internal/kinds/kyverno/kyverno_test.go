@@ -213,15 +213,14 @@ spec:
   - name: add
     match: {any: [{resources: {kinds: [Pod]}}]}
     validate:
-      cel:
-        paramKind: {apiVersion: v1, kind: ConfigMap}
-        expressions: [{expression: "true"}]
+      manifests:
+        attestors: [{entries: [{keys: {publicKeys: "-----BEGIN PUBLIC KEY-----"}}]}]
 `)
 	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a}}`)
 	if d := cmp.Diff([]string{"add=error"}, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
-	if len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "validate.cel with paramKind or paramRef is not evaluated yet") {
+	if len(d.Rejections) != 1 || !strings.Contains(d.Rejections[0].Message, "validate.manifests needs signatures") {
 		t.Errorf("a rule not evaluated under failurePolicy Fail must reject: %+v", d.Rejections)
 	}
 	// Signatures are refused with their reason, never skipped.

@@ -296,7 +296,7 @@ func (p *Policy) targets(h *engine.Handle, s *scope, tm *targetM) ([]map[string]
 	}
 	wild := func(s string) bool { return strings.ContainsAny(s, "*?") }
 	if name != "" && !wild(name) && !wild(ns) && t["selector"] == nil {
-		kr, err := p.sourceReader(h, apiVersion, kind, ns, name)
+		kr, err := p.sourceReader(h, "reads targets", apiVersion, kind, ns, name)
 		if err != nil {
 			return nil, err
 		}

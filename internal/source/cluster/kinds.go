@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds"
 )
 
 // Kinds is the engine's KindReader in the cluster (kinitiras' k8s and
@@ -24,6 +26,27 @@ type Kinds struct {
 	// Protected is the operator's namespace: its Secrets are never read
 	// for a rule, nor Secrets across namespaces (ErrForbidden).
 	Protected string
+	// Mapper tells a kind's scope (the manager's REST mapper); nil: a
+	// built-in kind's scope, other kinds namespaced.
+	Mapper meta.RESTMapper
+}
+
+// Namespaced reports whether a kind's objects have a namespace, as the
+// API server's discovery says (Kyverno's validate.cel params are looked
+// up in the object's namespace when they do).
+func (k *Kinds) Namespaced(apiVersion, kind string) (bool, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return false, err
+	}
+	if k.Mapper == nil {
+		return !kinds.IsClusterScoped(kind), nil
+	}
+	m, err := k.Mapper.RESTMapping(gv.WithKind(kind).GroupKind(), gv.Version)
+	if err != nil {
+		return false, err
+	}
+	return m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
 // protect refuses the operator's Secrets and a list of Secrets across

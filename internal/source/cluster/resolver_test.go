@@ -14,8 +14,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -23,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/kyverno"
 	"github.com/modwright/modwright/internal/source/cluster"
 )
 
@@ -418,5 +421,32 @@ func TestKindsProtected(t *testing.T) {
 	}
 	if s, err := k.GetKind(t.Context(), "v1", "Secret", "team-a", "token"); err != nil || s == nil {
 		t.Errorf("a tenant's Secret: %v, %v", s, err)
+	}
+}
+
+var _ kyverno.ScopeReader = (*cluster.Kinds)(nil)
+
+// TestKindsNamespaced: a kind's scope is the REST mapper's (a custom
+// kind's as its CRD declares it); without a mapper, a built-in kind's.
+func TestKindsNamespaced(t *testing.T) {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Limits"}, meta.RESTScopeRoot)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	for _, tc := range []struct {
+		k                *cluster.Kinds
+		apiVersion, kind string
+		want             bool
+		err              bool
+	}{
+		{&cluster.Kinds{Mapper: m}, "example.com/v1", "Limits", false, false},
+		{&cluster.Kinds{Mapper: m}, "v1", "ConfigMap", true, false},
+		{&cluster.Kinds{Mapper: m}, "example.com/v1", "Unknown", false, true},
+		{&cluster.Kinds{}, "v1", "Namespace", false, false},
+		{&cluster.Kinds{}, "v1", "ConfigMap", true, false},
+	} {
+		got, err := tc.k.Namespaced(tc.apiVersion, tc.kind)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("%s %s: %v, %v; want %v (error: %v)", tc.apiVersion, tc.kind, got, err, tc.want, tc.err)
+		}
 	}
 }

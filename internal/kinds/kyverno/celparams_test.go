@@ -1,0 +1,134 @@
+package kyverno_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/kinds/kyverno"
+	"github.com/modwright/modwright/internal/rules"
+)
+
+const paramsPolicy = `
+apiVersion: kyverno.io/v1
+kind: KIND
+metadata: {name: limits, namespace: team-a}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: max
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    celPreconditions:
+    - {name: limited, expression: "params.data.?enabled.orValue('true') == 'true'"}
+    validate:
+      cel:
+        paramKind: {apiVersion: v1, kind: ConfigMap}
+        paramRef: PARAMREF
+        variables:
+        - {name: max, expression: "int(params.data.max)"}
+        expressions:
+        - expression: "size(object.data) <= variables.max"
+          messageExpression: "'at most ' + string(variables.max) + ' keys (' + params.metadata.name + ')'"
+`
+
+func limit(ns, name, max string, labels map[string]any, enabled string) map[string]any {
+	data := map[string]any{"max": max}
+	if enabled != "" {
+		data["enabled"] = enabled
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": labels}, "data": data}
+}
+
+// TestCELParams: validate.cel reads its paramRef's objects as `params`,
+// in the object's namespace unless paramRef names one: by name (absent:
+// the rule's error), or each one a selector picks (none: a pass under
+// Allow, "no params found" under Deny); celPreconditions read them too;
+// a namespaced Policy reads params in its own namespace only.
+func TestCELParams(t *testing.T) {
+	objs := kindObjects{
+		"v1/ConfigMap team-a/max":   limit("team-a", "max", "2", map[string]any{"limits": "yes"}, ""),
+		"v1/ConfigMap team-a/loose": limit("team-a", "loose", "1", map[string]any{"limits": "yes"}, "false"),
+		"v1/ConfigMap team-a/tight": limit("team-a", "tight", "1", map[string]any{"limits": "tight"}, ""),
+		"v1/ConfigMap shared/max":   limit("shared", "max", "5", nil, ""),
+	}
+	for _, tc := range []struct {
+		name, kind, ref, ns string
+		keys                int
+		want                string // status: message
+	}{
+		{"by name", "ClusterPolicy", "{name: max, parameterNotFoundAction: Deny}", "team-a", 2, "pass: Validation rule 'max' passed."},
+		{"by name, over", "ClusterPolicy", "{name: max, parameterNotFoundAction: Deny}", "team-a", 3, "fail: at most 2 keys (max)"},
+		{"namespace given", "ClusterPolicy", "{name: max, namespace: shared, parameterNotFoundAction: Allow}", "team-a", 3, "pass: Validation rule 'max' passed."},
+		{"absent", "ClusterPolicy", "{name: max, parameterNotFoundAction: Allow}", "team-b", 1, "error: error in parameterized resource: ConfigMap \"max\" not found"},
+		{"selector, each", "ClusterPolicy", "{selector: {matchLabels: {limits: tight}}, parameterNotFoundAction: Deny}", "team-a", 2, "fail: at most 1 keys (tight)"},
+		{"selector, precondition", "ClusterPolicy", "{selector: {matchLabels: {limits: 'yes'}}, parameterNotFoundAction: Deny}", "team-a", 2, "skip: cel preconditions not met"},
+		{"selector, none, Allow", "ClusterPolicy", "{selector: {matchLabels: {limits: none}}, parameterNotFoundAction: Allow}", "team-a", 9, "pass: Validation rule 'max' passed."},
+		{"selector, none, Deny", "ClusterPolicy", "{selector: {matchLabels: {limits: none}}, parameterNotFoundAction: Deny}", "team-a", 1, "error: error in parameterized resource: no params found"},
+		{"Policy, own namespace", "Policy", "{name: max, parameterNotFoundAction: Deny}", "team-a", 3, "fail: at most 2 keys (max)"},
+		{"Policy, other namespace", "Policy", "{name: max, namespace: shared, parameterNotFoundAction: Deny}", "team-a", 1, "error: error in parameterized resource: outside the Policy's namespace: a Policy in team-a reads params only from its own namespace, not from \"shared\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := snapshot(t, strings.NewReplacer("KIND", tc.kind, "PARAMREF", tc.ref).Replace(paramsPolicy))
+			data := map[string]any{}
+			for i := range tc.keys {
+				data[fmt.Sprint("k", i)] = "v"
+			}
+			obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": tc.ns}, "data": data}
+			eng := engine.New(engine.Options{Kinds: objs, Authorizer: denyOtherNamespaces{}, RuleReader: "reader"})
+			d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: tc.ns, Object: obj})
+			if err != nil && !strings.HasPrefix(tc.want, "fail") && !strings.HasPrefix(tc.want, "error") {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tr := range d.Trace {
+				for _, r := range kyverno.ResultsOf(tr.Detail) {
+					got = append(got, string(r.Status)+": "+r.Message)
+				}
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCELParamsErrors: paramKind and paramRef are checked when the policy
+// loads, as Kyverno checks them, each at its field.
+func TestCELParamsErrors(t *testing.T) {
+	for _, tc := range []struct{ kind, ref, want string }{
+		{"{apiVersion: v1, kind: ConfigMap}", "", "spec.rules[0].validate.cel.paramRef: cel.paramRef is required"},
+		{"", "{name: a, parameterNotFoundAction: Deny}", "spec.rules[0].validate.cel.paramKind: cel.paramKind is required"},
+		{"{kind: ConfigMap}", "{name: a, parameterNotFoundAction: Deny}", "cel.paramKind.apiVersion is required"},
+		{"{apiVersion: v1}", "{name: a, parameterNotFoundAction: Deny}", "cel.paramKind.kind is required"},
+		{"{apiVersion: a/b/c, kind: X}", "{name: a, parameterNotFoundAction: Deny}", "spec.rules[0].validate.cel.paramKind.apiVersion"},
+		{"{apiVersion: v1, kind: ConfigMap}", "{parameterNotFoundAction: Deny}", "one of cel.paramRef.name or cel.paramRef.selector must be set"},
+		{"{apiVersion: v1, kind: ConfigMap}", "{name: a, selector: {}, parameterNotFoundAction: Deny}", "one of cel.paramRef.name or cel.paramRef.selector must be set"},
+		{"{apiVersion: v1, kind: ConfigMap}", "{name: a}", "cel.paramRef.parameterNotFoundAction is required"},
+		{"{apiVersion: v1, kind: ConfigMap}", "{name: a, parameterNotFoundAction: Maybe}", `unsupported value "Maybe"`},
+		{"{apiVersion: v1, kind: Namespace}", "{name: a, namespace: b, parameterNotFoundAction: Deny}", "spec.rules[0].validate.cel.paramRef.namespace"},
+		{"{apiVersion: v1, kind: ConfigMap}", "{selector: {matchExpressions: [{key: a, operator: Bad}]}, parameterNotFoundAction: Deny}", "spec.rules[0].validate.cel.paramRef.selector"},
+	} {
+		cel := "{expressions: [{expression: 'true'}]"
+		if tc.kind != "" {
+			cel += ", paramKind: " + tc.kind
+		}
+		if tc.ref != "" {
+			cel += ", paramRef: " + tc.ref
+		}
+		_, err := compileErr(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: broken}
+spec:
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate: {cel: `+cel+`}}`)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: error %v, want one saying %s", tc.kind, tc.ref, err, tc.want)
+		}
+	}
+}
