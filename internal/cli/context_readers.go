@@ -13,7 +13,6 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
-	"github.com/modwright/modwright/internal/kinds/kyverno"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -334,8 +333,6 @@ func (r *staticResolver) GetKind(_ context.Context, apiVersion, kind, namespace,
 	}
 	return r.objects[engine.ObjectRef{Group: apiGroup(apiVersion), Kind: kind, Namespace: namespace, Name: name}], nil
 }
-
-var _ kyverno.ScopeReader = (*staticResolver)(nil)
 
 // Namespaced reports a kind's scope: a built-in kind's as Kubernetes has
 // it; another kind is namespaced unless the context holds objects of it

@@ -117,6 +117,15 @@ func (e exceptionItems) Exceptions() []*kyverno.Exception {
 // kyvernoRuleResult is a Kyverno policy's rule result (a trace detail).
 type kyvernoRuleResult = kyverno.RuleResult
 
+// The statuses of Kyverno's rule results.
+const (
+	kyvernoPass = kyverno.Pass
+	kyvernoFail = kyverno.Fail
+)
+
+// The offline resolver tells Kyverno's validate.cel params a kind's scope.
+var _ kyverno.ScopeReader = (*staticResolver)(nil)
+
 // kyvernoResults are the rule results a trace detail holds.
 func kyvernoResults(detail any) []kyvernoRuleResult { return kyverno.ResultsOf(detail) }
 

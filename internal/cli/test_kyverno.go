@@ -14,7 +14,6 @@ import (
 	"github.com/modwright/modwright/internal/audit"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
-	"github.com/modwright/modwright/internal/kinds/kyverno"
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/runner"
 	"github.com/modwright/modwright/internal/source"
@@ -339,10 +338,10 @@ func (ks *kyvernoSuite) checkVAPs(ctx context.Context, obj map[string]any, ns st
 		if !ks.vaps.Covers(name, obj) {
 			continue
 		}
-		rr := kyvernoRuleResult{Policy: name, Status: kyverno.Pass}
+		rr := kyvernoRuleResult{Policy: name, Status: kyvernoPass}
 		for _, f := range fails {
 			if f.Policy == name {
-				rr.Status, rr.Message = kyverno.Fail, f.Message
+				rr.Status, rr.Message = kyvernoFail, f.Message
 			}
 		}
 		byPolicy[name] = append(byPolicy[name], rr)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -374,13 +375,20 @@ func (p *Policy) evalRule(h *engine.Handle, r *rule, t *target, base *scope) (re
 			return RuleResult{Rule: r.name, Status: Skip, Message: joinNonEmpty("; ", "preconditions not met", msg)}, true
 		}
 	}
+	// pssEx are the matching exceptions of a podSecurity rule when each
+	// has podSecurity controls: they exclude those controls, as Kyverno.
+	var pssEx []*Exception
 	if len(p.opts.exceptions) > 0 || p.opts.exceptionSource != nil {
-		keys, err := p.exempted(h, r, t, s)
+		exs, err := p.exempted(h, r, t, s)
 		if err != nil {
 			return errorResult(r, "failed to get exceptions", err), true
 		}
-		if len(keys) > 0 {
-			return exceptionSkip(r, keys), true
+		switch {
+		case len(exs) == 0:
+		case r.v != nil && r.v.pss != nil && !slices.ContainsFunc(exs, func(ex *Exception) bool { return len(ex.pss) == 0 }):
+			pssEx = exs
+		default:
+			return exceptionSkip(r, exceptionKeys(exs)), true
 		}
 	}
 	if r.m.existing() {
@@ -400,8 +408,8 @@ func (p *Policy) evalRule(h *engine.Handle, r *rule, t *target, base *scope) (re
 	if r.v == nil {
 		return RuleResult{Rule: r.name, Status: Error, Message: "the rule has no validate"}, true
 	}
-	res, ok = p.validateRule(h, r, s)
-	if ok && res.Status == Fail && p.existingViolation(h, r, s) {
+	res, ok = p.validateRule(h, r, s, pssEx)
+	if ok && res.Status == Fail && p.existingViolation(h, r, s, pssEx) {
 		return RuleResult{Rule: r.name, Status: Skip, Message: "skipping the rule evaluation as pre-existing violations are allowed"}, true
 	}
 	return res, ok
@@ -410,7 +418,7 @@ func (p *Policy) evalRule(h *engine.Handle, r *rule, t *target, base *scope) (re
 // existingViolation: an UPDATE of an object that already failed an
 // Enforce rule is not blocked by it (validate.allowExistingViolations,
 // true by default): the old object is validated as if created.
-func (p *Policy) existingViolation(h *engine.Handle, r *rule, s *scope) bool {
+func (p *Policy) existingViolation(h *engine.Handle, r *rule, s *scope, pssEx []*Exception) bool {
 	if h.Request().Operation != rules.Update || !r.allowExisting {
 		return false
 	}
@@ -429,18 +437,18 @@ func (p *Policy) existingViolation(h *engine.Handle, r *rule, s *scope) bool {
 			return false // the old object does not match: its result is a skip
 		}
 	}
-	res, ok := p.validateRule(h, r, os)
+	res, ok := p.validateRule(h, r, os, pssEx)
 	return ok && res.Status == Fail
 }
 
 // validateRule is a rule's validate: validate.cel, podSecurity, or
 // Kyverno's validator (deny, pattern, anyPattern, foreach).
-func (p *Policy) validateRule(h *engine.Handle, r *rule, s *scope) (RuleResult, bool) {
+func (p *Policy) validateRule(h *engine.Handle, r *rule, s *scope, pssEx []*Exception) (RuleResult, bool) {
 	switch {
 	case r.v.cel != nil:
 		return p.validateCEL(h, r, s), true
 	case r.v.pss != nil:
-		return p.validatePSS(h, r, s)
+		return p.validatePSS(h, r, s, pssEx)
 	}
 	return p.validate(h, r, s, r.v.deny, r.v.pattern, r.v.anyPattern, r.v.foreach, nil, 0)
 }

@@ -1,7 +1,6 @@
 package kyverno
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -55,14 +54,7 @@ func CompileException(m *kinds.Manifest) (*Exception, error) {
 	if len(pe.Spec.Exceptions) == 0 {
 		c.errf("spec.exceptions", "an exception names at least one policy and its rules")
 	}
-	for i, e := range pe.Spec.PodSecurity {
-		ids, ok := pssControls[e.ControlName]
-		if !ok {
-			c.errf(fmt.Sprintf("spec.podSecurity[%d].controlName", i), "unknown control %q", e.ControlName)
-			continue
-		}
-		ex.pss = append(ex.pss, pssExclude{control: e.ControlName, checks: ids, images: e.Images})
-	}
+	ex.pss = c.pssExcludes("spec.podSecurity", pe.Spec.PodSecurity, nil)
 	if len(c.ce.Errors) > 0 {
 		return nil, c.ce
 	}
@@ -103,15 +95,15 @@ func (ex *Exception) covers(policy, rule string) bool {
 	})
 }
 
-// exempted returns the keys of the exceptions that exempt the object from
+// exempted returns the exceptions that exempt the object from
 // rule r (matched, conditions holding); an error is a condition that could
 // not be evaluated.
-func (p *Policy) exempted(h *engine.Handle, r *rule, t *target, s *scope) ([]string, error) {
+func (p *Policy) exempted(h *engine.Handle, r *rule, t *target, s *scope) ([]*Exception, error) {
 	name := p.name
 	if p.ns != "" {
 		name = p.info.Namespace + "/" + p.name
 	}
-	var keys []string
+	var out []*Exception
 	for _, ex := range p.exceptions() {
 		if !ex.covers(name, r.name) {
 			continue
@@ -134,9 +126,17 @@ func (p *Policy) exempted(h *engine.Handle, r *rule, t *target, s *scope) ([]str
 				continue
 			}
 		}
-		keys = append(keys, ex.key)
+		out = append(out, ex)
 	}
-	return keys, nil
+	return out, nil
+}
+
+func exceptionKeys(exs []*Exception) []string {
+	keys := make([]string, len(exs))
+	for i, ex := range exs {
+		keys[i] = ex.key
+	}
+	return keys
 }
 
 func exceptionSkip(r *rule, keys []string) RuleResult {

@@ -2,6 +2,9 @@ package kyverno
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/modwright/modwright/internal/kinds"
 )
@@ -11,6 +14,11 @@ import (
 // an error (or, for mutating existing objects, it is not done), so `lint`
 // says so before an admission does.
 const codeNotYet = "W401"
+
+// codePSSField is the lint warning of a Pod Security exclusion whose
+// restrictedField no check reports an error at: it exempts nothing (as in
+// Kyverno), which is seldom what its author meant.
+const codePSSField = "W402"
 
 var (
 	_ kinds.Linter = (*Policy)(nil)
@@ -29,6 +37,13 @@ func (p *Policy) Lint(_ context.Context, origin string, _ []kinds.Manifest) []ki
 		}
 		if r.notYet != "" {
 			out = append(out, notYetFinding(origin, p.kind, p.info.Key, r.field, r.notYet))
+		}
+		if r.v != nil && r.v.pss != nil {
+			for _, f := range slices.Sorted(maps.Keys(r.v.pss.unknown)) {
+				out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: codePSSField, Origin: origin, Kind: p.kind, Rule: p.info.Key, Field: f,
+					Message: fmt.Sprintf("no Pod Security check reports an error at %q: the exclusion exempts nothing", r.v.pss.unknown[f]),
+					Hint:    "write the field as the checks name it, with [*] for list indices: spec.containers[*].securityContext.capabilities.add"})
+			}
 		}
 	}
 	return out

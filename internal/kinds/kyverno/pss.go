@@ -24,6 +24,9 @@ type pssV struct {
 	rawVer  string
 	exclude []pssExclude
 	checks  []pssCheck // the level's checks, each in its version, chosen at load
+	// unknown are the exclusions' restrictedFields no check reports an
+	// error at (lint warns: they exempt nothing), by their field.
+	unknown map[string]string
 }
 
 // pssCheck is one check in the version a policy's level selects.
@@ -33,11 +36,50 @@ type pssCheck struct {
 }
 
 // pssExclude exempts a control: its pod-level fields (no images), or the
-// containers whose image matches one of images.
+// containers whose image matches one of images; with field (a
+// restrictedField), only the errors at that field whose forbidden values
+// all match one of values (pssfields.go).
 type pssExclude struct {
 	control string
 	checks  []policy.CheckID
 	images  []string
+	field   string
+	values  []string
+}
+
+// pssContainerControls and pssPodControls are the controls Kyverno
+// excludes only for images, and only for the pod.
+var (
+	pssContainerControls = []string{"Capabilities", "Privileged Containers", "Host Ports", "/proc Mount Type", "Privilege Escalation"}
+	pssPodControls       = []string{"Host Namespaces", "HostPath Volumes", "Sysctls", "Volume Types"}
+)
+
+// pssExcludes compiles exclusions (a podSecurity rule's exclude, a
+// PolicyException's podSecurity), checked as Kyverno checks them; unknown
+// collects the restrictedFields no check reports (by field).
+func (c *compiler) pssExcludes(field string, es []kyvernov1.PodSecurityStandard, unknown map[string]string) []pssExclude {
+	var out []pssExclude
+	for i, e := range es {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		ids, ok := pssControls[e.ControlName]
+		switch {
+		case !ok:
+			c.errf(f+".controlName", "unknown control %q", e.ControlName)
+			continue
+		case slices.Contains(pssContainerControls, e.ControlName) && len(e.Images) == 0:
+			c.errf(f+".controlName", "exclude.images must be specified for the container level control %q", e.ControlName)
+		case slices.Contains(pssPodControls, e.ControlName) && len(e.Images) > 0:
+			c.errf(f+".controlName", "exclude.images must not be specified for the pod level control %q", e.ControlName)
+		case e.RestrictedField != "" && len(e.Values) == 0:
+			c.errf(f+".values", "values is required")
+		case e.RestrictedField == "" && len(e.Values) > 0:
+			c.errf(f+".restrictedField", "restrictedField is required")
+		case e.RestrictedField != "" && !knownPSSField(e.RestrictedField) && unknown != nil:
+			unknown[f+".restrictedField"] = e.RestrictedField
+		}
+		out = append(out, pssExclude{control: e.ControlName, checks: ids, images: e.Images, field: e.RestrictedField, values: e.Values})
+	}
+	return out
 }
 
 // pssControls are the checks of each control a policy names (Kyverno's
@@ -79,17 +121,8 @@ func (c *compiler) podSecurity(field string, ps *kyvernov1.PodSecurity) (*pssV, 
 		}
 		out.level.Version = v
 	}
-	for i, e := range ps.Exclude {
-		ids, ok := pssControls[e.ControlName]
-		if !ok {
-			c.errf(fmt.Sprintf("%s.exclude[%d].controlName", field, i), "unknown control %q", e.ControlName)
-			continue
-		}
-		if e.RestrictedField != "" || len(e.Values) > 0 {
-			return nil, "validate.podSecurity exclusions by restrictedField or values are not evaluated yet"
-		}
-		out.exclude = append(out.exclude, pssExclude{control: e.ControlName, checks: ids, images: e.Images})
-	}
+	out.unknown = map[string]string{}
+	out.exclude = c.pssExcludes(field+".exclude", ps.Exclude, out.unknown)
 	out.selectChecks()
 	return out, ""
 }
@@ -175,25 +208,34 @@ func (ps *pssV) selectChecks() {
 	}
 }
 
-// exempt reports whether a failing check is exempted: it passes once the
-// containers an exclusion names are left out and, with a pod-level
-// exclusion of its control, once the pod's own security context is.
-func (ps *pssV) exempt(f pssFailure, pod *corev1.Pod) bool {
+// exempt reports whether a failing check is exempted by the exclusions
+// (the rule's, then those of the PolicyExceptions that match): it passes
+// once the errors each exclusion by restrictedField removes are mended,
+// the containers an exclusion of the whole control names are left out
+// and, with a pod-level exclusion of the whole control, once the pod's own
+// security context is.
+func (ps *pssV) exempt(f pssFailure, pod *corev1.Pod, more []pssExclude) bool {
 	podLevel := false
 	var images []string
-	for _, e := range ps.exclude {
-		if !slices.Contains(e.checks, f.id) {
-			continue
-		}
-		if len(e.images) == 0 {
+	var fields []pssExclude
+	for _, e := range slices.Concat(ps.exclude, more) {
+		switch {
+		case !slices.Contains(e.checks, f.id):
+		case e.field != "":
+			fields = append(fields, e)
+		case len(e.images) == 0:
 			podLevel = true
+		default:
+			images = append(images, e.images...)
 		}
-		images = append(images, e.images...)
 	}
-	if !podLevel && len(images) == 0 {
+	if !podLevel && len(images) == 0 && len(fields) == 0 {
 		return false
 	}
 	r := pod.DeepCopy()
+	for _, e := range fields {
+		ps.mendField(r, f.id, e)
+	}
 	keep := func(c corev1.Container) bool {
 		return !slices.ContainsFunc(images, func(p string) bool { return lang.MatchWildcard(p, c.Image) })
 	}
@@ -214,8 +256,10 @@ func (ps *pssV) exempt(f pssFailure, pod *corev1.Pod) bool {
 	return len(ps.evaluate(r, []policy.CheckID{f.id})) == 0
 }
 
-// validatePSS is Kyverno's validate.podSecurity.
-func (p *Policy) validatePSS(h *engine.Handle, r *rule, s *scope) (RuleResult, bool) {
+// validatePSS is Kyverno's validate.podSecurity; exs are the matching
+// PolicyExceptions, each with podSecurity controls: their controls are
+// exclusions too, and a pod they exempt skips the rule (as Kyverno).
+func (p *Policy) validatePSS(h *engine.Handle, r *rule, s *scope, exs []*Exception) (RuleResult, bool) {
 	if h.Request().Operation == rules.Delete {
 		return RuleResult{}, false
 	}
@@ -227,12 +271,23 @@ func (p *Policy) validatePSS(h *engine.Handle, r *rule, s *scope) (RuleResult, b
 	ps := r.v.pss
 	var failed []pssFailure
 	for _, f := range ps.evaluate(pod, nil) {
-		if !ps.exempt(f, pod) {
+		if !ps.exempt(f, pod, nil) {
 			failed = append(failed, f)
 		}
 	}
 	if len(failed) == 0 {
 		return RuleResult{Rule: r.name, Status: Pass, Message: fmt.Sprintf("Validation rule '%s' passed.", r.name)}, true
+	}
+	if len(exs) > 0 {
+		var more []pssExclude
+		keys := make([]string, len(exs))
+		for i, ex := range exs {
+			more, keys[i] = append(more, ex.pss...), ex.key
+		}
+		if !slices.ContainsFunc(failed, func(f pssFailure) bool { return !ps.exempt(f, pod, more) }) {
+			// Kyverno's message of this path has a space the others lack.
+			return RuleResult{Rule: r.name, Status: Skip, Message: "rule is skipped due to policy exceptions " + strings.Join(keys, ", ")}, true
+		}
 	}
 	var b strings.Builder
 	for _, f := range failed {
