@@ -89,7 +89,7 @@ var pssControls = map[string][]policy.CheckID{
 	"Seccomp":                  {"seccompProfile_baseline", "seccompProfile_restricted"},
 	"Privileged Containers":    {"privileged"},
 	"Host Ports":               {"hostPorts"},
-	"/proc Mount Type":         {"procMount"},
+	"/proc Mount Type":         {"procMount", "procMount_restricted"},
 	"HostProcess":              {"windowsHostProcess"},
 	"SELinux":                  {"seLinuxOptions"},
 	"Host Namespaces":          {"hostNamespaces"},
@@ -192,11 +192,15 @@ func (ps *pssV) evaluate(pod *corev1.Pod, only []policy.CheckID) []pssFailure {
 
 // selectChecks are the level's checks (baseline: its own; any other level:
 // every check, as Kyverno), each in the newest version the level's version
-// allows.
+// allows; a check newer than that version is left out, as the API server's
+// Pod Security admission leaves it out (Kyverno runs its first version).
 func (ps *pssV) selectChecks() {
 	for _, check := range policy.DefaultChecks() {
 		if ps.level.Level == psaapi.LevelBaseline && check.Level != psaapi.LevelBaseline {
 			continue
+		}
+		if ps.level.Version.Older(check.Versions[0].MinimumVersion) {
+			continue // newer than the policy's version, as the API server's evaluator
 		}
 		sel := check.Versions[0]
 		for _, next := range check.Versions[1:] {
@@ -248,7 +252,19 @@ func (ps *pssV) exempt(f pssFailure, pod *corev1.Pod, more []pssExclude) bool {
 		if len(r.Spec.Containers)+len(r.Spec.InitContainers)+len(r.Spec.EphemeralContainers) == 0 {
 			return true
 		}
+		// The pod's own settings go; those its containers inherit, excluded,
+		// are allowed to them too (a container's own setting stays its own).
+		sc := r.Spec.SecurityContext
 		r.Spec.SecurityContext = nil
+		if sc != nil && (sc.SeccompProfile != nil || sc.RunAsNonRoot != nil) {
+			r.Spec.SecurityContext = &corev1.PodSecurityContext{}
+			if sc.SeccompProfile != nil {
+				r.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+			}
+			if sc.RunAsNonRoot != nil {
+				r.Spec.SecurityContext.RunAsNonRoot = new(true)
+			}
+		}
 		r.Spec.HostNetwork, r.Spec.HostPID, r.Spec.HostIPC = false, false, false
 		r.Spec.Volumes = nil
 		r.ObjectMeta.Annotations = nil

@@ -69,6 +69,20 @@ spec:
         level: restricted
         exclude:
         - {controlName: Seccomp, restrictedField: spec.securityContext.seccompProfile.type, values: [Unconfined]}
+  - name: whole-seccomp
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate: {podSecurity: {level: restricted, exclude: [{controlName: Seccomp}]}}
+  - name: whole-nonroot
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate: {podSecurity: {level: restricted, exclude: [{controlName: Running as Non-root}]}}
+  # The pod's field alone: the containers that inherit it are reported
+  # too, as Kyverno's checks report them.
+  - name: nonroot-field
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      podSecurity:
+        level: restricted
+        exclude: [{controlName: Running as Non-root, restrictedField: spec.securityContext.runAsNonRoot, values: ["false"]}]
 `)
 	for _, tc := range []struct {
 		name, rule, obj, want string
@@ -90,10 +104,18 @@ spec:
 		// theirs (none here: they set their own profile).
 		{"pod-level seccomp excluded", "seccomp",
 			pod("Unconfined", "", dropAll+", seccompProfile: {type: RuntimeDefault}", "", ", seccompProfile: {type: RuntimeDefault}"), "pass"},
-		// Without their own profile the containers fail too (the pod's is
-		// no valid one): those errors are not the excluded field's.
-		{"containers without a profile", "seccomp", pod("Unconfined", "", dropAll, "", ""), "fail"},
+		// Without their own profile the containers run the pod's: the
+		// check reports the pod's alone (as Kyverno's), excluded here.
+		{"containers without a profile", "seccomp", pod("Unconfined", "", dropAll, "", ""), "pass"},
 		{"container-level seccomp not excluded", "seccomp", pod("RuntimeDefault", "", dropAll+", seccompProfile: {type: Unconfined}", "", ""), "fail"},
+		// Excluded at the pod level, the pod's own settings are allowed to
+		// the containers that inherit them; a container's own stays its own.
+		{"the pod's seccomp excluded with the control", "whole-seccomp", pod("Unconfined", "", dropAll, "", ""), "pass"},
+		{"a container's seccomp, the control excluded at the pod", "whole-seccomp", pod("RuntimeDefault", "", dropAll+", seccompProfile: {type: Unconfined}", "", ""), "fail"},
+		{"the pod's runAsNonRoot excluded with the control", "whole-nonroot", strings.Replace(pod("RuntimeDefault", "", dropAll, "", ""), "runAsNonRoot: true", "runAsNonRoot: false", 1), "pass"},
+		{"the pod's runAsNonRoot excluded by field", "nonroot-field", strings.Replace(pod("RuntimeDefault", "", dropAll, "", ""), "runAsNonRoot: true", "runAsNonRoot: false", 1), "fail"},
+		{"the pod's and its containers' runAsNonRoot excluded by field", "nonroot-field",
+			strings.Replace(pod("RuntimeDefault", "", dropAll+", runAsNonRoot: true", "", ", runAsNonRoot: true"), "runAsNonRoot: true,", "runAsNonRoot: false,", 1), "pass"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, d := results(t, snap, rules.Create, tc.obj)
@@ -239,5 +261,41 @@ spec:
 	want := []string{`W402 spec.rules[0].validate.podSecurity.exclude[0].restrictedField: no Pod Security check reports an error at "spec.containers[0].securityContext.capabilities.add": the exclusion exempts nothing`}
 	if d := cmp.Diff(want, findings); d != "" {
 		t.Errorf("lint (-want +got):\n%s", d)
+	}
+}
+
+// TestPodSecurityVersions: a check newer than the policy's version does
+// not run (the probes' and lifecycle hooks' host, from 1.34), as the API
+// server's Pod Security admission; the restricted /proc mount check of
+// 1.35 belongs to the /proc Mount Type control.
+func TestPodSecurityVersions(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: pss}
+spec:
+  rules:
+  - name: v1-33
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate: {podSecurity: {level: baseline, version: v1.33}}
+  - name: latest
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate: {podSecurity: {level: baseline, version: latest}}
+  - name: restricted-proc-excluded
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      podSecurity:
+        level: restricted
+        exclude: [{controlName: /proc Mount Type, images: ["ghcr.io/acme/*"]}]
+`)
+	probe := `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: app, image: "ghcr.io/acme/app:1",
+  readinessProbe: {httpGet: {host: 10.0.0.1, port: 80, path: /}}}]}}`
+	got, _ := results(t, snap, rules.Create, probe)
+	if !slices.Contains(got, "v1-33=pass") || !slices.Contains(got, "latest=fail") {
+		t.Errorf("a probe's host: %v, want v1-33=pass, latest=fail", got)
+	}
+	proc := pod("RuntimeDefault", "", dropAll+", procMount: Unmasked", "", "")
+	if got, _ := results(t, snap, rules.Create, proc); !slices.Contains(got, "restricted-proc-excluded=pass") {
+		t.Errorf("an excluded Unmasked /proc mount: %v", got)
 	}
 }

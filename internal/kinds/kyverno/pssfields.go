@@ -85,7 +85,11 @@ var pssContainerFields = map[string]pssContainerField{
 			}
 		}
 		if ok(drop...) {
-			securityContext(c).Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+			sc := securityContext(c)
+			if sc.Capabilities == nil {
+				sc.Capabilities = &corev1.Capabilities{}
+			}
+			sc.Capabilities.Drop = append(sc.Capabilities.Drop, "ALL") // the added ones stay
 		}
 	},
 	"securityContext.windowsOptions.hostProcess": func(_ *pssV, _ policy.CheckID, c *corev1.Container, ok pssOK) {
@@ -191,7 +195,9 @@ var pssPodFields = map[string]pssPodField{
 	},
 	"spec.securityContext.seccompProfile.type": func(_ policy.CheckID, pod *corev1.Pod, ok pssOK) {
 		if s := pod.Spec.SecurityContext; s != nil && s.SeccompProfile != nil && ok(string(s.SeccompProfile.Type)) {
-			s.SeccompProfile = nil
+			// Excluded, the pod's profile is the one its containers without
+			// theirs run: the check reports it alone, not them.
+			s.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 		}
 	},
 	"spec.securityContext.seLinuxOptions.type": func(_ policy.CheckID, pod *corev1.Pod, ok pssOK) {
