@@ -2,6 +2,7 @@ package kyverno
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -41,6 +42,9 @@ type celV struct {
 	exprs []celExpr
 	// params are the paramKind and paramRef; nil: none.
 	params *celParamRef
+	// audit are the audit annotations, added to the request's audit
+	// event as an admission policy's are.
+	audit []celAudit
 }
 
 type celVar struct {
@@ -67,7 +71,7 @@ func (c *compiler) celProgram(field, src string) *cel.Program {
 }
 
 func (c *compiler) cel(field string, v *kyvernov1.CEL) (*celV, string) {
-	out := &celV{params: c.celParams(field, v.ParamKind, v.ParamRef)}
+	out := &celV{params: c.celParams(field, v.ParamKind, v.ParamRef), audit: c.audits(field+".auditAnnotations", c.p.name, v.AuditAnnotations)}
 	for i, vr := range v.Variables {
 		f := fmt.Sprintf("%s.variables[%d].expression", field, i)
 		out.vars = append(out.vars, celVar{name: vr.Name, prog: c.celProgram(f, vr.Expression)})
@@ -244,6 +248,15 @@ func (p *Policy) validateCELWith(h *engine.Handle, r *rule, s *scope, act *lang.
 			msg = "failed expression: " + e.prog.Source()
 		}
 		msgs = append(msgs, msg)
+	}
+	// The audit annotations, whatever the outcome, as the API server adds
+	// an admission policy's (Kyverno compiles them but adds none).
+	annotations, err := evalAudits(s.ctx, act, r.v.cel.audit)
+	if err != nil {
+		return errorResult(r, "validation failed", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		h.Annotate(p.name+"/"+k, annotations[k])
 	}
 	if len(msgs) > 0 {
 		return RuleResult{Rule: r.name, Status: Fail, Message: strings.Join(msgs, "; ")}

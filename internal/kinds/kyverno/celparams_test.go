@@ -132,3 +132,70 @@ spec:
 		}
 	}
 }
+
+// TestCELAuditAnnotations: validate.cel's audit annotations are added to
+// the request's audit event whatever the outcome, keyed by the policy's
+// name, as the API server adds an admission policy's (with the params they
+// read); a value that is not a string is the rule's error; a bad key is an
+// error when the policy loads.
+func TestCELAuditAnnotations(t *testing.T) {
+	policy := func(value string) string {
+		return `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: limits}
+spec:
+  validationFailureAction: Audit
+  rules:
+  - name: max
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate:
+      cel:
+        paramKind: {apiVersion: v1, kind: ConfigMap}
+        paramRef: {name: max, parameterNotFoundAction: Deny}
+        expressions: [{expression: "size(object.data) <= int(params.data.max)"}]
+        auditAnnotations:
+        - {key: keys, valueExpression: "` + value + `"}
+        - {key: empty, valueExpression: "null"}
+`
+	}
+	objs := kindObjects{"v1/ConfigMap team-a/max": limit("team-a", "max", "1", nil, "")}
+	eng := engine.New(engine.Options{Kinds: objs})
+	eval := func(snap *engine.Snapshot, keys int) ([]string, *engine.Decision) {
+		data := map[string]any{}
+		for i := range keys {
+			data[fmt.Sprint("k", i)] = "v"
+		}
+		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": "team-a"}, "data": data}
+		d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team-a", Object: obj})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tr := range d.Trace {
+			for _, r := range kyverno.ResultsOf(tr.Detail) {
+				got = append(got, string(r.Status))
+			}
+		}
+		return got, d
+	}
+	snap := snapshot(t, policy("string(size(object.data)) + ' of ' + params.data.max"))
+	for _, tc := range []struct {
+		keys         int
+		status, want string
+	}{{1, "pass", "1 of 1"}, {2, "fail", "2 of 1"}} {
+		got, d := eval(snap, tc.keys)
+		if len(got) != 1 || got[0] != tc.status {
+			t.Errorf("%d keys: %v, want %s", tc.keys, got, tc.status)
+		}
+		if len(d.AuditAnnotations) != 1 || d.AuditAnnotations[0].Key != "limits/keys" || d.AuditAnnotations[0].Value != tc.want {
+			t.Errorf("%d keys: audit annotations %+v, want limits/keys=%s", tc.keys, d.AuditAnnotations, tc.want)
+		}
+	}
+	if got, _ := eval(snapshot(t, policy("1")), 1); len(got) != 1 || got[0] != "error" {
+		t.Errorf("a value that is not a string: %v", got)
+	}
+	if _, err := compileErr(t, strings.Replace(policy("'x'"), "key: keys", "key: 'bad key'", 1)); err == nil || !strings.Contains(err.Error(), "spec.rules[0].validate.cel.auditAnnotations[0].key") {
+		t.Errorf("a bad key: %v", err)
+	}
+}

@@ -241,13 +241,20 @@ func (p *CELPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec)
 
 // compileAudit compiles a CEL policy's audit annotations.
 func (p *CELPolicy) compileAudit(c *compiler, as []admissionregistrationv1.AuditAnnotation) {
+	p.audit = c.audits("spec.auditAnnotations", p.name, as)
+}
+
+// audits compiles audit annotations (at field) of the policy named.
+func (c *compiler) audits(field, policy string, as []admissionregistrationv1.AuditAnnotation) []celAudit {
+	var out []celAudit
 	for i, a := range as {
-		f := fmt.Sprintf("spec.auditAnnotations[%d]", i)
-		if errs := k8svalidation.IsQualifiedName(p.name + "/" + a.Key); a.Key == "" || len(errs) > 0 {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if errs := k8svalidation.IsQualifiedName(policy + "/" + a.Key); a.Key == "" || len(errs) > 0 {
 			c.errf(f+".key", "%q is not a valid audit annotation key (with the policy's name before it): %s", a.Key, strings.Join(errs, "; "))
 		}
-		p.audit = append(p.audit, celAudit{key: a.Key, field: f + ".valueExpression", prog: c.celProgram(f+".valueExpression", a.ValueExpression)})
+		out = append(out, celAudit{key: a.Key, field: f + ".valueExpression", prog: c.celProgram(f+".valueExpression", a.ValueExpression)})
 	}
+	return out
 }
 
 // celAudit is a compiled audit annotation: its key and value expression.
@@ -259,11 +266,20 @@ type celAudit struct {
 // auditAnnotations evaluates the policy's audit annotations: a value
 // that is null or empty is left out, as Kyverno and the API server do.
 func (p *CELPolicy) auditAnnotations(ctx context.Context, act *lang.Activation) (map[string]string, error) {
-	if len(p.audit) == 0 {
+	return evalAudits(ctx, act, p.audit)
+}
+
+// evalAudits evaluates audit annotations: a value that is null or empty
+// is left out.
+func evalAudits(ctx context.Context, act *lang.Activation, audits []celAudit) (map[string]string, error) {
+	if len(audits) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]string, len(p.audit))
-	for _, a := range p.audit {
+	out := make(map[string]string, len(audits))
+	for _, a := range audits {
+		if a.prog == nil {
+			continue
+		}
 		v, err := a.prog.Eval(ctx, act)
 		if err != nil {
 			return nil, fmt.Errorf("failed to evaluate auditAnnotation '%s': %w", a.key, err)
