@@ -251,12 +251,14 @@ func (p *Policy) validateCELWith(h *engine.Handle, r *rule, s *scope, act *lang.
 	}
 	// The audit annotations, whatever the outcome, as the API server adds
 	// an admission policy's (Kyverno compiles them but adds none).
-	annotations, err := evalAudits(s.ctx, act, r.v.cel.audit)
-	if err != nil {
-		return errorResult(r, "validation failed", err)
-	}
-	for _, k := range slices.Sorted(maps.Keys(annotations)) {
-		h.Annotate(p.name+"/"+k, annotations[k])
+	if len(r.v.cel.audit) > 0 {
+		annotations, err := evalAudits(s.ctx, act, r.v.cel.audit)
+		if err != nil {
+			return errorResult(r, "validation failed", err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(annotations)) {
+			h.Annotate(p.name+"/"+k, annotations[k])
+		}
 	}
 	if len(msgs) > 0 {
 		return RuleResult{Rule: r.name, Status: Fail, Message: strings.Join(msgs, "; ")}
