@@ -238,6 +238,14 @@ func TestHelmValues(t *testing.T) {
 			},
 			absent: map[string][]string{"ClusterRole modwright": {"'*'"}},
 		},
+		{
+			name: "Kyverno params",
+			args: []string{"--set", "kyverno.enabled=true", "--set", "kyverno.paramRules[0].apiGroups={}", "--set", "kyverno.paramRules[0].resources={configmaps}",
+				"--set", "kyverno.paramRules[0].verbs={get,list,watch}"},
+			contains: map[string][]string{
+				"ClusterRole modwright": {"# The params of validate.cel rules (kyverno.paramRules).\n  - apiGroups:\n    - \"\"\n    resources:\n    - configmaps\n    verbs:\n    - get\n    - list\n    - watch"},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

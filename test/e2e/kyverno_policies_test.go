@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -179,6 +180,57 @@ spec:
 		d.Spec.Template.Labels["team"] = "a"
 		if err := c.Create(ctx, d, client.DryRunAll); err != nil {
 			t.Errorf("a Deployment whose pods have the label: %v", err)
+		}
+	})
+
+	t.Run("validate.cel reads its params from the cluster", func(t *testing.T) {
+		// What kyverno.paramRules would grant.
+		grant(t, c, "modwright-kyverno-params", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}})
+		create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "replica-limit", Namespace: "kyv"}, Data: map[string]string{"max": "2"}})
+		limits := kinitirasPolicy(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: replica-limits
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: within-limit
+    match: {any: [{resources: {kinds: [Deployment], namespaces: [kyv, kyv-exceptions]}}]}
+    validate:
+      cel:
+        paramKind: {apiVersion: v1, kind: ConfigMap}
+        paramRef: {name: replica-limit, parameterNotFoundAction: Deny}
+        expressions:
+        - expression: "object.spec.replicas <= int(params.data.max)"
+          messageExpression: "'at most ' + params.data.max + ' replicas'"
+`)
+		create(t, c, limits)
+		if cond := readyCondition(t, c, limits); cond.Status != metav1.ConditionTrue {
+			t.Fatalf("Ready %s: %s", cond.Status, cond.Message)
+		}
+		replicas := func(ns string, n int32) *appsv1.Deployment {
+			d := deployment(ns, "limited", "nginx:1.27", false)
+			d.Spec.Template.Labels["team"] = "a"
+			d.Spec.Replicas = &n
+			return d
+		}
+		eventually(t, 20*time.Second, func() error {
+			err := c.Create(ctx, replicas("kyv", 3), client.DryRunAll)
+			if err == nil {
+				return fmt.Errorf("3 replicas admitted")
+			}
+			if !strings.Contains(err.Error(), "at most 2 replicas") {
+				t.Fatalf("denial: %v", err)
+			}
+			return nil
+		})
+		if err := c.Create(ctx, replicas("kyv", 2), client.DryRunAll); err != nil {
+			t.Errorf("2 replicas: %v", err)
+		}
+		// No param in that namespace: the rule's error, which denies.
+		if err := c.Create(ctx, replicas("kyv-exceptions", 1), client.DryRunAll); err == nil || !strings.Contains(err.Error(), "error in parameterized resource") || !strings.Contains(err.Error(), "not found") {
+			t.Errorf("without a param: %v", err)
 		}
 	})
 
