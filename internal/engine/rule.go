@@ -135,6 +135,11 @@ type RuleInfo struct {
 	// the rule is deleted (Kyverno's synchronize without
 	// orphanDownstreamOnPolicyDelete): the operator deletes them.
 	Downstream []string
+	// Generates names every inner rule that generates objects, whatever
+	// its settings: an inner rule once in Downstream that is no longer
+	// among them was removed from the rule, and its synchronized objects
+	// go as well (as Kyverno deletes a removed rule's).
+	Generates []string
 }
 
 // Rule is one compiled rule of some kind: a kind adapter (package

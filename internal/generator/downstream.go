@@ -113,11 +113,15 @@ func (d *Downstream) look(ctx context.Context) {
 		if info.Err != nil {
 			continue // broken for now: what it had is kept
 		}
-		if len(info.Downstream) == 0 {
+		inner := slices.Clone(info.Downstream)
+		if prev, had := d.known[key]; had && !prev.marked {
+			inner = append(inner, d.removedInner(ctx, prev, info.Generates)...)
+		}
+		if len(inner) == 0 {
 			delete(d.known, key)
 			continue
 		}
-		d.known[key] = knownRule{Group: info.Group, Kind: info.Kind, Key: info.Key, Namespace: info.Namespace, Name: info.Name, Inner: slices.Clone(info.Downstream)}
+		d.known[key] = knownRule{Group: info.Group, Kind: info.Kind, Key: info.Key, Namespace: info.Namespace, Name: info.Name, Inner: inner}
 	}
 	if !d.swept {
 		d.swept = d.sweep(ctx, present)
@@ -140,6 +144,30 @@ func (d *Downstream) look(ctx context.Context) {
 		}
 		delete(d.known, key)
 	}
+}
+
+// removedInner deletes the synchronized objects of the inner rules of k
+// (a rule still serving) that it no longer has (not in generates: removed
+// from the rule, or renamed), as Kyverno deletes a removed rule's; it
+// returns those whose objects could not all be deleted, to try again at
+// the next look. An inner rule still there, its objects kept with it (or
+// orphaned, when it stopped synchronizing), is never one.
+func (d *Downstream) removedInner(ctx context.Context, k knownRule, generates []string) []string {
+	var removed []string
+	for _, inner := range k.Inner {
+		if !slices.Contains(generates, inner) {
+			removed = append(removed, inner)
+		}
+	}
+	if len(removed) == 0 {
+		return nil
+	}
+	k.Inner = removed
+	if err := d.deleteDownstream(ctx, k); err != nil {
+		d.Log.Error(err, "deleting the objects of rules removed from a rule; tried again at the next look", "rule", k.Kind+" "+k.Key, "removed", removed)
+		return removed
+	}
+	return nil
 }
 
 // sweep notes the rules that marked synchronized objects of the watched
@@ -278,6 +306,6 @@ func (d *Downstream) deleteDownstream(ctx context.Context, k knownRule) error {
 		n++
 		g.o.Metrics.count("deleted")
 	}))
-	d.Log.Info("deleted the synchronized objects of a deleted rule", "rule", k.Kind+" "+k.Key, "objects", n)
+	d.Log.Info("deleted the synchronized objects of deleted rules", "rule", k.Kind+" "+k.Key, "inner", k.Inner, "objects", n)
 	return errors.Join(errs...)
 }

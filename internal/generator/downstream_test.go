@@ -150,3 +150,55 @@ func TestDownstreamMark(t *testing.T) {
 		t.Errorf("%s (-want +got):\n%s", AnnotationDownstream, d)
 	}
 }
+
+// TestDownstreamRuleRemoved: an inner rule removed from a rule that stays
+// (or renamed) has its synchronized objects deleted, as Kyverno deletes a
+// removed rule's; one that stays but stops synchronizing keeps them, and
+// so do the other rules'.
+func TestDownstreamRuleRemoved(t *testing.T) {
+	marked := func(name, rule string) *unstructured.Unstructured {
+		u := object("v1", "ConfigMap", "team", name, "")
+		u.SetLabels(map[string]string{LabelGenerated: "true"})
+		u.SetAnnotations(map[string]string{AnnotationRule: rule})
+		return u
+	}
+	c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList"},
+		marked("a", "ClusterPolicy p rule a"), marked("b", "ClusterPolicy p rule b"), marked("c", "ClusterPolicy p rule c"), marked("q", "ClusterPolicy q rule b"))
+	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	g := NewGenerator(Options{Client: c, Mapper: m, Watch: []schema.GroupVersionResource{configMaps}, Log: logr.Discard()})
+	evals := 0
+	policy := func(downstream, generates []string) *staticSnapshots {
+		return &staticSnapshots{engine.NewSnapshot([]engine.Rule{&namespaceRule{info: engine.RuleInfo{Kind: "ClusterPolicy", Group: "kyverno.io", Key: "p", Name: "p",
+			Phase: engine.Validate, Downstream: downstream, Generates: generates}, evals: &evals}})}
+	}
+	ctx := context.Background()
+	names := func() []string {
+		l, err := c.Resource(configMaps).Namespace("team").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, o := range l.Items {
+			out = append(out, o.GetName())
+		}
+		slices.Sort(out)
+		return out
+	}
+	d := &Downstream{Generator: g, Log: testr.NewWithOptions(t, testr.Options{Verbosity: 1}), known: map[string]knownRule{}}
+	for _, step := range []struct {
+		downstream, generates, want []string
+	}{
+		{[]string{"a", "b"}, []string{"a", "b", "c"}, []string{"a", "b", "c", "q"}},
+		{[]string{"a"}, []string{"a", "c"}, []string{"a", "c", "q"}}, // b removed: its object goes, q's stays
+		{nil, []string{"a", "c"}, []string{"a", "c", "q"}},           // a stops synchronizing: kept
+		{nil, nil, []string{"a", "c", "q"}},                          // no longer known: nothing more
+	} {
+		d.Snapshots = policy(step.downstream, step.generates)
+		d.look(ctx)
+		if got := names(); !slices.Equal(got, step.want) {
+			t.Errorf("downstream %v, generates %v: objects %v, want %v", step.downstream, step.generates, got, step.want)
+		}
+	}
+}

@@ -542,6 +542,9 @@ func TestExistingRules(t *testing.T) {
 	}
 	down := snapshot(t, "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}\nspec:\n  rules:"+
 		gen("synced", "synchronize: true")+gen("orphaned", "synchronize: true\n      orphanDownstreamOnPolicyDelete: true")+gen("once", "")+"\n")
+	if got := down.Rules()[0].Info().Generates; !slices.Equal(got, []string{"synced", "orphaned", "once"}) {
+		t.Errorf("Generates %v, want every generate rule", got)
+	}
 	if got := down.Rules()[0].Info().Downstream; !slices.Equal(got, []string{"synced"}) {
 		t.Errorf("Downstream %v, want the synchronized rule not orphaning its objects", got)
 	}

@@ -85,6 +85,7 @@ func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingP
 	if len(spec.Generation) == 0 {
 		c.errf("spec.generate", "a GeneratingPolicy needs at least one generate entry")
 	}
+	p.info.Generates = []string{""} // no inner rules: the policy's objects go with it
 	var ev *kpoliciesv1.EvaluationConfiguration
 	if e := spec.Evaluation; e != nil {
 		ev = &kpoliciesv1.EvaluationConfiguration{Admission: e.Admission}

@@ -192,7 +192,11 @@ func (c *compiler) policy(cp *kyvernov1.ClusterPolicy) {
 	p.info.Index = p.index()
 	p.info.Existing = existingRules(p.rules, spec)
 	for _, r := range p.rules {
-		if r.g != nil && !r.autogen && r.g.synchronize && !r.g.orphan {
+		if r.g == nil || r.autogen {
+			continue
+		}
+		p.info.Generates = append(p.info.Generates, r.name)
+		if r.g.synchronize && !r.g.orphan {
 			p.info.Downstream = append(p.info.Downstream, r.name)
 		}
 	}
