@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
@@ -173,13 +174,19 @@ func (d *Downstream) removedInner(ctx context.Context, k knownRule, generates []
 // sweep notes the rules that marked synchronized objects of the watched
 // resources (AnnotationDownstream) but are not among the serving rules
 // (present): deleted while no replica led, perhaps, which look then asks
-// the API server. It reports whether every resource was listed.
+// the API server. An object of a serving rule that deletes its objects
+// with it but carries no mark of it (written before marks existed, or
+// its mark edited) is marked, so that a later leader finds it too. It
+// reports whether every resource was listed.
 func (d *Downstream) sweep(ctx context.Context, present map[string]bool) bool {
 	g := d.Generator
 	noted := 0
-	err := g.eachGenerated(ctx, func(_ dynamic.NamespaceableResourceInterface, o *unstructured.Unstructured) {
+	err := g.eachGenerated(ctx, func(ri dynamic.NamespaceableResourceInterface, o *unstructured.Unstructured) {
 		k, ok := markOf(o)
 		if !ok {
+			if serving, isDownstream := g.downstreamOf(o.GetAnnotations()[AnnotationRule]); isDownstream {
+				d.mark(ctx, ri, o, serving)
+			}
 			return
 		}
 		key := k.Group + "/" + k.Kind + "/" + k.Key
@@ -204,6 +211,21 @@ func (d *Downstream) sweep(ctx context.Context, present map[string]bool) bool {
 		d.Log.V(1).Info("listing generated objects for the rules deleted while no replica led; tried again", "error", err.Error())
 	}
 	return err == nil
+}
+
+// mark writes k, the rule that generated o, as o's AnnotationDownstream
+// (a merge patch of that annotation alone, with o's uid as precondition);
+// a failure is logged and left to the next leader's sweep.
+func (d *Downstream) mark(ctx context.Context, ri dynamic.NamespaceableResourceInterface, o *unstructured.Unstructured, k knownRule) {
+	kj, _ := json.Marshal(k)
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": o.GetUID(), "annotations": map[string]string{AnnotationDownstream: string(kj)}}})
+	pctx, cancel := context.WithTimeout(ctx, d.Generator.o.Timeout)
+	defer cancel()
+	if _, err := ri.Namespace(o.GetNamespace()).Patch(pctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		d.Log.V(1).Info("marking a synchronized object with its rule", "object", o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName(), "error", err.Error())
+		return
+	}
+	d.Generator.o.Metrics.count("marked")
 }
 
 // markOf is an object's AnnotationDownstream, when it is one of a single

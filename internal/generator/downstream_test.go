@@ -3,6 +3,7 @@ package generator
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 
@@ -200,5 +201,61 @@ func TestDownstreamRuleRemoved(t *testing.T) {
 		if got := names(); !slices.Equal(got, step.want) {
 			t.Errorf("downstream %v, generates %v: objects %v, want %v", step.downstream, step.generates, got, step.want)
 		}
+	}
+}
+
+// TestDownstreamMarksOlder: a new leader's first look marks the
+// synchronized objects of a serving rule that deletes its objects with it
+// when they carry no mark of it (written before marks existed), and only
+// those; a later leader then finds them when the rule was deleted while
+// none led.
+func TestDownstreamMarksOlder(t *testing.T) {
+	policies := schema.GroupVersionResource{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}
+	unmarked := func(name, rule string) *unstructured.Unstructured {
+		u := object("v1", "ConfigMap", "team", name, "")
+		u.SetLabels(map[string]string{LabelGenerated: "true"})
+		u.SetAnnotations(map[string]string{AnnotationRule: rule})
+		return u
+	}
+	policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "p"}}}
+	c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList", policies: "ClusterPolicyList"},
+		policy, unmarked("old", "ClusterPolicy p rule sync"), unmarked("orphan", "ClusterPolicy p rule keep"), unmarked("other", "ClusterPolicy q rule sync"))
+	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "kyverno.io", Version: "v1"}})
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "kyverno.io", Version: "v1", Kind: "ClusterPolicy"}, meta.RESTScopeRoot)
+	evals := 0
+	serving := &staticSnapshots{engine.NewSnapshot([]engine.Rule{&namespaceRule{info: engine.RuleInfo{Kind: "ClusterPolicy", Group: "kyverno.io", Key: "p", Name: "p",
+		Phase: engine.Validate, Downstream: []string{"sync"}, Generates: []string{"sync", "keep"}}, evals: &evals}})}
+	g := NewGenerator(Options{Client: c, Mapper: m, Watch: []schema.GroupVersionResource{configMaps}, Log: logr.Discard(), Snapshots: serving})
+	ctx := context.Background()
+	marks := func() map[string]string {
+		l, err := c.Resource(configMaps).Namespace("team").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, o := range l.Items {
+			out[o.GetName()] = o.GetAnnotations()[AnnotationDownstream]
+		}
+		return out
+	}
+	(&Downstream{Generator: g, Snapshots: serving, Log: logr.Discard(), known: map[string]knownRule{}}).look(ctx)
+	want := map[string]string{"old": `{"group":"kyverno.io","kind":"ClusterPolicy","key":"p","name":"p","inner":["sync"]}`, "orphan": "", "other": ""}
+	if d := cmp.Diff(want, marks()); d != "" {
+		t.Fatalf("marks (-want +got):\n%s", d)
+	}
+	// The policy goes while no replica leads; the next leader never saw it.
+	if err := c.Resource(policies).Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	none := &staticSnapshots{engine.NewSnapshot(nil)}
+	g2 := NewGenerator(Options{Client: c, Mapper: m, Watch: []schema.GroupVersionResource{configMaps}, Log: logr.Discard(), Snapshots: none})
+	d2 := &Downstream{Generator: g2, Snapshots: none, Log: logr.Discard(), known: map[string]knownRule{}}
+	d2.look(ctx)
+	d2.look(ctx)
+	got := slices.Sorted(maps.Keys(marks()))
+	if !slices.Equal(got, []string{"orphan", "other"}) {
+		t.Errorf("objects %v, want the deleted rule's synchronized object gone", got)
 	}
 }
