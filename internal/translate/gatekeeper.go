@@ -246,12 +246,20 @@ func vapActions(s *gkv1.ConstraintSpec) ([]admissionregistrationv1.ValidationAct
 // bindingName is gatekeeper-<kind>-<name>, cut to a DNS subdomain's 253
 // bytes with a hash of the whole when longer.
 func bindingName(kind, name string) string {
-	n := "gatekeeper-" + strings.ToLower(kind) + "-" + name
-	if len(n) <= 253 {
+	return subdomainName("gatekeeper-" + strings.ToLower(kind) + "-" + name)
+}
+
+// subdomainName is n cut to a DNS subdomain's 253 bytes with a hash of
+// the whole when longer.
+func subdomainName(n string) string { return cutName(n, 253) }
+
+// cutName is n cut to most bytes with a hash of the whole when longer.
+func cutName(n string, most int) string {
+	if len(n) <= most {
 		return n
 	}
 	sum := sha256.Sum256([]byte(n))
-	return strings.TrimRight(n[:253-9], "-.") + "-" + hex.EncodeToString(sum[:])[:8]
+	return strings.TrimRight(n[:most-9], "-.") + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 func gatekeeperMeta(name string, r Rule) metav1.ObjectMeta {

@@ -26,9 +26,11 @@ import (
 // failure policy and reinvocation policy, and a binding; a Pod policy's
 // autogen policies for pod controllers one more each (-autogen,
 // -autogen-cronjobs), their paths rewritten to the pod template as the
-// webhook evaluates them. It is exact only where CEL on the API server
-// reads the policy as modwright does: the others are skipped with the
-// reason (a namespaced policy, one off at admission or mutating existing
+// webhook evaluates them. A namespaced policy's (kyverno-nvpol-NAMESPACE.NAME,
+// kyverno-nmpol-...) match only the objects of its namespace (kyvernoScope).
+// It is exact only where CEL on the API server reads the policy as
+// modwright does: the others are skipped with the reason (one off at
+// admission or mutating existing
 // objects, a MutatingPolicy with audit annotations, Kyverno's CEL
 // libraries or exceptions, x.orValue(y) on a value that may not be
 // optional, which Kyverno's CEL accepts and the API server's does not).
@@ -38,7 +40,7 @@ func Kyverno(policies []Rule) Result {
 	for _, r := range policies {
 		var objs []any
 		var err error
-		if r.Kind == kpoliciesv1.KindMutatingPolicy {
+		if r.Kind == kpoliciesv1.KindMutatingPolicy || r.Kind == kpoliciesv1.KindNamespacedMutatingPolicy {
 			objs, err = mpolPolicies(r)
 		} else {
 			objs, err = vpolPolicies(r)
@@ -67,7 +69,7 @@ func Kyverno(policies []Rule) Result {
 
 // vpolPolicies are a ValidatingPolicy's admission policies and bindings.
 func vpolPolicies(r Rule) ([]any, error) {
-	if r.Kind != kpoliciesv1.KindValidatingPolicy {
+	if r.Kind != kpoliciesv1.KindValidatingPolicy && r.Kind != kpoliciesv1.KindNamespacedValidatingPolicy {
 		return nil, untranslatable("Kyverno's %s is not translated to admission policies (yet): the webhook serves it", r.Kind)
 	}
 	b, err := json.Marshal(r.Object)
@@ -94,11 +96,15 @@ func vpolPolicies(r Rule) ([]any, error) {
 		if err := kyvernoCELExact(vpolExprs(s), s.Variables); err != nil {
 			return err
 		}
+		mc, err := kyvernoScope(r, s.MatchConstraints)
+		if err != nil {
+			return err
+		}
 		vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
 			TypeMeta:   typeMeta("ValidatingAdmissionPolicy"),
 			ObjectMeta: kyvernoMeta(name, r),
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-				MatchConstraints: s.MatchConstraints,
+				MatchConstraints: mc,
 				MatchConditions:  s.MatchConditions,
 				Variables:        s.Variables,
 				Validations:      s.Validations,
@@ -114,9 +120,49 @@ func vpolPolicies(r Rule) ([]any, error) {
 		out = append(out, vap, binding)
 		return nil
 	}
-	if err := withAutogen("kyverno-vpol-"+vp.Name, spec, kyvernoautogen.VPol(spec), add); err != nil {
+	if err := withAutogen(kyvernoName("vpol", r), spec, kyvernoautogen.VPol(spec), add); err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// kyvernoName is the name of a policy's admission policies (autogen ones
+// add a suffix): kyverno-<short kind>-<name>, a namespaced policy's
+// kyverno-n<short kind>-<namespace>.<name> (cut with a hash when longer
+// than a name may be, room left for the suffixes).
+func kyvernoName(short string, r Rule) string {
+	md, _ := r.Object["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	if ns := r.namespace(); ns != "" {
+		return cutName("kyverno-n"+short+"-"+ns+"."+name, 253-len("-autogen-cronjobs"))
+	}
+	return "kyverno-" + short + "-" + name
+}
+
+// kyvernoScope is a policy's matchConstraints as its admission policy's: a
+// namespaced policy's confined to the objects of its namespace, as
+// Kyverno's namespaced policies are (each rule namespaced in scope, the
+// namespace selector ANDed with the namespace's name: the API server
+// applies it to no cluster-scoped object, Namespaces included).
+func kyvernoScope(r Rule, mc *admissionregistrationv1.MatchResources) (*admissionregistrationv1.MatchResources, error) {
+	ns := r.namespace()
+	if ns == "" || mc == nil {
+		return mc, nil
+	}
+	out := mc.DeepCopy()
+	namespaced := admissionregistrationv1.NamespacedScope
+	for i := range out.ResourceRules {
+		rule := &out.ResourceRules[i]
+		if rule.Scope != nil && *rule.Scope == admissionregistrationv1.ClusterScope {
+			return nil, untranslatable("a namespaced policy's matchConstraints.resourceRules[%d] names cluster-scoped objects, which it never applies to", i)
+		}
+		rule.Scope = &namespaced
+	}
+	if out.NamespaceSelector == nil {
+		out.NamespaceSelector = &metav1.LabelSelector{}
+	}
+	out.NamespaceSelector.MatchExpressions = append(out.NamespaceSelector.MatchExpressions, metav1.LabelSelectorRequirement{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{ns}})
 	return out, nil
 }
 
@@ -240,11 +286,15 @@ func mpolPolicies(r Rule) ([]any, error) {
 		if reinvocation == "" {
 			reinvocation = admissionregistrationv1.NeverReinvocationPolicy
 		}
+		mc, err := kyvernoScope(r, s.MatchConstraints)
+		if err != nil {
+			return err
+		}
 		p := &admissionregistrationv1.MutatingAdmissionPolicy{
 			TypeMeta:   typeMeta("MutatingAdmissionPolicy"),
 			ObjectMeta: kyvernoMeta(name, r),
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-				MatchConstraints:   s.MatchConstraints,
+				MatchConstraints:   mc,
 				MatchConditions:    s.MatchConditions,
 				Variables:          s.Variables,
 				Mutations:          s.Mutations,
@@ -260,7 +310,7 @@ func mpolPolicies(r Rule) ([]any, error) {
 		out = append(out, p, binding)
 		return nil
 	}
-	if err := withAutogen("kyverno-mpol-"+mp.Name, spec, kyvernoautogen.MPol(spec), add); err != nil {
+	if err := withAutogen(kyvernoName("mpol", r), spec, kyvernoautogen.MPol(spec), add); err != nil {
 		return nil, err
 	}
 	return out, nil

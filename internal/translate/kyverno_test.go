@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"sigs.k8s.io/yaml"
 )
 
@@ -13,10 +15,10 @@ import (
 func TestKyverno(t *testing.T) {
 	rule := func(kind, spec string) Rule {
 		var obj map[string]any
-		if err := yaml.Unmarshal([]byte("apiVersion: policies.kyverno.io/v1\nkind: "+kind+"\nmetadata: {name: p, namespace: NS}\nspec:\n"+spec), &obj); err != nil {
+		if err := yaml.Unmarshal([]byte("apiVersion: policies.kyverno.io/v1\nkind: "+kind+"\nmetadata: {name: p, namespace: team}\nspec:\n"+spec), &obj); err != nil {
 			t.Fatal(err)
 		}
-		if kind != "NamespacedValidatingPolicy" {
+		if !strings.HasPrefix(kind, "Namespaced") {
 			delete(obj["metadata"].(map[string]any), "namespace")
 		}
 		return Rule{Kind: kind, Origin: "test.yaml:1", Object: obj}
@@ -43,7 +45,10 @@ func TestKyverno(t *testing.T) {
 		{"exceptions", "ValidatingPolicy", pods + "  validations: [{expression: \"exceptions.allowedValues.size() >= 0\"}]\n", nil, "exceptions.allowedImages or allowedValues"},
 		{"a library", "ValidatingPolicy", pods + "  validations: [{expression: \"object.spec.containers.all(c, isImage(c.image))\"}]\n", nil, "the API server would refuse the translation"},
 		{"off at admission", "ValidatingPolicy", pods + "  evaluation: {admission: {enabled: false}}\n  validations: [{expression: \"true\"}]\n", nil, "off at admission"},
-		{"namespaced", "NamespacedValidatingPolicy", pods + "  validations: [{expression: \"true\"}]\n", nil, "not translated to admission policies (yet)"},
+		{"namespaced", "NamespacedValidatingPolicy", pods + "  autogen: {podControllers: {controllers: []}}\n  validations: [{expression: \"true\"}]\n",
+			[]string{"ValidatingAdmissionPolicy/kyverno-nvpol-team.p", "ValidatingAdmissionPolicyBinding/kyverno-nvpol-team.p"}, ""},
+		{"namespaced, cluster-scoped rules", "NamespacedValidatingPolicy", strings.Replace(pods, "resources: [pods]", "resources: [pods], scope: Cluster", 1) + "  validations: [{expression: \"true\"}]\n",
+			nil, "names cluster-scoped objects"},
 		{"a MutatingPolicy", "MutatingPolicy", strings.Replace(pods, "  validationActions: [Deny]\n", "", 1) + "  mutations:\n  - patchType: JSONPatch\n    jsonPatch: {expression: \"[JSONPatch{op: 'add', path: '/metadata/labels', value: {'a': 'b'}}]\"}\n",
 			[]string{"MutatingAdmissionPolicy/kyverno-mpol-p", "MutatingAdmissionPolicyBinding/kyverno-mpol-p", "MutatingAdmissionPolicy/kyverno-mpol-p-autogen-cronjobs"}, ""},
 		{"a MutatingPolicy mutating existing objects", "MutatingPolicy", strings.Replace(pods, "  validationActions: [Deny]\n", "", 1) + "  evaluation: {mutateExisting: {enabled: true}}\n  mutations:\n  - patchType: JSONPatch\n    jsonPatch: {expression: \"[]\"}\n", nil, "mutates existing objects"},
@@ -69,5 +74,45 @@ func TestKyverno(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKyvernoNamespaced: a namespaced policy's admission policy matches
+// only the namespaced objects of its namespace, as Kyverno's namespaced
+// policies apply: every resource rule namespaced in scope, the policy's
+// own namespace selector ANDed with the namespace's name.
+func TestKyvernoNamespaced(t *testing.T) {
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(`apiVersion: policies.kyverno.io/v1
+kind: NamespacedMutatingPolicy
+metadata: {name: labels, namespace: team}
+spec:
+  autogen: {podControllers: {controllers: []}}
+  matchConstraints:
+    namespaceSelector: {matchLabels: {env: prod}}
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps], scope: "*"}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch: {expression: "[JSONPatch{op: 'add', path: '/metadata/labels', value: {'a': 'b'}}]"}
+`), &obj); err != nil {
+		t.Fatal(err)
+	}
+	res := Kyverno([]Rule{{Kind: "NamespacedMutatingPolicy", Origin: "test.yaml:1", Object: obj}})
+	if len(res.Skipped) > 0 || len(res.Translated) != 1 {
+		t.Fatalf("skipped %+v", res.Skipped)
+	}
+	p := res.Translated[0].Objects[0]
+	if p["kind"] != "MutatingAdmissionPolicy" || p["metadata"].(map[string]any)["name"] != "kyverno-nmpol-team.labels" {
+		t.Fatalf("first object %v", p["metadata"])
+	}
+	mc := p["spec"].(map[string]any)["matchConstraints"]
+	want := map[string]any{
+		"namespaceSelector": map[string]any{"matchLabels": map[string]any{"env": "prod"},
+			"matchExpressions": []any{map[string]any{"key": "kubernetes.io/metadata.name", "operator": "In", "values": []any{"team"}}}},
+		"resourceRules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"configmaps"}, "scope": "Namespaced"}},
+	}
+	if d := cmp.Diff(want, mc); d != "" {
+		t.Errorf("matchConstraints (-want +got):\n%s", d)
 	}
 }
