@@ -129,6 +129,7 @@ fuzz:
 	$(GO) test ./internal/lang/pattern -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kinds/kyverno -run '^$$' -fuzz '^FuzzPolicy$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kinds/kyverno -run '^$$' -fuzz '^FuzzMergePruned$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/kinds/kyverno -run '^$$' -fuzz '^FuzzScanPlaceholders$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzApplyJSONPatchV4$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kinds/gatekeeper -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kinds/gatekeeper -run '^$$' -fuzz '^FuzzLocation$$' -fuzztime $(FUZZTIME)

@@ -357,11 +357,11 @@ spec:
   matchConstraints:
     resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}]
   generate:
-  - template: {value: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}
+  - template: {value: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: a}"}
 `)
 	got, d := results(t, snap, rules.Create, `{apiVersion: v1, kind: Namespace, metadata: {name: a}}`)
-	if len(got) != 1 || got[0] != "=error" || len(d.Generated) != 0 || len(d.Rejections) != 0 {
-		t.Errorf("a template: %v (rejections %v)", got, d.Rejections)
+	if len(got) != 1 || got[0] != "=pass" || len(d.Generated) != 1 || len(d.Rejections) != 0 {
+		t.Errorf("a template: %v, generated %v (rejections %v)", got, d.Generated, d.Rejections)
 	}
 }
 
@@ -561,5 +561,64 @@ spec:
 `)
 	if got := gp.Rules()[0].Info().Existing; !slices.Equal(got, []string{""}) {
 		t.Errorf("GeneratingPolicy: Existing %v", got)
+	}
+}
+
+// TestGeneratingPolicyTemplateErrors: a template that cannot work is an
+// error when the policy loads, naming the line.
+func TestGeneratingPolicyTemplateErrors(t *testing.T) {
+	for _, tc := range []struct{ tmpl, want string }{
+		{"interpolate: cel\n      value: 'a: [b'", "the template is not YAML"},
+		{"interpolate: cel\n      value: '[1, 2]'", "a document is an object to generate"},
+		{"interpolate: cel\n      value: '---'", "at least one document"},
+		{"interpolate: cel\n      value: '{\"((k))\": v}'", "placeholders are not allowed in keys"},
+		{"interpolate: cel\n      value: 'a: (( object.metadata.name '", "no closing"},
+		{"interpolate: cel\n      value: 'a: (( undefined.x ))'", "undeclared reference"},
+		{"interpolate: jinja\n      value: 'a: b'", "spec.generate[0].template.interpolate"},
+	} {
+		_, err := compileErr(t, `
+apiVersion: policies.kyverno.io/v1
+kind: GeneratingPolicy
+metadata: {name: t}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}]
+  generate:
+  - template:
+      `+tc.tmpl+`
+`)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one saying %s", tc.tmpl, err, tc.want)
+		}
+	}
+}
+
+// TestGeneratingPolicyTemplate: without interpolation a template is YAML
+// as written ((( )) included); a placeholder within a string that gives a
+// structure is the policy's error.
+func TestGeneratingPolicyTemplate(t *testing.T) {
+	policy := func(tmpl string) string {
+		return `
+apiVersion: policies.kyverno.io/v1
+kind: GeneratingPolicy
+metadata: {name: t}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}]
+  generate:
+  - template:
+      ` + tmpl + `
+`
+	}
+	ns := `{apiVersion: v1, kind: Namespace, metadata: {name: team, labels: {a: b}}}`
+	snap := snapshot(t, policy("value: |\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: c, namespace: team}\n        data: {x: '(( object.metadata.name ))', n: '1'}"))
+	_, d := results(t, snap, rules.Create, ns)
+	if len(d.Generated) != 1 || d.Generated[0].Object["data"].(map[string]any)["x"] != "(( object.metadata.name ))" {
+		t.Errorf("a template without interpolation: %+v", d.Generated)
+	}
+	snap = snapshot(t, policy("interpolate: cel\n      value: |\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: c, namespace: team}\n        data: {x: 'labels: (( object.metadata.labels ))'}"))
+	got, _ := results(t, snap, rules.Create, ns)
+	if len(got) != 1 || !strings.HasSuffix(got[0], "=error") {
+		t.Errorf("a structure within a string: %v", got)
 	}
 }

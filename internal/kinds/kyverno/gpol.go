@@ -1,6 +1,7 @@
 package kyverno
 
 import (
+	"context"
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -68,7 +69,9 @@ func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingP
 		case g.Expression != "" && g.Template != nil:
 			c.errf(f, "a generate entry has an expression or a template, not both")
 		case g.Template != nil:
-			p.notYet = "generate templates are not evaluated yet"
+			if t := c.compileTemplate(f+".template", g.Template.Value, g.Template.Interpolate); t != nil {
+				p.generations = append(p.generations, gpolEntry{field: f + ".template", tmpl: t})
+			}
 		case g.Expression == "":
 			c.errf(f+".expression", "a generate entry needs an expression")
 		default:
@@ -79,7 +82,7 @@ func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingP
 			if prog != nil {
 				c.noteReads(prog)
 			}
-			p.generations = append(p.generations, celExpr{field: f + ".expression", prog: prog})
+			p.generations = append(p.generations, gpolEntry{field: f + ".expression", prog: prog})
 		}
 	}
 	if len(spec.Generation) == 0 {
@@ -103,6 +106,14 @@ func (p *CELPolicy) compileGenerating(c *compiler, spec *kpoliciesv1.GeneratingP
 	p.settings(&fp, ev)
 	p.compileAudit(c, spec.AuditAnnotations)
 	p.background = false // a background scan generates nothing
+}
+
+// gpolEntry is a compiled generate entry: an expression calling
+// generator.Apply, or a template (gpoltemplate.go).
+type gpolEntry struct {
+	field string
+	prog  *cel.Program
+	tmpl  *gpolTemplate
 }
 
 // generated collects what generator.Apply hands over in one evaluation.
@@ -149,6 +160,22 @@ func (g *generated) Generate(namespace string, objs []map[string]any) error {
 	return nil
 }
 
+// fromTemplate renders a template and hands its objects over as
+// generator.Apply does, each to the namespace its metadata names.
+func (g *generated) fromTemplate(ctx context.Context, t *gpolTemplate, act *lang.Activation) error {
+	objs, err := t.render(ctx, act)
+	if err != nil {
+		return fmt.Errorf("failed to render the generate template: %w", err)
+	}
+	for _, o := range objs {
+		ns, _ := metadataOf(o)["namespace"].(string)
+		if err := g.Generate(ns, []map[string]any{o}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // generate evaluates the generate expressions. On a DELETE of a trigger,
 // a synchronizing policy gives the engine the objects that go with it
 // (evaluated over the deleted object) and no result.
@@ -189,10 +216,14 @@ func (p *CELPolicy) generateOver(h *engine.Handle, trigger any) ([]map[string]an
 	sink := &generated{p: p}
 	act.Vars[cel.VarGenerator] = cel.GeneratorValue(sink)
 	for _, g := range p.generations {
-		if g.prog == nil {
-			continue
+		var err error
+		switch {
+		case g.tmpl != nil:
+			err = sink.fromTemplate(h.Context(), g.tmpl, act)
+		case g.prog != nil:
+			_, err = g.prog.Eval(h.Context(), act)
 		}
-		if _, err := g.prog.Eval(h.Context(), act); err != nil {
+		if err != nil {
 			res := celErrorResult(err, fmt.Sprintf("failed to evaluate policy: %s: %v", g.field, err))
 			return nil, nil, &res
 		}

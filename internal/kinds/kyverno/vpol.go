@@ -84,7 +84,7 @@ type CELPolicy struct {
 	audit []celAudit
 	// generations: a GeneratingPolicy's generate expressions (generating);
 	// synchronize keeps their objects (generateExisting: info.Existing).
-	generations []celExpr
+	generations []gpolEntry
 	generating  bool
 	synchronize bool
 	// mutateExisting: a MutatingPolicy that asks to mutate existing
