@@ -1,7 +1,9 @@
 package gatekeeper
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	gkv1 "github.com/modwright/modwright/api/gatekeeper/v1"
@@ -45,6 +47,10 @@ type celCode struct {
 type celVar struct {
 	name string
 	prog *cel.Program
+	// constant: the variable reads only params and constant variables
+	// before it, so that its value is the same for every review of a
+	// constraint (computed when the constraint loads: constVars).
+	constant bool
 }
 
 type celCond struct {
@@ -97,7 +103,9 @@ func compileCEL(field string, raw []byte, envs *cel.EnvCache, errf errfFunc) *ce
 			continue
 		}
 		seen[v.Name] = true
-		out.vars = append(out.vars, celVar{name: v.Name, prog: compile(f+".expression", v.Expression)})
+		cv := celVar{name: v.Name, prog: compile(f+".expression", v.Expression)}
+		cv.constant = cv.prog != nil && cv.prog.Reads(celVariables) && out.readsConstants(cv.prog)
+		out.vars = append(out.vars, cv)
 	}
 	for i, mc := range src.MatchCondition {
 		f := fmt.Sprintf("%s.matchCondition[%d]", field, i)
@@ -121,12 +129,55 @@ func compileCEL(field string, raw []byte, envs *cel.EnvCache, errf errfFunc) *ce
 	return out
 }
 
+// readsConstants reports whether the variables p reads are params and
+// the constant variables compiled so far.
+func (code *celCode) readsConstants(p *cel.Program) bool {
+	members, whole := p.Members(celVariables)
+	if whole {
+		return false
+	}
+	for _, m := range members {
+		if m == varParams {
+			continue
+		}
+		i := slices.IndexFunc(code.vars, func(v celVar) bool { return v.name == m })
+		if i < 0 || !code.vars[i].constant {
+			return false
+		}
+	}
+	return true
+}
+
+// constVars computes the constant variables of a constraint whose
+// variables.params is params (nil when the code has none): their values,
+// errors and costs, each counted in a review's budget when the review
+// reads it, as if computed then. They are CEL values no evaluation
+// changes, shared by the constraint's reviews.
+func (code *celCode) constVars(params any) []varValue {
+	if !slices.ContainsFunc(code.vars, func(v celVar) bool { return v.constant }) {
+		return nil
+	}
+	vals := make([]varValue, len(code.vars))
+	vars := &celVars{code: code, ctx: context.Background(), act: &lang.Activation{Vars: map[string]any{}}, params: params, vals: vals, active: len(code.vars)}
+	vars.act.Vars[celVariables] = vars
+	for i, v := range code.vars {
+		if v.constant {
+			vars.Member(v.name) //nolint:errcheck // kept in vals[i]
+			vals[i].cost = vars.cost
+			vars.cost = 0
+		} else {
+			vals[i] = varValue{}
+		}
+	}
+	return vals
+}
+
 // celVars is `variables` for one evaluation: params and anyObject, then
 // the template's variables, each computed on first read (a variable reads
 // those before it), its value or error kept.
 type celVars struct {
 	code *celCode
-	h    *engine.Handle
+	ctx  context.Context
 	act  *lang.Activation
 	// params and anyObject are Gatekeeper's own variables.
 	params, anyObject any
@@ -135,11 +186,14 @@ type celVars struct {
 	active            int // the variables visible: those before the one being computed
 }
 
-// varValue is a variable's value once computed.
+// varValue is a variable's value once computed, and what computing it
+// cost (a constant's: counted when a review first reads it).
 type varValue struct {
-	val  any
-	err  error
-	done bool
+	val     any
+	err     error
+	done    bool
+	cost    uint64
+	counted bool
 }
 
 var _ lang.Lazy = (*celVars)(nil)
@@ -159,13 +213,16 @@ func (v *celVars) Member(name string) (any, bool, error) {
 		if !cv.done {
 			prev := v.active
 			v.active = i
-			val, cost, err := v.code.vars[i].prog.EvalValue(v.h.Context(), v.act)
+			val, cost, err := v.code.vars[i].prog.EvalValue(v.ctx, v.act)
 			v.active = prev
 			v.cost += cost
 			if err != nil {
 				err = &varError{name: name, err: err}
 			}
-			cv.val, cv.err, cv.done = val, err, true
+			cv.val, cv.err, cv.done, cv.counted = val, err, true, true
+		} else if !cv.counted {
+			v.cost += cv.cost
+			cv.counted = true
 		}
 		return cv.val, true, cv.err
 	}
@@ -217,8 +274,10 @@ func (c *Constraint) celViolations(h *engine.Handle, st *evalState, nsObj map[st
 	if nsObj != nil {
 		act.Vars[celNamespace] = nsObj
 	}
-	vars := &celVars{code: code, h: h, act: act, params: c.celParams, anyObject: anyObject,
-		vals: make([]varValue, len(code.vars)), active: len(code.vars)}
+	vals := make([]varValue, len(code.vars))
+	copy(vals, c.celConst)
+	vars := &celVars{code: code, ctx: h.Context(), act: act, params: c.celParams, anyObject: anyObject,
+		vals: vals, active: len(code.vars)}
 	act.Vars[celVariables] = vars
 	var out []Violation
 	fail := func(err error) ([]Violation, error) {

@@ -89,8 +89,10 @@ type Constraint struct {
 	// prog is the template's Rego specialized for params (rego's
 	// Specialize), or the template's own where that was not done.
 	prog *rego.Program
-	// celParams is variables.params (null without parameters).
+	// celParams is variables.params (null without parameters), celConst
+	// the template's constant variables for them (celCode.constVars).
 	celParams any
+	celConst  []varValue
 	actions   actions
 	inv       *inventoryCache
 }

@@ -257,6 +257,9 @@ func (k *Kind) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	spec, _ := res.Object["spec"].(map[string]any)
 	c.params = spec["parameters"]
 	c.celParams = c.params // variables.params: null without parameters
+	if t.celCode != nil && !k.general {
+		c.celConst = t.celCode.constVars(c.celParams)
+	}
 	if c.params == nil {
 		c.params = map[string]any{}
 	}

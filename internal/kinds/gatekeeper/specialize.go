@@ -47,3 +47,15 @@ func (t *Template) specialize(c *Constraint) {
 	c.prog = p
 	runtime.AddCleanup(c, func(s *specialization) { s.live.Add(-1) }, s)
 }
+
+// ConstantVariables is the number of the template's CEL variables the
+// constraint computed when it loaded (they read only its parameters).
+func (c *Constraint) ConstantVariables() int {
+	n := 0
+	for _, v := range c.celConst {
+		if v.done {
+			n++
+		}
+	}
+	return n
+}

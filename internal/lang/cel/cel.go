@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common"
+	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -232,7 +233,9 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}
 	}
-	return envs.keep(pk, &Program{src: src, prg: prg, vars: names, reads: readVars(ast, names), min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}), nil
+	members, whole := selectedMembers(ast, names)
+	return envs.keep(pk, &Program{src: src, prg: prg, vars: names, reads: readVars(ast, names), members: members, whole: whole,
+		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}), nil
 }
 
 // UnboundedCost: an estimate from this on is cel-go's "unknown size" (a
@@ -333,10 +336,15 @@ func (e sizeEstimator) EstimateCallCost(function, overloadID string, target *che
 // Program is a compiled CEL expression; it is immutable and safe for
 // concurrent use.
 type Program struct {
-	src      string
-	prg      cel.Program
-	vars     []string
-	reads    []string // the declared variables the expression refers to
+	src   string
+	prg   cel.Program
+	vars  []string
+	reads []string // the declared variables the expression refers to
+	// members are, by declared variable, the members the expression
+	// selects on it (variables.x); whole names those it reads otherwise
+	// too (passed along, indexed).
+	members  map[string][]string
+	whole    []string
 	min, max uint64
 	large    uint64
 	typ      *cel.Type
@@ -352,6 +360,51 @@ func (p *Program) Reads(only ...string) bool {
 		}
 	}
 	return true
+}
+
+// Members are the members the expression selects on the declared variable
+// name (name.x: x); whole reports whether it reads name otherwise as well
+// (passed along, indexed), so that any member may be read.
+func (p *Program) Members(name string) (members []string, whole bool) {
+	return p.members[name], slices.Contains(p.whole, name)
+}
+
+// selectedMembers are the members selected on each declared variable
+// (of names) the checked expression a reads, and the variables it reads
+// otherwise too.
+func selectedMembers(a *cel.Ast, names []string) (map[string][]string, []string) {
+	refs := a.NativeRep().ReferenceMap()
+	declared := func(e ast.Expr) (string, bool) {
+		if e.Kind() != ast.IdentKind {
+			return "", false
+		}
+		r, ok := refs[e.ID()]
+		if !ok || len(r.OverloadIDs) != 0 || !slices.Contains(names, r.Name) {
+			return "", false
+		}
+		return r.Name, true
+	}
+	members := map[string][]string{}
+	selected := map[int64]bool{} // the identifiers read through a select
+	ast.PostOrderVisit(a.NativeRep().Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.SelectKind {
+			return
+		}
+		s := e.AsSelect()
+		if name, ok := declared(s.Operand()); ok {
+			selected[s.Operand().ID()] = true
+			if !slices.Contains(members[name], s.FieldName()) {
+				members[name] = append(members[name], s.FieldName())
+			}
+		}
+	}))
+	var whole []string
+	ast.PostOrderVisit(a.NativeRep().Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if name, ok := declared(e); ok && !selected[e.ID()] && !slices.Contains(whole, name) {
+			whole = append(whole, name)
+		}
+	}))
+	return members, whole
 }
 
 // ReadsAny reports whether the expression refers to one of names.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/value"
@@ -416,6 +417,35 @@ func BenchmarkCompile(b *testing.B) {
 	for b.Loop() {
 		if _, ds := (Language{}).CompileExpr(env(), "object.spec.replicas <= 10 && object.metadata.name.startsWith('web')"); ds != nil {
 			b.Fatal(ds)
+		}
+	}
+}
+
+// TestMembers: the members an expression selects on a variable, and
+// whether it reads the variable otherwise too (then any member may be
+// read).
+func TestMembers(t *testing.T) {
+	env := &lang.Env{Name: "m", Vars: []lang.Var{{Name: "variables"}, {Name: "object"}}}
+	for _, tc := range []struct {
+		src     string
+		members []string
+		whole   bool
+	}{
+		{"variables.params.x + variables.y", []string{"params", "y"}, false},
+		{"has(variables.params.a) && object.b == 1", []string{"params"}, false},
+		{"variables.params.exists(p, p == variables.z)", []string{"params", "z"}, false},
+		{`variables["a"] == 1`, nil, true},
+		{"size(variables) > 0 && variables.a == 1", []string{"a"}, true},
+		{"object.variables == 1", nil, false},
+		{"[1, 2].exists(variables, variables == 1)", nil, true}, // a shadowing iteration variable: taken as a read, conservatively
+	} {
+		p, ds := Language{}.CompileExpr(env, tc.src)
+		if len(ds) > 0 {
+			t.Fatalf("%s: %v", tc.src, ds)
+		}
+		members, whole := p.Members("variables")
+		if !cmp.Equal(tc.members, members, cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()) || whole != tc.whole {
+			t.Errorf("%s: members %v, whole %v; want %v, %v", tc.src, members, whole, tc.members, tc.whole)
 		}
 	}
 }
