@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -27,16 +28,10 @@ import (
 // nothing.
 func TestDownstream(t *testing.T) {
 	policies := schema.GroupVersionResource{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}
-	marked := func(name, rule string) *unstructured.Unstructured {
-		u := object("v1", "ConfigMap", "team", name, "")
-		u.SetLabels(map[string]string{LabelGenerated: "true"})
-		u.SetAnnotations(map[string]string{AnnotationRule: rule})
-		return u
-	}
 	policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "p"}}}
 	c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList", policies: "ClusterPolicyList"},
-		policy, marked("synced", "ClusterPolicy p rule sync"), marked("kept", "ClusterPolicy p rule orphan"), marked("other", "ClusterPolicy q rule sync"))
+		policy, generatedBy("synced", "ClusterPolicy p rule sync"), generatedBy("kept", "ClusterPolicy p rule orphan"), generatedBy("other", "ClusterPolicy q rule sync"))
 	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "kyverno.io", Version: "v1"}})
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Group: "kyverno.io", Version: "v1", Kind: "ClusterPolicy"}, meta.RESTScopeRoot)
@@ -46,28 +41,17 @@ func TestDownstream(t *testing.T) {
 	snaps := &staticSnapshots{engine.NewSnapshot([]engine.Rule{rule})}
 	d := &Downstream{Generator: g, Snapshots: snaps, Log: testr.NewWithOptions(t, testr.Options{Verbosity: 1}), known: map[string]knownRule{}}
 	ctx := context.Background()
-	names := func() []string {
-		l, err := c.Resource(configMaps).Namespace("team").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, o := range l.Items {
-			out = append(out, o.GetName())
-		}
-		return out
-	}
 	d.look(ctx)
 	snaps.s = engine.NewSnapshot(nil) // the rule leaves the snapshot, its object stays
 	d.look(ctx)
-	if got := names(); len(got) != 3 {
+	if got := configMapNames(t, c); len(got) != 3 {
 		t.Fatalf("objects %v: deleted while the policy is still there", got)
 	}
 	if err := c.Resource(policies).Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	d.look(ctx)
-	if got := names(); len(got) != 2 || contains(got, "synced") {
+	if got := configMapNames(t, c); len(got) != 2 || contains(got, "synced") {
 		t.Fatalf("objects %v: want the deleted rule's synchronized object gone, the others kept", got)
 	}
 	if len(d.known) != 0 {
@@ -157,15 +141,9 @@ func TestDownstreamMark(t *testing.T) {
 // removed rule's; one that stays but stops synchronizing keeps them, and
 // so do the other rules'.
 func TestDownstreamRuleRemoved(t *testing.T) {
-	marked := func(name, rule string) *unstructured.Unstructured {
-		u := object("v1", "ConfigMap", "team", name, "")
-		u.SetLabels(map[string]string{LabelGenerated: "true"})
-		u.SetAnnotations(map[string]string{AnnotationRule: rule})
-		return u
-	}
 	c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList"},
-		marked("a", "ClusterPolicy p rule a"), marked("b", "ClusterPolicy p rule b"), marked("c", "ClusterPolicy p rule c"), marked("q", "ClusterPolicy q rule b"))
+		generatedBy("a", "ClusterPolicy p rule a"), generatedBy("b", "ClusterPolicy p rule b"), generatedBy("c", "ClusterPolicy p rule c"), generatedBy("q", "ClusterPolicy q rule b"))
 	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	g := NewGenerator(Options{Client: c, Mapper: m, Watch: []schema.GroupVersionResource{configMaps}, Log: logr.Discard()})
@@ -175,18 +153,6 @@ func TestDownstreamRuleRemoved(t *testing.T) {
 			Phase: engine.Validate, Downstream: downstream, Generates: generates}, evals: &evals}})}
 	}
 	ctx := context.Background()
-	names := func() []string {
-		l, err := c.Resource(configMaps).Namespace("team").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, o := range l.Items {
-			out = append(out, o.GetName())
-		}
-		slices.Sort(out)
-		return out
-	}
 	d := &Downstream{Generator: g, Log: testr.NewWithOptions(t, testr.Options{Verbosity: 1}), known: map[string]knownRule{}}
 	for _, step := range []struct {
 		downstream, generates, want []string
@@ -198,7 +164,7 @@ func TestDownstreamRuleRemoved(t *testing.T) {
 	} {
 		d.Snapshots = policy(step.downstream, step.generates)
 		d.look(ctx)
-		if got := names(); !slices.Equal(got, step.want) {
+		if got := configMapNames(t, c); !slices.Equal(got, step.want) {
 			t.Errorf("downstream %v, generates %v: objects %v, want %v", step.downstream, step.generates, got, step.want)
 		}
 	}
@@ -211,16 +177,10 @@ func TestDownstreamRuleRemoved(t *testing.T) {
 // none led.
 func TestDownstreamMarksOlder(t *testing.T) {
 	policies := schema.GroupVersionResource{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}
-	unmarked := func(name, rule string) *unstructured.Unstructured {
-		u := object("v1", "ConfigMap", "team", name, "")
-		u.SetLabels(map[string]string{LabelGenerated: "true"})
-		u.SetAnnotations(map[string]string{AnnotationRule: rule})
-		return u
-	}
 	policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "p"}}}
 	c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList", policies: "ClusterPolicyList"},
-		policy, unmarked("old", "ClusterPolicy p rule sync"), unmarked("orphan", "ClusterPolicy p rule keep"), unmarked("other", "ClusterPolicy q rule sync"))
+		policy, generatedBy("old", "ClusterPolicy p rule sync"), generatedBy("orphan", "ClusterPolicy p rule keep"), generatedBy("other", "ClusterPolicy q rule sync"))
 	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "kyverno.io", Version: "v1"}})
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Group: "kyverno.io", Version: "v1", Kind: "ClusterPolicy"}, meta.RESTScopeRoot)
@@ -258,4 +218,28 @@ func TestDownstreamMarksOlder(t *testing.T) {
 	if !slices.Equal(got, []string{"orphan", "other"}) {
 		t.Errorf("objects %v, want the deleted rule's synchronized object gone", got)
 	}
+}
+
+// generatedBy is a ConfigMap of namespace team the generator made for
+// rule (no downstream mark).
+func generatedBy(name, rule string) *unstructured.Unstructured {
+	u := object("v1", "ConfigMap", "team", name, "")
+	u.SetLabels(map[string]string{LabelGenerated: "true"})
+	u.SetAnnotations(map[string]string{AnnotationRule: rule})
+	return u
+}
+
+// configMapNames are the ConfigMaps of namespace team, by name.
+func configMapNames(t *testing.T, c dynamic.Interface) []string {
+	t.Helper()
+	l, err := c.Resource(configMaps).Namespace("team").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, o := range l.Items {
+		out = append(out, o.GetName())
+	}
+	slices.Sort(out)
+	return out
 }

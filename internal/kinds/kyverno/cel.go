@@ -202,6 +202,12 @@ func (p *Policy) validateCEL(h *engine.Handle, r *rule, s *scope) RuleResult {
 // validateCELWith evaluates the rule's celPreconditions (a skip when one
 // is false), then its expressions, in act.
 func (p *Policy) validateCELWith(h *engine.Handle, r *rule, s *scope, act *lang.Activation) RuleResult {
+	// The variables first (bound lazily, afresh for each param): the
+	// preconditions may read them, as an admission policy's match
+	// conditions may.
+	if err := r.v.cel.evalVars(s, act); err != nil {
+		return errorResult(r, "validation failed", err)
+	}
 	if r.celPre != nil {
 		ok, err := celPreconditionsHold(r.celPre, s, act)
 		if err != nil {
@@ -210,9 +216,6 @@ func (p *Policy) validateCELWith(h *engine.Handle, r *rule, s *scope, act *lang.
 		if !ok {
 			return RuleResult{Rule: r.name, Status: Skip, Message: "cel preconditions not met"}
 		}
-	}
-	if err := r.v.cel.evalVars(s, act); err != nil {
-		return errorResult(r, "validation failed", err)
 	}
 	var msgs []string
 	for _, e := range r.v.cel.exprs {

@@ -21,12 +21,13 @@ spec:
   - name: max
     match: {any: [{resources: {kinds: [ConfigMap]}}]}
     celPreconditions:
-    - {name: limited, expression: "params.data.?enabled.orValue('true') == 'true'"}
+    - {name: limited, expression: "variables.enabled == 'true'"}
     validate:
       cel:
         paramKind: {apiVersion: v1, kind: ConfigMap}
         paramRef: PARAMREF
         variables:
+        - {name: enabled, expression: "params.data.?enabled.orValue('true')"}
         - {name: max, expression: "int(params.data.max)"}
         expressions:
         - expression: "size(object.data) <= variables.max"
@@ -45,7 +46,8 @@ func limit(ns, name, max string, labels map[string]any, enabled string) map[stri
 // TestCELParams: validate.cel reads its paramRef's objects as `params`,
 // in the object's namespace unless paramRef names one: by name (absent:
 // the rule's error), or each one a selector picks (none: a pass under
-// Allow, "no params found" under Deny); celPreconditions read them too;
+// Allow, "no params found" under Deny); celPreconditions read them too,
+// and the variables computed for each param;
 // a namespaced Policy reads params in its own namespace only.
 func TestCELParams(t *testing.T) {
 	objs := kindObjects{

@@ -222,15 +222,17 @@ func (ps *pssV) exempt(f pssFailure, pod *corev1.Pod, more []pssExclude) bool {
 	podLevel := false
 	var images []string
 	var fields []pssExclude
-	for _, e := range slices.Concat(ps.exclude, more) {
-		switch {
-		case !slices.Contains(e.checks, f.id):
-		case e.field != "":
-			fields = append(fields, e)
-		case len(e.images) == 0:
-			podLevel = true
-		default:
-			images = append(images, e.images...)
+	for _, list := range [2][]pssExclude{ps.exclude, more} {
+		for _, e := range list {
+			switch {
+			case !slices.Contains(e.checks, f.id):
+			case e.field != "":
+				fields = append(fields, e)
+			case len(e.images) == 0:
+				podLevel = true
+			default:
+				images = append(images, e.images...)
+			}
 		}
 	}
 	if !podLevel && len(images) == 0 && len(fields) == 0 {
