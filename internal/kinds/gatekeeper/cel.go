@@ -162,12 +162,13 @@ func (code *celCode) constVars(params any) []varValue {
 	vars.act.Vars[celVariables] = vars
 	for i, v := range code.vars {
 		if v.constant {
-			vars.Member(v.name) //nolint:errcheck // kept in vals[i]
-			vals[i].cost = vars.cost
+			vars.Member(v.name)      //nolint:errcheck // kept in vals[i]
+			vals[i].cost = vars.cost // its own: the constants it read were counted already
 			vars.cost = 0
-		} else {
-			vals[i] = varValue{}
 		}
+	}
+	for i := range vals {
+		vals[i].counted = false // counted by each review that reads it
 	}
 	return vals
 }
