@@ -15,6 +15,7 @@ import (
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/value"
+	"k8s.io/apimachinery/pkg/api/meta"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -351,6 +352,29 @@ func (r *staticResolver) Namespaced(apiVersion, kind string) (bool, error) {
 		}
 	}
 	return !seen, nil
+}
+
+// KindFor is the kind of a resource: a context object's whose kind gives
+// that resource, else a built-in kind's.
+func (r *staticResolver) KindFor(group, version, resource string) (string, error) {
+	for ref := range r.objects {
+		if ref.Group != group {
+			continue
+		}
+		if plural, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Group: group, Version: version, Kind: ref.Kind}); plural.Resource == resource {
+			return ref.Kind, nil
+		}
+	}
+	gv := schema.GroupVersion{Group: group, Version: version}
+	for gvk := range clientgoscheme.Scheme.AllKnownTypes() {
+		if gvk.GroupVersion() != gv || strings.HasSuffix(gvk.Kind, "List") {
+			continue
+		}
+		if plural, _ := meta.UnsafeGuessKindToResource(gvk); plural.Resource == resource {
+			return gvk.Kind, nil
+		}
+	}
+	return "", fmt.Errorf("no kind known for %s (give an object of it with the context)", schema.GroupVersionResource{Group: group, Version: version, Resource: resource})
 }
 
 // ListKind returns the context objects of that kind in namespace (""

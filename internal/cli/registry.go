@@ -124,7 +124,10 @@ const (
 )
 
 // The offline resolver tells Kyverno's validate.cel params a kind's scope.
-var _ kyverno.ScopeReader = (*staticResolver)(nil)
+var (
+	_ kyverno.ScopeReader  = (*staticResolver)(nil)
+	_ kyverno.KindResolver = (*staticResolver)(nil)
+)
 
 // kyvernoResults are the rule results a trace detail holds.
 func kyvernoResults(detail any) []kyvernoRuleResult { return kyverno.ResultsOf(detail) }

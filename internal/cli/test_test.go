@@ -105,6 +105,7 @@ func TestTestGolden(t *testing.T) {
 			"-f", "../../testdata/cli/kyverno/generate/resources.yaml", "--context", "../../testdata/cli/kyverno/generate/source.yaml"}},
 		{name: "test-kyverno-validatingpolicy", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/validatingpolicy"}},
 		{name: "test-kyverno-mutatingpolicy", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/mutatingpolicy"}},
+		{name: "test-kyverno-mutatingpolicy-existing", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/mutatingpolicy-existing"}},
 		{name: "test-kyverno-fail-json", args: []string{"test", "-o", "json", "../../testdata/cli/kyverno/fail"}},
 		{name: "test-bad-format", args: []string{"test", "--format", "xml", dir + "pass"}},
 		{name: "test-scalar", args: []string{"test", dir + "scalar"}},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds/kyverno"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -29,8 +30,8 @@ func (k kindObjects) ListKind(_ context.Context, apiVersion, kind, ns, selector 
 	}
 	var out []map[string]any
 	for key, o := range k {
-		if !strings.HasPrefix(key, apiVersion+"/"+kind+" "+ns+"/") {
-			continue
+		if prefix := apiVersion + "/" + kind + " " + ns + "/"; ns == "" && !strings.HasPrefix(key, apiVersion+"/"+kind+" ") || ns != "" && !strings.HasPrefix(key, prefix) {
+			continue // ns "": every namespace's
 		}
 		md, _ := o["metadata"].(map[string]any)
 		ls := labels.Set{}
@@ -620,5 +621,84 @@ spec:
 	got, _ := results(t, snap, rules.Create, ns)
 	if len(got) != 1 || !strings.HasSuffix(got[0], "=error") {
 		t.Errorf("a structure within a string: %v", got)
+	}
+}
+
+const mpolExisting = `
+apiVersion: policies.kyverno.io/v1
+kind: KIND
+metadata: {name: restart, namespace: team}
+spec:
+  evaluation: {admission: {enabled: ADMISSION}, mutateExisting: {enabled: true}}
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  matchConditions:
+  - {name: trigger-or-target, expression: "object.kind == 'Deployment' ? object.metadata.name != 'frozen' : object.metadata.name.startsWith('restart-')"}
+  targetMatchConstraints:
+    objectSelector: {matchLabels: {app: web}}
+    resourceRules: [{apiGroups: [apps], apiVersions: [v1], operations: [UPDATE], resources: [deployments]}]
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch: {expression: "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'restarted': 'yes'}}]"}
+`
+
+// TestMutatingPolicyExisting: an admitted trigger mutates the objects of
+// targetMatchConstraints (those its match conditions hold for), each
+// changed by the difference with its resourceVersion tested; a namespaced
+// policy's targets are in its namespace; off at admission, the trigger
+// itself is left alone.
+func TestMutatingPolicyExisting(t *testing.T) {
+	deploy := func(ns, name, app string) map[string]any {
+		return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": name, "namespace": ns,
+			"labels": map[string]any{"app": app}, "resourceVersion": "7"}}
+	}
+	objs := kindObjects{
+		"apps/v1/Deployment team/web":    deploy("team", "web", "web"),
+		"apps/v1/Deployment team/db":     deploy("team", "db", "db"),
+		"apps/v1/Deployment team/frozen": deploy("team", "frozen", "web"),
+		"apps/v1/Deployment other/web":   deploy("other", "web", "web"),
+	}
+	eng := engine.New(engine.Options{Kinds: objs, Authorizer: denyOtherNamespaces{}, RuleReader: "reader"})
+	trigger := manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: restart-now, namespace: team}}`)[0].Object
+	for _, tc := range []struct {
+		kind, admission string
+		changed         []string
+	}{
+		{"MutatingPolicy", "false", []string{"Deployment other/web", "Deployment team/web"}},
+		{"NamespacedMutatingPolicy", "false", []string{"Deployment team/web"}},
+		{"MutatingPolicy", "true", []string{"Deployment other/web", "Deployment team/web"}}, // the trigger patched too
+	} {
+		snap := snapshot(t, strings.NewReplacer("KIND", tc.kind, "ADMISSION", tc.admission).Replace(mpolExisting))
+		d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team", Object: trigger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var changed []string
+		for _, g := range d.Generated {
+			if len(g.Patch) == 0 || g.Patch[0].Op != patch.Test {
+				t.Errorf("%s: a change without its resourceVersion tested: %+v", tc.kind, g.Patch)
+			}
+			changed = append(changed, kyverno.TargetName(g.Object))
+		}
+		slices.Sort(changed)
+		if !slices.Equal(changed, tc.changed) || (len(d.Patch) != 0) != (tc.admission == "true") {
+			t.Errorf("%s, admission %s: changed %v (trigger patched: %v), want %v", tc.kind, tc.admission, changed, d.Patch, tc.changed)
+		}
+	}
+	// Another trigger: nothing.
+	snap := snapshot(t, strings.NewReplacer("KIND", "MutatingPolicy", "ADMISSION", "false").Replace(mpolExisting))
+	other := manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: team}}`)[0].Object
+	if d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team", Object: other}); err != nil || len(d.Generated) != 0 {
+		t.Errorf("a ConfigMap that is no trigger: %v, %v", d.Generated, err)
+	}
+	for _, tc := range []struct{ spec, want string }{
+		{"targetMatchConstraints: {expression: \"[]\"}", "spec.targetMatchConstraints.expression"},
+		{"targetMatchConstraints: {resourceRules: [{apiGroups: ['*'], apiVersions: [v1], operations: [UPDATE], resources: [deployments]}]}", "spec.targetMatchConstraints.resourceRules[0]"},
+	} {
+		policy := strings.Replace(strings.NewReplacer("KIND", "MutatingPolicy", "ADMISSION", "true").Replace(mpolExisting),
+			"  targetMatchConstraints:\n    objectSelector: {matchLabels: {app: web}}\n    resourceRules: [{apiGroups: [apps], apiVersions: [v1], operations: [UPDATE], resources: [deployments]}]\n", "  "+tc.spec+"\n", 1)
+		if _, err := compileErr(t, policy); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one at %s", tc.spec, err, tc.want)
+		}
 	}
 }

@@ -58,11 +58,6 @@ func (p *CELPolicy) Lint(_ context.Context, origin string, _ []kinds.Manifest) [
 	if p.notYet != "" {
 		out = append(out, notYetFinding(origin, p.info.Kind, p.info.Key, "spec", p.notYet))
 	}
-	if p.mutateExisting {
-		out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: codeNotYet, Origin: origin, Kind: p.info.Kind, Rule: p.info.Key,
-			Field: "spec.evaluation.mutateExisting", Message: "mutating existing objects is not done yet: the policy mutates at admission only",
-			Hint: "existing objects keep their state until they are written again"})
-	}
 	return out
 }
 

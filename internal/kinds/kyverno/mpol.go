@@ -97,6 +97,16 @@ func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolic
 	}
 	p.settings(spec.FailurePolicy, ev)
 	p.compileAudit(c, spec.AuditAnnotations)
+	if p.mutateExisting {
+		p.existing = c.mpolTargets(spec)
+		// The targets are mutated once the trigger is admitted (the
+		// validating phase); the trigger itself in the mutating phase,
+		// unless the policy is off at admission.
+		p.info.Phase = engine.Validate
+		if p.admission {
+			p.info.Phase |= engine.Mutate
+		}
+	}
 }
 
 // mutate applies the mutations in order and patches the difference.

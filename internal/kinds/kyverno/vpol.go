@@ -87,13 +87,15 @@ type CELPolicy struct {
 	generations []gpolEntry
 	generating  bool
 	synchronize bool
-	// mutateExisting: a MutatingPolicy that asks to mutate existing
-	// objects too (not done yet: lint says so).
+	// mutateExisting: a MutatingPolicy that mutates existing objects too
+	// (evaluation.mutateExisting; mpolexisting.go).
 	mutateExisting bool
-	deny, warn     bool
-	failClosed     bool
-	admission      bool
-	background     bool
+	// existing are the targets mutateExisting lists (nil: none).
+	existing   *mpolTargets
+	deny, warn bool
+	failClosed bool
+	admission  bool
+	background bool
 	// notYet says why the policy is not evaluated (its result is an
 	// error).
 	notYet string
@@ -535,7 +537,11 @@ func oldObjectOf(h *engine.Handle) any {
 // result.
 func (p *CELPolicy) Apply(h *engine.Handle) error {
 	q := h.Request()
-	if (q.Background && !p.background) || (!q.Background && !p.admission) {
+	// existingOnly: a MutatingPolicy's targets, in the validating phase
+	// (once the trigger is admitted as it is stored); its own mutation
+	// is the mutating phase's.
+	existingOnly := p.mutatesExisting(h) && h.Phase() == engine.Validate
+	if (q.Background && !p.background) || (!q.Background && !p.admission && !existingOnly) {
 		if tr := h.Trace(); tr != nil {
 			tr.Detail = &Trace{}
 		}
@@ -550,6 +556,15 @@ func (p *CELPolicy) Apply(h *engine.Handle) error {
 	}
 	var res RuleResult
 	switch {
+	case existingOnly:
+		if _, done := c.prepare(h); done != nil {
+			return nil // the trigger's match conditions do not hold (or fail): nothing to do
+		}
+		targets := c.mutateTargets(h)
+		if len(targets) == 0 {
+			return nil
+		}
+		res, res.more = targets[0], targets[1:]
 	case p.mutating:
 		res = c.mutate(h)
 	case p.generating:
@@ -566,8 +581,13 @@ func (p *CELPolicy) Apply(h *engine.Handle) error {
 	if res.Status == Fail && p.deny && !q.Background {
 		res.Enforced = true
 	}
+	more := res.more
+	res.more = nil
+	for i := range more {
+		more[i].Policy = p.info.Key
+	}
 	if tr := h.Trace(); tr != nil {
-		tr.Detail = &Trace{Results: []RuleResult{res}}
+		tr.Detail = &Trace{Results: append([]RuleResult{res}, more...)}
 	}
 	for _, k := range slices.Sorted(maps.Keys(res.Properties)) {
 		// In the request's audit event, keyed as the API server keys an

@@ -31,6 +31,19 @@ type Kinds struct {
 	Mapper meta.RESTMapper
 }
 
+// KindFor is the kind of a resource, as the API server's discovery says
+// (a MutatingPolicy's targets are named by resource).
+func (k *Kinds) KindFor(group, version, resource string) (string, error) {
+	if k.Mapper == nil {
+		return "", fmt.Errorf("no REST mapper to name the kind of %s", resource)
+	}
+	gvk, err := k.Mapper.KindFor(schema.GroupVersionResource{Group: group, Version: version, Resource: resource})
+	if err != nil {
+		return "", err
+	}
+	return gvk.Kind, nil
+}
+
 // Namespaced reports whether a kind's objects have a namespace, as the
 // API server's discovery says (Kyverno's validate.cel params are looked
 // up in the object's namespace when they do).

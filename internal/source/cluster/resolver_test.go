@@ -424,7 +424,10 @@ func TestKindsProtected(t *testing.T) {
 	}
 }
 
-var _ kyverno.ScopeReader = (*cluster.Kinds)(nil)
+var (
+	_ kyverno.ScopeReader  = (*cluster.Kinds)(nil)
+	_ kyverno.KindResolver = (*cluster.Kinds)(nil)
+)
 
 // TestKindsNamespaced: a kind's scope is the REST mapper's (a custom
 // kind's as its CRD declares it); without a mapper, a built-in kind's.
