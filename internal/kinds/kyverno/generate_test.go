@@ -3,6 +3,7 @@ package kyverno_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -685,6 +686,13 @@ func TestMutatingPolicyExisting(t *testing.T) {
 			t.Errorf("%s, admission %s: changed %v (trigger patched: %v), want %v", tc.kind, tc.admission, changed, d.Patch, tc.changed)
 		}
 	}
+	// Targets that cannot be listed: an error, and the trigger is not
+	// refused (the work is after admission).
+	snapNS := snapshot(t, strings.NewReplacer("KIND", "MutatingPolicy", "ADMISSION", "false").Replace(mpolExisting))
+	failing := engine.New(engine.Options{Kinds: failingKinds{}})
+	if d, err := failing.Evaluate(context.Background(), snapNS, engine.Request{Operation: rules.Create, Namespace: "team", Object: trigger}); err != nil || len(d.Rejections) != 0 || len(d.Errors) != 1 {
+		t.Errorf("targets that cannot be listed: rejections %v, errors %v, %v", d.Rejections, d.Errors, err)
+	}
 	// Another trigger: nothing.
 	snap := snapshot(t, strings.NewReplacer("KIND", "MutatingPolicy", "ADMISSION", "false").Replace(mpolExisting))
 	other := manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: team}}`)[0].Object
@@ -701,4 +709,15 @@ func TestMutatingPolicyExisting(t *testing.T) {
 			t.Errorf("%s: error %v, want one at %s", tc.spec, err, tc.want)
 		}
 	}
+}
+
+// failingKinds is a KindReader whose reads fail.
+type failingKinds struct{}
+
+func (failingKinds) GetKind(context.Context, string, string, string, string) (map[string]any, error) {
+	return nil, errors.New("the API server is away")
+}
+
+func (failingKinds) ListKind(context.Context, string, string, string, string) ([]map[string]any, error) {
+	return nil, errors.New("the API server is away")
 }

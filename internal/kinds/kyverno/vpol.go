@@ -589,6 +589,16 @@ func (p *CELPolicy) Apply(h *engine.Handle) error {
 	if tr := h.Trace(); tr != nil {
 		tr.Detail = &Trace{Results: append([]RuleResult{res}, more...)}
 	}
+	if existingOnly {
+		// The targets' work never refuses the trigger (Kyverno does it
+		// after admission): an error is logged and reported, not denied.
+		for _, r := range append([]RuleResult{res}, more...) {
+			if r.Status == Error {
+				h.Fail("spec", causedError{r.Message, r.cause})
+			}
+		}
+		return nil
+	}
 	for _, k := range slices.Sorted(maps.Keys(res.Properties)) {
 		// In the request's audit event, keyed as the API server keys an
 		// admission policy's: the policy's name, then the key.
