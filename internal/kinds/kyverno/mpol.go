@@ -9,6 +9,7 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds"
 	"github.com/modwright/modwright/internal/kinds/kyvernoautogen"
+	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/cel"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
@@ -109,14 +110,10 @@ func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolic
 	}
 }
 
-// mutate applies the mutations in order and patches the difference.
-func (p *CELPolicy) mutate(h *engine.Handle) RuleResult {
-	act, done := p.prepare(h)
-	if done != nil {
-		return *done
-	}
-	orig, _ := h.Object().(map[string]any) // never a DELETE: the kernel runs no mutating rule then
-	cur := orig
+// applyMutations applies the mutations in order to obj (not modified):
+// the object they leave, or the result of the one that failed.
+func (p *CELPolicy) applyMutations(h *engine.Handle, act *lang.Activation, obj map[string]any) (map[string]any, *RuleResult) {
+	cur := obj
 	for _, mu := range p.mutations {
 		if mu.m == nil {
 			continue
@@ -124,9 +121,24 @@ func (p *CELPolicy) mutate(h *engine.Handle) RuleResult {
 		act.Object = cur
 		next, _, err := mu.m.Apply(h.Context(), act, cur)
 		if err != nil {
-			return celErrorResult(err, fmt.Sprintf("failed to evaluate policy: %s: %v", mu.field, err))
+			res := celErrorResult(err, fmt.Sprintf("failed to evaluate policy: %s: %v", mu.field, err))
+			return nil, &res
 		}
 		cur = next
+	}
+	return cur, nil
+}
+
+// mutate applies the mutations in order and patches the difference.
+func (p *CELPolicy) mutate(h *engine.Handle) RuleResult {
+	act, done := p.prepare(h)
+	if done != nil {
+		return *done
+	}
+	orig, _ := h.Object().(map[string]any) // never a DELETE: the kernel runs no mutating rule then
+	cur, res := p.applyMutations(h, act, orig)
+	if res != nil {
+		return *res
 	}
 	act.Object = cur
 	props, err := p.auditAnnotations(h.Context(), act)

@@ -195,17 +195,9 @@ func (p *CELPolicy) mutateTarget(h *engine.Handle, tobj map[string]any) RuleResu
 	if done != nil {
 		return *done
 	}
-	cur := tobj
-	for _, mu := range p.mutations {
-		if mu.m == nil {
-			continue
-		}
-		act.Object = cur
-		next, _, err := mu.m.Apply(h.Context(), act, cur)
-		if err != nil {
-			return celErrorResult(err, fmt.Sprintf("failed to evaluate policy: %s: %v", mu.field, err))
-		}
-		cur = next
+	cur, res := p.applyMutations(h, act, tobj)
+	if res != nil {
+		return *res
 	}
 	ops := patch.Diff(tobj, cur)
 	if len(ops) == 0 {
