@@ -577,6 +577,9 @@ func TestGeneratingPolicyTemplateErrors(t *testing.T) {
 		{"interpolate: cel\n      value: 'a: (( object.metadata.name '", "no closing"},
 		{"interpolate: cel\n      value: 'a: (( undefined.x ))'", "undeclared reference"},
 		{"interpolate: jinja\n      value: 'a: b'", "spec.generate[0].template.interpolate"},
+		// Aliases where placeholders are: refused (followed, nested ones
+		// would grow the compiled template exponentially).
+		{"interpolate: cel\n      value: \"a: &a ['(( 1 ))', '(( 2 ))']\\nb: &b [*a, *a]\\nc: [*b, *b]\"", "YAML aliases are not allowed where placeholders are"},
 	} {
 		_, err := compileErr(t, `
 apiVersion: policies.kyverno.io/v1
@@ -685,6 +688,15 @@ func TestMutatingPolicyExisting(t *testing.T) {
 		if !slices.Equal(changed, tc.changed) || (len(d.Patch) != 0) != (tc.admission == "true") {
 			t.Errorf("%s, admission %s: changed %v (trigger patched: %v), want %v", tc.kind, tc.admission, changed, d.Patch, tc.changed)
 		}
+	}
+	// A namespace selector: the targets of the namespaces it picks.
+	objs["v1/Namespace /team"] = map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team", "labels": map[string]any{"env": "prod"}}}
+	objs["v1/Namespace /other"] = map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "other"}}
+	snapSel := snapshot(t, strings.Replace(strings.NewReplacer("KIND", "MutatingPolicy", "ADMISSION", "false").Replace(mpolExisting),
+		"    objectSelector:", "    namespaceSelector: {matchLabels: {env: prod}}\n    objectSelector:", 1))
+	d, err := eng.Evaluate(context.Background(), snapSel, engine.Request{Operation: rules.Create, Namespace: "team", Object: trigger})
+	if err != nil || len(d.Generated) != 1 || kyverno.TargetName(d.Generated[0].Object) != "Deployment team/web" {
+		t.Errorf("a namespace selector: %v, %v", d.Generated, err)
 	}
 	// Targets that cannot be listed: an error, and the trigger is not
 	// refused (the work is after admission).

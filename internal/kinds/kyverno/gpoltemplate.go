@@ -153,6 +153,8 @@ type templateCompiler struct {
 	c           *compiler
 	field       string
 	interpolate bool
+	// has memoizes hasPlaceholder: each node is looked at once.
+	has map[*yaml.Node]bool
 }
 
 // compileTemplate compiles a generate entry's template (at field); errors
@@ -164,7 +166,7 @@ func (c *compiler) compileTemplate(field, src, interpolate string) *gpolTemplate
 		c.errf(field+".interpolate", "unsupported value %q: cel or none", interpolate)
 		return nil
 	}
-	tc := &templateCompiler{c: c, field: field + ".value", interpolate: interpolate == "cel"}
+	tc := &templateCompiler{c: c, field: field + ".value", interpolate: interpolate == "cel", has: map[*yaml.Node]bool{}}
 	t := &gpolTemplate{}
 	dec := yaml.NewDecoder(strings.NewReader(src))
 	for {
@@ -214,12 +216,12 @@ func (c *compiler) compileTemplate(field, src, interpolate string) *gpolTemplate
 	return t
 }
 
-// node compiles a YAML node: a subtree without placeholders is a literal.
+// node compiles a YAML node: a subtree without placeholders is a literal
+// (decoded by the YAML library, whose alias bounds hold). Where
+// placeholders are, aliases are refused: followed, a few nested ones would
+// make the compiled tree grow exponentially.
 func (tc *templateCompiler) node(n *yaml.Node) (tmplNode, error) {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if !tc.interpolate || !hasPlaceholder(n) {
+	if !tc.interpolate || !tc.hasPlaceholder(n) {
 		var v any
 		if err := n.Decode(&v); err != nil {
 			return nil, fmt.Errorf("line %d: %v", n.Line, err)
@@ -262,6 +264,8 @@ func (tc *templateCompiler) node(n *yaml.Node) (tmplNode, error) {
 		return s, nil
 	case yaml.ScalarNode:
 		return tc.scalar(n)
+	case yaml.AliasNode:
+		return nil, fmt.Errorf("line %d: YAML aliases are not allowed where placeholders are", n.Line)
 	}
 	return nil, fmt.Errorf("line %d: an unsupported YAML node", n.Line)
 }
@@ -361,20 +365,26 @@ func yamlJSON(v any) (any, error) {
 }
 
 // hasPlaceholder reports whether a subtree holds a placeholder or an
-// escape.
-func hasPlaceholder(n *yaml.Node) bool {
-	if n.Kind == yaml.AliasNode {
-		return hasPlaceholder(n.Alias)
+// escape (an alias: whether its anchor's does), each node computed once.
+func (tc *templateCompiler) hasPlaceholder(n *yaml.Node) bool {
+	if v, ok := tc.has[n]; ok {
+		return v
 	}
-	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "((") {
-		return true
+	tc.has[n] = false // an alias cycle ends here
+	v := false
+	switch {
+	case n.Kind == yaml.AliasNode && n.Alias != nil:
+		v = tc.hasPlaceholder(n.Alias)
+	case n.Kind == yaml.ScalarNode:
+		v = strings.Contains(n.Value, "((")
 	}
 	for _, c := range n.Content {
-		if hasPlaceholder(c) {
-			return true
+		if tc.hasPlaceholder(c) {
+			v = true
 		}
 	}
-	return false
+	tc.has[n] = v
+	return v
 }
 
 // scanPlaceholders splits a scalar into literal parts and (( expression ))

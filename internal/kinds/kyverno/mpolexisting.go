@@ -128,19 +128,18 @@ func (p *CELPolicy) targets(h *engine.Handle) ([]map[string]any, error) {
 		return nil, engine.NoReader("no reader of the objects to mutate (offline: give them with --context or a test's targetResources)")
 	}
 	t := p.existing
-	namespaces := []string{""}
-	switch {
-	case p.ns != "":
-		namespaces = []string{p.ns}
-	case t.hasNSSelector:
+	// selected are the namespaces the selector picks (nil: any): the
+	// targets are listed once per resource and kept when in one of them.
+	var selected map[string]bool
+	if t.hasNSSelector && p.ns == "" {
 		nss, err := kr.ListKind(h.Context(), "v1", "Namespace", "", t.nsSelector)
 		if err != nil {
 			return nil, fmt.Errorf("listing the namespaces of the targets: %w", err)
 		}
-		namespaces = namespaces[:0]
+		selected = make(map[string]bool, len(nss))
 		for _, n := range nss {
 			if name, _ := metadataOf(n)["name"].(string); name != "" {
-				namespaces = append(namespaces, name)
+				selected[name] = true
 			}
 		}
 	}
@@ -150,22 +149,24 @@ func (p *CELPolicy) targets(h *engine.Handle) ([]map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		apiVersion := schema.GroupVersion{Group: res.group, Version: res.version}.String()
-		for _, ns := range namespaces {
-			if p.ns != "" {
-				plural := res.resource
-				if err := h.AuthorizeRead(p.ns, res.group, plural, ns, ""); err != nil {
-					return nil, err
-				}
-			}
-			objs, err := kr.ListKind(h.Context(), apiVersion, kind, ns, t.objSelector)
-			if err != nil {
+		if p.ns != "" {
+			if err := h.AuthorizeRead(p.ns, res.group, res.resource, p.ns, ""); err != nil {
 				return nil, err
 			}
-			if len(out)+len(objs) > maxGeneratedPerRule {
+		}
+		apiVersion := schema.GroupVersion{Group: res.group, Version: res.version}.String()
+		objs, err := kr.ListKind(h.Context(), apiVersion, kind, p.ns, t.objSelector)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if ns, _ := metadataOf(o)["namespace"].(string); selected != nil && !selected[ns] {
+				continue
+			}
+			if len(out) == maxGeneratedPerRule {
 				return nil, fmt.Errorf("more than %d objects to mutate: a policy mutates at most %d", maxGeneratedPerRule, maxGeneratedPerRule)
 			}
-			out = append(out, objs...)
+			out = append(out, o)
 		}
 	}
 	return out, nil

@@ -64,13 +64,19 @@ var pssContainerFields = map[string]pssContainerField{
 			return
 		}
 		var bad []string
+		forbidden := map[corev1.Capability]bool{}
 		for _, a := range s.Capabilities.Add {
-			if ps.forbiddenCapability(id, a) {
+			f, asked := forbidden[a]
+			if !asked {
+				f = ps.forbiddenCapability(id, a) // once per distinct capability
+				forbidden[a] = f
+			}
+			if f {
 				bad = append(bad, string(a))
 			}
 		}
 		if len(bad) > 0 && ok(bad...) {
-			s.Capabilities.Add = slices.DeleteFunc(s.Capabilities.Add, func(a corev1.Capability) bool { return slices.Contains(bad, string(a)) })
+			s.Capabilities.Add = slices.DeleteFunc(s.Capabilities.Add, func(a corev1.Capability) bool { return forbidden[a] })
 		}
 	},
 	"securityContext.capabilities.drop": func(_ *pssV, _ policy.CheckID, c *corev1.Container, ok pssOK) {
