@@ -354,6 +354,23 @@ func (r *staticResolver) Namespaced(apiVersion, kind string) (bool, error) {
 	return !seen, nil
 }
 
+// ResourceFor is the resource of a kind: a built-in kind's as Kubernetes
+// names it, else, when the context holds objects of the kind, its plural
+// (Kubernetes' rule for CRDs that name none); else an error naming what
+// to give.
+func (r *staticResolver) ResourceFor(apiVersion, kind string) (string, error) {
+	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
+	known := clientgoscheme.Scheme.Recognizes(gvk)
+	for ref := range r.objects {
+		known = known || (ref.Group == gvk.Group && ref.Kind == kind)
+	}
+	if !known {
+		return "", fmt.Errorf("no resource known for %s %s (give an object of it with the context)", apiVersion, kind)
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	return gvr.Resource, nil
+}
+
 // KindFor is the kind of a resource: a context object's whose kind gives
 // that resource, else a built-in kind's.
 func (r *staticResolver) KindFor(group, version, resource string) (string, error) {

@@ -172,3 +172,32 @@ clusterRoles: [view]
 		}
 	}
 }
+
+// TestStaticResourceFor: offline, a kind's resource is a built-in kind's,
+// or the plural of a kind the context holds objects of; another kind is
+// an error naming what to give.
+func TestStaticResourceFor(t *testing.T) {
+	docs, err := source.ParseManifest("ctx.yaml", []byte(`
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w, namespace: a}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := newStaticResolver(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ apiVersion, kind, want string }{
+		{"v1", "Endpoints", "endpoints"},
+		{"networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"},
+		{"example.com/v1", "Widget", "widgets"},
+		{"example.com/v1", "Gadget", ""},
+	} {
+		got, err := r.ResourceFor(tc.apiVersion, tc.kind)
+		if got != tc.want || (err != nil) != (tc.want == "") {
+			t.Errorf("%s %s: %q, %v; want %q", tc.apiVersion, tc.kind, got, err, tc.want)
+		}
+	}
+}

@@ -125,8 +125,9 @@ const (
 
 // The offline resolver tells Kyverno's validate.cel params a kind's scope.
 var (
-	_ kyverno.ScopeReader  = (*staticResolver)(nil)
-	_ kyverno.KindResolver = (*staticResolver)(nil)
+	_ kyverno.ScopeReader      = (*staticResolver)(nil)
+	_ kyverno.KindResolver     = (*staticResolver)(nil)
+	_ kyverno.ResourceResolver = (*staticResolver)(nil)
 )
 
 // kyvernoResults are the rule results a trace detail holds.

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	pathpkg "path"
 	"slices"
 	"strings"
 
@@ -42,6 +44,16 @@ type kyvernoSuite struct {
 	// vaps are the suite's ValidatingAdmissionPolicies, each checked
 	// alone (rows with isValidatingAdmissionPolicy); nil: none.
 	vaps *audit.AdmissionPolicies
+	// payloads are the JSON payloads (jsonPayloads), by the name rows
+	// give them, in the suite's order.
+	payloads []kyvernoPayload
+}
+
+// kyvernoPayload is a JSON payload: its name (the path as the suite
+// writes it) and its document.
+type kyvernoPayload struct {
+	name string
+	obj  map[string]any
 }
 
 // kyvernoRuns are the results of one operation: by resource key
@@ -61,6 +73,9 @@ type kyvernoRuns struct {
 	targets       map[string]map[string][]kyvernoRuleResult
 	targetObjects map[string]any
 	targetKeys    []string
+	// payloads are the keys of JSON payloads among keys (the payload's
+	// name, not a resource key).
+	payloads map[string]bool
 }
 
 func runKyvernoSuite(ctx context.Context, t *suite.KyvernoTest, o *testOptions, s Streams) ([]caseResult, error) {
@@ -110,6 +125,21 @@ func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyverno
 	}
 	if ks.docs, err = source.ReadPaths(t.ResolveAll(t.Resources), nil); err != nil {
 		return nil, kyvernoSuiteError(t, "resources", err)
+	}
+	for _, f := range []struct {
+		field string
+		files []string
+	}{{"httpPayloads", t.HTTPPayloads}, {"envoyPayloads", t.EnvoyPayloads}} {
+		if len(f.files) > 0 {
+			return nil, kyvernoSuiteError(t, f.field, errors.New("check requests of Kyverno's authorization policies are not run: modwright does not serve those policies"))
+		}
+	}
+	for i, name := range t.JSONPayloads {
+		obj, err := source.ReadPayload(t.Resolve(name))
+		if err != nil {
+			return nil, kyvernoSuiteError(t, fmt.Sprintf("jsonPayloads[%d]", i), err)
+		}
+		ks.payloads = append(ks.payloads, kyvernoPayload{name, obj})
 	}
 	resolver, err := kyvernoResolver(t)
 	if err != nil {
@@ -267,7 +297,7 @@ func kyvernoNamespaces(v *suite.KyvernoValues) []source.Document {
 // run evaluates every resource with operation op ("": each resource's own).
 func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyvernoRuns, error) {
 	out := &kyvernoRuns{byKey: map[string]map[string][]kyvernoRuleResult{}, objects: map[string]any{}, denials: map[string]string{},
-		targets: map[string]map[string][]kyvernoRuleResult{}, targetObjects: map[string]any{}}
+		targets: map[string]map[string][]kyvernoRuleResult{}, targetObjects: map[string]any{}, payloads: map[string]bool{}}
 	for _, d := range ks.docs {
 		obj := value.DeepCopy(d.Object).(map[string]any)
 		a := newAdmission(obj, "default")
@@ -294,36 +324,64 @@ func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyverno
 		if err != nil {
 			return nil, kyvernoSuiteError(ks.t, "resources", fmt.Errorf("%s: %w", d.Origin, err))
 		}
-		byPolicy := map[string][]kyvernoRuleResult{}
-		for name := range ks.loaded {
-			byPolicy[name] = nil
-		}
-		if res.Decision != nil {
-			for _, tr := range res.Decision.Trace {
-				for _, rr := range kyvernoResults(tr.Detail) {
-					name := lastSegment(rr.Policy)
-					if rr.Target != "" {
-						// A mutate of an existing object: its rows name the target.
-						if out.targets[rr.Target] == nil {
-							out.targets[rr.Target] = map[string][]kyvernoRuleResult{}
-							out.targetKeys = append(out.targetKeys, rr.Target)
-						}
-						out.targets[rr.Target][name] = append(out.targets[rr.Target][name], rr)
-						if len(rr.Generated) > 0 {
-							out.targetObjects[rr.Target] = rr.Generated[0]
-						}
-						continue
-					}
-					byPolicy[name] = append(byPolicy[name], rr)
-				}
-			}
-		}
+		byPolicy := ks.collect(res, out)
 		ks.checkVAPs(ctx, obj, a.ns, byPolicy)
-		out.byKey[key] = byPolicy
-		out.objects[key], out.denials[key] = res.Object, res.Denial
-		out.keys = append(out.keys, key)
+		out.add(key, byPolicy, res)
+	}
+	if op != "" {
+		return out, nil // rows of an operation name resources (kyverno test: payloads are no trigger of one)
+	}
+	for i, p := range ks.payloads {
+		if out.byKey[p.name] != nil {
+			continue // a resource's key: rows name it (a payload's name has no commas)
+		}
+		res, err := ks.chain.Run(ctx, runner.Request{Operation: rules.Create, Object: value.DeepCopy(p.obj).(map[string]any), User: ks.user, Payload: true})
+		if err != nil {
+			return nil, kyvernoSuiteError(ks.t, fmt.Sprintf("jsonPayloads[%d]", i), fmt.Errorf("%s: %w", p.name, err))
+		}
+		out.add(p.name, ks.collect(res, out), res)
+		out.payloads[p.name] = true
 	}
 	return out, nil
+}
+
+// collect is the rule results of res by policy name (every loaded policy
+// present); the results of mutates of existing objects go to out's
+// targets.
+func (ks *kyvernoSuite) collect(res *runner.Result, out *kyvernoRuns) map[string][]kyvernoRuleResult {
+	byPolicy := map[string][]kyvernoRuleResult{}
+	for name := range ks.loaded {
+		byPolicy[name] = nil
+	}
+	if res.Decision == nil {
+		return byPolicy
+	}
+	for _, tr := range res.Decision.Trace {
+		for _, rr := range kyvernoResults(tr.Detail) {
+			name := lastSegment(rr.Policy)
+			if rr.Target != "" {
+				// A mutate of an existing object: its rows name the target.
+				if out.targets[rr.Target] == nil {
+					out.targets[rr.Target] = map[string][]kyvernoRuleResult{}
+					out.targetKeys = append(out.targetKeys, rr.Target)
+				}
+				out.targets[rr.Target][name] = append(out.targets[rr.Target][name], rr)
+				if len(rr.Generated) > 0 {
+					out.targetObjects[rr.Target] = rr.Generated[0]
+				}
+				continue
+			}
+			byPolicy[name] = append(byPolicy[name], rr)
+		}
+	}
+	return byPolicy
+}
+
+// add records the results of the resource or payload of key.
+func (r *kyvernoRuns) add(key string, byPolicy map[string][]kyvernoRuleResult, res *runner.Result) {
+	r.byKey[key] = byPolicy
+	r.objects[key], r.denials[key] = res.Object, res.Denial
+	r.keys = append(r.keys, key)
 }
 
 // checkVAPs adds the results of the suite's ValidatingAdmissionPolicies
@@ -381,6 +439,12 @@ func compareKyvernoRow(t *suite.KyvernoTest, row suite.KyvernoResult, runs *kyve
 	for _, want := range row.Resources {
 		p := strings.Split(want, "/")
 		for _, k := range runs.keys {
+			if runs.payloads[k] {
+				if k == pathpkg.Clean(want) {
+					sel = append(sel, k) // a payload, by its name
+				}
+				continue
+			}
 			parts := strings.Split(k, ",")
 			if (len(p) == 1 && p[0] == parts[3]) || (len(p) == 2 && p[0] == parts[2] && p[1] == parts[3]) {
 				sel = append(sel, k)
@@ -394,6 +458,11 @@ func compareKyvernoRow(t *suite.KyvernoTest, row suite.KyvernoResult, runs *kyve
 			return compareTargetRows(t, row, runs, tk, policy)
 		}
 		sel = runs.keys
+	}
+	if len(sel) == 0 {
+		// Nothing to compare with (kyverno test: no result for the row,
+		// a failure): never a row passed by default.
+		return []caseResult{caseResult{Suite: path, Policy: row.Policy, Rule: row.Rule, Resource: strings.Join(row.Resources, ","), Expected: row.Result, Reason: "Not found"}.named()}
 	}
 	for _, k := range sel {
 		c := caseResult{Suite: path, Policy: row.Policy, Rule: row.Rule, Resource: strings.ReplaceAll(k, ",", "/"), Expected: row.Result}

@@ -92,6 +92,13 @@ func TestKyvernoSuiteRefused(t *testing.T) {
 			kt.GlobalContextEntries = []suite.KyvernoGlobalContextEntry{{Name: "x", Data: []byte(`{}`), FieldPath: "a[["}}
 		}, `entry "x": fieldPath "a[["`},
 		{"paramResources missing", func(kt *suite.KyvernoTest) { kt.ParamResources = []string{"absent.yaml"} }, "paramResources: "},
+		{"jsonPayloads missing", func(kt *suite.KyvernoTest) { kt.JSONPayloads = []string{"absent.json"} }, "jsonPayloads[0]: "},
+		{"jsonPayloads not an object", func(kt *suite.KyvernoTest) {
+			kt.JSONPayloads = []string{"../json-payloads/payloads/good.json", "../json-payloads/not-an-object.json"}
+		}, "jsonPayloads[1]: " + "invalid manifest: ../../testdata/cli/kyverno/json-payloads/not-an-object.json: a payload is a top-level object, not a JSON array"},
+		{"jsonPayloads of two documents", func(kt *suite.KyvernoTest) { kt.JSONPayloads = []string{"../json-payloads/policies.yaml"} }, "a payload is one document"},
+		{"httpPayloads", func(kt *suite.KyvernoTest) { kt.HTTPPayloads = []string{"check.json"} }, "httpPayloads: check requests of Kyverno's authorization policies are not run"},
+		{"envoyPayloads", func(kt *suite.KyvernoTest) { kt.EnvoyPayloads = []string{"check.json"} }, "envoyPayloads: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kt, err := suite.LoadKyverno("../../testdata/cli/kyverno/requester/kyverno-test.yaml")
@@ -227,5 +234,28 @@ data: {max: "10"}
 	}
 	if _, err := r.GlobalContext(ctx, "absent", ""); !errors.Is(err, engine.ErrNoGlobalContextEntry) {
 		t.Errorf("an entry not given: %v", err)
+	}
+}
+
+// TestKyvernoRowsWithoutInput: a row with no resource or payload to
+// compare with fails as not found (kyverno test prints nothing for it: a
+// suite that checked nothing would pass).
+func TestKyvernoRowsWithoutInput(t *testing.T) {
+	kt, err := suite.LoadKyverno("../../testdata/cli/kyverno/json-payloads/kyverno-test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kt.Resources, kt.JSONPayloads = nil, nil
+	got, err := runKyvernoSuite(context.Background(), kt, &testOptions{}, Streams{Out: io.Discard, Err: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(kt.Results) {
+		t.Fatalf("%d results for %d rows", len(got), len(kt.Results))
+	}
+	for _, c := range got {
+		if c.Passed || c.Reason != "Not found" {
+			t.Errorf("%s: passed %v, reason %q", c.Case, c.Passed, c.Reason)
+		}
 	}
 }

@@ -80,6 +80,7 @@ func TestTestGolden(t *testing.T) {
 		{name: "audit-kyverno-json", args: []string{"audit", "--rules", "../../examples/kyverno/require-team.yaml", "-f", "../../examples/kyverno/resources.yaml", "-o", "json"}},
 		{name: "test-kyverno-requester", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/requester"}},
 		{name: "test-kyverno-params", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/params"}},
+		{name: "test-kyverno-json-payloads", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/json-payloads"}},
 		{name: "test-gatekeeper", args: []string{"test", "-o", "table", "../../examples/gatekeeper"}},
 		{name: "test-gatekeeper-review", args: []string{"test", "-o", "table", "../../testdata/cli/gatekeeper/review"}},
 		{name: "test-gatekeeper-fail", args: []string{"test", "../../testdata/cli/gatekeeper/fail"}},

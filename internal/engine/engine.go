@@ -126,15 +126,23 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		obj = v
 		return err
 	}
-	if kind == "" {
+	if kind == "" && !req.Payload {
 		if err := decode(); err != nil {
 			return nil, err
 		}
 		kind, _ = lookupString(obj, "kind")
 	}
-	// No buffer: one would escape with the candidates into the
-	// evaluation, an allocation even when there is no candidate.
-	candidates := snap.Candidates(req.Namespace, req.Operation, kind, nil)
+	var candidates []Rule
+	if req.Payload {
+		if req.Operation != rules.Create || req.Kind != (GroupVersionKind{}) || req.Name != "" || req.Namespace != "" {
+			return nil, fmt.Errorf("%w: a JSON payload is created, with no kind, name or namespace", ErrInvalidRequest)
+		}
+		candidates = snap.PayloadRules()
+	} else {
+		// No buffer: one would escape with the candidates into the
+		// evaluation, an allocation even when there is no candidate.
+		candidates = snap.Candidates(req.Namespace, req.Operation, kind, nil)
+	}
 	if len(candidates) == 0 {
 		if obj == nil {
 			return &Decision{ObjectJSON: raw}, nil

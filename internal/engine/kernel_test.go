@@ -422,3 +422,51 @@ func TestKernelConverge(t *testing.T) {
 		t.Errorf("applied %d times; errors %v", n, d.Errors)
 	}
 }
+
+// TestKernelPayloads: a JSON payload reaches the rules of payloads
+// (IndexKeys.Payloads) alone, whatever its members say (a "kind" member
+// is no kind), and those rules never see a Kubernetes object; a payload
+// with an object's attributes is an invalid request.
+func TestKernelPayloads(t *testing.T) {
+	var seen []string
+	rec := func(r *fakeRule) *fakeRule {
+		r.apply = func(h *Handle) error {
+			seen = append(seen, r.info.Key)
+			if h.Request().Payload != (r.info.Index.Payloads) {
+				t.Errorf("%s saw Payload %v", r.info.Key, h.Request().Payload)
+			}
+			return nil
+		}
+		return r
+	}
+	anyKind := rec(newRule("A", "", "any-kind", 0, Validate))
+	payload := rec(newRule("A", "", "payload", 0, Validate))
+	payload.info.Index = IndexKeys{Payloads: true}
+	second := rec(newRule("B", "", "payload-2", 0, Validate))
+	second.info.Index = IndexKeys{Payloads: true}
+	snap := NewSnapshot([]Rule{anyKind, payload, second})
+	eng := New(Options{})
+	doc := map[string]any{"kind": "Pod", "jobs": map[string]any{}}
+	if _, err := eng.Evaluate(context.Background(), snap, Request{Operation: rules.Create, Object: doc, Payload: true}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"payload", "payload-2"}, seen); diff != "" {
+		t.Errorf("a payload (-want +got):\n%s", diff)
+	}
+	seen = nil
+	if _, err := eng.Evaluate(context.Background(), snap, Request{Operation: rules.Create, Namespace: "ns", Object: podObject()}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"any-kind"}, seen); diff != "" {
+		t.Errorf("an object (-want +got):\n%s", diff)
+	}
+	for _, bad := range []Request{
+		{Operation: rules.Update, Object: doc, Payload: true},
+		{Operation: rules.Create, Namespace: "ns", Object: doc, Payload: true},
+		{Operation: rules.Create, Kind: GroupVersionKind{Kind: "Pod"}, Object: doc, Payload: true},
+	} {
+		if _, err := eng.Evaluate(context.Background(), snap, bad); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("%+v: err %v, want ErrInvalidRequest", bad, err)
+		}
+	}
+}

@@ -88,6 +88,9 @@ type IndexKeys struct {
 	// Kinds the rule is pinned to (the object's kind); nil: any kind; an
 	// empty non-nil list: none (the rule can never apply).
 	Kinds []string
+	// Payloads: the rule evaluates JSON payloads (Request.Payload) and
+	// never a Kubernetes object; the other keys are not read.
+	Payloads bool
 }
 
 // RuleInfo is what the kernel knows of a compiled rule; it is fixed when the

@@ -15,6 +15,7 @@ type Snapshot struct {
 	byNS     map[string]*opIndex // rules of one namespace ("" for cluster-scoped objects)
 	anyNS    *opIndex            // rules for every namespace
 	filtered *opIndex            // rules whose scope Rule.InScope decides
+	payloads []Rule              // rules of JSON payloads, in evaluation order
 }
 
 // opIndex indexes one scope's rules by operation, then kind.
@@ -91,6 +92,8 @@ func NewSnapshot(rs []Rule) *Snapshot {
 		switch {
 		case info.Err != nil:
 			s.broken = append(s.broken, r)
+		case info.Index.Payloads:
+			s.payloads = append(s.payloads, r)
 		case info.Index.Filtered:
 			filtered = append(filtered, r)
 		case info.Index.AnyNamespace:
@@ -104,6 +107,7 @@ func NewSnapshot(rs []Rule) *Snapshot {
 	}
 	s.anyNS = buildIndex(anyNS)
 	s.filtered = buildIndex(filtered)
+	slices.SortFunc(s.payloads, Less)
 	return s
 }
 
@@ -165,6 +169,11 @@ func (idx *opIndex) lookup(slot int, kind string) []Rule {
 	}
 	return ki.anyKind
 }
+
+// PayloadRules returns the rules that evaluate JSON payloads
+// (IndexKeys.Payloads), in evaluation order; the slice must not be
+// modified.
+func (s *Snapshot) PayloadRules() []Rule { return s.payloads }
 
 // Rules returns every rule, compiled or broken, sorted by kind then Key.
 // The slice must not be modified.

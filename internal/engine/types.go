@@ -119,6 +119,11 @@ type Request struct {
 	// admission (Handle.Request: Kyverno's policies with background: false
 	// do not run).
 	Background bool
+	// Payload marks a JSON document that is not a Kubernetes object (a
+	// Terraform plan, a Dockerfile's parse): only the rules that evaluate
+	// payloads (IndexKeys.Payloads) run, whatever the document's members;
+	// Kind, Name and Namespace are empty and Operation is CREATE.
+	Payload bool
 }
 
 // Authorizer decides whether a user may do something, as the API server's

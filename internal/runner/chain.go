@@ -109,6 +109,10 @@ func stores(op rules.Operation) bool { return op == rules.Create || op == rules.
 // Run admits one request through the chain. The error is the rules'
 // (Driver.Run's); every refusal is a Result with its Stage.
 func (c *Chain) Run(ctx context.Context, req Request) (*Result, error) {
+	if req.Payload {
+		// A JSON payload is no object of the API server's: its rules alone.
+		return c.rules.Run(ctx, req)
+	}
 	checked := req
 	var crd *crdschema.Version
 	if c.o.CRDs != nil && stores(req.Operation) {

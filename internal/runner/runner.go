@@ -30,6 +30,10 @@ type Request struct {
 	// User is the requester (offline: --user-info, a suite's UserInfo
 	// context document); zero for an anonymous request.
 	User engine.UserInfo
+	// Payload: Object is a JSON payload, not a Kubernetes object (Kyverno's
+	// jsonPayloads): only the rules that evaluate payloads see it
+	// (engine.Request.Payload); Operation is CREATE, Namespace empty.
+	Payload bool
 }
 
 // Result is what one request gave.
@@ -96,6 +100,9 @@ type Driver interface {
 // carries Old as its old object. The resource, the user, the uid and the
 // options are unknown without an API server and left empty.
 func Attributes(req Request) engine.Request {
+	if req.Payload {
+		return engine.Request{Operation: rules.Create, Object: req.Object, UserInfo: req.User, Payload: true}
+	}
 	var r engine.Request
 	if req.Operation == rules.Update {
 		r = kinds.OfflineUpdate(req.Object, req.Old, req.Namespace)

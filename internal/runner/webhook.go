@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -129,6 +130,9 @@ func (w *Webhook) Run(ctx context.Context, req Request) (*Result, error) {
 // operation, and the object (oldObject on DELETE); an UPDATE's Old is its
 // oldObject (null without one).
 func Review(req Request) ([]byte, error) {
+	if req.Payload {
+		return nil, errors.New("webhook: a JSON payload is no Kubernetes object: it is never under admission")
+	}
 	a := Attributes(req)
 	type gvk struct {
 		Group   string `json:"group"`

@@ -279,3 +279,41 @@ func stripComments(b []byte) []byte {
 	}
 	return out
 }
+
+// ReadPayload reads a JSON payload: one JSON or YAML document that need
+// not be a Kubernetes object (no kind), a top-level object, as Kyverno's
+// CLI reads its jsonPayloads.
+func ReadPayload(path string) (map[string]any, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var v any
+	for n := 0; ; {
+		text, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, path, err)
+		}
+		if len(bytes.TrimSpace(stripComments(text))) == 0 {
+			continue
+		}
+		if n++; n > 1 {
+			return nil, fmt.Errorf("%w: %s: a payload is one document, this file holds more", ErrInvalidManifest, path)
+		}
+		if v, _, err = decodeChunk(text); err != nil {
+			return nil, syntaxError(path, 1, 0, err)
+		}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		if v == nil {
+			return nil, fmt.Errorf("%w: %s: the payload is empty", ErrInvalidManifest, path)
+		}
+		return nil, fmt.Errorf("%w: %s: a payload is a top-level object, not a JSON %s", ErrInvalidManifest, path, value.TypeName(v))
+	}
+	return obj, nil
+}

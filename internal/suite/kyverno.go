@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	pathpkg "path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -43,10 +45,16 @@ type KyvernoTest struct {
 	GlobalContextEntries []KyvernoGlobalContextEntry `json:"globalContextEntries,omitempty"`
 	Context              string                      `json:"context,omitempty"`
 	ParamResources       []string                    `json:"paramResources,omitempty"`
-	JSONPayload          string                      `json:"jsonPayload,omitempty"`
-	JSONPayloads         []string                    `json:"jsonPayloads,omitempty"`
-	HTTPPayloads         []string                    `json:"httpPayloads,omitempty"`
-	EnvoyPayloads        []string                    `json:"envoyPayloads,omitempty"`
+	// JSONPayloads are JSON (or YAML) documents that are not Kubernetes
+	// objects, for ValidatingPolicies of evaluation.mode JSON; a row names
+	// one by its path as written (cleaned). JSONPayload is the deprecated
+	// single form (LoadKyverno moves it into JSONPayloads, as Kyverno).
+	JSONPayload  string   `json:"jsonPayload,omitempty"`
+	JSONPayloads []string `json:"jsonPayloads,omitempty"`
+	// HTTP and Envoy check requests are for Kyverno's authorization
+	// policies, which modwright does not serve: refused.
+	HTTPPayloads  []string `json:"httpPayloads,omitempty"`
+	EnvoyPayloads []string `json:"envoyPayloads,omitempty"`
 
 	Path string `json:"-"`
 	Dir  string `json:"-"`
@@ -263,6 +271,19 @@ func LoadKyverno(path string) (*KyvernoTest, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	t.Path, t.Dir = path, filepath.Dir(path)
+	if t.JSONPayload != "" {
+		if len(t.JSONPayloads) == 0 {
+			t.JSONPayloads = []string{t.JSONPayload}
+		}
+		t.JSONPayload = ""
+	}
+	var payloads []string
+	for _, p := range t.JSONPayloads {
+		if p = strings.TrimSpace(p); p != "" && !slices.Contains(payloads, pathpkg.Clean(p)) {
+			payloads = append(payloads, pathpkg.Clean(p))
+		}
+	}
+	t.JSONPayloads = payloads
 	if t.APIVersion == "" || t.Kind == "" {
 		return nil, fmt.Errorf("%w: %s: apiVersion and kind are required (cli.kyverno.io/v1alpha1 Test)", ErrInvalid, path)
 	}

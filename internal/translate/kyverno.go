@@ -89,7 +89,7 @@ func vpolPolicies(r Rule) ([]any, error) {
 	}
 	actions := spec.ValidationActions
 	if len(actions) == 0 {
-		return nil, untranslatable("no validationActions")
+		actions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny} // Kyverno's default
 	}
 	out := []any{}
 	add := func(name string, s *kpoliciesv1.ValidatingPolicySpec) error {

@@ -12,7 +12,9 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds/kyvernoreq"
@@ -284,4 +286,43 @@ func (d *celData) GlobalContext(name, projection string) (any, error) {
 		return nil, nil // as Kyverno: an entry not found is null
 	}
 	return v, err
+}
+
+// ResourceResolver is a KindReader that knows a kind's resource (in the
+// cluster its REST mapping; offline the context objects', else a
+// built-in kind's). Without one, a built-in kind's resource is
+// Kubernetes'.
+type ResourceResolver interface {
+	ResourceFor(apiVersion, kind string) (string, error)
+}
+
+// errNoResource: a kind whose resource is not known.
+var errNoResource = errors.New("no resource is known for the kind")
+
+// ResourceFor is resource.ToGVR's resource of kind in apiVersion (a
+// mapping, not a read of objects; counted as one all the same).
+func (d *celData) ResourceFor(apiVersion, kind string) (string, error) {
+	if err := d.count(); err != nil {
+		return "", err
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if len(apiVersion) > 2*maxPathPart || err != nil || gv.Version == "" {
+		return "", fmt.Errorf("apiVersion %.100q is not GROUP/VERSION", apiVersion)
+	}
+	if len(kind) > maxPathPart || !pathSegment.MatchString(kind) {
+		return "", fmt.Errorf("%.100q is not a kind", kind)
+	}
+	if rr, ok := d.h.Kinds().(ResourceResolver); ok {
+		return rr.ResourceFor(apiVersion, kind)
+	}
+	return builtinResource(gv.WithKind(kind))
+}
+
+// builtinResource is a built-in kind's resource, as Kubernetes names it.
+func builtinResource(gvk schema.GroupVersionKind) (string, error) {
+	if !clientgoscheme.Scheme.Recognizes(gvk) {
+		return "", fmt.Errorf("%w: %s (not a built-in kind: in the cluster its CRD names it; offline, give an object of it with the context)", errNoResource, gvk)
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	return gvr.Resource, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -936,6 +937,12 @@ func TestCELData(t *testing.T) {
 			[]engine.APICall{{Method: "GET", Path: "/apis/apps/v1/namespaces/team-a/deployments/missing"}}, ""},
 		{"climb", "ValidatingPolicy", "resource.Get('v1', 'configmaps', 'team-a', object.metadata.annotations.cm).data.a == 'b'", "../../secrets", "=error", nil, "names no object"},
 		{"image", "ValidatingPolicy", "object.spec.containers.all(c, image.GetMetadata(c.image).config.config.User == '1000')", "x", "=pass", nil, ""},
+		{"togvr", "ValidatingPolicy", "resource.Get(resource.ToGVR('v1', 'ConfigMap'), 'platform', 'x').data.a == 'b'", "x", "=pass",
+			[]engine.APICall{{Method: "GET", Path: "/api/v1/namespaces/platform/configmaps/x"}}, ""},
+		{"togvr namespaced", "NamespacedValidatingPolicy", "resource.Get(resource.ToGVR('networking.k8s.io/v1', 'Ingress'), 'x').data.a == 'b'", "x", "=pass",
+			[]engine.APICall{{Method: "GET", Path: "/apis/networking.k8s.io/v1/namespaces/team-a/ingresses/x", Owner: "team-a"}}, ""},
+		{"togvr unknown", "ValidatingPolicy", "resource.ToGVR('example.com/v1', 'Widget') != null", "x", "=error", nil, "no resource is known for the kind: example.com/v1, Kind=Widget"},
+		{"togvr bad kind", "ValidatingPolicy", "resource.ToGVR('v1', object.metadata.annotations.cm) != null", "../secrets", "=error", nil, "is not a kind"},
 		{"long name", "ValidatingPolicy", "resource.Get('v1', 'configmaps', 'team-a', object.metadata.annotations.cm).data.a == 'b'", strings.Repeat("n", 254), "=error", nil, "names no object"},
 		{"long resource", "ValidatingPolicy", "resource.Get('v1', object.metadata.annotations.cm, 'team-a', 'x').data.a == 'b'", strings.Repeat("r", 600), "=error", nil, "is not a resource"},
 		{"long selector", "ValidatingPolicy", "resource.List('v1', 'configmaps', 'team-a', {'a': object.metadata.annotations.cm}).items.size() == 1", strings.Repeat("v", 9000), "=error", nil, "invalid urlPath"},
@@ -983,6 +990,66 @@ func TestValidatingPolicyErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s -> %s: error %v, want one at %s", tc.from, tc.to, err, tc.field)
 		}
+	}
+}
+
+// TestValidatingPolicyJSON: a ValidatingPolicy of evaluation.mode JSON
+// evaluates JSON payloads (its matchConstraints unread, no request or
+// namespace bound) and never a Kubernetes object; a policy of Kubernetes
+// objects never sees a payload; without validationActions a failure is
+// denied (Kyverno's default); a mode other than Kubernetes or JSON is an
+// error at its field.
+func TestValidatingPolicyJSON(t *testing.T) {
+	const jsonPolicy = `
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: plan}
+spec:
+  evaluation: {mode: MODE}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  matchConditions:
+  - {name: has-changes, expression: "has(object.changes)"}
+  validations:
+  - expression: "object.changes.all(c, c.action != 'delete') && request == null && namespaceObject == null"
+    message: no deletions
+`
+	snap := snapshot(t, strings.ReplaceAll(jsonPolicy, "MODE", "JSON")+"---\n"+strings.ReplaceAll(vpolTeam, "ACTIONS", "Deny"))
+	eng := engine.New(engine.Options{})
+	payload := func(doc string) []string {
+		d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Object: manifests(t, "kind: x\n"+doc)[0].Object, Payload: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tr := range d.Trace {
+			for _, r := range kyverno.ResultsOf(tr.Detail) {
+				got = append(got, r.Policy+"="+string(r.Status))
+			}
+		}
+		if denied := len(d.Rejections) > 0; denied != slices.Contains(got, "plan=fail") {
+			t.Errorf("%s: rejections %+v", doc, d.Rejections)
+		}
+		return got
+	}
+	for doc, want := range map[string]string{
+		"changes: [{action: create}]": "plan=pass",
+		"changes: [{action: delete}]": "plan=fail",
+		"other: 1":                    "plan=skip",
+		// Members of a Kubernetes object make no object of a payload.
+		"apiVersion: v1\nmetadata: {name: a, namespace: ns}\nchanges: []": "plan=pass",
+	} {
+		if got := payload(doc); strings.Join(got, ",") != want {
+			t.Errorf("%s: results %v, want %s", doc, got, want)
+		}
+	}
+	got, _ := results(t, snap, rules.Create, `{apiVersion: v1, kind: Pod, metadata: {name: a, labels: {team: x}}, changes: [{action: delete}], spec: {containers: [{name: c, image: i}]}}`)
+	if strings.Join(got, ",") != "=pass" {
+		t.Errorf("a Pod: results %v, want the Kubernetes policy's pass alone", got)
+	}
+	if _, err := compileErr(t, strings.ReplaceAll(jsonPolicy, "MODE", "Terraform")); err == nil || !strings.Contains(err.Error(), "spec.evaluation.mode") {
+		t.Errorf("an unknown mode: error %v", err)
 	}
 }
 

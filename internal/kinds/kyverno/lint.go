@@ -20,6 +20,12 @@ const codeNotYet = "W401"
 // Kyverno), which is seldom what its author meant.
 const codePSSField = "W402"
 
+// codePayloadMatch is the lint warning of a ValidatingPolicy of
+// evaluation.mode JSON with matchConstraints: they are not read (the
+// policy evaluates JSON payloads, never an object under admission),
+// which is seldom what its author meant.
+const codePayloadMatch = "W403"
+
 var (
 	_ kinds.Linter = (*Policy)(nil)
 	_ kinds.Linter = (*CELPolicy)(nil)
@@ -57,6 +63,12 @@ func (p *CELPolicy) Lint(_ context.Context, origin string, _ []kinds.Manifest) [
 	var out []kinds.Finding
 	if p.notYet != "" {
 		out = append(out, notYetFinding(origin, p.info.Kind, p.info.Key, "spec", p.notYet))
+	}
+	if p.payloadMatch {
+		out = append(out, kinds.Finding{Severity: kinds.SeverityWarning, Code: codePayloadMatch, Origin: origin, Kind: p.info.Kind, Rule: p.info.Key,
+			Field:   "spec.matchConstraints",
+			Message: "not read: a policy of evaluation.mode JSON evaluates JSON payloads, never an object under admission",
+			Hint:    "remove evaluation.mode for a policy of Kubernetes objects, or the matchConstraints (match conditions choose the payloads)"})
 	}
 	return out
 }

@@ -87,6 +87,14 @@ type CELPolicy struct {
 	generations []gpolEntry
 	generating  bool
 	synchronize bool
+	// payload: a ValidatingPolicy of evaluation.mode JSON, which
+	// evaluates JSON payloads (engine.Request.Payload) and no Kubernetes
+	// object: its object is the payload, with no request, old object or
+	// namespace; matchConstraints are not read.
+	payload bool
+	// payloadMatch: a payload policy with matchConstraints (not read;
+	// lint warns).
+	payloadMatch bool
 	// mutateExisting: a MutatingPolicy that mutates existing objects too
 	// (evaluation.mutateExisting; mpolexisting.go).
 	mutateExisting bool
@@ -211,7 +219,26 @@ func compileCELPolicy(kind string, namespaced bool, opts options, m *kinds.Manif
 }
 
 func (p *CELPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec) {
-	p.compileMatch(c, spec.MatchConstraints, spec.MatchConditions, spec.Variables)
+	ev := spec.Evaluation
+	if ev != nil && ev.Mode != "" {
+		switch ev.Mode {
+		case "Kubernetes":
+		case "JSON":
+			p.payload = true
+		default:
+			c.errf("spec.evaluation.mode", "must be Kubernetes or JSON, not %q", ev.Mode)
+		}
+		e := *ev
+		e.Mode = ""
+		ev = &e
+	}
+	match := spec.MatchConstraints
+	if p.payload {
+		// As Kyverno: a payload has no resource to match.
+		p.payloadMatch = match != nil
+		match = &admissionregistrationv1.MatchResources{}
+	}
+	p.compileMatch(c, match, spec.MatchConditions, spec.Variables)
 	for i, v := range spec.Validations {
 		f := fmt.Sprintf("spec.validations[%d]", i)
 		e := celExpr{field: f, prog: c.celProgram(f+".expression", v.Expression), message: v.Message}
@@ -235,9 +262,9 @@ func (p *CELPolicy) compile(c *compiler, spec *kpoliciesv1.ValidatingPolicySpec)
 		}
 	}
 	if len(spec.ValidationActions) == 0 {
-		c.errf("spec.validationActions", "a ValidatingPolicy needs at least one validation action")
+		p.deny = true // Kyverno's default
 	}
-	p.settings(spec.FailurePolicy, spec.Evaluation)
+	p.settings(spec.FailurePolicy, ev)
 	p.compileAudit(c, spec.AuditAnnotations)
 }
 
@@ -322,7 +349,9 @@ func (p *CELPolicy) settings(fp *admissionregistrationv1.FailurePolicyType, ev *
 // selectors, matchConditions and variables.
 func (p *CELPolicy) compileMatch(c *compiler, m *admissionregistrationv1.MatchResources, conds []admissionregistrationv1.MatchCondition, vars []admissionregistrationv1.Variable) {
 	p.match = m
-	if p.match == nil || len(p.match.ResourceRules) == 0 {
+	if p.payload {
+		p.match = nil
+	} else if p.match == nil || len(p.match.ResourceRules) == 0 {
 		c.errf("spec.matchConstraints.resourceRules", "a policy needs at least one resource rule")
 	} else {
 		var err error
@@ -350,6 +379,9 @@ func (p *CELPolicy) compileMatch(c *compiler, m *admissionregistrationv1.MatchRe
 // index places the policy: its namespace (a namespaced policy), the
 // operations its resource rules name; any kind (rules name resources).
 func (p *CELPolicy) index() engine.IndexKeys {
+	if p.payload {
+		return engine.IndexKeys{Payloads: true}
+	}
 	ix := engine.IndexKeys{AnyNamespace: p.ns == "", Namespace: p.ns}
 	if p.match == nil {
 		ix.Kinds = []string{}
@@ -379,6 +411,9 @@ func (p *CELPolicy) Match(h *engine.Handle) (bool, error) {
 
 // matching is the policy (or autogen policy) whose constraints match.
 func (p *CELPolicy) matching(h *engine.Handle) (*CELPolicy, bool, error) {
+	if p.payload || h.Request().Payload {
+		return p, p.payload && h.Request().Payload, nil
+	}
 	if ok, err := p.matches(h); err != nil || ok {
 		return p, ok, err
 	}
@@ -757,6 +792,9 @@ func (p *CELPolicy) prepareWith(h *engine.Handle, obj, old any) (act *lang.Activ
 func celActivationOf(h *engine.Handle, ctx context.Context, obj, old any) (*lang.Activation, error) {
 	q := h.Request()
 	act := &lang.Activation{Vars: map[string]any{}, Object: obj, OldObject: old}
+	if q.Payload {
+		return act, nil // a JSON payload: the object alone, as Kyverno binds it
+	}
 	act.Vars[celRequest] = stateOf(h).request(h)
 	ns := q.Namespace
 	if ns == "" {

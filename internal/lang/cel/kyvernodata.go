@@ -34,7 +34,9 @@ import (
 //   - resource: Get, List and Post of objects by apiVersion and resource
 //     (a plural, "configmaps"), in any namespace for a cluster-scoped
 //     policy, in its own for a namespaced one (the namespace argument
-//     left out), as Kyverno's resource library;
+//     left out), as Kyverno's resource library; ToGVR(apiVersion, kind)
+//     names a kind's resource (a schema.GroupVersionResource, which Get
+//     and List take in place of the apiVersion and resource);
 //   - image: GetMetadata(ref), the image's data from its registry (image,
 //     resolvedImage, registry, repository, tag, digest, manifest, config);
 //   - http: Get(url[, headers]), Post(url, data[, headers]) and
@@ -91,6 +93,8 @@ type KyvernoData interface {
 	// GlobalContext is the value of a global context entry (projection:
 	// "" for the whole).
 	GlobalContext(name, projection string) (any, error)
+	// ResourceFor is the resource (a plural) of kind in apiVersion.
+	ResourceFor(apiVersion, kind string) (string, error)
 }
 
 var (
@@ -98,6 +102,7 @@ var (
 	imageDataType     = types.NewOpaqueType("imagedata.Context")
 	httpType          = types.NewOpaqueType("http.Context")
 	globalContextType = types.NewOpaqueType("globalcontext.Context")
+	gvrType           = types.NewOpaqueType("schema.GroupVersionResource")
 	jsonType          = types.NewOpaqueType("json.Json")
 	yamlType          = types.NewOpaqueType("yaml.Yaml")
 )
@@ -143,6 +148,57 @@ func (v dataVal) Equal(o ref.Val) ref.Val {
 
 func (v dataVal) Type() ref.Type { return v.t }
 func (v dataVal) Value() any     { return v.d }
+
+// gvrVal is a resource.ToGVR's value: a resource in its apiVersion.
+type gvrVal struct{ apiVersion, resource string }
+
+func (v gvrVal) ConvertToNative(t reflect.Type) (any, error) {
+	return nil, fmt.Errorf("%s has no native form (%v)", gvrType.TypeName(), t)
+}
+
+func (v gvrVal) ConvertToType(t ref.Type) ref.Val {
+	if t == types.TypeType {
+		return gvrType
+	}
+	return types.NewErr("type conversion error from %s to %s", gvrType.TypeName(), t)
+}
+
+func (v gvrVal) Equal(o ref.Val) ref.Val {
+	ov, ok := o.(gvrVal)
+	return types.Bool(ok && ov == v)
+}
+
+func (v gvrVal) Type() ref.Type { return gvrType }
+func (v gvrVal) Value() any     { return v }
+
+// resourceToGVR is resource.ToGVR(apiVersion, kind).
+func resourceToGVR(args ...ref.Val) ref.Val {
+	d, e := dataOf(args[0])
+	if e != nil {
+		return e
+	}
+	s, e := strArgs(args[1:])
+	if e != nil {
+		return e
+	}
+	r, err := d.d.ResourceFor(s[0], s[1])
+	if err != nil {
+		return types.WrapErr(fmt.Errorf("failed to convert to GVR: %w", err))
+	}
+	return gvrVal{apiVersion: s[0], resource: r}
+}
+
+// withGVR is a resource call whose first argument is a ToGVR's value,
+// made as fn with its apiVersion and resource in its place.
+func withGVR(fn func(args ...ref.Val) ref.Val) func(args ...ref.Val) ref.Val {
+	return func(args ...ref.Val) ref.Val {
+		g, ok := args[1].(gvrVal)
+		if !ok {
+			return types.MaybeNoSuchOverloadErr(args[1])
+		}
+		return fn(append([]ref.Val{args[0], types.String(g.apiVersion), types.String(g.resource)}, args[2:]...)...)
+	}
+}
 
 // dataOf is the KyvernoData of a call's receiver.
 func dataOf(arg ref.Val) (dataVal, ref.Val) {
@@ -556,15 +612,22 @@ func kyvernoDataLibs(scope DataScope) (opts []cel.EnvOption, vars []string) {
 	}
 	if scope == ClusterData {
 		add(resourceType, "Get", objMap, resourceGet(2), str, str, str, str)
+		add(resourceType, "Get", objMap, withGVR(resourceGet(2)), gvrType, str, str)
 		add(resourceType, "List", objMap, resourceList(2, false), str, str, str)
+		add(resourceType, "List", objMap, withGVR(resourceList(2, false)), gvrType, str)
 		add(resourceType, "List", objMap, resourceList(2, true), str, str, str, strMap)
+		add(resourceType, "List", objMap, withGVR(resourceList(2, true)), gvrType, str, strMap)
 		add(resourceType, "Post", objMap, resourcePost(2), str, str, str, objMap)
 	} else {
 		add(resourceType, "Get", objMap, resourceGet(-1), str, str, str)
+		add(resourceType, "Get", objMap, withGVR(resourceGet(-1)), gvrType, str)
 		add(resourceType, "List", objMap, resourceList(-1, false), str, str)
+		add(resourceType, "List", objMap, withGVR(resourceList(-1, false)), gvrType)
 		add(resourceType, "List", objMap, resourceList(-1, true), str, str, strMap)
+		add(resourceType, "List", objMap, withGVR(resourceList(-1, true)), gvrType, strMap)
 		add(resourceType, "Post", objMap, resourcePost(-1), str, str, objMap)
 	}
+	add(resourceType, "ToGVR", gvrType, resourceToGVR, str, str)
 	add(imageDataType, "GetMetadata", dyn, func(a ...ref.Val) ref.Val { return imageMetadata(a[0], a[1]) }, str)
 	add(httpType, "Get", dyn, httpCall("GET", false), str)
 	add(httpType, "Get", dyn, httpCall("GET", false), str, strMap)

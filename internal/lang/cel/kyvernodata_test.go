@@ -65,6 +65,13 @@ func (f *fakeData) GlobalContext(name, projection string) (any, error) {
 	return map[string]any{"name": name, "projection": projection}, nil
 }
 
+func (f *fakeData) ResourceFor(apiVersion, kind string) (string, error) {
+	if kind == "Unknown" {
+		return "", errors.New("no resource known for " + apiVersion + " " + kind)
+	}
+	return strings.ToLower(kind) + "s", nil
+}
+
 // TestKyvernoData: Kyverno's data libraries, in both scopes, and those
 // that parse.
 func TestKyvernoData(t *testing.T) {
@@ -88,6 +95,15 @@ func TestKyvernoData(t *testing.T) {
 		{cel.ClusterData, `resource.Post("authorization.k8s.io/v1", "subjectaccessreviews", "", {"spec": {"user": "u"}}).status.allowed`, true,
 			[]string{"post authorization.k8s.io/v1 subjectaccessreviews "}, ""},
 		{cel.ClusterData, `resource.Get("v1", "configmaps", "team", "offline")`, nil, nil, "failed to get resource: no objects given"},
+		// ToGVR names a kind's resource, which Get and List take.
+		{cel.ClusterData, `resource.Get(resource.ToGVR("v1", "ConfigMap"), "team", "cm").data.k`, "v", []string{"get v1 configmaps team cm"}, ""},
+		{cel.ClusterData, `resource.list(resource.toGVR("apps/v1", "Deployment"), "team", {"app": "web"}).items.size()`, int64(1), []string{"list apps/v1 deployments team web"}, ""},
+		{cel.ClusterData, `resource.List(resource.ToGVR("apps/v1", "Deployment"), "team").items.size()`, int64(1), []string{"list apps/v1 deployments team "}, ""},
+		{cel.NamespacedData, `resource.Get(resource.ToGVR("v1", "ConfigMap"), "cm").data.k`, "v", []string{"get v1 configmaps  cm"}, ""},
+		{cel.NamespacedData, `resource.List(resource.ToGVR("apps/v1", "Deployment")).items.size() + resource.List(resource.ToGVR("apps/v1", "Deployment"), {"app": "web"}).items.size()`, int64(2),
+			[]string{"list apps/v1 deployments  ", "list apps/v1 deployments  web"}, ""},
+		{cel.ClusterData, `resource.ToGVR("v1", "ConfigMap") == resource.ToGVR("v1", "ConfigMap") && resource.ToGVR("v1", "ConfigMap") != resource.ToGVR("v1", "Secret")`, true, nil, ""},
+		{cel.ClusterData, `resource.ToGVR("x/v1", "Unknown")`, nil, nil, "failed to convert to GVR: no resource known for x/v1 Unknown"},
 		{cel.ClusterData, `timestamp(image.GetMetadata("ghcr.io/a/b:v1").config.created) < timestamp("2027-01-01T00:00:00Z")`, true, nil, ""},
 		{cel.ClusterData, `image.getMetadata("nginx")`, nil, nil, "failed to get image data: image data for nginx not found"},
 		{cel.ClusterData, `image("nginx").registry() + "/" + string(image.GetMetadata("ghcr.io/a/b:v1").image)`, "index.docker.io/ghcr.io/a/b:v1", nil, ""},

@@ -44,6 +44,23 @@ func (k *Kinds) KindFor(group, version, resource string) (string, error) {
 	return gvk.Kind, nil
 }
 
+// ResourceFor is the resource of a kind, as the API server's discovery
+// says (Kyverno's resource.ToGVR).
+func (k *Kinds) ResourceFor(apiVersion, kind string) (string, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return "", err
+	}
+	if k.Mapper == nil {
+		return "", fmt.Errorf("no REST mapper to name the resource of %s", kind)
+	}
+	m, err := k.Mapper.RESTMapping(gv.WithKind(kind).GroupKind(), gv.Version)
+	if err != nil {
+		return "", err
+	}
+	return m.Resource.Resource, nil
+}
+
 // Namespaced reports whether a kind's objects have a namespace, as the
 // API server's discovery says (Kyverno's validate.cel params are looked
 // up in the object's namespace when they do).

@@ -425,8 +425,9 @@ func TestKindsProtected(t *testing.T) {
 }
 
 var (
-	_ kyverno.ScopeReader  = (*cluster.Kinds)(nil)
-	_ kyverno.KindResolver = (*cluster.Kinds)(nil)
+	_ kyverno.ScopeReader      = (*cluster.Kinds)(nil)
+	_ kyverno.KindResolver     = (*cluster.Kinds)(nil)
+	_ kyverno.ResourceResolver = (*cluster.Kinds)(nil)
 )
 
 // TestKindsNamespaced: a kind's scope is the REST mapper's (a custom
@@ -450,6 +451,29 @@ func TestKindsNamespaced(t *testing.T) {
 		got, err := tc.k.Namespaced(tc.apiVersion, tc.kind)
 		if got != tc.want || (err != nil) != tc.err {
 			t.Errorf("%s %s: %v, %v; want %v (error: %v)", tc.apiVersion, tc.kind, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// TestKindsResourceFor: a kind's resource is the REST mapper's (a custom
+// kind's as its CRD names it, not a guess); without a mapper, an error.
+func TestKindsResourceFor(t *testing.T) {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.AddSpecific(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Limits"},
+		schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "quotalimits"},
+		schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "limits"}, meta.RESTScopeRoot)
+	for _, tc := range []struct {
+		k                *cluster.Kinds
+		apiVersion, kind string
+		want             string
+	}{
+		{&cluster.Kinds{Mapper: m}, "example.com/v1", "Limits", "quotalimits"},
+		{&cluster.Kinds{Mapper: m}, "example.com/v1", "Unknown", ""},
+		{&cluster.Kinds{}, "v1", "ConfigMap", ""},
+	} {
+		got, err := tc.k.ResourceFor(tc.apiVersion, tc.kind)
+		if got != tc.want || (err != nil) != (tc.want == "") {
+			t.Errorf("%s %s: %q, %v; want %q", tc.apiVersion, tc.kind, got, err, tc.want)
 		}
 	}
 }
