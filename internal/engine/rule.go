@@ -134,6 +134,10 @@ type RuleInfo struct {
 	// evaluates the rule over them, each as if created, and carries out
 	// what those inner rules generate or change.
 	Existing []string
+	// ExistingResources are the resources whose objects the operator
+	// evaluates for Existing (nil: those of the kinds the index names,
+	// every kind's when it names none).
+	ExistingResources []GroupVersionResource
 	// Downstream names the inner rules whose synchronized objects go when
 	// the rule is deleted (Kyverno's synchronize without
 	// orphanDownstreamOnPolicyDelete): the operator deletes them.

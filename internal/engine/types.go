@@ -119,6 +119,11 @@ type Request struct {
 	// admission (Handle.Request: Kyverno's policies with background: false
 	// do not run).
 	Background bool
+	// Existing marks the evaluation of an object that exists already,
+	// made when a rule acting on existing objects (RuleInfo.Existing)
+	// comes or changes, not an admission; kinds may tell it (a Kyverno
+	// MutatingPolicy then mutates its targets, trigger or not).
+	Existing bool
 	// Payload marks a JSON document that is not a Kubernetes object (a
 	// Terraform plan, a Dockerfile's parse): only the rules that evaluate
 	// payloads (IndexKeys.Payloads) run, whatever the document's members;

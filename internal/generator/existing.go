@@ -102,7 +102,7 @@ func (x *Existing) scan(ctx context.Context) {
 // scanRule evaluates the objects of the kinds r can match, page by page.
 func (x *Existing) scanRule(ctx context.Context, r engine.Rule) (int, error) {
 	info := r.Info()
-	gvrs, err := x.resources(info.Index.Kinds)
+	gvrs, err := x.resources(info.Index.Kinds, info.ExistingResources)
 	if err != nil {
 		return 0, err
 	}
@@ -140,7 +140,8 @@ func (x *Existing) evaluate(ctx context.Context, snap *engine.Snapshot, info *en
 	gv, _ := schema.ParseGroupVersion(obj.GetAPIVersion())
 	req := engine.Request{Operation: rules.Create, Name: obj.GetName(), Namespace: obj.GetNamespace(), Object: obj.Object,
 		Kind:     engine.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: obj.GetKind()},
-		Resource: engine.GroupVersionResource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}, Phases: engine.Validate}
+		Resource: engine.GroupVersionResource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}, Phases: engine.Validate,
+		Existing: true}
 	dec, err := x.Generator.eng.Evaluate(ctx, snap, req)
 	if err != nil {
 		return fmt.Errorf("%s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
@@ -159,9 +160,17 @@ func (x *Existing) evaluate(ctx context.Context, snap *engine.Snapshot, info *en
 	return nil
 }
 
-// resources are the listable resources (preferred versions) of kinds
-// (every kind's when nil).
-func (x *Existing) resources(kinds []string) ([]schema.GroupVersionResource, error) {
+// resources are the resources named (when not nil: a version the API
+// does not serve fails its listing), else the listable resources
+// (preferred versions) of kinds (every kind's when nil).
+func (x *Existing) resources(kinds []string, named []engine.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	if named != nil {
+		out := make([]schema.GroupVersionResource, len(named))
+		for i, r := range named {
+			out[i] = schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+		}
+		return out, nil
+	}
 	lists, err := discovery.ServerPreferredResources(x.Discovery)
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("discovering the API's resources: %w", err)

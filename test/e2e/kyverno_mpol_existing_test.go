@@ -15,8 +15,9 @@ import (
 )
 
 // TestKyvernoMutatingPolicyExisting: a MutatingPolicy with
-// evaluation.mutateExisting, off at admission, on the real API server: an
-// admitted trigger has the operator patch the existing objects its
+// evaluation.mutateExisting, off at admission, on the real API server:
+// when it comes, the operator patches the targets that exist; later, an
+// admitted trigger has it patch the existing objects its
 // targetMatchConstraints pick, and no other; the trigger is left alone.
 func TestKyvernoMutatingPolicyExisting(t *testing.T) {
 	cl := startCluster(t, true)
@@ -49,8 +50,11 @@ spec:
     resourceRules:
     - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
   matchConditions:
-  - name: trigger-or-target
-    expression: "object.kind == 'Deployment' || object.metadata.name.startsWith('restart-')"
+  - name: trigger
+    expression: "object.metadata.name.startsWith('restart-')"
+  targetMatchConditions:
+  - name: not-paused
+    expression: "!object.spec.?paused.orValue(false)"
   targetMatchConstraints:
     objectSelector: {matchLabels: {app: web}}
     resourceRules:
@@ -71,14 +75,30 @@ spec:
 		}
 		return d.Spec.Template.Annotations["example.com/restart"]
 	}
-	// A ConfigMap that is no trigger changes nothing.
+	// The policy came: the targets that exist are mutated, trigger or
+	// not, as Kyverno's policy controller does.
+	eventually(t, 30*time.Second, func() error {
+		if got := annotation("web"); got != "requested" {
+			return fmt.Errorf("the existing target's annotation %q", got)
+		}
+		return nil
+	})
+	// A target created since waits for a trigger; a ConfigMap that is no
+	// trigger changes nothing.
+	api := deployment("mpol-existing", "api", "nginx:1.27", false)
+	api.Labels["app"] = "web"
+	create(t, c, api)
 	create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "mpol-existing"}})
+	time.Sleep(2 * time.Second)
+	if got := annotation("api"); got != "" {
+		t.Errorf("a target was patched before any trigger: %q", got)
+	}
 	trigger := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "restart-now", Namespace: "mpol-existing"}}
 	eventually(t, 30*time.Second, func() error {
 		if err := c.Create(ctx, trigger.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-		if got := annotation("web"); got != "requested" {
+		if got := annotation("api"); got != "requested" {
 			return fmt.Errorf("the target's annotation %q", got)
 		}
 		return nil

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds/kyverno"
@@ -637,7 +639,9 @@ spec:
   matchConstraints:
     resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
   matchConditions:
-  - {name: trigger-or-target, expression: "object.kind == 'Deployment' ? object.metadata.name != 'frozen' : object.metadata.name.startsWith('restart-')"}
+  - {name: trigger, expression: "object.metadata.name.startsWith('restart-')"}
+  targetMatchConditions:
+  - {name: not-frozen, expression: "object.metadata.name != 'frozen'"}
   targetMatchConstraints:
     objectSelector: {matchLabels: {app: web}}
     resourceRules: [{apiGroups: [apps], apiVersions: [v1], operations: [UPDATE], resources: [deployments]}]
@@ -647,7 +651,7 @@ spec:
 `
 
 // TestMutatingPolicyExisting: an admitted trigger mutates the objects of
-// targetMatchConstraints (those its match conditions hold for), each
+// targetMatchConstraints (those its targetMatchConditions hold for), each
 // changed by the difference with its resourceVersion tested; a namespaced
 // policy's targets are in its namespace; off at admission, the trigger
 // itself is left alone.
@@ -712,7 +716,7 @@ func TestMutatingPolicyExisting(t *testing.T) {
 		t.Errorf("a ConfigMap that is no trigger: %v, %v", d.Generated, err)
 	}
 	for _, tc := range []struct{ spec, want string }{
-		{"targetMatchConstraints: {expression: \"[]\"}", "spec.targetMatchConstraints.expression"},
+		{"targetMatchConstraints: {expression: \"resource.List(\"}", "spec.targetMatchConstraints.expression"},
 		{"targetMatchConstraints: {resourceRules: [{apiGroups: ['*'], apiVersions: [v1], operations: [UPDATE], resources: [deployments]}]}", "spec.targetMatchConstraints.resourceRules[0]"},
 	} {
 		policy := strings.Replace(strings.NewReplacer("KIND", "MutatingPolicy", "ADMISSION", "true").Replace(mpolExisting),
@@ -732,4 +736,103 @@ func (failingKinds) GetKind(context.Context, string, string, string, string) (ma
 
 func (failingKinds) ListKind(context.Context, string, string, string, string) ([]map[string]any, error) {
 	return nil, errors.New("the API server is away")
+}
+
+// TestMutatingPolicyTargetExpression: targetMatchConstraints.expression
+// selects the targets over the trigger (its variables bound): a list's
+// items or one object, read with Kyverno's resource library; what is no
+// object is the policy's error; a namespaced policy's targets stay in its
+// namespace.
+func TestMutatingPolicyTargetExpression(t *testing.T) {
+	policy := func(kind, expr string) string {
+		return strings.Replace(strings.NewReplacer("KIND", kind, "ADMISSION", "false").Replace(mpolExisting),
+			"  targetMatchConstraints:\n    objectSelector: {matchLabels: {app: web}}\n    resourceRules: [{apiGroups: [apps], apiVersions: [v1], operations: [UPDATE], resources: [deployments]}]\n",
+			"  variables:\n  - {name: app, expression: \"object.metadata.name.substring(8)\"}\n  targetMatchConstraints:\n    expression: "+strconv.Quote(expr)+"\n", 1)
+	}
+	api := &listAPI{items: `[{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "team", "resourceVersion": "3"}},
+		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "frozen", "namespace": "team"}}]`}
+	eng := engine.New(engine.Options{API: api})
+	trigger := manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: restart-web, namespace: team}}`)[0].Object
+	for _, tc := range []struct {
+		name, kind, expr string
+		changed          []string
+		err              string
+	}{
+		{"list", "MutatingPolicy", "resource.List('apps/v1', 'deployments', object.metadata.namespace, {'app': variables.app})", []string{"Deployment team/web"}, ""},
+		{"one object", "MutatingPolicy", "{'apiVersion': dyn('v1'), 'kind': dyn('ConfigMap'), 'metadata': dyn({'name': 'settings', 'namespace': 'team'})}", []string{"ConfigMap team/settings"}, ""},
+		{"namespaced", "NamespacedMutatingPolicy", "resource.List(resource.ToGVR('apps/v1', 'Deployment'), {'app': variables.app})", []string{"Deployment team/web"}, ""},
+		{"outside the namespace", "NamespacedMutatingPolicy", "{'apiVersion': dyn('v1'), 'kind': dyn('ConfigMap'), 'metadata': dyn({'name': 'settings', 'namespace': 'other'})}", nil, "outside the policy's namespace team"},
+		{"not an object", "MutatingPolicy", "{'items': [1]}", nil, "item 0 is a number, not an object"},
+		{"no kind", "MutatingPolicy", "{'metadata': {'name': 'x'}}", nil, "item 0 is no object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api.calls = nil
+			snap := snapshot(t, policy(tc.kind, tc.expr))
+			d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team", Object: trigger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var changed []string
+			for _, g := range d.Generated {
+				changed = append(changed, kyverno.TargetName(g.Object))
+			}
+			if !slices.Equal(changed, tc.changed) {
+				t.Errorf("changed %v, want %v", changed, tc.changed)
+			}
+			if tc.err != "" && (len(d.Errors) != 1 || !strings.Contains(d.Errors[0].Error(), tc.err)) {
+				t.Errorf("errors %v, want one saying %q", d.Errors, tc.err)
+			}
+			if tc.name == "list" && (len(api.calls) != 1 || api.calls[0].Path != "/apis/apps/v1/namespaces/team/deployments?labelSelector=app%3Dweb") {
+				t.Errorf("calls %+v", api.calls)
+			}
+		})
+	}
+}
+
+// listAPI answers every API read with a list of items, and records the
+// calls.
+type listAPI struct {
+	items string
+	calls []engine.APICall
+}
+
+func (a *listAPI) Call(_ context.Context, c engine.APICall) ([]byte, error) {
+	a.calls = append(a.calls, c)
+	return []byte(`{"apiVersion": "v1", "kind": "List", "items": ` + a.items + `}`), nil
+}
+
+// TestMutatingPolicyExistingTargets: when the policy comes, each existing
+// object is evaluated (Request.Existing): one of its targets is mutated,
+// trigger or not; another object, or a target its targetMatchConditions
+// do not take, is left alone; the operator lists the targets' resources.
+func TestMutatingPolicyExistingTargets(t *testing.T) {
+	snap := snapshot(t, strings.NewReplacer("KIND", "MutatingPolicy", "ADMISSION", "true").Replace(mpolExisting))
+	info := snap.Rules()[0].Info()
+	if !slices.Equal(info.Existing, []string{""}) || !slices.Equal(info.ExistingResources, []engine.GroupVersionResource{{Group: "apps", Version: "v1", Resource: "deployments"}}) {
+		t.Errorf("existing %q, resources %v", info.Existing, info.ExistingResources)
+	}
+	eng := engine.New(engine.Options{})
+	for _, tc := range []struct {
+		obj, resource string
+		changed       bool
+	}{
+		{`{apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: team, labels: {app: web}}}`, "deployments", true},
+		{`{apiVersion: apps/v1, kind: Deployment, metadata: {name: frozen, namespace: team, labels: {app: web}}}`, "deployments", false},
+		{`{apiVersion: apps/v1, kind: Deployment, metadata: {name: db, namespace: team, labels: {app: db}}}`, "deployments", false},
+		{`{apiVersion: v1, kind: ConfigMap, metadata: {name: restart-now, namespace: team, labels: {app: web}}}`, "configmaps", false},
+	} {
+		obj := manifests(t, tc.obj)[0].Object
+		gv, err := schema.ParseGroupVersion(obj["apiVersion"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team", Object: obj,
+			Resource: engine.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: tc.resource}, Phases: engine.Validate, Existing: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changed := len(d.Generated) == 1 && d.Generated[0].Object["metadata"].(map[string]any)["annotations"] != nil; changed != tc.changed || len(d.Errors) > 0 {
+			t.Errorf("%s: generated %+v, errors %v; want changed %v", tc.obj, d.Generated, d.Errors, tc.changed)
+		}
+	}
 }

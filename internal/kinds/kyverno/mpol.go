@@ -99,7 +99,16 @@ func (p *CELPolicy) compileMutating(c *compiler, spec *kpoliciesv1.MutatingPolic
 	p.settings(spec.FailurePolicy, ev)
 	p.compileAudit(c, spec.AuditAnnotations)
 	if p.mutateExisting {
+		for i, mc := range spec.TargetMatchConditions {
+			f := fmt.Sprintf("spec.targetMatchConditions[%d].expression", i)
+			p.targetConds = append(p.targetConds, celExpr{field: f, prog: c.celProgram(f, mc.Expression), message: mc.Name})
+		}
 		p.existing = c.mpolTargets(spec)
+		if p.existing != nil {
+			// The targets that exist are mutated when the policy comes.
+			p.info.Existing = []string{""}
+			p.info.ExistingResources = p.existing.existingResources()
+		}
 		// The targets are mutated once the trigger is admitted (the
 		// validating phase); the trigger itself in the mutating phase,
 		// unless the policy is off at admission.

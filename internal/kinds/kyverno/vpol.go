@@ -98,12 +98,14 @@ type CELPolicy struct {
 	// mutateExisting: a MutatingPolicy that mutates existing objects too
 	// (evaluation.mutateExisting; mpolexisting.go).
 	mutateExisting bool
-	// existing are the targets mutateExisting lists (nil: none).
-	existing   *mpolTargets
-	deny, warn bool
-	failClosed bool
-	admission  bool
-	background bool
+	// existing are the targets mutateExisting lists (nil: none);
+	// targetConds their match conditions (targetMatchConditions).
+	existing    *mpolTargets
+	targetConds []celExpr
+	deny, warn  bool
+	failClosed  bool
+	admission   bool
+	background  bool
 	// notYet says why the policy is not evaluated (its result is an
 	// error).
 	notYet string
@@ -405,6 +407,10 @@ func (p *CELPolicy) index() engine.IndexKeys {
 // Match is matchConstraints, as the API server matches an admission
 // policy's: the policy's own, else one of its autogen policies'.
 func (p *CELPolicy) Match(h *engine.Handle) (bool, error) {
+	if p.existingTargets(h) {
+		obj, _ := h.Object().(map[string]any)
+		return p.isTarget(h, obj)
+	}
 	_, ok, err := p.matching(h)
 	return ok, err
 }
@@ -582,6 +588,11 @@ func (p *CELPolicy) Apply(h *engine.Handle) error {
 		}
 		return nil
 	}
+	if existingOnly && p.existingTargets(h) {
+		// The policy came, over an object that exists: one of its targets
+		// or not (Kyverno mutates every target then, trigger or not).
+		return p.mutateExistingTarget(h)
+	}
 	c, ok, err := p.matching(h)
 	if err != nil {
 		return err
@@ -592,10 +603,11 @@ func (p *CELPolicy) Apply(h *engine.Handle) error {
 	var res RuleResult
 	switch {
 	case existingOnly:
-		if _, done := c.prepare(h); done != nil {
+		act, done := c.prepare(h)
+		if done != nil {
 			return nil // the trigger's match conditions do not hold (or fail): nothing to do
 		}
-		targets := c.mutateTargets(h)
+		targets := c.mutateTargets(h, act)
 		if len(targets) == 0 {
 			return nil
 		}
@@ -721,15 +733,17 @@ func (p *CELPolicy) prepare(h *engine.Handle) (act *lang.Activation, done *RuleR
 	if h.Request().Operation == rules.Delete {
 		obj, old = nil, obj
 	}
-	return p.prepareWith(h, obj, old)
+	return p.prepareWith(h, obj, old, p.conditions)
 }
 
 // prepareOver is prepare with obj as the object, as if created.
 func (p *CELPolicy) prepareOver(h *engine.Handle, obj any) (act *lang.Activation, done *RuleResult) {
-	return p.prepareWith(h, obj, nil)
+	return p.prepareWith(h, obj, nil, p.conditions)
 }
 
-func (p *CELPolicy) prepareWith(h *engine.Handle, obj, old any) (act *lang.Activation, done *RuleResult) {
+// prepareWith is prepare over obj and old, with conds as the match
+// conditions (a MutatingPolicy's target has its own).
+func (p *CELPolicy) prepareWith(h *engine.Handle, obj, old any, conds []celExpr) (act *lang.Activation, done *RuleResult) {
 	if p.notYet != "" {
 		return nil, &RuleResult{Status: Error, Message: p.notYet}
 	}
@@ -762,7 +776,7 @@ func (p *CELPolicy) prepareWith(h *engine.Handle, obj, old any) (act *lang.Activ
 		}
 	}
 	var errs []string
-	for _, mc := range p.conditions {
+	for _, mc := range conds {
 		ok, err := mc.prog.EvalBool(ctx, act)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", mc.field, err))
