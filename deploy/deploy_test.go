@@ -246,6 +246,14 @@ func TestHelmValues(t *testing.T) {
 				"ClusterRole modwright": {"# The params of validate.cel rules (kyverno.paramRules).\n  - apiGroups:\n    - \"\"\n    resources:\n    - configmaps\n    verbs:\n    - get\n    - list\n    - watch"},
 			},
 		},
+		{
+			name: "image pull secrets",
+			args: []string{"--set", "kyverno.celPolicies=true", "--set", "kyverno.imagePullSecrets={registry-a,registry-b}"},
+			contains: map[string][]string{
+				"Deployment modwright-system/modwright": {"--image-pull-secrets=registry-a", "--image-pull-secrets=registry-b"},
+				"Role modwright-system/modwright":       {"resources: [secrets]\n    resourceNames: [\"registry-a\",\"registry-b\"]\n    verbs: [get]"},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

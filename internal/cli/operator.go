@@ -104,6 +104,7 @@ type operatorOptions struct {
 	kinitirasHTTPTTL     time.Duration
 	// Image data (Kyverno's image.GetMetadata) from registries.
 	imageRegistries []string
+	imagePullSecret []string
 	imageTimeout    time.Duration
 	imageTTL        time.Duration
 	// The relationship graph and the rule packs deriving its edges.
@@ -171,6 +172,7 @@ func addOperatorFlags(f interface {
 	f.Int64Var(&o.kinitirasHTTPBytes, "kinitiras-http-max-bytes", 1<<20, "largest kinitiras http reference response; larger is an error")
 	f.DurationVar(&o.kinitirasHTTPTTL, "kinitiras-http-cache-ttl", time.Second, "how long a kinitiras http reference response is reused for the same request (a token: until it expires)")
 	f.StringArrayVar(&o.imageRegistries, "image-registries", nil, "registries (host or host:port as images name them; index.docker.io for Docker Hub) Kyverno's image.GetMetadata reads image data from (repeatable); none: any registry, though never at a loopback, link-local or metadata address unless listed")
+	f.StringArrayVar(&o.imagePullSecret, "image-pull-secrets", nil, "Secrets of the operator's namespace (type kubernetes.io/dockerconfigjson) whose credentials Kyverno's image.GetMetadata reads private registries with, as Kyverno's --imagePullSecrets (repeatable; needs get on them); none: anonymous")
 	f.DurationVar(&o.imageTimeout, "image-data-timeout", 10*time.Second, "upper bound of reading one image's manifest and config from its registry")
 	f.DurationVar(&o.imageTTL, "image-data-cache-ttl", 5*time.Minute, "how long an image's data is reused (a tag may move to another digest within it)")
 	f.BoolVar(&o.compileNative, "compile-native", false, "run the ModRules and ModwrightPolicies that translate exactly (modwright compile) in the API server as admission policies the leader installs (needs create, update, patch, delete on validating/mutating admission policies and bindings), and take each out of the webhook once the API server holds its policy; rule statuses say where each runs (condition NativeAdmission)")
@@ -566,7 +568,11 @@ func (k *operator) contextReaders(ctx context.Context) error {
 		Authorizer: authz, RuleReader: op.ruleReader, Protected: op.namespace}
 	k.readers.Kinds = &cluster.Kinds{Reader: mgr.GetCache(), Protected: op.namespace, Mapper: mgr.GetRESTMapper()}
 	k.readers.HTTP = &cluster.HTTPClient{Hosts: op.kinitirasHosts, Timeout: op.kinitirasHTTPTime, MaxBytes: op.kinitirasHTTPBytes, TTL: op.kinitirasHTTPTTL}
-	k.readers.Images = &cluster.Images{Registries: op.imageRegistries, Timeout: op.imageTimeout, TTL: op.imageTTL}
+	images := &cluster.Images{Registries: op.imageRegistries, Timeout: op.imageTimeout, TTL: op.imageTTL}
+	if len(op.imagePullSecret) > 0 {
+		images.Keychain = &cluster.PullSecrets{Reader: mgr.GetAPIReader(), Namespace: op.namespace, Names: op.imagePullSecret}
+	}
+	k.readers.Images = images
 	if op.kyverno || op.kyvernoCEL {
 		// Kyverno's GlobalContextEntries, kept by every replica.
 		dyn, err := dynamic.NewForConfig(k.cfg)

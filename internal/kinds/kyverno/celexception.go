@@ -30,8 +30,9 @@ type celException struct {
 	images, values []string
 	pass           bool // reportResult: pass
 	expires        *time.Time
-	// notYet: the exception has validations (compensating controls),
-	// which are not evaluated yet: it is not granted.
+	// notYet: the exception has validations, which Kyverno's
+	// PolicyException does not have: it is not granted (Kyverno, whose
+	// CRD drops them, grants it on its match conditions alone).
 	notYet string
 }
 
@@ -74,7 +75,7 @@ func compileCELException(m *kinds.Manifest) (*Exception, error) {
 		ce.expires = &t
 	}
 	if len(pe.Spec.Validations) > 0 {
-		ce.notYet = "its validations (compensating controls) are not evaluated yet"
+		ce.notYet = "spec.validations is no field of Kyverno's PolicyException: not granted rather than granted on its match conditions alone"
 	}
 	if len(c.ce.Errors) > 0 {
 		return nil, c.ce

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"log"
@@ -12,11 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/modwright/modwright/internal/source/cluster"
 )
@@ -89,5 +94,63 @@ func TestImages(t *testing.T) {
 		if err == nil || (!errors.Is(err, tc.want) && !strings.Contains(err.Error(), tc.want.Error())) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestImagesPullSecrets: a registry that asks for credentials is read
+// with those of the operator's image pull secrets that name it (a
+// dockerconfigjson Secret, read when asked); without them, or with a
+// Secret that is absent, the read fails saying so.
+func TestImagesPullSecrets(t *testing.T) {
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "robot" || p != "s3cret" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="private"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img, err := random.Image(128, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(host + "/team/private:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: "robot", Password: "s3cret"})); err != nil {
+		t.Fatal(err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte("robot:s3cret"))
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry", Namespace: "modwright"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths": {"` + host + `": {"auth": "` + auth + `"}}}`)}}
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "modwright"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths": {"ghcr.io": {"auth": "` + auth + `"}}}`)}}
+	reader := fake.NewClientBuilder().WithObjects(secret, other).Build()
+	for _, tc := range []struct {
+		name    string
+		kc      authn.Keychain
+		wantErr string
+	}{
+		{"pull secret", &cluster.PullSecrets{Reader: reader, Namespace: "modwright", Names: []string{"other", "registry"}}, ""},
+		{"anonymous", nil, "401 Unauthorized"},
+		{"another registry's", &cluster.PullSecrets{Reader: reader, Namespace: "modwright", Names: []string{"other"}}, "401 Unauthorized"},
+		{"absent", &cluster.PullSecrets{Reader: reader, Namespace: "modwright", Names: []string{"missing"}}, "image pull secret modwright/missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			im := &cluster.Images{Registries: []string{host}, Keychain: tc.kc}
+			data, err := im.ImageData(context.Background(), host+"/team/private:v1")
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.wantErr == "" && data["repository"] != "team/private":
+				t.Errorf("data %v", data)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("err %v, want one saying %q", err, tc.wantErr)
+			}
+		})
 	}
 }
