@@ -175,7 +175,7 @@ func addOperatorFlags(f interface {
 	f.StringArrayVar(&o.imagePullSecret, "image-pull-secrets", nil, "Secrets of the operator's namespace (type kubernetes.io/dockerconfigjson) whose credentials Kyverno's image.GetMetadata reads private registries with, as Kyverno's --imagePullSecrets (repeatable; needs get on them); none: anonymous")
 	f.DurationVar(&o.imageTimeout, "image-data-timeout", 10*time.Second, "upper bound of reading one image's manifest and config from its registry")
 	f.DurationVar(&o.imageTTL, "image-data-cache-ttl", 5*time.Minute, "how long an image's data is reused (a tag may move to another digest within it)")
-	f.BoolVar(&o.compileNative, "compile-native", false, "run the ModRules and ModwrightPolicies that translate exactly (modwright compile) in the API server as admission policies the leader installs (needs create, update, patch, delete on validating/mutating admission policies and bindings), and take each out of the webhook once the API server holds its policy; rule statuses say where each runs (condition NativeAdmission)")
+	f.BoolVar(&o.compileNative, "compile-native", false, "run the ModRules, ModwrightPolicies and (with --kyverno-cel) Kyverno's ValidatingPolicies and MutatingPolicies that translate exactly (modwright compile) in the API server as admission policies the leader installs (needs create, update, patch, delete on validating/mutating admission policies and bindings), and take each out of the webhook once the API server holds its policy; rule statuses say where each runs (condition NativeAdmission)")
 	f.BoolVar(&o.graph, "graph", true, "keep the relationship graph (docs/graph.md) from informers of the core kinds (needs get, list, watch on pods, services, persistentvolumeclaims, replicationcontrollers, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs, ingresses) and serve its read API on the metrics port; off: rules reading edges fail")
 	f.StringArrayVar(&o.rulePacks, "rule-pack", nil, "a Rego rule pack, a directory or oci://REGISTRY/REPOSITORY:SEMVER (docs/rule-packs.md), deriving more edges (repeatable); the custom resources its modules route are watched while their CRDs exist (needs get, list, watch on customresourcedefinitions and on those resources). A pack that does not load is logged and skipped")
 	f.DurationVar(&o.regoTimeout, "rego-timeout", rego.DefaultTimeout, "time budget of one evaluation of a rule pack's module, clamped to [50ms, 1s] (a warning when clamped); a module that runs longer is skipped for that object")
@@ -646,12 +646,17 @@ func (k *operator) compileNative(context.Context) error {
 		Client:  k.mgr.GetClient(),
 		Rules:   translate.Kinds(),
 		Options: translate.Options{ClusterRulesNamespace: k.o.clusterRules},
-		Filter:  filter,
-		Elected: k.mgr.Elected(),
-		Log:     k.log.WithName("compile-native"),
-		Served:  filter,
-		Config:  k.op.mutatingConfig,
-		Webhook: k.op.dragnetWebhook,
+		// Kyverno's CEL policies, with the exceptions the webhook honours.
+		ExceptionNamespaces: k.op.kyvernoExceptionNS,
+		Filter:              filter,
+		Elected:             k.mgr.Elected(),
+		Log:                 k.log.WithName("compile-native"),
+		Served:              filter,
+		Config:              k.op.mutatingConfig,
+		Webhook:             k.op.dragnetWebhook,
+	}
+	if k.op.kyvernoCEL {
+		k.installer.Rules = append(k.installer.Rules, translate.KyvernoKinds()...)
 	}
 	return k.mgr.Add(k.installer)
 }

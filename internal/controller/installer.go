@@ -47,10 +47,17 @@ var policyKinds = []schema.GroupVersionKind{
 // out of its webhook only once the API server holds its translation as it
 // is, so that no rule is ever served by neither.
 type PolicyInstaller struct {
-	Client  client.Client
-	Rules   []schema.GroupVersionKind // the kinds compiled: ModRule, ModwrightPolicy, ClusterModwrightPolicy
-	Options translate.Options
-	Filter  *webhook.ExcludeFilter
+	Client client.Client
+	// Rules are the kinds compiled (translate.Kinds, and the others
+	// translate.CompileAll compiles that the operator serves).
+	Rules []schema.GroupVersionKind
+	// ExceptionNamespaces are the namespaces whose exceptions
+	// (translate.ExceptionKinds) the webhook honours: a rule one of them
+	// names stays in the webhook, as the API server's admission policies
+	// know no exceptions.
+	ExceptionNamespaces []string
+	Options             translate.Options
+	Filter              *webhook.ExcludeFilter
 	// Elected is closed once this replica leads (mgr.Elected()).
 	Elected <-chan struct{}
 	// Served is what the dragnet serves (the filter, or a kind filter
@@ -112,40 +119,32 @@ func (n *PolicyInstaller) leader() bool {
 // Sync compiles the current rules, installs their policies (leader) and
 // updates the webhook's exclusions.
 func (n *PolicyInstaller) Sync(ctx context.Context) error {
-	type item struct {
-		kind string
-		u    *unstructured.Unstructured
+	items, objects, of, err := n.list(ctx)
+	if err != nil {
+		return err
 	}
-	var items []item
-	objects := map[string]*unstructured.Unstructured{}
-	var of []string
-	for _, gvk := range n.Rules {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := n.Client.List(ctx, l); err != nil {
-			if meta.IsNoMatchError(err) {
-				continue
-			}
-			return fmt.Errorf("listing %s: %w", gvk.Kind, err)
-		}
-		for i := range l.Items {
-			u := &l.Items[i]
-			key := translate.Rule{Kind: gvk.Kind, Object: u.Object}.Key()
-			items = append(items, item{gvk.Kind, u})
-			objects[webhook.ExcludeKey(gvk.Kind, key)] = u
-			of = append(of, fmt.Sprintf("%s %s %s %d", gvk.Kind, key, u.GetUID(), u.GetGeneration()))
-		}
+	excepted, err := n.exceptions(ctx, &of)
+	if err != nil {
+		return err
 	}
-	res := n.compile(of, func() []translate.Rule {
-		rules := make([]translate.Rule, 0, len(items))
+	res := n.compile(of, func() translate.Result {
+		var rules []translate.Rule
+		var skipped []translate.Skip
 		for _, it := range items {
 			obj := it.u.DeepCopy().Object
 			delete(obj, "status")
 			r := translate.Rule{Kind: it.kind, Object: obj}
 			r.Origin = it.kind + " " + r.Key()
+			if ex := excepted[webhook.ExcludeKey(it.kind, r.Key())]; ex != "" {
+				skipped = append(skipped, translate.Skip{Rule: r, Reason: "the " + ex +
+					" names it, and the API server's admission policies know no exceptions"})
+				continue
+			}
 			rules = append(rules, r)
 		}
-		return rules
+		res := translate.CompileAll(rules, n.Options)
+		res.Skipped = append(skipped, res.Skipped...)
+		return res
 	})
 	leader := n.leader()
 	desired := map[string]bool{}
@@ -228,18 +227,80 @@ func (n *PolicyInstaller) Sync(ctx context.Context) error {
 	return nil
 }
 
-// compile is translate.Compile of the rules, reused while of (what each
-// rule is: its status aside, a rule changes only with its generation) is
-// the last pass's; rules builds them only when they are compiled.
-func (n *PolicyInstaller) compile(of []string, rules func() []translate.Rule) translate.Result {
+// item is a rule of one of the kinds compiled.
+type item struct {
+	kind string
+	u    *unstructured.Unstructured
+}
+
+// list lists the rules of the kinds compiled: each, by exclusion key, and
+// what each is (of: kind, key, uid and generation).
+func (n *PolicyInstaller) list(ctx context.Context) ([]item, map[string]*unstructured.Unstructured, []string, error) {
+	var items []item
+	objects := map[string]*unstructured.Unstructured{}
+	var of []string
+	for _, gvk := range n.Rules {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := n.Client.List(ctx, l); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return nil, nil, nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		}
+		for i := range l.Items {
+			u := &l.Items[i]
+			key := translate.Rule{Kind: gvk.Kind, Object: u.Object}.Key()
+			items = append(items, item{gvk.Kind, u})
+			objects[webhook.ExcludeKey(gvk.Kind, key)] = u
+			of = append(of, fmt.Sprintf("%s %s %s %d", gvk.Kind, key, u.GetUID(), u.GetGeneration()))
+		}
+	}
+	return items, objects, of, nil
+}
+
+// compile is the rules' compilation, reused while of (what each rule is,
+// and each exception: its status aside, one changes only with its
+// generation) is the last pass's; compile is called only when they change.
+func (n *PolicyInstaller) compile(of []string, compile func() translate.Result) translate.Result {
 	slices.Sort(of)
 	key := strings.Join(of, "\n")
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if key != n.lastOf || key == "" {
-		n.lastComp, n.lastOf = translate.Compile(rules(), n.Options), key
+		n.lastComp, n.lastOf = compile(), key
 	}
 	return n.lastComp
+}
+
+// exceptions are the rules the exceptions of ExceptionNamespaces name
+// (translate.ExceptionRefs), by exclusion key: the exception's kind and
+// namespace/name; each exception is added to of.
+func (n *PolicyInstaller) exceptions(ctx context.Context, of *[]string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, gvk := range translate.ExceptionKinds(n.Rules) {
+		for _, ns := range n.ExceptionNamespaces {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			if err := n.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
+				if meta.IsNoMatchError(err) {
+					break
+				}
+				return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, ns, err)
+			}
+			for i := range l.Items {
+				u := &l.Items[i]
+				name := gvk.Kind + " " + ns + "/" + u.GetName()
+				*of = append(*of, fmt.Sprintf("%s %s %d", name, u.GetUID(), u.GetGeneration()))
+				for _, r := range translate.ExceptionRefs(gvk, u.Object) {
+					if k := webhook.ExcludeKey(r.Kind, r.Key); out[k] == "" {
+						out[k] = name
+					}
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // setCondition writes a rule's NativeAdmission condition when it changed.

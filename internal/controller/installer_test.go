@@ -68,7 +68,7 @@ func TestCompileReused(t *testing.T) {
 	n := &PolicyInstaller{}
 	built := 0
 	compile := func(of string, name string) translate.Result {
-		return n.compile([]string{of}, func() []translate.Rule { built++; return rule(name) })
+		return n.compile([]string{of}, func() translate.Result { built++; return translate.Compile(rule(name), translate.Options{}) })
 	}
 	first := compile("ModRule default/a uid 1", "a")
 	if built != 1 || len(first.Translated) != 1 {

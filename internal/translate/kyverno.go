@@ -3,6 +3,7 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kpoliciesv1 "github.com/modwright/modwright/api/kyverno/policies/v1"
 	"github.com/modwright/modwright/internal/admissionpolicy"
@@ -361,4 +363,69 @@ func nonOptionalOrValue(a *cel.Ast, optionalVars map[string]bool) string {
 		}
 	}))
 	return found
+}
+
+// KyvernoKinds are Kyverno's CEL policy kinds Kyverno translates.
+func KyvernoKinds() []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, k := range []string{kpoliciesv1.KindValidatingPolicy, kpoliciesv1.KindNamespacedValidatingPolicy, kpoliciesv1.KindMutatingPolicy, kpoliciesv1.KindNamespacedMutatingPolicy} {
+		out = append(out, schema.GroupVersionKind{Group: kpoliciesv1.Group, Version: kpoliciesv1.Version, Kind: k})
+	}
+	return out
+}
+
+// CompileAll compiles rules of every kind translated: Kyverno's CEL
+// policies with Kyverno, the others with Compile.
+func CompileAll(rules []Rule, o Options) Result {
+	var own, kyverno []Rule
+	for _, r := range rules {
+		if slices.ContainsFunc(KyvernoKinds(), func(k schema.GroupVersionKind) bool { return k.Kind == r.Kind }) {
+			kyverno = append(kyverno, r)
+		} else {
+			own = append(own, r)
+		}
+	}
+	res, ky := Compile(own, o), Kyverno(kyverno)
+	res.Translated = append(res.Translated, ky.Translated...)
+	res.Skipped = append(res.Skipped, ky.Skipped...)
+	return res
+}
+
+// RuleRef names a rule: its kind and key (namespace/name, or name).
+type RuleRef struct{ Kind, Key string }
+
+// celExceptionKind is the PolicyException of Kyverno's CEL policies.
+var celExceptionKind = schema.GroupVersionKind{Group: kpoliciesv1.Group, Version: kpoliciesv1.Version, Kind: kpoliciesv1.KindPolicyException}
+
+// ExceptionKinds are the kinds of the exceptions that may name rules of
+// the kinds given (a policies.kyverno.io PolicyException, for Kyverno's
+// CEL policies), whose rules the webhook keeps.
+func ExceptionKinds(ruleKinds []schema.GroupVersionKind) []schema.GroupVersionKind {
+	if slices.ContainsFunc(ruleKinds, func(k schema.GroupVersionKind) bool { return k.Group == kpoliciesv1.Group }) {
+		return []schema.GroupVersionKind{celExceptionKind}
+	}
+	return nil
+}
+
+// ExceptionRefs are the rules an exception of kind names, as the webhook
+// honours it: a namespaced policy only from the exception's namespace.
+func ExceptionRefs(kind schema.GroupVersionKind, exception map[string]any) []RuleRef {
+	if kind != celExceptionKind {
+		return nil
+	}
+	md, _ := exception["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	spec, _ := exception["spec"].(map[string]any)
+	refs, _ := spec["policyRefs"].([]any)
+	var out []RuleRef
+	for _, r := range refs {
+		ref, _ := r.(map[string]any)
+		k, _ := ref["kind"].(string)
+		name, _ := ref["name"].(string)
+		if strings.HasPrefix(k, "Namespaced") {
+			name = ns + "/" + name
+		}
+		out = append(out, RuleRef{Kind: k, Key: name})
+	}
+	return out
 }

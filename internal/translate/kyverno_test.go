@@ -116,3 +116,25 @@ spec:
 		t.Errorf("matchConstraints (-want +got):\n%s", d)
 	}
 }
+
+// TestExceptionRefs: the rules a CEL PolicyException names, as the
+// webhook honours it (a namespaced policy from the exception's namespace
+// only); the exception kinds of the kinds compiled.
+func TestExceptionRefs(t *testing.T) {
+	ex := map[string]any{"apiVersion": "policies.kyverno.io/v1", "kind": "PolicyException",
+		"metadata": map[string]any{"name": "legacy", "namespace": "team"},
+		"spec": map[string]any{"policyRefs": []any{
+			map[string]any{"name": "a", "kind": "ValidatingPolicy"},
+			map[string]any{"name": "b", "kind": "NamespacedMutatingPolicy"}}}}
+	kinds := ExceptionKinds(KyvernoKinds())
+	if len(kinds) != 1 || kinds[0].Kind != "PolicyException" {
+		t.Fatalf("exception kinds %v", kinds)
+	}
+	want := []RuleRef{{Kind: "ValidatingPolicy", Key: "a"}, {Kind: "NamespacedMutatingPolicy", Key: "team/b"}}
+	if diff := cmp.Diff(want, ExceptionRefs(kinds[0], ex)); diff != "" {
+		t.Errorf("refs (-want +got):\n%s", diff)
+	}
+	if got := ExceptionKinds(Kinds()); got != nil {
+		t.Errorf("the exception kinds of modwright's own kinds: %v", got)
+	}
+}
