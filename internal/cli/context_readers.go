@@ -396,7 +396,7 @@ func (r *staticResolver) KindFor(group, version, resource string) (string, error
 
 // ListKind returns the context objects of that kind in namespace (""
 // for all) whose labels the selector matches, by name.
-func (r *staticResolver) ListKind(_ context.Context, apiVersion, kind, namespace, selector string) ([]map[string]any, error) {
+func (r *staticResolver) ListKind(_ context.Context, apiVersion, kind, namespace, selector string, limit int) ([]map[string]any, error) {
 	sel, err := k8slabels.Parse(selector)
 	if err != nil {
 		return nil, err
@@ -411,6 +411,9 @@ func (r *staticResolver) ListKind(_ context.Context, apiVersion, kind, namespace
 		}
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+	if limit > 0 && len(refs) > limit {
+		refs = refs[:limit]
+	}
 	out := make([]map[string]any, len(refs))
 	for i, ref := range refs {
 		out[i] = r.objects[ref]

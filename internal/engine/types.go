@@ -206,11 +206,14 @@ type RoleReader interface {
 // (valueRef from k8s or owner) reads. It is implemented in the cluster by
 // informer caches started per kind on first use, and offline by the
 // context objects. Get returns (nil, nil) when the object does not exist;
-// List's selector is in the label selector syntax (app=web,tier in (a,b)).
+// List's selector is in the label selector syntax (app=web,tier in (a,b));
+// with limit > 0 it gives at most limit objects, which ones being the
+// reader's choice (a caller with a bound asks one more than it keeps, to
+// know it is passed, and the reader never copies the rest).
 // The trees returned are shared and read-only.
 type KindReader interface {
 	GetKind(ctx context.Context, apiVersion, kind, namespace, name string) (map[string]any, error)
-	ListKind(ctx context.Context, apiVersion, kind, namespace, selector string) ([]map[string]any, error)
+	ListKind(ctx context.Context, apiVersion, kind, namespace, selector string, limit int) ([]map[string]any, error)
 }
 
 // ImageReader reads the data of a container image from its registry, as

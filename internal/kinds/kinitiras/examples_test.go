@@ -26,7 +26,7 @@ func (anything) GetKind(_ context.Context, apiVersion, kind, ns, name string) (m
 		"spec": map[string]any{"replica": json.Number("1")}}, nil
 }
 
-func (a anything) ListKind(ctx context.Context, apiVersion, kind, ns, _ string) ([]map[string]any, error) {
+func (a anything) ListKind(ctx context.Context, apiVersion, kind, ns, _ string, _ int) ([]map[string]any, error) {
 	o, _ := a.GetKind(ctx, apiVersion, kind, ns, "found")
 	return []map[string]any{o}, nil
 }

@@ -240,7 +240,7 @@ func k8sObject(ctx context.Context, rd *Readers, obj map[string]any, sel *Resour
 	if err := rd.authorize(sel.APIVersion, sel.Kind, ns, ""); err != nil {
 		return nil, err
 	}
-	list, err := kr.ListKind(ctx, sel.APIVersion, sel.Kind, ns, s.String())
+	list, err := kr.ListKind(ctx, sel.APIVersion, sel.Kind, ns, s.String(), 0) // the first by name: all of them
 	if err != nil || len(list) == 0 {
 		return nil, err
 	}

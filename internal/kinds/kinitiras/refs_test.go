@@ -37,7 +37,7 @@ func (w *world) GetKind(_ context.Context, apiVersion, kind, ns, name string) (m
 	return nil, nil
 }
 
-func (w *world) ListKind(_ context.Context, apiVersion, kind, ns, selector string) ([]map[string]any, error) {
+func (w *world) ListKind(_ context.Context, apiVersion, kind, ns, selector string, _ int) ([]map[string]any, error) {
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return nil, err

@@ -228,6 +228,6 @@ func (k benchKinds) GetKind(context.Context, string, string, string, string) (ma
 	return k.obj, nil
 }
 
-func (k benchKinds) ListKind(context.Context, string, string, string, string) ([]map[string]any, error) {
+func (k benchKinds) ListKind(context.Context, string, string, string, string, int) ([]map[string]any, error) {
 	return []map[string]any{k.obj}, nil
 }

@@ -126,12 +126,12 @@ func (p *Policy) params(h *engine.Handle, pr *celParamRef, objNS string) ([]map[
 		}
 		return []map[string]any{o}, nil
 	}
-	objs, err := kr.ListKind(h.Context(), pr.apiVersion, pr.kind, ns, pr.selector)
+	objs, err := kr.ListKind(h.Context(), pr.apiVersion, pr.kind, ns, pr.selector, maxParams+1)
 	if err != nil {
 		return nil, err
 	}
 	if len(objs) > maxParams {
-		return nil, fmt.Errorf("%d %s objects selected as params: at most %d", len(objs), pr.kind, maxParams)
+		return nil, fmt.Errorf("more than %d %s objects selected as params: at most %d", maxParams, pr.kind, maxParams)
 	}
 	if len(objs) == 0 && pr.deny {
 		return nil, errNoParams

@@ -201,3 +201,42 @@ spec:
 		t.Errorf("a bad key: %v", err)
 	}
 }
+
+// limitsAsked is a KindReader that records the limit of each list.
+type limitsAsked struct {
+	kindObjects
+	limits []int
+}
+
+func (l *limitsAsked) ListKind(ctx context.Context, apiVersion, kind, ns, selector string, limit int) ([]map[string]any, error) {
+	l.limits = append(l.limits, limit)
+	return l.kindObjects.ListKind(ctx, apiVersion, kind, ns, selector, limit)
+}
+
+// TestCELParamsBound: a selector picking more params than the bound is
+// the rule's error, and the reader is asked for one more than the bound
+// (never for every object it holds).
+func TestCELParamsBound(t *testing.T) {
+	objs := &limitsAsked{kindObjects: kindObjects{}}
+	for i := range 150 {
+		objs.kindObjects[fmt.Sprintf("v1/ConfigMap team-a/p%03d", i)] = limit("team-a", fmt.Sprintf("p%03d", i), "2", map[string]any{"limits": "many"}, "")
+	}
+	snap := snapshot(t, strings.NewReplacer("KIND", "ClusterPolicy", "PARAMREF", "{selector: {matchLabels: {limits: many}}, parameterNotFoundAction: Deny}").Replace(paramsPolicy))
+	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": "team-a"}}
+	d, err := engine.New(engine.Options{Kinds: objs}).Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team-a", Object: obj})
+	if err != nil && d == nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tr := range d.Trace {
+		for _, r := range kyverno.ResultsOf(tr.Detail) {
+			got = append(got, string(r.Status)+": "+r.Message)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "more than 100 ConfigMap objects selected as params") {
+		t.Errorf("results %q", got)
+	}
+	if len(objs.limits) != 1 || objs.limits[0] != 101 {
+		t.Errorf("limits asked %v, want [101]", objs.limits)
+	}
+}

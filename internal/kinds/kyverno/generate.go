@@ -484,12 +484,12 @@ func (p *Policy) listSources(h *engine.Handle, apiVersion, kind, ns, selector st
 	if err != nil {
 		return nil, err
 	}
-	objs, err := kr.ListKind(h.Context(), apiVersion, kind, ns, selector)
+	objs, err := kr.ListKind(h.Context(), apiVersion, kind, ns, selector, maxGeneratedPerRule+1)
 	if err != nil {
 		return nil, err
 	}
 	if len(objs) > maxGeneratedPerRule {
-		return nil, fmt.Errorf("%d %s objects to clone: a rule may generate at most %d", len(objs), kind, maxGeneratedPerRule)
+		return nil, fmt.Errorf("more than %d %s objects to clone: a rule may generate at most %d", maxGeneratedPerRule, kind, maxGeneratedPerRule)
 	}
 	return objs, nil
 }

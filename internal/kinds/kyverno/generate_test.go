@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ func (k kindObjects) GetKind(_ context.Context, apiVersion, kind, ns, name strin
 	return k[apiVersion+"/"+kind+" "+ns+"/"+name], nil
 }
 
-func (k kindObjects) ListKind(_ context.Context, apiVersion, kind, ns, selector string) ([]map[string]any, error) {
+func (k kindObjects) ListKind(_ context.Context, apiVersion, kind, ns, selector string, limit int) ([]map[string]any, error) {
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return nil, err
@@ -42,7 +43,7 @@ func (k kindObjects) ListKind(_ context.Context, apiVersion, kind, ns, selector 
 		for k, v := range lm {
 			ls[k], _ = v.(string)
 		}
-		if sel.Matches(ls) {
+		if sel.Matches(ls) && (limit <= 0 || len(out) < limit) {
 			out = append(out, o)
 		}
 	}
@@ -734,7 +735,7 @@ func (failingKinds) GetKind(context.Context, string, string, string, string) (ma
 	return nil, errors.New("the API server is away")
 }
 
-func (failingKinds) ListKind(context.Context, string, string, string, string) ([]map[string]any, error) {
+func (failingKinds) ListKind(context.Context, string, string, string, string, int) ([]map[string]any, error) {
 	return nil, errors.New("the API server is away")
 }
 
@@ -834,5 +835,28 @@ func TestMutatingPolicyExistingTargets(t *testing.T) {
 		if changed := len(d.Generated) == 1 && d.Generated[0].Object["metadata"].(map[string]any)["annotations"] != nil; changed != tc.changed || len(d.Errors) > 0 {
 			t.Errorf("%s: generated %+v, errors %v; want changed %v", tc.obj, d.Generated, d.Errors, tc.changed)
 		}
+	}
+}
+
+// TestMutatingPolicyTargetsBound: more targets than a policy mutates is
+// its error, and the reader is asked for one more than the bound.
+func TestMutatingPolicyTargetsBound(t *testing.T) {
+	objs := &limitsAsked{kindObjects: kindObjects{}}
+	for i := range 1200 {
+		name := fmt.Sprintf("web-%04d", i)
+		objs.kindObjects["apps/v1/Deployment team/"+name] = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": name, "namespace": "team", "labels": map[string]any{"app": "web"}}}
+	}
+	snap := snapshot(t, strings.NewReplacer("KIND", "MutatingPolicy", "ADMISSION", "false").Replace(mpolExisting))
+	trigger := manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: restart-now, namespace: team}}`)[0].Object
+	d, err := engine.New(engine.Options{Kinds: objs}).Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team", Object: trigger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Generated) != 0 || len(d.Errors) != 1 || !strings.Contains(d.Errors[0].Error(), "more than 1000 objects to mutate") {
+		t.Errorf("generated %d, errors %v", len(d.Generated), d.Errors)
+	}
+	if len(objs.limits) != 1 || objs.limits[0] != 1001 {
+		t.Errorf("limits asked %v, want [1001]", objs.limits)
 	}
 }

@@ -182,7 +182,7 @@ func (p *CELPolicy) targets(h *engine.Handle, act *lang.Activation) ([]map[strin
 	// targets are listed once per resource and kept when in one of them.
 	var selected map[string]bool
 	if t.hasNSSelector && p.ns == "" {
-		nss, err := kr.ListKind(h.Context(), "v1", "Namespace", "", t.nsSelector)
+		nss, err := kr.ListKind(h.Context(), "v1", "Namespace", "", t.nsSelector, 0)
 		if err != nil {
 			return nil, fmt.Errorf("listing the namespaces of the targets: %w", err)
 		}
@@ -205,7 +205,13 @@ func (p *CELPolicy) targets(h *engine.Handle, act *lang.Activation) ([]map[strin
 			}
 		}
 		apiVersion := schema.GroupVersion{Group: res.group, Version: res.version}.String()
-		objs, err := kr.ListKind(h.Context(), apiVersion, kind, p.ns, t.objSelector)
+		// Without a namespace selector the listing stops past the bound
+		// (with one, the objects are kept by namespace after it).
+		limit := 0
+		if selected == nil {
+			limit = maxGeneratedPerRule + 1 - len(out)
+		}
+		objs, err := kr.ListKind(h.Context(), apiVersion, kind, p.ns, t.objSelector, limit)
 		if err != nil {
 			return nil, err
 		}

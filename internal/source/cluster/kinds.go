@@ -114,8 +114,9 @@ func (k *Kinds) GetKind(ctx context.Context, apiVersion, kind, namespace, name s
 }
 
 // ListKind lists the objects of a kind in namespace ("" for all) whose
-// labels the selector matches.
-func (k *Kinds) ListKind(ctx context.Context, apiVersion, kind, namespace, selector string) ([]map[string]any, error) {
+// labels the selector matches, at most limit (> 0) of them: the cache
+// copies no more.
+func (k *Kinds) ListKind(ctx context.Context, apiVersion, kind, namespace, selector string, limit int) ([]map[string]any, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil, err
@@ -132,6 +133,9 @@ func (k *Kinds) ListKind(ctx context.Context, apiVersion, kind, namespace, selec
 	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
+	}
+	if limit > 0 {
+		opts = append(opts, client.Limit(int64(limit)))
 	}
 	if err := k.Reader.List(ctx, l, opts...); err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)

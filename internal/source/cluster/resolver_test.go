@@ -413,10 +413,10 @@ func TestKindsProtected(t *testing.T) {
 	if _, err := k.GetKind(t.Context(), "v1", "Secret", "modwright-system", "modwright-webhook-cert"); !errors.Is(err, cluster.ErrForbidden) {
 		t.Errorf("the operator's Secret: %v", err)
 	}
-	if _, err := k.ListKind(t.Context(), "v1", "Secret", "", ""); !errors.Is(err, cluster.ErrForbidden) {
+	if _, err := k.ListKind(t.Context(), "v1", "Secret", "", "", 0); !errors.Is(err, cluster.ErrForbidden) {
 		t.Errorf("Secrets across namespaces: %v", err)
 	}
-	if _, err := k.ListKind(t.Context(), "v1", "Secret", "modwright-system", ""); !errors.Is(err, cluster.ErrForbidden) {
+	if _, err := k.ListKind(t.Context(), "v1", "Secret", "modwright-system", "", 0); !errors.Is(err, cluster.ErrForbidden) {
 		t.Errorf("the operator's Secrets: %v", err)
 	}
 	if s, err := k.GetKind(t.Context(), "v1", "Secret", "team-a", "token"); err != nil || s == nil {
