@@ -68,6 +68,10 @@ type applyOptions struct {
 	crds       []string
 	userInfo   string
 	old        string
+	// payloads are JSON payloads (--json): documents that are no
+	// Kubernetes objects, for Kyverno's ValidatingPolicies of
+	// evaluation.mode JSON.
+	payloads []string
 	admissionFlags
 	output      string
 	skipUnknown bool
@@ -140,6 +144,8 @@ nothing is printed on stdout).`,
 	}
 	o.addFlags(cmd, "objects to admit", "yaml", "output format: yaml, json, or name (kind.group/name of each admitted object, as kubectl prints it)")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print no summary line and no progress on stderr (warnings and refusals still)")
+	cmd.Flags().StringArrayVar(&o.payloads, "json", nil, "a JSON payload (a JSON or YAML file of one document that need not be a Kubernetes object: a Terraform plan, a parsed Dockerfile) checked by Kyverno's ValidatingPolicies of evaluation.mode JSON, as kyverno apply's --json; checked, not printed (repeatable)")
+	cmd.MarkFlagsOneRequired("filename", "json")
 	return cmd
 }
 
@@ -159,7 +165,6 @@ func (o *applyOptions) addFlags(cmd *cobra.Command, what, output, outputUsage st
 	f.StringVar(&o.old, "old", "", oldUsage)
 	f.StringVarP(&o.output, "output", "o", output, outputUsage)
 	_ = cmd.MarkFlagRequired("rules")
-	_ = cmd.MarkFlagRequired("filename")
 }
 
 // parse checks --operation, --old, then --output: one of formats or json.
@@ -340,6 +345,18 @@ func runApply(ctx context.Context, o *applyOptions, s Streams) error {
 		}
 	}
 	prog.clear()
+	for _, p := range o.payloads {
+		obj, err := source.ReadPayload(p)
+		if err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("--json: %w", err)}
+		}
+		res, err := chain.Run(ctx, runner.Request{Operation: rules.Create, Object: obj, User: userOf(in.resolver), Payload: true})
+		if err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("--json %s: %w", p, err)}
+		}
+		printResult(s, p+": JSON payload", res)
+		sum.add(res)
+	}
 	// Generated objects, and existing objects the rules changed, follow
 	// the input, as Kyverno's apply prints them.
 	out, origins = append(out, gen...), append(origins, genOrigins...)

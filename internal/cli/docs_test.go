@@ -127,6 +127,8 @@ func TestDocsCLIExamples(t *testing.T) {
 			stderr: "not compiled: examples/policies/image-tags.yaml:1: ClusterModwrightPolicy image-tags: spec.validations[0].scope with Warn or Audit", stdout: "name: modwright.modwrightpolicy.default.replicas"},
 		"modwright apply --rules testdata/cli/kyverno/cel-exceptions/policies.yaml -f testdata/cli/kyverno/cel-exceptions/resources.yaml --exception testdata/cli/kyverno/cel-exceptions/exceptions.yaml -o name": {
 			code: 1, stdout: "pod/agent-1", stderr: `Pod ops/debug: operation rejected by the following ValidatingPolicy(s): disallow-host-path: "hostPath volumes are forbidden"`},
+		"modwright apply --rules testdata/cli/kyverno/json-payloads/policies.yaml --json testdata/cli/kyverno/json-payloads/payloads/bad.json": {
+			code: 1, stderr: `pinned-runner-images: "jobs use unpinned images: golang:latest, kind:latest"`},
 		"modwright krm < testdata/cli/krm/resource-list.yaml": {
 			code: 1, stderr: `operation rejected by the following ModRule(s): shop/no-latest: "bad uses :latest"`},
 		"helm template web testdata/cli/helm/chart --set 'externalIPs={203.0.113.7}' --post-renderer ./bin/modwright --post-renderer-args apply --post-renderer-args --rules=examples/rules --post-renderer-args -f --post-renderer-args -": {

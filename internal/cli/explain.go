@@ -67,6 +67,7 @@ for invalid rules or input, as with apply.`,
 		},
 	}
 	o.addFlags(cmd, "objects to explain", "text", "output format: text or json")
+	_ = cmd.MarkFlagRequired("filename")
 	cmd.Flags().StringVar(&o.color, "color", "auto", "colour the diff: auto (on a terminal), always or never")
 	return cmd
 }

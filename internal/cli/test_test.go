@@ -81,6 +81,8 @@ func TestTestGolden(t *testing.T) {
 		{name: "test-kyverno-requester", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/requester"}},
 		{name: "test-kyverno-params", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/params"}},
 		{name: "test-kyverno-json-payloads", args: []string{"test", "-o", "table", "../../testdata/cli/kyverno/json-payloads"}},
+		{name: "apply-kyverno-json", args: []string{"apply", "--rules", "../../testdata/cli/kyverno/json-payloads/policies.yaml",
+			"--json", "../../testdata/cli/kyverno/json-payloads/payloads/good.json", "--json", "../../testdata/cli/kyverno/json-payloads/payloads/bad.json"}},
 		{name: "test-gatekeeper", args: []string{"test", "-o", "table", "../../examples/gatekeeper"}},
 		{name: "test-gatekeeper-review", args: []string{"test", "-o", "table", "../../testdata/cli/gatekeeper/review"}},
 		{name: "test-gatekeeper-fail", args: []string{"test", "../../testdata/cli/gatekeeper/fail"}},
