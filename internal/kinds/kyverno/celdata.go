@@ -305,6 +305,12 @@ func (d *celData) ResourceFor(apiVersion, kind string) (string, error) {
 	if err := d.count(); err != nil {
 		return "", err
 	}
+	return resourceOf(d.h, apiVersion, kind)
+}
+
+// resourceOf is the resource of kind in apiVersion, both checked: the
+// engine's ResourceResolver's, else a built-in kind's.
+func resourceOf(h *engine.Handle, apiVersion, kind string) (string, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if len(apiVersion) > 2*maxPathPart || err != nil || gv.Version == "" {
 		return "", fmt.Errorf("apiVersion %.100q is not GROUP/VERSION", apiVersion)
@@ -312,7 +318,7 @@ func (d *celData) ResourceFor(apiVersion, kind string) (string, error) {
 	if len(kind) > maxPathPart || !pathSegment.MatchString(kind) {
 		return "", fmt.Errorf("%.100q is not a kind", kind)
 	}
-	if rr, ok := d.h.Kinds().(ResourceResolver); ok {
+	if rr, ok := h.Kinds().(ResourceResolver); ok {
 		return rr.ResourceFor(apiVersion, kind)
 	}
 	return builtinResource(gv.WithKind(kind))

@@ -752,7 +752,13 @@ func TestMutatingPolicyTargetExpression(t *testing.T) {
 	}
 	api := &listAPI{items: `[{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "team", "resourceVersion": "3"}},
 		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "frozen", "namespace": "team"}}]`}
-	eng := engine.New(engine.Options{API: api})
+	stored := kindObjects{
+		"apps/v1/Deployment team/web":    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "team", "resourceVersion": "3"}},
+		"apps/v1/Deployment team/frozen": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "frozen", "namespace": "team"}},
+		"v1/ConfigMap team/settings": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "settings", "namespace": "team",
+			"labels": map[string]any{"stored": "yes"}}},
+	}
+	eng := engine.New(engine.Options{API: api, Kinds: stored})
 	trigger := manifests(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: restart-web, namespace: team}}`)[0].Object
 	for _, tc := range []struct {
 		name, kind, expr string
@@ -765,6 +771,8 @@ func TestMutatingPolicyTargetExpression(t *testing.T) {
 		{"outside the namespace", "NamespacedMutatingPolicy", "{'apiVersion': dyn('v1'), 'kind': dyn('ConfigMap'), 'metadata': dyn({'name': 'settings', 'namespace': 'other'})}", nil, "outside the policy's namespace team"},
 		{"not an object", "MutatingPolicy", "{'items': [1]}", nil, "item 0 is a number, not an object"},
 		{"no kind", "MutatingPolicy", "{'metadata': {'name': 'x'}}", nil, "item 0 is no object"},
+		// What the expression makes is not what is mutated: the stored object is.
+		{"absent", "MutatingPolicy", "{'apiVersion': dyn('v1'), 'kind': dyn('ConfigMap'), 'metadata': dyn({'name': 'ghost', 'namespace': 'team'})}", nil, "ConfigMap team/ghost does not exist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			api.calls = nil
@@ -785,6 +793,9 @@ func TestMutatingPolicyTargetExpression(t *testing.T) {
 			}
 			if tc.name == "list" && (len(api.calls) != 1 || api.calls[0].Path != "/apis/apps/v1/namespaces/team/deployments?labelSelector=app%3Dweb") {
 				t.Errorf("calls %+v", api.calls)
+			}
+			if tc.name == "one object" && (len(d.Generated) != 1 || d.Generated[0].Object["metadata"].(map[string]any)["labels"] == nil) {
+				t.Errorf("the stored object was not the one mutated: %+v", d.Generated)
 			}
 		})
 	}

@@ -229,8 +229,9 @@ func (p *CELPolicy) targets(h *engine.Handle, act *lang.Activation) ([]map[strin
 }
 
 // mutateTargets mutates each target as Kyverno's background controller
-// does: the policy's match conditions and variables over the target, its
-// mutations in order; a target they change is changed by the difference.
+// does: the policy's target match conditions and variables over the
+// target, its mutations in order; a target they change is changed by the
+// difference.
 // Each target gives a result naming it (Target).
 func (p *CELPolicy) mutateTargets(h *engine.Handle, act *lang.Activation) []RuleResult {
 	objs, err := p.targets(h, act)
@@ -277,8 +278,11 @@ func (p *CELPolicy) mutatesExisting(h *engine.Handle) bool {
 
 // selectedTargets are the objects the target expression gives over the
 // trigger: an object, or a list's items (Kyverno's resource.List), each
-// an object with a kind and a name; a namespaced policy's in its own
-// namespace. At most maxGeneratedPerRule.
+// named by its apiVersion, kind, namespace and name (a namespaced
+// policy's in its own namespace) and read again through the engine's
+// KindReader, as the policy's owner could read it: the object mutated is
+// the one that exists, whatever the expression made of it. At most
+// maxGeneratedPerRule.
 func (p *CELPolicy) selectedTargets(h *engine.Handle, act *lang.Activation) ([]map[string]any, error) {
 	const field = "spec.targetMatchConstraints.expression"
 	v, err := p.existing.expr.Eval(h.Context(), act)
@@ -296,22 +300,44 @@ func (p *CELPolicy) selectedTargets(h *engine.Handle, act *lang.Activation) ([]m
 	if len(items) > maxGeneratedPerRule {
 		return nil, fmt.Errorf("%s: %d objects to mutate: a policy mutates at most %d", field, len(items), maxGeneratedPerRule)
 	}
+	kr := h.Kinds()
+	if kr == nil && len(items) > 0 {
+		return nil, engine.NoReader("no reader of the objects to mutate (offline: give them with --context or a test's targetResources)")
+	}
 	out := make([]map[string]any, 0, len(items))
 	for i, it := range items {
 		o, ok := it.(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("%s: item %d is a %s, not an object", field, i, value.TypeName(it))
 		}
+		apiVersion, _ := o["apiVersion"].(string)
 		kind, _ := o["kind"].(string)
 		name, _ := metadataOf(o)["name"].(string)
 		ns, _ := metadataOf(o)["namespace"].(string)
 		switch {
-		case kind == "" || name == "":
-			return nil, fmt.Errorf("%s: item %d is no object (no kind or name)", field, i)
+		case apiVersion == "" || kind == "" || name == "":
+			return nil, fmt.Errorf("%s: item %d is no object (no apiVersion, kind or name)", field, i)
 		case p.ns != "" && ns != p.ns:
 			return nil, fmt.Errorf("%w: %s: %s is outside the policy's namespace %s", ErrOutsideNamespace, field, TargetName(o), p.ns)
 		}
-		out = append(out, o)
+		if p.ns != "" {
+			res, err := resourceOf(h, apiVersion, kind)
+			if err != nil {
+				return nil, fmt.Errorf("%s: item %d: %w", field, i, err)
+			}
+			gv, _ := schema.ParseGroupVersion(apiVersion)
+			if err := h.AuthorizeRead(p.ns, gv.Group, res, ns, name); err != nil {
+				return nil, err
+			}
+		}
+		cur, err := kr.GetKind(h.Context(), apiVersion, kind, ns, name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: item %d: %w", field, i, err)
+		}
+		if cur == nil {
+			return nil, fmt.Errorf("%s: %s does not exist", field, TargetName(o))
+		}
+		out = append(out, cur)
 	}
 	return out, nil
 }
