@@ -135,6 +135,10 @@ func loadKyvernoSuite(t *suite.KyvernoTest, o *testOptions, s Streams) (*kyverno
 		}
 	}
 	for i, name := range t.JSONPayloads {
+		if strings.Contains(name, ",") {
+			// Resources are keyed apiVersion,kind,namespace,name.
+			return nil, kyvernoSuiteError(t, fmt.Sprintf("jsonPayloads[%d]", i), fmt.Errorf("%q: a payload's path holds no comma", name))
+		}
 		obj, err := source.ReadPayload(t.Resolve(name))
 		if err != nil {
 			return nil, kyvernoSuiteError(t, fmt.Sprintf("jsonPayloads[%d]", i), err)
@@ -332,9 +336,6 @@ func (ks *kyvernoSuite) run(ctx context.Context, op string, s Streams) (*kyverno
 		return out, nil // rows of an operation name resources (kyverno test: payloads are no trigger of one)
 	}
 	for i, p := range ks.payloads {
-		if out.byKey[p.name] != nil {
-			continue // a resource's key: rows name it (a payload's name has no commas)
-		}
 		res, err := ks.chain.Run(ctx, runner.Request{Operation: rules.Create, Object: value.DeepCopy(p.obj).(map[string]any), User: ks.user, Payload: true})
 		if err != nil {
 			return nil, kyvernoSuiteError(ks.t, fmt.Sprintf("jsonPayloads[%d]", i), fmt.Errorf("%s: %w", p.name, err))

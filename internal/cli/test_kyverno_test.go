@@ -97,6 +97,7 @@ func TestKyvernoSuiteRefused(t *testing.T) {
 			kt.JSONPayloads = []string{"../json-payloads/payloads/good.json", "../json-payloads/not-an-object.json"}
 		}, "jsonPayloads[1]: " + "invalid manifest: ../../testdata/cli/kyverno/json-payloads/not-an-object.json: a payload is a top-level object, not a JSON array"},
 		{"jsonPayloads of two documents", func(kt *suite.KyvernoTest) { kt.JSONPayloads = []string{"../json-payloads/policies.yaml"} }, "a payload is one document"},
+		{"jsonPayloads with a comma", func(kt *suite.KyvernoTest) { kt.JSONPayloads = []string{"a,b.json"} }, `jsonPayloads[0]: "a,b.json": a payload's path holds no comma`},
 		{"httpPayloads", func(kt *suite.KyvernoTest) { kt.HTTPPayloads = []string{"check.json"} }, "httpPayloads: check requests of Kyverno's authorization policies are not run"},
 		{"envoyPayloads", func(kt *suite.KyvernoTest) { kt.EnvoyPayloads = []string{"check.json"} }, "envoyPayloads: "},
 	} {
