@@ -173,11 +173,7 @@ func (v gvrVal) Value() any     { return v }
 
 // resourceToGVR is resource.ToGVR(apiVersion, kind).
 func resourceToGVR(args ...ref.Val) ref.Val {
-	d, e := dataOf(args[0])
-	if e != nil {
-		return e
-	}
-	s, e := strArgs(args[1:])
+	d, s, e := dataAndStrings(args)
 	if e != nil {
 		return e
 	}
@@ -207,6 +203,17 @@ func dataOf(arg ref.Val) (dataVal, ref.Val) {
 		return dataVal{}, types.NewErr("no data reader is bound to %s", arg.Type().TypeName())
 	}
 	return v, nil
+}
+
+// dataAndStrings are a call's receiver's KyvernoData and its string
+// arguments, or the error of the first that is neither.
+func dataAndStrings(args []ref.Val) (dataVal, []string, ref.Val) {
+	d, e := dataOf(args[0])
+	if e != nil {
+		return dataVal{}, nil, e
+	}
+	s, e := strArgs(args[1:])
+	return d, s, e
 }
 
 // strArgs are string arguments, or the error of the first that is not.
@@ -268,11 +275,7 @@ func answer(what string, v any, err error) ref.Val {
 // (-1: none, the namespaced form), the others in Kyverno's order.
 func resourceGet(ns int) func(args ...ref.Val) ref.Val {
 	return func(args ...ref.Val) ref.Val {
-		d, e := dataOf(args[0])
-		if e != nil {
-			return e
-		}
-		s, e := strArgs(args[1:])
+		d, s, e := dataAndStrings(args)
 		if e != nil {
 			return e
 		}
