@@ -15,6 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/admissionpolicy"
@@ -22,6 +25,7 @@ import (
 	"github.com/modwright/modwright/internal/auditor"
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/source/cluster"
 )
 
 type auditOptions struct {
@@ -64,7 +68,10 @@ API server itself never audits (-f only).
 The objects are manifests (-f), or every object of a live cluster of the
 kinds the rules match (--kubeconfig; read only, listed page by page, at most
 --qps requests per second; a kind the credentials may not list is reported
-and the run exits 2). Rules read their context from --context either way.
+and the run exits 2). Rules read their context from --context; with
+--kubeconfig and no --context, from the cluster, read only: Namespaces and
+Nodes, API calls (GET), objects of any kind (a namespaced rule's as its
+namespace's rule reader, modwright-rules, could read them).
 
 Output (-o): table (the default: policy, rule, result, object, message),
 json or yaml (the summary and the results), or policyreport: the
@@ -144,7 +151,7 @@ func runAudit(ctx context.Context, o *auditOptions, s Streams) error {
 	var objects int
 	var unlisted []string
 	if o.kubeconfig != "" {
-		objects, unlisted, err = auditCluster(ctx, o, s, snap, engineOptions(resolver, nil), policies, contextObjects(resolver), add)
+		objects, unlisted, err = auditCluster(ctx, o, s, snap, resolver, policies, contextObjects(resolver), add)
 	} else {
 		objects, err = auditFiles(ctx, o, s, audit.NewScanner(snap, engineOptions(resolver, nil)), vaps, add)
 	}
@@ -196,12 +203,18 @@ func auditFiles(ctx context.Context, o *auditOptions, s Streams, scanner *audit.
 // cluster's Namespaces, listed first, and the params among objects); the
 // resources the credentials may not list are returned (their objects are
 // not audited: the run exits 2 after its results).
-func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.Snapshot, readers engine.Options, policies *admissionpolicy.Set, objects []map[string]any, add func([]audit.Result)) (int, []string, error) {
+func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.Snapshot, resolver engine.ObjectReader, policies *admissionpolicy.Set, objects []map[string]any, add func([]audit.Result)) (int, []string, error) {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return 0, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), max(1, int(2*o.qps))
+	readers := engineOptions(resolver, nil)
+	if resolver == nil {
+		if readers, err = clusterReaders(cfg); err != nil {
+			return 0, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
+		}
+	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return 0, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
@@ -226,6 +239,30 @@ func auditCluster(ctx context.Context, o *auditOptions, s Streams, snap *engine.
 		return w.Objects, nil, &ExitError{Code: 2, Err: fmt.Errorf("--kubeconfig: %w", err)}
 	}
 	return w.Objects, w.Unlisted, nil
+}
+
+// clusterReaders are what rules read of a live cluster when --context
+// gives nothing: Namespaces and Nodes, API calls (GET only), objects of any
+// kind (a namespaced rule's as its namespace's rule reader could read
+// them, asked of the API server), read with the credentials of cfg,
+// uncached but for API calls (a few seconds).
+func clusterReaders(cfg *rest.Config) (engine.Options, error) {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return engine.Options{}, err
+	}
+	clients, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	authz := &cluster.Authorizer{Reviews: clients.AuthorizationV1().SubjectAccessReviews()}
+	return engine.Options{
+		Objects:    &cluster.Resolver{Reader: c},
+		API:        &cluster.APIClient{REST: clients.Discovery().RESTClient(), TTL: 10 * time.Second, Authorizer: authz},
+		Kinds:      &cluster.Kinds{Reader: c, Mapper: c.RESTMapper()},
+		Authorizer: authz,
+		RuleReader: cluster.DefaultRuleReader,
+	}, nil
 }
 
 func writeAudit(w io.Writer, o *auditOptions, listed []audit.Result, sum map[audit.Status]int, report *audit.Report) error {

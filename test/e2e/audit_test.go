@@ -225,6 +225,37 @@ spec:
 		}
 	})
 
+	t.Run("modwright audit --kubeconfig: rules read the cluster's context", func(t *testing.T) {
+		// The Namespace (namespaceObject) and a ConfigMap (Kyverno's
+		// resource library) read from the cluster, no --context given.
+		teams := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "teams", Namespace: "audit-a"}, Data: map[string]string{"allowed": "payments,search"}}
+		create(t, c, teams)
+		rules := filepath.Join(t.TempDir(), "vpol.yaml")
+		if err := os.WriteFile(rules, []byte(`apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: known-teams}
+spec:
+  validationActions: [Audit]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+  variables:
+  - name: allowed
+    expression: "resource.Get('v1', 'configmaps', 'audit-a', 'teams').data.allowed.split(',')"
+  validations:
+  - expression: "namespaceObject.metadata.?labels.tier.orValue('') != 'batch' || object.metadata.?labels.team.orValue('') in variables.allowed"
+    message: pods of batch namespaces name a known team
+`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := cli.ExecuteContext(ctx, []string{"audit", "--rules", rules, "--kubeconfig", cl.kubeconfig}, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+		if code != 1 || !strings.Contains(out.String(), "pods of batch namespaces name a known team") || !strings.Contains(out.String(), "Pod audit-b/bad-2") ||
+			strings.Contains(out.String(), "Pod audit-a/") || !strings.Contains(errOut.String(), " 0 error,") {
+			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+		}
+	})
+
 	t.Run("modwright audit --kubeconfig audits Kubernetes' admission policies", func(t *testing.T) {
 		// Bound to the namespaces labelled tier=batch: the cluster's
 		// Namespaces are read for the selector.
