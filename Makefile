@@ -137,8 +137,12 @@ fuzz:
 # The benchmark harness (BENCHMARKS.md): engine and handler micro-benchmarks,
 # then load tests of `modwright serve --standalone` and of the floor server
 # over HTTPS/HTTP2; prints one table. BENCHFLAGS=-quick for a smoke run.
+# Then the per-kind table: the same three checks in every rule kind and
+# language (testdata/bench/kinds), each one's cost and its ratio to the
+# fastest.
 bench:
 	$(GO) run ./test/load/cmd/bench $(BENCHFLAGS)
+	MODWRIGHT_KINDS_TABLE=1 $(GO) test -count=1 -run '^TestKindsTable$$' -v ./internal/cli
 
 # Issue 19's admission throughput: creates/s and latency of one Deployment
 # on the e2e suite's kube-apiserver with no admission, the ten ModRules of
