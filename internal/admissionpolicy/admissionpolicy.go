@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -336,8 +338,14 @@ func (r Request) normalized() (Request, error) {
 }
 
 // Normalize copies m with int64 and float64 numbers and without null
-// members (absent, as in the API server's decoded objects).
+// members (absent, as in the API server's decoded objects): what a JSON
+// round trip through the API server's decoder gives (an integral float
+// within int64 becomes an int64), walked rather than encoded and decoded
+// again; a tree holding a value of another type takes the round trip.
 func Normalize(m map[string]any) (map[string]any, error) {
+	if out, ok := normalizeTree(m).(map[string]any); ok {
+		return out, nil
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
@@ -348,6 +356,64 @@ func Normalize(m map[string]any) (map[string]any, error) {
 	}
 	dropNulls(out)
 	return out, nil
+}
+
+// normalizeTree is Normalize of a JSON tree, nil when it holds a value no
+// JSON tree holds.
+func normalizeTree(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if e == nil {
+				continue
+			}
+			n := normalizeTree(e)
+			if n == nil {
+				return nil
+			}
+			out[k] = n
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			if e == nil {
+				continue // null stays null in a list
+			}
+			if out[i] = normalizeTree(e); out[i] == nil {
+				return nil
+			}
+		}
+		return out
+	case string, bool, int64:
+		return v
+	case int:
+		return int64(v)
+	case int32:
+		return int64(v)
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil // no JSON number: the round trip's error
+		}
+		// As encoding/json writes it (the shortest decimal, without an
+		// exponent below 1e21) and the API server's decoder reads it back:
+		// an integer when that text is one that fits int64.
+		if v == math.Trunc(v) && math.Abs(v) < 1e21 {
+			if i, err := strconv.ParseInt(strconv.FormatFloat(v, 'f', -1, 64), 10, 64); err == nil {
+				return i
+			}
+		}
+		return v
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		if f, err := v.Float64(); err == nil {
+			return f
+		}
+	}
+	return nil
 }
 
 // goForm is m in its Go type's form when its kind is built in, else m.
