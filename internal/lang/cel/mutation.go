@@ -29,6 +29,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/kubernetes/scheme"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/lang/quantity"
@@ -314,6 +315,15 @@ func decodeTyped(data []byte, gvk schema.GroupVersionKind, strict bool) (runtime
 	if err != nil {
 		return nil, err
 	}
+	if !strict {
+		// What the serializer does for a registered kind's object, without
+		// reading the apiVersion and kind from the text first (gvk is the
+		// object's own).
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, typed); err != nil {
+			return nil, err
+		}
+		return typed, nil
+	}
 	if _, _, err := serializer(strict).Decode(data, nil, typed); err != nil {
 		return nil, err
 	}
@@ -327,7 +337,7 @@ func normalize(data []byte, gvk schema.GroupVersionKind) ([]byte, any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := runtime.Encode(serializer(false), typed)
+	out, err := json.Marshal(typed) // the serializer's encoding, without its newline
 	if err != nil {
 		return nil, nil, err
 	}
