@@ -34,6 +34,7 @@ type ctxEntry struct {
 	isCM     bool
 	api      *apiEntry
 	global   *globalRefEntry
+	image    *imageRegistryEntry
 	offline  string // an entry read only in the cluster (imageRegistry, globalReference without a GlobalContextReader)
 	jpSource string
 }
@@ -135,6 +136,7 @@ func (c *compiler) contextEntries(field string, es []kyvernov1.ContextEntry) []*
 		if e.ImageRegistry != nil {
 			n++
 			ce.offline = "imageRegistry"
+			ce.image = c.imageRegistry(f+".imageRegistry", e.ImageRegistry.Raw)
 		}
 		if e.GlobalReference != nil {
 			n++
@@ -317,6 +319,18 @@ func (s *scope) loadOne(h *engine.Handle, e *ctxEntry) (*scope, error) {
 			return s, err
 		}
 		return s.with(e.name, lib), nil
+	case e.image != nil:
+		v, read, err := s.imageData(h, e.image)
+		if err != nil {
+			return s, err
+		}
+		if read {
+			lib, err := jmespath.Prepare(v)
+			if err != nil {
+				return s, err
+			}
+			return s.with(e.name, lib), nil
+		}
 	case e.global != nil:
 		v, read, err := s.globalRef(h, e.global)
 		if err != nil {

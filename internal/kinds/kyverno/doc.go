@@ -40,10 +40,11 @@
 // engine's KindReader, in the Policy's namespace only for a Policy.
 //
 // Not evaluated, reported as such (the policy loads, and every request it
-// matches gets the rule's error): validate.manifests and verifyImages;
-// the imageRegistry context entry (offline, as kyverno test, a value of
-// the same name stands for it). An apiCall's service is called through
-// the engine's HTTPReader.
+// matches gets the rule's error): validate.manifests and verifyImages.
+// The imageRegistry context entry reads through the engine's ImageReader
+// (offline without image data, as kyverno test, a value of the same name
+// stands for it). An apiCall's service is called through the engine's
+// HTTPReader.
 //
 // It must not know how HTTP requests are made, the CLI or how rules are sourced; other kinds and
 // the kernel's internals are none of its business.

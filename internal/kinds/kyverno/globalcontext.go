@@ -2,6 +2,7 @@ package kyverno
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -100,4 +101,81 @@ func readGlobal(ctx context.Context, g engine.GlobalContextReader, entry, projec
 		return nil, fmt.Errorf("%q: %w", kyvernoreq.Truncate(entry, 100), engine.ErrNoGlobalContextEntry)
 	}
 	return g.GlobalContext(ctx, entry, projection)
+}
+
+// imageRegistryEntry is a compiled imageRegistry context entry: the
+// image's reference and the JMESPath applied to its data, with {{ }}
+// variables.
+type imageRegistryEntry struct {
+	ref, jp *subst.Template
+}
+
+// imageRegistry is an imageRegistry entry as written; its
+// imageRegistryCredentials are not read (the engine's ImageReader has the
+// operator's: --image-pull-secrets).
+type imageRegistry struct {
+	Reference                string          `json:"reference"`
+	JMESPath                 string          `json:"jmesPath,omitempty"`
+	ImageRegistryCredentials json.RawMessage `json:"imageRegistryCredentials,omitempty"`
+}
+
+func (c *compiler) imageRegistry(field string, raw []byte) *imageRegistryEntry {
+	var r imageRegistry
+	if !c.decodeInto(field, raw, &r) {
+		return nil
+	}
+	if r.Reference == "" {
+		c.errf(field+".reference", "an image reference is required")
+		return nil
+	}
+	out := &imageRegistryEntry{ref: c.template(field+".reference", r.Reference)}
+	if r.JMESPath != "" {
+		out.jp = c.template(field+".jmesPath", r.JMESPath)
+	}
+	return out
+}
+
+// imageData reads an imageRegistry entry's image through the engine's
+// ImageReader and gives it in Kyverno's shape (image, resolvedImage,
+// registry, repository, identifier, manifestList, manifest, configData),
+// its JMESPath applied. read is false without a reader (offline without
+// image data: as kyverno test, a value of the same name stands for it).
+func (s *scope) imageData(h *engine.Handle, e *imageRegistryEntry) (v any, read bool, err error) {
+	im := h.Images()
+	if im == nil || e.ref == nil {
+		return nil, false, nil
+	}
+	ref, err := e.ref.RenderEscaped(s.ctx, s, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	d, err := im.ImageData(h.Context(), ref)
+	switch {
+	case errors.Is(err, engine.ErrNoReader):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("failed to fetch image descriptor: %s, error: %w", kyvernoreq.Truncate(ref, 200), err)
+	}
+	data := map[string]any{"image": d["image"], "resolvedImage": d["resolvedImage"], "registry": d["registry"], "repository": d["repository"],
+		"identifier": d["identifier"], "manifestList": d["imageIndex"], "manifest": d["manifest"], "configData": d["config"]}
+	if e.jp == nil {
+		return data, true, nil
+	}
+	src, err := e.jp.RenderEscaped(s.ctx, s, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	prog, err := s.progs.compile(src)
+	if err != nil {
+		return nil, false, err
+	}
+	lib, err := jmespath.Prepare(data)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := prog.prog.Search(s.ctx, lib)
+	if err != nil {
+		return nil, false, fmt.Errorf("failed to apply JMESPath (%s) results to context entry, error: %w", src, err)
+	}
+	return jmespath.Result(out), true, nil
 }

@@ -134,3 +134,68 @@ spec:
 		}
 	}
 }
+
+// imageUsers answers image data with the user each image runs as.
+type imageUsers map[string]string
+
+func (u imageUsers) ImageData(_ context.Context, ref string) (map[string]any, error) {
+	user, ok := u[ref]
+	if !ok {
+		return nil, errors.New("no such image")
+	}
+	return map[string]any{"image": ref, "registry": "ghcr.io", "config": map[string]any{"config": map[string]any{"User": user}}}, nil
+}
+
+// TestImageRegistryEntry: an imageRegistry context entry reads the image
+// through the engine's ImageReader, in Kyverno's shape (configData, not
+// config), its JMESPath applied; an image the registry does not give is
+// the rule's error; without a reader the entry is not loaded (offline: a
+// value of the same name stands for it).
+func TestImageRegistryEntry(t *testing.T) {
+	snap := snapshot(t, `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: image-user}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: non-root-image
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    context:
+    - name: imageUser
+      imageRegistry:
+        reference: "{{ request.object.spec.containers[0].image }}"
+        jmesPath: "configData.config.User"
+    validate:
+      message: "the image runs as user {{ imageUser }}"
+      deny:
+        conditions:
+          any:
+          - {key: "{{ imageUser }}", operator: Equals, value: "0"}
+`)
+	eng := engine.New(engine.Options{Images: imageUsers{"ghcr.io/a/app:v1": "1000", "ghcr.io/a/root:v1": "0"}})
+	for image, want := range map[string]string{
+		"ghcr.io/a/app:v1":  "non-root-image=pass",
+		"ghcr.io/a/root:v1": "non-root-image=fail: the image runs as user 0",
+		"ghcr.io/a/gone:v1": "non-root-image=error: ",
+	} {
+		pod := manifests(t, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a}, spec: {containers: [{name: c, image: `+image+`}]}}`)[0].Object
+		d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "a", Object: pod})
+		if err != nil && d == nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tr := range d.Trace {
+			for _, r := range kyverno.ResultsOf(tr.Detail) {
+				s := r.Rule + "=" + string(r.Status)
+				if r.Status != kyverno.Pass {
+					s += ": " + r.Message
+				}
+				got = append(got, s)
+			}
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+			t.Errorf("%s: results %q, want %q", image, got, want)
+		}
+	}
+}
