@@ -197,11 +197,25 @@ func (d *celData) ImageData(image string) (map[string]any, error) {
 	if err := d.count(); err != nil {
 		return nil, err
 	}
-	r := d.h.Images()
+	return readImage(d.h, image)
+}
+
+// maxImageRef bounds an image reference an object gives before any
+// reader parses it, caches it or names it in an error (a registry host
+// and a repository path fit many times over).
+const maxImageRef = 4096
+
+// readImage reads an image's data through the engine's ImageReader (an
+// error wrapping engine.ErrNoReader without one).
+func readImage(h *engine.Handle, image string) (map[string]any, error) {
+	if len(image) > maxImageRef {
+		return nil, fmt.Errorf("an image reference of %d bytes (at most %d)", len(image), maxImageRef)
+	}
+	r := h.Images()
 	if r == nil {
 		return nil, engine.NoReader(fmt.Sprintf("image %s: no image reader (offline, give the image's data in a test's context file)", image))
 	}
-	return r.ImageData(d.h.Context(), image)
+	return r.ImageData(h.Context(), image)
 }
 
 // maxHTTPBody and maxHTTPHeaders bound a request body and the headers the

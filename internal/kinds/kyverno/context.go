@@ -319,20 +319,15 @@ func (s *scope) loadOne(h *engine.Handle, e *ctxEntry) (*scope, error) {
 			return s, err
 		}
 		return s.with(e.name, lib), nil
-	case e.image != nil:
-		v, read, err := s.imageData(h, e.image)
-		if err != nil {
-			return s, err
+	case e.image != nil || e.global != nil:
+		var v any
+		var read bool
+		var err error
+		if e.image != nil {
+			v, read, err = s.imageData(h, e.image)
+		} else {
+			v, read, err = s.globalRef(h, e.global)
 		}
-		if read {
-			lib, err := jmespath.Prepare(v)
-			if err != nil {
-				return s, err
-			}
-			return s.with(e.name, lib), nil
-		}
-	case e.global != nil:
-		v, read, err := s.globalRef(h, e.global)
 		if err != nil {
 			return s, err
 		}
@@ -371,20 +366,8 @@ func (s *scope) apiCall(h *engine.Handle, e *ctxEntry) (any, error) {
 	default:
 		return nil, nil
 	}
-	if err == nil && a.jp != nil {
-		var src string
-		if src, err = a.jp.RenderEscaped(s.ctx, s, nil); err == nil {
-			var prog *jpExpr
-			if prog, err = s.progs.compile(src); err == nil {
-				var lib any
-				if lib, err = jmespath.Prepare(res); err == nil {
-					var out any
-					if out, err = prog.prog.Search(s.ctx, lib); err == nil {
-						res = jmespath.Result(out)
-					}
-				}
-			}
-		}
+	if err == nil {
+		res, _, err = s.searchEntry(a.jp, res)
 	}
 	if (err != nil || res == nil) && a.def != nil {
 		return a.def.Substitute(s.ctx, s)

@@ -71,26 +71,36 @@ func (s *scope) globalRef(h *engine.Handle, e *globalRefEntry) (v any, read bool
 	case err != nil:
 		return nil, false, err
 	}
-	if e.jp == nil {
-		return v, true, nil
+	out, src, err := s.searchEntry(e.jp, v)
+	if err != nil && src != "" {
+		return nil, false, fmt.Errorf("failed to apply JMESPath %s for context entry: %w", src, err)
 	}
-	src, err := e.jp.RenderEscaped(s.ctx, s, nil)
-	if err != nil {
-		return nil, false, err
+	return out, err == nil, err
+}
+
+// searchEntry applies jp (its {{ }} variables rendered; nil: none) to v: the
+// result, and the expression when searching failed ("" when rendering or
+// compiling it did).
+func (s *scope) searchEntry(jp *subst.Template, v any) (out any, src string, err error) {
+	if jp == nil {
+		return v, "", nil
+	}
+	if src, err = jp.RenderEscaped(s.ctx, s, nil); err != nil {
+		return nil, "", err
 	}
 	prog, err := s.progs.compile(src)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	lib, err := jmespath.Prepare(v)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
-	out, err := prog.prog.Search(s.ctx, lib)
+	res, err := prog.prog.Search(s.ctx, lib)
 	if err != nil {
-		return nil, false, fmt.Errorf("failed to apply JMESPath %s for context entry: %w", src, err)
+		return nil, src, err
 	}
-	return jmespath.Result(out), true, nil
+	return jmespath.Result(res), "", nil
 }
 
 // readGlobal reads an entry through g. An entry or projection name longer
@@ -141,15 +151,14 @@ func (c *compiler) imageRegistry(field string, raw []byte) *imageRegistryEntry {
 // its JMESPath applied. read is false without a reader (offline without
 // image data: as kyverno test, a value of the same name stands for it).
 func (s *scope) imageData(h *engine.Handle, e *imageRegistryEntry) (v any, read bool, err error) {
-	im := h.Images()
-	if im == nil || e.ref == nil {
+	if h.Images() == nil || e.ref == nil {
 		return nil, false, nil
 	}
 	ref, err := e.ref.RenderEscaped(s.ctx, s, nil)
 	if err != nil {
 		return nil, false, err
 	}
-	d, err := im.ImageData(h.Context(), ref)
+	d, err := readImage(h, ref)
 	switch {
 	case errors.Is(err, engine.ErrNoReader):
 		return nil, false, nil
@@ -158,24 +167,9 @@ func (s *scope) imageData(h *engine.Handle, e *imageRegistryEntry) (v any, read 
 	}
 	data := map[string]any{"image": d["image"], "resolvedImage": d["resolvedImage"], "registry": d["registry"], "repository": d["repository"],
 		"identifier": d["identifier"], "manifestList": d["imageIndex"], "manifest": d["manifest"], "configData": d["config"]}
-	if e.jp == nil {
-		return data, true, nil
-	}
-	src, err := e.jp.RenderEscaped(s.ctx, s, nil)
-	if err != nil {
-		return nil, false, err
-	}
-	prog, err := s.progs.compile(src)
-	if err != nil {
-		return nil, false, err
-	}
-	lib, err := jmespath.Prepare(data)
-	if err != nil {
-		return nil, false, err
-	}
-	out, err := prog.prog.Search(s.ctx, lib)
-	if err != nil {
+	out, src, err := s.searchEntry(e.jp, data)
+	if err != nil && src != "" {
 		return nil, false, fmt.Errorf("failed to apply JMESPath (%s) results to context entry, error: %w", src, err)
 	}
-	return jmespath.Result(out), true, nil
+	return out, err == nil, err
 }

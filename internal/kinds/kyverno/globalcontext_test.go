@@ -178,6 +178,8 @@ spec:
 		"ghcr.io/a/app:v1":  "non-root-image=pass",
 		"ghcr.io/a/root:v1": "non-root-image=fail: the image runs as user 0",
 		"ghcr.io/a/gone:v1": "non-root-image=error: ",
+		// A reference an object makes that long reaches no reader.
+		"ghcr.io/" + strings.Repeat("a", 5000) + ":v1": "non-root-image=error: ",
 	} {
 		pod := manifests(t, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a}, spec: {containers: [{name: c, image: `+image+`}]}}`)[0].Object
 		d, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "a", Object: pod})
@@ -193,6 +195,9 @@ spec:
 				}
 				got = append(got, s)
 			}
+		}
+		if len(image) > 4096 && (len(got) != 1 || !strings.Contains(got[0], "an image reference of 5011 bytes (at most 4096)")) {
+			t.Errorf("a long reference: results %q", got)
 		}
 		if len(got) != 1 || !strings.HasPrefix(got[0], want) {
 			t.Errorf("%s: results %q, want %q", image, got, want)

@@ -53,6 +53,8 @@ type mpolTargets struct {
 	nsSelector    string
 	hasNSSelector bool
 	objSelector   string
+	// nsSel and objSel are the same, parsed (isTarget matches with them).
+	nsSel, objSel labels.Selector
 }
 
 // targetResource is one resource targets are listed from.
@@ -95,22 +97,22 @@ func (c *compiler) mpolTargets(spec *kpoliciesv1.MutatingPolicySpec) *mpolTarget
 		c.errf(fmt.Sprintf("%s.resourceRules[%d]", field, i), "mutateExisting lists its targets: name their group, version and resource (not *)")
 		return nil
 	}
-	sel := func(f string, ls *metav1.LabelSelector) string {
+	sel := func(f string, ls *metav1.LabelSelector) (string, labels.Selector) {
 		if ls == nil {
-			return ""
+			return "", labels.Everything()
 		}
 		s, err := metav1.LabelSelectorAsSelector(ls)
 		if err != nil {
 			c.errf(f, "%v", err)
-			return ""
+			return "", labels.Nothing()
 		}
-		return s.String()
+		return s.String(), s
 	}
 	if mc.NamespaceSelector != nil {
 		out.hasNSSelector = true
-		out.nsSelector = sel(field+".namespaceSelector", mc.NamespaceSelector)
+		out.nsSelector, out.nsSel = sel(field+".namespaceSelector", mc.NamespaceSelector)
 	}
-	out.objSelector = sel(field+".objectSelector", mc.ObjectSelector)
+	out.objSelector, out.objSel = sel(field+".objectSelector", mc.ObjectSelector)
 	return out
 }
 
@@ -391,28 +393,18 @@ func (p *CELPolicy) isTarget(h *engine.Handle, obj map[string]any) (bool, error)
 	if p.ns != "" && ns != p.ns {
 		return false, nil
 	}
-	if t.objSelector != "" {
-		sel, err := labels.Parse(t.objSelector)
-		if err != nil {
-			return false, err
-		}
-		if !sel.Matches(labels.Set(kinds.MetadataStrings(obj, "labels"))) {
-			return false, nil
-		}
+	if !t.objSel.Matches(labels.Set(kinds.MetadataStrings(obj, "labels"))) {
+		return false, nil
 	}
 	if t.hasNSSelector && p.ns == "" {
 		if ns == "" {
 			return false, nil // listed through the selected namespaces: a cluster-scoped object is none
 		}
-		sel, err := labels.Parse(t.nsSelector)
-		if err != nil {
-			return false, err
-		}
 		ls, err := stateOf(h).selectorLabels(h, ns)
 		if err != nil {
 			return false, err
 		}
-		if !sel.Matches(labels.Set(ls)) {
+		if !t.nsSel.Matches(labels.Set(ls)) {
 			return false, nil
 		}
 	}
