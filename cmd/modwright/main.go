@@ -8,6 +8,9 @@ import (
 	"syscall"
 
 	"github.com/modwright/modwright/internal/cli"
+	// A help request is answered, and the process exits, while this package
+	// initializes: before the engines' packages do.
+	_ "github.com/modwright/modwright/internal/quickhelp"
 	"github.com/modwright/modwright/internal/startgc"
 )
 

@@ -86,6 +86,7 @@ func TestHelpExamples(t *testing.T) {
 	}
 	root := testtool.RepoRoot(t)
 	bin := buildModwright(t)
+	t.Run("quick help", func(t *testing.T) { checkQuickHelp(t, bin) })
 	ran := 0
 	for _, ex := range helpExamples() {
 		if why, ok := longRunning[ex.command]; ok {

@@ -33,6 +33,11 @@ var kindWords = []string{
 // kindFree are the packages that know no kind (their directories).
 var kindFree = []string{"internal/engine", "internal/webhook", "internal/metrics", "internal/runner", "internal/controller", "internal/cluster", "internal/audit", "internal/auditor"}
 
+// stdlibOnly are the packages that import nothing but the standard library
+// (their directories): they run before the rest of the binary initializes,
+// which an import of a module would undo (their docs say why).
+var stdlibOnly = []string{"internal/startgc", "internal/quickhelp"}
+
 // kindPackages are the import paths only the CLI's registry may import
 // there: the kinds and their API types.
 func isKindPackage(path string) bool {
@@ -152,6 +157,19 @@ func cliReach(f file) []string {
 	return out
 }
 
+// moduleImports reports the imports of f that are not of the standard
+// library (whose paths' first element has no dot).
+func moduleImports(f file) []string {
+	var out []string
+	for _, im := range f.ast.Imports {
+		p, _ := strconv.Unquote(im.Path.Value)
+		if first, _, _ := strings.Cut(p, "/"); strings.Contains(first, ".") {
+			out = append(out, fmt.Sprintf("%s: imports %s (only the standard library here: it runs before the binary's modules initialize)", f.pos(im.Pos()), p))
+		}
+	}
+	return out
+}
+
 // longFuncs reports the functions longer than maxFuncLines.
 func longFuncs(f file) []string {
 	var out []string
@@ -177,6 +195,9 @@ func check(files []file) []string {
 		}
 		if dir == "internal/cli" && !isTest(f.path) && filepath.Base(f.path) != "registry.go" {
 			out = append(out, cliReach(f)...)
+		}
+		if slices.Contains(stdlibOnly, dir) && !isTest(f.path) {
+			out = append(out, moduleImports(f)...)
 		}
 		if !isTest(f.path) {
 			out = append(out, longFuncs(f)...)
@@ -218,6 +239,8 @@ func TestChecksFire(t *testing.T) {
 		{"cli registry may", "internal/cli/registry.go", "package cli\n\nimport _ \"github.com/modwright/modwright/internal/kinds/policy\"\n", nil},
 		{"cli builds an engine", "internal/cli/serve.go", "package cli\n\nfunc f() { _ = engine.New(engine.Options{}) }\n", []string{"calls the engine (New)"}},
 		{"cli evaluates", "internal/cli/apply.go", "package cli\n\nfunc f() { eng.Evaluate(ctx, snap, req) }\n", []string{"calls the engine (Evaluate)"}},
+		{"early package imports a module", "internal/quickhelp/x.go", "package quickhelp\n\nimport _ \"github.com/spf13/cobra\"\n", []string{"imports github.com/spf13/cobra (only the standard library"}},
+		{"early package imports the standard library", "internal/startgc/x.go", "package startgc\n\nimport _ \"runtime/debug\"\n", nil},
 		{"a long function", "internal/value/x.go", long, []string{"long is 121 lines"}},
 		{"a function at the limit", "internal/value/x.go", short, nil},
 		{"a long test function", "internal/value/x_test.go", long, nil},
