@@ -344,3 +344,70 @@ func countsOf(counts []auditor.RuleCount) []string {
 	}
 	return out
 }
+
+// countingMeta is Metadata that counts the reads in flight (each takes a
+// while: the API server's), and fails those of namespace failIn.
+type countingMeta struct {
+	auditor.Metadata
+	failIn   string
+	mu       sync.Mutex
+	inflight int
+	most     int
+}
+
+func (m *countingMeta) GetMeta(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (metav1.Object, error) {
+	m.mu.Lock()
+	m.inflight++
+	m.most = max(m.most, m.inflight)
+	m.mu.Unlock()
+	time.Sleep(50 * time.Millisecond) // long enough for the others to start, when they may
+	m.mu.Lock()
+	m.inflight--
+	m.mu.Unlock()
+	if namespace == m.failIn {
+		return nil, errors.New("refused")
+	}
+	return m.Metadata.GetMeta(ctx, gvr, namespace, name)
+}
+
+// TestCRDStoreWriters: reports are written Writers at a time (the API
+// server validates each on a core of its own), every one of them, and a
+// write that fails fails the whole.
+func TestCRDStoreWriters(t *testing.T) {
+	rp := audit.NewReport(0)
+	nss := []string{"a", "b", "c", "d", "e", "f"}
+	for _, ns := range nss {
+		rp.Add(audit.Result{Policy: "p", Kind: "ClusterPolicy", Rule: "r", Result: audit.Fail,
+			Resource: audit.Resource{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "x"}})
+	}
+	for _, tt := range []struct {
+		writers, want int
+		failIn        string
+	}{
+		{1, 1, ""},
+		{3, 3, ""},
+		{0, auditor.DefaultWriters, ""},
+		{3, 0, "d"},
+	} {
+		t.Run(fmt.Sprintf("writers=%d fail=%q", tt.writers, tt.failIn), func(t *testing.T) {
+			dyn, _ := fakeClients()
+			meta := &countingMeta{Metadata: dynMeta{dyn}, failIn: tt.failIn}
+			err := (&auditor.CRDStore{Client: dyn, Metadata: meta, Writers: tt.writers}).Write(context.Background(), rp, time.Unix(1000, 0))
+			if tt.failIn != "" {
+				if err == nil || !strings.Contains(err.Error(), "refused") {
+					t.Fatalf("Write: %v, want the failed write's error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if meta.most != tt.want {
+				t.Errorf("%d reports written at once at most, want %d", meta.most, tt.want)
+			}
+			if got := summaries(t, dyn); len(got) != len(nss) {
+				t.Errorf("reports written: %v, want one in each of %v", got, nss)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package auditor
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,7 +41,17 @@ type CRDStore struct {
 	// content hashes): MetadataClient in the cluster.
 	Metadata Metadata
 	Metrics  *Metrics // nil: none
+	// Writers is how many reports are built and written at once (<= 0:
+	// DefaultWriters). The API server validates each report (about half a
+	// megabyte at the cap) on one of its cores: one at a time, the scan
+	// waits on one core while the others idle.
+	Writers int
 }
+
+// DefaultWriters is CRDStore's default number of reports written at once:
+// each one being written holds its report's object (a few megabytes at the
+// cap) in memory.
+const DefaultWriters = 3
 
 // Metadata reads objects' metadata without their content.
 type Metadata interface {
@@ -80,13 +92,20 @@ var _ Store = (*CRDStore)(nil)
 // Write creates or updates each report whose content changed, building
 // one at a time, and deletes modwright's reports that are not among them.
 func (s *CRDStore) Write(ctx context.Context, rp *audit.Report, now time.Time) error {
-	keep := map[string]bool{}
-	for _, ns := range rp.Namespaces() {
-		u := &unstructured.Unstructured{Object: rp.Object(ns, now)}
-		keep[u.GetNamespace()+"/"+u.GetName()] = true
-		if err := s.put(ctx, u); err != nil {
-			return err
-		}
+	nss := rp.Namespaces()
+	keep := make(map[string]bool, len(nss))
+	for _, ns := range nss {
+		keep[ns+"/"+audit.ReportName] = true
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cmp.Or(max(s.Writers, 0), DefaultWriters))
+	for _, ns := range nss {
+		g.Go(func() error {
+			return s.put(gctx, &unstructured.Unstructured{Object: rp.Object(ns, now)})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	for _, gvr := range []schema.GroupVersionResource{policyReports, clusterPolicyReports} {
 		olds, err := s.Metadata.ListMeta(ctx, gvr, managedBy)

@@ -40,7 +40,10 @@ import (
 // audit-scale); make test does not. MODWRIGHT_AUDIT_SCALE_OBJECTS changes
 // the count, MODWRIGHT_AUDIT_SCALE_ARGS adds operator flags, and
 // MODWRIGHT_AUDIT_SCALE_PROFILE=PATH saves the operator's heap after the
-// scan (PATH) and its CPU during its first 20 s (PATH.cpu).
+// scan (PATH), its CPU during its first 20 s (PATH.cpu) and its heap then
+// (PATH.mid), and
+// MODWRIGHT_AUDIT_SCALE_LOG=PATH its log (PATH.audit and PATH.base; with
+// GODEBUG=gctrace=1, its collections).
 func TestAuditScale(t *testing.T) {
 	if os.Getenv("MODWRIGHT_AUDIT_SCALE") != "1" {
 		t.Skip("MODWRIGHT_AUDIT_SCALE=1 runs the background scan's scale measurement (make audit-scale)")
@@ -227,9 +230,24 @@ func runScaleOperator(t *testing.T, bin, kubeconfig string, audit bool) (peakKiB
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				_ = os.WriteFile(profile+".cpu", b, 0o600)
+				// and its heap in the middle of the scan.
+				if resp, err := http.Get("http://" + metricsAddr + "/debug/pprof/heap?gc=1"); err == nil {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					_ = os.WriteFile(profile+".mid", b, 0o600)
+				}
 				return
 			}
 		}()
+	}
+	var logFile io.Writer = io.Discard
+	if path := os.Getenv("MODWRIGHT_AUDIT_SCALE_LOG"); path != "" {
+		f, err := os.Create(path + map[bool]string{true: ".audit", false: ".base"}[audit])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		logFile = f
 	}
 	done := make(chan map[string]any, 1)
 	var tail []string
@@ -239,6 +257,7 @@ func runScaleOperator(t *testing.T, bin, kubeconfig string, audit bool) (peakKiB
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			_, _ = fmt.Fprintln(logFile, line)
 			tailMu.Lock()
 			if tail = append(tail, line); len(tail) > 40 {
 				tail = tail[1:]
