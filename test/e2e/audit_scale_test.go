@@ -43,7 +43,7 @@ import (
 // scan (PATH), its CPU during its first 20 s (PATH.cpu) and its heap then
 // (PATH.mid), and
 // MODWRIGHT_AUDIT_SCALE_LOG=PATH its log (PATH.audit and PATH.base; with
-// GODEBUG=gctrace=1, its collections).
+// MODWRIGHT_AUDIT_SCALE_GODEBUG=gctrace=1, its collections).
 func TestAuditScale(t *testing.T) {
 	if os.Getenv("MODWRIGHT_AUDIT_SCALE") != "1" {
 		t.Skip("MODWRIGHT_AUDIT_SCALE=1 runs the background scan's scale measurement (make audit-scale)")
@@ -208,6 +208,9 @@ func runScaleOperator(t *testing.T, bin, kubeconfig string, audit bool) (peakKiB
 		"--gc-percent", "400")
 	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("MODWRIGHT_AUDIT_SCALE_ARGS"))...) // --graph=false, say
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT=230MiB")
+	if v := os.Getenv("MODWRIGHT_AUDIT_SCALE_GODEBUG"); v != "" {
+		cmd.Env = append(cmd.Env, "GODEBUG="+v) // the operator's alone (gctrace=1), not the build's
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
