@@ -23,8 +23,10 @@ type Graph struct {
 	mu      sync.RWMutex
 	objects map[Ref]*node
 	// out and in index the edges by their ends, sorted; an edge two
-	// objects derive is there twice (a query gives it once).
-	out, in map[Ref][]Edge
+	// objects derive is there twice (a query gives it once). Both point to
+	// one copy of each edge: an object's own edges are its node's (never
+	// modified: replaced whole), a SELECTS edge is allocated once.
+	out, in map[Ref][]*Edge
 	// pods: the labels of each namespace's Pods; holders: the Services'
 	// and workloads' selectors, by namespace (SELECTS edges).
 	pods    map[string]map[Ref]labels.Set
@@ -48,7 +50,7 @@ type Deriver func(obj map[string]any) []Edge
 // New is an empty graph whose objects' edges are their built-in ones and
 // those derive gives.
 func New(derive Deriver) *Graph {
-	return &Graph{derive: derive, objects: map[Ref]*node{}, out: map[Ref][]Edge{}, in: map[Ref][]Edge{},
+	return &Graph{derive: derive, objects: map[Ref]*node{}, out: map[Ref][]*Edge{}, in: map[Ref][]*Edge{},
 		pods: map[string]map[Ref]labels.Set{}, holders: map[string]map[Ref]labels.Selector{}}
 }
 
@@ -108,8 +110,8 @@ func (g *Graph) Upsert(obj map[string]any) {
 		for _, e := range n.own {
 			g.unlink(e)
 		}
-		for _, e := range own {
-			g.link(e)
+		for i := range own {
+			g.link(&own[i])
 		}
 		n.own = own
 	}
@@ -158,7 +160,7 @@ func (g *Graph) setPod(ref Ref, set labels.Set) {
 	g.pods[ref.Namespace][ref] = set
 	for h, sel := range g.holders[ref.Namespace] {
 		if sel.Matches(set) {
-			g.link(Edge{Type: Selects, From: h, To: ref})
+			g.link(&Edge{Type: Selects, From: h, To: ref})
 		}
 	}
 }
@@ -167,7 +169,7 @@ func (g *Graph) setPod(ref Ref, set labels.Set) {
 func (g *Graph) dropSelected(pod Ref) {
 	for _, e := range slices.Clone(g.in[pod]) {
 		if e.Type == Selects {
-			g.unlink(e)
+			g.unlink(*e)
 		}
 	}
 }
@@ -182,7 +184,7 @@ func (g *Graph) setHolder(ref Ref, sel labels.Selector) {
 	g.holders[ref.Namespace][ref] = sel
 	for p, set := range g.pods[ref.Namespace] {
 		if sel.Matches(set) {
-			g.link(Edge{Type: Selects, From: ref, To: p})
+			g.link(&Edge{Type: Selects, From: ref, To: p})
 		}
 	}
 }
@@ -191,7 +193,7 @@ func (g *Graph) setHolder(ref Ref, sel labels.Selector) {
 func (g *Graph) dropHolder(ref Ref) {
 	for _, e := range slices.Clone(g.out[ref]) {
 		if e.Type == Selects {
-			g.unlink(e)
+			g.unlink(*e)
 		}
 	}
 	delete(g.holders[ref.Namespace], ref)
@@ -199,15 +201,18 @@ func (g *Graph) dropHolder(ref Ref) {
 
 // link adds e to both indexes, each kept sorted (a lookup copies, no
 // sorting).
-func (g *Graph) link(e Edge) {
+func (g *Graph) link(e *Edge) {
 	g.out[e.From] = insertSorted(g.out[e.From], e)
 	g.in[e.To] = insertSorted(g.in[e.To], e)
 }
 
-func insertSorted(es []Edge, e Edge) []Edge {
-	i, _ := slices.BinarySearchFunc(es, e, Compare)
+func insertSorted(es []*Edge, e *Edge) []*Edge {
+	i, _ := slices.BinarySearchFunc(es, *e, compareAt)
 	return slices.Insert(es, i, e)
 }
+
+// compareAt is Compare of the edge a points to and b.
+func compareAt(a *Edge, b Edge) int { return Compare(*a, b) }
 
 // unlink removes one copy of e from both indexes.
 func (g *Graph) unlink(e Edge) {
@@ -221,11 +226,20 @@ func (g *Graph) unlink(e Edge) {
 	}
 }
 
-func removeOne(es []Edge, e Edge) []Edge {
-	if i, found := slices.BinarySearchFunc(es, e, Compare); found {
+func removeOne(es []*Edge, e Edge) []*Edge {
+	if i, found := slices.BinarySearchFunc(es, e, compareAt); found {
 		return slices.Delete(es, i, i+1)
 	}
 	return es
+}
+
+// values are the edges es points to.
+func values(es []*Edge) []Edge {
+	out := make([]Edge, len(es))
+	for i, e := range es {
+		out[i] = *e
+	}
+	return out
 }
 
 // selectorOf is a Service's or a workload's Pod selector and its text;
@@ -286,7 +300,9 @@ func (g *Graph) Edges() []Edge {
 	g.mu.RLock()
 	var all []Edge
 	for _, es := range g.out {
-		all = append(all, es...)
+		for _, e := range es {
+			all = append(all, *e)
+		}
 	}
 	g.mu.RUnlock()
 	return sorted(all)
@@ -295,7 +311,7 @@ func (g *Graph) Edges() []Edge {
 // Outgoing are the edges from ref, sorted, once each.
 func (g *Graph) Outgoing(ref Ref) []Edge {
 	g.mu.RLock()
-	es := slices.Clone(g.out[ref])
+	es := values(g.out[ref])
 	g.mu.RUnlock()
 	return slices.Compact(es)
 }
@@ -303,7 +319,7 @@ func (g *Graph) Outgoing(ref Ref) []Edge {
 // Incoming are the edges to ref, sorted, once each.
 func (g *Graph) Incoming(ref Ref) []Edge {
 	g.mu.RLock()
-	es := slices.Clone(g.in[ref])
+	es := values(g.in[ref])
 	g.mu.RUnlock()
 	return slices.Compact(es)
 }
