@@ -200,7 +200,7 @@ func addOperatorFlags(f interface {
 	f.IntVar(&o.auditViolations, "audit-status-violations", auditor.DefaultMaxViolations, "most violations a rule's status lists, for the kinds that list them (Gatekeeper's constraints: status.violations, as its --constraint-violations-limit); status.totalViolations counts them all")
 	f.BoolVar(&o.auditPolicies, "audit-admission-policies", true, "the background scan audits the cluster's ValidatingAdmissionPolicies too (which the API server never audits), read with their bindings, the Namespaces and their params at each full scan (needs list on them)")
 	f.Float64Var(&o.auditQPS, "audit-qps", 20, "most list requests per second the background scan makes to the API server")
-	f.Int64Var(&o.auditPageSize, "audit-page-size", 500, "objects per list request of the background scan (one page is held in memory at a time)")
+	f.Int64Var(&o.auditPageSize, "audit-page-size", auditor.DefaultPageSize, "objects per list request of the background scan (one page is held in memory at a time)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader for the singleton writers (status, certificates); every replica serves admission regardless")
 	f.StringVar(&o.leaderElectionID, "leader-election-id", "modwright.api.kubemod.io", "name of the leader-election Lease")
 }

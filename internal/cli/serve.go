@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,9 +21,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/modwright/modwright/internal/certs"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/gctune"
 	"github.com/modwright/modwright/internal/kinds"
 	cuelang "github.com/modwright/modwright/internal/lang/cue"
 	"github.com/modwright/modwright/internal/metrics"
@@ -48,6 +49,7 @@ type serveOptions struct {
 	shutdownDelay  time.Duration
 	pprof          bool
 	gcPercent      int
+	gcHeadroom     string
 	logFormat      string
 	verbosity      int
 	operator       operatorOptions
@@ -68,6 +70,12 @@ type serveOptions struct {
 // reviews that met one made the tail latency (BENCHMARKS.md); 400 costs
 // about 10 MiB of RSS.
 const defaultGCPercent = 400
+
+// defaultGCHeadroom is --gc-max-headroom's default: what --gc-percent lets
+// the heap grow by over a live heap of 16 MiB, so that the admission path's
+// small live heaps keep --gc-percent, and a large live heap (a big
+// cluster's graph, a background scan) grows by no more than this.
+const defaultGCHeadroom = "64Mi"
 
 // defaultShutdownDelay is --shutdown-delay's default: time for the
 // endpoints to drop a terminating replica and for the API server to move
@@ -179,9 +187,12 @@ The garbage collector runs when the heap has grown by --gc-percent percent
 over what the last collection found live (runtime/debug.SetGCPercent): 400 by
 default, where Go's default is 100, for fewer collections and a shorter
 latency tail at the cost of a larger heap (about 10 MiB more with 1,000
-rules). When the GOGC environment variable is set, Go's own setting applies
-and --gc-percent is ignored; the log says which applies. GOMEMLIMIT works as
-in any Go program.
+rules). Over a large live heap (the relationship graph of a big cluster, a
+background scan's results) that percent would ask for far more than the heap
+needs: --gc-max-headroom (64Mi) bounds how much the heap grows between two
+collections, lowering the percent while the live heap is large. When the
+GOGC environment variable is set, Go's own setting applies and both flags are
+ignored; the log says which applies. GOMEMLIMIT works as in any Go program.
 
 Every flag can also be set from the environment: MODWRIGHT_ followed by the
 flag name in upper case with - as _ (MODWRIGHT_WEBHOOK_PORT=8443); repeatable
@@ -208,6 +219,7 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.shutdownDelay, "shutdown-delay", defaultShutdownDelay, "on SIGTERM, keep serving this long with /readyz failing (so that the API server and the Service stop sending here), then wait for the reviews in flight and exit")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work; the operator serves them on its metrics port)")
 	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collection target: collect when the heap has grown by this many percent (ignored when GOGC is set)")
+	f.StringVar(&o.gcHeadroom, "gc-max-headroom", defaultGCHeadroom, "most the heap grows by between two collections, whatever --gc-percent allows over a large live heap (a quantity: 64Mi; 0: no bound; ignored when GOGC is set)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity: 0 logs errors, denials and rule loads; 1 adds every patch")
 	addOperatorFlags(f, &o.operator)
@@ -252,16 +264,27 @@ func newLogger(format string, verbosity int, w io.Writer) (logr.Logger, error) {
 	return logr.Logger{}, usageError("--log-format must be json or text, not %q", format)
 }
 
-// applyGCPercent sets the collector's target to percent unless the GOGC
-// environment variable is set (then the runtime has applied it already),
-// and logs which applies.
-func applyGCPercent(percent int, lookup func(string) (string, bool), log logr.Logger) {
+// applyGCPercent sets the collector's target to percent, bounded to grow
+// the heap by at most headroom bytes (gctune), unless the GOGC environment
+// variable is set (then the runtime has applied it already), and logs
+// which applies. The tuner it returns (nil under GOGC) runs until stopped.
+func applyGCPercent(percent int, headroom uint64, lookup func(string) (string, bool), log logr.Logger) *gctune.Tuner {
 	if v, ok := lookup("GOGC"); ok && v != "" {
-		log.Info("garbage collection: GOGC is set and applies; --gc-percent is ignored", "GOGC", v)
-		return
+		log.Info("garbage collection: GOGC is set and applies; --gc-percent and --gc-max-headroom are ignored", "GOGC", v)
+		return nil
 	}
-	debug.SetGCPercent(percent)
-	log.Info("garbage collection", "gcPercent", percent)
+	t := gctune.Start(percent, headroom)
+	log.Info("garbage collection", "gcPercent", percent, "maxHeadroomBytes", headroom)
+	return t
+}
+
+// gcHeadroomBytes is --gc-max-headroom in bytes.
+func (o *serveOptions) gcHeadroomBytes() (uint64, error) {
+	q, err := resource.ParseQuantity(o.gcHeadroom)
+	if err != nil || q.Sign() < 0 {
+		return 0, usageError("--gc-max-headroom must be a quantity of bytes (64Mi, 0 for no bound), not %q", o.gcHeadroom)
+	}
+	return uint64(q.Value()), nil
 }
 
 func runServe(ctx context.Context, o *serveOptions, s Streams) error {
@@ -280,11 +303,17 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	if o.gcPercent < 1 {
 		return usageError("--gc-percent must be at least 1, not %d (GOGC=off turns the collector off)", o.gcPercent)
 	}
+	headroom, err := o.gcHeadroomBytes()
+	if err != nil {
+		return err
+	}
 	log, err := newLogger(o.logFormat, o.verbosity, s.Err)
 	if err != nil {
 		return err
 	}
-	applyGCPercent(o.gcPercent, os.LookupEnv, log)
+	if t := applyGCPercent(o.gcPercent, headroom, os.LookupEnv, log); t != nil {
+		defer t.Stop()
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// serve's --gc-percent applies unless GOGC is set; the log says which, and
-// MODWRIGHT_GC_PERCENT sets the flag.
+// serve's --gc-percent (bounded by --gc-max-headroom) applies unless GOGC
+// is set; the log says which, and MODWRIGHT_GC_PERCENT sets the flag.
 func TestServeGCPercent(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
@@ -23,6 +23,16 @@ func TestServeGCPercent(t *testing.T) {
 	env := map[string]string{"MODWRIGHT_GC_PERCENT": "250"}
 	if err := bindEnv(cmd.Flags(), func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil || o.gcPercent != 250 {
 		t.Fatalf("MODWRIGHT_GC_PERCENT: %d, %v", o.gcPercent, err)
+	}
+	for _, tc := range []struct {
+		flag string
+		want uint64
+		ok   bool
+	}{{"64Mi", 64 << 20, true}, {"0", 0, true}, {"1G", 1e9, true}, {"-1Mi", 0, false}, {"lots", 0, false}} {
+		got, err := (&serveOptions{gcHeadroom: tc.flag}).gcHeadroomBytes()
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("--gc-max-headroom %s: %d, %v; want %d (ok %v)", tc.flag, got, err, tc.want, tc.ok)
+		}
 	}
 
 	for _, tc := range []struct {
@@ -40,9 +50,15 @@ func TestServeGCPercent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		applyGCPercent(400, func(k string) (string, bool) { v, ok := tc.gogc[k]; return v, ok }, log)
+		tu := applyGCPercent(400, 64<<20, func(k string) (string, bool) { v, ok := tc.gogc[k]; return v, ok }, log)
 		if got := current(); got != tc.want || !strings.Contains(logs.String(), tc.logged) {
 			t.Errorf("GOGC %v: GC percent %d, want %d; log %s", tc.gogc, got, tc.want, logs.String())
+		}
+		if (tu == nil) != (tc.gogc["GOGC"] != "") {
+			t.Errorf("GOGC %v: tuner %v", tc.gogc, tu)
+		}
+		if tu != nil {
+			tu.Stop()
 		}
 	}
 }
