@@ -215,11 +215,26 @@ func serviceHosts(service, namespace string) []string {
 	}
 }
 
+// restConfig is the client configuration of --kubeconfig, else
+// controller-runtime's (in-cluster, or $KUBECONFIG). Either way, unless the
+// kubeconfig sets a rate, the clients have no client-side rate limit and
+// rely on the API server's priority and fairness, as controller-runtime's
+// configuration has them (client-go's default is 5 requests per second:
+// an operator started with --kubeconfig was throttled where the same
+// operator in the cluster was not). Clients that bound their own load (the
+// background scan's) set their rate on a copy.
 func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
 	}
-	return ctrl.GetConfig()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = -1 // as controller-runtime's GetConfig: no client-side limiter
+	}
+	return cfg, nil
 }
 
 // operator is one run of serve without --standalone, the in-cluster
