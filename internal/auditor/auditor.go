@@ -45,7 +45,15 @@ type RuleCount struct {
 	// Violations are its first fail results (at most
 	// Options.MaxViolations), by namespace in order, as the scan found
 	// them.
-	Violations []audit.Result
+	Violations []Violation
+}
+
+// Violation is a fail result as a rule's count lists it: the object and
+// the message (the rest is the rule's, alike in every one; a scan keeps up
+// to MaxViolations of them per rule and namespace, so they are kept small).
+type Violation struct {
+	Resource audit.Resource
+	Message  string
 }
 
 // ruleKey names a rule among the counts.
@@ -55,7 +63,7 @@ type ruleKey struct{ Group, Kind, Key string }
 // the first of them.
 type ruleFails struct {
 	n     int64
-	first []audit.Result
+	first []Violation
 }
 
 // DefaultMaxViolations is how many of a rule's fail results its count
@@ -311,7 +319,7 @@ func (st *scanState) add(rs []audit.Result) {
 		}
 		f.n++
 		if len(f.first) < st.limit {
-			f.first = append(f.first, r)
+			f.first = append(f.first, Violation{Resource: r.Resource, Message: r.Message})
 		}
 	}
 }
