@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
@@ -84,7 +82,11 @@ type Options struct {
 	// Client lists the objects (give it a rate-limited configuration: its
 	// QPS bounds the scan's load on the API server); Discovery finds
 	// their resources.
-	Client    dynamic.Interface
+	Client dynamic.Interface
+	// Pages lists the objects page by page; nil: DynamicPages over Client.
+	// In the cluster RawPages, which decodes faster (give it the same
+	// rate-limited configuration).
+	Pages     PageLister
 	Discovery discovery.DiscoveryInterface
 	Store     Store
 	// Policies, when set, audits each scanned object besides the
@@ -502,27 +504,34 @@ func (a *Auditor) walk(ctx context.Context, snap *engine.Snapshot, policies *aud
 // all), page by page: how many, in how many list requests, and the
 // resourceVersion of the list.
 func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, policies *audit.AdmissionPolicies, fn func([]audit.Result), gvr schema.GroupVersionResource, ns string) (n, requests int, rv string, err error) {
-	opts := metav1.ListOptions{Limit: a.o.PageSize}
+	pages := a.o.Pages
+	if pages == nil {
+		pages = DynamicPages{Client: a.o.Client}
+	}
+	cont := ""
 	for {
 		requests++
-		list, err := a.o.Client.Resource(gvr).Namespace(ns).List(ctx, opts)
+		page, err := pages.ListPage(ctx, gvr, ns, a.o.PageSize, cont)
 		if err != nil {
 			return n, requests, rv, err
 		}
 		if rv == "" {
-			rv = list.GetResourceVersion()
+			rv = page.ResourceVersion
 		}
-		for i := range list.Items {
-			obj := &list.Items[i]
-			results, err := scanner.Scan(ctx, obj.Object, obj.GetNamespace())
+		for i, obj := range page.Items {
+			objNS := ""
+			if md, ok := obj["metadata"].(map[string]any); ok {
+				objNS, _ = md["namespace"].(string)
+			}
+			results, err := scanner.Scan(ctx, obj, objNS)
 			if err != nil {
 				return n, requests, rv, err
 			}
-			fn(append(results, policies.Check(ctx, obj.Object, obj.GetNamespace())...))
-			list.Items[i] = unstructured.Unstructured{} // the collector may take it before the page ends
+			fn(append(results, policies.Check(ctx, obj, objNS)...))
+			page.Items[i] = nil // the collector may take it before the page ends
 			n++
 		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+		if cont = page.Continue; cont == "" {
 			return n, requests, rv, nil
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -831,7 +832,13 @@ func (k *operator) backgroundScan(context.Context) error {
 	}
 	cfg := rest.CopyConfig(k.cfg)
 	cfg.QPS, cfg.Burst = float32(k.op.auditQPS), max(1, int(2*k.op.auditQPS))
+	// One limiter for every client of the scan (lists, reports, metadata).
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+	}
+	pages, err := auditor.NewRawPages(cfg)
 	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 	}
@@ -862,7 +869,7 @@ func (k *operator) backgroundScan(context.Context) error {
 		policies = auditor.ClusterAdmissionPolicies(dyn, k.mgr.GetRESTMapper(), k.log.WithName("audit"))
 		policiesVersion = auditor.ClusterAdmissionPoliciesVersion(dyn)
 	}
-	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Discovery: disc, Store: store, Violations: violations, Watch: watchMeta,
+	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Pages: pages, Discovery: disc, Store: store, Violations: violations, Watch: watchMeta,
 		ClusterPolicies: policies, PoliciesVersion: policiesVersion, Interval: k.op.auditInterval, PageSize: k.op.auditPageSize, MaxResults: k.op.auditMaxResults, MaxViolations: maxViolations,
 		Log: k.log.WithName("audit"), Metrics: m}))
 }
