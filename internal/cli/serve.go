@@ -72,10 +72,12 @@ type serveOptions struct {
 const defaultGCPercent = 400
 
 // defaultGCHeadroom is --gc-max-headroom's default: what --gc-percent lets
-// the heap grow by over a live heap of 16 MiB, so that the admission path's
+// the heap grow by over a live heap of 8 MiB, so that the admission path's
 // small live heaps keep --gc-percent, and a large live heap (a big
-// cluster's graph, a background scan) grows by no more than this.
-const defaultGCHeadroom = "64Mi"
+// cluster's graph, a background scan) grows by no more than this
+// (BENCHMARKS.md: the scan of 50,000 objects peaks at 244 MiB with it, 290
+// MiB with 64Mi).
+const defaultGCHeadroom = "32Mi"
 
 // defaultShutdownDelay is --shutdown-delay's default: time for the
 // endpoints to drop a terminating replica and for the API server to move
@@ -189,7 +191,7 @@ default, where Go's default is 100, for fewer collections and a shorter
 latency tail at the cost of a larger heap (about 10 MiB more with 1,000
 rules). Over a large live heap (the relationship graph of a big cluster, a
 background scan's results) that percent would ask for far more than the heap
-needs: --gc-max-headroom (64Mi) bounds how much the heap grows between two
+needs: --gc-max-headroom (32Mi) bounds how much the heap grows between two
 collections, lowering the percent while the live heap is large. When the
 GOGC environment variable is set, Go's own setting applies and both flags are
 ignored; the log says which applies. GOMEMLIMIT works as in any Go program.
@@ -219,7 +221,7 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.shutdownDelay, "shutdown-delay", defaultShutdownDelay, "on SIGTERM, keep serving this long with /readyz failing (so that the API server and the Service stop sending here), then wait for the reviews in flight and exit")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work; the operator serves them on its metrics port)")
 	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collection target: collect when the heap has grown by this many percent (ignored when GOGC is set)")
-	f.StringVar(&o.gcHeadroom, "gc-max-headroom", defaultGCHeadroom, "most the heap grows by between two collections, whatever --gc-percent allows over a large live heap (a quantity: 64Mi; 0: no bound; ignored when GOGC is set)")
+	f.StringVar(&o.gcHeadroom, "gc-max-headroom", defaultGCHeadroom, "most the heap grows by between two collections, whatever --gc-percent allows over a large live heap (a quantity: 32Mi; 0: no bound; ignored when GOGC is set)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity: 0 logs errors, denials and rule loads; 1 adds every patch")
 	addOperatorFlags(f, &o.operator)
@@ -282,7 +284,7 @@ func applyGCPercent(percent int, headroom uint64, lookup func(string) (string, b
 func (o *serveOptions) gcHeadroomBytes() (uint64, error) {
 	q, err := resource.ParseQuantity(o.gcHeadroom)
 	if err != nil || q.Sign() < 0 {
-		return 0, usageError("--gc-max-headroom must be a quantity of bytes (64Mi, 0 for no bound), not %q", o.gcHeadroom)
+		return 0, usageError("--gc-max-headroom must be a quantity of bytes (32Mi, 0 for no bound), not %q", o.gcHeadroom)
 	}
 	return uint64(q.Value()), nil
 }
