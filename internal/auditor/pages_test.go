@@ -54,17 +54,23 @@ func listServer(t *testing.T, requests *[]string) *httptest.Server {
 	return srv
 }
 
+// rawPages is RawPages over listServer, and the requests it receives.
+func rawPages(t *testing.T) (auditor.RawPages, *[]string) {
+	t.Helper()
+	requests := new([]string)
+	pages, err := auditor.NewRawPages(&rest.Config{Host: listServer(t, requests).URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages, requests
+}
+
 // TestRawPages: pages are read as the API server gives them, the items
 // of a built-in kind's list given their apiVersion and kind, numbers as the
 // engine's json.Number; the path names the group and namespace; a page
 // over the bound, and a refused list, are errors.
 func TestRawPages(t *testing.T) {
-	var requests []string
-	srv := listServer(t, &requests)
-	pages, err := auditor.NewRawPages(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pages, requests := rawPages(t)
 	ctx := context.Background()
 	p, err := pages.ListPage(ctx, pods, "a", 2, "")
 	if err != nil {
@@ -87,7 +93,7 @@ func TestRawPages(t *testing.T) {
 		t.Fatalf("deployments: %+v, %v", p, err)
 	}
 	want := []string{"/api/v1/namespaces/a/pods?limit=2", "/api/v1/namespaces/a/pods?continue=next&limit=2", "/apis/apps/v1/deployments?limit=2"}
-	if d := cmp.Diff(want, requests); d != "" {
+	if d := cmp.Diff(want, *requests); d != "" {
 		t.Errorf("requests (-want +got):\n%s", d)
 	}
 	small := pages
@@ -103,12 +109,7 @@ func TestRawPages(t *testing.T) {
 // TestScanRawPages: a scan through RawPages gives the results a scan
 // through the dynamic client gives (TestScan).
 func TestScanRawPages(t *testing.T) {
-	var requests []string
-	srv := listServer(t, &requests)
-	pages, err := auditor.NewRawPages(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pages, _ := rawPages(t)
 	dyn, disc := fakeClients()
 	st := &store{p: snapshot(t, policy)}
 	mem := &auditor.MemoryStore{}
