@@ -42,9 +42,10 @@ type CRDStore struct {
 	Metadata Metadata
 	Metrics  *Metrics // nil: none
 	// Writers is how many reports are built and written at once (<= 0:
-	// DefaultWriters). The API server validates each report (about half a
-	// megabyte at the cap) on one of its cores: one at a time, the scan
-	// waits on one core while the others idle.
+	// DefaultWriters): an API server with cores to spare (or several
+	// replicas) validates them side by side, each about half a megabyte at
+	// the cap. (On a 2-core machine shared with the API server, measured:
+	// no faster than one at a time, BENCHMARKS.md.)
 	Writers int
 }
 
@@ -90,7 +91,8 @@ const AnnotationContent = "modwright.io/content-hash"
 var _ Store = (*CRDStore)(nil)
 
 // Write creates or updates each report whose content changed, building
-// one at a time, and deletes modwright's reports that are not among them.
+// at most Writers at a time, and deletes modwright's reports that are not
+// among them.
 func (s *CRDStore) Write(ctx context.Context, rp *audit.Report, now time.Time) error {
 	nss := rp.Namespaces()
 	keep := make(map[string]bool, len(nss))

@@ -23,8 +23,6 @@ type Tuner struct {
 	mu     sync.Mutex // serializes tune (cleanups may run concurrently)
 	sample [1]metrics.Sample
 	set    int // the percent set last
-	// Sets counts the changes of the percent (tests, metrics).
-	Sets atomic.Int64
 }
 
 // Percent is the collector's percent for a live heap of live bytes: the
@@ -97,7 +95,6 @@ func (t *Tuner) tune() {
 	if p != t.set {
 		debug.SetGCPercent(p)
 		t.set = p
-		t.Sets.Add(1)
 	}
 }
 
