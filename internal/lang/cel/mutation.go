@@ -168,7 +168,7 @@ func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool, fast 
 	if !ok {
 		return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array")
 	}
-	var ops jsonpatch.Patch
+	var natives []patchOp
 	var fastOps []patch.Operation // nil when the fast path cannot take them
 	fastOK := true
 	for it := iter.Iterator(); it.HasNext() == types.True; {
@@ -180,30 +180,19 @@ func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool, fast 
 		if !ok {
 			return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of %T", native)
 		}
-		o := jsonpatch.Operation{
-			"op":   raw(strconv.Quote(op.Op)),
-			"path": raw(strconv.Quote(op.Path)),
-		}
-		if op.From != "" {
-			o["from"] = raw(strconv.Quote(op.From))
-		}
+		n := patchOp{op: op.Op, path: op.Path, from: op.From}
 		if op.Val != nil {
 			if ov, ok := op.Val.(*dynamic.ObjectVal); ok {
 				if err := ov.CheckTypeNamesMatchFieldPathNames(); err != nil {
 					return nil, fmt.Errorf("type mismatch: %w", err)
 				}
 			}
-			v, err := toJSON(op.Val)
-			if err != nil {
+			if n.val, err = toJSON(op.Val); err != nil {
 				return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
 			}
-			b, err := value.AppendJSON(nil, v)
-			if err != nil {
-				return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
-			}
-			o["value"] = raw(string(b))
+			n.hasVal = true
 			if fastOK {
-				fo, ok := fastOp(op.Op, op.Path, v)
+				fo, ok := fastOp(op.Op, op.Path, n.val)
 				fastOps, fastOK = append(fastOps, fo), ok
 			}
 		} else if fastOK {
@@ -211,9 +200,9 @@ func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool, fast 
 			fastOK = ok && fo.Op == patch.Remove // a test without a value: the apiserver's way
 			fastOps = append(fastOps, fo)
 		}
-		ops = append(ops, o)
+		natives = append(natives, n)
 	}
-	if len(ops) == 0 {
+	if len(natives) == 0 {
 		return obj, nil
 	}
 	gvk := (&unstructured.Unstructured{Object: obj}).GroupVersionKind()
@@ -225,6 +214,15 @@ func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool, fast 
 			}
 			return res, nil
 		}
+	}
+	// The apiserver's way: its operations, as its jsonPatcher builds them.
+	ops := make(jsonpatch.Patch, 0, len(natives))
+	for _, n := range natives {
+		o, err := n.operation()
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, o)
 	}
 	doc, err := value.AppendJSON(nil, obj)
 	if err != nil {
@@ -294,6 +292,33 @@ func onlyEdits(ops jsonpatch.Patch) bool {
 		}
 	}
 	return true
+}
+
+// patchOp is one JSONPatch of an expression's result, its value as a JSON
+// tree (hasVal: it has one, null included).
+type patchOp struct {
+	op, path, from string
+	val            any
+	hasVal         bool
+}
+
+// operation is the JSON Patch operation the apiserver builds of o.
+func (o patchOp) operation() (jsonpatch.Operation, error) {
+	op := jsonpatch.Operation{
+		"op":   raw(strconv.Quote(o.op)),
+		"path": raw(strconv.Quote(o.path)),
+	}
+	if o.from != "" {
+		op["from"] = raw(strconv.Quote(o.from))
+	}
+	if o.hasVal {
+		b, err := value.AppendJSON(nil, o.val)
+		if err != nil {
+			return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
+		}
+		op["value"] = raw(string(b))
+	}
+	return op, nil
 }
 
 func raw(s string) *json.RawMessage {
