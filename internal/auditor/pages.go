@@ -50,7 +50,8 @@ func (d DynamicPages) ListPage(ctx context.Context, gvr schema.GroupVersionResou
 }
 
 // DefaultMaxPageBytes bounds a page's body: 200 objects at etcd's largest
-// (1.5 MiB) would be 300 MiB; a page over the bound is an error naming it.
+// (1.5 MiB) would be 300 MiB; a page over the bound is ErrPageTooLarge, and
+// the scan asks for it again with fewer objects (one always fits).
 const DefaultMaxPageBytes = 128 << 20
 
 // ErrPageTooLarge is the error of a page over RawPages.MaxBytes.
@@ -97,7 +98,7 @@ func (r RawPages) ListPage(ctx context.Context, gvr schema.GroupVersionResource,
 		return Page{}, err
 	}
 	if int64(len(data)) > max {
-		return Page{}, fmt.Errorf("%s: %w (over %d bytes; a smaller --audit-page-size lists fewer objects a page)", gvr.String(), ErrPageTooLarge, max)
+		return Page{}, fmt.Errorf("%s: %w (over %d bytes)", gvr.String(), ErrPageTooLarge, max)
 	}
 	tree, err := value.Decode(data)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/modwright/modwright/internal/audit"
 	"github.com/modwright/modwright/internal/auditor"
 )
 
@@ -145,4 +147,55 @@ func (s scopedPages) ListPage(ctx context.Context, gvr schema.GroupVersionResour
 		return auditor.Page{}, nil
 	}
 	return s.PageLister.ListPage(ctx, gvr, s.ns, limit, cont)
+}
+
+// largePages serves n Pods of namespace a, one page of limit objects at a
+// time, refusing a page of more than fit objects as too large (objects a
+// tenant made large); limits records the limits asked.
+type largePages struct {
+	n, fit int
+	limits []int64
+}
+
+func (l *largePages) ListPage(_ context.Context, gvr schema.GroupVersionResource, _ string, limit int64, cont string) (auditor.Page, error) {
+	l.limits = append(l.limits, limit)
+	if gvr != pods {
+		return auditor.Page{}, nil
+	}
+	if limit > int64(l.fit) {
+		return auditor.Page{}, auditor.ErrPageTooLarge
+	}
+	from := 0
+	if cont != "" {
+		from, _ = strconv.Atoi(cont)
+	}
+	p := auditor.Page{ResourceVersion: "7"}
+	for i := from; i < l.n && i < from+int(limit); i++ {
+		p.Items = append(p.Items, map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "p" + strconv.Itoa(i), "namespace": "a"}, "spec": map[string]any{}})
+	}
+	if next := from + int(limit); next < l.n {
+		p.Continue = strconv.Itoa(next)
+	}
+	return p, nil
+}
+
+// TestScanLargePages: a page over the bound is asked again with fewer
+// objects, down to one, and every object is scanned; the resource is not
+// left out.
+func TestScanLargePages(t *testing.T) {
+	dyn, disc := fakeClients()
+	st := &store{p: snapshot(t, policy)}
+	lp := &largePages{n: 5, fit: 1}
+	a := auditor.New(auditor.Options{Snapshots: st, Client: dyn, Pages: lp, Discovery: disc, Store: &auditor.MemoryStore{}, Log: logr.Discard(), PageSize: 4})
+	w, err := a.Walk(context.Background(), st.p, func([]audit.Result) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Objects != 5 || len(w.Unlisted) != 0 {
+		t.Errorf("scanned %d objects (want 5), unlisted %v", w.Objects, w.Unlisted)
+	}
+	if d := cmp.Diff([]int64{4, 2, 1, 1, 1, 1, 1}, lp.limits); d != "" {
+		t.Errorf("limits asked (-want +got):\n%s", d)
+	}
 }
