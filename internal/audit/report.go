@@ -35,6 +35,15 @@ const DefaultMaxResults = 1000
 // object limit.
 const MaxMessageBytes = 1024
 
+// CutMessage is msg cut to MaxMessageBytes (at a character's boundary,
+// marked as cut), for whatever keeps results' messages.
+func CutMessage(msg string) string {
+	if len(msg) <= MaxMessageBytes {
+		return msg
+	}
+	return strings.ToValidUTF8(msg[:MaxMessageBytes], "") + "... (truncated)"
+}
+
 // Report aggregates results into one report per namespace (and one for
 // cluster-scoped objects) without keeping more than the cap of each: the
 // summary counts every result, the kept results are the most pressing
@@ -61,9 +70,7 @@ func NewReport(maxResults int) *Report {
 
 // Add counts r and keeps it when it is among the cap's most pressing.
 func (rp *Report) Add(r Result) {
-	if len(r.Message) > MaxMessageBytes {
-		r.Message = strings.ToValidUTF8(r.Message[:MaxMessageBytes], "") + "... (truncated)"
-	}
+	r.Message = CutMessage(r.Message)
 	n := rp.ns[r.Resource.Namespace]
 	if n == nil {
 		n = &nsReport{summary: map[Status]int{}}

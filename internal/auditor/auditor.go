@@ -321,7 +321,8 @@ func (st *scanState) add(rs []audit.Result) {
 		}
 		f.n++
 		if len(f.first) < st.limit {
-			f.first = append(f.first, Violation{Resource: r.Resource, Message: r.Message})
+			// Cut as a report's are: a message may quote the object.
+			f.first = append(f.first, Violation{Resource: r.Resource, Message: audit.CutMessage(r.Message)})
 		}
 	}
 }

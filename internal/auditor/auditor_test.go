@@ -411,3 +411,26 @@ func TestCRDStoreWriters(t *testing.T) {
 		})
 	}
 }
+
+// TestViolationMessageCut: a rule's message quoting the object (here an
+// annotation of 5,000 bytes) is cut in the violations a count carries, as
+// in the reports.
+func TestViolationMessageCut(t *testing.T) {
+	quoting := strings.Replace(policy, `message: "label team is required"`, `message: "{{ request.object.metadata.annotations.note }}"`, 1)
+	bad := pod("a", "bad", nil)
+	bad.SetAnnotations(map[string]string{"note": strings.Repeat("x", 5000)})
+	dyn, disc := fakeClients(bad)
+	st := &store{p: snapshot(t, quoting)}
+	rec := &recorder{}
+	a := auditor.New(auditor.Options{Snapshots: st, Client: dyn, Discovery: disc, Store: &auditor.MemoryStore{}, Log: logr.Discard(), Violations: rec})
+	if err := a.Scan(context.Background(), st.p); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.counts) != 1 || len(rec.counts[0].Violations) != 1 {
+		t.Fatalf("counts %+v, want one violation", rec.counts)
+	}
+	msg := rec.counts[0].Violations[0].Message
+	if len(msg) > audit.MaxMessageBytes+len("... (truncated)") || !strings.HasSuffix(msg, "... (truncated)") || !strings.Contains(msg, "xxxx") {
+		t.Errorf("violation message of %d bytes: %.60q...", len(msg), msg)
+	}
+}
