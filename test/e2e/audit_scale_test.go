@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -40,8 +43,9 @@ import (
 // audit-scale); make test does not. MODWRIGHT_AUDIT_SCALE_OBJECTS changes
 // the count, MODWRIGHT_AUDIT_SCALE_ARGS adds operator flags, and
 // MODWRIGHT_AUDIT_SCALE_PROFILE=PATH saves the operator's heap after the
-// scan (PATH), its CPU during its first 20 s (PATH.cpu) and its heap then
-// (PATH.mid), and
+// scan (PATH), its CPU during its first 20 s (PATH.cpu; seconds from
+// MODWRIGHT_AUDIT_SCALE_PROFILE_SECONDS), the API server's CPU in the same
+// seconds (PATH.apiserver.cpu) and the operator's heap then (PATH.mid), and
 // MODWRIGHT_AUDIT_SCALE_LOG=PATH its log (PATH.audit and PATH.base; with
 // MODWRIGHT_AUDIT_SCALE_GODEBUG=gctrace=1, its collections).
 func TestAuditScale(t *testing.T) {
@@ -103,8 +107,8 @@ func TestAuditScale(t *testing.T) {
 	// The operator without the scan first: what it holds anyway (its
 	// informers, the graph of the Pods and Deployments) for the scan's
 	// share of the peak.
-	base, _ := runScaleOperator(t, bin, kubeconfig, false)
-	peak, scan := runScaleOperator(t, bin, kubeconfig, true)
+	base, _ := runScaleOperator(t, bin, kubeconfig, false, nil)
+	peak, scan := runScaleOperator(t, bin, kubeconfig, true, cfg)
 	reports, err := dyn.Resource(schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +200,7 @@ func deepCopy(m map[string]any) map[string]any {
 // its first background scan is done (its log line's fields returned),
 // without until it has been ready for 15 s. It returns the process's peak
 // RSS (KiB) then, and stops it.
-func runScaleOperator(t *testing.T, bin, kubeconfig string, audit bool) (peakKiB int, scan map[string]any) {
+func runScaleOperator(t *testing.T, bin, kubeconfig string, audit bool, admin *rest.Config) (peakKiB int, scan map[string]any) {
 	t.Helper()
 	metricsAddr, probes := "127.0.0.1:"+strconv.Itoa(freePort(t)), "127.0.0.1:"+strconv.Itoa(freePort(t))
 	cmd := exec.Command(bin, "serve", "--kubeconfig", kubeconfig, "--namespace", operatorNS, "--pprof",
@@ -222,25 +226,39 @@ func runScaleOperator(t *testing.T, bin, kubeconfig string, audit bool) (peakKiB
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	profile := os.Getenv("MODWRIGHT_AUDIT_SCALE_PROFILE")
 	if profile != "" && audit {
-		// The operator's CPU during its first 20 seconds of serving.
+		seconds := cmp.Or(os.Getenv("MODWRIGHT_AUDIT_SCALE_PROFILE_SECONDS"), "20")
 		go func() {
+			// Once the operator serves: its CPU during its first seconds
+			// of serving, the API server's in the same seconds, and the
+			// operator's heap then (the middle of the scan).
 			for range 600 {
-				resp, err := http.Get("http://" + metricsAddr + "/debug/pprof/profile?seconds=20")
-				if err != nil {
-					time.Sleep(100 * time.Millisecond)
-					continue
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				_ = os.WriteFile(profile+".cpu", b, 0o600)
-				// and its heap in the middle of the scan.
-				if resp, err := http.Get("http://" + metricsAddr + "/debug/pprof/heap?gc=1"); err == nil {
-					b, _ := io.ReadAll(resp.Body)
+				if resp, err := http.Get("http://" + metricsAddr + "/metrics"); err == nil {
 					resp.Body.Close()
-					_ = os.WriteFile(profile+".mid", b, 0o600)
+					break
 				}
-				return
+				time.Sleep(100 * time.Millisecond)
 			}
+			go func() {
+				kc, err := kubernetes.NewForConfig(admin)
+				if err != nil {
+					return
+				}
+				b, err := kc.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", seconds).DoRaw(context.Background())
+				if err == nil {
+					_ = os.WriteFile(profile+".apiserver.cpu", b, 0o600)
+				}
+			}()
+			save := func(path, name string) {
+				resp, err := http.Get("http://" + metricsAddr + path)
+				if err != nil {
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				_ = os.WriteFile(profile+name, b, 0o600)
+			}
+			save("/debug/pprof/profile?seconds="+seconds, ".cpu")
+			save("/debug/pprof/heap?gc=1", ".mid")
 		}()
 	}
 	var logFile io.Writer = io.Discard
@@ -322,7 +340,29 @@ func runScaleOperator(t *testing.T, bin, kubeconfig string, audit bool) (peakKiB
 	anon := regexp.MustCompile(`RssAnon:\s+(\d+) kB`).FindSubmatch(status)
 	file := regexp.MustCompile(`RssFile:\s+(\d+) kB`).FindSubmatch(status)
 	if anon != nil && file != nil {
-		t.Logf("operator (audit %v): peak RSS %s KiB; now RssAnon %s KiB, RssFile %s KiB (the binary's pages)", audit, hwm[1], anon[1], file[1])
+		t.Logf("operator (audit %v): peak RSS %s KiB; now RssAnon %s KiB, RssFile %s KiB (the binary's pages); %s s of CPU",
+			audit, hwm[1], anon[1], file[1], cpuSeconds(cmd.Process.Pid))
 	}
 	return peakKiB, scan
+}
+
+// cpuSeconds is the CPU time process pid has used (user and system, from
+// /proc/PID/stat; clock ticks of 1/100 s), or "?".
+func cpuSeconds(pid int) string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "?"
+	}
+	// The fields after the command's name (in parentheses, which may
+	// hold spaces): utime and stime are the 12th and 13th.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 13 {
+		return "?"
+	}
+	u, err1 := strconv.Atoi(f[11])
+	s, err2 := strconv.Atoi(f[12])
+	if err1 != nil || err2 != nil {
+		return "?"
+	}
+	return strconv.FormatFloat(float64(u+s)/100, 'f', 1, 64)
 }
