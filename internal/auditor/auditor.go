@@ -18,6 +18,7 @@ import (
 
 	"github.com/modwright/modwright/internal/audit"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/pages"
 )
 
 // Snapshots gives the serving snapshot (nil until the first is published).
@@ -83,10 +84,10 @@ type Options struct {
 	// QPS bounds the scan's load on the API server); Discovery finds
 	// their resources.
 	Client dynamic.Interface
-	// Pages lists the objects page by page; nil: DynamicPages over Client.
-	// In the cluster RawPages, which decodes faster (give it the same
+	// Pages lists the objects page by page; nil: pages.Dynamic over Client.
+	// In the cluster pages.Raw, which decodes faster (give it the same
 	// rate-limited configuration).
-	Pages     PageLister
+	Pages     pages.Lister
 	Discovery discovery.DiscoveryInterface
 	Store     Store
 	// Policies, when set, audits each scanned object besides the
@@ -505,27 +506,19 @@ func (a *Auditor) walk(ctx context.Context, snap *engine.Snapshot, policies *aud
 // all), page by page: how many, in how many list requests, and the
 // resourceVersion of the list.
 func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, policies *audit.AdmissionPolicies, fn func([]audit.Result), gvr schema.GroupVersionResource, ns string) (n, requests int, rv string, err error) {
-	pages := a.o.Pages
-	if pages == nil {
-		pages = DynamicPages{Client: a.o.Client}
-	}
-	cont, limit := "", a.o.PageSize
-	for {
-		requests++
-		page, err := pages.ListPage(ctx, gvr, ns, limit, cont)
-		if errors.Is(err, ErrPageTooLarge) && limit > 1 {
-			// Large objects (any tenant may write them): the same page
-			// again, smaller, rather than the resource left out.
-			limit = max(1, limit/2)
-			continue
-		}
-		if err != nil {
-			return n, requests, rv, err
+	ctx, cancel := context.WithCancel(ctx)
+	pages, wait := a.readAhead(ctx, gvr, ns)
+	defer wait()
+	defer cancel() // first: the reader stops, then it is waited for
+	for f := range pages {
+		requests += f.requests
+		if f.err != nil {
+			return n, requests, rv, f.err
 		}
 		if rv == "" {
-			rv = page.ResourceVersion
+			rv = f.page.ResourceVersion
 		}
-		for i, obj := range page.Items {
+		for i, obj := range f.page.Items {
 			objNS := ""
 			if md, ok := obj["metadata"].(map[string]any); ok {
 				objNS, _ = md["namespace"].(string)
@@ -535,13 +528,54 @@ func (a *Auditor) scanResource(ctx context.Context, scanner *audit.Scanner, poli
 				return n, requests, rv, err
 			}
 			fn(append(results, policies.Check(ctx, obj, objNS)...))
-			page.Items[i] = nil // the collector may take it before the page ends
+			f.page.Items[i] = nil // the collector may take it before the page ends
 			n++
 		}
-		if cont = page.Continue; cont == "" {
-			return n, requests, rv, nil
-		}
 	}
+	return n, requests, rv, ctx.Err()
+}
+
+// read is one page read ahead, in how many requests, or the error that
+// ended the listing.
+type read struct {
+	page     pages.Page
+	requests int
+	err      error
+}
+
+// readAhead lists a resource's pages in its own goroutine, one page ahead
+// of the caller: the API server serves the next page, and it is decoded,
+// while the caller evaluates the one before. The channel is unbuffered,
+// so at most two pages are in memory: the one evaluated and the one being
+// read. It is closed after the last page, an error, or ctx's end; wait
+// returns once the reader has stopped.
+func (a *Auditor) readAhead(ctx context.Context, gvr schema.GroupVersionResource, ns string) (out <-chan read, wait func()) {
+	lister := a.o.Pages
+	if lister == nil {
+		lister = pages.Dynamic{Client: a.o.Client}
+	}
+	ch, done := make(chan read), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		pager := &pages.Pager{Lister: lister, GVR: gvr, Namespace: ns, Limit: a.o.PageSize}
+		for {
+			before := pager.Requests
+			page, ok, err := pager.Next(ctx)
+			if !ok && err == nil {
+				return
+			}
+			select {
+			case ch <- read{page: page, requests: pager.Requests - before, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch, func() { <-done }
 }
 
 // skipped are resources never scanned: events (no rule validates them,

@@ -50,6 +50,7 @@ import (
 	"github.com/modwright/modwright/internal/lang/rego"
 	"github.com/modwright/modwright/internal/metrics"
 	"github.com/modwright/modwright/internal/packs"
+	"github.com/modwright/modwright/internal/pages"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/source/cluster"
 	"github.com/modwright/modwright/internal/translate"
@@ -432,6 +433,10 @@ func (k *operator) graph(ctx context.Context) error {
 	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 	}
+	raw, err := pages.NewRaw(k.cfg)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
+	}
 	sources := k.op.rulePacks
 	if openshift, err := wantOpenShift(k.op.openshiftPack, k.cfg); err != nil {
 		return err
@@ -442,7 +447,7 @@ func (k *operator) graph(ctx context.Context) error {
 	if clamped {
 		k.log.Info("warning: --rego-timeout is out of [50ms, 1s]; clamped", "given", k.op.regoTimeout, "used", timeout)
 	}
-	g := &cluster.GraphSource{Client: dyn, Packs: loadPacks(ctx, sources, timeout, k.log), Log: k.log.WithName("graph")}
+	g := &cluster.GraphSource{Client: dyn, Pages: raw, Packs: loadPacks(ctx, sources, timeout, k.log), Log: k.log.WithName("graph")}
 	g.Metrics = metrics.NewGraph(lenientRegisterer{ctrlmetrics.Registry}, metrics.GraphStats{
 		CacheHits:   func() float64 { h, _ := g.CacheStats(); return float64(h) },
 		CacheMisses: func() float64 { _, m := g.CacheStats(); return float64(m) },
@@ -838,7 +843,7 @@ func (k *operator) backgroundScan(context.Context) error {
 	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 	}
-	pages, err := auditor.NewRawPages(cfg)
+	raw, err := pages.NewRaw(cfg)
 	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("Kubernetes client configuration: %w", err)}
 	}
@@ -869,7 +874,7 @@ func (k *operator) backgroundScan(context.Context) error {
 		policies = auditor.ClusterAdmissionPolicies(dyn, k.mgr.GetRESTMapper(), k.log.WithName("audit"))
 		policiesVersion = auditor.ClusterAdmissionPoliciesVersion(dyn)
 	}
-	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Pages: pages, Discovery: disc, Store: store, Violations: violations, Watch: watchMeta,
+	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Pages: raw, Discovery: disc, Store: store, Violations: violations, Watch: watchMeta,
 		ClusterPolicies: policies, PoliciesVersion: policiesVersion, Interval: k.op.auditInterval, PageSize: k.op.auditPageSize, MaxResults: k.op.auditMaxResults, MaxViolations: maxViolations,
 		Log: k.log.WithName("audit"), Metrics: m}))
 }
