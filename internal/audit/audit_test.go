@@ -202,3 +202,40 @@ func TestReportMessageBound(t *testing.T) {
 		t.Errorf("message of %d bytes (valid UTF-8: %v): %.40q...", len(msg), utf8.ValidString(msg), msg)
 	}
 }
+
+// TestReportShared: kept results share what they repeat without mixing
+// up what they do not (past the shared values' bound too: each result's
+// own policy and message), and a result that is not kept allocates
+// nothing.
+func TestReportShared(t *testing.T) {
+	const n = 5000 // over the shared values' bound
+	rp := audit.NewReport(n)
+	for i := range n {
+		rp.Add(audit.Result{Policy: fmt.Sprint("p", i), Rule: "r", Kind: "ModRule", Result: audit.Fail, Message: fmt.Sprint("m", i),
+			Resource: audit.Resource{APIVersion: "v1", Kind: "Pod", Namespace: "a", Name: fmt.Sprint("o", i), UID: fmt.Sprint("u", i)}})
+	}
+	results := rp.Objects(time.Unix(0, 0))[0]["results"].([]any)
+	if len(results) != n {
+		t.Fatalf("%d results kept, want %d", len(results), n)
+	}
+	for _, r := range results {
+		res := r.(map[string]any)
+		i := strings.TrimPrefix(res["policy"].(string), "p")
+		ref := res["resources"].([]any)[0].(map[string]any)
+		if res["message"] != "m"+i || ref["name"] != "o"+i || ref["uid"] != "u"+i || ref["kind"] != "Pod" || res["result"] != "fail" {
+			t.Fatalf("result of p%s: %v", i, res)
+		}
+	}
+
+	rp = audit.NewReport(10)
+	fail := audit.Result{Policy: "p", Rule: "r", Kind: "ModRule", Result: audit.Fail, Message: "missing label team",
+		Resource: audit.Resource{APIVersion: "v1", Kind: "Pod", Namespace: "a", Name: "x"}}
+	for range 10 {
+		rp.Add(fail)
+	}
+	pass := fail
+	pass.Result, pass.Message = audit.Pass, ""
+	if allocs := testing.AllocsPerRun(100, func() { rp.Add(pass) }); allocs != 0 {
+		t.Errorf("a result not kept allocated %v times, want 0", allocs)
+	}
+}

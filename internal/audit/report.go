@@ -47,11 +47,18 @@ func CutMessage(msg string) string {
 // Report aggregates results into one report per namespace (and one for
 // cluster-scoped objects) without keeping more than the cap of each: the
 // summary counts every result, the kept results are the most pressing
-// (Statuses' order, then policy, rule and object). Not safe for
-// concurrent use.
+// (Statuses' order, then policy, rule and object). A kept result is
+// compact (entry): what thousands of results repeat (a rule's names and
+// labels, the object's kind, the status; the message of a rule that says
+// the same of every object) is one shared copy. Not safe for concurrent
+// use.
 type Report struct {
 	max int
 	ns  map[string]*nsReport
+	// ids and messages are the shared copies, each bounded by maxShared
+	// (past it a result keeps its own).
+	ids      map[identity]*identity
+	messages map[string]string
 }
 
 type nsReport struct {
@@ -60,17 +67,34 @@ type nsReport struct {
 	kept    keptHeap
 }
 
+// identity is what results of one rule's status on one kind share.
+type identity struct {
+	Status                                 Status
+	Policy, Kind, Rule, Severity, Category string
+	ResourceAPIVersion, ResourceKind       string
+}
+
+// entry is a kept result.
+type entry struct {
+	id            *identity
+	msg           string
+	ns, name, uid string
+}
+
+// maxShared bounds Report's shared identities and messages: enough for
+// the results of hundreds of rules, whatever their messages say.
+const maxShared = 4096
+
 // NewReport caps each report at maxResults results (<= 0: DefaultMaxResults).
 func NewReport(maxResults int) *Report {
 	if maxResults <= 0 {
 		maxResults = DefaultMaxResults
 	}
-	return &Report{max: maxResults, ns: map[string]*nsReport{}}
+	return &Report{max: maxResults, ns: map[string]*nsReport{}, ids: map[identity]*identity{}, messages: map[string]string{}}
 }
 
 // Add counts r and keeps it when it is among the cap's most pressing.
 func (rp *Report) Add(r Result) {
-	r.Message = CutMessage(r.Message)
 	n := rp.ns[r.Resource.Namespace]
 	if n == nil {
 		n = &nsReport{summary: map[Status]int{}}
@@ -78,14 +102,43 @@ func (rp *Report) Add(r Result) {
 	}
 	n.summary[r.Result]++
 	n.total++
+	e := entry{id: rp.identity(r), msg: CutMessage(r.Message), ns: r.Resource.Namespace, name: r.Resource.Name, uid: r.Resource.UID}
 	if len(n.kept) < rp.max {
-		heap.Push(&n.kept, r)
+		e.msg = rp.message(e.msg)
+		heap.Push(&n.kept, e)
 		return
 	}
-	if less(r, n.kept[0]) { // more pressing than the least kept
-		n.kept[0] = r
+	if less(e, n.kept[0]) { // more pressing than the least kept
+		e.msg = rp.message(e.msg)
+		n.kept[0] = e
 		heap.Fix(&n.kept, 0)
 	}
+}
+
+// identity is r's shared identity.
+func (rp *Report) identity(r Result) *identity {
+	id := identity{Status: r.Result, Policy: r.Policy, Kind: r.Kind, Rule: r.Rule, Severity: r.Severity, Category: r.Category,
+		ResourceAPIVersion: r.Resource.APIVersion, ResourceKind: r.Resource.Kind}
+	if p := rp.ids[id]; p != nil {
+		return p
+	}
+	p := new(identity) // only now: a result's identity stays on the stack
+	*p = id
+	if len(rp.ids) < maxShared {
+		rp.ids[id] = p
+	}
+	return p
+}
+
+// message is msg's shared copy.
+func (rp *Report) message(msg string) string {
+	if m, ok := rp.messages[msg]; ok {
+		return m
+	}
+	if len(rp.messages) < maxShared {
+		rp.messages[msg] = msg
+	}
+	return msg
 }
 
 // Reset forgets namespace ns's results (before its objects are scanned
@@ -141,18 +194,19 @@ func (n *nsReport) object(ns string, now time.Time) map[string]any {
 	results := make([]any, len(kept))
 	// Numbers as int64, as unstructured objects hold them.
 	ts := map[string]any{"seconds": now.Unix(), "nanos": int64(0)}
-	for i, r := range kept {
-		res := map[string]any{"policy": r.Policy, "rule": r.Rule, "result": string(r.Result), "source": Source,
-			"scored": true, "timestamp": ts, "properties": map[string]any{"kind": r.Kind},
-			"resources": []any{resourceRef(r.Resource)}}
-		if r.Message != "" {
-			res["message"] = r.Message
+	for i, e := range kept {
+		id := e.id
+		res := map[string]any{"policy": id.Policy, "rule": id.Rule, "result": string(id.Status), "source": Source,
+			"scored": true, "timestamp": ts, "properties": map[string]any{"kind": id.Kind},
+			"resources": []any{resourceRef(Resource{APIVersion: id.ResourceAPIVersion, Kind: id.ResourceKind, Namespace: e.ns, Name: e.name, UID: e.uid})}}
+		if e.msg != "" {
+			res["message"] = e.msg
 		}
-		if sev := strings.ToLower(r.Severity); slices.Contains(severities, sev) {
+		if sev := strings.ToLower(id.Severity); slices.Contains(severities, sev) {
 			res["severity"] = sev
 		}
-		if r.Category != "" {
-			res["category"] = r.Category
+		if id.Category != "" {
+			res["category"] = id.Category
 		}
 		results[i] = res
 	}
@@ -186,23 +240,23 @@ func resourceRef(r Resource) map[string]any {
 	return m
 }
 
-// compare orders results: status (Statuses' order), policy, rule, object,
-// message.
-func compare(a, b Result) int {
-	return cmp.Or(cmp.Compare(a.Result.rank(), b.Result.rank()), cmp.Compare(a.Policy, b.Policy), cmp.Compare(a.Rule, b.Rule),
-		cmp.Compare(a.Resource.Namespace, b.Resource.Namespace), cmp.Compare(a.Resource.Name, b.Resource.Name),
-		cmp.Compare(a.Resource.Kind, b.Resource.Kind), cmp.Compare(a.Resource.APIVersion, b.Resource.APIVersion), cmp.Compare(a.Message, b.Message))
+// compare orders kept results: status (Statuses' order), policy, rule,
+// object, message.
+func compare(a, b entry) int {
+	return cmp.Or(cmp.Compare(a.id.Status.rank(), b.id.Status.rank()), cmp.Compare(a.id.Policy, b.id.Policy), cmp.Compare(a.id.Rule, b.id.Rule),
+		cmp.Compare(a.ns, b.ns), cmp.Compare(a.name, b.name),
+		cmp.Compare(a.id.ResourceKind, b.id.ResourceKind), cmp.Compare(a.id.ResourceAPIVersion, b.id.ResourceAPIVersion), cmp.Compare(a.msg, b.msg))
 }
 
-func less(a, b Result) bool { return compare(a, b) < 0 }
+func less(a, b entry) bool { return compare(a, b) < 0 }
 
 // keptHeap holds the kept results with the least pressing on top.
-type keptHeap []Result
+type keptHeap []entry
 
 func (h keptHeap) Len() int           { return len(h) }
 func (h keptHeap) Less(i, j int) bool { return less(h[j], h[i]) }
 func (h keptHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *keptHeap) Push(x any)        { *h = append(*h, x.(Result)) }
+func (h *keptHeap) Push(x any)        { *h = append(*h, x.(entry)) }
 func (h *keptHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
