@@ -31,6 +31,19 @@ type Graph struct {
 	// and workloads' selectors, by namespace (SELECTS edges).
 	pods    map[string]map[Ref]labels.Set
 	holders map[string]map[Ref]labels.Selector
+	// labelSets are the distinct label sets the objects carry, one map
+	// each, shared by every object that carries it (a workload's Pods carry
+	// their template's labels), by labelsKey; a set no object carries any
+	// more is dropped.
+	labelSets map[string]*labelSet
+}
+
+// labelSet is one label set the graph's objects share, and how many
+// carry it.
+type labelSet struct {
+	key  string
+	m    map[string]string
+	refs int
 }
 
 // node is what the graph keeps of an object: its identity and the edges
@@ -41,6 +54,7 @@ type node struct {
 	// selector: a holder's selector text ("" for none), to skip updates
 	// that do not change it.
 	selector string
+	labels   *labelSet // nil: none
 }
 
 // Deriver derives more edges of one object (a rule pack's router); nil:
@@ -51,7 +65,7 @@ type Deriver func(obj map[string]any) []Edge
 // those derive gives.
 func New(derive Deriver) *Graph {
 	return &Graph{derive: derive, objects: map[Ref]*node{}, out: map[Ref][]*Edge{}, in: map[Ref][]*Edge{},
-		pods: map[string]map[Ref]labels.Set{}, holders: map[string]map[Ref]labels.Selector{}}
+		pods: map[string]map[Ref]labels.Set{}, holders: map[string]map[Ref]labels.Selector{}, labelSets: map[string]*labelSet{}}
 }
 
 // Build builds the graph of objs: each object's built-in edges (Extract),
@@ -96,7 +110,8 @@ func (g *Graph) Upsert(obj map[string]any) {
 	sel, selText, isHolder := selectorOf(obj)
 	res := resourceOf(ref, obj)
 	isPod := ref.Kind == "Pod" && res.GroupVersion == "v1"
-	podLabels := labels.Set(res.Labels) // shared: neither is modified
+	objLabels, _ := dig(obj, "metadata", "labels").(map[string]any)
+	key := labelsKey(objLabels)
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -105,7 +120,14 @@ func (g *Graph) Upsert(obj map[string]any) {
 		n = &node{}
 		g.objects[ref] = n
 	}
+	ls := g.shareLabels(key, objLabels) // before the old set is let go: it may be the same
+	g.releaseLabels(n.labels)
+	n.labels = ls
+	if ls != nil {
+		res.Labels = ls.m
+	}
 	n.res = res
+	podLabels := labels.Set(res.Labels) // shared: never modified
 	if !slices.Equal(n.own, own) {
 		for _, e := range n.own {
 			g.unlink(e)
@@ -148,7 +170,58 @@ func (g *Graph) Delete(ref Ref) {
 	if n.selector != "" {
 		g.dropHolder(ref)
 	}
+	g.releaseLabels(n.labels)
 	delete(g.objects, ref)
+}
+
+// shareLabels is the shared label set of key (labelsKey of objLabels),
+// made when no object carries it yet, with one more reference; nil for
+// none. Under g.mu.
+func (g *Graph) shareLabels(key string, objLabels map[string]any) *labelSet {
+	if key == "" {
+		return nil
+	}
+	ls := g.labelSets[key]
+	if ls == nil {
+		ls = &labelSet{key: key, m: stringMap(objLabels)}
+		g.labelSets[key] = ls
+	}
+	ls.refs++
+	return ls
+}
+
+// releaseLabels lets go of one reference to ls (nil: none), dropping the
+// set when no object carries it. Under g.mu.
+func (g *Graph) releaseLabels(ls *labelSet) {
+	if ls == nil {
+		return
+	}
+	if ls.refs--; ls.refs == 0 {
+		delete(g.labelSets, ls.key)
+	}
+}
+
+// labelsKey is a label set's canonical text: its string-valued pairs,
+// sorted, each key and value followed by a NUL (which neither may hold);
+// "" for none.
+func labelsKey(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	n := 0
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			keys = append(keys, k)
+			n += len(k) + len(s) + 2
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	slices.Sort(keys)
+	b := make([]byte, 0, n)
+	for _, k := range keys {
+		b = append(append(append(append(b, k...), 0), m[k].(string)...), 0)
+	}
+	return string(b)
 }
 
 // setPod records a Pod's labels and its SELECTS edges anew.
@@ -325,7 +398,8 @@ func (g *Graph) Incoming(ref Ref) []Edge {
 }
 
 // Resource is what the graph keeps of an object, KubeAtlas' resource
-// (its read API's shape).
+// (its read API's shape). Its Labels are shared with the other objects
+// that carry the same set: never modify them.
 type Resource struct {
 	Kind            string            `json:"kind"`
 	Name            string            `json:"name"`
@@ -347,9 +421,6 @@ type OwnerRef struct {
 func resourceOf(ref Ref, obj map[string]any) Resource {
 	r := Resource{Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace, GroupVersion: str(obj, "apiVersion"),
 		UID: str(obj, "metadata", "uid"), ResourceVersion: str(obj, "metadata", "resourceVersion")}
-	if ls := stringMap(dig(obj, "metadata", "labels")); len(ls) > 0 {
-		r.Labels = ls
-	}
 	for _, o := range list(obj, "metadata", "ownerReferences") {
 		r.OwnerReferences = append(r.OwnerReferences, OwnerRef{Kind: str(o, "kind"), Name: str(o, "name"), UID: str(o, "uid")})
 	}
