@@ -222,6 +222,32 @@ func (e *PatchError) Unwrap() error { return e.Err }
 // are repeated on the last-applied-configuration copy, if the object has
 // one; a failure there is recorded and leaves the object patched.
 func (h *Handle) Patch(ops []patch.Operation) error {
+	return h.patch(ops, (*patch.Doc).Apply)
+}
+
+// PatchRFC6902 is Patch with RFC 6902's semantics (patch.ApplyRFC6902's)
+// instead of KubeMod's: an operation whose parent or target is missing, or
+// whose index is out of range, fails (and none is applied). A rule that
+// evaluated a standard JSON Patch applies it here directly rather than to
+// a copy of the object it then diffs.
+func (h *Handle) PatchRFC6902(ops []patch.Operation) error {
+	return h.patch(ops, (*patch.Doc).ApplyRFC6902)
+}
+
+// MirrorsLastApplied reports whether the rule's operations are repeated
+// on a last-applied configuration: the object has one and the rule does
+// not keep it (RuleInfo.KeepLastApplied). A rule whose operations are a
+// means to a result (a patch it diffs) gives that copy the difference,
+// not its operations, when this is true.
+func (h *Handle) MirrorsLastApplied() bool {
+	if h.rule.Info().KeepLastApplied {
+		return false
+	}
+	_, ok := lookupString(h.ev.original, lastAppliedPath...)
+	return ok
+}
+
+func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Operation) error) error {
 	ev := h.ev
 	wholeObject := false
 	for i, op := range ops {
@@ -236,7 +262,7 @@ func (h *Handle) Patch(ops []patch.Operation) error {
 	}
 	mark := ev.doc.Mark()
 	for i, op := range ops {
-		if err := ev.doc.Apply(op); err != nil {
+		if err := apply(ev.doc, op); err != nil {
 			ev.doc.Rollback(mark)
 			return &PatchError{Index: i, Err: err}
 		}

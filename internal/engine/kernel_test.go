@@ -470,3 +470,32 @@ func TestKernelPayloads(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelPatchRFC6902: PatchRFC6902 applies RFC 6902's semantics (an
+// add under a missing parent fails, and the operations before it are
+// undone) where Patch applies KubeMod's (the parent is made); a
+// successful one is a rule's change like any other.
+func TestKernelPatchRFC6902(t *testing.T) {
+	ops := []patch.Operation{
+		{Op: patch.Add, Path: patch.Pointer{"metadata", "labels", "x"}, Value: "1"},
+		{Op: patch.Add, Path: patch.Pointer{"spec", "missing", "deeper"}, Value: "2"},
+	}
+	strict := newRule("A", "ns", "strict", 0, Mutate)
+	strict.apply = func(h *Handle) error {
+		var pe *PatchError
+		if err := h.PatchRFC6902(ops); !errors.As(err, &pe) || pe.Index != 1 || !errors.Is(err, patch.ErrPathNotFound) {
+			t.Errorf("PatchRFC6902 error = %v, want the second operation's missing path", err)
+		}
+		return h.PatchRFC6902(ops[:1])
+	}
+	d := evaluate(t, []Rule{strict}, rules.Create)
+	want := []patch.Operation{{Op: patch.Add, Path: patch.Pointer{"metadata", "labels", "x"}, Value: "1"}}
+	if diff := cmp.Diff(want, d.Patch); diff != "" || len(d.Errors) != 0 {
+		t.Errorf("patch (-want +got):\n%s\nerrors: %v", diff, d.Errors)
+	}
+	lenient := newRule("A", "ns", "lenient", 0, Mutate)
+	lenient.apply = func(h *Handle) error { return h.Patch(ops) }
+	if d := evaluate(t, []Rule{lenient}, rules.Create); len(d.Patch) != 2 || len(d.Errors) != 0 {
+		t.Errorf("Patch (KubeMod's): %v, errors %v; want both operations applied", d.Patch, d.Errors)
+	}
+}

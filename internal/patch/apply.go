@@ -385,6 +385,17 @@ func (d *Doc) Apply(op Operation) error {
 	return err
 }
 
+// ApplyRFC6902 applies op as Apply does, with RFC 6902's semantics (those
+// of the package's ApplyRFC6902) instead of KubeMod's: missing parents,
+// a missing remove or replace target and an out-of-range or negative
+// index are errors. On error the document is unchanged.
+func (d *Doc) ApplyRFC6902(op Operation) error {
+	was := d.strict
+	d.strict = true
+	defer func() { d.strict = was }()
+	return d.Apply(op)
+}
+
 // Put sets the member or element at p to v, as add does, but without
 // copying v: v is shared, and (like everything the Doc did not copy) never
 // changed in place. Callers use it to put back subtrees of the original

@@ -18,6 +18,7 @@ import (
 	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/testtool"
+	"github.com/modwright/modwright/internal/value"
 )
 
 // The benchmarks below evaluate the load test's Deployment
@@ -31,14 +32,14 @@ const benchNS = "bench"
 // Pod Security Standards' restricted level asks of its pod template (a
 // securityContext on the pod and on each container), so that all 16
 // checks pass.
-func benchObject(b *testing.B, compliant bool) map[string]any {
+func benchObject(b testing.TB, compliant bool) map[string]any {
 	b.Helper()
 	return testtool.BenchDeployment(b, compliant)
 }
 
 // benchLoad compiles a YAML stream of Policies, ClusterPolicies and
 // ModRules into a snapshot.
-func benchLoad(b *testing.B, yaml string) *engine.Snapshot {
+func benchLoad(b testing.TB, yaml string) *engine.Snapshot {
 	b.Helper()
 	docs, err := source.ParseManifest("bench.yaml", []byte(yaml))
 	if err != nil {
@@ -378,11 +379,28 @@ func BenchmarkLoad(b *testing.B) {
 		{"modrules=100/matching=10", modRuleSet(100, 10), patched},
 		{"policies=10/matching=10", policySet(10, 10), patched},
 		{"policies=100/matching=10", policySet(100, 10), patched},
+		// The Deployment without its last-applied configuration (as a
+		// controller or server-side apply writes objects): a Policy's
+		// patch is then applied to the document directly.
+		{"modrules=10/matching=10/no-last-applied", modRuleSet(10, 10), patched},
+		{"policies=10/matching=10/no-last-applied", policySet(10, 10), patched},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			benchEval(b, benchLoad(b, bc.yaml), benchObject(b, false), bc.check)
+			obj := benchObject(b, false)
+			if strings.HasSuffix(bc.name, "/no-last-applied") {
+				obj = withoutLastApplied(obj)
+			}
+			benchEval(b, benchLoad(b, bc.yaml), obj, bc.check)
 		})
 	}
+}
+
+// withoutLastApplied is a copy of obj without its annotations (the
+// last-applied configuration among them).
+func withoutLastApplied(obj map[string]any) map[string]any {
+	c := value.DeepCopy(obj).(map[string]any)
+	delete(c["metadata"].(map[string]any), "annotations")
+	return c
 }
 
 // substitutionRefs are ten {{ }} references into the Deployment, as a

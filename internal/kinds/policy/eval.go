@@ -617,8 +617,13 @@ func (v *varsView) Names() []string {
 }
 
 // mutate applies the mutations in order to a working copy, then patches
-// the object with the difference, atomically.
+// the object with the difference, atomically. A lone CEL JSONPatch
+// mutation whose operations the fast path takes is applied to the object
+// directly (mutateDirect).
 func (ev *run) mutate(obj map[string]any) error {
+	if done, err := ev.mutateDirect(obj); done {
+		return err
+	}
 	var cur any = obj
 	for i, m := range ev.r.mutations {
 		var (
@@ -658,6 +663,51 @@ func (ev *run) mutate(obj map[string]any) error {
 		return engine.InField("spec.mutations", err)
 	}
 	return nil
+}
+
+// mutateDirect applies a Policy's only mutation, a CEL JSONPatch, to the
+// engine's document with RFC 6902's semantics (Handle.PatchRFC6902),
+// without the working copy and the difference mutate makes: what the
+// apiserver's way would give when the fast path takes the operations
+// (cel.Patched.Edits). done is false when mutate must decide: more
+// mutations, another kind of mutation, a trace to keep, a last-applied
+// configuration to repeat the change on (both are given the difference,
+// not the operations: a replace with the same value changes nothing). When
+// the operations do not apply to the document (nothing is changed), the
+// apiserver's way decides, with its errors.
+func (ev *run) mutateDirect(obj map[string]any) (done bool, err error) {
+	if len(ev.r.mutations) != 1 || ev.h.Tracing() || ev.h.MirrorsLastApplied() {
+		return false, nil
+	}
+	m := &ev.r.mutations[0]
+	if m.patch != nil || m.cue != nil || m.m.Kind() != cel.JSONPatch {
+		return false, nil
+	}
+	ev.act.Object = obj
+	p, cost, err := m.m.EvalJSONPatch(ev.ctx, &ev.act, obj)
+	if cerr := ev.charge(cost); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		ev.step(stepMutation, 0, m.field, m.m.Source(), "applied", err)
+		return true, engine.InField(m.field, err)
+	}
+	ops, ok := p.Edits()
+	if !ok || len(ops) > 0 && ev.h.PatchRFC6902(ops) != nil {
+		next, err := p.Apply()
+		ev.step(stepMutation, 0, m.field, m.m.Source(), "applied", err)
+		if err != nil {
+			return true, engine.InField(m.field, err)
+		}
+		if ops := patch.Diff(obj, next); len(ops) > 0 {
+			if err := ev.h.Patch(ops); err != nil {
+				return true, engine.InField("spec.mutations", err)
+			}
+		}
+		return true, nil
+	}
+	ev.step(stepMutation, 0, m.field, m.m.Source(), "applied", nil)
+	return true, nil
 }
 
 // validate runs validation i: over the object, or over each value its

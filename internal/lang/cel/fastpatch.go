@@ -1,14 +1,18 @@
 package cel
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strconv"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/value"
 )
@@ -93,23 +97,104 @@ func applyFast(ops []patch.Operation, obj map[string]any, gvk schema.GroupVersio
 	if !ok {
 		return nil, false
 	}
-	if builtin {
-		for _, op := range ops {
-			if op.Op == opTest {
-				continue
-			}
-			if op.Op == patch.Remove {
-				if _, ok := types.typeAt(goType, op.Path); !ok {
-					return nil, false
-				}
-				continue
-			}
-			if !fitsType(goType, op.Path, op.Value, types) {
-				return nil, false
-			}
-		}
+	if builtin && !fitTypes(ops, goType, types) {
+		return nil, false
 	}
 	return res, true
+}
+
+// fitTypes reports whether each edit of ops (tests aside) fits the Go type
+// t of a built-in kind: the path of a remove is one t has, the value of an
+// add or a replace decodes strictly into its field's type.
+func fitTypes(ops []patch.Operation, t reflect.Type, types *goTypes) bool {
+	for _, op := range ops {
+		switch {
+		case op.Op == opTest:
+		case op.Op == patch.Remove:
+			if _, ok := types.typeAt(t, op.Path); !ok {
+				return false
+			}
+		case !fitsType(t, op.Path, op.Value, types):
+			return false
+		}
+	}
+	return true
+}
+
+// Patched is a JSONPatch mutation's result, evaluated and not yet
+// applied (Mutation.EvalJSONPatch): a caller holding the object in a
+// journaled document applies its Edits there, and only when they do not
+// apply calls Apply.
+type Patched struct {
+	jp    jsonPatch
+	obj   map[string]any
+	types *goTypes
+}
+
+// EvalJSONPatch evaluates a JSONPatch mutation over in, for obj, without
+// applying it (Apply applies it as Mutation.Apply does).
+func (m *Mutation) EvalJSONPatch(ctx context.Context, in *lang.Activation, obj map[string]any) (Patched, uint64, error) {
+	if m.kind != JSONPatch {
+		return Patched{}, 0, fmt.Errorf("cel: EvalJSONPatch of a %s mutation", m.kind)
+	}
+	out, cost, err := m.prg.eval(ctx, in)
+	if err != nil {
+		return Patched{}, cost, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Patched{}, cost, fmt.Errorf("cel: %w", err)
+	}
+	jp, err := gatherJSONPatch(out)
+	if err != nil {
+		return Patched{}, cost, fmt.Errorf("cel: %w", err)
+	}
+	return Patched{jp: jp, obj: obj, types: m.types}, cost, nil
+}
+
+// Edits are the patch's operations when the fast path takes them as they
+// are, before they are applied: tests first, each holding on the object
+// (dropped from ops), then adds, replaces and removes with JSON pointers
+// (no other operation), for a built-in kind each fitting its field's Go
+// type. Applied to the object in order with RFC 6902's semantics
+// (patch.Doc's strict mode) they give what Apply gives; where one does not
+// apply, Apply decides (the apiserver's way, with its errors). ok is false
+// when Apply must decide.
+func (p *Patched) Edits() (ops []patch.Operation, ok bool) {
+	jp := &p.jp
+	if !jp.fastOK || len(jp.natives) == 0 {
+		return nil, false
+	}
+	var t reflect.Type
+	if gvk := (&unstructured.Unstructured{Object: p.obj}).GroupVersionKind(); gvk.Kind != "" && scheme.Scheme.Recognizes(gvk) {
+		if t, ok = scheme.Scheme.AllKnownTypes()[gvk]; !ok {
+			return nil, false
+		}
+	}
+	ops = jp.fastOps
+	for len(ops) > 0 && ops[0].Op == opTest {
+		if !testHolds(p.obj, ops[0], t, p.types) {
+			return nil, false
+		}
+		ops = ops[1:]
+	}
+	for _, op := range ops {
+		if op.Op == opTest {
+			return nil, false // a test after an edit: of the edited object
+		}
+	}
+	if t != nil && !fitTypes(ops, t, p.types) {
+		return nil, false
+	}
+	return ops, true
+}
+
+// Apply applies the patch to the object as Mutation.Apply does.
+func (p *Patched) Apply() (map[string]any, error) {
+	res, err := p.jp.apply(p.obj, true, nil, p.types)
+	if err != nil {
+		return nil, fmt.Errorf("cel: %w", err)
+	}
+	return res, nil
 }
 
 // fitsType reports whether v, written at path, decodes strictly into the

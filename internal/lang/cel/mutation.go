@@ -164,44 +164,69 @@ func applyJSONPatch(out ref.Val, obj map[string]any, gt *goTypes) (map[string]an
 // or without it (tests compare the two); fast, when not nil, is set when
 // the fast path gave the result.
 func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool, fast *bool, gt *goTypes) (map[string]any, error) {
+	jp, err := gatherJSONPatch(out)
+	if err != nil {
+		return nil, err
+	}
+	return jp.apply(obj, fastAllowed, fast, gt)
+}
+
+// jsonPatch is a JSONPatch mutation's operations, gathered once from its
+// expression's result: as the apiserver reads them (natives), and for the
+// fast path (fastOps, when it can take them: fastOK).
+type jsonPatch struct {
+	natives []patchOp
+	fastOps []patch.Operation
+	fastOK  bool
+}
+
+// gatherJSONPatch reads an expression's result as JSONPatches, with the
+// apiserver's errors.
+func gatherJSONPatch(out ref.Val) (jsonPatch, error) {
+	jp := jsonPatch{fastOK: true}
 	iter, ok := out.(traits.Lister)
 	if !ok {
-		return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array")
+		return jp, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array")
 	}
-	var natives []patchOp
-	var fastOps []patch.Operation // nil when the fast path cannot take them
-	fastOK := true
 	for it := iter.Iterator(); it.HasNext() == types.True; {
 		native, err := it.Next().ConvertToNative(reflect.TypeOf(&mutation.JSONPatchVal{}))
 		if err != nil {
-			return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch: %w", err)
+			return jp, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch: %w", err)
 		}
 		op, ok := native.(*mutation.JSONPatchVal)
 		if !ok {
-			return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of %T", native)
+			return jp, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of %T", native)
 		}
 		n := patchOp{op: op.Op, path: op.Path, from: op.From}
 		if op.Val != nil {
 			if ov, ok := op.Val.(*dynamic.ObjectVal); ok {
 				if err := ov.CheckTypeNamesMatchFieldPathNames(); err != nil {
-					return nil, fmt.Errorf("type mismatch: %w", err)
+					return jp, fmt.Errorf("type mismatch: %w", err)
 				}
 			}
 			if n.val, err = toJSON(op.Val); err != nil {
-				return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
+				return jp, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
 			}
 			n.hasVal = true
-			if fastOK {
+			if jp.fastOK {
 				fo, ok := fastOp(op.Op, op.Path, n.val)
-				fastOps, fastOK = append(fastOps, fo), ok
+				jp.fastOps, jp.fastOK = append(jp.fastOps, fo), ok
 			}
-		} else if fastOK {
+		} else if jp.fastOK {
 			fo, ok := fastOp(op.Op, op.Path, nil)
-			fastOK = ok && fo.Op == patch.Remove // a test without a value: the apiserver's way
-			fastOps = append(fastOps, fo)
+			jp.fastOK = ok && fo.Op == patch.Remove // a test without a value: the apiserver's way
+			jp.fastOps = append(jp.fastOps, fo)
 		}
-		natives = append(natives, n)
+		jp.natives = append(jp.natives, n)
 	}
+	return jp, nil
+}
+
+// apply applies the operations to obj: on the fast path when it takes
+// them (and fastAllowed; *fast, when given, says it did), else the
+// apiserver's way.
+func (jp *jsonPatch) apply(obj map[string]any, fastAllowed bool, fast *bool, gt *goTypes) (map[string]any, error) {
+	natives, fastOps, fastOK := jp.natives, jp.fastOps, jp.fastOK
 	if len(natives) == 0 {
 		return obj, nil
 	}
