@@ -18,11 +18,11 @@ import (
 
 var pods = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
-// TestRawPages: pages are read as the API server gives them, the items
+// TestRaw: pages are read as the API server gives them, the items
 // of a built-in kind's list given their apiVersion and kind, numbers as the
 // engine's json.Number; the path names the group and namespace; a page
 // over the bound, and a refused list, are errors.
-func TestRawPages(t *testing.T) {
+func TestRaw(t *testing.T) {
 	requests := new([]string)
 	raw, err := pages.NewRaw(&rest.Config{Host: pagestest.Server(t, requests).URL})
 	if err != nil {
@@ -56,7 +56,7 @@ func TestRawPages(t *testing.T) {
 	small := raw
 	small.MaxBytes = 1024
 	if _, err := small.ListPage(ctx, deployments, "", 2, ""); !errors.Is(err, pages.ErrTooLarge) {
-		t.Errorf("a 4 KB page over a 1 KB bound: %v, want ErrPageTooLarge", err)
+		t.Errorf("a 4 KB page over a 1 KB bound: %v, want ErrTooLarge", err)
 	}
 	if _, err := raw.ListPage(ctx, pods, "b", 2, ""); !apierrors.IsForbidden(err) {
 		t.Errorf("a refused list: %v, want the API server's Forbidden", err)
