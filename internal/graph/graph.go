@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"encoding/binary"
 	"maps"
 	"slices"
 	"sync"
@@ -202,15 +203,15 @@ func (g *Graph) releaseLabels(ls *labelSet) {
 }
 
 // labelsKey is a label set's canonical text: its string-valued pairs,
-// sorted, each key and value followed by a NUL (which neither may hold);
-// "" for none.
+// sorted, each key and value prefixed by its length (a manifest's labels,
+// which no API server validated, may hold any byte); "" for none.
 func labelsKey(m map[string]any) string {
 	keys := make([]string, 0, len(m))
 	n := 0
 	for k, v := range m {
 		if s, ok := v.(string); ok {
 			keys = append(keys, k)
-			n += len(k) + len(s) + 2
+			n += len(k) + len(s) + 2*binary.MaxVarintLen64
 		}
 	}
 	if len(keys) == 0 {
@@ -219,7 +220,9 @@ func labelsKey(m map[string]any) string {
 	slices.Sort(keys)
 	b := make([]byte, 0, n)
 	for _, k := range keys {
-		b = append(append(append(append(b, k...), 0), m[k].(string)...), 0)
+		v := m[k].(string)
+		b = append(binary.AppendUvarint(b, uint64(len(k))), k...)
+		b = append(binary.AppendUvarint(b, uint64(len(v))), v...)
 	}
 	return string(b)
 }

@@ -20,6 +20,10 @@ func TestSharedLabels(t *testing.T) {
 	g.Upsert(pod("p2", map[string]any{"team": "x", "app": "web"}))
 	g.Upsert(pod("p3", map[string]any{"app": "db"}))
 	g.Upsert(pod("p4", map[string]any{"n": int64(3)})) // no string values: no labels
+	// A manifest's labels may hold any byte: two sets whose texts run
+	// together alike are still two.
+	g.Upsert(pod("p5", map[string]any{"a\x00b": "c"}))
+	g.Upsert(pod("p6", map[string]any{"a": "b\x00c"}))
 	labelsOf := func(name string) map[string]string {
 		r, ok := g.Object(Ref{Kind: "Pod", Namespace: "a", Name: name})
 		if !ok {
@@ -37,6 +41,11 @@ func TestSharedLabels(t *testing.T) {
 	if l4 := labelsOf("p4"); l4 != nil {
 		t.Errorf("p4's labels %v, want none", l4)
 	}
+	if l5, l6 := labelsOf("p5"), labelsOf("p6"); same(l5, l6) || l5["a\x00b"] != "c" || l6["a"] != "b\x00c" {
+		t.Errorf("p5 %q and p6 %q: want two sets", l5, l6)
+	}
+	g.Delete(Ref{Kind: "Pod", Namespace: "a", Name: "p5"})
+	g.Delete(Ref{Kind: "Pod", Namespace: "a", Name: "p6"})
 	if len(g.labelSets) != 2 {
 		t.Errorf("%d label sets, want 2", len(g.labelSets))
 	}
