@@ -29,8 +29,8 @@ type Tuner struct {
 // configured percent, lowered so that the heap grows by at most headroom
 // bytes, and never below MinPercent.
 func Percent(percent int, headroom, live uint64) int {
-	if headroom == 0 || live == 0 {
-		return percent
+	if headroom == 0 || live == 0 || headroom/live >= uint64(percent)/100+1 {
+		return percent // (the last also keeps headroom*100 from overflowing)
 	}
 	p := headroom * 100 / live
 	if p >= uint64(percent) {

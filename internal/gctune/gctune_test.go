@@ -22,6 +22,7 @@ func TestPercent(t *testing.T) {
 		{"no headroom: the percent", 400, 0, 1000 * mib, 400},
 		{"nothing live yet", 400, 64 * mib, 0, 400},
 		{"a percent under the bound stays", 100, 64 * mib, 32 * mib, 100},
+		{"a headroom too large to scale by 100", 400, 1 << 62, 1000 * mib, 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
