@@ -306,6 +306,7 @@ func (a *Auditor) policiesChanged(ctx context.Context) bool {
 // add counts results in the state's report and fail counts.
 func (st *scanState) add(rs []audit.Result) {
 	for _, r := range rs {
+		r.Message = audit.CutMessage(r.Message) // as a report's are: a message may quote the object
 		st.report.Add(r)
 		if r.Result != audit.Fail {
 			continue
@@ -322,8 +323,7 @@ func (st *scanState) add(rs []audit.Result) {
 		}
 		f.n++
 		if len(f.first) < st.limit {
-			// Cut as a report's are: a message may quote the object.
-			f.first = append(f.first, Violation{Resource: r.Resource, Message: audit.CutMessage(r.Message)})
+			f.first = append(f.first, Violation{Resource: r.Resource, Message: r.Message})
 		}
 	}
 }
