@@ -222,24 +222,26 @@ func (e *PatchError) Unwrap() error { return e.Err }
 // are repeated on the last-applied-configuration copy, if the object has
 // one; a failure there is recorded and leaves the object patched.
 func (h *Handle) Patch(ops []patch.Operation) error {
-	return h.patch(ops, (*patch.Doc).Apply)
+	return h.patch(ops, (*patch.Doc).Apply, false)
 }
 
 // PatchRFC6902 is Patch with RFC 6902's semantics (patch.ApplyRFC6902's)
 // instead of KubeMod's: an operation whose parent or target is missing, or
 // whose index is out of range, fails (and none is applied). A rule that
 // evaluated a standard JSON Patch applies it here directly rather than to
-// a copy of the object it then diffs.
+// a copy of the object it then diffs. The last-applied configuration is
+// given the difference the operations made, not the operations, as if the
+// rule had diffed: a replace with the value already there changes nothing
+// in it, and an add into an array that the configuration holds shorter
+// does not land at another element.
 func (h *Handle) PatchRFC6902(ops []patch.Operation) error {
-	return h.patch(ops, (*patch.Doc).ApplyRFC6902)
+	return h.patch(ops, (*patch.Doc).ApplyRFC6902, true)
 }
 
-// MirrorsLastApplied reports whether the rule's operations are repeated
-// on a last-applied configuration: the object has one and the rule does
-// not keep it (RuleInfo.KeepLastApplied). A rule whose operations are a
-// means to a result (a patch it diffs) gives that copy the difference,
-// not its operations, when this is true.
-func (h *Handle) MirrorsLastApplied() bool {
+// mirrorsLastApplied reports whether the rule's operations are repeated on
+// a last-applied configuration: the object has one and the rule does not
+// keep it (RuleInfo.KeepLastApplied).
+func (h *Handle) mirrorsLastApplied() bool {
 	if h.rule.Info().KeepLastApplied {
 		return false
 	}
@@ -247,7 +249,9 @@ func (h *Handle) MirrorsLastApplied() bool {
 	return ok
 }
 
-func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Operation) error) error {
+// patch applies ops with apply; diffed mirrors the difference they made
+// rather than the operations themselves.
+func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Operation) error, diffed bool) error {
 	ev := h.ev
 	wholeObject := false
 	for i, op := range ops {
@@ -259,6 +263,14 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 		} else if ev.isInput(op.Path[0]) {
 			return &PatchError{Index: i, Path: true, Err: &InputError{Member: op.Path[0], Path: op.Path}}
 		}
+	}
+	// The tree as it was, kept as it is (Freeze), to take the difference
+	// from: only the containers the operations change are copied and
+	// walked.
+	var before any
+	diffed = diffed && h.mirrorsLastApplied()
+	if diffed {
+		before = ev.doc.Freeze()
 	}
 	mark := ev.doc.Mark()
 	for i, op := range ops {
@@ -272,7 +284,11 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 		ev.prepare()
 	}
 	ev.doc.Release()
-	ev.mirrorLastApplied(h, ops)
+	mirror := ops
+	if diffed {
+		mirror = patch.Diff(before, ev.doc.Root())
+	}
+	ev.mirrorLastApplied(h, mirror)
 	h.patched = h.patched || len(ops) > 0
 	return nil
 }

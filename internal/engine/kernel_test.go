@@ -499,3 +499,33 @@ func TestKernelPatchRFC6902(t *testing.T) {
 		t.Errorf("Patch (KubeMod's): %v, errors %v; want both operations applied", d.Patch, d.Errors)
 	}
 }
+
+// TestKernelPatchRFC6902LastApplied: the last-applied configuration is
+// given the difference a standard JSON Patch made, not its operations (a
+// replace with the value already there changes nothing in it), also when an
+// earlier rule's write left the containers the patch changes owned by the
+// document (changed in place: the difference needs them as they were).
+func TestKernelPatchRFC6902LastApplied(t *testing.T) {
+	obj := map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "p", "namespace": "ns", "labels": map[string]any{"a": "1"},
+			"annotations": map[string]any{LastAppliedAnnotation: `{"metadata":{"labels":{"a":"1"}},"spec":{"replicas":3}}`}},
+		"spec": map[string]any{"replicas": int64(5)}}
+	first := newRule("A", "ns", "first", 0, Mutate)
+	first.apply = setLabel("b", "2")
+	second := newRule("A", "ns", "second", 1, Mutate)
+	second.apply = func(h *Handle) error {
+		return h.PatchRFC6902([]patch.Operation{
+			{Op: patch.Replace, Path: patch.Pointer{"spec", "replicas"}, Value: int64(5)},
+			{Op: patch.Add, Path: patch.Pointer{"metadata", "labels", "c"}, Value: "3"},
+			{Op: patch.Replace, Path: patch.Pointer{"metadata", "labels", "b"}, Value: "4"},
+		})
+	}
+	d, err := New(Options{}).Evaluate(context.Background(), NewSnapshot([]Rule{first, second}), Request{Operation: rules.Create, Namespace: "ns", Object: obj})
+	if err != nil || len(d.Errors) != 0 {
+		t.Fatalf("Evaluate: %v, %v", err, d.Errors)
+	}
+	got, _ := lookupString(d.Object.(map[string]any), lastAppliedPath...)
+	if want := `{"metadata":{"labels":{"a":"1","b":"4","c":"3"}},"spec":{"replicas":3}}`; got != want {
+		t.Errorf("last-applied configuration %s, want %s", got, want)
+	}
+}

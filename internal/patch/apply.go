@@ -184,6 +184,21 @@ func (d *Doc) own(s slot, v any) any {
 	return c
 }
 
+// Freeze returns the current tree and stops changing its containers in
+// place: from now on the Doc copies a container before changing it, as it
+// does those of the tree it was given, so the tree returned stays as it is
+// while the Doc goes on (a Rollback to a mark taken before Freeze restores
+// it in place, as it restores everything). Diff(frozen, Root()) then walks
+// only the containers changed since: the rest is shared. It costs the
+// copies the next writes make again.
+func (d *Doc) Freeze() any {
+	clear(d.owned)
+	d.owned = d.owned[:0]
+	d.ownedSet = nil
+	d.adopted = false
+	return d.root
+}
+
 // Mark returns the current journal position, to pass to Rollback.
 func (d *Doc) Mark() int { return d.base + len(d.journal) }
 

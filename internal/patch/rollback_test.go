@@ -74,6 +74,8 @@ func TestRollbackRandom(t *testing.T) {
 			switch k := r.IntN(10); {
 			case k == 0: // take a mark
 				stack = append(stack, snap{d.Mark(), value.DeepCopy(d.Root())})
+			case k == 2: // freeze: rollbacks across it still restore the tree
+				d.Freeze()
 			case k == 1 && len(stack) > 1: // roll back to the newest mark
 				s := stack[len(stack)-1]
 				stack = stack[:len(stack)-1]
@@ -99,6 +101,56 @@ func TestRollbackRandom(t *testing.T) {
 		}
 		if diff := cmp.Diff(orig, d.Root()); diff != "" {
 			t.Fatalf("iteration %d: not back to the original:\n%s", it, diff)
+		}
+	}
+}
+
+// TestFreezeRandom freezes random documents at random points, on Docs that
+// copy what they change and on Docs that own their tree, and checks that
+// nothing the Doc does afterwards (operations, rollbacks to marks taken
+// after the freeze) changes the frozen tree, and that Diff from it to the
+// current tree turns the one into the other.
+func TestFreezeRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	iterations := 1000
+	if testing.Short() {
+		iterations = 200
+	}
+	for it := 0; it < iterations; it++ {
+		orig := randDoc(r, 4)
+		d := NewDoc(orig)
+		if it%2 == 1 {
+			d = NewOwnedDoc(value.DeepCopy(orig))
+		}
+		var frozen, want any
+		var marks []int
+		for step := 0; step < 30; step++ {
+			switch k := r.IntN(8); {
+			case k == 0:
+				frozen = d.Freeze()
+				want = value.DeepCopy(frozen)
+				marks = marks[:0]
+			case k == 1:
+				marks = append(marks, d.Mark())
+			case k == 2 && len(marks) > 0:
+				d.Rollback(marks[len(marks)-1])
+				marks = marks[:len(marks)-1]
+			default:
+				_ = d.Apply(randOp(r, d.Root()))
+			}
+			if frozen == nil {
+				continue
+			}
+			if diff := cmp.Diff(want, frozen); diff != "" {
+				t.Fatalf("iteration %d step %d: the frozen tree changed (-frozen +now):\n%s", it, step, diff)
+			}
+			got, err := ApplyRFC6902(value.DeepCopy(frozen), Diff(frozen, d.Root()))
+			if err != nil {
+				t.Fatalf("iteration %d step %d: the difference from the frozen tree does not apply: %v", it, step, err)
+			}
+			if !value.Equal(d.Root(), got) { // Diff compares numbers by value
+				t.Fatalf("iteration %d step %d: frozen + Diff gives %s, not %s", it, step, encode(got), encode(d.Root()))
+			}
 		}
 	}
 }

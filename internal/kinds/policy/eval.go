@@ -670,13 +670,13 @@ func (ev *run) mutate(obj map[string]any) error {
 // without the working copy and the difference mutate makes: what the
 // apiserver's way would give when the fast path takes the operations
 // (cel.Patched.Edits). done is false when mutate must decide: more
-// mutations, another kind of mutation, a trace to keep, a last-applied
-// configuration to repeat the change on (both are given the difference,
-// not the operations: a replace with the same value changes nothing). When
+// mutations, another kind of mutation, a trace to keep (it is given the
+// difference, not the operations: a replace with the same value changes
+// nothing; the last-applied configuration is given it by the engine). When
 // the operations do not apply to the document (nothing is changed), the
 // apiserver's way decides, with its errors.
 func (ev *run) mutateDirect(obj map[string]any) (done bool, err error) {
-	if len(ev.r.mutations) != 1 || ev.h.Tracing() || ev.h.MirrorsLastApplied() {
+	if len(ev.r.mutations) != 1 || ev.h.Tracing() {
 		return false, nil
 	}
 	m := &ev.r.mutations[0]
