@@ -204,6 +204,15 @@ func fitsType(t reflect.Type, path patch.Pointer, v any, types *goTypes) bool {
 	if !ok {
 		return false
 	}
+	if fits, known := fitsScalar(ft, v, types); known {
+		return fits
+	}
+	return decodesStrictly(ft, v)
+}
+
+// decodesStrictly reports whether v, as JSON, decodes strictly into a
+// value of type ft.
+func decodesStrictly(ft reflect.Type, v any) bool {
 	b, err := value.AppendJSON(nil, v)
 	if err != nil {
 		return false
@@ -211,6 +220,46 @@ func fitsType(t reflect.Type, path patch.Pointer, v any, types *goTypes) bool {
 	strict, err := sigsjson.UnmarshalStrict(b, reflect.New(ft).Interface())
 	return err == nil && len(strict) == 0
 }
+
+// fitsScalar answers fitsType without encoding and decoding for a string,
+// a boolean or an integer written into a plain string, boolean or number
+// (through pointers): what the strict JSON decoding would say (a string
+// into a string, a boolean into a boolean, an integer into a number it
+// does not overflow). known is false for anything else, a type that
+// decodes itself (a Quantity, an IntOrString) among it.
+func fitsScalar(ft reflect.Type, v any, types *goTypes) (fits, known bool) {
+	for ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	k := ft.Kind()
+	plain := k == reflect.String || k == reflect.Bool || isNumberKind(k)
+	if !plain || ft == jsonNumber || types.info(ft).decodesItself {
+		return false, false
+	}
+	switch x := v.(type) {
+	case string:
+		return k == reflect.String, true
+	case bool:
+		return k == reflect.Bool, true
+	case int64:
+		switch k {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			return !reflect.Zero(ft).OverflowInt(x), true
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			return x >= 0 && !reflect.Zero(ft).OverflowUint(uint64(x)), true
+		case reflect.Float32, reflect.Float64:
+			return true, true
+		}
+		return false, true
+	}
+	return false, false
+}
+
+func isNumberKind(k reflect.Kind) bool {
+	return k >= reflect.Int && k <= reflect.Uintptr || k == reflect.Float32 || k == reflect.Float64
+}
+
+var jsonNumber = reflect.TypeFor[json.Number]()
 
 var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 

@@ -2,9 +2,16 @@ package cel
 
 import (
 	"context"
+	"encoding/json"
+	"math"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/modwright/modwright/internal/lang"
 )
@@ -62,5 +69,47 @@ func TestFastPatchSameResult(t *testing.T) {
 				t.Errorf("%s on %s: results differ (-apiserver's way +fast):\n%s", src, o["kind"], d)
 			}
 		}
+	}
+}
+
+// TestFitsScalar: where fitsScalar answers, it answers what decoding the
+// value's JSON strictly into the type does, for every plain kind (named
+// ones and pointers too), types that decode themselves, and integers at
+// each kind's edges.
+func TestFitsScalar(t *testing.T) {
+	type named string
+	types := []reflect.Type{
+		reflect.TypeFor[string](), reflect.TypeFor[named](), reflect.TypeFor[*string](), reflect.TypeFor[**int32](),
+		reflect.TypeFor[bool](), reflect.TypeFor[*bool](),
+		reflect.TypeFor[int](), reflect.TypeFor[int8](), reflect.TypeFor[int16](), reflect.TypeFor[int32](), reflect.TypeFor[int64](),
+		reflect.TypeFor[uint](), reflect.TypeFor[uint8](), reflect.TypeFor[uint16](), reflect.TypeFor[uint32](), reflect.TypeFor[uint64](),
+		reflect.TypeFor[float32](), reflect.TypeFor[float64](), reflect.TypeFor[json.Number](),
+		reflect.TypeFor[[]byte](), reflect.TypeFor[map[string]string](), reflect.TypeFor[[]string](), reflect.TypeFor[any](),
+		reflect.TypeFor[intstr.IntOrString](), reflect.TypeFor[apiresource.Quantity](), reflect.TypeFor[metav1.Time](),
+		reflect.TypeFor[corev1.Protocol](), reflect.TypeFor[corev1.Container](),
+	}
+	values := []any{"", "x", "80", "1Gi", "true", true, false, nil, 3.0, 3.5, uint64(7),
+		map[string]any{"a": "b"}, []any{"a"}, json.Number("1")}
+	for _, n := range []int64{0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, 65535, 65536,
+		math.MaxInt32, math.MaxInt32 + 1, math.MinInt32, math.MinInt32 - 1, math.MaxUint32, math.MaxUint32 + 1,
+		math.MaxInt64, math.MinInt64} {
+		values = append(values, n)
+	}
+	g := newGoTypes()
+	answered := 0
+	for _, ft := range types {
+		for _, v := range values {
+			fits, known := fitsScalar(ft, v, g)
+			if !known {
+				continue
+			}
+			answered++
+			if want := decodesStrictly(ft, v); fits != want {
+				t.Errorf("fitsScalar(%v, %#v) = %v, decoding says %v", ft, v, fits, want)
+			}
+		}
+	}
+	if answered < 200 {
+		t.Errorf("fitsScalar answered %d cases, want at least 200: the fast way is not taken", answered)
 	}
 }
