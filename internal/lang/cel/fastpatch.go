@@ -222,7 +222,7 @@ func decodesStrictly(ft reflect.Type, v any) bool {
 }
 
 // fitsScalar answers fitsType without encoding and decoding for a string,
-// a boolean or an integer written into a plain string, boolean or number
+// a boolean or an integer (int64, or a json.Number of one) written into a plain string, boolean or number
 // (through pointers): what the strict JSON decoding would say (a string
 // into a string, a boolean into a boolean, an integer into a number it
 // does not overflow). known is false for anything else, a type that
@@ -235,6 +235,13 @@ func fitsScalar(ft reflect.Type, v any, types *goTypes) (fits, known bool) {
 	plain := k == reflect.String || k == reflect.Bool || isNumberKind(k)
 	if !plain || ft == jsonNumber || types.info(ft).decodesItself {
 		return false, false
+	}
+	if n, ok := v.(json.Number); ok { // CEL's integers (toJSON)
+		i, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil {
+			return false, false
+		}
+		v = i
 	}
 	switch x := v.(type) {
 	case string:

@@ -89,7 +89,8 @@ func TestFitsScalar(t *testing.T) {
 		reflect.TypeFor[corev1.Protocol](), reflect.TypeFor[corev1.Container](),
 	}
 	values := []any{"", "x", "80", "1Gi", "true", true, false, nil, 3.0, 3.5, uint64(7),
-		map[string]any{"a": "b"}, []any{"a"}, json.Number("1")}
+		map[string]any{"a": "b"}, []any{"a"}, json.Number("1"), json.Number("8080"), json.Number("-1"), json.Number("300"),
+		json.Number("2147483648"), json.Number("1e3"), json.Number("3.5"), json.Number("99999999999999999999")}
 	for _, n := range []int64{0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, 65535, 65536,
 		math.MaxInt32, math.MaxInt32 + 1, math.MinInt32, math.MinInt32 - 1, math.MaxUint32, math.MaxUint32 + 1,
 		math.MaxInt64, math.MinInt64} {
