@@ -234,8 +234,21 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}
 	}
 	members, whole := selectedMembers(ast, names)
-	return envs.keep(pk, &Program{src: src, prg: prg, vars: names, reads: readVars(ast, names), members: members, whole: whole,
-		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}), nil
+	p := &Program{src: src, prg: prg, vars: names, reads: readVars(ast, names), members: members, whole: whole,
+		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}
+	if want == jsonPatchResult {
+		native := ast.NativeRep()
+		p.patch = planJSONPatch(native.Expr(), native.SourceInfo(), native.GetType, uint64(budget), func(src string, budget uint64) *Program {
+			sub := *env
+			sub.Limits.MaxWork = int64(budget)
+			values, ds := compileCEL(envs, &sub, src, extraName, extra, libVars, nil, typed)
+			if ds != nil {
+				return nil
+			}
+			return values
+		})
+	}
+	return envs.keep(pk, p), nil
 }
 
 // UnboundedCost: an estimate from this on is cel-go's "unknown size" (a
@@ -348,6 +361,8 @@ type Program struct {
 	min, max uint64
 	large    uint64
 	typ      *cel.Type
+	// patch is a JSONPatch expression taken apart (patchplan.go), or nil.
+	patch *patchPlan
 }
 
 // Reads reports whether the expression refers to no declared variable but

@@ -137,16 +137,9 @@ func (m *Mutation) EvalJSONPatch(ctx context.Context, in *lang.Activation, obj m
 	if m.kind != JSONPatch {
 		return Patched{}, 0, fmt.Errorf("cel: EvalJSONPatch of a %s mutation", m.kind)
 	}
-	out, cost, err := m.prg.eval(ctx, in)
+	jp, cost, err := m.gather(ctx, in)
 	if err != nil {
 		return Patched{}, cost, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Patched{}, cost, fmt.Errorf("cel: %w", err)
-	}
-	jp, err := gatherJSONPatch(out)
-	if err != nil {
-		return Patched{}, cost, fmt.Errorf("cel: %w", err)
 	}
 	return Patched{jp: jp, obj: obj, types: m.types}, cost, nil
 }

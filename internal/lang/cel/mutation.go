@@ -96,7 +96,9 @@ func (l Language) CompileMutation(env *lang.Env, kind MutationKind, src string) 
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("unknown mutation kind %d", uint8(kind))}}
 	}
 	name, opts, vars := l.extras()
-	extraName, extra := "mutation"+name, append([]cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{})}, opts...)
+	// Macro calls are kept so that a patch's computed fields can be
+	// written out again (patchplan.go).
+	extraName, extra := "mutation"+name, append([]cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{}), cel.EnableMacroCallTracking()}, opts...)
 	p, ds := compileCEL(l.Envs, env, src, extraName, extra, vars, want, nil)
 	if ds != nil {
 		return nil, ds
@@ -132,6 +134,17 @@ func (m *Mutation) LargeCost() uint64 { return m.prg.LargeCost() }
 // does (obj itself too for an empty patch). See the package doc for the
 // semantics.
 func (m *Mutation) Apply(ctx context.Context, in *lang.Activation, obj map[string]any) (map[string]any, uint64, error) {
+	if m.kind == JSONPatch {
+		jp, cost, err := m.gather(ctx, in)
+		if err != nil {
+			return nil, cost, err
+		}
+		res, err := jp.apply(obj, true, nil, m.types)
+		if err != nil {
+			return nil, cost, fmt.Errorf("cel: %w", err)
+		}
+		return res, cost, nil
+	}
 	out, cost, err := m.prg.eval(ctx, in)
 	if err != nil {
 		return nil, cost, err
@@ -139,28 +152,37 @@ func (m *Mutation) Apply(ctx context.Context, in *lang.Activation, obj map[strin
 	if err := ctx.Err(); err != nil {
 		return nil, cost, fmt.Errorf("cel: %w", err)
 	}
-	var res map[string]any
-	switch m.kind {
-	case JSONPatch:
-		res, err = applyJSONPatch(out, obj, m.types)
-	default:
-		res, err = m.applyConfiguration(out, obj)
-	}
+	res, err := m.applyConfiguration(out, obj)
 	if err != nil {
 		return nil, cost, fmt.Errorf("cel: %w", err)
 	}
 	return res, cost, nil
 }
 
-// applyJSONPatch applies out, a list(JSONPatch), to obj as the apiserver's
-// jsonPatcher does: the operations are built as it builds them and
-// applied by the same JSON Patch library; the result of a built-in kind
-// must decode strictly into its Go type.
-func applyJSONPatch(out ref.Val, obj map[string]any, gt *goTypes) (map[string]any, error) {
-	return applyJSONPatchWith(out, obj, true, nil, gt)
+// gather evaluates a JSONPatch mutation's expression over in and reads its
+// operations: through its plan when it has one (patchplan.go).
+func (m *Mutation) gather(ctx context.Context, in *lang.Activation) (jsonPatch, uint64, error) {
+	if m.prg.patch != nil {
+		return m.prg.patch.gather(ctx, in)
+	}
+	out, cost, err := m.prg.eval(ctx, in)
+	if err != nil {
+		return jsonPatch{}, cost, err
+	}
+	if err := ctx.Err(); err != nil {
+		return jsonPatch{}, cost, fmt.Errorf("cel: %w", err)
+	}
+	jp, err := gatherJSONPatch(out)
+	if err != nil {
+		return jsonPatch{}, cost, fmt.Errorf("cel: %w", err)
+	}
+	return jp, cost, nil
 }
 
-// applyJSONPatchWith is applyJSONPatch, with the fast path (fastpatch.go)
+// applyJSONPatchWith applies out, a list(JSONPatch), to obj as the
+// apiserver's jsonPatcher does (the operations built as it builds them and
+// applied by the same JSON Patch library; the result of a built-in kind
+// decoding strictly into its Go type), with the fast path (fastpatch.go)
 // or without it (tests compare the two); fast, when not nil, is set when
 // the fast path gave the result.
 func applyJSONPatchWith(out ref.Val, obj map[string]any, fastAllowed bool, fast *bool, gt *goTypes) (map[string]any, error) {
@@ -197,29 +219,47 @@ func gatherJSONPatch(out ref.Val) (jsonPatch, error) {
 		if !ok {
 			return jp, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of %T", native)
 		}
-		n := patchOp{op: op.Op, path: op.Path, from: op.From}
-		if op.Val != nil {
-			if ov, ok := op.Val.(*dynamic.ObjectVal); ok {
-				if err := ov.CheckTypeNamesMatchFieldPathNames(); err != nil {
-					return jp, fmt.Errorf("type mismatch: %w", err)
-				}
-			}
-			if n.val, err = toJSON(op.Val); err != nil {
-				return jp, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
-			}
-			n.hasVal = true
-			if jp.fastOK {
-				fo, ok := fastOp(op.Op, op.Path, n.val)
-				jp.fastOps, jp.fastOK = append(jp.fastOps, fo), ok
-			}
-		} else if jp.fastOK {
-			fo, ok := fastOp(op.Op, op.Path, nil)
-			jp.fastOK = ok && fo.Op == patch.Remove // a test without a value: the apiserver's way
-			jp.fastOps = append(jp.fastOps, fo)
+		if err := jp.addOp(op.Op, op.Path, op.From, op.Val, nil); err != nil {
+			return jp, err
 		}
-		jp.natives = append(jp.natives, n)
 	}
 	return jp, nil
+}
+
+// addOp adds one JSONPatch to jp as the apiserver reads it: its op, path
+// and from, and its value (nil when it has none); pre, when given, holds
+// the fast path's operation for that op and path, parsed once.
+func (jp *jsonPatch) addOp(opName, path, from string, val ref.Val, pre *planOp) error {
+	n := patchOp{op: opName, path: path, from: from}
+	if val != nil {
+		if ov, ok := val.(*dynamic.ObjectVal); ok {
+			if err := ov.CheckTypeNamesMatchFieldPathNames(); err != nil {
+				return fmt.Errorf("type mismatch: %w", err)
+			}
+		}
+		var err error
+		if n.val, err = toJSON(val); err != nil {
+			return fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
+		}
+		n.hasVal = true
+	}
+	if jp.fastOK {
+		var fo patch.Operation
+		var ok bool
+		if pre != nil {
+			if fo, ok = pre.fast, pre.fastOK; ok {
+				fo.Value = n.val
+			}
+		} else {
+			fo, ok = fastOp(opName, path, n.val)
+		}
+		if !n.hasVal {
+			ok = ok && fo.Op == patch.Remove // a test without a value: the apiserver's way
+		}
+		jp.fastOps, jp.fastOK = append(jp.fastOps, fo), ok
+	}
+	jp.natives = append(jp.natives, n)
+	return nil
 }
 
 // apply applies the operations to obj: on the fast path when it takes

@@ -1,0 +1,121 @@
+package cel
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/modwright/modwright/internal/lang"
+)
+
+// TestPatchPlan: a JSONPatch expression taken apart (patchPlan) reads the
+// same operations, with the same errors and the same cost, as the whole
+// expression evaluated and read by gatherJSONPatch, on a built-in kind and
+// a custom one; the expressions that are not a list of constructions are
+// not taken apart.
+func TestPatchPlan(t *testing.T) {
+	for _, tc := range []struct {
+		src     string
+		planned bool
+	}{
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/x', value: 'y'}]`, true},
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/p', value: object.metadata.name + '-x'}, JSONPatch{op: 'test', path: '/spec/replicas', value: 3}, JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0/ports/0/containerPort', value: 8080}]`, true},
+		{`[JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('a/b~c'), value: 'seen'}]`, true},
+		{`[JSONPatch{op: 'remove', path: '/metadata/labels/app'}]`, true},
+		{`[JSONPatch{op: 'test', path: '/metadata/labels/app'}]`, true},
+		{`[JSONPatch{op: 'add', path: '/spec/template/spec/containers/-', value: {'name': 'c', 'image': 'i'}}]`, true},
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/n', value: string(object.spec.template.spec.containers.filter(c, c.name == 'nginx').size())}]`, true},
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/x', value: object.metadata.missing}]`, true},
+		{`[JSONPatch{op: 'add', path: '/x', value: object.nope1}, JSONPatch{op: 'add', path: '/y', value: object.nope2}]`, true},
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/x', value: null}]`, true},
+		{`[JSONPatch{op: 'add', path: '/spec/x', value: 0.0 / 0.0}]`, true},
+		{`[JSONPatch{op: 'add', path: '/spec/x', value: [1, 2, 3]}, JSONPatch{op: 'add', path: '/spec/y', value: [4]}]`, true},
+		{`[JSONPatch{op: 'add', path: '/spec/y', value: b'xy'}]`, true},
+		{`[JSONPatch{op: 'add', path: '/spec/z', value: duration('1s')}]`, true},
+		{`[JSONPatch{op: 'add', path: '/spec/x', value: [object.spec.replicas, object.spec.replicas]}]`, true},
+		{`[JSONPatch{op: 'add', path: '/spec/y', value: {'a': object.metadata.name}}]`, true},
+		// Values of different types make a list the environment refuses
+		// (its aggregate literals are homogeneous): evaluated whole.
+		{`[JSONPatch{op: 'add', path: '/spec/x', value: [1, 2, 3]}, JSONPatch{op: 'add', path: '/spec/y', value: {'a': 1}}]`, false},
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/x', value: object.metadata.name}, JSONPatch{op: 'add', path: '/metadata/labels/' + string(object.metadata.name), value: 1}]`, false},
+		{`[JSONPatch{op: 'add', path: '/spec/' + 'x', value: string(2)}]`, true},
+		{`[JSONPatch{op: 'move', from: '/metadata/labels/app', path: '/metadata/labels/moved'}]`, true},
+		{`[JSONPatch{op: object.metadata.name == 'web' ? 'add' : 'replace', path: '/metadata/labels/x', value: 'y'}]`, true},
+		{`[JSONPatch{op: 'add', path: 'not a pointer', value: 'y'}]`, true},
+		// A path of type dyn (string + dyn): evaluated whole.
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/x', value: object.metadata.name}, JSONPatch{op: 'add', path: '/metadata/labels/' + object.metadata.name, value: 1}]`, false},
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/' + string(object.metadata.name), value: object.metadata.name + '-x'}]`, true},
+		{`[JSONPatch{path: '/metadata/labels/x', value: 'y'}]`, true},
+		{`[JSONPatch{op: 'add', path: dyn(object.metadata.name), value: 'y'}]`, false},
+		{`object.spec.replicas < 3 ? [JSONPatch{op: 'replace', path: '/spec/replicas', value: 3}] : []`, false},
+		{`[JSONPatch{op: 'add', path: '/x', value: 1}] + [JSONPatch{op: 'add', path: '/y', value: 2}]`, false},
+		{`[JSONPatch{op: 'add', path: '/x', ?value: optional.of(1)}]`, false},
+	} {
+		for _, obj := range []string{deployment, widget} {
+			m, ds := Language{}.CompileMutation(env(), JSONPatch, tc.src)
+			if ds != nil {
+				t.Fatalf("%s: %v", tc.src, ds)
+			}
+			if (m.prg.patch != nil) != tc.planned {
+				t.Errorf("%s: taken apart %v, want %v", tc.src, m.prg.patch != nil, tc.planned)
+			}
+			if m.prg.patch == nil {
+				continue
+			}
+			in := &lang.Activation{Object: decode(t, obj).(map[string]any)}
+			comparePlan(t, m, in, tc.src)
+		}
+	}
+}
+
+// comparePlan compares m's plan with the whole expression over in.
+func comparePlan(t *testing.T, m *Mutation, in *lang.Activation, src string) {
+	t.Helper()
+	ctx := context.Background()
+	var whole jsonPatch
+	out, wholeCost, wholeErr := m.prg.eval(ctx, in)
+	if wholeErr == nil {
+		if whole, wholeErr = gatherJSONPatch(out); wholeErr != nil {
+			wholeErr = fmt.Errorf("cel: %w", wholeErr)
+		}
+	}
+	planned, plannedCost, plannedErr := m.prg.patch.gather(ctx, in)
+	if (wholeErr == nil) != (plannedErr == nil) || wholeErr != nil && wholeErr.Error() != plannedErr.Error() {
+		t.Errorf("%s: error %v, whole expression %v", src, plannedErr, wholeErr)
+		return
+	}
+	if wholeErr != nil {
+		return // the cost where it stopped: see patchPlan.gather
+	}
+	if plannedCost != wholeCost {
+		t.Errorf("%s: cost %d, whole expression %d", src, plannedCost, wholeCost)
+	}
+	if d := cmp.Diff(whole, planned, cmp.AllowUnexported(jsonPatch{}, patchOp{})); d != "" {
+		t.Errorf("%s: operations (-whole expression +taken apart):\n%s", src, d)
+	}
+}
+
+// TestPatchPlanBudget: with every budget from too small to enough, the
+// values of a plan run out of budget exactly when the whole expression
+// does, and cost what it costs.
+func TestPatchPlanBudget(t *testing.T) {
+	src := `[JSONPatch{op: 'add', path: '/metadata/labels/a', value: object.spec.template.spec.containers.map(c, c.name).join(',')}, ` +
+		`JSONPatch{op: 'add', path: '/metadata/labels/b', value: string(object.spec.replicas + 1)}]`
+	in := &lang.Activation{Object: decode(t, deployment).(map[string]any)}
+	planned := 0
+	for budget := int64(1); budget <= 200; budget++ {
+		e := env()
+		e.Limits.MaxWork = budget
+		m, ds := Language{}.CompileMutation(e, JSONPatch, src)
+		if ds != nil || m.prg.patch == nil {
+			continue // refused by its estimate, or no room for the values
+		}
+		planned++
+		comparePlan(t, m, in, src)
+	}
+	if planned < 50 {
+		t.Errorf("taken apart under %d budgets, want at least 50", planned)
+	}
+}
