@@ -181,3 +181,22 @@ func TestDiffSize(t *testing.T) {
 		}
 	}
 }
+
+// TestEqualSharing: equal, which stops at shared containers, agrees with
+// value.Equal on random trees and on what a Doc made of them (sharing the
+// subtrees it did not touch).
+func TestEqualSharing(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for it := 0; it < 2000; it++ {
+		a := randDoc(r, 4)
+		d := NewDoc(a)
+		for range r.IntN(4) {
+			_ = d.Apply(randOp(r, d.Root()))
+		}
+		for _, b := range []any{d.Root(), value.DeepCopy(a), randDoc(r, 4)} {
+			if got, want := equal(a, b), value.Equal(a, b); got != want {
+				t.Fatalf("iteration %d: equal(%s, %s) = %v, value.Equal says %v", it, encode(a), encode(b), got, want)
+			}
+		}
+	}
+}
