@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -77,7 +78,7 @@ func applyFast(ops []patch.Operation, obj map[string]any, gvk schema.GroupVersio
 	cur := any(obj)
 	for start := 0; start < len(ops); {
 		if ops[start].Op == opTest {
-			if !testHolds(cur, ops[start], goType, types) {
+			if !testHolds(cur, ops[start], nil, goType, types) {
 				return nil, false
 			}
 			start++
@@ -97,7 +98,7 @@ func applyFast(ops []patch.Operation, obj map[string]any, gvk schema.GroupVersio
 	if !ok {
 		return nil, false
 	}
-	if builtin && !fitTypes(ops, goType, types) {
+	if builtin && !fitTypes(ops, nil, goType, types) {
 		return nil, false
 	}
 	return res, true
@@ -105,20 +106,50 @@ func applyFast(ops []patch.Operation, obj map[string]any, gvk schema.GroupVersio
 
 // fitTypes reports whether each edit of ops (tests aside) fits the Go type
 // t of a built-in kind: the path of a remove is one t has, the value of an
-// add or a replace decodes strictly into its field's type.
-func fitTypes(ops []patch.Operation, t reflect.Type, types *goTypes) bool {
-	for _, op := range ops {
+// add or a replace decodes strictly into its field's type. memos, when
+// given, holds each operation's memo (typeMemo).
+func fitTypes(ops []patch.Operation, memos []*typeMemo, t reflect.Type, types *goTypes) bool {
+	for i, op := range ops {
+		var memo *typeMemo
+		if memos != nil {
+			memo = memos[i]
+		}
 		switch {
 		case op.Op == opTest:
 		case op.Op == patch.Remove:
-			if _, ok := types.typeAt(t, op.Path); !ok {
+			if _, ok := memo.typeAt(types, t, op.Path); !ok {
 				return false
 			}
-		case !fitsType(t, op.Path, op.Value, types):
+		case !fitsType(t, op.Path, memo, op.Value, types):
 			return false
 		}
 	}
 	return true
+}
+
+// typeMemo remembers typeAt's answer for an operation whose path is the
+// same at every evaluation (a literal of a JSONPatch taken apart,
+// patchplan.go), for the Go type last asked: the walk, a lookup per
+// segment, was a twentieth of a matching Policy's evaluation. A nil
+// *typeMemo remembers nothing. It is safe for concurrent use.
+type typeMemo struct{ last atomic.Pointer[typeAnswer] }
+
+type typeAnswer struct {
+	t, ft reflect.Type
+	ok    bool
+}
+
+// typeAt is types.typeAt(t, path), remembered.
+func (m *typeMemo) typeAt(types *goTypes, t reflect.Type, path patch.Pointer) (reflect.Type, bool) {
+	if m == nil {
+		return types.typeAt(t, path)
+	}
+	if a := m.last.Load(); a != nil && a.t == t {
+		return a.ft, a.ok
+	}
+	ft, ok := types.typeAt(t, path)
+	m.last.Store(&typeAnswer{t: t, ft: ft, ok: ok})
+	return ft, ok
 }
 
 // Patched is a JSONPatch mutation's result, evaluated and not yet
@@ -163,9 +194,13 @@ func (p *Patched) Edits() (ops []patch.Operation, ok bool) {
 			return nil, false
 		}
 	}
-	ops = jp.fastOps
+	ops, memos := jp.fastOps, jp.memos
 	for len(ops) > 0 && ops[0].Op == opTest {
-		if !testHolds(p.obj, ops[0], t, p.types) {
+		var memo *typeMemo
+		if memos != nil {
+			memo, memos = memos[0], memos[1:]
+		}
+		if !testHolds(p.obj, ops[0], memo, t, p.types) {
 			return nil, false
 		}
 		ops = ops[1:]
@@ -175,7 +210,7 @@ func (p *Patched) Edits() (ops []patch.Operation, ok bool) {
 			return nil, false // a test after an edit: of the edited object
 		}
 	}
-	if t != nil && !fitTypes(ops, t, p.types) {
+	if t != nil && !fitTypes(ops, memos, t, p.types) {
 		return nil, false
 	}
 	return ops, true
@@ -192,8 +227,8 @@ func (p *Patched) Apply() (map[string]any, error) {
 
 // fitsType reports whether v, written at path, decodes strictly into the
 // Go type of that place in t.
-func fitsType(t reflect.Type, path patch.Pointer, v any, types *goTypes) bool {
-	ft, ok := types.typeAt(t, path)
+func fitsType(t reflect.Type, path patch.Pointer, memo *typeMemo, v any, types *goTypes) bool {
+	ft, ok := memo.typeAt(types, t, path)
 	if !ok {
 		return false
 	}
@@ -305,9 +340,9 @@ func (g *goTypes) typeAt(t reflect.Type, path patch.Pointer) (reflect.Type, bool
 // testHolds reports whether a test operation holds on doc: the value at
 // its path exists and equals the operation's, and for a built-in kind (t
 // not nil) the field's Go type is a plain one.
-func testHolds(doc any, op patch.Operation, t reflect.Type, types *goTypes) bool {
+func testHolds(doc any, op patch.Operation, memo *typeMemo, t reflect.Type, types *goTypes) bool {
 	if t != nil {
-		ft, ok := types.typeAt(t, op.Path)
+		ft, ok := memo.typeAt(types, t, op.Path)
 		if !ok {
 			return false
 		}

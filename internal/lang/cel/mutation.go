@@ -200,6 +200,9 @@ type jsonPatch struct {
 	natives []patchOp
 	fastOps []patch.Operation
 	fastOK  bool
+	// memos are fastOps' typeMemos, when the expression was taken apart
+	// (nil for an operation whose op or path is computed).
+	memos []*typeMemo
 }
 
 // gatherJSONPatch reads an expression's result as JSONPatches, with the

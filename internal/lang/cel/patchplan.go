@@ -41,6 +41,9 @@ import (
 // homogeneous), and such an expression is evaluated whole.
 type patchPlan struct {
 	ops []planOp
+	// memos are the ops' typeMemos (nil for one whose op or path is
+	// computed).
+	memos []*typeMemo
 	// values evaluates the fields that are not literals, in order, as one
 	// list; nil when all are literals.
 	values *Program
@@ -138,6 +141,7 @@ func planJSONPatch(e celast.Expr, info *celast.SourceInfo, typeOf func(id int64)
 		pl.ops = append(pl.ops, op)
 	}
 	pl.constructions = uint64(len(pl.ops)) * structCreateCost
+	defer pl.memo()
 	if len(texts) == 0 {
 		pl.constructions += listCreateCost
 		return pl
@@ -179,6 +183,16 @@ func planJSONPatch(e celast.Expr, info *celast.SourceInfo, typeOf func(id int64)
 	return pl
 }
 
+// memo gives each operation whose op and path are literals a typeMemo.
+func (pl *patchPlan) memo() {
+	pl.memos = make([]*typeMemo, len(pl.ops))
+	for i := range pl.ops {
+		if pl.ops[i].opAt < 0 && pl.ops[i].pathAt < 0 {
+			pl.memos[i] = &typeMemo{}
+		}
+	}
+}
+
 // The costs cel-go's runtime cost tracker charges for a construction
 // (common.StructCreateBaseCost, common.ListCreateBaseCost).
 const (
@@ -210,7 +224,7 @@ func (pl *patchPlan) gather(ctx context.Context, in *lang.Activation) (jsonPatch
 	if err := ctx.Err(); err != nil {
 		return jsonPatch{}, cost, fmt.Errorf("cel: %w", err)
 	}
-	jp := jsonPatch{fastOK: true, natives: make([]patchOp, 0, len(pl.ops)), fastOps: make([]patch.Operation, 0, len(pl.ops))}
+	jp := jsonPatch{fastOK: true, natives: make([]patchOp, 0, len(pl.ops)), fastOps: make([]patch.Operation, 0, len(pl.ops)), memos: pl.memos}
 	str := func(lit string, at int) string {
 		if at < 0 {
 			return lit
