@@ -132,30 +132,7 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	if budget == 0 {
 		budget = PerCallLimit
 	}
-	opts := append([]cel.EnvOption{library.JSONPatch()}, extra...)
-	names := make([]string, 0, len(env.Vars))
-	var ds []lang.Diagnostic
-	for _, v := range env.Vars {
-		if !IsIdentifier(v.Name) {
-			ds = append(ds, lang.Diagnostic{Pos: -1, Msg: fmt.Sprintf("environment %q declares variable %q, which is not a CEL identifier", env.Name, v.Name)})
-			continue
-		}
-		if slices.Contains(libVars, v.Name) {
-			names = append(names, v.Name)
-			continue
-		}
-		if v.Name == VarAuthorizer {
-			opts = append(opts, authzVars()...)
-			names = append(names, VarAuthorizer, VarRequestResource)
-			continue
-		}
-		if dt, ok := typed[v.Name]; ok {
-			opts = append(opts, cel.Variable(v.Name, dt.CelType()))
-		} else {
-			opts = append(opts, cel.Variable(v.Name, cel.DynType))
-		}
-		names = append(names, v.Name)
-	}
+	opts, names, ds := declare(env, extra, libVars, typed)
 	if ds != nil {
 		return nil, ds
 	}
@@ -163,6 +140,9 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	pk := programKey{env: key, src: src, budget: budget}
 	if want != nil {
 		pk.want = want.String()
+		if want == jsonPatchWhole {
+			pk.want += " (whole)"
+		}
 	}
 	if p := envs.program(pk); p != nil {
 		return p, nil
@@ -224,21 +204,14 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "cost estimation failed: " + err.Error()}}
 	}
-	prg, err := ce.Program(ast,
-		cel.CostLimit(uint64(budget)),
-		cel.InterruptCheckFrequency(celconfig.CheckFrequency),
-		bounded,
-		costTrackers(),
-	)
-	if err != nil {
-		return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}
-	}
 	members, whole := selectedMembers(ast, names)
-	p := &Program{src: src, prg: prg, vars: names, reads: readVars(ast, names), members: members, whole: whole,
+	p := &Program{src: src, vars: names, reads: readVars(ast, names), members: members, whole: whole,
 		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}
 	if want == jsonPatchResult {
-		native := ast.NativeRep()
-		p.patch = planJSONPatch(native.Expr(), native.SourceInfo(), native.GetType, uint64(budget), func(src string, budget uint64) *Program {
+		// Taken apart, the expression is not evaluated whole: it needs
+		// no program of its own (a cel-go program carries its own
+		// dispatcher of every function, about 18 KB).
+		p.patch = planJSONPatch(ast.NativeRep(), uint64(budget), func(src string, budget uint64) *Program {
 			sub := *env
 			sub.Limits.MaxWork = int64(budget)
 			values, ds := compileCEL(envs, &sub, src, extraName, extra, libVars, nil, typed)
@@ -248,7 +221,49 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 			return values
 		})
 	}
+	if p.patch == nil {
+		p.prg, err = ce.Program(ast,
+			cel.CostLimit(uint64(budget)),
+			cel.InterruptCheckFrequency(celconfig.CheckFrequency),
+			bounded,
+			costTrackers(),
+		)
+		if err != nil {
+			return nil, []lang.Diagnostic{{Pos: -1, Msg: "program instantiation failed: " + err.Error()}}
+		}
+	}
 	return envs.keep(pk, p), nil
+}
+
+// declare declares env's variables (a library's own, libVars, are only
+// named; typed ones get their declared types): the environment's options
+// after extra, and the variables' names.
+func declare(env *lang.Env, extra []cel.EnvOption, libVars []string, typed map[string]*apiservercel.DeclType) ([]cel.EnvOption, []string, []lang.Diagnostic) {
+	opts := append([]cel.EnvOption{library.JSONPatch()}, extra...)
+	names := make([]string, 0, len(env.Vars))
+	var ds []lang.Diagnostic
+	for _, v := range env.Vars {
+		if !IsIdentifier(v.Name) {
+			ds = append(ds, lang.Diagnostic{Pos: -1, Msg: fmt.Sprintf("environment %q declares variable %q, which is not a CEL identifier", env.Name, v.Name)})
+			continue
+		}
+		if slices.Contains(libVars, v.Name) {
+			names = append(names, v.Name)
+			continue
+		}
+		if v.Name == VarAuthorizer {
+			opts = append(opts, authzVars()...)
+			names = append(names, VarAuthorizer, VarRequestResource)
+			continue
+		}
+		if dt, ok := typed[v.Name]; ok {
+			opts = append(opts, cel.Variable(v.Name, dt.CelType()))
+		} else {
+			opts = append(opts, cel.Variable(v.Name, cel.DynType))
+		}
+		names = append(names, v.Name)
+	}
+	return opts, names, ds
 }
 
 // UnboundedCost: an estimate from this on is cel-go's "unknown size" (a
@@ -361,7 +376,8 @@ type Program struct {
 	min, max uint64
 	large    uint64
 	typ      *cel.Type
-	// patch is a JSONPatch expression taken apart (patchplan.go), or nil.
+	// patch is a JSONPatch expression taken apart (patchplan.go), or nil;
+	// prg is nil when it is not.
 	patch *patchPlan
 }
 
@@ -565,6 +581,9 @@ func (p *Program) EvalBoolCost(ctx context.Context, in *lang.Activation) (bool, 
 }
 
 func (p *Program) eval(ctx context.Context, in *lang.Activation) (refVal, uint64, error) {
+	if p.prg == nil {
+		return nil, 0, errors.New("cel: a JSONPatch taken apart is evaluated through its plan (Mutation), not whole")
+	}
 	act := activation{in: in, vars: p.vars}
 	out, det, err := p.prg.ContextEval(ctx, &act)
 	var cost uint64

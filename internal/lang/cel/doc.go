@@ -118,6 +118,16 @@
 // The apiserver defaults the object after each mutation; Apply does not
 // (there is no defaulter offline). The cost and ctx are as Eval's.
 //
+// A JSONPatch expression that is a list of JSONPatch constructions (nearly
+// every one) is taken apart when it compiles (patchplan.go): the fields
+// written as literals are read once, an op and a path given as literals
+// parsed once, and the others evaluated together as one list, instead of
+// building a JSONPatch object per operation to read its fields back. The
+// operations, errors, cost of a success and budget are the whole
+// expression's (TestPatchPlan, TestPatchPlanBudget). EvalJSONPatch
+// evaluates without applying, for a kind that applies the fast path's
+// operations to its own document (Patched.Edits).
+//
 // # What it must not know
 //
 // No rule kind, no admission review, no cluster (an authorizer is given to

@@ -46,7 +46,7 @@ func TestFastPatchSameResult(t *testing.T) {
 			{`[JSONPatch{op: 'move', from: '/metadata/labels/app', path: '/metadata/labels/moved'}]`, false, false},
 		} {
 			src := tc.src
-			m, ds := Language{}.CompileMutation(env(), JSONPatch, src)
+			m, ds := Language{}.compileMutation(env(), JSONPatch, src, true)
 			if ds != nil {
 				t.Fatalf("%s: %v", src, ds)
 			}

@@ -63,7 +63,10 @@ func (k MutationKind) String() string {
 // The types a mutation expression must evaluate to, as the apiserver's
 // JSONPatchCondition and ApplyConfigurationCondition declare them.
 var (
-	jsonPatchResult   = cel.ListType(types.NewObjectType(mutation.JSONPatchTypeName))
+	jsonPatchResult = cel.ListType(types.NewObjectType(mutation.JSONPatchTypeName))
+	// jsonPatchWhole is the same type, asked of an expression that is
+	// not to be taken apart (patchplan.go): tests compare the two.
+	jsonPatchWhole    = cel.ListType(types.NewObjectType(mutation.JSONPatchTypeName))
 	applyConfigResult = types.NewObjectType(mutation.ObjectTypeName)
 )
 
@@ -86,10 +89,19 @@ type Mutation struct {
 // apiserver requires (list(JSONPatch), Object): a dynamic result is
 // refused, as the apiserver refuses it.
 func (l Language) CompileMutation(env *lang.Env, kind MutationKind, src string) (*Mutation, []lang.Diagnostic) {
+	return l.compileMutation(env, kind, src, false)
+}
+
+// compileMutation is CompileMutation; whole keeps a JSONPatch expression
+// whole (not taken apart), for tests.
+func (l Language) compileMutation(env *lang.Env, kind MutationKind, src string, whole bool) (*Mutation, []lang.Diagnostic) {
 	var want *cel.Type
 	switch kind {
 	case JSONPatch:
 		want = jsonPatchResult
+		if whole {
+			want = jsonPatchWhole
+		}
 	case ApplyConfiguration:
 		want = applyConfigResult
 	default:

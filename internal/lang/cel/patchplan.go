@@ -67,12 +67,12 @@ type planOp struct {
 	fastOK bool
 }
 
-// planJSONPatch takes apart e, a checked list(JSONPatch) expression: info
-// is its source info, typeOf the type the checker gave each node, compile
-// compiles the values list with a budget. It returns nil when e is not a
-// list of JSONPatch constructions whose op, path and from are literals or
-// of type string (then the whole expression is evaluated).
-func planJSONPatch(e celast.Expr, info *celast.SourceInfo, typeOf func(id int64) *types.Type, budget uint64, compile func(src string, budget uint64) *Program) *patchPlan {
+// planJSONPatch takes apart a, a checked list(JSONPatch) expression;
+// compile compiles the values list with a budget. It returns nil when a
+// is not a list of JSONPatch constructions whose op, path and from are
+// literals or of type string (then the whole expression is evaluated).
+func planJSONPatch(a *celast.AST, budget uint64, compile func(src string, budget uint64) *Program) *patchPlan {
+	e, info, typeOf := a.Expr(), a.SourceInfo(), a.GetType
 	if e.Kind() != celast.ListKind || len(e.AsList().OptionalIndices()) > 0 {
 		return nil
 	}

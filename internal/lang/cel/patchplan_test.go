@@ -65,18 +65,31 @@ func TestPatchPlan(t *testing.T) {
 			if m.prg.patch == nil {
 				continue
 			}
+			if m.prg.prg != nil {
+				t.Errorf("%s: taken apart, and a program kept for the whole expression", tc.src)
+			}
 			in := &lang.Activation{Object: decode(t, obj).(map[string]any)}
-			comparePlan(t, m, in, tc.src)
+			comparePlan(t, m, compileWhole(t, env(), tc.src), in, tc.src)
 		}
 	}
 }
 
-// comparePlan compares m's plan with the whole expression over in.
-func comparePlan(t *testing.T, m *Mutation, in *lang.Activation, src string) {
+// compileWhole compiles src as a JSONPatch mutation not taken apart.
+func compileWhole(t *testing.T, e *lang.Env, src string) *Mutation {
+	t.Helper()
+	w, ds := Language{}.compileMutation(e, JSONPatch, src, true)
+	if ds != nil || w.prg.patch != nil {
+		t.Fatalf("%s, whole: %v (taken apart: %v)", src, ds, w.prg.patch != nil)
+	}
+	return w
+}
+
+// comparePlan compares m's plan with the whole expression w over in.
+func comparePlan(t *testing.T, m, w *Mutation, in *lang.Activation, src string) {
 	t.Helper()
 	ctx := context.Background()
 	var whole jsonPatch
-	out, wholeCost, wholeErr := m.prg.eval(ctx, in)
+	out, wholeCost, wholeErr := w.prg.eval(ctx, in)
 	if wholeErr == nil {
 		if whole, wholeErr = gatherJSONPatch(out); wholeErr != nil {
 			wholeErr = fmt.Errorf("cel: %w", wholeErr)
@@ -124,7 +137,7 @@ func TestPatchPlanBudget(t *testing.T) {
 			continue // refused by its estimate, or no room for the values
 		}
 		planned++
-		comparePlan(t, m, in, src)
+		comparePlan(t, m, compileWhole(t, e, src), in, src)
 	}
 	if planned < 50 {
 		t.Errorf("taken apart under %d budgets, want at least 50", planned)
