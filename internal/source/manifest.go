@@ -236,13 +236,18 @@ func parseDocument(name string, n, line int, text []byte) ([]Document, error) {
 
 // decodeChunk decodes one document, returning it and its JSON text. JSON
 // is decoded as JSON, so that numbers keep their exact text; YAML goes
-// through sigs.k8s.io/yaml as with kubectl.
+// through sigs.k8s.io/yaml as with kubectl, unless it is in the block
+// subset (decodeBlockYAML), which gives the same tree faster.
 func decodeChunk(chunk []byte) (any, []byte, error) {
 	if t := bytes.TrimSpace(stripComments(chunk)); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
 		if v, err := value.Decode(t); err == nil {
 			j, err := value.Encode(v) // compact
 			return v, j, err
 		}
+	}
+	if v, ok := decodeBlockYAML(chunk); ok {
+		j, err := value.Encode(v)
+		return v, j, err
 	}
 	j, err := yaml.YAMLToJSON(chunk)
 	if err != nil {

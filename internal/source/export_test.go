@@ -1,0 +1,4 @@
+package source
+
+// DecodeBlockYAML is decodeBlockYAML, for the external tests.
+var DecodeBlockYAML = decodeBlockYAML
