@@ -121,36 +121,7 @@ func (d *differ) diff(a, b any) {
 // changed element of an array (compared when the array's common ends are
 // trimmed) is walked only along what changed in it, not through the
 // subtrees it still shares.
-func equal(a, b any) bool {
-	if Same(a, b) {
-		return true
-	}
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, xv := range x {
-			if yv, ok := y[k]; !ok || !equal(xv, yv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equal(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return value.Equal(a, b)
-}
+func equal(a, b any) bool { return value.EqualSharing(a, b, Same) }
 
 func (d *differ) diffObject(x, y map[string]any) {
 	// Removed and changed members. They are visited in map order, each

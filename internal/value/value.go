@@ -113,7 +113,12 @@ func ExactInt(v any) (int64, bool) {
 
 // Equal reports whether two values are the same JSON value: numbers compare
 // by value (1, 1.0 and 1e0 are equal), objects ignore key order.
-func Equal(a, b any) bool {
+func Equal(a, b any) bool { return EqualSharing(a, b, nil) }
+
+// EqualSharing is Equal, asking same first of every pair of containers
+// it compares: true says they are equal without walking them (a subtree
+// two trees share). same may be nil.
+func EqualSharing(a, b any, same func(a, b any) bool) bool {
 	switch x := a.(type) {
 	case nil:
 		return b == nil
@@ -128,9 +133,12 @@ func Equal(a, b any) bool {
 		if !ok || len(x) != len(y) {
 			return false
 		}
+		if same != nil && same(a, b) {
+			return true
+		}
 		for k, xv := range x {
 			yv, ok := y[k]
-			if !ok || !Equal(xv, yv) {
+			if !ok || !EqualSharing(xv, yv, same) {
 				return false
 			}
 		}
@@ -140,8 +148,11 @@ func Equal(a, b any) bool {
 		if !ok || len(x) != len(y) {
 			return false
 		}
+		if same != nil && same(a, b) {
+			return true
+		}
 		for i := range x {
-			if !Equal(x[i], y[i]) {
+			if !EqualSharing(x[i], y[i], same) {
 				return false
 			}
 		}
