@@ -232,8 +232,7 @@ func (h *Handle) Patch(ops []patch.Operation) error {
 // a copy of the object it then diffs. The last-applied configuration is
 // given the difference the operations made, not the operations, as if the
 // rule had diffed: a replace with the value already there changes nothing
-// in it, and an add into an array that the configuration holds shorter
-// does not land at another element.
+// in it.
 func (h *Handle) PatchRFC6902(ops []patch.Operation) error {
 	return h.patch(ops, (*patch.Doc).ApplyRFC6902, true)
 }

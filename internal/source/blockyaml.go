@@ -15,21 +15,22 @@ import (
 // sigs.k8s.io/yaml's JSON (TestBlockYAML over every manifest of the
 // repository and the peers' suites, FuzzBlockYAML).
 //
-// The subset: a document that is a block mapping, of ASCII text without
-// tabs or carriage returns; block mappings whose keys are plain words
-// (letters, digits, '_', '.', '/', '-', starting with a letter, '_' or '/';
-// not one of YAML 1.1's booleans or null), each once; block sequences
-// (the dash at its parent key's indentation or deeper, a mapping started on
-// the dash's line); values that are single-quoted scalars, double-quoted
-// ones (with the escapes of one ASCII character), literal block scalars
-// (| and |-), and
-// plain scalars on one line that are words (starting with a letter, '/',
-// '$', '_', '^' or '('; not YAML 1.1's y/n/yes/no/on/off), true, false,
-// null, ~, or decimal integers of up to 18 digits; full-line comments, and
-// flow sequences and mappings of such scalars on one line; full-line
+// The subset: a document that is a block mapping, of printable ASCII text
+// (no tabs, no carriage returns); block mappings whose keys are plain
+// words (letters, digits, '_', '.', '/', '-', starting with a letter, '_'
+// or '/'; not one of YAML 1.1's booleans or null), each once; block
+// sequences (the dash at its parent key's indentation or deeper, a mapping
+// started on the dash's line); values that are single-quoted scalars,
+// double-quoted ones (with the escapes of one ASCII character), literal
+// block scalars (| and |-, not starting with a blank line), plain scalars
+// on one line that are words (starting with a letter, '/', '$', '_', '^'
+// or '('; not YAML 1.1's y/n/yes/no/on/off), true, false, null, ~ or
+// decimal integers of up to 18 digits, and flow sequences and mappings of
+// such values on one line (nested up to maxFlowDepth); full-line
 // comments, and comments after a value. Anchors, aliases, tags,
-// directives, nested flow collections, folded and indented block scalars,
-// multi-line flow scalars, escapes and other numbers are not in it.
+// directives, document markers, folded and indented block scalars,
+// multi-line plain, quoted and flow scalars, other escapes and other
+// numbers are not in it.
 func decodeBlockYAML(text []byte) (v any, ok bool) {
 	for _, c := range text {
 		if c >= 0x7f || c < 0x20 && c != '\n' {

@@ -23,22 +23,23 @@ import (
 // (an op and a path given as literals are parsed once), and the others are
 // evaluated together as one list ([object.metadata.name]). Evaluating the
 // whole expression built a JSONPatch object per operation, through the
-// apiserver's type provider, only to read its fields back: two thirds of
-// what a one-operation patch cost.
+// apiserver's type provider, only to read its fields back: most of what
+// evaluating a patch cost.
 //
 // What gather gives is what gatherJSONPatch gives for the whole
-// expression's result (TestPatchPlan compares them, errors included, and
-// the cost of a success): the same fields, evaluated in the same order (elements in
-// turn, each one's fields as written: the first error wins, as it does in
-// the whole expression), the same cost (the whole expression's cost is the
-// values' plus what each construction costs, StructCreateBaseCost, and the
+// expression's result (TestPatchPlan compares them, errors included): the
+// same fields, evaluated in the same order (elements in turn, each one's
+// fields as written: the first error wins, as in the whole expression),
+// the same cost when it succeeds (the whole expression's is the values'
+// plus what each construction costs, StructCreateBaseCost, and the
 // list's), and the same budget (the values are given the budget less what
-// the constructions cost; TestPatchPlanBudget). One difference, at the
-// budget's edge: an expression that fails with an error of its own after
-// the budget minus the constructions it did not reach was spent reports
-// the budget instead. The values are one list: values of different types
-// make a list the environment refuses (its aggregate literals are
-// homogeneous), and such an expression is evaluated whole.
+// the constructions cost; TestPatchPlanBudget). At the budget's edge, an
+// expression that fails with an error of its own after the budget less
+// the constructions it did not reach was spent reports the budget instead;
+// the cost of a failure is what was spent until it stopped. The values
+// are one list: values of different types make a list the environment
+// refuses (its aggregate literals are homogeneous), and such an expression
+// is evaluated whole.
 type patchPlan struct {
 	ops []planOp
 	// memos are the ops' typeMemos (nil for one whose op or path is
