@@ -82,6 +82,9 @@ type Engine struct {
 type scratch struct {
 	values []any
 	text   []byte
+	// doc and la are the evaluation's Docs, recycled with their journals'
+	// storage (patch.Doc.Reset).
+	doc, la patch.Doc
 }
 
 // New returns an Engine.
@@ -179,10 +182,13 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		s = &scratch{values: make([]any, 0, 256)}
 	}
 	ev.values, ev.text = s.values, s.text
+	ev.docs = s
 	defer func() {
 		// Drop every reference into the object before recycling.
 		s.values, s.text = ev.values[:0], ev.text[:0]
 		clear(s.values[:cap(s.values)])
+		s.doc.Reset(nil, false)
+		s.la.Reset(nil, true)
 		ev.act = lang.Activation{}
 		ev.scratchTrace = RuleTrace{}
 		ev.h = Handle{}
@@ -239,6 +245,7 @@ type evaluation struct {
 
 	doc       *patch.Doc
 	la        *patch.Doc // last-applied-configuration, parsed; nil when absent
+	docs      *scratch   // where doc and la come from (recycled)
 	laChanged bool
 	laParsed  bool // parseLastApplied ran
 
@@ -292,7 +299,8 @@ func (ev *evaluation) traceFor(r Rule) *RuleTrace {
 func (ev *evaluation) run() error {
 	// The Doc is copy-on-write: the input is never modified, and what no
 	// rule touched stays shared with it (so the final diff skips it).
-	ev.doc = patch.NewDoc(ev.original)
+	ev.doc = &ev.docs.doc
+	ev.doc.Reset(ev.original, false)
 	ev.inputs = ev.inputsBuf[:0]
 	ev.buildInputs()
 	ev.prepare()
@@ -616,7 +624,8 @@ func (ev *evaluation) parseLastApplied(work map[string]any) {
 	if _, ok := v.(map[string]any); !ok {
 		return
 	}
-	ev.la = patch.NewOwnedDoc(v) // freshly decoded: ours to change in place
+	ev.la = &ev.docs.la
+	ev.la.Reset(v, true) // freshly decoded: ours to change in place
 }
 
 // mirrorLastApplied applies a rule's operations to the last-applied

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -527,5 +530,44 @@ func TestKernelPatchRFC6902LastApplied(t *testing.T) {
 	got, _ := lookupString(d.Object.(map[string]any), lastAppliedPath...)
 	if want := `{"metadata":{"labels":{"a":"1","b":"4","c":"3"}},"spec":{"replicas":3}}`; got != want {
 		t.Errorf("last-applied configuration %s, want %s", got, want)
+	}
+}
+
+// TestKernelRecyclesDocs: an engine recycles its Docs between evaluations
+// (patch.Doc.Reset); a decision's object is never changed by the
+// evaluations after it, with or without a last-applied configuration.
+func TestKernelRecyclesDocs(t *testing.T) {
+	e := New(Options{NoTrace: true})
+	r := newRule("A", "ns", "label", 0, Mutate)
+	n := 0
+	r.apply = func(h *Handle) error {
+		n++
+		return h.Patch([]patch.Operation{
+			{Op: patch.Add, Path: patch.Pointer{"metadata", "labels", "run"}, Value: fmt.Sprint(n)},
+			{Op: patch.Add, Path: patch.Pointer{"spec", "list", "-"}, Value: fmt.Sprint(n)},
+		})
+	}
+	snap := NewSnapshot([]Rule{r})
+	var decisions []*Decision
+	var want []string
+	for i := range 6 {
+		obj := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "ns"}, "spec": map[string]any{"list": []any{"a"}}}
+		if i%2 == 1 {
+			obj["metadata"].(map[string]any)["annotations"] = map[string]any{LastAppliedAnnotation: `{"metadata":{"name":"p"},"spec":{"list":["a"]}}`}
+		}
+		d, err := e.Evaluate(context.Background(), snap, Request{Operation: rules.Create, Namespace: "ns", Object: obj})
+		if err != nil || len(d.Errors) != 0 {
+			t.Fatalf("evaluation %d: %v, %v", i, err, d.Errors)
+		}
+		b, _ := json.Marshal(d.Object)
+		decisions, want = append(decisions, d), append(want, string(b))
+	}
+	for i, d := range decisions {
+		if b, _ := json.Marshal(d.Object); string(b) != want[i] {
+			t.Errorf("decision %d's object changed after it: %s, was %s", i, b, want[i])
+		}
+		if !strings.Contains(want[i], fmt.Sprintf(`"run":"%d"`, i+1)) || i%2 == 1 && !strings.Contains(want[i], fmt.Sprintf(`\"run\":\"%d\"`, i+1)) {
+			t.Errorf("decision %d: %s", i, want[i])
+		}
 	}
 }

@@ -99,6 +99,19 @@ func NewOwnedDoc(root any) *Doc {
 	return &Doc{root: root, adopted: true}
 }
 
+// Reset makes d a Doc editing root, as NewDoc(root) (owned false) or
+// NewOwnedDoc(root) (owned true) would, keeping the storage of its journal
+// and of the identities it owned for reuse: a caller editing many trees
+// recycles its Docs. Nothing of the tree it edited before stays
+// referenced; its Version goes on from where it was (versions never come
+// back).
+func (d *Doc) Reset(root any, owned bool) {
+	clear(d.journal)
+	clear(d.owned)
+	v := d.version + 1
+	*d = Doc{root: root, journal: d.journal[:0], owned: d.owned[:0], adopted: owned, version: v}
+}
+
 func (d *Doc) isOwned(id unsafe.Pointer) bool {
 	if d.ownedSet != nil {
 		_, ok := d.ownedSet[id]

@@ -255,3 +255,41 @@ func TestApplyErrorKeepsJournal(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestReset: a Doc reset to another tree edits it as a new one would, and
+// never changes in place a tree it edited before (its containers are no
+// longer its own); its Version goes on.
+func TestReset(t *testing.T) {
+	d := NewDoc(mustDecode(t, `{"a":{"b":1}}`))
+	if err := d.Apply(Operation{Op: Add, Path: Pointer{"a", "c"}, Value: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	first := d.Root()
+	firstJSON := encode(first)
+	v := d.Version()
+	for _, owned := range []bool{false, true} {
+		next := mustDecode(t, `{"a":{"b":2}}`)
+		d.Reset(next, owned)
+		if d.Version() <= v {
+			t.Errorf("Version %d after Reset, was %d", d.Version(), v)
+		}
+		v = d.Version()
+		// The same identities as before could be reused only if they were
+		// still owned: write into the first tree's containers' places.
+		if err := d.Apply(Operation{Op: Add, Path: Pointer{"a", "c"}, Value: "y"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Apply(Operation{Op: Replace, Path: Pointer{"a", "b"}, Value: 3}); err != nil {
+			t.Fatal(err)
+		}
+		if got := encode(d.Root()); got != `{"a":{"b":3,"c":"y"}}` {
+			t.Errorf("after Reset(owned %v): %s", owned, got)
+		}
+		if got := encode(next); owned != (got == `{"a":{"b":3,"c":"y"}}`) {
+			t.Errorf("Reset(owned %v): the tree given is %s", owned, got)
+		}
+		if got := encode(first); got != firstJSON {
+			t.Errorf("the tree edited before Reset changed: %s, was %s", got, firstJSON)
+		}
+	}
+}
