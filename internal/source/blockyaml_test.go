@@ -109,9 +109,14 @@ func TestBlockYAML(t *testing.T) {
 			t.Errorf("the block subset took %d documents of the repository, want at least 300", took)
 		}
 	})
-	for _, set := range []string{"kubemod", "kubemod-realworld", "kyverno-policies", "gatekeeper-library", "kinitiras", "kubeatlas-rules"} {
-		t.Run(set, func(t *testing.T) {
-			walk(t, testtool.ConformanceDir(t, set, "MODWRIGHT_BLOCKYAML_"+strings.ToUpper(strings.ReplaceAll(set, "-", "_")), "README.md"))
+	// The peers' suites, by the variables the other tests read them from.
+	for _, set := range []struct{ name, env string }{
+		{"kubemod", "MODWRIGHT_CONFORMANCE_DIR"}, {"kubemod-realworld", "MODWRIGHT_REALWORLD_DIR"},
+		{"kyverno-policies", "MODWRIGHT_KYVERNO_POLICIES_DIR"}, {"gatekeeper-library", "MODWRIGHT_GATEKEEPER_LIBRARY_DIR"},
+		{"kinitiras", "MODWRIGHT_KINITIRAS_DIR"}, {"kubeatlas-rules", "MODWRIGHT_KUBEATLAS_RULES_DIR"},
+	} {
+		t.Run(set.name, func(t *testing.T) {
+			walk(t, testtool.ConformanceDir(t, set.name, set.env, "README.md"))
 		})
 	}
 	for name, data := range map[string][]byte{"RuleSet": load.RuleSet(200, 10), "PolicySet": load.PolicySet(200, 10)} {
