@@ -234,6 +234,10 @@ func splitKey(c string) (key, rest string, ok bool) {
 	return strings.Clone(c[:i]), strings.TrimLeft(c[i+1:], " "), true
 }
 
+// maxKey is the longest key the subset takes (YAML refuses a simple key
+// of over 1024 characters).
+const maxKey = 1000
+
 // keyLen is the length of the plain key c starts with ("key: rest" or
 // "key:"), or 0.
 func keyLen(c string) int {
@@ -241,7 +245,8 @@ func keyLen(c string) int {
 	for i < len(c) && isKeyByte(c[i]) {
 		i++
 	}
-	if i == 0 || i == len(c) || c[i] != ':' || i+1 < len(c) && c[i+1] != ' ' {
+	// YAML bounds a simple key at 1024 characters.
+	if i == 0 || i > maxKey || i == len(c) || c[i] != ':' || i+1 < len(c) && c[i+1] != ' ' {
 		return 0
 	}
 	if f := c[0]; !(isLetter(f) || f == '_' || f == '/') || yaml11Word(c[:i]) {
@@ -441,8 +446,8 @@ func flowNode(s string, i, depth int) (any, int, bool) {
 }
 
 // flowValue parses the value at s[i:] in a flow collection closed by end:
-// its value and where it ends. A plain scalar holds no '#', '[', '{', and
-// no ':' before a space, a flow indicator or the end.
+// its value and where it ends. A plain scalar holds no '#', '[', '{', '?',
+// and no ':' before a space, a flow indicator or the end.
 func flowValue(s string, i int, end byte, depth int) (any, int, bool) {
 	if i >= len(s) {
 		return nil, 0, false
@@ -457,7 +462,7 @@ func flowValue(s string, i int, end byte, depth int) (any, int, bool) {
 	j := i
 	for ; j < len(s) && s[j] != ',' && s[j] != ']' && s[j] != '}'; j++ {
 		switch s[j] {
-		case '#', '[', '{':
+		case '#', '[', '{', '?': // '?' ends a plain scalar in a flow collection (YAML 1.1)
 			return nil, 0, false
 		case ':':
 			if j+1 == len(s) || strings.IndexByte(" ,]}", s[j+1]) >= 0 {

@@ -218,6 +218,24 @@ func FuzzBlockYAML(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	// And the documents of the repository's corpus and examples.
+	for _, dir := range []string{"testdata", "examples"} {
+		err := filepath.WalkDir(filepath.Join(testtool.RepoRoot(f), dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			for _, doc := range strings.Split(string(data), "\n---\n") {
+				if len(doc) < 4096 {
+					f.Add([]byte(doc))
+				}
+			}
+			return err
+		})
+		if err != nil {
+			f.Fatal(err)
+		}
+	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		v, ok := source.DecodeBlockYAML(doc)
 		if !ok {
