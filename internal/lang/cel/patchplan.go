@@ -46,8 +46,9 @@ type patchPlan struct {
 	// computed).
 	memos []*typeMemo
 	// values evaluates the fields that are not literals, in order, as one
-	// list; nil when all are literals.
+	// list (single: the one such field alone); nil when all are literals.
 	values *Program
+	single bool
 	// constructions is what the whole expression costs beyond its
 	// values: a JSONPatch construction each, and the list when values is
 	// nil (values' own list costs what the whole one did).
@@ -147,41 +148,66 @@ func planJSONPatch(a *celast.AST, budget uint64, compile func(src string, budget
 		pl.constructions += listCreateCost
 		return pl
 	}
+	// One value is evaluated alone: what the whole expression's list costs
+	// is then among the constructions.
+	src := "[" + strings.Join(texts, ", ") + "]"
+	if pl.single = len(texts) == 1; pl.single {
+		src = texts[0]
+		pl.constructions += listCreateCost
+	}
 	if budget <= pl.constructions {
 		return nil
 	}
-	if pl.values = compile("["+strings.Join(texts, ", ")+"]", budget-pl.constructions); pl.values == nil {
+	if pl.values = compile(src, budget-pl.constructions); pl.values == nil {
 		return nil
 	}
-	// cel-go builds a list of constants when it plans the program (its
-	// OptOptimize), which then costs nothing, where the whole expression's
-	// list of constructions costs its ListCreateBaseCost: such values are
-	// literals.
-	if out, cost, err := pl.values.eval(context.Background(), &lang.Activation{}); err == nil && cost == 0 {
-		l, ok := out.(traits.Lister)
-		if !ok {
-			return nil
-		}
-		for i := range pl.ops {
-			o := &pl.ops[i]
-			for _, f := range [...]struct {
-				s  *string
-				at *int
-			}{{&o.op, &o.opAt}, {&o.path, &o.pathAt}, {&o.from, &o.fromAt}} {
-				if *f.at >= 0 {
-					*f.s, _ = l.Get(types.Int(*f.at)).Value().(string)
-					*f.at = -1
-				}
-			}
-			if o.valAt >= 0 {
-				o.val, o.valAt = l.Get(types.Int(o.valAt)), -1
-			}
-			o.fast, o.fastOK = fastOp(o.op, o.path, nil)
-		}
-		pl.values = nil
-		pl.constructions += listCreateCost
+	if !pl.foldConstants() {
+		return nil
 	}
 	return pl
+}
+
+// foldConstants makes literals of values that are constants: cel-go builds
+// a constant when it plans the program (its OptOptimize: a list of
+// constants, a conversion of one), which then costs nothing, where the
+// whole expression's list of constructions costs its ListCreateBaseCost.
+// It is false when the values are not what they must be.
+func (pl *patchPlan) foldConstants() bool {
+	out, cost, err := pl.values.eval(context.Background(), &lang.Activation{})
+	if err != nil || cost > 0 {
+		return true
+	}
+	l, ok := out.(traits.Lister)
+	if !pl.single && !ok {
+		return false
+	}
+	get := func(i int) ref.Val {
+		if pl.single {
+			return out
+		}
+		return l.Get(types.Int(i))
+	}
+	for i := range pl.ops {
+		o := &pl.ops[i]
+		for _, f := range [...]struct {
+			s  *string
+			at *int
+		}{{&o.op, &o.opAt}, {&o.path, &o.pathAt}, {&o.from, &o.fromAt}} {
+			if *f.at >= 0 {
+				*f.s, _ = get(*f.at).Value().(string)
+				*f.at = -1
+			}
+		}
+		if o.valAt >= 0 {
+			o.val, o.valAt = get(o.valAt), -1
+		}
+		o.fast, o.fastOK = fastOp(o.op, o.path, nil)
+	}
+	if !pl.single {
+		pl.constructions += listCreateCost
+	}
+	pl.values, pl.single = nil, false
+	return true
 }
 
 // memo gives each operation whose op and path are literals a typeMemo.
@@ -205,6 +231,7 @@ const (
 // reads them from the whole expression's result, and the cost.
 func (pl *patchPlan) gather(ctx context.Context, in *lang.Activation) (jsonPatch, uint64, error) {
 	var vals traits.Lister
+	var one ref.Val
 	cost := pl.constructions
 	if pl.values != nil {
 		out, c, err := pl.values.eval(ctx, in)
@@ -216,11 +243,17 @@ func (pl *patchPlan) gather(ctx context.Context, in *lang.Activation) (jsonPatch
 			return jsonPatch{}, c + pl.constructions, err
 		}
 		cost += c
-		l, ok := out.(traits.Lister)
-		if !ok {
+		if pl.single {
+			one = out
+		} else if vals, _ = out.(traits.Lister); vals == nil {
 			return jsonPatch{}, cost, fmt.Errorf("cel: the values of a JSONPatch evaluated to %s", out.Type())
 		}
-		vals = l
+	}
+	get := func(at int) ref.Val {
+		if pl.single {
+			return one
+		}
+		return vals.Get(types.Int(at))
 	}
 	if err := ctx.Err(); err != nil {
 		return jsonPatch{}, cost, fmt.Errorf("cel: %w", err)
@@ -230,14 +263,14 @@ func (pl *patchPlan) gather(ctx context.Context, in *lang.Activation) (jsonPatch
 		if at < 0 {
 			return lit
 		}
-		s, _ := vals.Get(types.Int(at)).Value().(string) // of type string (planJSONPatch)
+		s, _ := get(at).Value().(string) // of type string (planJSONPatch)
 		return s
 	}
 	for i := range pl.ops {
 		o := &pl.ops[i]
 		val := o.val
 		if o.valAt >= 0 {
-			val = vals.Get(types.Int(o.valAt))
+			val = get(o.valAt)
 		}
 		var pre *planOp
 		if o.opAt < 0 && o.pathAt < 0 {

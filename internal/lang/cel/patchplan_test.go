@@ -125,21 +125,28 @@ func comparePlan(t *testing.T, m, w *Mutation, in *lang.Activation, src string) 
 // values of a plan run out of budget exactly when the whole expression
 // does, and cost what it costs.
 func TestPatchPlanBudget(t *testing.T) {
-	src := `[JSONPatch{op: 'add', path: '/metadata/labels/a', value: object.spec.template.spec.containers.map(c, c.name).join(',')}, ` +
-		`JSONPatch{op: 'add', path: '/metadata/labels/b', value: string(object.spec.replicas + 1)}]`
-	in := &lang.Activation{Object: decode(t, deployment).(map[string]any)}
-	planned := 0
-	for budget := int64(1); budget <= 200; budget++ {
-		e := env()
-		e.Limits.MaxWork = budget
-		m, ds := Language{}.CompileMutation(e, JSONPatch, src)
-		if ds != nil || m.prg.patch == nil {
-			continue // refused by its estimate, or no room for the values
+	for _, src := range []string{
+		// Two values evaluated as one list.
+		`[JSONPatch{op: 'add', path: '/metadata/labels/a', value: object.spec.template.spec.containers.map(c, c.name).join(',')}, ` +
+			`JSONPatch{op: 'add', path: '/metadata/labels/b', value: string(object.spec.replicas + 1)}]`,
+		// One value evaluated alone.
+		`[JSONPatch{op: 'test', path: '/metadata/name', value: 'web'}, ` +
+			`JSONPatch{op: 'add', path: '/metadata/labels/a', value: object.spec.template.spec.containers.map(c, c.name).join(',')}]`,
+	} {
+		in := &lang.Activation{Object: decode(t, deployment).(map[string]any)}
+		planned := 0
+		for budget := int64(1); budget <= 200; budget++ {
+			e := env()
+			e.Limits.MaxWork = budget
+			m, ds := Language{}.CompileMutation(e, JSONPatch, src)
+			if ds != nil || m.prg.patch == nil {
+				continue // refused by its estimate, or no room for the values
+			}
+			planned++
+			comparePlan(t, m, compileWhole(t, e, src), in, src)
 		}
-		planned++
-		comparePlan(t, m, compileWhole(t, e, src), in, src)
-	}
-	if planned < 50 {
-		t.Errorf("taken apart under %d budgets, want at least 50", planned)
+		if planned < 50 {
+			t.Errorf("%s: taken apart under %d budgets, want at least 50", src, planned)
+		}
 	}
 }
