@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -498,5 +497,10 @@ func decimal(s string) bool {
 	if d == "" || len(d) > 18 || d[0] == '0' && (len(d) > 1 || len(d) < len(s)) {
 		return false
 	}
-	return bytes.IndexFunc([]byte(d), func(r rune) bool { return r < '0' || r > '9' }) < 0
+	for i := range len(d) {
+		if d[i] < '0' || d[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -36,10 +36,11 @@ import (
 // the constructions cost; TestPatchPlanBudget). At the budget's edge, an
 // expression that fails with an error of its own after the budget less
 // the constructions it did not reach was spent reports the budget instead;
-// the cost of a failure is what was spent until it stopped. The values
-// are one list: values of different types make a list the environment
-// refuses (its aggregate literals are homogeneous), and such an expression
-// is evaluated whole.
+// the cost of a failure is what the values spent until they stopped plus
+// every construction (the whole expression would have stopped elsewhere).
+// Several values are one list: values of different types make a list the
+// environment refuses (its aggregate literals are homogeneous), and such
+// an expression is evaluated whole.
 type patchPlan struct {
 	ops []planOp
 	// memos are the ops' typeMemos (nil for one whose op or path is
@@ -236,10 +237,8 @@ func (pl *patchPlan) gather(ctx context.Context, in *lang.Activation) (jsonPatch
 	if pl.values != nil {
 		out, c, err := pl.values.eval(ctx, in)
 		if err != nil {
-			// What was spent until it stopped: the whole expression
-			// would have stopped elsewhere, having charged the
-			// constructions up to the failing one; the cost of a
-			// failure is not compared.
+			// The values' cost until they stopped, and every
+			// construction (see patchPlan).
 			return jsonPatch{}, c + pl.constructions, err
 		}
 		cost += c
