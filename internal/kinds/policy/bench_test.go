@@ -639,9 +639,20 @@ func BenchmarkCompileHeap(b *testing.B) {
 		}
 		return sb.String()
 	}
+	variables := func() string { // the Pod Security checks, each a Policy with two variables
+		var sb strings.Builder
+		checks := pssChecks()
+		for i := 0; i < n; i++ {
+			writePolicyHeader(&sb, fmt.Sprintf("policy-%04d", i))
+			sb.WriteString(pssVariables + "  validations:\n")
+			writeValidation(&sb, checks[i%len(checks)])
+		}
+		return sb.String()
+	}
 	for _, bc := range []struct{ name, yaml string }{
 		{"quiet", quietSet(n)},
 		{"distinct", distinct()},
+		{"variables", variables()},
 		{"mix", policySet(n, 10)},
 		{"applyConfiguration", applyConfig()},
 	} {

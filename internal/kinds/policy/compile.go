@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -184,10 +186,13 @@ type compiler struct {
 	// variable in another language is dyn).
 	varFields map[string]*apiservercel.DeclField
 	// varsType is the type of `variables` made of varFields when it held
-	// varsTypeN fields, and typedEnvs the environments declaring it: one
-	// per rule (the type is the rule's own), made when first needed.
+	// varsTypeN fields, and varsKey its name (the fields' names and types):
+	// rules whose variables have the same names and types share the
+	// environments declaring it, and their programs. typedEnvs holds them
+	// when no cache is given (one rule's).
 	varsType  *apiservercel.DeclType
 	varsTypeN int
+	varsKey   string
 	typedEnvs *cel.EnvCache
 	// refsFailed: a `$( )` reference did not resolve (reported once; the
 	// condition blocks holding references are not compiled).
@@ -243,12 +248,17 @@ func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.P
 	var ds []lang.Diagnostic
 	if len(c.varFields) > 0 && env.Has(varVariables) && !env.Has(varSelf) {
 		if c.varsType == nil || c.varsTypeN != len(c.varFields) {
-			c.varsType, c.varsTypeN = apiservercel.NewObjectType("kubernetes.variables", c.varFields), len(c.varFields)
+			c.varsType, c.varsTypeN = apiservercel.NewObjectType(varsTypeName, c.varFields), len(c.varFields)
+			c.varsKey = fieldsKey(varsTypeName, c.varFields)
 		}
-		if c.typedEnvs == nil {
-			c.typedEnvs = cel.NewEnvCache()
+		envs := c.celEnvs
+		if envs == nil {
+			if c.typedEnvs == nil {
+				c.typedEnvs = cel.NewEnvCache()
+			}
+			envs = c.typedEnvs
 		}
-		p, ds = cel.Language{Envs: c.typedEnvs}.CompileTyped(env, src, map[string]*apiservercel.DeclType{varVariables: c.varsType})
+		p, ds = cel.Language{Envs: envs}.CompileTypedAs(env, src, map[string]*apiservercel.DeclType{varVariables: c.varsType}, c.varsKey)
 	} else {
 		p, ds = cel.Language{Envs: c.celEnvs}.CompileExpr(env, src)
 	}
@@ -267,6 +277,30 @@ func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.P
 		return nil
 	}
 	return p
+}
+
+// varsTypeName is the name of the type of `variables`, as the apiserver
+// names an admission policy's.
+const varsTypeName = "kubernetes.variables"
+
+// fieldsKey names the object type name of fields, each optional and of a
+// scalar type or dyn (a variable's DeclType): the fields' names and types,
+// in order of name.
+func fieldsKey(name string, fields map[string]*apiservercel.DeclField) string {
+	names := slices.Sorted(maps.Keys(fields))
+	var b strings.Builder
+	b.WriteString(name)
+	b.WriteByte('{')
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(n)
+		b.WriteByte(':')
+		b.WriteString(fields[n].Type.CelType().String())
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // Compile compiles a policy's spec; kind is "ModwrightPolicy" or

@@ -102,7 +102,7 @@ func (l Language) Compile(env *lang.Env, src string) (lang.Program, []lang.Diagn
 // CompileExpr is Compile returning the concrete *Program.
 func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagnostic) {
 	name, extra, vars := l.extras()
-	return compileCEL(l.Envs, env, src, name, extra, vars, nil, nil)
+	return compileCEL(l.Envs, env, src, name, extra, vars, nil, typedVars{})
 }
 
 // CompileTyped is CompileExpr with some variables declared with a type
@@ -115,7 +115,24 @@ func (l Language) CompileExpr(env *lang.Env, src string) (*Program, []lang.Diagn
 // its *DeclType: a caller that declares the same type again passes the
 // same pointer, and keeps the cache no longer than the types (one rule's).
 func (l Language) CompileTyped(env *lang.Env, src string, typed map[string]*apiservercel.DeclType) (*Program, []lang.Diagnostic) {
-	return compileCEL(l.Envs, env, src, "", nil, nil, nil, typed)
+	return compileCEL(l.Envs, env, src, "", nil, nil, nil, typedVars{decls: typed})
+}
+
+// CompileTypedAs is CompileTyped with the typed variables' types named by
+// key instead of by their identity: the caller vouches that every call
+// with the same key declares the same types (types built from the same
+// description, such as a policy's variables: their names and types), so
+// that rules declaring equal types share one environment and its programs
+// through Envs, each rule with types of its own.
+func (l Language) CompileTypedAs(env *lang.Env, src string, typed map[string]*apiservercel.DeclType, key string) (*Program, []lang.Diagnostic) {
+	return compileCEL(l.Envs, env, src, "", nil, nil, nil, typedVars{decls: typed, key: key})
+}
+
+// typedVars are the variables declared with a type (by name) and, when
+// the caller names them, the name of those types (CompileTypedAs).
+type typedVars struct {
+	decls map[string]*apiservercel.DeclType
+	key   string
 }
 
 // compileCEL compiles src against env extended with extra (named
@@ -124,7 +141,7 @@ func (l Language) CompileTyped(env *lang.Env, src string, typed map[string]*apis
 // expression must have (exactly, as the apiserver checks a mutation's
 // type); typed declares those variables with their types. The environment
 // comes from envs when it has one for the same variables.
-func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, extra []cel.EnvOption, libVars []string, want *cel.Type, typed map[string]*apiservercel.DeclType) (*Program, []lang.Diagnostic) {
+func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, extra []cel.EnvOption, libVars []string, want *cel.Type, typed typedVars) (*Program, []lang.Diagnostic) {
 	budget := env.Limits.MaxWork
 	if budget < 0 {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: fmt.Sprintf("limit MaxWork %d is not supported: cel's budget must be positive", budget)}}
@@ -132,11 +149,11 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	if budget == 0 {
 		budget = PerCallLimit
 	}
-	opts, names, ds := declare(env, extra, libVars, typed)
+	opts, names, ds := declare(env, extra, libVars, typed.decls)
 	if ds != nil {
 		return nil, ds
 	}
-	key := envKey(names, typed, extraName)
+	key := envKey(names, typed.decls, typed.key, extraName)
 	pk := programKey{env: key, src: src, budget: budget}
 	if want != nil {
 		pk.want = want.String()
@@ -147,11 +164,11 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	if p := envs.program(pk); p != nil {
 		return p, nil
 	}
-	ce, bounded, err := envs.get(key, func() (*cel.Env, cel.ProgramOption, error) {
+	entry := envs.get(key, func() (*cel.Env, cel.ProgramOption, error) {
 		envSet := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
-		if len(typed) > 0 {
+		if len(typed.decls) > 0 {
 			var dts []*apiservercel.DeclType
-			for _, dt := range typed {
+			for _, dt := range typed.decls {
 				dts = append(dts, dt)
 			}
 			var err error
@@ -169,6 +186,7 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 		}
 		return ce, bounded, nil
 	})
+	ce, bounded, err := entry.env, entry.bounded, entry.err
 	if err != nil {
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: err.Error()}}
 	}
@@ -206,7 +224,7 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	}
 	members, whole := selectedMembers(ast, names)
 	p := &Program{src: src, vars: names, reads: readVars(ast, names), members: members, whole: whole,
-		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType()}
+		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType(), env: entry}
 	if want == jsonPatchResult {
 		// Taken apart, the expression is not evaluated whole: it needs
 		// no program of its own (a cel-go program carries its own
@@ -379,6 +397,9 @@ type Program struct {
 	// patch is a JSONPatch expression taken apart (patchplan.go), or nil;
 	// prg is nil when it is not.
 	patch *patchPlan
+	// env keeps the environment the program was compiled against in the
+	// cache (EnvCache holds it weakly) for as long as the program lives.
+	env *envEntry
 }
 
 // Reads reports whether the expression refers to no declared variable but

@@ -18,9 +18,12 @@ import (
 // as compiling an expression and keeps its own copy of every declaration,
 // so a rule set that builds one per expression pays for it in compile time
 // and heap per rule. Environments are immutable and safe for concurrent
-// use; so is the cache. Its keys are the variable sets used, a handful per
-// kind: a cache lives as long as what compiles through it (a kind's
-// adapter, or one rule's compilation for types only that rule declares).
+// use; so is the cache. Its keys are the variable sets used and their
+// declared types (a policy's typed variables: as many as the distinct sets
+// of names and types its rules declare). An environment is held weakly,
+// by the programs compiled against it: it is forgotten when no rule uses
+// it, so a cache that lives as long as a kind's adapter holds no more
+// environments than the rules alive need.
 //
 // It also shares programs: an expression compiled again with the same
 // text against the same environment and budget (the same match condition
@@ -30,7 +33,7 @@ import (
 // more than the rules alive do.
 type EnvCache struct {
 	mu       sync.Mutex
-	envs     map[string]*envEntry
+	envs     map[string]weak.Pointer[envEntry]
 	programs map[programKey]weak.Pointer[Program]
 	types    *goTypes // what mutations learn of the built-in kinds' Go types
 }
@@ -44,7 +47,7 @@ type programKey struct {
 
 // NewEnvCache returns an empty cache.
 func NewEnvCache() *EnvCache {
-	return &EnvCache{envs: map[string]*envEntry{}, programs: map[programKey]weak.Pointer[Program]{}, types: newGoTypes()}
+	return &EnvCache{envs: map[string]weak.Pointer[envEntry]{}, programs: map[programKey]weak.Pointer[Program]{}, types: newGoTypes()}
 }
 
 // program returns the program of k while some rule still uses it.
@@ -107,33 +110,55 @@ type envEntry struct {
 }
 
 // get returns the environment for key, building it with build the first
-// time (concurrent callers of one key wait for the one build).
-func (c *EnvCache) get(key string, build func() (*cel.Env, cel.ProgramOption, error)) (*cel.Env, cel.ProgramOption, error) {
+// time (concurrent callers of one key wait for the one build). The entry
+// is the caller's to keep (a program keeps its environment's): the cache
+// holds it only weakly.
+func (c *EnvCache) get(key string, build func() (*cel.Env, cel.ProgramOption, error)) *envEntry {
 	if c == nil {
-		return build()
+		e := &envEntry{}
+		e.env, e.bounded, e.err = build()
+		return e
 	}
 	c.mu.Lock()
-	e := c.envs[key]
+	e := c.envs[key].Value()
 	if e == nil {
 		e = &envEntry{}
-		c.envs[key] = e
+		c.envs[key] = weak.Make(e)
+		runtime.AddCleanup(e, c.forgetEnv, key)
 	}
 	c.mu.Unlock()
 	e.once.Do(func() { e.env, e.bounded, e.err = build() })
-	return e.env, e.bounded, e.err
+	return e
 }
 
-// Len is the number of environments held.
+// forgetEnv drops key once its environment is collected (unless it was
+// built again meanwhile).
+func (c *EnvCache) forgetEnv(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.envs[key].Value() == nil {
+		delete(c.envs, key)
+	}
+}
+
+// Len is the number of environments held by some program.
 func (c *EnvCache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.envs)
+	n := 0
+	for _, e := range c.envs {
+		if e.Value() != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // envKey names an environment: its variables in order (each typed one
-// by the identity of its type, which the caller keeps for as long as the
-// cache) and the extra options' name.
-func envKey(names []string, typed map[string]*apiservercel.DeclType, extra string) string {
+// by typesKey when the caller names its types, else by the identity of its
+// type, which the caller keeps for as long as the cache) and the extra
+// options' name.
+func envKey(names []string, typed map[string]*apiservercel.DeclType, typesKey, extra string) string {
 	var b strings.Builder
 	b.WriteString(extra)
 	for _, n := range names {
@@ -141,7 +166,11 @@ func envKey(names []string, typed map[string]*apiservercel.DeclType, extra strin
 		b.WriteString(n)
 		if dt, ok := typed[n]; ok {
 			b.WriteString(":")
-			b.WriteString(typeID(dt))
+			if typesKey != "" {
+				b.WriteString("=" + typesKey)
+			} else {
+				b.WriteString(typeID(dt))
+			}
 		}
 	}
 	return b.String()

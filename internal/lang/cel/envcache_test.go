@@ -42,12 +42,18 @@ func TestEnvCache(t *testing.T) {
 			t.Errorf("program %d: %v, %v", i, got, err)
 		}
 	}
-	if _, ds := l.CompileExpr(&lang.Env{Name: "b", Vars: []lang.Var{{Name: VarObject}, {Name: VarOldObject}}}, "object == oldObject"); ds != nil {
+	// An environment lives as long as a program compiled against it:
+	// these are kept to the end.
+	var keep []any
+	p, ds := l.CompileExpr(&lang.Env{Name: "b", Vars: []lang.Var{{Name: VarObject}, {Name: VarOldObject}}}, "object == oldObject")
+	if ds != nil {
 		t.Fatal(ds)
 	}
-	if _, ds := l.CompileMutation(objEnv, JSONPatch, "[JSONPatch{op: 'remove', path: '/a'}]"); ds != nil {
+	m, ds := l.CompileMutation(objEnv, JSONPatch, "[JSONPatch{op: 'remove', path: '/a'}]")
+	if ds != nil {
 		t.Fatal(ds)
 	}
+	keep = append(keep, p, m)
 	if c.Len() != 3 {
 		t.Errorf("%d environments, want 3 (object; object and oldObject; object for mutations)", c.Len())
 	}
@@ -59,9 +65,11 @@ func TestEnvCache(t *testing.T) {
 	tEnv := &lang.Env{Name: "t", Vars: []lang.Var{{Name: "v"}}}
 	x := typed("x")
 	for _, src := range []string{"v.x > 1", "v.x < 1"} {
-		if _, ds := l.CompileTyped(tEnv, src, map[string]*apiservercel.DeclType{"v": x}); ds != nil {
+		p, ds := l.CompileTyped(tEnv, src, map[string]*apiservercel.DeclType{"v": x})
+		if ds != nil {
 			t.Fatal(ds)
 		}
+		keep = append(keep, p)
 	}
 	if c.Len() != 4 {
 		t.Errorf("%d environments after two expressions of one typed variable, want 4", c.Len())
@@ -69,8 +77,35 @@ func TestEnvCache(t *testing.T) {
 	if _, ds := l.CompileTyped(tEnv, "v.x > 1", map[string]*apiservercel.DeclType{"v": typed("y")}); ds == nil {
 		t.Error("v.x compiled against a type without x")
 	}
-	if c.Len() != 5 {
-		t.Errorf("%d environments, want 5", c.Len())
+	// Types named by a key: equal types declared by two rules (two
+	// DeclTypes) are one environment, and their programs are shared.
+	p1, ds := l.CompileTypedAs(tEnv, "v.x > 1", map[string]*apiservercel.DeclType{"v": typed("x")}, "t{x:int}")
+	if ds != nil {
+		t.Fatal(ds)
+	}
+	p2, ds := l.CompileTypedAs(tEnv, "v.x > 1", map[string]*apiservercel.DeclType{"v": typed("x")}, "t{x:int}")
+	if ds != nil {
+		t.Fatal(ds)
+	}
+	p3, ds := l.CompileTypedAs(tEnv, "v.x < 1", map[string]*apiservercel.DeclType{"v": typed("x")}, "t{x:int}")
+	if ds != nil {
+		t.Fatal(ds)
+	}
+	if p1 != p2 || p3.env != p1.env || p1.env == keep[2].(*Program).env {
+		t.Errorf("equal named types: programs shared %v, environment shared %v, the one of the unnamed type's taken %v, want true, true, false",
+			p1 == p2, p3.env == p1.env, p1.env == keep[2].(*Program).env)
+	}
+	runtime.KeepAlive(keep)
+	runtime.KeepAlive(progs)
+	runtime.KeepAlive([]*Program{p1, p2, p3})
+	// No program left: every environment is forgotten.
+	keep, progs, p1, p2, p3 = nil, nil, nil, nil, nil
+	for i := 0; i < 300 && c.Len() > 0; i++ { // cleanups run after a GC, in their own goroutine
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := c.Len(); n != 0 {
+		t.Errorf("%d environments still held after no program uses them", n)
 	}
 }
 

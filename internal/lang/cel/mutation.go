@@ -111,7 +111,7 @@ func (l Language) compileMutation(env *lang.Env, kind MutationKind, src string, 
 	// Macro calls are kept so that a patch's computed fields can be
 	// written out again (patchplan.go).
 	extraName, extra := "mutation"+name, append([]cel.EnvOption{common.ResolverEnvOption(&mutation.DynamicTypeResolver{}), cel.EnableMacroCallTracking()}, opts...)
-	p, ds := compileCEL(l.Envs, env, src, extraName, extra, vars, want, nil)
+	p, ds := compileCEL(l.Envs, env, src, extraName, extra, vars, want, typedVars{})
 	if ds != nil {
 		return nil, ds
 	}
