@@ -99,6 +99,15 @@ type variable struct {
 	name, field string
 	e           expr
 	entry       *contextEntry
+	// memo names the variable's value for a version of the object, when
+	// it is the same in every policy that defines it alike: a CEL program
+	// reading only the object, the old object, the request, the namespace
+	// and variables of such values (memoID). Empty when it is not.
+	memo string
+	// memoDeps are the variables it reads (their indexes), in the order
+	// of the program's Members: a remembered value's reads are replayed
+	// (run.celVariable).
+	memoDeps []int
 }
 
 // condition is an expression or a block of Kyverno conditions.
@@ -389,7 +398,8 @@ func (r *Rule) compileVariables(c *compiler, vars []v1alpha1.Variable) {
 		}
 		r.varIndex[v.Name] = len(r.vars)
 		e := c.expr(field, v.Expression, baseEnv(field), r.vars, 0, "exactly one language must be set: cel, jmespath or rego")
-		r.vars = append(r.vars, variable{name: v.Name, field: e.field, e: e})
+		memo, deps := r.memoID(e.cel, len(r.vars))
+		r.vars = append(r.vars, variable{name: v.Name, field: e.field, e: e, memo: memo, memoDeps: deps})
 		dt := apiservercel.DynType
 		if e.cel != nil {
 			dt = e.cel.DeclType()
@@ -399,6 +409,45 @@ func (r *Rule) compileVariables(c *compiler, vars []v1alpha1.Variable) {
 		}
 		c.varFields[v.Name] = apiservercel.NewDeclField(v.Name, dt, false, nil, nil)
 	}
+}
+
+// maxMemoID bounds a variable's memo name (it names the variables it
+// reads, and theirs): a longer one is not remembered. maxMemoVars bounds
+// the variables of a policy whose values are remembered (the reads of
+// one are a bit set).
+const (
+	maxMemoID   = 512
+	maxMemoVars = 64
+)
+
+// memoID names the value of p as variable i (see variable.memo): its
+// program (shared by every policy compiling the same expression against
+// the same variables' types: cel.EnvCache) and the definitions of the
+// variables it reads, with their indexes in the order of the program's
+// Members; "" when the value may differ between policies.
+func (r *Rule) memoID(p *cel.Program, i int) (string, []int) {
+	if p == nil || i >= maxMemoVars || !p.Reads(varObject, varOldObject, varRequest, varNamespaceObject, varVariables) {
+		return "", nil
+	}
+	members, whole := p.Members(varVariables)
+	if whole {
+		return "", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%p", p)
+	deps := make([]int, len(members))
+	for n, m := range members {
+		j, ok := r.varIndex[m]
+		if !ok || j >= i || r.vars[j].memo == "" {
+			return "", nil
+		}
+		deps[n] = j
+		fmt.Fprintf(&b, " %s=(%s)", m, r.vars[j].memo)
+		if b.Len() > maxMemoID {
+			return "", nil
+		}
+	}
+	return b.String(), deps
 }
 
 // compileMatchConditions compiles spec.matchConditions.

@@ -268,6 +268,10 @@ type shared struct {
 	// condition in many Policies is evaluated once per version of the
 	// object (Handle.ObjectVersion).
 	memo map[memoKey]memoBool
+	// vars holds the values of the variables every Policy that defines
+	// them alike computes alike (variable.memo), by version of the object:
+	// `spec: object.spec.template.spec` in many Policies is evaluated once.
+	varMemo map[varMemoKey]memoVal
 
 	// Kyverno's context (JMESPath, {{ }}): the run's document, the
 	// request with the object as last built, the roles, the images.
@@ -356,9 +360,14 @@ type run struct {
 	// views[n] is `variables` seen by variable n (the ones before it);
 	// views[len(vars)] is the expressions' view. A pointer to one in an
 	// interface costs no allocation.
-	views  []varsView
+	views []varsView
+	// reads[n] are the variables (bit j: variable j < maxMemoVars) read
+	// through views[n] (celVariable replays a remembered value's).
+	reads  []uint64
 	budget int64
-	tr     *Trace
+	// cost is the cost of the last evaluation (evalWith).
+	cost uint64
+	tr   *Trace
 	// libs[i] is variable i in the JMESPath library's form, when libOK[i].
 	libs  []any
 	libOK []bool
@@ -371,7 +380,7 @@ type run struct {
 func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 	s := sharedOf(h)
 	ev := &s.run
-	vals, errs, state, views, libs, libOK := ev.vals, ev.errs, ev.state, ev.views, ev.libs, ev.libOK
+	vals, errs, state, views, reads, libs, libOK := ev.vals, ev.errs, ev.state, ev.views, ev.reads, ev.libs, ev.libOK
 	if s.vars == nil {
 		s.vars = make(map[string]any, 4)
 	} else {
@@ -387,7 +396,7 @@ func (r *Rule) newRun(h *engine.Handle, obj map[string]any) *run {
 	}
 	ev.act.Namespace = h.Namespace()
 	ev.act.Vars = s.vars
-	ev.views = resize(views, len(r.vars)+1)
+	ev.views, ev.reads = resize(views, len(r.vars)+1), resize(reads, len(r.vars)+1)
 	for n := range ev.views {
 		ev.views[n] = varsView{ev, n}
 	}
@@ -437,6 +446,9 @@ func resize[T any](s []T, n int) []T {
 // charge spends cost from the budget.
 func (ev *run) charge(cost uint64) error {
 	ev.budget -= int64(cost)
+	if ev.tr != nil {
+		ev.tr.Cost += cost
+	}
 	if ev.budget < 0 {
 		return lang.Limit(fmt.Errorf("%w (budget %d)", ErrBudget, cel.RuntimeCostBudget))
 	}
@@ -450,6 +462,7 @@ func evalWith[T any](ev *run, eval func(context.Context, *lang.Activation) (T, u
 		return zero, lang.Limit(ErrBudget)
 	}
 	v, cost, err := eval(ev.ctx, act)
+	ev.cost = cost
 	if cerr := ev.charge(cost); err == nil {
 		err = cerr
 	}
@@ -568,6 +581,44 @@ func (ev *run) variable(i int) (any, error) {
 		}
 		return val, err
 	}
+	val, err := ev.celVariable(i)
+	if err != nil {
+		err = fmt.Errorf("variable %q (%s): %w", v.name, v.field, err)
+	}
+	ev.vals[i], ev.errs[i], ev.state[i] = val, err, 2
+	if ev.tr != nil {
+		ev.step(stepVariable, i, v.field, v.e.source(), cel.JSON(val), err)
+	}
+	return val, err
+}
+
+// celVariable evaluates CEL variable i, or takes its value from another
+// Policy that defines it alike (variable.memo) on the same version of the
+// object. A remembered value is charged as if it ran, and the variables
+// its evaluation read are read again (evaluated, and charged, if this
+// Policy has not yet): a Policy's budget and trace do not depend on which
+// Policy ran the expression first.
+func (ev *run) celVariable(i int) (any, error) {
+	v := &ev.r.vars[i]
+	var k varMemoKey
+	if v.memo != "" && ev.bindsObject(&ev.act) {
+		k = varMemoKey{memo: v.memo, version: ev.h.ObjectVersion(), old: identity(ev.act.OldObject)}
+		if m, ok := sharedOf(ev.h).varMemo[k]; ok {
+			for n, j := range v.memoDeps {
+				if m.reads&(1<<n) == 0 {
+					continue
+				}
+				ev.reads[i] |= 1 << j
+				if _, err := ev.variable(j); err != nil {
+					return nil, err
+				}
+			}
+			if ev.budget < 0 {
+				return nil, lang.Limit(ErrBudget)
+			}
+			return m.v, ev.charge(m.cost)
+		}
+	}
 	// The variable sees the variables before it: the activation's map is
 	// the run's, so set the view for the call and put the caller's back.
 	vars := ev.act.Vars
@@ -580,14 +631,36 @@ func (ev *run) variable(i int) (any, error) {
 	// JSON form, stays usable, as in admission policies).
 	val, err := ev.evalValue(v.e.cel, &ev.act)
 	vars[varVariables] = prev
-	if err != nil {
-		err = fmt.Errorf("variable %q (%s): %w", v.name, v.field, err)
-	}
-	ev.vals[i], ev.errs[i], ev.state[i] = val, err, 2
-	if ev.tr != nil {
-		ev.step(stepVariable, i, v.field, v.e.source(), cel.JSON(val), err)
+	if k.memo != "" && err == nil { // errors (a deadline, the budget) are not remembered
+		m := memoVal{v: val, cost: ev.cost}
+		for n, j := range v.memoDeps {
+			if ev.reads[i]&(1<<j) != 0 {
+				m.reads |= 1 << n
+			}
+		}
+		s := sharedOf(ev.h)
+		if s.varMemo == nil {
+			s.varMemo = map[varMemoKey]memoVal{}
+		}
+		s.varMemo[k] = m
 	}
 	return val, err
+}
+
+// varMemoKey is a variable's definition (variable.memo) over a version of
+// the object and an old object (the request's, by identity).
+type varMemoKey struct {
+	memo    string
+	version uint64
+	old     uintptr
+}
+
+// memoVal is a remembered variable's value, the cost of its program and
+// the variables it read (bit n: its n-th memoDeps).
+type memoVal struct {
+	v     any
+	cost  uint64
+	reads uint64
 }
 
 // varsView is `variables` as seen by an expression: the first n variables
@@ -603,6 +676,9 @@ func (v *varsView) Member(name string) (any, bool, error) {
 	i, ok := v.ev.r.varIndex[name]
 	if !ok || i >= v.n {
 		return nil, false, nil
+	}
+	if i < maxMemoVars {
+		v.ev.reads[v.n] |= 1 << i
 	}
 	val, err := v.ev.variable(i)
 	return val, true, err

@@ -1,10 +1,12 @@
 package policy_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/kinds/policy"
 	"github.com/modwright/modwright/internal/rules"
 )
@@ -72,5 +74,59 @@ spec:
 	}
 	if _, ok := shown[1].(string); !ok {
 		t.Errorf("the quantity variable is shown as %T %#v, want its text", shown[1], shown[1])
+	}
+}
+
+// TestVariableMemo: a variable every Policy defines alike is evaluated
+// once per version of the object and its value shared, never between
+// variables of the same text over different definitions; a Policy's trace
+// and cost are the same whether it runs alone or after a Policy that
+// evaluated its variables (the variables they read are read again).
+func TestVariableMemo(t *testing.T) {
+	const vars = `  variables:
+  - name: spec
+    cel: "object.spec.template.spec"
+  - name: containers
+    cel: "variables.spec.containers + (has(variables.spec.initContainers) ? variables.spec.initContainers : [])"
+`
+	pol := func(name, vars, check string) string {
+		return "---\napiVersion: modwright.io/v1alpha1\nkind: ModwrightPolicy\nmetadata: {name: " + name + ", namespace: team-a}\nspec:\n" +
+			vars + "  validations:\n  - cel: \"" + check + "\"\n    message: " + name + "\n"
+	}
+	// a reads spec, then containers; b only containers (which reads
+	// spec); c's containers has a's text over another spec.
+	a := pol("a", vars, "variables.spec.containers.size() == 2 && variables.containers.all(c, c.name.size() < 20)")
+	b := pol("b", vars, "variables.containers.size() == 2")
+	c := pol("c", strings.Replace(vars, `"object.spec.template.spec"`, `"{'containers': [object.spec.template.spec.containers[0]]}"`, 1),
+		"variables.containers.size() == 1")
+	traceOf := func(dec *engine.Decision, rule string) *policy.Trace {
+		for _, tr := range dec.Trace {
+			if d, ok := tr.Detail.(*policy.Trace); ok && tr.Rule == rule && tr.Phase == engine.Validate {
+				return d
+			}
+		}
+		t.Fatalf("no trace of %s", rule)
+		return nil
+	}
+	decide := func(yaml string) *engine.Decision {
+		got, dec, err := run(t, load(t, yaml), rules.Create, decode(t, deployment), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dec.Errors) > 0 || len(got.Rejections) > 0 {
+			t.Fatalf("errors %v, rejections %v", dec.Errors, got.Rejections)
+		}
+		return dec
+	}
+	all := decide(a + b + c)
+	for _, name := range []string{"b", "c"} {
+		alone := decide(map[string]string{"b": b, "c": c}[name])
+		want, got := traceOf(alone, "team-a/"+name), traceOf(all, "team-a/"+name)
+		if want.Cost == 0 {
+			t.Fatalf("%s alone: no cost in the trace", name)
+		}
+		if diff := cmp.Diff(want, got, cmp.Comparer(func(x, y error) bool { return x == nil && y == nil })); diff != "" {
+			t.Errorf("%s's trace after a (-alone +after a):\n%s", name, diff)
+		}
 	}
 }

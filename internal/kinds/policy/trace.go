@@ -16,6 +16,11 @@ type Trace struct {
 	// values.
 	Substitutions []Step
 	Failures      []Failure
+	// Cost is what the policy's CEL expressions spent of its budgets (the
+	// match conditions', then its checks' or mutations'), in CEL cost
+	// units, counted as if the policy ran alone: an expression another
+	// policy evaluated on the same object is charged again.
+	Cost uint64
 }
 
 // Step is one expression evaluated.
