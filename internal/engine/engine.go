@@ -85,6 +85,12 @@ type scratch struct {
 	// doc and la are the evaluation's Docs, recycled with their journals'
 	// storage (patch.Doc.Reset).
 	doc, la patch.Doc
+	// ev is the evaluation itself, and differ the patches' working storage.
+	ev     evaluation
+	differ patch.Differ
+	// states are the kind states the last evaluation left that reset
+	// themselves (StateResetter), for the next one.
+	states []kindState
 }
 
 // New returns an Engine.
@@ -159,7 +165,12 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 	if !ok {
 		return nil, fmt.Errorf("%w: the object is a JSON %s, not an object", ErrInvalidRequest, value.TypeName(obj))
 	}
-	ev := evaluation{
+	s, _ := e.scratch.Get().(*scratch)
+	if s == nil {
+		s = &scratch{values: make([]any, 0, 256)}
+	}
+	ev := &s.ev
+	*ev = evaluation{
 		e:          e,
 		ctx:        ctx,
 		req:        req,
@@ -167,6 +178,10 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		original:   root,
 		candidates: candidates,
 		d:          &Decision{},
+		values:     s.values,
+		text:       s.text,
+		docs:       s,
+		kindState:  s.states,
 	}
 	if !e.noTrace {
 		n := len(candidates)
@@ -177,21 +192,15 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		}
 		ev.d.Trace = make([]RuleTrace, 0, n)
 	}
-	s, _ := e.scratch.Get().(*scratch)
-	if s == nil {
-		s = &scratch{values: make([]any, 0, 256)}
-	}
-	ev.values, ev.text = s.values, s.text
-	ev.docs = s
 	defer func() {
-		// Drop every reference into the object before recycling.
+		// Drop every reference into the object, the rules and the
+		// decision before recycling.
 		s.values, s.text = ev.values[:0], ev.text[:0]
 		clear(s.values[:cap(s.values)])
 		s.doc.Reset(nil, false)
 		s.la.Reset(nil, true)
-		ev.act = lang.Activation{}
-		ev.scratchTrace = RuleTrace{}
-		ev.h = Handle{}
+		s.states = recycleStates(ev.kindState)
+		*ev = evaluation{}
 		e.scratch.Put(s)
 	}()
 	err := ev.run()
@@ -697,7 +706,7 @@ func (ev *evaluation) finish() {
 		ev.doc.Release()
 	}
 	result := ev.doc.Root()
-	ev.d.Patch = patch.Diff(ev.original, result)
+	ev.d.Patch = ev.docs.differ.Diff(ev.original, result)
 	if len(ev.d.Patch) == 0 {
 		ev.d.Object = ev.original
 	} else {

@@ -175,9 +175,11 @@ func (h *Handle) Keep(vals []any) []any {
 
 // KindState is a slot that lives for one evaluation, one per kind (by
 // RuleInfo.Kind): a kind keeps there what its rules share during the
-// evaluation (storage its traces are cut from, say). It starts nil. The
-// pointer is valid until the next call of KindState or State: read and set
-// the slot at once, never keep the pointer.
+// evaluation (storage its traces are cut from, say). It starts nil, or
+// holding what the kind left there in an earlier evaluation of the same
+// Engine, reset, when that implements StateResetter. The pointer is valid
+// until the next call of KindState or State: read and set the slot at
+// once, never keep the pointer.
 func (h *Handle) KindState() *any { return h.State(h.rule.Info().Kind) }
 
 // State is KindState by a key of the adapter's choosing: the slot the
@@ -196,6 +198,28 @@ func (h *Handle) State(key string) *any {
 type kindState struct {
 	kind  string
 	state any
+}
+
+// A StateResetter is a kind state (Handle.KindState) that the Engine keeps
+// for its next evaluation: ResetState drops everything the state refers
+// to of the evaluation that ends (the object, the rules, values, errors),
+// keeping its storage, and reports whether the state is worth keeping (a
+// state grown beyond what a usual evaluation needs is better dropped).
+type StateResetter interface {
+	ResetState() bool
+}
+
+// recycleStates keeps, in the storage of states, the states that reset
+// themselves (StateResetter), in order.
+func recycleStates(states []kindState) []kindState {
+	kept := states[:0]
+	for _, st := range states {
+		if r, ok := st.state.(StateResetter); ok && r.ResetState() {
+			kept = append(kept, st)
+		}
+	}
+	clear(states[len(kept):cap(states)])
+	return kept
 }
 
 // Text is a scratch byte buffer, as Values.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -569,5 +570,72 @@ func TestKernelRecyclesDocs(t *testing.T) {
 		if !strings.Contains(want[i], fmt.Sprintf(`"run":"%d"`, i+1)) || i%2 == 1 && !strings.Contains(want[i], fmt.Sprintf(`\"run\":\"%d\"`, i+1)) {
 			t.Errorf("decision %d: %s", i, want[i])
 		}
+	}
+}
+
+// resetState is a kind state that resets itself (StateResetter): it
+// counts the evaluations it served, and refuses to be kept once it saw
+// three.
+type resetState struct {
+	seen   []string // the objects' names, of this evaluation only
+	served int
+}
+
+func (s *resetState) ResetState() bool {
+	clear(s.seen)
+	s.seen = s.seen[:0]
+	return s.served < 3
+}
+
+// TestRecycleStates: the states that reset themselves and agree are kept,
+// in order, the others dropped and their slots cleared.
+func TestRecycleStates(t *testing.T) {
+	a, b, c := &resetState{seen: []string{"x"}}, &resetState{served: 3}, &resetState{served: 1}
+	states := []kindState{{"a", a}, {"b", b}, {"plain", true}, {"c", c}}
+	kept := recycleStates(states)
+	if len(kept) != 2 || kept[0].state != a || kept[1].state != c || len(a.seen) != 0 {
+		t.Errorf("kept %v (a's seen %v), want a and c, a reset", kept, a.seen)
+	}
+	if full := states[:cap(states)]; full[2].state != nil || full[3].state != nil {
+		t.Errorf("dropped states still referenced: %v", full)
+	}
+}
+
+// TestKernelRecyclesStates: through Evaluate, a state the engine hands to
+// a later evaluation is reset, is not kept once it refuses, and a state
+// that does not reset itself is never handed on.
+func TestKernelRecyclesStates(t *testing.T) {
+	e := New(Options{NoTrace: true})
+	r := newRule("A", "ns", "label", 0, Validate)
+	var served []int
+	r.apply = func(h *Handle) error {
+		slot := h.KindState()
+		s, _ := (*slot).(*resetState)
+		if s == nil {
+			s = &resetState{}
+			*slot = s
+		}
+		if len(s.seen) != 0 {
+			t.Errorf("a recycled state kept %v", s.seen)
+		}
+		s.served++
+		s.seen = append(s.seen, "p")
+		served = append(served, s.served)
+		if other := h.State("other"); *other != nil {
+			t.Errorf("a state that does not reset itself was handed on: %v", *other)
+		} else {
+			*other = true
+		}
+		return nil
+	}
+	snap := NewSnapshot([]Rule{r})
+	for range 20 {
+		obj := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "ns"}}
+		if _, err := e.Evaluate(context.Background(), snap, Request{Operation: rules.Create, Namespace: "ns", Object: obj}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if slices.Max(served) > 3 {
+		t.Errorf("evaluations served by one state: %v, never more than 3 (it refuses then)", served)
 	}
 }

@@ -25,21 +25,42 @@ import (
 // used instead. Numbers are compared by value, so 1 and 1.0 are equal. When
 // the two roots differ in type the result is one replace of "".
 func Diff(original, modified any) []Operation {
-	var d differ
-	d.path = d.pathBuf[:0]
-	d.groups = d.groupBuf[:0]
-	d.sizes = d.sizeBuf[:0]
-	d.keys = d.keyBuf[:0]
+	var d Differ
+	return d.Diff(original, modified)
+}
+
+// A Differ computes Diffs one at a time, keeping its working storage from
+// one to the next (a caller diffing many trees recycles one): nothing of
+// the trees it compared stays referenced. The zero value is ready to use.
+type Differ struct{ d differ }
+
+// Diff is the package's Diff.
+func (x *Differ) Diff(original, modified any) []Operation {
+	d := &x.d
+	if d.path == nil {
+		d.path = d.pathBuf[:0]
+		d.groups = d.groupBuf[:0]
+		d.sizes = d.sizeBuf[:0]
+		d.keys = d.keyBuf[:0]
+	}
 	d.diff(original, modified)
 	// The operations reference modified's subtrees until now; copy them
 	// only here so that a discarded operation costs no copy.
-	for i := range d.ops {
-		switch d.ops[i].Value.(type) {
+	ops := d.ops
+	for i := range ops {
+		switch ops[i].Value.(type) {
 		case map[string]any, []any:
-			d.ops[i].Value = value.DeepCopy(d.ops[i].Value)
+			ops[i].Value = value.DeepCopy(ops[i].Value)
 		}
 	}
-	return d.ops
+	// The result is the caller's; the stacks are empty again (each level
+	// pops what it pushed) and hold no key of the trees.
+	d.ops = nil
+	clear(d.path[:cap(d.path)])
+	clear(d.keys[:cap(d.keys)])
+	clear(d.groups[:cap(d.groups)])
+	d.path, d.keys, d.groups, d.sizes = d.path[:0], d.keys[:0], d.groups[:0], d.sizes[:0]
+	return ops
 }
 
 type differ struct {

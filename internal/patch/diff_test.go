@@ -139,6 +139,7 @@ func TestDiffRandom(t *testing.T) {
 		iterations = 200
 	}
 	total, replaced := 0, 0
+	var reused Differ // one Differ for every pair: the same patches as Diff
 	for it := 0; it < iterations; it++ {
 		a := randDoc(r, 5)
 		b := mutate(r, a, 5)
@@ -151,6 +152,9 @@ func TestDiffRandom(t *testing.T) {
 		ops := Diff(a, b)
 		if again := Diff(a, b); !cmp.Equal(ops, again) {
 			t.Fatalf("Diff is not deterministic: %v then %v", ops, again)
+		}
+		if again := reused.Diff(a, b); !cmp.Equal(ops, again) {
+			t.Fatalf("a reused Differ: %v, Diff: %v", again, ops)
 		}
 		checkDiff(t, a, b, ops)
 		total += len(ops)

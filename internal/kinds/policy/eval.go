@@ -287,6 +287,31 @@ type shared struct {
 	imgsDone              bool
 }
 
+var _ engine.StateResetter = (*shared)(nil)
+
+// maxKeptMemo is the most remembered values a shared state keeps the
+// storage of for the engine's next evaluation.
+const maxKeptMemo = 1024
+
+// ResetState keeps the storage of the runs and of the maps for the
+// engine's next evaluation, and nothing of this one.
+func (s *shared) ResetState() bool {
+	if len(s.memo) > maxKeptMemo || len(s.varMemo) > maxKeptMemo {
+		return false
+	}
+	r := &s.run
+	clear(r.vals[:cap(r.vals)])
+	clear(r.errs[:cap(r.errs)])
+	clear(r.views[:cap(r.views)])
+	clear(r.libs[:cap(r.libs)])
+	clear(s.vars)
+	clear(s.memo)
+	clear(s.varMemo)
+	*s = shared{vars: s.vars, memo: s.memo, varMemo: s.varMemo,
+		run: run{vals: r.vals[:0], errs: r.errs[:0], state: r.state[:0], views: r.views[:0], reads: r.reads[:0], libs: r.libs[:0], libOK: r.libOK[:0]}}
+	return true
+}
+
 func sharedOf(h *engine.Handle) *shared {
 	slot := h.KindState()
 	s, _ := (*slot).(*shared)

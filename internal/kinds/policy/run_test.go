@@ -1,6 +1,8 @@
 package policy_test
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,6 +129,28 @@ func TestVariableMemo(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got, cmp.Comparer(func(x, y error) bool { return x == nil && y == nil })); diff != "" {
 			t.Errorf("%s's trace after a (-alone +after a):\n%s", name, diff)
+		}
+	}
+	// One engine, one object then another: nothing remembered of the
+	// first (the engine hands the Policies' state on, reset).
+	eng := engine.New(engine.Options{})
+	snap := load(t, a+b+c)
+	for i, want := range [][]string{nil, {"a", "b"}, nil} {
+		obj := decode(t, deployment)
+		if i == 1 {
+			spec := obj["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			spec["initContainers"] = []any{map[string]any{"name": "a-name-of-more-than-twenty", "image": "busybox"}}
+		}
+		dec, err := eng.Evaluate(context.Background(), snap, engine.Request{Operation: rules.Create, Namespace: "team-a", Object: obj})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range dec.Rejections {
+			got = append(got, r.Message)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("evaluation %d: rejections %v, want %v", i, got, want)
 		}
 	}
 }
