@@ -114,6 +114,7 @@ fuzz:
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzObjectMembers$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzAppendJSON$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzDecodeLazy$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/source -run '^$$' -fuzz '^FuzzBlockYAML$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/webhook -run '^$$' -fuzz '^FuzzDecodeReview$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/cel -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)

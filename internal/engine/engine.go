@@ -625,6 +625,14 @@ func (ev *evaluation) parseLastApplied(work map[string]any) {
 	if !ok || s == "" {
 		return
 	}
+	// As kubectl writes it (compact, keys in order), the configuration is
+	// decoded only along the paths the rules' operations take, and the
+	// rest written back as it is (value.DecodeLazy).
+	if m, ok := value.DecodeLazy(s); ok {
+		ev.la = &ev.docs.la
+		ev.la.Reset(m, true)
+		return
+	}
 	v, err := value.Decode([]byte(s))
 	if err != nil {
 		ev.d.Errors = append(ev.d.Errors, RuleError{Field: "metadata.annotations[" + LastAppliedAnnotation + "]", Err: fmt.Errorf("not valid JSON, left as it is: %w", err), LastApplied: true})
@@ -657,6 +665,7 @@ func (ev *evaluation) mirrorLastApplied(h *Handle, ops []patch.Operation) {
 		if !ev.mirrored(op.Path) {
 			continue
 		}
+		ev.la.Expand(op.Path)
 		if err := ev.la.Apply(op); err != nil {
 			ev.la.Rollback(mark)
 			h.tr.LastAppliedErr = err

@@ -738,3 +738,46 @@ func ApplyRFC6902(doc any, ops []Operation) (any, error) {
 	}
 	return d.root, nil
 }
+
+// Expand decodes, in place, the value.Raw containers on the way to p (a
+// tree value.DecodeLazy made): the Doc's operations walk decoded
+// containers only. p's own value may stay Raw (an operation replaces or
+// removes it whole, or adds beside it). The tree must be the Doc's own
+// (NewOwnedDoc); decoding changes no JSON value, so nothing is journaled.
+func (d *Doc) Expand(p Pointer) {
+	if r, ok := d.root.(value.Raw); ok {
+		d.root = value.Expand(r)
+	}
+	cur := d.root
+	for _, tok := range p[:max(len(p)-1, 0)] {
+		switch c := cur.(type) {
+		case map[string]any:
+			child, ok := c[tok]
+			if !ok {
+				return
+			}
+			if r, ok := child.(value.Raw); ok {
+				child = value.Expand(r)
+				c[tok] = child
+			}
+			cur = child
+		case []any:
+			n, kind := parseIndex(tok)
+			if kind != idxNumber {
+				return
+			}
+			if n < 0 {
+				n += len(c) // KubeMod's index from the end
+			}
+			if n < 0 || n >= len(c) {
+				return
+			}
+			if r, ok := c[n].(value.Raw); ok {
+				c[n] = value.Expand(r)
+			}
+			cur = c[n]
+		default:
+			return
+		}
+	}
+}

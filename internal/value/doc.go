@@ -4,7 +4,10 @@
 // A tree holds only these Go types: nil (JSON null), bool, string,
 // json.Number (every JSON number, kept as its source text so nothing is lost
 // or reformatted), []any and map[string]any. Values computed inside
-// expressions may also be float64 or int64; they never enter a tree.
+// expressions may also be float64 or int64; they never enter a tree. A tree
+// DecodeLazy makes also holds Raw, containers not decoded yet: it is made
+// to edit a few paths and be written back (the last-applied
+// configuration), and only AppendJSON, Expand and patch.Doc know it.
 //
 // The package knows nothing of Kubernetes, JSONPath or patches.
 package value

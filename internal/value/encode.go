@@ -19,6 +19,8 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 		return strconv.AppendBool(dst, t), nil
 	case string:
 		return appendString(dst, t), nil
+	case Raw:
+		return append(dst, t.text...), nil // canonical (DecodeLazy)
 	case json.Number:
 		if !json.Valid([]byte(t)) {
 			return nil, fmt.Errorf("invalid number literal %q", string(t))
