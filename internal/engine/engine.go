@@ -91,6 +91,10 @@ type scratch struct {
 	// states are the kind states the last evaluation left that reset
 	// themselves (StateResetter), for the next one.
 	states []kindState
+	// The storage of the write log (Handle.TrackWrites).
+	writes []write
+	spans  [][2]int
+	tokens []string
 }
 
 // New returns an Engine.
@@ -182,6 +186,9 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		text:       s.text,
 		docs:       s,
 		kindState:  s.states,
+		writes:     s.writes,
+		spans:      s.spans,
+		tokens:     s.tokens,
 	}
 	if !e.noTrace {
 		n := len(candidates)
@@ -200,6 +207,8 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		s.doc.Reset(nil, false)
 		s.la.Reset(nil, true)
 		s.states = recycleStates(ev.kindState)
+		clear(ev.tokens)
+		s.writes, s.spans, s.tokens = ev.writes[:0], ev.spans[:0], ev.tokens[:0]
 		*ev = evaluation{}
 		e.scratch.Put(s)
 	}()
@@ -276,6 +285,14 @@ type evaluation struct {
 	// seen are the candidates' distinct inputs; seenBuf holds the usual few.
 	seen    []Input
 	seenBuf [4]Input
+	// writes are the rules' patches, in order, from trackFrom on (track:
+	// Handle.TrackWrites): what each changed of the object
+	// (Handle.ObjectUnchanged); spans index the paths' tokens.
+	track     bool
+	trackFrom uint64
+	writes    []write
+	spans     [][2]int
+	tokens    []string
 }
 
 // prepare puts the object in the shape rules see: without

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/patch"
@@ -47,6 +48,93 @@ func (h *Handle) Object() any { return h.ev.doc.Root() }
 // holds for as long as the version stays. (An object's identity does not
 // say it: the kernel changes the containers it copied in place.)
 func (h *Handle) ObjectVersion() uint64 { return h.ev.doc.Version() }
+
+// TrackWrites starts recording what the rules' patches write, for
+// ObjectUnchanged: a kind that keeps values computed from the object calls
+// it when it keeps one (recording costs nothing until then).
+func (h *Handle) TrackWrites() {
+	if ev := h.ev; !ev.track {
+		ev.track, ev.trackFrom = true, ev.doc.Version()
+	}
+}
+
+// ObjectUnchanged reports whether, since the object was at version since
+// (ObjectVersion), every change was a rule's patch (Patch, PatchRFC6902)
+// that wrote none of reads: paths into the object, an array's index or
+// "-" standing for any of its elements (an element added or removed moves
+// the others). A value computed from those paths at version since still
+// holds. It is false when it cannot tell: a rollback, the kernel's own
+// writes, changes before TrackWrites.
+func (h *Handle) ObjectUnchanged(since uint64, reads [][]string) bool {
+	ev := h.ev
+	now := ev.doc.Version()
+	if since == now {
+		return true
+	}
+	if !ev.track || since < ev.trackFrom {
+		return false
+	}
+	i := len(ev.writes)
+	for i > 0 && ev.writes[i-1].from >= since {
+		i--
+	}
+	if i == len(ev.writes) || ev.writes[i].from != since {
+		return false
+	}
+	at := since
+	for _, w := range ev.writes[i:] {
+		if w.from != at || w.whole {
+			return false // a change no patch made, or all of the object
+		}
+		for _, sp := range ev.spans[w.first:w.last] {
+			for _, r := range reads {
+				if overlaps(ev.tokens[sp[0]:sp[1]], r) {
+					return false
+				}
+			}
+		}
+		at = w.to
+	}
+	return at == now
+}
+
+// write is one patch: it took the object from version from to version to
+// and wrote the paths spans[first:last] (whole: the whole object).
+type write struct {
+	from, to    uint64
+	first, last int
+	whole       bool
+}
+
+// overlaps reports whether writing w may change what is read at r: one is
+// a prefix of the other, or they part at an array index of w's (a token
+// of digits or "-": an element added or removed moves the others).
+func overlaps(w, r []string) bool {
+	for i := 0; i < len(w) && i < len(r); i++ {
+		if w[i] != r[i] {
+			return isIndex(w[i])
+		}
+	}
+	return true
+}
+
+// isIndex reports whether tok may name an array's element: "-", or digits
+// with an optional sign.
+func isIndex(tok string) bool {
+	if tok == "-" {
+		return true
+	}
+	t := strings.TrimPrefix(tok, "-")
+	if t == "" {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] < '0' || t[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // Objects reads related objects by reference; nil when the engine has no
 // reader.
@@ -295,7 +383,7 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 	if diffed {
 		before = ev.doc.Freeze()
 	}
-	mark := ev.doc.Mark()
+	mark, from := ev.doc.Mark(), ev.doc.Version()
 	for i, op := range ops {
 		if err := apply(ev.doc, op); err != nil {
 			ev.doc.Rollback(mark)
@@ -306,6 +394,7 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 		// The inputs go back, and managedFields go again.
 		ev.prepare()
 	}
+	ev.logWrite(from, ops, wholeObject)
 	ev.doc.Release()
 	mirror := ops
 	if diffed {
@@ -314,6 +403,29 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 	ev.mirrorLastApplied(h, mirror)
 	h.patched = h.patched || len(ops) > 0
 	return nil
+}
+
+// logWrite records, once TrackWrites was called, that ops took the object
+// from version from to the current one (ObjectUnchanged). The paths'
+// tokens are copied (the operations are the rule's) into storage the
+// engine reuses.
+func (ev *evaluation) logWrite(from uint64, ops []patch.Operation, whole bool) {
+	if !ev.track {
+		return
+	}
+	w := write{from: from, to: ev.doc.Version(), whole: whole, first: len(ev.spans)}
+	if w.from == w.to {
+		return
+	}
+	if !whole {
+		for _, op := range ops {
+			start := len(ev.tokens)
+			ev.tokens = append(ev.tokens, op.Path...)
+			ev.spans = append(ev.spans, [2]int{start, len(ev.tokens)})
+		}
+	}
+	w.last = len(ev.spans)
+	ev.writes = append(ev.writes, w)
 }
 
 // Fail records that the rule failed in field (spec.patch[2].value): its

@@ -639,3 +639,108 @@ func TestKernelRecyclesStates(t *testing.T) {
 		t.Errorf("evaluations served by one state: %v, never more than 3 (it refuses then)", served)
 	}
 }
+
+// TestObjectUnchanged: what a rule computed from some paths of the object
+// holds while later patches write elsewhere; a write on, above or below a
+// path, an array element added before it, a whole object, a rollback and
+// an unknown version all say no.
+func TestObjectUnchanged(t *testing.T) {
+	var v0, v1, v2 uint64
+	step := func(name string, do func(h *Handle) error) Rule {
+		r := newRule("A", "ns", name, 0, Mutate)
+		r.apply = do
+		return r
+	}
+	add := func(path ...string) []patch.Operation {
+		return []patch.Operation{{Op: patch.Add, Path: path, Value: "x"}}
+	}
+	type check struct {
+		since *uint64
+		reads [][]string
+		want  bool
+	}
+	var checks []check
+	var got []bool
+	rs := []Rule{
+		step("1", func(h *Handle) error {
+			h.TrackWrites()
+			v0 = h.ObjectVersion()
+			return h.Patch(add("metadata", "labels", "x"))
+		}),
+		step("2", func(h *Handle) error {
+			v1 = h.ObjectVersion()
+			return h.PatchRFC6902(add("spec", "list", "0"))
+		}),
+		step("3", func(h *Handle) error {
+			v2 = h.ObjectVersion()
+			// The first operation applies, the second fails: both are
+			// rolled back, a change no patch is recorded for.
+			ops := append(add("metadata", "labels", "z"), add("nothere", "x")...)
+			if err := h.PatchRFC6902(ops); err == nil {
+				t.Error("a patch into a missing parent applied")
+			}
+			return nil
+		}),
+		step("4", func(h *Handle) error {
+			for _, c := range checks {
+				got = append(got, h.ObjectUnchanged(*c.since, c.reads))
+			}
+			return nil
+		}),
+	}
+	var unknown uint64 = 1 << 40
+	checks = []check{
+		{&v0, nil, false},                           // the rollback since
+		{&v1, [][]string{{"metadata"}}, false},      // as above
+		{&v2, [][]string{{"metadata"}}, false},      //
+		{&unknown, [][]string{{"metadata"}}, false}, //
+	}
+	obj := podObject()
+	obj["spec"] = map[string]any{"list": []any{"a", "b"}}
+	_, err := New(Options{}).Evaluate(context.Background(), NewSnapshot(rs), Request{Operation: rules.Create, Namespace: "ns", Object: obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []bool{false, false, false, false}) {
+		t.Errorf("after a rollback: %v, want all false", got)
+	}
+
+	// Without the rollback: the patches of rules 1 and 2 only.
+	rs = []Rule{rs[0], rs[1], rs[3]}
+	got = nil
+	checks = []check{
+		{&v0, nil, true},
+		{&v0, [][]string{{"metadata", "labels", "y"}}, true},       // a sibling
+		{&v0, [][]string{{"metadata", "name"}, {"kind"}}, true},    //
+		{&v0, [][]string{{"metadata", "labels", "x"}}, false},      // on it
+		{&v0, [][]string{{"metadata"}}, false},                     // above it
+		{&v0, [][]string{{"metadata", "labels", "x", "y"}}, false}, // below it
+		{&v0, [][]string{{}}, false},                               // the whole object
+		{&v1, [][]string{{"metadata", "labels", "x"}}, true},       // written before v1
+		{&v1, [][]string{{"spec", "list", "1"}}, false},            // element 0 added before element 1
+		{&v1, [][]string{{"spec", "other"}}, true},                 //
+		{&unknown, nil, false},                                     //
+	}
+	obj = podObject()
+	obj["spec"] = map[string]any{"list": []any{"a", "b"}}
+	if _, err := New(Options{}).Evaluate(context.Background(), NewSnapshot(rs), Request{Operation: rules.Create, Namespace: "ns", Object: obj}); err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{true, true, true, false, false, false, false, true, false, true, false}
+	if !slices.Equal(got, want) {
+		t.Errorf("ObjectUnchanged: %v, want %v", got, want)
+	}
+
+	// Without TrackWrites, nothing is known of the changes.
+	rs[0] = step("1", func(h *Handle) error {
+		v0 = h.ObjectVersion()
+		return h.Patch(add("metadata", "labels", "x"))
+	})
+	got, checks = nil, []check{{&v0, nil, false}}
+	if _, err := New(Options{}).Evaluate(context.Background(), NewSnapshot(rs), Request{Operation: rules.Create, Namespace: "ns", Object: podObject()}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []bool{false}) {
+		t.Errorf("without TrackWrites: %v, want false", got)
+	}
+}

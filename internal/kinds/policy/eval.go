@@ -265,8 +265,8 @@ type shared struct {
 	// the same for every Policy of the evaluation (the object, the old
 	// object, the request, the namespace): one program is shared by every
 	// Policy with the same expression (cel.EnvCache), so the same match
-	// condition in many Policies is evaluated once per version of the
-	// object (Handle.ObjectVersion).
+	// condition in many Policies is evaluated once, and again only when a
+	// patch wrote what it reads (Handle.ObjectUnchanged).
 	memo map[memoKey]memoBool
 	// vars holds the values of the variables every Policy that defines
 	// them alike computes alike (variable.memo), by version of the object:
@@ -508,12 +508,17 @@ func (ev *run) evalBool(p *cel.Program, act *lang.Activation) (bool, error) {
 		return evalWith(ev, p.EvalBoolCost, act)
 	}
 	s := sharedOf(ev.h)
-	k := memoKey{p: p, version: ev.h.ObjectVersion(), old: identity(act.OldObject)}
-	if m, ok := s.memo[k]; ok {
+	k := memoKey{p: p, old: identity(act.OldObject)}
+	now := ev.h.ObjectVersion()
+	if m, ok := s.memo[k]; ok && (m.version == now || ev.h.ObjectUnchanged(m.version, p.ObjectPaths())) {
 		// The cost is charged as if it ran: a Policy's budget does not
 		// depend on which Policy ran the expression first.
 		if ev.budget < 0 {
 			return false, lang.Limit(ErrBudget)
+		}
+		if m.version != now {
+			m.version = now // what it reads is as it was: shorter to check next time
+			s.memo[k] = m
 		}
 		return m.v, ev.charge(m.cost)
 	}
@@ -527,17 +532,16 @@ func (ev *run) evalBool(p *cel.Program, act *lang.Activation) (bool, error) {
 		if s.memo == nil {
 			s.memo = map[memoKey]memoBool{}
 		}
-		s.memo[k] = memoBool{v: v, cost: cost}
+		s.memo[k] = memoBool{v: v, cost: cost, version: now}
+		ev.h.TrackWrites()
 	}
 	return v, err
 }
 
-// memoKey is a program over a version of the object under evaluation and
-// an old object (the request's, by identity).
+// memoKey is a program over an old object (the request's, by identity).
 type memoKey struct {
-	p       *cel.Program
-	version uint64
-	old     uintptr
+	p   *cel.Program
+	old uintptr
 }
 
 // bindsObject reports whether act binds the object under evaluation as it
@@ -549,9 +553,13 @@ func (ev *run) bindsObject(act *lang.Activation) bool {
 	return identity(act.Object) == identity(ev.h.Object())
 }
 
+// memoBool is a condition's value at a version of the object, which
+// holds for as long as no patch writes what the program reads
+// (Handle.ObjectUnchanged).
 type memoBool struct {
-	v    bool
-	cost uint64
+	v       bool
+	cost    uint64
+	version uint64
 }
 
 // identity is the address of the object x (a map), 0 for anything else.

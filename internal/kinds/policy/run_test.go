@@ -154,3 +154,38 @@ func TestVariableMemo(t *testing.T) {
 		}
 	}
 }
+
+// TestConditionMemo: a match condition many Policies share is evaluated
+// again once a patch wrote what it reads, and only then: the validating
+// Policies match after the mutating ones patched.
+func TestConditionMemo(t *testing.T) {
+	header := func(name, cond string) string {
+		return "---\napiVersion: modwright.io/v1alpha1\nkind: ModwrightPolicy\nmetadata: {name: " + name + ", namespace: team-a}\nspec:\n" +
+			"  matchConditions:\n  - name: c\n    cel: \"" + cond + "\"\n"
+	}
+	mutating := func(name, cond, label string) string {
+		return header(name, cond) + "  mutations:\n  - jsonPatch: \"[JSONPatch{op: 'add', path: '/metadata/labels/" + label + "', value: 'x'}]\"\n"
+	}
+	validating := func(name, cond string) string {
+		return header(name, cond) + "  validations:\n  - cel: \"false\"\n    message: " + name + "\n"
+	}
+	const team = "object.metadata.?labels.?team.orValue('') == 'x'"
+	const replicas = "object.spec.replicas == 5"
+	yaml := mutating("a", team, "seen-a") + // false: no team yet
+		mutating("b", replicas, "team") + // sets it
+		validating("v-team", team) + // true now
+		validating("v-replicas", replicas) + // true, as for b: nothing wrote spec.replicas
+		validating("v-labels", "object.metadata.labels.size() == 2") // app and team
+	got, dec, err := run(t, load(t, yaml), rules.Create, decode(t, deployment), nil, nil)
+	if err != nil || len(dec.Errors) > 0 {
+		t.Fatalf("%v, %v", err, dec.Errors)
+	}
+	if !strings.Contains(got.Patch, "labels/team") || strings.Contains(got.Patch, "seen-a") {
+		t.Errorf("patch %s, want the team label only", got.Patch)
+	}
+	want := []string{"v-labels|Invalid|422", "v-replicas|Invalid|422", "v-team|Invalid|422"}
+	slices.Sort(got.Rejections)
+	if !slices.Equal(got.Rejections, want) {
+		t.Errorf("rejections %v, want %v", got.Rejections, want)
+	}
+}

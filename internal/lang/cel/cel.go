@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -223,7 +225,7 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: "cost estimation failed: " + err.Error()}}
 	}
 	members, whole := selectedMembers(ast, names)
-	p := &Program{src: src, vars: names, reads: readVars(ast, names), members: members, whole: whole,
+	p := &Program{src: src, vars: names, reads: readVars(ast, names), members: members, whole: whole, objectPaths: objectPaths(ast, names),
 		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType(), env: entry}
 	if want == jsonPatchResult {
 		// Taken apart, the expression is not evaluated whole: it needs
@@ -389,11 +391,14 @@ type Program struct {
 	// members are, by declared variable, the members the expression
 	// selects on it (variables.x); whole names those it reads otherwise
 	// too (passed along, indexed).
-	members  map[string][]string
-	whole    []string
-	min, max uint64
-	large    uint64
-	typ      *cel.Type
+	members map[string][]string
+	whole   []string
+	// objectPaths are the paths into the object the expression reads
+	// (ObjectPaths).
+	objectPaths [][]string
+	min, max    uint64
+	large       uint64
+	typ         *cel.Type
 	// patch is a JSONPatch expression taken apart (patchplan.go), or nil;
 	// prg is nil when it is not.
 	patch *patchPlan
@@ -457,6 +462,73 @@ func selectedMembers(a *cel.Ast, names []string) (map[string][]string, []string)
 		}
 	}))
 	return members, whole
+}
+
+// ObjectPaths are the paths into the object (VarObject) the expression
+// reads: each chain of selections, constant indexes and optional ones on
+// `object` (object.spec.replicas, object.metadata.?labels['app']), as
+// far as it goes; an empty path when it reads the object otherwise (passed
+// along, iterated). What the expression computes from the object depends
+// on these subtrees only.
+func (p *Program) ObjectPaths() [][]string { return p.objectPaths }
+
+// objectPaths computes ObjectPaths of the checked expression a (names: the
+// declared variables).
+func objectPaths(a *cel.Ast, names []string) [][]string {
+	if !slices.Contains(names, VarObject) {
+		return nil
+	}
+	refs := a.NativeRep().ReferenceMap()
+	paths := map[int64][]string{} // the chains on object, by expression
+	extended := map[int64]bool{}  // chains a longer one goes on from
+	ast.PostOrderVisit(a.NativeRep().Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		var operand ast.Expr
+		var tok string
+		switch e.Kind() {
+		case ast.IdentKind:
+			if r, ok := refs[e.ID()]; ok && len(r.OverloadIDs) == 0 && r.Name == VarObject {
+				paths[e.ID()] = []string{}
+			}
+			return
+		case ast.SelectKind:
+			operand, tok = e.AsSelect().Operand(), e.AsSelect().FieldName()
+		case ast.CallKind:
+			c := e.AsCall()
+			switch c.FunctionName() {
+			case operators.Index, operators.OptIndex, operators.OptSelect:
+			default:
+				return
+			}
+			if len(c.Args()) != 2 || c.Args()[1].Kind() != ast.LiteralKind {
+				return
+			}
+			switch k := c.Args()[1].AsLiteral().(type) {
+			case types.String:
+				tok = string(k)
+			case types.Int:
+				tok = strconv.FormatInt(int64(k), 10)
+			case types.Uint:
+				tok = strconv.FormatUint(uint64(k), 10)
+			default:
+				return
+			}
+			operand = c.Args()[0]
+		default:
+			return
+		}
+		if base, ok := paths[operand.ID()]; ok {
+			paths[e.ID()] = append(base[:len(base):len(base)], tok)
+			extended[operand.ID()] = true
+		}
+	}))
+	out := [][]string{}
+	for id, p := range paths {
+		if !extended[id] {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b []string) int { return slices.Compare(a, b) })
+	return slices.CompactFunc(out, slices.Equal)
 }
 
 // ReadsAny reports whether the expression refers to one of names.
