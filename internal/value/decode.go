@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // maxDepth is the deepest nesting of arrays and objects accepted, the limit
@@ -53,7 +54,6 @@ type decoder struct {
 	data  []byte
 	depth int
 	err   *SyntaxError
-	buf   []byte // scratch for unescaping strings
 }
 
 // fail records an error and returns -1.
@@ -298,13 +298,12 @@ func plainRun(data []byte, j int) int {
 
 // strSlow parses the string literal whose opening quote is data[i] and
 // whose text needs unescaping, as encoding/json's unquote does it. The text
-// is made in buf, reused from one string to the next.
+// is made in a buffer of the literal's length, which it is at most (but
+// for invalid UTF-8, each byte of which becomes three), and the string is
+// that buffer: one allocation of the string's size.
 func (d *decoder) strSlow(i int) (string, int) {
 	data := d.data
-	if d.buf == nil {
-		d.buf = make([]byte, 0, min(len(data)-i, 1024))
-	}
-	buf := d.buf[:0]
+	buf := make([]byte, 0, literalLen(data, i))
 	for j := i + 1; ; {
 		k := plainRun(data, j)
 		buf = append(buf, data[j:k]...)
@@ -313,8 +312,10 @@ func (d *decoder) strSlow(i int) (string, int) {
 		}
 		switch c := data[k]; {
 		case c == '"':
-			d.buf = buf
-			return string(buf), k + 1
+			if len(buf) == 0 {
+				return "", k + 1
+			}
+			return unsafe.String(unsafe.SliceData(buf), len(buf)), k + 1 // buf is the string's alone
 		case c == '\\':
 			if k+1 >= len(data) {
 				return "", d.bad(k+1, "")
@@ -363,6 +364,25 @@ func (d *decoder) strSlow(i int) (string, int) {
 				buf = append(buf, data[k:k+size]...)
 			}
 			j = k + size
+		}
+	}
+}
+
+// literalLen returns the length of the text of the string literal whose
+// opening quote is data[i] (its bytes between the quotes), or what follows
+// data[i] when it does not end.
+func literalLen(data []byte, i int) int {
+	for j := i + 1; ; {
+		if j = plainRun(data, j); j >= len(data) {
+			return len(data) - i - 1
+		}
+		switch data[j] {
+		case '"':
+			return j - i - 1
+		case '\\':
+			j += 2 // the escaped byte is no quote to stop at
+		default:
+			j++
 		}
 	}
 }

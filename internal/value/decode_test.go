@@ -54,6 +54,11 @@ var decodeCases = []struct {
 	want any
 	ok   bool
 }{
+	// An escape and invalid UTF-8: the text outgrows the literal (each
+	// invalid byte becomes U+FFFD's three).
+	{"\"\\n\xff\xfe\xfd\"", "\n\uFFFD\uFFFD\uFFFD", true},
+	{"\"\\\"\"", "\"", true},
+	{"\"\\u0000\"", "\x00", true},
 	// Whole input.
 	{``, nil, false},
 	{" \t\r\n", nil, false},

@@ -97,7 +97,7 @@ func (c *canon) str(i int) int {
 			if end < 0 {
 				return -1
 			}
-			if string(appendString(c.buf[len(c.buf):], s)) != string(data[i:end]) {
+			if string(appendString(nil, s)) != string(data[i:end]) {
 				return -1
 			}
 			return end
