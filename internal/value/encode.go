@@ -20,6 +20,9 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 	case string:
 		return appendString(dst, t), nil
 	case Raw:
+		if t.text == "" {
+			return append(dst, "null"...), nil // the zero Raw
+		}
 		return append(dst, t.text...), nil // canonical (DecodeLazy)
 	case json.Number:
 		if !json.Valid([]byte(t)) {

@@ -180,9 +180,12 @@ func (c *canon) array(i int) int {
 }
 
 // Expand returns the value r holds decoded one level: an object or an
-// array whose objects and arrays are Raw.
+// array whose objects and arrays are Raw (a zero Raw holds null).
 func Expand(r Raw) any {
 	s := r.text
+	if s == "" {
+		return nil
+	}
 	data := unsafe.Slice(unsafe.StringData(s), len(s))
 	if s[0] == '[' {
 		var buf [8]any

@@ -160,6 +160,17 @@ func TestExpandOneLevel(t *testing.T) {
 	if len(b) != 2 || b[0] != any(json.Number("1")) || b[1] != (Raw{`{"c":2}`}) {
 		t.Fatalf("b: %#v", b)
 	}
+	if v, text := Expand(Raw{}), appendRaw(t, Raw{}); v != nil || text != "null" {
+		t.Errorf("the zero Raw: %#v, %s; want null", v, text)
+	}
+}
+
+func appendRaw(t *testing.T, r Raw) string {
+	b, err := AppendJSON(nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // FuzzDecodeLazy checks DecodeLazy against Decode and AppendJSON

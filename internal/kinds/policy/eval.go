@@ -268,7 +268,7 @@ type shared struct {
 	// condition in many Policies is evaluated once, and again only when a
 	// patch wrote what it reads (Handle.ObjectUnchanged).
 	memo map[memoKey]memoBool
-	// vars holds the values of the variables every Policy that defines
+	// varMemo holds the values of the variables every Policy that defines
 	// them alike computes alike (variable.memo), by version of the object:
 	// `spec: object.spec.template.spec` in many Policies is evaluated once.
 	varMemo map[varMemoKey]memoVal
