@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/modwright/modwright/test/load"
 )
 
 func TestParseBenchOutput(t *testing.T) {
@@ -67,6 +69,47 @@ func TestVerdict(t *testing.T) {
 	for n, want := range map[float64]string{0: "0", 999: "999", 1000: "1,000", 1000000: "1,000,000", 50000: "50,000"} {
 		if got := count(n); got != want {
 			t.Errorf("count(%v) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestIssue30Targets: the serving targets are issue 30's, judged on the
+// scenarios and benchmarks of one run.
+func TestIssue30Targets(t *testing.T) {
+	sc := func(id string, throughput, p99 float64, rssMiB int64) *scenarioResult {
+		s := &scenarioResult{Runs: []*load.Result{{}}, Median: summary{Throughput: throughput, P99: p99}, PeakRSS: rssMiB << 20}
+		s.ID = id
+		return s
+	}
+	r := &report{Settings: settings{Rate: 1000}, Scenarios: []*scenarioResult{
+		sc("floor-flat", 10000, 3, 15), sc("floor-rate", 1000, 1, 15),
+		sc("mw100-flat", 8100, 4, 90), sc("mw100-rate", 1000, 1.3, 90),
+		sc("mw1000-flat", 7000, 5, 70), sc("mw1000-rate", 1000, 1.5, 60),
+		sc("pol100-flat", 6000, 5, 100), sc("pol100-rate", 1000, 2.0, 100),
+		sc("pol1000-quiet", 9000, 3, 130),
+	}, Benchmarks: []*microBench{
+		{Name: "Handler/rules=100/matching=10", BytesPerOp: 35 * 1024},
+		{Name: "PSS/policies=16/compliant", NsPerOp: 39000},
+		{Name: "PSS/policies=1/compliant", NsPerOp: 47000},
+	}}
+	r.computeTargets()
+	want := map[string]string{
+		"Throughput, 100 rules (10 matching each object), flat out":                           "met",           // 0.81x
+		"p99 latency at 1,000 reviews/s, 100 rules (10 matching)":                             "MISSED by 8%",  // 1.3x
+		"Allocated per review, 10 matching ModRules (BenchmarkHandler/rules=100/matching=10)": "MISSED by 75%", // 35 KB
+		"Peak RSS (VmHWM), 1,000 rules under load":                                            "MISSED by 9%",  // 70 MiB
+		"Engine cost, 16 CEL validations (BenchmarkPSS/policies=16/compliant)":                "met",
+		"Engine cost, 16 CEL validations (BenchmarkPSS/policies=1/compliant)":                 "MISSED by 18%",
+		"p99 latency at 1,000 reviews/s, 100 Policies vs 100 ModRules (10 matching)":          "MISSED by 3%", // 2.0 / 1.3
+		"Peak RSS (VmHWM), 1,000 Policies (none can apply) under load":                        "MISSED by 2%", // 130 MiB
+	}
+	got := map[string]string{}
+	for _, tg := range r.Targets {
+		got[tg.Measure] = tg.Verdict
+	}
+	for m, v := range want {
+		if got[m] != v {
+			t.Errorf("%s: %q, want %q", m, got[m], v)
 		}
 	}
 }

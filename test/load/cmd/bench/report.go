@@ -151,6 +151,7 @@ func (r *report) computeTargets() {
 	floor, floorRate, floorNS := r.scenario("floor-flat"), r.scenario("floor-rate"), r.scenario("floor-flat-namespaced")
 	r.throughputTarget(floor)
 	r.latencyTarget(floorRate)
+	r.bytesTarget()
 	r.engineTarget()
 	r.quietTarget(floorNS)
 	r.policyTargets(floorNS)
@@ -159,31 +160,52 @@ func (r *report) computeTargets() {
 	r.soakTarget()
 }
 
-// throughputTarget: Throughput at 100 rules >= 0.5x the floor.
+// throughputTarget: Throughput at 100 rules >= 0.8x the floor (issue 30,
+// target 3).
 func (r *report) throughputTarget(floor *scenarioResult) {
-	t := target{Measure: "Throughput, 100 rules (10 matching each object), flat out", Target: "≥ 0.5× floor"}
-	r.throughputRatio(t, r.scenario("mw100-flat"), floor, "floor", 0.5)
+	t := target{Measure: "Throughput, 100 rules (10 matching each object), flat out", Target: "≥ 0.8× floor"}
+	r.throughputRatio(t, r.scenario("mw100-flat"), floor, "floor", 0.8)
 }
 
-// latencyTarget: p99 at 1,000/s with 100 rules <= 2 ms.
+// latencyTarget: p99 at 1,000/s with 100 rules <= 1.2x the floor's (issue
+// 30, target 3).
 func (r *report) latencyTarget(floorRate *scenarioResult) {
 	rate := count(r.Settings.Rate)
-	t := target{Measure: fmt.Sprintf("p99 latency at %s reviews/s, 100 rules (10 matching)", rate), Target: "≤ 2 ms", Reference: "—", Ratio: "—"}
-	mw := r.scenario("mw100-rate")
-	if mw != nil {
-		t.Result = fmt.Sprintf("%.2f ms", mw.Median.P99)
+	t := target{Measure: fmt.Sprintf("p99 latency at %s reviews/s, 100 rules (10 matching)", rate), Target: "≤ 1.2× floor's p99"}
+	r.p99Ratio(t, r.scenario("mw100-rate"), floorRate, "floor", 1.2)
+}
+
+// p99Ratio adds a target on the ratio of two scenarios' p99 latencies (at
+// most limit).
+func (r *report) p99Ratio(t target, s, ref *scenarioResult, refLabel string, limit float64) {
+	t.Reference, t.Ratio = "—", "—"
+	if s != nil {
+		t.Result = fmt.Sprintf("%.2f ms", s.Median.P99)
 	}
-	if floorRate != nil {
-		t.Reference = fmt.Sprintf("floor %.2f ms", floorRate.Median.P99)
-		if mw != nil {
-			t.Ratio = ratio(mw.Median.P99, floorRate.Median.P99)
-		}
+	if ref != nil {
+		t.Reference = fmt.Sprintf("%s %.2f ms", refLabel, ref.Median.P99)
 	}
+	ok := s != nil && ref != nil && ref.Median.P99 > 0
 	var x float64
-	if mw != nil {
-		x = mw.Median.P99
+	if ok {
+		x = s.Median.P99 / ref.Median.P99
+		t.Ratio = ratio(s.Median.P99, ref.Median.P99)
 	}
-	r.add(t, x, 2, false, mw != nil)
+	r.add(t, x, limit, false, ok)
+}
+
+// bytesTarget: <= 20 KB allocated per review with 10 matching ModRules
+// (issue 30, target 3), by the webhook handler's benchmark.
+func (r *report) bytesTarget() {
+	const name = "Handler/rules=100/matching=10"
+	t := target{Measure: "Allocated per review, 10 matching ModRules (Benchmark" + name + ")", Target: "≤ 20 KB", Reference: "—", Ratio: "—", Result: "missing"}
+	b := findBench(r.Benchmarks, name)
+	var x float64
+	if b != nil {
+		x = b.BytesPerOp / 1024
+		t.Result = fmt.Sprintf("%.1f KB", x)
+	}
+	r.add(t, x, 20, false, b != nil)
 }
 
 // engineTarget: Engine cost at 10 matching rules <= 3x the floor's JSON cost.
@@ -228,9 +250,10 @@ func (r *report) quietTarget(floorNS *scenarioResult) {
 	r.add(t, x, 1/1.2, true, ok)
 }
 
-// rssTarget: Peak RSS with 1,000 rules under load <= 96 MiB.
+// rssTarget: Peak RSS with 1,000 rules under load <= 64 MiB (issue 30,
+// targets 2 and 3).
 func (r *report) rssTarget() {
-	t := target{Measure: "Peak RSS (VmHWM), 1,000 rules under load", Target: "≤ 96 MiB", Reference: "—", Ratio: "—"}
+	t := target{Measure: "Peak RSS (VmHWM), 1,000 rules under load", Target: "≤ 64 MiB", Reference: "—", Ratio: "—"}
 	var (
 		peak  int64
 		parts []string
@@ -263,7 +286,7 @@ func (r *report) rssTarget() {
 			t.Ratio = ratio(float64(peak), float64(floorPeak))
 		}
 	}
-	r.add(t, mib(peak), 96, false, peak > 0)
+	r.add(t, mib(peak), 64, false, peak > 0)
 }
 
 // snapshotTargets: Snapshot build of 10,000 rules <= 1 s, and start to
@@ -313,29 +336,44 @@ func (r *report) soakTarget() {
 	r.add(t, g, 1.10, false, ok)
 }
 
-// policyTargets are issue 15's targets for Policies (CEL).
+// policyTargets are issue 15's targets for Policies (CEL), as issue 30
+// sets them.
 func (r *report) policyTargets(floorNS *scenarioResult) {
-	// 16 CEL validations <= 60 µs of engine cost.
+	// 16 CEL validations <= 40 µs of engine cost.
 	for _, name := range []string{"PSS/policies=16/compliant", "PSS/policies=1/compliant"} {
-		t := target{Measure: fmt.Sprintf("Engine cost, 16 CEL validations (Benchmark%s)", name), Target: "≤ 60 µs/op", Reference: "—", Ratio: "—", Result: "missing"}
+		t := target{Measure: fmt.Sprintf("Engine cost, 16 CEL validations (Benchmark%s)", name), Target: "≤ 40 µs/op", Reference: "—", Ratio: "—", Result: "missing"}
 		b := findBench(r.Benchmarks, name)
 		var x float64
 		if b != nil {
 			x = b.NsPerOp / 1000
 			t.Result = fmt.Sprintf("%.1f µs/op", x)
 		}
-		r.add(t, x, 60, false, b != nil)
+		r.add(t, x, 40, false, b != nil)
 	}
 	// 100 Policies (10 apply) <= 1.5x the same work with ModRules.
 	r.benchRatio(target{Measure: "Engine cost, 100 Policies (10 apply) vs 10 ModRules (BenchmarkLoad)", Target: "≤ 1.5× modrules=10/matching=10"},
 		"Load/policies=100/matching=10", "Load/modrules=10/matching=10", "ModRules", 1.5)
 	r.throughputRatio(target{Measure: "Throughput, 100 Policies (10 matching each object) vs 100 ModRules (10 matching), flat out", Target: "≥ 0.67× ModRules (cost ≤ 1.5×)"},
 		r.scenario("pol100-flat"), r.scenario("mw100-flat"), "ModRules", 1/1.5)
+	r.p99Ratio(target{Measure: fmt.Sprintf("p99 latency at %s reviews/s, 100 Policies vs 100 ModRules (10 matching)", count(r.Settings.Rate)), Target: "≤ 1.5× ModRules' p99"},
+		r.scenario("pol100-rate"), r.scenario("mw100-rate"), "ModRules", 1.5)
+	r.rssOf(target{Measure: "Peak RSS (VmHWM), 1,000 Policies (none can apply) under load", Target: "≤ 128 MiB"}, r.scenario("pol1000-quiet"), 128)
 	// No Policy can apply: <= 1.2x the floor.
 	r.throughputRatio(target{Measure: "No Policy can apply (1,000 policies, objects in namespace quiet), flat out", Target: "≥ 0.83× floor throughput (cost ≤ 1.2×)"},
 		r.scenario("pol1000-quiet"), floorNS, "floor (same objects)", 1/1.2)
 	r.benchRatio(target{Measure: "No Policy can apply, engine (BenchmarkLoad/policies=100/none-apply)", Target: "≤ 1.2× Load/empty"},
 		"Load/policies=100/none-apply", "Load/empty", "empty snapshot", 1.2)
+}
+
+// rssOf adds a target on a scenario's peak RSS (at most limit MiB).
+func (r *report) rssOf(t target, s *scenarioResult, limit float64) {
+	t.Reference, t.Ratio = "—", "—"
+	var x float64
+	if s != nil {
+		x = mib(s.PeakRSS)
+		t.Result = fmt.Sprintf("%.1f MiB", x)
+	}
+	r.add(t, x, limit, false, s != nil && s.PeakRSS > 0)
 }
 
 // benchRatio adds a target on the ratio of two micro-benchmarks' times
