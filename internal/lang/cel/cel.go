@@ -226,7 +226,7 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	}
 	members, whole := selectedMembers(ast, names)
 	p := &Program{src: src, vars: names, reads: readVars(ast, names), members: members, whole: whole, objectPaths: objectPaths(ast, names),
-		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType(), env: entry}
+		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType(), env: entry, quick: est.Max <= QuickCost}
 	if want == jsonPatchResult {
 		// Taken apart, the expression is not evaluated whole: it needs
 		// no program of its own (a cel-go program carries its own
@@ -405,7 +405,20 @@ type Program struct {
 	// env keeps the environment the program was compiled against in the
 	// cache (EnvCache holds it weakly) for as long as the program lives.
 	env *envEntry
+	// quick: the worst case over the largest request costs at most
+	// QuickCost, so an evaluation ends in microseconds whatever its input:
+	// it needs no context to be interrupted by (eval).
+	quick bool
 }
+
+// QuickCost is the most an expression may cost at worst (Cost's maximum)
+// for its evaluations to be left without a context to interrupt them: a
+// few microseconds of work, less than the interval at which a comprehension
+// looks at its context (celconfig.CheckFrequency iterations). cel-go gives
+// each evaluation with a context one of its own (context.WithCancel,
+// registered with a cancellable parent and removed again), which costs
+// more than such an expression.
+const QuickCost = 1000
 
 // Reads reports whether the expression refers to no declared variable but
 // those of only: its value is then the same for any activation binding
@@ -678,7 +691,16 @@ func (p *Program) eval(ctx context.Context, in *lang.Activation) (refVal, uint64
 		return nil, 0, errors.New("cel: a JSONPatch taken apart is evaluated through its plan (Mutation), not whole")
 	}
 	act := activation{in: in, vars: p.vars}
-	out, det, err := p.prg.ContextEval(ctx, &act)
+	var (
+		out refVal
+		det *cel.EvalDetails
+		err error
+	)
+	if p.quick {
+		out, det, err = p.prg.Eval(&act)
+	} else {
+		out, det, err = p.prg.ContextEval(ctx, &act)
+	}
 	var cost uint64
 	if det != nil {
 		if c := det.ActualCost(); c != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -447,5 +449,63 @@ func TestMembers(t *testing.T) {
 		if !cmp.Equal(tc.members, members, cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()) || whole != tc.whole {
 			t.Errorf("%s: members %v, whole %v; want %v, %v", tc.src, members, whole, tc.members, tc.whole)
 		}
+	}
+}
+
+// TestQuick: an expression whose worst case is small is evaluated without
+// a context (quick), with the same value and cost as with one; one that
+// iterates over the input is not, and a cancelled context stops it.
+func TestQuick(t *testing.T) {
+	obj := map[string]any{"metadata": map[string]any{"name": "web", "labels": map[string]any{"app": "nginx"}}, "spec": map[string]any{"replicas": json.Number("2"), "l": bigList(10000)}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		src   string
+		quick bool
+	}{
+		{"object.metadata.?labels.?app.orValue('') == 'nginx'", true},
+		{"object.spec.replicas in [1, 2, 3]", true},
+		{"has(object.spec.x) || object.spec.replicas > 1", true},
+		{"object.metadata.name + '-1' == 'web-1'", false}, // a string of the request's size
+		{"object.spec.l.all(x, x == 1)", false},
+	} {
+		p := compile(t, tc.src)
+		if p.quick != tc.quick {
+			t.Errorf("%s: quick %v, want %v (cost %d)", tc.src, p.quick, tc.quick, p.max)
+		}
+		v, cost, err := p.EvalBoolCost(context.Background(), &lang.Activation{Object: obj})
+		if !tc.quick {
+			if _, _, err := p.EvalBoolCost(ctx, &lang.Activation{Object: obj}); tc.src == "object.spec.l.all(x, x == 1)" && !errors.Is(err, context.Canceled) {
+				t.Errorf("%s with a cancelled context: %v, want context.Canceled", tc.src, err)
+			}
+			continue
+		}
+		p.quick = false // the same program through ContextEval
+		w, wcost, werr := p.EvalBoolCost(context.Background(), &lang.Activation{Object: obj})
+		if v != w || cost != wcost || (err == nil) != (werr == nil) {
+			t.Errorf("%s: quick %v %d %v, with a context %v %d %v", tc.src, v, cost, err, w, wcost, werr)
+		}
+	}
+}
+
+// BenchmarkQuick measures one quick condition under a request's context
+// (a deadline, as the webhook gives), without a context of its own (quick)
+// and with one (ContextEval).
+func BenchmarkQuick(b *testing.B) {
+	obj := map[string]any{"metadata": map[string]any{"name": "web", "labels": map[string]any{"app": "nginx"}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, quick := range []bool{true, false} {
+		b.Run(fmt.Sprintf("quick=%v", quick), func(b *testing.B) {
+			p := compile(b, "object.metadata.?labels.?app.orValue('') == 'nginx'")
+			p.quick = quick
+			act := &lang.Activation{Object: obj}
+			b.ReportAllocs()
+			for b.Loop() {
+				if ok, _, err := p.EvalBoolCost(ctx, act); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
 	}
 }

@@ -60,7 +60,10 @@
 // a built-in kind's quantities checked before its Go form is decoded.
 // Env.Limits' MaxValues and MaxOutput do not apply to CEL and are ignored. Eval honours
 // ctx (ContextEval, checked every celconfig.CheckFrequency comprehension
-// steps): a cancelled evaluation's error wraps ctx.Err().
+// steps): a cancelled evaluation's error wraps ctx.Err(). An expression
+// whose worst case costs at most QuickCost (no comprehension over the
+// input, no operation on its long strings) is evaluated without it: it
+// ends in microseconds anyway.
 //
 // # Values
 //
