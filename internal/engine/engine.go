@@ -293,6 +293,8 @@ type evaluation struct {
 	writes    []write
 	spans     [][2]int
 	tokens    []string
+	// direct is Handle.patch's storage for directMirror.
+	direct []mirrorOp
 }
 
 // prepare puts the object in the shape rules see: without

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -380,8 +381,12 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 	// walked.
 	var before any
 	diffed = diffed && h.mirrorsLastApplied()
+	direct := false
 	if diffed {
-		before = ev.doc.Freeze()
+		ev.direct, direct = directMirror(ev.doc.Root(), ops, ev.direct[:0])
+		if !direct {
+			before = ev.doc.Freeze()
+		}
 	}
 	mark, from := ev.doc.Mark(), ev.doc.Version()
 	for i, op := range ops {
@@ -397,12 +402,103 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 	ev.logWrite(from, ops, wholeObject)
 	ev.doc.Release()
 	mirror := ops
-	if diffed {
+	switch {
+	case direct:
+		mirror = directOps(ev.direct, ops[:0:0])
+	case diffed:
 		mirror = patch.Diff(before, ev.doc.Root())
 	}
 	ev.mirrorLastApplied(h, mirror)
 	h.patched = h.patched || len(ops) > 0
 	return nil
+}
+
+// directMirror is the first half of the difference a standard JSON
+// Patch's ops make to root, taken without patch.Doc.Freeze and patch.Diff
+// (which copy and walk the containers on the way) when it can be read off
+// the operations: each adds or replaces a scalar at, or removes, a member
+// of an object reached through objects only, and no two touch the same or
+// nested paths. It records each operation with the value it finds there
+// (in buf); directOps, once they applied, gives the operations
+// patch.Diff(before, after) would (in another order: the last-applied
+// configuration's changes do not depend on it, as no two share a path).
+func directMirror(root any, ops []patch.Operation, buf []mirrorOp) ([]mirrorOp, bool) {
+	if len(ops) > maxDirect {
+		return buf, false
+	}
+	for i, op := range ops {
+		if len(op.Path) == 0 {
+			return buf, false
+		}
+		switch op.Op {
+		case patch.Add, patch.Replace:
+			switch op.Value.(type) {
+			case nil, bool, string, json.Number, float64, int64, int:
+			default:
+				return buf, false
+			}
+		case patch.Remove:
+		default:
+			return buf, false
+		}
+		for _, prev := range ops[:i] {
+			if nested(prev.Path, op.Path) {
+				return buf, false
+			}
+		}
+		m, _ := root.(map[string]any)
+		for _, tok := range op.Path[:len(op.Path)-1] {
+			m, _ = m[tok].(map[string]any)
+		}
+		if m == nil {
+			return buf, false // an array or a missing parent on the way
+		}
+		old, had := m[op.Path[len(op.Path)-1]]
+		buf = append(buf, mirrorOp{op: op, old: old, had: had})
+	}
+	return buf, true
+}
+
+// maxDirect bounds the operations directMirror compares pairwise.
+const maxDirect = 16
+
+// mirrorOp is an operation directMirror took, with the member it found at
+// its path before it applied.
+type mirrorOp struct {
+	op  patch.Operation
+	old any
+	had bool
+}
+
+// directOps appends to out the operations patch.Diff gives for taken,
+// applied: a member added, changed (a replace) or removed; none where the
+// value stays equal.
+func directOps(taken []mirrorOp, out []patch.Operation) []patch.Operation {
+	for _, t := range taken {
+		switch {
+		case t.op.Op == patch.Remove:
+			if t.had {
+				out = append(out, patch.Operation{Op: patch.Remove, Path: t.op.Path})
+			}
+		case !t.had:
+			out = append(out, patch.Operation{Op: patch.Add, Path: t.op.Path, Value: t.op.Value})
+		case !value.Equal(t.old, t.op.Value):
+			out = append(out, patch.Operation{Op: patch.Replace, Path: t.op.Path, Value: t.op.Value})
+		}
+	}
+	return out
+}
+
+// nested reports whether one of a and b is a prefix of the other (or they
+// are equal).
+func nested(a, b patch.Pointer) bool {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // logWrite records, once TrackWrites was called, that ops took the object

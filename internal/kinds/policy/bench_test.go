@@ -240,6 +240,15 @@ var benchMutations = []string{
 	`applyConfiguration: "Object{metadata: Object.metadata{annotations: {'bench.modwright.io/owner': object.metadata.name}}}"`,
 }
 
+// labelMutations are n JSON patches adding a label each.
+func labelMutations(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("jsonPatch: \"[JSONPatch{op: 'add', path: '/metadata/labels/label-%d', value: 'x'}]\"", i)
+	}
+	return out
+}
+
 // every returns every other element of list, from the first.
 func every(list []string, first int) []string {
 	var out []string
@@ -264,6 +273,8 @@ func BenchmarkMutations(b *testing.B) {
 		// apply configurations.
 		{"policies=1/jsonPatch=5", true, every(benchMutations, 0)},
 		{"policies=1/applyConfiguration=5", true, every(benchMutations, 1)},
+		// 10 Policies that each add a label, the commonest mutation.
+		{"policies=10/labels=10", false, labelMutations(10)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var y strings.Builder
