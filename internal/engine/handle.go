@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -416,9 +415,10 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 // directMirror is the first half of the difference a standard JSON
 // Patch's ops make to root, taken without patch.Doc.Freeze and patch.Diff
 // (which copy and walk the containers on the way) when it can be read off
-// the operations: each adds or replaces a scalar at, or removes, a member
-// of an object reached through objects only, and no two touch the same or
-// nested paths. It records each operation with the value it finds there
+// the operations: each adds, replaces or removes a member of an object
+// reached through objects only, where it is not an object or array put in
+// place of one of the same (Diff would go into both), and no two touch the
+// same or nested paths. It records each operation with the value it finds there
 // (in buf); directOps, once they applied, gives the operations
 // patch.Diff(before, after) would (in another order: the last-applied
 // configuration's changes do not depend on it, as no two share a path).
@@ -431,13 +431,7 @@ func directMirror(root any, ops []patch.Operation, buf []mirrorOp) ([]mirrorOp, 
 			return buf, false
 		}
 		switch op.Op {
-		case patch.Add, patch.Replace:
-			switch op.Value.(type) {
-			case nil, bool, string, json.Number, float64, int64, int:
-			default:
-				return buf, false
-			}
-		case patch.Remove:
+		case patch.Add, patch.Replace, patch.Remove:
 		default:
 			return buf, false
 		}
@@ -454,9 +448,25 @@ func directMirror(root any, ops []patch.Operation, buf []mirrorOp) ([]mirrorOp, 
 			return buf, false // an array or a missing parent on the way
 		}
 		old, had := m[op.Path[len(op.Path)-1]]
+		if had && op.Op != patch.Remove && sameShape(old, op.Value) {
+			return buf, false // two objects or two arrays: Diff goes into them
+		}
 		buf = append(buf, mirrorOp{op: op, old: old, had: had})
 	}
 	return buf, true
+}
+
+// sameShape reports whether a and b are both objects or both arrays.
+func sameShape(a, b any) bool {
+	switch a.(type) {
+	case map[string]any:
+		_, ok := b.(map[string]any)
+		return ok
+	case []any:
+		_, ok := b.([]any)
+		return ok
+	}
+	return false
 }
 
 // maxDirect bounds the operations directMirror compares pairwise.

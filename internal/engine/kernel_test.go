@@ -789,8 +789,11 @@ func TestDirectMirror(t *testing.T) {
 			op := patch.Operation{Op: []patch.OpType{patch.Add, patch.Add, patch.Replace, patch.Remove}[r.IntN(4)], Path: p}
 			if op.Op != patch.Remove {
 				op.Value = scalars[r.IntN(len(scalars))]
-				if r.IntN(10) == 0 {
-					op.Value = map[string]any{"z": "x"}
+				switch r.IntN(10) {
+				case 0:
+					op.Value = map[string]any{"z": "x", "l": []any{"x"}}
+				case 1:
+					op.Value = []any{"x", map[string]any{"a": "x"}}
 				}
 			}
 			ops = append(ops, op)
@@ -820,12 +823,14 @@ func TestDirectMirror(t *testing.T) {
 	if taken < 300 {
 		t.Fatalf("only %d patches taken directly", taken)
 	}
-	// Refused: an array on the way, nested paths, a container value.
+	// Refused: an array on the way, nested paths, an object or array in
+	// place of one, the whole object.
 	root := map[string]any{"a": []any{map[string]any{"b": "x"}}, "c": map[string]any{"d": "y"}}
 	for _, ops := range [][]patch.Operation{
 		{{Op: patch.Replace, Path: patch.Pointer{"a", "0", "b"}, Value: "z"}},
 		{{Op: patch.Add, Path: patch.Pointer{"c", "e"}, Value: "z"}, {Op: patch.Remove, Path: patch.Pointer{"c"}}},
-		{{Op: patch.Add, Path: patch.Pointer{"c", "e"}, Value: map[string]any{}}},
+		{{Op: patch.Replace, Path: patch.Pointer{"c"}, Value: map[string]any{}}},
+		{{Op: patch.Add, Path: patch.Pointer{"a"}, Value: []any{}}},
 		{{Op: patch.Add, Path: patch.Pointer{}, Value: "z"}},
 	} {
 		if _, ok := directMirror(root, ops, nil); ok {
