@@ -178,20 +178,26 @@ func (r *report) latencyTarget(floorRate *scenarioResult) {
 // p99Ratio adds a target on the ratio of two scenarios' p99 latencies (at
 // most limit).
 func (r *report) p99Ratio(t target, s, ref *scenarioResult, refLabel string, limit float64) {
+	r.scenarioRatio(t, s, ref, refLabel, limit, false, func(m summary) float64 { return m.P99 }, "%.2f ms")
+}
+
+// scenarioRatio adds a target on the ratio of a measure (of format) of two
+// scenarios' medians: at least limit, or at most.
+func (r *report) scenarioRatio(t target, s, ref *scenarioResult, refLabel string, limit float64, atLeast bool, of func(summary) float64, format string) {
 	t.Reference, t.Ratio = "—", "—"
 	if s != nil {
-		t.Result = fmt.Sprintf("%.2f ms", s.Median.P99)
+		t.Result = fmt.Sprintf(format, of(s.Median))
 	}
 	if ref != nil {
-		t.Reference = fmt.Sprintf("%s %.2f ms", refLabel, ref.Median.P99)
+		t.Reference = refLabel + " " + fmt.Sprintf(format, of(ref.Median))
 	}
-	ok := s != nil && ref != nil && ref.Median.P99 > 0
+	ok := s != nil && ref != nil && of(ref.Median) > 0
 	var x float64
 	if ok {
-		x = s.Median.P99 / ref.Median.P99
-		t.Ratio = ratio(s.Median.P99, ref.Median.P99)
+		x = of(s.Median) / of(ref.Median)
+		t.Ratio = ratio(of(s.Median), of(ref.Median))
 	}
-	r.add(t, x, limit, false, ok)
+	r.add(t, x, limit, atLeast, ok)
 }
 
 // bytesTarget: <= 20 KB allocated per review with 10 matching ModRules
@@ -399,20 +405,7 @@ func (r *report) benchRatio(t target, name, ref, refLabel string, limit float64)
 // throughputRatio adds a target on the ratio of two scenarios'
 // throughputs (at least limit).
 func (r *report) throughputRatio(t target, s, ref *scenarioResult, refLabel string, limit float64) {
-	t.Reference, t.Ratio = "—", "—"
-	if s != nil {
-		t.Result = fmt.Sprintf("%.0f reviews/s", s.Median.Throughput)
-	}
-	if ref != nil {
-		t.Reference = fmt.Sprintf("%s %.0f reviews/s", refLabel, ref.Median.Throughput)
-	}
-	ok := s != nil && ref != nil && ref.Median.Throughput > 0
-	var x float64
-	if ok {
-		x = s.Median.Throughput / ref.Median.Throughput
-		t.Ratio = ratio(s.Median.Throughput, ref.Median.Throughput)
-	}
-	r.add(t, x, limit, true, ok)
+	r.scenarioRatio(t, s, ref, refLabel, limit, true, func(m summary) float64 { return m.Throughput }, "%.0f reviews/s")
 }
 
 func (r *report) print(w io.Writer) {
