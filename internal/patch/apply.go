@@ -739,6 +739,9 @@ func ApplyRFC6902(doc any, ops []Operation) (any, error) {
 	return d.root, nil
 }
 
+// expandLevels is how many levels Expand decodes one at a time.
+const expandLevels = 16
+
 // Expand decodes, in place, the value.Raw containers on the way to p (a
 // tree value.DecodeLazy made): the Doc's operations walk decoded
 // containers only. p's own value may stay Raw (an operation replaces or
@@ -749,7 +752,14 @@ func (d *Doc) Expand(p Pointer) {
 		d.root = value.Expand(r)
 	}
 	cur := d.root
-	for _, tok := range p[:max(len(p)-1, 0)] {
+	for i, tok := range p[:max(len(p)-1, 0)] {
+		// Each level scans its text again: a path deeper than
+		// expandLevels decodes the rest in full once (a tree's cost
+		// stays linear in its text, whatever the path's depth).
+		expand := value.Expand
+		if len(p)-1-i > expandLevels {
+			expand = value.ExpandAll
+		}
 		switch c := cur.(type) {
 		case map[string]any:
 			child, ok := c[tok]
@@ -757,7 +767,7 @@ func (d *Doc) Expand(p Pointer) {
 				return
 			}
 			if r, ok := child.(value.Raw); ok {
-				child = value.Expand(r)
+				child = expand(r)
 				c[tok] = child
 			}
 			cur = child
@@ -773,7 +783,7 @@ func (d *Doc) Expand(p Pointer) {
 				return
 			}
 			if r, ok := c[n].(value.Raw); ok {
-				c[n] = value.Expand(r)
+				c[n] = expand(r)
 			}
 			cur = c[n]
 		default:

@@ -2,6 +2,7 @@ package patch
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/modwright/modwright/internal/value"
@@ -64,5 +65,38 @@ func TestExpandLazy(t *testing.T) {
 	}
 	if taken < 500 {
 		t.Fatalf("only %d documents taken lazily", taken)
+	}
+}
+
+// TestExpandDeep: a path deeper than expandLevels decodes the rest of the
+// tree in full (one scan), and operations on it give the full tree's text.
+func TestExpandDeep(t *testing.T) {
+	const depth = 200
+	text := strings.Repeat(`{"a":`, depth) + `"x"` + strings.Repeat(`,"b":{"c":1}}`, depth)
+	lazy, ok := value.DecodeLazy(text)
+	if !ok {
+		t.Fatal("refused")
+	}
+	p := make(Pointer, depth)
+	for i := range p {
+		p[i] = "a"
+	}
+	d := NewOwnedDoc(lazy)
+	d.Expand(p)
+	if err := d.Apply(Operation{Op: Replace, Path: p, Value: "y"}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := value.AppendJSON(nil, d.Root())
+	if want := strings.Replace(text, `"x"`, `"y"`, 1); string(got) != want {
+		t.Fatalf("got %.80s..., want %.80s...", got, want)
+	}
+	// Beside the path, below the first levels, nothing is Raw any more:
+	// the rest was decoded at once, not level by level.
+	v := d.Root()
+	for range expandLevels + 2 {
+		v = v.(map[string]any)["a"]
+	}
+	if _, raw := v.(map[string]any)["b"].(value.Raw); raw {
+		t.Error("a deep path's tree decoded level by level")
 	}
 }

@@ -217,6 +217,15 @@ func Expand(r Raw) any {
 	return m
 }
 
+// ExpandAll returns the value r holds decoded in full (no Raw left).
+func ExpandAll(r Raw) any {
+	if r.text == "" {
+		return nil
+	}
+	v, _ := Decode(unsafe.Slice(unsafe.StringData(r.text), len(r.text))) // valid: DecodeLazy checked it
+	return v
+}
+
 // lazyMember decodes the canonical value at s[i] (data is s as bytes): a
 // string, a number, true, false, null or a Raw; and returns the offset past
 // it.
