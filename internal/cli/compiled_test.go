@@ -128,7 +128,7 @@ func compiledPass(t *testing.T, tally *compiledTally, args []string, files caseF
 		}
 	}
 	var errs bytes.Buffer
-	res, err := compileRules([]string{files.rules}, Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errs}, clusterNS, slices.Contains(args, "--skip-unknown-kinds"))
+	res, err := compileRules([]string{files.rules}, Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errs}, clusterNS, slices.Contains(args, "--skip-unknown-kinds"), translate.PlaceNative)
 	if err != nil {
 		t.Fatalf("compiled pass: compile: %v", err)
 	}

@@ -123,7 +123,9 @@ func TestDocsCLIExamples(t *testing.T) {
 			stdout: "value: http://proxy:3128"},
 		"modwright lint testdata/cli/lint/native": {
 			code: 1, stdout: `testdata/cli/lint/native/policies.yaml:13:7: ValidatingAdmissionPolicy replicas: spec.validations[0].expression: error E003`},
-		"modwright compile --rules examples/policies": {
+		"modwright compile --rules testdata/compile/modrules.yaml --rules testdata/compile/left.yaml 2>&1 | tail -1": {
+			stdout: "compiled 0 of 11 rules (10 more translate but run faster in the webhook)"},
+		"modwright compile --rules examples/policies --placement native": {
 			stderr: "not compiled: examples/policies/image-tags.yaml:1: ClusterModwrightPolicy image-tags: spec.validations[0].scope with Warn or Audit", stdout: "name: modwright.modwrightpolicy.default.replicas"},
 		"modwright apply --rules testdata/cli/kyverno/cel-exceptions/policies.yaml -f testdata/cli/kyverno/cel-exceptions/resources.yaml --exception testdata/cli/kyverno/cel-exceptions/exceptions.yaml -o name": {
 			code: 1, stdout: "pod/agent-1", stderr: `Pod ops/debug: operation rejected by the following ValidatingPolicy(s): disallow-host-path: "hostPath volumes are forbidden"`},

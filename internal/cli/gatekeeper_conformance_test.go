@@ -12,6 +12,7 @@ import (
 
 	"github.com/modwright/modwright/internal/suite"
 	"github.com/modwright/modwright/internal/testtool"
+	"github.com/modwright/modwright/internal/translate"
 )
 
 // Gatekeeper's policy library with its own `gator verify` suites
@@ -87,7 +88,7 @@ func TestGatekeeperLibraryCompiled(t *testing.T) {
 				continue
 			}
 			var errs bytes.Buffer
-			res, err := compileRules([]string{gs.Resolve(tc.Template), gs.Resolve(tc.Constraint)}, Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errs}, "", false)
+			res, err := compileRules([]string{gs.Resolve(tc.Template), gs.Resolve(tc.Constraint)}, Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errs}, "", false, translate.PlaceNative)
 			if err != nil || len(res.Skipped) > 0 {
 				t.Errorf("%s %s: compile: %v %v", f, tc.Name, err, res.Skipped)
 				continue

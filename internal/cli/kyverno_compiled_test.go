@@ -13,6 +13,7 @@ import (
 	"github.com/modwright/modwright/internal/source"
 	"github.com/modwright/modwright/internal/suite"
 	"github.com/modwright/modwright/internal/testtool"
+	"github.com/modwright/modwright/internal/translate"
 	"github.com/modwright/modwright/internal/value"
 )
 
@@ -45,7 +46,7 @@ func TestKyvernoPoliciesCompiled(t *testing.T) {
 		if !mutating && !allKind(docs, kpoliciesv1.KindValidatingPolicy) {
 			continue
 		}
-		res, err := compileRules(kt.ResolveAll(kt.Policies), Streams{Out: io.Discard, Err: io.Discard}, defaultClusterRulesNamespace, false)
+		res, err := compileRules(kt.ResolveAll(kt.Policies), Streams{Out: io.Discard, Err: io.Discard}, defaultClusterRulesNamespace, false, translate.PlaceNative)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}

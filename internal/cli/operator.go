@@ -114,6 +114,8 @@ type operatorOptions struct {
 	// compileNative installs the rules that translate exactly as admission
 	// policies and takes them out of the webhook.
 	compileNative bool
+	// placement: which of the rules that translate run in the API server.
+	placement     string
 	rulePacks     []string
 	openshiftPack string
 	regoTimeout   time.Duration
@@ -178,6 +180,7 @@ func addOperatorFlags(f interface {
 	f.DurationVar(&o.imageTimeout, "image-data-timeout", 10*time.Second, "upper bound of reading one image's manifest and config from its registry")
 	f.DurationVar(&o.imageTTL, "image-data-cache-ttl", 5*time.Minute, "how long an image's data is reused (a tag may move to another digest within it)")
 	f.BoolVar(&o.compileNative, "compile-native", false, "run the ModRules, ModwrightPolicies and (with --kyverno-cel) Kyverno's ValidatingPolicies and MutatingPolicies that translate exactly (modwright compile) in the API server as admission policies the leader installs (needs create, update, patch, delete on validating/mutating admission policies and bindings), and take each out of the webhook once the API server holds its policy; rule statuses say where each runs (condition NativeAdmission)")
+	f.StringVar(&o.placement, "compile-native-placement", "fastest", "with --compile-native: fastest keeps in the webhook the rules that run faster there (those whose requests the webhook is called for anyway, for a rule that does not translate: condition NativeAdmission False, reason WebhookFaster); native moves every rule that translates")
 	f.BoolVar(&o.graph, "graph", true, "keep the relationship graph (docs/graph.md) from informers of the core kinds (needs get, list, watch on pods, services, persistentvolumeclaims, replicationcontrollers, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs, ingresses) and serve its read API on the metrics port; off: rules reading edges fail")
 	f.StringArrayVar(&o.rulePacks, "rule-pack", nil, "a Rego rule pack, a directory or oci://REGISTRY/REPOSITORY:SEMVER (docs/rule-packs.md), deriving more edges (repeatable); the custom resources its modules route are watched while their CRDs exist (needs get, list, watch on customresourcedefinitions and on those resources). A pack that does not load is logged and skipped")
 	f.DurationVar(&o.regoTimeout, "rego-timeout", rego.DefaultTimeout, "time budget of one evaluation of a rule pack's module, clamped to [50ms, 1s] (a warning when clamped); a module that runs longer is skipped for that object")
@@ -379,6 +382,9 @@ func newOperator(o *serveOptions, log logr.Logger) (*operator, error) {
 	}
 	if op.dragnetPolicy != "Fail" && op.dragnetPolicy != "Ignore" {
 		return nil, usageError("--dragnet-failure-policy must be Fail or Ignore, not %q", op.dragnetPolicy)
+	}
+	if _, err := translate.ParsePlacement(op.placement); err != nil {
+		return nil, usageError("--compile-native-placement: %v", err)
 	}
 	if !op.graph && len(op.rulePacks) > 0 {
 		return nil, usageError("--rule-pack needs --graph")
@@ -661,12 +667,14 @@ func (k *operator) compileNative(context.Context) error {
 	if !k.op.compileNative {
 		return nil
 	}
+	placement, _ := translate.ParsePlacement(k.op.placement) // checked by newOperator
 	filter := &webhook.ExcludeFilter{Source: k.store}
 	k.served = filter
 	k.installer = &controller.PolicyInstaller{
-		Client:  k.mgr.GetClient(),
-		Rules:   translate.Kinds(),
-		Options: translate.Options{ClusterRulesNamespace: k.o.clusterRules},
+		Client:    k.mgr.GetClient(),
+		Rules:     translate.Kinds(),
+		Options:   translate.Options{ClusterRulesNamespace: k.o.clusterRules},
+		Placement: placement,
 		// Kyverno's CEL policies, with the exceptions the webhook honours.
 		ExceptionNamespaces: k.op.kyvernoExceptionNS,
 		Filter:              filter,

@@ -186,8 +186,14 @@ func TestLintGolden(t *testing.T) {
 func TestCompileGolden(t *testing.T) {
 	runGolden(t, []goldenCase{
 		{name: "compile-modrules", args: []string{"compile", "--rules", "../../testdata/compile/modrules.yaml"}},
-		{name: "compile-kyverno-cel", args: []string{"compile", "--rules", "../../testdata/compile/kyverno-cel.yaml"}},
-		{name: "compile-example-policies-json", args: []string{"compile", "--rules", "../../examples/policies", "-o", "json"}},
+		// A rule left to the webhook keeps there the ten of its namespace.
+		{name: "compile-left", args: []string{"compile", "--rules", "../../testdata/compile/modrules.yaml", "--rules", "../../testdata/compile/left.yaml"}},
+		{name: "compile-left-native", args: []string{"compile", "--rules", "../../testdata/compile/modrules.yaml", "--rules", "../../testdata/compile/left.yaml", "--placement", "native"}},
+		{name: "compile-bad-placement", args: []string{"compile", "--rules", "../../testdata/compile/modrules.yaml", "--placement", "webhook"}},
+		{name: "compile-kyverno-cel", args: []string{"compile", "--rules", "../../testdata/compile/kyverno-cel.yaml", "--placement", "native"}},
+		{name: "compile-kyverno-cel-fastest", args: []string{"compile", "--rules", "../../testdata/compile/kyverno-cel.yaml"}},
+		{name: "compile-example-policies-json", args: []string{"compile", "--rules", "../../examples/policies", "-o", "json", "--placement", "native"}},
+		{name: "compile-example-policies", args: []string{"compile", "--rules", "../../examples/policies"}},
 		{name: "compile-scoped-validations", args: []string{"compile", "--rules", "../../testdata/cli/lint/crd/policies.yaml"}},
 		{name: "compile-example-rules", args: []string{"compile", "--rules", "../../examples/rules"}},
 		{name: "compile-no-rules", args: []string{"compile"}},

@@ -24,7 +24,9 @@
 //   - the policy installer (--compile-native): the rules that translate
 //     exactly (internal/translate) installed as admission policies by the
 //     leader, taken out of every replica's webhook once the API server
-//     holds them, each rule's NativeAdmission condition.
+//     holds them, each rule's NativeAdmission condition; placed by
+//     translate.Place (those faster in the webhook stay there), from the
+//     scopes of every rule served (Scopes).
 //
 // It talks to the API server only through controller-runtime clients and
 // caches. It must not evaluate rules (internal/engine does) nor know about

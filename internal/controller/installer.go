@@ -32,6 +32,10 @@ import (
 // admission policy), False in the webhook (with the reason).
 const ConditionNative = "NativeAdmission"
 
+// ReasonFaster is the NativeAdmission reason of a rule that translates but
+// runs in the webhook, faster there (translate.PlaceFastest).
+const ReasonFaster = "WebhookFaster"
+
 // The kinds of what the compiler installs.
 var policyKinds = []schema.GroupVersionKind{
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"},
@@ -57,7 +61,11 @@ type PolicyInstaller struct {
 	// know no exceptions.
 	ExceptionNamespaces []string
 	Options             translate.Options
-	Filter              *webhook.ExcludeFilter
+	// Placement: which of the rules that translate run in the API server
+	// (translate.Place; the zero value keeps in the webhook those faster
+	// there).
+	Placement translate.Placement
+	Filter    *webhook.ExcludeFilter
 	// Elected is closed once this replica leads (mgr.Elected()).
 	Elected <-chan struct{}
 	// Served is what the dragnet serves (the filter, or a kind filter
@@ -119,6 +127,10 @@ func (n *PolicyInstaller) leader() bool {
 // Sync compiles the current rules, installs their policies (leader) and
 // updates the webhook's exclusions.
 func (n *PolicyInstaller) Sync(ctx context.Context) error {
+	all := n.Filter.Source.Current()
+	if all == nil {
+		return nil // no rule loaded yet: where each runs is decided with the others
+	}
 	items, objects, of, err := n.list(ctx)
 	if err != nil {
 		return err
@@ -146,6 +158,9 @@ func (n *PolicyInstaller) Sync(ctx context.Context) error {
 		res.Skipped = append(skipped, res.Skipped...)
 		return res
 	})
+	// Placed at every pass: the rules of the kinds not compiled change
+	// without the compilation's.
+	res = translate.Place(res, n.Placement, Scopes(all))
 	leader := n.leader()
 	desired := map[string]bool{}
 	excluded := map[string]bool{}
@@ -203,9 +218,10 @@ func (n *PolicyInstaller) Sync(ctx context.Context) error {
 		}
 	}
 	// Each rule's condition.
-	reasons := map[string]string{}
+	reasons, kept := map[string]string{}, map[string]bool{}
 	for _, s := range res.Skipped {
 		reasons[webhook.ExcludeKey(s.Rule.Kind, s.Rule.Key())] = s.Reason
+		kept[webhook.ExcludeKey(s.Rule.Kind, s.Rule.Key())] = s.Kept
 	}
 	keys := make([]string, 0, len(objects))
 	for k := range objects {
@@ -214,6 +230,9 @@ func (n *PolicyInstaller) Sync(ctx context.Context) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		c := metav1.Condition{Type: ConditionNative, Status: metav1.ConditionFalse, Reason: "Webhook", Message: "runs in the webhook: " + reasons[k]}
+		if kept[k] {
+			c.Reason = ReasonFaster
+		}
 		if w, ok := where[k]; ok {
 			c = metav1.Condition{Type: ConditionNative, Status: metav1.ConditionTrue, Reason: "AdmissionPolicy", Message: w}
 			if !excluded[k] {
@@ -421,12 +440,11 @@ func (n *PolicyInstaller) narrow(ctx context.Context) error {
 // some rule applies anywhere).
 func narrowExpression(snap *engine.Snapshot) string {
 	namespaces := map[string]bool{}
-	for _, r := range snap.Rules() {
-		ix := r.Info().Index
-		if ix.AnyNamespace || ix.Filtered {
+	for _, r := range Scopes(snap) {
+		if r.Scope.Anywhere {
 			return ""
 		}
-		namespaces[ix.Namespace] = true
+		namespaces[r.Scope.Namespace] = true
 	}
 	if len(namespaces) == 0 {
 		return "false"
@@ -437,4 +455,18 @@ func narrowExpression(snap *engine.Snapshot) string {
 	}
 	slices.Sort(list)
 	return "(request.kind.group == '' && request.kind.kind == 'Namespace' ? '' : (has(request.namespace) ? request.namespace : '')) in [" + strings.Join(list, ", ") + "]"
+}
+
+// Scopes are the rules of snap with their scopes as the dragnet's
+// narrowing takes them (translate.Place's input).
+func Scopes(snap *engine.Snapshot) []translate.ScopedRule {
+	all := snap.Rules()
+	out := make([]translate.ScopedRule, 0, len(all))
+	for _, r := range all {
+		info := r.Info()
+		ix := info.Index
+		out = append(out, translate.ScopedRule{Ref: translate.RuleRef{Kind: info.Kind, Key: info.Key},
+			Scope: translate.Scope{Namespace: ix.Namespace, Anywhere: ix.AnyNamespace || ix.Filtered}})
+	}
+	return out
 }

@@ -75,6 +75,9 @@ type Translation struct {
 type Skip struct {
 	Rule   Rule
 	Reason string
+	// Kept: the rule translates, but Place kept it in the webhook, where
+	// it runs faster.
+	Kept bool
 }
 
 // Result is what Compile made of a set of rules.

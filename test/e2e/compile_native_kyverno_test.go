@@ -31,7 +31,9 @@ func TestCompileNativeKyverno(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"},
 			Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings", "mutatingadmissionpolicies", "mutatingadmissionpolicybindings"},
 			Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"}})...)
-	a := cl.startOperator(t, "a", "--compile-native", "--kyverno-cel", "--kyverno-exception-namespace=native-exceptions")
+	// Placed natively: the excepted policy, left to the webhook and
+	// cluster-wide, would keep the other there too, faster (TestCompileNative).
+	a := cl.startOperator(t, "a", "--compile-native", "--compile-native-placement=native", "--kyverno-cel", "--kyverno-exception-namespace=native-exceptions")
 	a.waitReady(t)
 	cl.lb.add(a.webhook)
 	create(t, c, &corev1.Namespace{ObjectMeta: metaName("native-kyverno")})

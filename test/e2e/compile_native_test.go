@@ -22,8 +22,9 @@ import (
 // admission policies of the rules that translate, stops serving those
 // rules itself once the API server holds them (a refusal then comes from
 // the ValidatingAdmissionPolicy, not the webhook), says so in each rule's
-// NativeAdmission condition, keeps serving a rule that does not translate,
-// and follows a rule's deletion.
+// NativeAdmission condition, keeps serving a rule that does not translate
+// (and, beside it, the rules that run faster in the webhook), and follows a
+// rule's deletion.
 func TestCompileNative(t *testing.T) {
 	cl := startCluster(t, true)
 	cl.installCRDs(t)
@@ -55,7 +56,10 @@ func TestCompileNative(t *testing.T) {
 		rules = append(rules, u)
 		create(t, c, u.DeepCopy())
 	}
-	// A rule that does not translate (a template), served by the webhook.
+	// A rule that does not translate (a template), served by the webhook:
+	// first in bench, where the webhook is then called for every request
+	// anyway, so the ten are kept there, faster (--compile-native-placement
+	// fastest, the default); then in another namespace.
 	templated := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(`
 apiVersion: api.kubemod.io/v1beta1
@@ -74,11 +78,91 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	deployments := dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace("bench")
-	objects := compiledObjects(t)
-	dryRun := func(obj map[string]any) (*unstructured.Unstructured, error) {
-		return deployments.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	deploymentsIn := func(ns string) dynamic.ResourceInterface {
+		return dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(ns)
 	}
+	objects := compiledObjects(t)
+	dryRunIn := func(ns string, obj map[string]any) (*unstructured.Unstructured, error) {
+		u := (&unstructured.Unstructured{Object: obj}).DeepCopy()
+		u.SetNamespace(ns)
+		return deploymentsIn(ns).Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	}
+	dryRun := func(obj map[string]any) (*unstructured.Unstructured, error) { return dryRunIn("bench", obj) }
+	frozenGood := func() map[string]any {
+		frozen := compiledObjects(t)["good"]
+		frozen["metadata"].(map[string]any)["labels"].(map[string]any)["frozen"] = "true"
+		return frozen
+	}
+	// wherever checks each rule's NativeAdmission condition: want gives
+	// the status, reason and a part of the message for a rule.
+	wherever := func(t *testing.T, rules []*unstructured.Unstructured, want func(name string) (metav1.ConditionStatus, string, string)) {
+		t.Helper()
+		for _, r := range rules {
+			status, reason, says := want(r.GetName())
+			eventually(t, 30*time.Second, func() error {
+				cond, err := nativeCondition(ctx, c, r)
+				if err != nil {
+					return err
+				}
+				if cond.Status != status || cond.Reason != reason || !strings.Contains(cond.Message, says) {
+					return fmt.Errorf("%s: %s %s: %s (want %s %s, saying %q)", r.GetName(), cond.Status, cond.Reason, cond.Message, status, reason, says)
+				}
+				return nil
+			}, func() string { return op.log.tail(20) })
+		}
+	}
+	webhookCondition := func() (string, error) {
+		var mw admissionregv1.MutatingWebhookConfiguration
+		if err := c.Get(ctx, client.ObjectKey{Name: "modwright"}, &mw); err != nil {
+			return "", err
+		}
+		for _, w := range mw.Webhooks {
+			if w.Name != "dragnet.modwright.io" {
+				continue
+			}
+			for _, mc := range w.MatchConditions {
+				if mc.Name == "modwright-rules-left" {
+					return mc.Expression, nil
+				}
+			}
+		}
+		return "", fmt.Errorf("no modwright-rules-left condition on the dragnet")
+	}
+	narrowedTo := func(t *testing.T, suffix string) {
+		t.Helper()
+		eventually(t, 30*time.Second, func() error {
+			expr, err := webhookCondition()
+			if err != nil {
+				return err
+			}
+			if !strings.HasSuffix(expr, suffix) {
+				return fmt.Errorf("condition %s", expr)
+			}
+			return nil
+		})
+	}
+
+	t.Run("kept in the webhook beside a rule that does not translate, faster there", func(t *testing.T) {
+		wherever(t, append(rules, templated), func(name string) (metav1.ConditionStatus, string, string) {
+			if name == "frozen" {
+				return metav1.ConditionFalse, "Webhook", "Go template"
+			}
+			return metav1.ConditionFalse, "WebhookFaster", "faster there: the webhook is called for every request it may concern anyway (ModRule bench/frozen runs there"
+		})
+		if _, err := dryRun(objects["latest"]); err == nil || !strings.Contains(err.Error(), "bench/no-latest") {
+			t.Errorf("not refused by the webhook: %v", err)
+		}
+		narrowedTo(t, `in ["bench"]`)
+	})
+
+	// The rule that does not translate moves to another namespace.
+	other := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "other"}}}
+	create(t, c, other)
+	if err := c.Delete(ctx, templated.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	templated.SetNamespace("other")
+	create(t, c, templated.DeepCopy())
 
 	t.Run("refused by the API server's policy, not the webhook", func(t *testing.T) {
 		eventually(t, 60*time.Second, func() error {
@@ -102,69 +186,29 @@ spec:
 		}
 	})
 	t.Run("the rule that does not translate, by the webhook", func(t *testing.T) {
-		frozen := compiledObjects(t)["good"]
-		frozen["metadata"].(map[string]any)["labels"].(map[string]any)["frozen"] = "true"
 		eventually(t, 30*time.Second, func() error {
-			_, err := dryRun(frozen)
-			if err == nil || !strings.Contains(err.Error(), `operation rejected by the following ModRule(s): bench/frozen: "web is frozen"`) {
+			_, err := dryRunIn("other", frozenGood())
+			if err == nil || !strings.Contains(err.Error(), `operation rejected by the following ModRule(s): other/frozen: "web is frozen"`) {
 				return fmt.Errorf("not refused by the webhook: %v", err)
 			}
 			return nil
 		})
 	})
 	t.Run("each rule says where it runs", func(t *testing.T) {
-		for _, r := range append(rules, templated) {
-			want, reason := metav1.ConditionTrue, "AdmissionPolicy"
-			if r.GetName() == "frozen" {
-				want, reason = metav1.ConditionFalse, "Webhook"
+		wherever(t, append(rules, templated), func(name string) (metav1.ConditionStatus, string, string) {
+			if name == "frozen" {
+				return metav1.ConditionFalse, "Webhook", "Go template"
 			}
-			eventually(t, 30*time.Second, func() error {
-				cond, err := nativeCondition(ctx, c, r)
-				if err != nil {
-					return err
-				}
-				if cond.Status != want || cond.Reason != reason {
-					return fmt.Errorf("%s: %s %s: %s", r.GetName(), cond.Status, cond.Reason, cond.Message)
-				}
-				if r.GetName() == "frozen" && !strings.Contains(cond.Message, "Go template") {
-					t.Errorf("%s: the reason is not said: %s", r.GetName(), cond.Message)
-				}
-				return nil
-			})
-		}
-	})
-	webhookCondition := func() (string, error) {
-		var mw admissionregv1.MutatingWebhookConfiguration
-		if err := c.Get(ctx, client.ObjectKey{Name: "modwright"}, &mw); err != nil {
-			return "", err
-		}
-		for _, w := range mw.Webhooks {
-			if w.Name != "dragnet.modwright.io" {
-				continue
-			}
-			for _, mc := range w.MatchConditions {
-				if mc.Name == "modwright-rules-left" {
-					return mc.Expression, nil
-				}
-			}
-		}
-		return "", fmt.Errorf("no modwright-rules-left condition on the dragnet")
-	}
-	t.Run("the webhook narrowed to the namespaces of the rules left to it", func(t *testing.T) {
-		eventually(t, 30*time.Second, func() error {
-			expr, err := webhookCondition()
-			if err != nil {
-				return err
-			}
-			if !strings.HasSuffix(expr, `in ["bench"]`) {
-				return fmt.Errorf("condition %s", expr)
-			}
-			return nil
+			return metav1.ConditionTrue, "AdmissionPolicy", "runs in the API server: "
 		})
-		// A request in bench still reaches the webhook.
-		frozen := compiledObjects(t)["good"]
-		frozen["metadata"].(map[string]any)["labels"].(map[string]any)["frozen"] = "true"
-		if _, err := dryRun(frozen); err == nil || !strings.Contains(err.Error(), "bench/frozen") {
+	})
+	t.Run("the webhook narrowed to the namespaces of the rules left to it", func(t *testing.T) {
+		narrowedTo(t, `in ["other"]`)
+		// A request in other still reaches the webhook, one in bench not.
+		if _, err := dryRunIn("other", frozenGood()); err == nil || !strings.Contains(err.Error(), "other/frozen") {
+			t.Errorf("other's request: %v", err)
+		}
+		if _, err := dryRun(frozenGood()); err != nil {
 			t.Errorf("bench's request: %v", err)
 		}
 	})
@@ -172,16 +216,7 @@ spec:
 		if err := c.Delete(ctx, templated.DeepCopy()); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, func() error {
-			expr, err := webhookCondition()
-			if err != nil {
-				return err
-			}
-			if expr != "false" {
-				return fmt.Errorf("condition %s", expr)
-			}
-			return nil
-		})
+		narrowedTo(t, "false")
 	})
 	t.Run("a deleted rule leaves the policy", func(t *testing.T) {
 		for _, r := range rules {

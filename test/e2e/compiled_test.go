@@ -170,11 +170,13 @@ func TestCompiledOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var modRules []*unstructured.Unstructured
 	for _, doc := range strings.Split(string(data), "\n---\n") {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 			t.Fatal(err)
 		}
+		modRules = append(modRules, u.DeepCopy())
 		create(t, cl.c, u)
 	}
 	eventually(t, 30*time.Second, func() error {
@@ -186,6 +188,11 @@ func TestCompiledOnAPIServer(t *testing.T) {
 	time.Sleep(2 * time.Second) // every rule loaded
 	webhook := answers()
 	measure("10 ModRules through the webhook")
+	if os.Getenv("MODWRIGHT_THROUGHPUT") == "1" {
+		measurePlacement(t, cl, modRules, policies, func(phase string) {
+			measurements[phase] = append(measurements[phase], measureCreates(t, ctx, deployments, objects["good"], 1, 20*time.Second))
+		})
+	}
 
 	names := make([]string, 0, len(objects))
 	for n := range objects {
@@ -226,12 +233,14 @@ func TestCompiledOnAPIServer(t *testing.T) {
 	if len(measurements) > 0 {
 		var b strings.Builder
 		b.WriteString("| admission | workers | creates/s | p50 | p99 | ratio to no admission (creates/s) |\n|---|---|---|---|---|---|\n")
-		for _, phase := range []string{"no admission", "compiled to admission policies", "compiled: the ValidatingAdmissionPolicy alone", "compiled: the MutatingAdmissionPolicy alone", "10 ModRules through the webhook"} {
-			for i, m := range measurements[phase] {
-				base := measurements["no admission"][i]
+		for _, phase := range append([]string{"no admission", "compiled to admission policies", "compiled: the ValidatingAdmissionPolicy alone", "compiled: the MutatingAdmissionPolicy alone", "10 ModRules through the webhook"}, placementPhases...) {
+			for _, m := range measurements[phase] {
+				// The baseline with as many clients.
+				base := measurements["no admission"][slices.IndexFunc(measurements["no admission"], func(n throughput) bool { return n.workers == m.workers })]
 				fmt.Fprintf(&b, "| %s | %d | %.0f | %s | %s | %.2fx |\n", phase, m.workers, m.rate, m.p50.Round(10*time.Microsecond), m.p99.Round(10*time.Microsecond), base.rate/m.rate)
 			}
 		}
+		b.WriteString(placementVerdicts(measurements))
 		t.Logf("dry-run creates of one Deployment, %s each:\n%s", 20*time.Second, b.String())
 		if p := os.Getenv("MODWRIGHT_THROUGHPUT_OUT"); p != "" {
 			if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
@@ -358,4 +367,129 @@ spec:
 			d["metadata"].(map[string]any)["labels"] = map[string]any{"app": "web", "team": "other"}
 		}),
 	}
+}
+
+const leftRule = "../../testdata/compile/left.yaml"
+
+// The phases measurePlacement adds, one client each.
+var placementPhases = []string{
+	"the 5 Reject ModRules alone through the webhook",
+	"the 5 Patch ModRules alone through the webhook",
+	"11 ModRules through the webhook (one does not translate)",
+	"the 10 compiled, the one left through the webhook",
+}
+
+// measurePlacement measures where compile places a rule (translate.Place):
+// each of the two policies' rules alone through the webhook (against the
+// policy alone, measured before), and the ten ModRules with one that does
+// not translate (left.yaml): all eleven through the webhook, where compile
+// keeps them, against the ten compiled and the one left to the webhook
+// (--placement native). The webhook serves modRules when it is called;
+// policies are the ten compiled.
+func measurePlacement(t *testing.T, cl *cluster, modRules, policies []*unstructured.Unstructured, measure func(phase string)) {
+	t.Helper()
+	ctx := context.Background()
+	settle := func() { time.Sleep(3 * time.Second) } // the operator's informers, the API server's
+	del := func(objs []*unstructured.Unstructured) {
+		for _, u := range objs {
+			if err := cl.c.Delete(ctx, u.DeepCopy()); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add := func(objs []*unstructured.Unstructured) {
+		for _, u := range objs {
+			eventually(t, 30*time.Second, func() error {
+				c := u.DeepCopy()
+				c.SetResourceVersion("")
+				return cl.c.Create(ctx, c) // AlreadyExists: the deletion is not done yet
+			})
+		}
+	}
+	ofType := func(typ string) (out []*unstructured.Unstructured) {
+		for _, u := range modRules {
+			if v, _, _ := unstructured.NestedString(u.Object, "spec", "type"); v == typ {
+				out = append(out, u)
+			}
+		}
+		return out
+	}
+	patch, reject := ofType("Patch"), ofType("Reject")
+	if len(patch) != 5 || len(reject) != 5 {
+		t.Fatalf("%d Patch and %d Reject ModRules, want 5 and 5", len(patch), len(reject))
+	}
+	del(patch)
+	settle()
+	measure(placementPhases[0])
+	add(patch)
+	del(reject)
+	settle()
+	measure(placementPhases[1])
+	add(reject)
+
+	data, err := os.ReadFile(leftRule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &left.Object); err != nil {
+		t.Fatal(err)
+	}
+	add([]*unstructured.Unstructured{left})
+	settle()
+	// Alternated twice: the two are close (the webhook's patch costs the
+	// API server about what the mutating policy does).
+	for round := range 2 {
+		measure(placementPhases[2])
+		add(policies)
+		del(modRules)
+		settle()
+		measure(placementPhases[3])
+		if round == 0 {
+			add(modRules)
+			del(policies)
+			settle()
+		}
+	}
+	del(policies)
+	del([]*unstructured.Unstructured{left})
+}
+
+// placementVerdicts says, from the measurements (the mean of a phase's
+// runs), whether each placement compile chooses by default is the faster
+// one (more creates per second), or level with the other within 3%.
+func placementVerdicts(m map[string][]throughput) string {
+	rate := func(phase string) float64 { // the mean of its runs
+		sum := 0.0
+		for _, r := range m[phase] {
+			sum += r.rate
+		}
+		return sum / float64(max(1, len(m[phase])))
+	}
+	var b strings.Builder
+	b.WriteString("\n| rules | in the API server (creates/s) | in the webhook (creates/s) | compile places them | verdict: where placed, not slower |\n|---|---|---|---|---|\n")
+	for _, c := range []struct {
+		rules, native, webhook string
+		inAPIServer            bool
+	}{
+		{"the 5 Reject ModRules, alone", "compiled: the ValidatingAdmissionPolicy alone", placementPhases[0], true},
+		{"the 5 Patch ModRules, alone", "compiled: the MutatingAdmissionPolicy alone", placementPhases[1], true},
+		{"the 10 ModRules, beside one that does not translate", placementPhases[3], placementPhases[2], false},
+	} {
+		n, w := rate(c.native), rate(c.webhook)
+		where, placed, other := "in the webhook", w, n
+		if c.inAPIServer {
+			where, placed, other = "in the API server", n, w
+		}
+		verdict := "met"
+		switch {
+		case placed >= other:
+		case placed >= 0.97*other:
+			verdict = "met (level: within 3%, the noise of one run)"
+		default:
+			verdict = fmt.Sprintf("MISSED (%.0f%% slower)", 100*(other/placed-1))
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %s |\n", c.rules, n, w, where, verdict)
+	}
+	return b.String()
 }
