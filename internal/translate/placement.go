@@ -86,43 +86,64 @@ func Place(res Result, p Placement, rules []ScopedRule) Result {
 			translated[ref(r)] = true
 		}
 	}
-	// The rules left to the webhook, in a fixed order (the first that
-	// covers a scope is the one named).
+	// The rules left to the webhook, by the scope they cover, the first in
+	// order named: one of the namespace, else one that applies anywhere;
+	// one that does not translate before one kept there (tier 1).
 	type leftRule struct {
 		ref    RuleRef
-		scope  Scope
 		reason string
 	}
-	var left []leftRule
-	for _, r := range rules {
-		if !translated[r.Ref] {
-			left = append(left, leftRule{ref: r.Ref, scope: r.Scope})
+	type tier struct {
+		anywhere    *leftRule
+		inNamespace map[string]*leftRule
+	}
+	tiers := [2]tier{{inNamespace: map[string]*leftRule{}}, {inNamespace: map[string]*leftRule{}}}
+	leave := func(t int, l *leftRule, s Scope) {
+		switch {
+		case s.Anywhere:
+			if tiers[t].anywhere == nil {
+				tiers[t].anywhere = l
+			}
+		case tiers[t].inNamespace[s.Namespace] == nil:
+			tiers[t].inNamespace[s.Namespace] = l
 		}
+	}
+	coverer := func(s Scope) *leftRule {
+		for _, t := range tiers {
+			if l := t.inNamespace[s.Namespace]; l != nil && !s.Anywhere {
+				return l
+			}
+			if t.anywhere != nil {
+				return t.anywhere
+			}
+		}
+		return nil
 	}
 	reasons := map[RuleRef]string{}
 	for _, s := range res.Skipped {
 		reasons[ref(s.Rule)] = s.Reason
 	}
-	slices.SortStableFunc(left, func(a, b leftRule) int {
-		return cmp.Or(cmp.Compare(a.ref.Kind, b.ref.Kind), cmp.Compare(a.ref.Key, b.ref.Key))
+	left := slices.Clone(rules)
+	slices.SortStableFunc(left, func(a, b ScopedRule) int {
+		return cmp.Or(cmp.Compare(a.Ref.Kind, b.Ref.Kind), cmp.Compare(a.Ref.Key, b.Ref.Key))
 	})
-	for i := range left {
-		left[i].reason = reasons[left[i].ref]
+	for _, r := range left {
+		if !translated[r.Ref] {
+			leave(0, &leftRule{ref: r.Ref, reason: reasons[r.Ref]}, r.Scope)
+		}
 	}
 	for changed := true; changed; {
 		changed = false
-		kept := res.Translated[:0:0]
+		native := res.Translated[:0:0]
 		for _, t := range res.Translated {
 			var by *leftRule
 			for _, r := range t.Rules {
-				s := scopeOf(r)
-				if i := slices.IndexFunc(left, func(l leftRule) bool { return l.scope.covers(s) }); i >= 0 {
-					by = &left[i]
+				if by = coverer(scopeOf(r)); by != nil {
 					break
 				}
 			}
 			if by == nil {
-				kept = append(kept, t)
+				native = append(native, t)
 				continue
 			}
 			why := by.ref.Kind + " " + by.ref.Key + " runs there"
@@ -134,12 +155,12 @@ func Place(res Result, p Placement, rules []ScopedRule) Result {
 			for _, r := range t.Rules {
 				res.Skipped = append(res.Skipped, Skip{Rule: r, Reason: reason, Kept: true})
 				if s, ok := scopes[ref(r)]; ok { // a rule the webhook serves (not a template)
-					left = append(left, leftRule{ref: ref(r), scope: s, reason: "kept there, faster"})
+					leave(1, &leftRule{ref: ref(r), reason: "kept there, faster"}, s)
 				}
 			}
 			changed = true
 		}
-		res.Translated = kept
+		res.Translated = native
 	}
 	return res
 }

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,6 +46,14 @@ func TestPlace(t *testing.T) {
 			skipped:    map[string]string{"a/templated": "spec.rejectMessage is a Go template"},
 			want:       []string{"b/y", "z"},
 			kept:       map[string]string{"a/x": "ModRule a/templated runs there: spec.rejectMessage is a Go template"}},
+		{name: "the rule left of the namespace is named before one that applies anywhere",
+			translated: translated{{{rule("ModRule", "a", "x"), in("a")}}},
+			left:       []served{{rule("ClusterPolicy", "", "kyverno"), anywhere}, {rule("ModRule", "a", "templated"), in("a")}},
+			kept:       map[string]string{"a/x": "ModRule a/templated runs there"}},
+		{name: "a rule that does not translate is named before one kept",
+			translated: translated{{{rule("ModRule", "a", "x"), in("a")}}, {{rule("ModRule", "a", "y"), in("a")}}},
+			left:       []served{{rule("ClusterPolicy", "", "kyverno"), anywhere}},
+			kept:       map[string]string{"a/x": "ClusterPolicy kyverno runs there", "a/y": "ClusterPolicy kyverno runs there"}},
 		{name: "cluster-scoped objects are a namespace of their own",
 			translated: translated{{{rule("ModRule", "kubemod-system", "ns-label"), in("")}}, {{rule("ModRule", "a", "x"), in("a")}}},
 			left:       []served{{rule("ModRule", "kubemod-system", "other"), in("")}},
@@ -137,5 +146,28 @@ func TestParsePlacement(t *testing.T) {
 	}
 	if _, err := ParsePlacement("webhook"); err == nil || !strings.Contains(err.Error(), `fastest or native, not "webhook"`) {
 		t.Errorf("webhook: %v", err)
+	}
+}
+
+// BenchmarkPlace places 10,000 rules (the operator does at every pass):
+// 7,500 translated over 1,000 namespaces, 2,500 left to the webhook in
+// 500 of them, which keep there the 2,500 translated of those.
+func BenchmarkPlace(b *testing.B) {
+	var res Result
+	var scopes []ScopedRule
+	for i := range 10_000 {
+		n := (i / 2) % 1_000
+		ns := "ns-" + strconv.Itoa(n)
+		r := Rule{Kind: "ModRule", Object: map[string]any{"metadata": map[string]any{"namespace": ns, "name": "r" + strconv.Itoa(i)}}}
+		scopes = append(scopes, ScopedRule{Ref: ref(r), Scope: Scope{Namespace: ns}})
+		if i%2 == 0 || n >= 500 {
+			res.Translated = append(res.Translated, Translation{Rules: []Rule{r}})
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := Place(res, PlaceFastest, scopes); len(got.Translated) != 5_000 {
+			b.Fatalf("%d translations in the API server, want 5,000", len(got.Translated))
+		}
 	}
 }
