@@ -293,8 +293,10 @@ type evaluation struct {
 	writes    []write
 	spans     [][2]int
 	tokens    []string
-	// direct is Handle.patch's storage for directMirror.
+	// direct is Handle.patch's storage for directMirror, paths for the
+	// paths it diffs along.
 	direct []mirrorOp
+	paths  []patch.Pointer
 }
 
 // prepare puts the object in the shape rules see: without

@@ -404,8 +404,20 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 	switch {
 	case direct:
 		mirror = directOps(ev.direct, ops[:0:0])
+	case diffed && !wholeObject:
+		// Only the operations' paths changed: the difference is walked
+		// along them (a test writes nothing).
+		paths := ev.paths[:0]
+		for _, op := range ops {
+			if op.Op != patch.Test {
+				paths = append(paths, op.Path)
+			}
+		}
+		mirror = ev.docs.differ.DiffPaths(before, ev.doc.Root(), paths)
+		clear(paths)
+		ev.paths = paths[:0]
 	case diffed:
-		mirror = patch.Diff(before, ev.doc.Root())
+		mirror = ev.docs.differ.Diff(before, ev.doc.Root())
 	}
 	ev.mirrorLastApplied(h, mirror)
 	h.patched = h.patched || len(ops) > 0

@@ -36,6 +36,13 @@ type Differ struct{ d differ }
 
 // Diff is the package's Diff.
 func (x *Differ) Diff(original, modified any) []Operation {
+	d := x.start()
+	d.diff(original, modified)
+	return x.result()
+}
+
+// start readies the working storage.
+func (x *Differ) start() *differ {
 	d := &x.d
 	if d.path == nil {
 		d.path = d.pathBuf[:0]
@@ -43,7 +50,13 @@ func (x *Differ) Diff(original, modified any) []Operation {
 		d.sizes = d.sizeBuf[:0]
 		d.keys = d.keyBuf[:0]
 	}
-	d.diff(original, modified)
+	return d
+}
+
+// result is the operations found, copied out of the trees, the working
+// storage emptied.
+func (x *Differ) result() []Operation {
+	d := &x.d
 	// The operations reference modified's subtrees until now; copy them
 	// only here so that a discarded operation costs no copy.
 	ops := d.ops
@@ -61,6 +74,73 @@ func (x *Differ) Diff(original, modified any) []Operation {
 	clear(d.groups[:cap(d.groups)])
 	d.path, d.keys, d.groups, d.sizes = d.path[:0], d.keys[:0], d.groups[:0], d.sizes[:0]
 	return ops
+}
+
+// DiffPaths is Diff(original, modified) where modified is original with
+// only what lies at or below paths changed, every other container shared
+// (a Doc's copy-on-write of a frozen tree leaves it so): it walks the
+// objects along paths only, where Diff walks every member of them, and
+// diffs as Diff does the member a path ends at and the first array on
+// the way (whose operations Diff may give as one replace of the array).
+// The operations are Diff's, in Diff's order. A path of the whole
+// document diffs it whole.
+func (x *Differ) DiffPaths(original, modified any, paths []Pointer) []Operation {
+	d := x.start()
+	d.diffAlong(original, modified, paths)
+	return x.result()
+}
+
+// diffAlong diffs a and b, at d.path, along the paths through it.
+func (d *differ) diffAlong(a, b any, paths []Pointer) {
+	depth := len(d.path)
+	x, ok := a.(map[string]any)
+	y, ok2 := b.(map[string]any)
+	if !ok || !ok2 || Same(a, b) {
+		d.diff(a, b)
+		return
+	}
+	// The members the paths through here name, in key order.
+	k0 := len(d.keys)
+	for _, p := range paths {
+		if len(p) < depth || !slices.Equal(p[:depth], d.path) {
+			continue
+		}
+		if len(p) == depth { // a path ends here: all of it
+			d.keys = d.keys[:k0]
+			d.diffObject(x, y)
+			return
+		}
+		if !slices.Contains(d.keys[k0:], p[depth]) {
+			d.keys = append(d.keys, p[depth])
+		}
+	}
+	keys := d.keys[k0:] // nested levels push above, never into these
+	slices.Sort(keys)
+	// As diffObject: the removed and changed members first, then the
+	// added ones.
+	for _, k := range keys {
+		xv, had := x[k]
+		if !had {
+			continue
+		}
+		yv, has := y[k]
+		if !has {
+			d.emit(Remove, k, true, nil)
+			continue
+		}
+		d.path = append(d.path, k)
+		d.diffAlong(xv, yv, paths)
+		d.path = d.path[:len(d.path)-1]
+	}
+	for _, k := range keys {
+		if _, had := x[k]; had {
+			continue
+		}
+		if yv, has := y[k]; has {
+			d.emit(Add, k, true, yv)
+		}
+	}
+	d.keys = d.keys[:k0]
 }
 
 type differ struct {

@@ -3,6 +3,7 @@ package patch
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -202,5 +203,87 @@ func TestEqualSharing(t *testing.T) {
 				t.Fatalf("iteration %d: equal(%s, %s) = %v, value.Equal says %v", it, encode(a), encode(b), got, want)
 			}
 		}
+	}
+}
+
+// TestDiffPaths: on random trees and random operations applied to a frozen
+// Doc (through objects and arrays, the standard semantics and the
+// parent-creating one), DiffPaths along the operations' paths gives Diff's
+// operations, in Diff's order.
+func TestDiffPaths(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	keys := []string{"a", "b", "c", "d"}
+	scalars := []any{"x", "y", json.Number("1"), true, nil}
+	var tree func(depth int) any
+	tree = func(depth int) any {
+		switch {
+		case depth > 0 && r.IntN(4) == 0:
+			l := []any{}
+			for range r.IntN(4) {
+				l = append(l, tree(depth-1))
+			}
+			return l
+		case depth > 0 && r.IntN(2) == 0:
+			m := map[string]any{}
+			for _, k := range keys[:1+r.IntN(len(keys))] {
+				m[k] = tree(depth - 1)
+			}
+			return m
+		}
+		return scalars[r.IntN(len(scalars))]
+	}
+	tokens := append(slices.Clone(keys), "0", "1", "-")
+	var differ Differ
+	compared, through := 0, 0
+	for it := 0; it < 60000; it++ {
+		root, ok := tree(4).(map[string]any)
+		if !ok {
+			continue
+		}
+		doc := NewDoc(value.DeepCopy(root))
+		before := doc.Freeze()
+		apply := doc.ApplyRFC6902
+		if r.IntN(2) == 0 {
+			apply = doc.Apply
+		}
+		var paths []Pointer
+		applied := true
+		for range 1 + r.IntN(4) {
+			var p Pointer
+			for range r.IntN(5) {
+				p = append(p, tokens[r.IntN(len(tokens))])
+			}
+			op := Operation{Op: []OpType{Add, Add, Replace, Remove, Test}[r.IntN(5)], Path: p}
+			if op.Op != Remove {
+				op.Value = tree(2)
+			}
+			if err := apply(op); err != nil {
+				applied = false
+				break
+			}
+			if op.Op != Test {
+				paths = append(paths, p)
+			}
+		}
+		if !applied {
+			continue
+		}
+		compared++
+		for _, p := range paths {
+			if slices.ContainsFunc(p, func(tok string) bool { return tok == "0" || tok == "1" || tok == "-" }) {
+				through++
+				break
+			}
+		}
+		want, _ := json.Marshal(Diff(before, doc.Root()))
+		got, _ := json.Marshal(differ.DiffPaths(before, doc.Root(), paths))
+		if string(got) != string(want) {
+			b, _ := json.Marshal(before)
+			a, _ := json.Marshal(doc.Root())
+			t.Fatalf("%s -> %s along %v:\nDiffPaths %s\nDiff      %s", b, a, paths, got, want)
+		}
+	}
+	if compared < 3000 || through < 1500 {
+		t.Fatalf("only %d patches compared, %d through arrays", compared, through)
 	}
 }

@@ -147,3 +147,42 @@ func FuzzParsePointer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDiffPaths applies operations to a frozen Doc (standard semantics)
+// and diffs along their paths: DiffPaths must give Diff's operations, in
+// Diff's order.
+func FuzzDiffPaths(f *testing.F) {
+	f.Add(`{"a":[1,{"b":[]}],"c":{"d":1}}`, `[{"op":"add","path":"/a/1/b/-","value":1},{"op":"replace","path":"/c/d","value":{}},{"op":"remove","path":"/a/0"}]`)
+	f.Add(`{"s":{"t":{"c":[{"n":"x","p":[{"c":80}]}]}}}`, `[{"op":"replace","path":"/s/t/c/0/p/0/c","value":8080},{"op":"add","path":"/s/u","value":[1]}]`)
+	var differ Differ
+	f.Fuzz(func(t *testing.T, docText, opsText string) {
+		orig, err := value.Decode([]byte(docText))
+		if err != nil {
+			return
+		}
+		opsTree, err := value.Decode([]byte(opsText))
+		if err != nil {
+			return
+		}
+		ops := opsFromJSON(opsTree)
+		if len(ops) > 50 {
+			ops = ops[:50]
+		}
+		doc := NewDoc(orig)
+		before := doc.Freeze()
+		var paths []Pointer
+		for _, op := range ops {
+			if doc.ApplyRFC6902(op) != nil {
+				return
+			}
+			if op.Op != Test {
+				paths = append(paths, op.Path)
+			}
+		}
+		want, _ := json.Marshal(Diff(before, doc.Root()))
+		got, _ := json.Marshal(differ.DiffPaths(before, doc.Root(), paths))
+		if string(got) != string(want) {
+			t.Fatalf("along %v:\nDiffPaths %s\nDiff      %s", paths, got, want)
+		}
+	})
+}
