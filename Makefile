@@ -107,6 +107,7 @@ fuzz:
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzDiffPaths$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzDiffChanges$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzParsePointer$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/template -run '^$$' -fuzz '^FuzzParseValue$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/template -run '^$$' -fuzz '^FuzzExecute$$' -fuzztime $(FUZZTIME)

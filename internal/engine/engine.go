@@ -295,7 +295,7 @@ type evaluation struct {
 	tokens    []string
 	// direct is Handle.patch's storage for directMirror, paths for the
 	// paths it diffs along.
-	direct []mirrorOp
+	direct []patch.Change
 	paths  []patch.Pointer
 }
 

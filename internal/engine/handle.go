@@ -382,7 +382,7 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 	diffed = diffed && h.mirrorsLastApplied()
 	direct := false
 	if diffed {
-		ev.direct, direct = directMirror(ev.doc.Root(), ops, ev.direct[:0])
+		ev.direct, direct = patch.MemberChanges(ev.doc.Root(), ops, ev.direct[:0])
 		if !direct {
 			before = ev.doc.Freeze()
 		}
@@ -403,7 +403,8 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 	mirror := ops
 	switch {
 	case direct:
-		mirror = directOps(ev.direct, ops[:0:0])
+		mirror = patch.DiffChanges(ev.doc.Root(), ev.direct)
+		clear(ev.direct)
 	case diffed && !wholeObject:
 		// Only the operations' paths changed: the difference is walked
 		// along them (a test writes nothing).
@@ -422,105 +423,6 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 	ev.mirrorLastApplied(h, mirror)
 	h.patched = h.patched || len(ops) > 0
 	return nil
-}
-
-// directMirror is the first half of the difference a standard JSON
-// Patch's ops make to root, taken without patch.Doc.Freeze and patch.Diff
-// (which copy and walk the containers on the way) when it can be read off
-// the operations: each adds, replaces or removes a member of an object
-// reached through objects only, where it is not an object or array put in
-// place of one of the same (Diff would go into both), and no two touch the
-// same or nested paths. It records each operation with the value it finds there
-// (in buf); directOps, once they applied, gives the operations
-// patch.Diff(before, after) would (in another order: the last-applied
-// configuration's changes do not depend on it, as no two share a path).
-func directMirror(root any, ops []patch.Operation, buf []mirrorOp) ([]mirrorOp, bool) {
-	if len(ops) > maxDirect {
-		return buf, false
-	}
-	for i, op := range ops {
-		if len(op.Path) == 0 {
-			return buf, false
-		}
-		switch op.Op {
-		case patch.Add, patch.Replace, patch.Remove:
-		default:
-			return buf, false
-		}
-		for _, prev := range ops[:i] {
-			if nested(prev.Path, op.Path) {
-				return buf, false
-			}
-		}
-		m, _ := root.(map[string]any)
-		for _, tok := range op.Path[:len(op.Path)-1] {
-			m, _ = m[tok].(map[string]any)
-		}
-		if m == nil {
-			return buf, false // an array or a missing parent on the way
-		}
-		old, had := m[op.Path[len(op.Path)-1]]
-		if had && op.Op != patch.Remove && sameShape(old, op.Value) {
-			return buf, false // two objects or two arrays: Diff goes into them
-		}
-		buf = append(buf, mirrorOp{op: op, old: old, had: had})
-	}
-	return buf, true
-}
-
-// sameShape reports whether a and b are both objects or both arrays.
-func sameShape(a, b any) bool {
-	switch a.(type) {
-	case map[string]any:
-		_, ok := b.(map[string]any)
-		return ok
-	case []any:
-		_, ok := b.([]any)
-		return ok
-	}
-	return false
-}
-
-// maxDirect bounds the operations directMirror compares pairwise.
-const maxDirect = 16
-
-// mirrorOp is an operation directMirror took, with the member it found at
-// its path before it applied.
-type mirrorOp struct {
-	op  patch.Operation
-	old any
-	had bool
-}
-
-// directOps appends to out the operations patch.Diff gives for taken,
-// applied: a member added, changed (a replace) or removed; none where the
-// value stays equal.
-func directOps(taken []mirrorOp, out []patch.Operation) []patch.Operation {
-	for _, t := range taken {
-		switch {
-		case t.op.Op == patch.Remove:
-			if t.had {
-				out = append(out, patch.Operation{Op: patch.Remove, Path: t.op.Path})
-			}
-		case !t.had:
-			out = append(out, patch.Operation{Op: patch.Add, Path: t.op.Path, Value: t.op.Value})
-		case !value.Equal(t.old, t.op.Value):
-			out = append(out, patch.Operation{Op: patch.Replace, Path: t.op.Path, Value: t.op.Value})
-		}
-	}
-	return out
-}
-
-// nested reports whether one of a and b is a prefix of the other (or they
-// are equal).
-func nested(a, b patch.Pointer) bool {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // logWrite records, once TrackWrites was called, that ops took the object

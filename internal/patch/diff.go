@@ -183,18 +183,236 @@ func (d *differ) emit(op OpType, extra string, hasExtra bool, v any) {
 	}
 	size := 0
 	if d.arrays > 0 {
-		size = pathSize(p)
-		switch op {
-		case Remove:
-			size += removeOverhead
-		case Add:
-			size += addOverhead + sizeOf(v, -1)
-		default:
-			size += opOverhead + sizeOf(v, -1)
-		}
+		size = opSize(op, p, v)
 	}
 	d.ops = append(d.ops, Operation{Op: op, Path: p, Value: v})
 	d.sizes = append(d.sizes, size)
+}
+
+// opSize estimates the encoded size of an operation, as Diff weighs the
+// operations in an array against one replace of it.
+func opSize(op OpType, p Pointer, v any) int {
+	switch op {
+	case Remove:
+		return pathSize(p) + removeOverhead
+	case Add:
+		return pathSize(p) + addOverhead + sizeOf(v, -1)
+	}
+	return pathSize(p) + opOverhead + sizeOf(v, -1)
+}
+
+// MemberChanges is the first half of the difference standard JSON Patch
+// operations make to root, taken without Doc.Freeze and Diff (which copy
+// and walk the containers on the way) when it can be read off them: each
+// adds, replaces or removes a member of an object reached through objects
+// and array elements (by their index: the arrays keep their length),
+// where it is not an object or array put in place of one of the same
+// (Diff would go into both), and no two touch the same or nested paths
+// (at most maxChanges). It records the member each operation finds (in
+// buf), and is false when the operations are not such; once they applied,
+// DiffChanges gives the operations Diff(before, after) would.
+func MemberChanges(root any, ops []Operation, buf []Change) ([]Change, bool) {
+	if len(ops) > maxChanges {
+		return buf, false
+	}
+	for i, op := range ops {
+		if len(op.Path) == 0 {
+			return buf, false
+		}
+		switch op.Op {
+		case Add, Replace, Remove:
+		default:
+			return buf, false
+		}
+		for _, prev := range ops[:i] {
+			if nestedPaths(prev.Path, op.Path) {
+				return buf, false
+			}
+		}
+		at := root
+		for _, tok := range op.Path[:len(op.Path)-1] {
+			switch t := at.(type) {
+			case map[string]any:
+				at = t[tok]
+			case []any:
+				n, ok := arrayIndex(tok, len(t))
+				if !ok {
+					return buf, false
+				}
+				at = t[n]
+			default:
+				return buf, false // a missing parent on the way
+			}
+		}
+		m, ok := at.(map[string]any)
+		if !ok {
+			return buf, false // an array's element: its length may change
+		}
+		old, had := m[op.Path[len(op.Path)-1]]
+		if had && op.Op != Remove && sameShape(old, op.Value) {
+			return buf, false // two objects or two arrays: Diff goes into them
+		}
+		buf = append(buf, Change{Path: op.Path, Old: old, New: op.Value, Had: had, Has: op.Op != Remove})
+	}
+	return buf, true
+}
+
+// arrayIndex is tok as the index of an element of an array of n, as Diff
+// writes one (decimal, no leading zero).
+func arrayIndex(tok string, n int) (int, bool) {
+	if tok == "" || len(tok) > 1 && tok[0] == '0' {
+		return 0, false
+	}
+	i := 0
+	for j := 0; j < len(tok); j++ {
+		c := tok[j]
+		if c < '0' || c > '9' || i > n {
+			return 0, false
+		}
+		i = i*10 + int(c-'0')
+	}
+	return i, i < n
+}
+
+// sameShape reports whether a and b are both objects or both arrays.
+func sameShape(a, b any) bool {
+	switch a.(type) {
+	case map[string]any:
+		_, ok := b.(map[string]any)
+		return ok
+	case []any:
+		_, ok := b.([]any)
+		return ok
+	}
+	return false
+}
+
+// maxChanges bounds the operations MemberChanges compares pairwise.
+const maxChanges = 16
+
+// nestedPaths reports whether one of a and b is a prefix of the other (or they
+// are equal).
+func nestedPaths(a, b Pointer) bool {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// A Change is what an operation did to one object member: its path, the
+// value it had (Had false: absent) and the one it has (Has false:
+// removed).
+type Change struct {
+	Path     Pointer
+	Old, New any
+	Had, Has bool
+}
+
+// DiffChanges is Diff(before, after) without before, where after is before
+// with only the object members of changes changed as they say: each a
+// member of an object reached through objects and arrays (an element by
+// its index, the array's length the same), none nested in another, none
+// an object or array in place of one (Diff would go into both). It gives
+// Diff's operations, in another order, which makes no difference to a
+// document they are applied to, as no two share a path: a member added,
+// changed or removed (none where the value stays equal), and for an array
+// on the way one replace of it instead of the operations in it where Diff
+// chooses so (that is smaller), the deepest first.
+func DiffChanges(after any, changes []Change) []Operation {
+	type unit struct {
+		op     Operation
+		size   int // as Diff weighs it: only in an array
+		merged bool
+	}
+	var units []unit
+	var arrays []Pointer // those on the way, each once
+	for _, c := range changes {
+		op := Operation{Path: c.Path, Value: c.New}
+		switch {
+		case c.Had && !c.Has:
+			op.Op, op.Value = Remove, nil
+		case !c.Had && c.Has:
+			op.Op = Add
+		case c.Had && c.Has && !value.Equal(c.Old, c.New):
+			op.Op = Replace
+		default:
+			continue
+		}
+		in := false
+		at := after
+		for i, tok := range c.Path[:len(c.Path)-1] {
+			switch t := at.(type) {
+			case map[string]any:
+				at = t[tok]
+			case []any:
+				in = true
+				if !slices.ContainsFunc(arrays, func(a Pointer) bool { return slices.Equal(a, c.Path[:i]) }) {
+					arrays = append(arrays, c.Path[:i])
+				}
+				n, _ := strconv.Atoi(tok)
+				at = t[n]
+			}
+		}
+		u := unit{op: op}
+		if in {
+			u.size = opSize(op.Op, op.Path, op.Value)
+		}
+		units = append(units, u)
+	}
+	slices.SortStableFunc(arrays, func(a, b Pointer) int { return len(b) - len(a) })
+	for _, a := range arrays {
+		under := func(p Pointer) bool { return len(p) > len(a) && slices.Equal(p[:len(a)], a) }
+		cost, n := 0, 0
+		for _, u := range units {
+			if !u.merged && under(u.op.Path) {
+				cost += u.size
+				n++
+			}
+		}
+		arr := lookupPath(after, a)
+		if limit := cost - opOverhead - pathSize(a) - 1; n == 0 || limit < 0 || sizeOf(arr, limit) < 0 {
+			continue
+		}
+		for i := range units {
+			if under(units[i].op.Path) {
+				units[i].merged = true
+			}
+		}
+		u := unit{op: Operation{Op: Replace, Path: a, Value: arr}}
+		if slices.ContainsFunc(arrays, func(b Pointer) bool { return len(b) < len(a) && slices.Equal(a[:len(b)], b) }) {
+			u.size = opSize(Replace, a, arr) // weighed in the array around it
+		}
+		units = append(units, u)
+	}
+	var ops []Operation
+	for _, u := range units {
+		if u.merged {
+			continue
+		}
+		switch u.op.Value.(type) {
+		case map[string]any, []any:
+			u.op.Value = value.DeepCopy(u.op.Value)
+		}
+		ops = append(ops, u.op)
+	}
+	return ops
+}
+
+// lookupPath is the value at p in root, which holds it.
+func lookupPath(root any, p Pointer) any {
+	for _, tok := range p {
+		switch t := root.(type) {
+		case map[string]any:
+			root = t[tok]
+		case []any:
+			n, _ := strconv.Atoi(tok)
+			root = t[n]
+		}
+	}
+	return root
 }
 
 func (d *differ) diff(a, b any) {

@@ -8,8 +8,11 @@
 //     path is a no-op, negative array indices count from the end), and which
 //     journals every change so that a group of operations can be rolled back
 //     atomically to a mark;
-//   - Diff, which computes a small RFC 6902 patch between two trees, and
-//     ApplyRFC6902, which applies one with the standard semantics;
+//   - Diff, which computes a small RFC 6902 patch between two trees (and
+//     the same patch cheaper where the change is known: DiffPaths, along
+//     the paths operations wrote, and MemberChanges with DiffChanges, read
+//     off operations that write object members), and ApplyRFC6902, which
+//     applies one with the standard semantics;
 //   - the vocabulary both share: Pointer (RFC 6901), Operation and its JSON
 //     form, and the sentinel errors that classify failures.
 //

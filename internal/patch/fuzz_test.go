@@ -2,6 +2,7 @@ package patch
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -183,6 +184,47 @@ func FuzzDiffPaths(f *testing.F) {
 		got, _ := json.Marshal(differ.DiffPaths(before, doc.Root(), paths))
 		if string(got) != string(want) {
 			t.Fatalf("along %v:\nDiffPaths %s\nDiff      %s", paths, got, want)
+		}
+	})
+}
+
+// FuzzDiffChanges applies standard operations that MemberChanges takes:
+// DiffChanges must give Diff's operations (as a set).
+func FuzzDiffChanges(f *testing.F) {
+	f.Add(`{"s":{"t":{"c":[{"n":"x","p":[{"c":80,"h":1}]},{"w":"q"}]}}}`, `[{"op":"replace","path":"/s/t/c/0/p/0/c","value":8080},{"op":"remove","path":"/s/t/c/0/p/0/h"},{"op":"add","path":"/s/t/c/1/w","value":"long value"}]`)
+	f.Add(`{"a":{"b":1},"l":[{"x":{}}]}`, `[{"op":"add","path":"/a/c","value":[1]},{"op":"replace","path":"/l/0/x","value":"y"}]`)
+	f.Fuzz(func(t *testing.T, docText, opsText string) {
+		orig, err := value.Decode([]byte(docText))
+		if err != nil {
+			return
+		}
+		opsTree, err := value.Decode([]byte(opsText))
+		if err != nil {
+			return
+		}
+		ops := opsFromJSON(opsTree)
+		changes, ok := MemberChanges(orig, ops, nil)
+		if !ok {
+			return
+		}
+		doc := NewDoc(orig)
+		for _, op := range ops {
+			if doc.ApplyRFC6902(op) != nil {
+				return
+			}
+		}
+		render := func(ops []Operation) []string {
+			var out []string
+			for _, op := range ops {
+				b, _ := json.Marshal(op)
+				out = append(out, string(b))
+			}
+			slices.Sort(out)
+			return out
+		}
+		got, want := render(DiffChanges(doc.Root(), changes)), render(Diff(orig, doc.Root()))
+		if !slices.Equal(got, want) {
+			t.Fatalf("%v:\nDiffChanges %v\nDiff        %v", ops, got, want)
 		}
 	})
 }
