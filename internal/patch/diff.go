@@ -322,12 +322,8 @@ type Change struct {
 // on the way one replace of it instead of the operations in it where Diff
 // chooses so (that is smaller), the deepest first.
 func DiffChanges(after any, changes []Change) []Operation {
-	type unit struct {
-		op     Operation
-		size   int // as Diff weighs it: only in an array
-		merged bool
-	}
-	var units []unit
+	ops := make([]Operation, 0, len(changes))
+	var sizes []int      // as Diff weighs ops[i]: only in an array (made with the first)
 	var arrays []Pointer // those on the way, each once
 	for _, c := range changes {
 		op := Operation{Path: c.Path, Value: c.New}
@@ -356,19 +352,27 @@ func DiffChanges(after any, changes []Change) []Operation {
 				at = t[n]
 			}
 		}
-		u := unit{op: op}
-		if in {
-			u.size = opSize(op.Op, op.Path, op.Value)
+		if in && sizes == nil {
+			sizes = make([]int, len(ops), len(changes))
 		}
-		units = append(units, u)
+		if sizes != nil {
+			size := 0
+			if in {
+				size = opSize(op.Op, op.Path, op.Value)
+			}
+			sizes = append(sizes, size)
+		}
+		ops = append(ops, op)
 	}
+	// Each array, the deepest first: its operations (those not merged
+	// already: Op "") against one replace of it.
 	slices.SortStableFunc(arrays, func(a, b Pointer) int { return len(b) - len(a) })
 	for _, a := range arrays {
 		under := func(p Pointer) bool { return len(p) > len(a) && slices.Equal(p[:len(a)], a) }
 		cost, n := 0, 0
-		for _, u := range units {
-			if !u.merged && under(u.op.Path) {
-				cost += u.size
+		for i, op := range ops {
+			if op.Op != "" && under(op.Path) {
+				cost += sizes[i]
 				n++
 			}
 		}
@@ -376,29 +380,31 @@ func DiffChanges(after any, changes []Change) []Operation {
 		if limit := cost - opOverhead - pathSize(a) - 1; n == 0 || limit < 0 || sizeOf(arr, limit) < 0 {
 			continue
 		}
-		for i := range units {
-			if under(units[i].op.Path) {
-				units[i].merged = true
+		for i := range ops {
+			if under(ops[i].Path) {
+				ops[i].Op = ""
 			}
 		}
-		u := unit{op: Operation{Op: Replace, Path: a, Value: arr}}
+		size := 0
 		if slices.ContainsFunc(arrays, func(b Pointer) bool { return len(b) < len(a) && slices.Equal(a[:len(b)], b) }) {
-			u.size = opSize(Replace, a, arr) // weighed in the array around it
+			size = opSize(Replace, a, arr) // weighed in the array around it
 		}
-		units = append(units, u)
+		ops = append(ops, Operation{Op: Replace, Path: a, Value: arr})
+		sizes = append(sizes, size)
 	}
-	var ops []Operation
-	for _, u := range units {
-		if u.merged {
+	out := ops[:0]
+	for _, op := range ops {
+		if op.Op == "" {
 			continue
 		}
-		switch u.op.Value.(type) {
+		switch op.Value.(type) {
 		case map[string]any, []any:
-			u.op.Value = value.DeepCopy(u.op.Value)
+			op.Value = value.DeepCopy(op.Value)
 		}
-		ops = append(ops, u.op)
+		out = append(out, op)
 	}
-	return ops
+	clear(ops[len(out):])
+	return out
 }
 
 // lookupPath is the value at p in root, which holds it.
