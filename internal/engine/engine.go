@@ -293,8 +293,8 @@ type evaluation struct {
 	writes    []write
 	spans     [][2]int
 	tokens    []string
-	// direct is Handle.patch's storage for directMirror, paths for the
-	// paths it diffs along.
+	// direct is Handle.patch's storage for patch.MemberChanges, paths
+	// for the paths it diffs along (patch.Differ.DiffPaths).
 	direct []patch.Change
 	paths  []patch.Pointer
 }

@@ -27,17 +27,9 @@ func FuzzApply(f *testing.F) {
 	f.Add(`{"a":[1,{"b":[]}]}`, `[{"op":"add","path":"/a/1/b/-","value":1},{"op":"add","path":"/a/-/c/0","value":{}},{"op":"remove","path":"/a/0"},{"op":"replace","path":"/a/-1","value":null},{"op":"add","path":"/a/0/x","value":2}]`)
 	f.Add(`null`, `[{"op":"add","path":"/a/-1/b/0/c","value":[1]},{"op":"remove","path":"/a/0/b"},{"op":"add","path":"","value":3}]`)
 	f.Fuzz(func(t *testing.T, docText, opsText string) {
-		orig, err := value.Decode([]byte(docText))
-		if err != nil {
+		orig, ops, ok := fuzzInput(docText, opsText)
+		if !ok {
 			return
-		}
-		opsTree, err := value.Decode([]byte(opsText))
-		if err != nil {
-			return
-		}
-		ops := opsFromJSON(opsTree)
-		if len(ops) > 50 {
-			ops = ops[:50]
 		}
 		input := value.DeepCopy(orig)
 		d := NewDoc(input)
@@ -157,17 +149,9 @@ func FuzzDiffPaths(f *testing.F) {
 	f.Add(`{"s":{"t":{"c":[{"n":"x","p":[{"c":80}]}]}}}`, `[{"op":"replace","path":"/s/t/c/0/p/0/c","value":8080},{"op":"add","path":"/s/u","value":[1]}]`)
 	var differ Differ
 	f.Fuzz(func(t *testing.T, docText, opsText string) {
-		orig, err := value.Decode([]byte(docText))
-		if err != nil {
+		orig, ops, ok := fuzzInput(docText, opsText)
+		if !ok {
 			return
-		}
-		opsTree, err := value.Decode([]byte(opsText))
-		if err != nil {
-			return
-		}
-		ops := opsFromJSON(opsTree)
-		if len(ops) > 50 {
-			ops = ops[:50]
 		}
 		doc := NewDoc(orig)
 		before := doc.Freeze()
@@ -194,15 +178,10 @@ func FuzzDiffChanges(f *testing.F) {
 	f.Add(`{"s":{"t":{"c":[{"n":"x","p":[{"c":80,"h":1}]},{"w":"q"}]}}}`, `[{"op":"replace","path":"/s/t/c/0/p/0/c","value":8080},{"op":"remove","path":"/s/t/c/0/p/0/h"},{"op":"add","path":"/s/t/c/1/w","value":"long value"}]`)
 	f.Add(`{"a":{"b":1},"l":[{"x":{}}]}`, `[{"op":"add","path":"/a/c","value":[1]},{"op":"replace","path":"/l/0/x","value":"y"}]`)
 	f.Fuzz(func(t *testing.T, docText, opsText string) {
-		orig, err := value.Decode([]byte(docText))
-		if err != nil {
+		orig, ops, ok := fuzzInput(docText, opsText)
+		if !ok {
 			return
 		}
-		opsTree, err := value.Decode([]byte(opsText))
-		if err != nil {
-			return
-		}
-		ops := opsFromJSON(opsTree)
 		changes, ok := MemberChanges(orig, ops, nil)
 		if !ok {
 			return
@@ -213,16 +192,7 @@ func FuzzDiffChanges(f *testing.F) {
 				return
 			}
 		}
-		render := func(ops []Operation) []string {
-			var out []string
-			for _, op := range ops {
-				b, _ := json.Marshal(op)
-				out = append(out, string(b))
-			}
-			slices.Sort(out)
-			return out
-		}
-		got, want := render(DiffChanges(doc.Root(), changes)), render(Diff(orig, doc.Root()))
+		got, want := renderSorted(DiffChanges(doc.Root(), changes)), renderSorted(Diff(orig, doc.Root()))
 		if !slices.Equal(got, want) {
 			t.Fatalf("%v:\nDiffChanges %v\nDiff        %v", ops, got, want)
 		}

@@ -455,3 +455,33 @@ func refRemove(node any, path []string) (any, error) {
 	}
 	return nil, errIgnored
 }
+
+// renderSorted is ops as JSON, one string each, sorted: a patch whose
+// operations share no path, compared as a set.
+func renderSorted(ops []Operation) []string {
+	out := make([]string, 0, len(ops))
+	for _, op := range ops {
+		b, _ := json.Marshal(op)
+		out = append(out, string(b))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fuzzInput decodes a fuzz target's document and operations (at most 50),
+// false when either is not JSON.
+func fuzzInput(docText, opsText string) (any, []Operation, bool) {
+	doc, err := value.Decode([]byte(docText))
+	if err != nil {
+		return nil, nil, false
+	}
+	opsTree, err := value.Decode([]byte(opsText))
+	if err != nil {
+		return nil, nil, false
+	}
+	ops := opsFromJSON(opsTree)
+	if len(ops) > 50 {
+		ops = ops[:50]
+	}
+	return doc, ops, true
+}
