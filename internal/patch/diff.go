@@ -86,12 +86,20 @@ func (x *Differ) result() []Operation {
 // document diffs it whole.
 func (x *Differ) DiffPaths(original, modified any, paths []Pointer) []Operation {
 	d := x.start()
-	d.diffAlong(original, modified, paths)
+	along := d.along[:0]
+	for i := range paths {
+		along = append(along, i)
+	}
+	d.diffAlong(original, modified, paths, along)
+	d.along = along[:0]
 	return x.result()
 }
 
-// diffAlong diffs a and b, at d.path, along the paths through it.
-func (d *differ) diffAlong(a, b any, paths []Pointer) {
+// diffAlong diffs a and b, at d.path, along paths[i] for each i of along
+// (the paths through here). It reorders along: each level sorts its part
+// by the member its paths name there, so that every path is looked at
+// once per level it goes through.
+func (d *differ) diffAlong(a, b any, paths []Pointer, along []int) {
 	depth := len(d.path)
 	x, ok := a.(map[string]any)
 	y, ok2 := b.(map[string]any)
@@ -99,26 +107,23 @@ func (d *differ) diffAlong(a, b any, paths []Pointer) {
 		d.diff(a, b)
 		return
 	}
-	// The members the paths through here name, in key order.
-	k0 := len(d.keys)
-	for _, p := range paths {
-		if len(p) < depth || !slices.Equal(p[:depth], d.path) {
-			continue
-		}
-		if len(p) == depth { // a path ends here: all of it
-			d.keys = d.keys[:k0]
+	for _, i := range along {
+		if len(paths[i]) == depth { // a path ends here: all of it
 			d.diffObject(x, y)
 			return
 		}
-		if !slices.Contains(d.keys[k0:], p[depth]) {
-			d.keys = append(d.keys, p[depth])
-		}
 	}
-	keys := d.keys[k0:] // nested levels push above, never into these
-	slices.Sort(keys)
-	// As diffObject: the removed and changed members first, then the
-	// added ones.
-	for _, k := range keys {
+	slices.SortFunc(along, func(i, j int) int { return strings.Compare(paths[i][depth], paths[j][depth]) })
+	// As diffObject: the removed and changed members first, in key order,
+	// then the added ones. The runs of one member stay where they are (a
+	// level below reorders only its own run).
+	for run := along; len(run) > 0; {
+		k, n := paths[run[0]][depth], 1
+		for n < len(run) && paths[run[n]][depth] == k {
+			n++
+		}
+		sub := run[:n]
+		run = run[n:]
 		xv, had := x[k]
 		if !had {
 			continue
@@ -129,10 +134,14 @@ func (d *differ) diffAlong(a, b any, paths []Pointer) {
 			continue
 		}
 		d.path = append(d.path, k)
-		d.diffAlong(xv, yv, paths)
+		d.diffAlong(xv, yv, paths, sub)
 		d.path = d.path[:len(d.path)-1]
 	}
-	for _, k := range keys {
+	for i, prev := range along {
+		k := paths[prev][depth]
+		if i > 0 && paths[along[i-1]][depth] == k {
+			continue
+		}
 		if _, had := x[k]; had {
 			continue
 		}
@@ -140,7 +149,6 @@ func (d *differ) diffAlong(a, b any, paths []Pointer) {
 			d.emit(Add, k, true, yv)
 		}
 	}
-	d.keys = d.keys[:k0]
 }
 
 type differ struct {
@@ -153,6 +161,7 @@ type differ struct {
 	arrays int
 	keys   []string // stack of added object keys, shared by all levels
 
+	along        []int   // DiffPaths' path indices, reordered level by level
 	groups       []group // stack of member groups, shared by all levels
 	scratch      []Operation
 	scratchSizes []int
@@ -208,7 +217,7 @@ func opSize(op OpType, p Pointer, v any) int {
 // and array elements (by their index: the arrays keep their length),
 // where it is not an object or array put in place of one of the same
 // (Diff would go into both), and no two touch the same or nested paths
-// (at most maxChanges). It records the member each operation finds (in
+// (at most maxChanges, none deeper than maxChangeDepth). It records the member each operation finds (in
 // buf), and is false when the operations are not such; once they applied,
 // DiffChanges gives the operations Diff(before, after) would.
 func MemberChanges(root any, ops []Operation, buf []Change) ([]Change, bool) {
@@ -216,7 +225,7 @@ func MemberChanges(root any, ops []Operation, buf []Change) ([]Change, bool) {
 		return buf, false
 	}
 	for i, op := range ops {
-		if len(op.Path) == 0 {
+		if len(op.Path) == 0 || len(op.Path) > maxChangeDepth {
 			return buf, false
 		}
 		switch op.Op {
@@ -287,8 +296,13 @@ func sameShape(a, b any) bool {
 	return false
 }
 
-// maxChanges bounds the operations MemberChanges compares pairwise.
-const maxChanges = 16
+// maxChanges bounds the operations MemberChanges compares pairwise, and
+// maxChangeDepth their paths (the arrays on them DiffChanges weighs: a
+// Kubernetes object's deepest usual path has a dozen tokens).
+const (
+	maxChanges     = 16
+	maxChangeDepth = 16
+)
 
 // nestedPaths reports whether one of a and b is a prefix of the other (or they
 // are equal).

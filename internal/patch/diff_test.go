@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -285,5 +286,47 @@ func TestDiffPaths(t *testing.T) {
 	}
 	if compared < 3000 || through < 1500 {
 		t.Fatalf("only %d patches compared, %d through arrays", compared, through)
+	}
+}
+
+// BenchmarkDiffPaths: a patch's many operations, and one deep path, diffed
+// along their paths (each path is looked at once per level it goes through).
+func BenchmarkDiffPaths(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		paths int
+		depth int
+	}{{"paths=2000/depth=3", 2000, 3}, {"paths=1/depth=2000", 1, 2000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			// The objects on the way are there: the operations add members.
+			way := Pointer{"metadata", "labels"}
+			for len(way) < bc.depth {
+				way = append(way, "n")
+			}
+			root := map[string]any{}
+			at := root
+			for _, k := range way {
+				m := map[string]any{}
+				at[k] = m
+				at = m
+			}
+			doc := NewDoc(root)
+			before := doc.Freeze()
+			var paths []Pointer
+			for i := range bc.paths {
+				p := append(slices.Clone(way), "l"+strconv.Itoa(i))
+				if err := doc.Apply(Operation{Op: Add, Path: p, Value: "x"}); err != nil {
+					b.Fatal(err)
+				}
+				paths = append(paths, p)
+			}
+			var d Differ
+			b.ReportAllocs()
+			for b.Loop() {
+				if ops := d.DiffPaths(before, doc.Root(), paths); len(ops) != bc.paths {
+					b.Fatalf("%d operations, want %d", len(ops), bc.paths)
+				}
+			}
+		})
 	}
 }

@@ -211,6 +211,18 @@ func TestMemberChanges(t *testing.T) {
 			t.Errorf("%v taken directly", ops)
 		}
 	}
+	// A path deeper than maxChangeDepth, through objects that are there.
+	deep, way := map[string]any{}, Pointer{}
+	for at := deep; len(way) < maxChangeDepth; {
+		m := map[string]any{}
+		at["n"], at, way = m, m, append(way, "n")
+	}
+	if _, ok := MemberChanges(deep, []Operation{{Op: Add, Path: append(slices.Clone(way[:maxChangeDepth-1]), "x"), Value: "z"}}, nil); !ok {
+		t.Error("a path of maxChangeDepth tokens not taken directly")
+	}
+	if _, ok := MemberChanges(deep, []Operation{{Op: Add, Path: append(slices.Clone(way), "x"), Value: "z"}}, nil); ok {
+		t.Error("a path deeper than maxChangeDepth taken directly")
+	}
 	if _, ok := MemberChanges(root, []Operation{{Op: Replace, Path: Pointer{"a", "0", "b"}, Value: "z"}}, nil); !ok {
 		t.Error("a member of an array's element not taken directly")
 	}
