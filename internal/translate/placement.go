@@ -87,41 +87,34 @@ func Place(res Result, p Placement, rules []ScopedRule) Result {
 		}
 	}
 	// The rules left to the webhook, by the scope they cover, the first in
-	// order named: one of the namespace, else one that applies anywhere;
-	// one that does not translate before one kept there (tier 1).
-	type leftRule struct {
-		ref    RuleRef
-		reason string
-	}
+	// order named (each says only which runs there: its own status or
+	// line says why): one of the namespace, else one that applies
+	// anywhere; one that does not translate before one kept (tier 1).
 	type tier struct {
-		anywhere    *leftRule
-		inNamespace map[string]*leftRule
+		anywhere    string
+		inNamespace map[string]string
 	}
-	tiers := [2]tier{{inNamespace: map[string]*leftRule{}}, {inNamespace: map[string]*leftRule{}}}
-	leave := func(t int, l *leftRule, s Scope) {
+	tiers := [2]tier{{inNamespace: map[string]string{}}, {inNamespace: map[string]string{}}}
+	leave := func(t int, name string, s Scope) {
 		switch {
 		case s.Anywhere:
-			if tiers[t].anywhere == nil {
-				tiers[t].anywhere = l
+			if tiers[t].anywhere == "" {
+				tiers[t].anywhere = name
 			}
-		case tiers[t].inNamespace[s.Namespace] == nil:
-			tiers[t].inNamespace[s.Namespace] = l
+		case tiers[t].inNamespace[s.Namespace] == "":
+			tiers[t].inNamespace[s.Namespace] = name
 		}
 	}
-	coverer := func(s Scope) *leftRule {
+	coverer := func(s Scope) string {
 		for _, t := range tiers {
-			if l := t.inNamespace[s.Namespace]; l != nil && !s.Anywhere {
-				return l
+			if name := t.inNamespace[s.Namespace]; name != "" && !s.Anywhere {
+				return name
 			}
-			if t.anywhere != nil {
+			if t.anywhere != "" {
 				return t.anywhere
 			}
 		}
-		return nil
-	}
-	reasons := map[RuleRef]string{}
-	for _, s := range res.Skipped {
-		reasons[ref(s.Rule)] = s.Reason
+		return ""
 	}
 	left := slices.Clone(rules)
 	slices.SortStableFunc(left, func(a, b ScopedRule) int {
@@ -129,33 +122,29 @@ func Place(res Result, p Placement, rules []ScopedRule) Result {
 	})
 	for _, r := range left {
 		if !translated[r.Ref] {
-			leave(0, &leftRule{ref: r.Ref, reason: reasons[r.Ref]}, r.Scope)
+			leave(0, r.Ref.Kind+" "+r.Ref.Key+" runs there", r.Scope)
 		}
 	}
 	for changed := true; changed; {
 		changed = false
 		native := res.Translated[:0:0]
 		for _, t := range res.Translated {
-			var by *leftRule
+			why := ""
 			for _, r := range t.Rules {
-				if by = coverer(scopeOf(r)); by != nil {
+				if why = coverer(scopeOf(r)); why != "" {
 					break
 				}
 			}
-			if by == nil {
+			if why == "" {
 				native = append(native, t)
 				continue
-			}
-			why := by.ref.Kind + " " + by.ref.Key + " runs there"
-			if by.reason != "" {
-				why += ": " + by.reason
 			}
 			reason := "faster there: the webhook is called for every request it may concern anyway (" + why +
 				"), and its admission policy would cost the API server more than the rule costs the webhook; --placement native moves it"
 			for _, r := range t.Rules {
 				res.Skipped = append(res.Skipped, Skip{Rule: r, Reason: reason, Kept: true})
 				if s, ok := scopes[ref(r)]; ok { // a rule the webhook serves (not a template)
-					leave(1, &leftRule{ref: ref(r), reason: "kept there, faster"}, s)
+					leave(1, r.Kind+" "+r.Key()+" runs there, kept as well", s)
 				}
 			}
 			changed = true

@@ -45,7 +45,7 @@ func TestPlace(t *testing.T) {
 			left:       []served{{rule("ModRule", "a", "templated"), in("a")}},
 			skipped:    map[string]string{"a/templated": "spec.rejectMessage is a Go template"},
 			want:       []string{"b/y", "z"},
-			kept:       map[string]string{"a/x": "ModRule a/templated runs there: spec.rejectMessage is a Go template"}},
+			kept:       map[string]string{"a/x": "ModRule a/templated runs there"}},
 		{name: "the rule left of the namespace is named before one that applies anywhere",
 			translated: translated{{{rule("ModRule", "a", "x"), in("a")}}},
 			left:       []served{{rule("ClusterPolicy", "", "kyverno"), anywhere}, {rule("ModRule", "a", "templated"), in("a")}},
@@ -65,7 +65,7 @@ func TestPlace(t *testing.T) {
 				{{rule("ModRule", "a", "g1"), in("a")}, {rule("K8sRequired", "", "g2"), anywhere}}},
 			left: []served{{rule("ModRule", "a", "templated"), in("a")}},
 			kept: map[string]string{"a/g1": "ModRule a/templated runs there", "g2": "ModRule a/templated runs there",
-				"c/w": "K8sRequired g2 runs there: kept there, faster"}},
+				"c/w": "K8sRequired g2 runs there, kept as well"}},
 		{name: "a rule the webhook does not serve (a template) keeps nothing",
 			translated: translated{
 				{{rule("ModRule", "a", "g1"), in("a")}, {rule("ConstraintTemplate", "", "tmpl"), Scope{}}},
