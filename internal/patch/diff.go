@@ -239,7 +239,8 @@ func MemberChanges(root any, ops []Operation, buf []Change) ([]Change, bool) {
 			}
 		}
 		at := root
-		for _, tok := range op.Path[:len(op.Path)-1] {
+		var arrays uint16
+		for i, tok := range op.Path[:len(op.Path)-1] {
 			switch t := at.(type) {
 			case map[string]any:
 				at = t[tok]
@@ -248,7 +249,7 @@ func MemberChanges(root any, ops []Operation, buf []Change) ([]Change, bool) {
 				if !ok {
 					return buf, false
 				}
-				at = t[n]
+				at, arrays = t[n], arrays|1<<i
 			default:
 				return buf, false // a missing parent on the way
 			}
@@ -261,7 +262,7 @@ func MemberChanges(root any, ops []Operation, buf []Change) ([]Change, bool) {
 		if had && op.Op != Remove && sameShape(old, op.Value) {
 			return buf, false // two objects or two arrays: Diff goes into them
 		}
-		buf = append(buf, Change{Path: op.Path, Old: old, New: op.Value, Had: had, Has: op.Op != Remove})
+		buf = append(buf, Change{Path: op.Path, Old: old, New: op.Value, Had: had, Has: op.Op != Remove, arrays: arrays})
 	}
 	return buf, true
 }
@@ -316,20 +317,24 @@ func nestedPaths(a, b Pointer) bool {
 	return true
 }
 
-// A Change is what an operation did to one object member: its path, the
-// value it had (Had false: absent) and the one it has (Has false:
-// removed).
+// A Change is what an operation did to one object member, as
+// MemberChanges found it: its path, the value it had (Had false: absent)
+// and the one it has (Has false: removed).
 type Change struct {
 	Path     Pointer
 	Old, New any
 	Had, Has bool
+	// arrays has bit i set where Path[:i] is an array (MemberChanges
+	// takes no path longer than maxChangeDepth).
+	arrays uint16
 }
 
 // DiffChanges is Diff(before, after) without before, where after is before
-// with only the object members of changes changed as they say: each a
-// member of an object reached through objects and arrays (an element by
-// its index, the array's length the same), none nested in another, none
-// an object or array in place of one (Diff would go into both). It gives
+// with only the object members of changes, MemberChanges', changed as they
+// say: each a member of an object reached through objects and arrays (an
+// element by its index, the array's length the same), none nested in
+// another, none an object or array in place of one (Diff would go into
+// both). It gives
 // Diff's operations, in another order, which makes no difference to a
 // document they are applied to, as no two share a path: a member added,
 // changed or removed (none where the value stays equal), and for an array
@@ -351,19 +356,10 @@ func DiffChanges(after any, changes []Change) []Operation {
 		default:
 			continue
 		}
-		in := false
-		at := after
-		for i, tok := range c.Path[:len(c.Path)-1] {
-			switch t := at.(type) {
-			case map[string]any:
-				at = t[tok]
-			case []any:
-				in = true
-				if !slices.ContainsFunc(arrays, func(a Pointer) bool { return slices.Equal(a, c.Path[:i]) }) {
-					arrays = append(arrays, c.Path[:i])
-				}
-				n, _ := strconv.Atoi(tok)
-				at = t[n]
+		in := c.arrays != 0
+		for i := range c.Path {
+			if c.arrays&(1<<i) != 0 && !slices.ContainsFunc(arrays, func(a Pointer) bool { return slices.Equal(a, c.Path[:i]) }) {
+				arrays = append(arrays, c.Path[:i])
 			}
 		}
 		if in && sizes == nil {
