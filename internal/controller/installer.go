@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/translate"
 	"github.com/modwright/modwright/internal/webhook"
 )
@@ -325,6 +326,7 @@ func (n *PolicyInstaller) exceptions(ctx context.Context, of *[]string) (map[str
 // setCondition writes a rule's NativeAdmission condition when it changed.
 func (n *PolicyInstaller) setCondition(ctx context.Context, u *unstructured.Unstructured, c metav1.Condition) error {
 	c.ObservedGeneration = u.GetGeneration()
+	c.Message = rules.Truncate(c.Message, rules.MaxConditionMessage)
 	st := readStatus(u)
 	if old := meta.FindStatusCondition(st.Conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
 		return nil

@@ -1,9 +1,18 @@
 package controller
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/rules"
 	"github.com/modwright/modwright/internal/translate"
 )
 
@@ -79,5 +88,31 @@ func TestCompileReused(t *testing.T) {
 	}
 	if changed := compile("ModRule default/a uid 2", "b"); built != 2 || changed.Translated[0].Rules[0].Key() != "default/b" {
 		t.Errorf("a new generation was not compiled (built %d times)", built)
+	}
+}
+
+// TestSetConditionBounded checks that a NativeAdmission message longer
+// than the API server takes (a reason quoting a rule's expression) is cut
+// to its bound at a whole rune: the API server would refuse the status
+// write, and the report with it.
+func TestSetConditionBounded(t *testing.T) {
+	u := fence("long", map[string]any{})
+	c := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).WithObjects(u).WithStatusSubresource(u.DeepCopy()).Build()
+	n := &PolicyInstaller{Client: c}
+	long := "runs in the webhook: " + strings.Repeat("é", rules.MaxConditionMessage)
+	if err := n.setCondition(context.Background(), u, metav1.Condition{Type: ConditionNative, Status: metav1.ConditionFalse, Reason: "Webhook", Message: long}); err != nil {
+		t.Fatal(err)
+	}
+	got := fence("long", nil)
+	if err := c.Get(context.Background(), types.NamespacedName{Name: "long"}, got); err != nil {
+		t.Fatal(err)
+	}
+	st := readStatus(got)
+	if len(st.Conditions) != 1 {
+		t.Fatalf("status %+v, want one condition", st)
+	}
+	msg := st.Conditions[0].Message
+	if len(msg) > rules.MaxConditionMessage || !utf8.ValidString(msg) || !strings.HasPrefix(long, msg[:len(msg)-len("…")]) {
+		t.Errorf("message of %d bytes (valid UTF-8 %v), want the reason's beginning within %d", len(msg), utf8.ValidString(msg), rules.MaxConditionMessage)
 	}
 }

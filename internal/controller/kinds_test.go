@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
@@ -24,7 +25,8 @@ import (
 )
 
 // fenceKind is a made-up cluster-scoped rule kind, the shape of
-// ClusterPolicy: a Fence does not compile when it has spec.broken. The
+// ClusterPolicy: a Fence does not compile when it has spec.broken (a
+// string there is quoted in the error, as a rule's own text can be). The
 // validating webhook and the status reconciler serve it beside ModRule
 // with nothing of their own for it.
 type fenceKind struct{}
@@ -36,8 +38,12 @@ func (fenceKind) Group() string      { return "fence.example.io" }
 func (fenceKind) Versions() []string { return []string{"v1"} }
 
 func (fenceKind) Compile(m *kinds.Manifest) (engine.Rule, error) {
-	if _, broken := value.Lookup(m.Object, "spec", "broken"); broken {
-		return nil, &rules.CompileError{Kind: "Fence", Rule: m.Key(), Errors: []rules.FieldError{{Field: "spec.broken", Pos: 4, Msg: "is broken"}}}
+	if b, broken := value.Lookup(m.Object, "spec", "broken"); broken {
+		msg := "is broken"
+		if s, ok := b.(string); ok {
+			msg += ": " + s
+		}
+		return nil, &rules.CompileError{Kind: "Fence", Rule: m.Key(), Errors: []rules.FieldError{{Field: "spec.broken", Pos: 4, Msg: msg}}}
 	}
 	return nil, nil
 }
@@ -119,6 +125,39 @@ func TestSecondKind(t *testing.T) {
 		}
 		if d := cmp.Diff([]string{"Fence bad Warning CompileError spec.broken: column 5: is broken"}, rec.events); d != "" {
 			t.Errorf("events (-want +got):\n%s", d)
+		}
+	})
+
+	// An error longer than the API server takes in a condition's message
+	// or an event's note (which would refuse the write, and the report
+	// with it) is cut to each, at a whole rune.
+	t.Run("status of a rule with a long error", func(t *testing.T) {
+		long := fence("long", map[string]any{"broken": strings.Repeat("é", rules.MaxConditionMessage)})
+		c := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).WithObjects(long).WithStatusSubresource(long.DeepCopy()).Build()
+		rec := &regardingRecorder{}
+		r := &StatusReconciler{Kind: fenceKind{}, Client: c, Recorder: rec, Log: logr.Discard()}
+		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "long"}}); err != nil {
+			t.Fatal(err)
+		}
+		got := fence("long", nil)
+		if err := c.Get(context.Background(), types.NamespacedName{Name: "long"}, got); err != nil {
+			t.Fatal(err)
+		}
+		st := readStatus(got)
+		if len(st.Conditions) != 1 {
+			t.Fatalf("status %+v, want one condition", st)
+		}
+		msg := st.Conditions[0].Message
+		if len(msg) > rules.MaxConditionMessage || len(msg) < rules.MaxConditionMessage-4 || !utf8.ValidString(msg) ||
+			!strings.HasPrefix(msg, "spec.broken: column 5: is broken: éé") || !strings.HasSuffix(msg, "é…") {
+			t.Errorf("message of %d bytes (valid UTF-8 %v): %.60q ... %q", len(msg), utf8.ValidString(msg), msg, msg[max(0, len(msg)-10):])
+		}
+		if len(rec.events) != 1 {
+			t.Fatalf("events %d, want 1", len(rec.events))
+		}
+		note := strings.TrimPrefix(rec.events[0], "Fence long Warning CompileError ")
+		if len(note) > rules.MaxEventNote || len(note) < rules.MaxEventNote-4 || !utf8.ValidString(note) || !strings.HasPrefix(msg, note[:len(note)-len("…")]) {
+			t.Errorf("event note of %d bytes (valid UTF-8 %v), want the message's beginning within %d", len(note), utf8.ValidString(note), rules.MaxEventNote)
 		}
 	})
 }

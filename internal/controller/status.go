@@ -94,6 +94,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if dep := kinds.Deprecation(r.Kind); dep != "" && compileErr == nil {
 		cond.Message += "; " + dep // a kind's former name
 	}
+	cond.Message = rules.Truncate(cond.Message, rules.MaxConditionMessage)
 	orig := u.DeepCopy()
 	st := readStatus(u)
 	changed := meta.SetStatusCondition(&st.Conditions, cond)
@@ -114,7 +115,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.Log.Info("rule does not compile; it is never applied until fixed", "kind", r.Kind.Name(), "rule", name,
 			"generation", u.GetGeneration(), "error", compileErr.Error())
 		if r.Recorder != nil {
-			r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonCompileError, "Compile", "%s", cond.Message)
+			r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonCompileError, "Compile", "%s", rules.Truncate(cond.Message, rules.MaxEventNote))
 		}
 	}
 	return reconcile.Result{}, nil
@@ -220,16 +221,11 @@ func ReadyCondition(err error, generation int64, now time.Time) metav1.Condition
 func FieldErrors(err error) string {
 	var ce *rules.CompileError
 	if !errors.As(err, &ce) {
-		return err.Error()
+		return rules.Truncate(err.Error(), rules.MaxConditionMessage)
 	}
 	parts := make([]string, len(ce.Errors))
 	for i, fe := range ce.Errors {
 		parts[i] = fe.String()
 	}
-	msg := strings.Join(parts, "; ")
-	const maxLen = 32 << 10 // metav1.Condition's message limit
-	if len(msg) > maxLen {
-		msg = msg[:maxLen-3] + "..."
-	}
-	return msg
+	return rules.Truncate(strings.Join(parts, "; "), rules.MaxConditionMessage)
 }

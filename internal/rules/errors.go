@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrInvalidRule marks every compile error; check it with errors.Is.
@@ -53,4 +54,31 @@ func (e *CompileError) Unwrap() []error {
 		return []error{ErrInvalidRule, ErrUndecodable}
 	}
 	return []error{ErrInvalidRule}
+}
+
+// The API server's bounds on the texts a rule's error is reported in: a
+// status condition's message (metav1.Condition) and an event's note
+// (events.k8s.io/v1). A longer text is refused with the whole write, so
+// the report would be lost: Truncate them to these.
+const (
+	MaxConditionMessage = 32 << 10
+	MaxEventNote        = 1 << 10
+)
+
+// Truncate returns s when it holds at most most bytes, else its longest
+// prefix of whole runes that leaves room for "…" and then "…": at most
+// most bytes, valid UTF-8 when s is.
+func Truncate(s string, most int) string {
+	if len(s) <= most {
+		return s
+	}
+	const ellipsis = "…"
+	n := most - len(ellipsis)
+	if n < 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/modwright/modwright/internal/rules"
 )
 
 // GlobalsStatus writes the status of Kyverno's GlobalContextEntries as
@@ -91,7 +93,7 @@ func (s *GlobalsStatus) write(ctx context.Context, gvr schema.GroupVersionResour
 	}
 	c := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Succeeded", ObservedGeneration: st.Generation}
 	if st.Err != nil {
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "Failed", truncateMessage(st.Err.Error())
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "Failed", rules.Truncate(st.Err.Error(), rules.MaxConditionMessage)
 	}
 	meta.SetStatusCondition(&status.Conditions, c)
 	if !st.Refreshed.IsZero() {
@@ -105,14 +107,4 @@ func (s *GlobalsStatus) write(ctx context.Context, gvr schema.GroupVersionResour
 	u.Object["status"] = obj
 	_, err = ri.UpdateStatus(ctx, &unstructured.Unstructured{Object: u.Object}, metav1.UpdateOptions{FieldManager: "modwright"})
 	return err
-}
-
-// truncateMessage keeps a condition's message within the API's bound
-// (32 KiB).
-func truncateMessage(s string) string {
-	const most = 4096
-	if len(s) <= most {
-		return s
-	}
-	return s[:most] + "…"
 }
