@@ -750,8 +750,16 @@ var (
 )
 
 // restore puts the original's member at p (a top-level or metadata member)
-// back into the result, or removes it when the original had none.
+// back into the result, or removes it when the original had none. Where
+// the result has no object to hold it (the object's metadata is another
+// value, or a rule wrote one there), there is nothing to restore: the
+// result has no such member either.
 func (ev *evaluation) restore(p patch.Pointer) {
+	if parent, ok := value.Lookup(ev.doc.Root(), p[:len(p)-1]...); !ok {
+		return
+	} else if _, ok := parent.(map[string]any); !ok {
+		return
+	}
 	orig, had := value.Lookup(ev.original, p...)
 	if had {
 		ev.must(ev.doc.Put(p, orig))
