@@ -297,6 +297,52 @@ type evaluation struct {
 	// for the paths it diffs along (patch.Differ.DiffPaths).
 	direct []patch.Change
 	paths  []patch.Pointer
+	// fields are the paths of rules' Fields looked up on the object (see
+	// lookupField), fieldNext the entry the next new one replaces.
+	fields    [8]fieldLookup
+	fieldNext int
+}
+
+// fieldLookup is what a Field's path led to on the object at a version.
+type fieldLookup struct {
+	path    *string // the path's first member: paths a kind shares are one
+	n       int
+	version uint64
+	v       any
+	at      int
+}
+
+// fieldsRefuse is FieldsRefuse on the object as the rules left it, each
+// path walked once per version of the object: rules of a kind that share
+// a path's slice (a cached query's) share its walk.
+func (ev *evaluation) fieldsRefuse(fields []Field) bool {
+	for i := range fields {
+		v, at := ev.lookupField(&fields[i])
+		switch fields[i].decide(v, at) {
+		case fieldFails:
+			return true
+		case fieldUndecided:
+			return false
+		}
+	}
+	return false
+}
+
+func (ev *evaluation) lookupField(f *Field) (any, int) {
+	root := ev.doc.Root()
+	if len(f.Path) == 0 {
+		return f.walk(root)
+	}
+	key, version := &f.Path[0], ev.doc.Version()
+	for i := range ev.fields {
+		if l := &ev.fields[i]; l.path == key && l.n == len(f.Path) && l.version == version {
+			return l.v, l.at
+		}
+	}
+	v, at := f.walk(root)
+	ev.fields[ev.fieldNext] = fieldLookup{path: key, n: len(f.Path), version: version, v: v, at: at}
+	ev.fieldNext = (ev.fieldNext + 1) % len(ev.fields)
+	return v, at
 }
 
 // prepare puts the object in the shape rules see: without
@@ -629,6 +675,10 @@ func EdgeWithin(e any, ns string) bool {
 // match asks the rule whether it applies and records the outcome (a rule
 // may set its own, Failed, through its Handle).
 func (ev *evaluation) match(r Rule, tr *RuleTrace) (bool, error) {
+	if fs := r.Info().Index.Fields; fs != nil && ev.e.noTrace && ev.fieldsRefuse(fs) {
+		tr.Outcome = NotMatched
+		return false, nil
+	}
 	ok, err := r.Match(ev.handle(r, tr))
 	if err != nil || tr.Outcome != "" {
 		return false, err

@@ -91,6 +91,104 @@ type IndexKeys struct {
 	// Payloads: the rule evaluates JSON payloads (Request.Payload) and
 	// never a Kubernetes object; the other keys are not read.
 	Payloads bool
+	// Fields are the first tests the rule's Match makes of the object, in
+	// order (see Field): the kernel decides them without calling Match
+	// where it can. Nil: none.
+	Fields []Field
+}
+
+// Field is a test of the object that a rule's Match makes before anything
+// that can fail (an error, a lookup, a budget): the value at Path (members
+// of objects from the root) must be one of Values, strings. A kind declares
+// it only when Match, on an object where the test fails, returns false with
+// no error whatever follows; and where it passes, goes on to the next as if
+// it had not been made.
+//
+// The kernel decides a Field on the object as the rule finds it, without a
+// trace (with one, Match is asked, for its account of each test): a member
+// of Path from Strict on missing, or a string not among Values, fails it
+// (the rule is NotMatched, as Match would have said); a string among
+// Values passes it, and the next Field is decided. Anything else leaves
+// the rule to Match: a member before Strict missing (an expression that
+// fails on it), a path through what is not an object, null, a number, a
+// list, an object, a string over maxFieldText bytes.
+type Field struct {
+	Path   []string
+	Values []string
+	Strict int
+}
+
+// maxFieldText is the longest string the kernel tests for a Field: longer
+// ones are left to Match (which may bound the text it tests).
+const maxFieldText = 64 << 10
+
+// fieldVerdict is the kernel's decision of one Field.
+type fieldVerdict uint8
+
+const (
+	fieldUndecided fieldVerdict = iota
+	fieldPasses
+	fieldFails
+)
+
+// Where a Field's path ends (Field.walk): found, or not an object on
+// the way; any other value is the index of the first member missing.
+const (
+	pathFound    = -1
+	pathNotInObj = -2
+)
+
+// walk looks f's path up in root: the value and pathFound, or where it
+// stops.
+func (f *Field) walk(root any) (any, int) {
+	v := root
+	for i, name := range f.Path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, pathNotInObj
+		}
+		if v, ok = m[name]; !ok {
+			return nil, i
+		}
+	}
+	return v, pathFound
+}
+
+// decide decides f on what walk found.
+func (f *Field) decide(v any, at int) fieldVerdict {
+	switch {
+	case at == pathNotInObj:
+		return fieldUndecided
+	case at >= 0 && at < f.Strict:
+		return fieldUndecided
+	case at >= 0:
+		return fieldFails
+	}
+	s, ok := v.(string)
+	if !ok || len(s) > maxFieldText {
+		return fieldUndecided
+	}
+	for _, want := range f.Values {
+		if s == want {
+			return fieldPasses
+		}
+	}
+	return fieldFails
+}
+
+// FieldsRefuse reports whether the kernel decides, from fields alone, that
+// a rule declaring them does not match root: a Field fails before any is
+// left undecided.
+func FieldsRefuse(fields []Field, root any) bool {
+	for i := range fields {
+		switch fields[i].decide(fields[i].walk(root)) {
+		case fieldFails:
+			return true
+		case fieldUndecided:
+			return false
+		}
+	}
+	return false
 }
 
 // RuleInfo is what the kernel knows of a compiled rule; it is fixed when the

@@ -170,7 +170,7 @@ func (cc Compiler) Compile(mr *v1beta1.ModRule) (*Rule, error) {
 // cluster-rules namespace to cluster-scoped objects, or, with a
 // targetNamespaceRegex, to the namespaces it matches.
 func (r *Rule) indexKeys(clusterNS string) engine.IndexKeys {
-	keys := engine.IndexKeys{Kinds: r.Index.Kinds}
+	keys := engine.IndexKeys{Kinds: r.Index.Kinds, Fields: fields(r.Criteria)}
 	for _, op := range r.Source.Spec.AdmissionOperations {
 		keys.Operations |= engine.OpSetOf(rules.Operation(op))
 	}
@@ -397,6 +397,43 @@ func pinnedKinds(criteria []Criterion) []string {
 		kinds = []string{}
 	}
 	return kinds
+}
+
+// fields are the criteria the kernel may decide (engine.Field): the
+// longest run of them from the first that selects a path of member names
+// and tests it with matchValue or matchValues, not negated. Such a
+// criterion's select yields no value where a member is missing (the
+// criterion does not hold, with no error), and a string as it is. The
+// paths are the queries' own (Names), which rules that share a cached
+// query share, so that the kernel walks each once per object.
+func fields(criteria []Criterion) []engine.Field {
+	type named interface{ Names() ([]string, bool) }
+	var fs []engine.Field
+	for i := range criteria {
+		cr := &criteria[i]
+		if cr.Select == nil || cr.Negate {
+			return fs
+		}
+		var vals []string
+		switch {
+		case cr.Value != nil:
+			vals = []string{*cr.Value}
+		case len(cr.Values) > 0:
+			vals = cr.Values
+		default:
+			return fs
+		}
+		nq, ok := cr.Select.(named)
+		if !ok {
+			return fs
+		}
+		path, ok := nq.Names()
+		if !ok {
+			return fs
+		}
+		fs = append(fs, engine.Field{Path: path, Values: vals})
+	}
+	return fs
 }
 
 func dedupe(vals []string) []string {

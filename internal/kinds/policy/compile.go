@@ -380,6 +380,7 @@ func Compile(kind string, meta Meta, spec *v1alpha1.PolicySpec, opts ...Option) 
 		r.Phase |= engine.Validate
 	}
 	r.noteUses(spec)
+	r.Index.Fields = r.fields(spec.Match)
 	if len(c.errs) > 0 {
 		r.Err = &rules.CompileError{Kind: kind, Rule: key, Errors: c.errs}
 	}

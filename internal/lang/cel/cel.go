@@ -226,7 +226,8 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	}
 	members, whole := selectedMembers(ast, names)
 	p := &Program{src: src, vars: names, reads: readVars(ast, names), members: members, whole: whole, objectPaths: objectPaths(ast, names),
-		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType(), env: entry, quick: est.Max <= QuickCost}
+		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType(), env: entry, quick: est.Max <= QuickCost,
+		field: fieldTest(ast.NativeRep().Expr())}
 	if want == jsonPatchResult {
 		// Taken apart, the expression is not evaluated whole: it needs
 		// no program of its own (a cel-go program carries its own
@@ -409,7 +410,14 @@ type Program struct {
 	// QuickCost, so an evaluation ends in microseconds whatever its input:
 	// it needs no context to be interrupted by (eval).
 	quick bool
+	// field: the expression is a FieldTest, or nil.
+	field *FieldTest
 }
+
+// FieldTest returns the test of one string of the object the expression
+// is (see FieldTest), or nil when it is not one. The result is shared:
+// the caller must not change it.
+func (p *Program) FieldTest() *FieldTest { return p.field }
 
 // QuickCost is the most an expression may cost at worst (Cost's maximum)
 // for its evaluations to be left without a context to interrupt them: a

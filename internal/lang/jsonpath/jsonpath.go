@@ -54,7 +54,25 @@ func (l Language) CompileQuery(env *lang.Env, src string) (*Program, []lang.Diag
 		}
 		return nil, []lang.Diagnostic{{Pos: -1, Msg: err.Error()}}
 	}
-	return &Program{e: e}, nil
+	return &Program{e: e, names: names(e)}, nil
+}
+
+// names is e's path as member names, or nil when it is not a path of
+// names only.
+func names(e *jsonpath.Expr) []string {
+	pattern, ok := e.Pattern()
+	if !ok || len(pattern) == 0 {
+		return nil
+	}
+	ns := make([]string, len(pattern))
+	for i, p := range pattern {
+		n, ok := p.(string)
+		if !ok {
+			return nil
+		}
+		ns[i] = n
+	}
+	return ns
 }
 
 func quote(s string) string { return `"` + s + `"` }
@@ -62,6 +80,8 @@ func quote(s string) string { return `"` + s + `"` }
 // Program is a compiled query. It is immutable and safe for concurrent use.
 type Program struct {
 	e *jsonpath.Expr
+	// names: see Names.
+	names []string
 }
 
 var _ lang.Query = (*Program)(nil)
@@ -174,6 +194,11 @@ func (p *Program) PathOf(root any, keys []any) ([]any, bool) {
 	}
 	return p.e.PathOf(root, ks)
 }
+
+// Names is the query's path when it is one of member names only
+// ($.metadata.labels['app']): the same slice at each call, which the
+// caller must not change (so that equal queries of a cache share it).
+func (p *Program) Names() ([]string, bool) { return p.names, p.names != nil }
 
 // Pattern is the query's path as its text says it (the leaf's
 // Expr.Pattern): names, indices and jsonpath.AnyMember.
