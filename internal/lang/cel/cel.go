@@ -227,7 +227,10 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 	members, whole := selectedMembers(ast, names)
 	p := &Program{src: src, vars: names, reads: readVars(ast, names), members: members, whole: whole, objectPaths: objectPaths(ast, names),
 		min: est.Min, max: est.Max, large: large.Max, typ: ast.OutputType(), env: entry, quick: est.Max <= QuickCost,
-		field: fieldTest(ast.NativeRep().Expr())}
+		field: fieldTest(ast.NativeRep().Expr()), budget: uint64(budget)}
+	if _, typedObject := typed.decls[VarObject]; !typedObject {
+		p.native = nativeValueOf(ast.NativeRep().Expr())
+	}
 	if want == jsonPatchResult {
 		// Taken apart, the expression is not evaluated whole: it needs
 		// no program of its own (a cel-go program carries its own
@@ -412,6 +415,10 @@ type Program struct {
 	quick bool
 	// field: the expression is a FieldTest, or nil.
 	field *FieldTest
+	// native: the expression is evaluated without cel-go where it can be
+	// (nativeValue), or nil; budget is its cost limit.
+	native *nativeValue
+	budget uint64
 }
 
 // FieldTest returns the test of one string of the object the expression
@@ -695,6 +702,16 @@ func (p *Program) EvalBoolCost(ctx context.Context, in *lang.Activation) (bool, 
 }
 
 func (p *Program) eval(ctx context.Context, in *lang.Activation) (refVal, uint64, error) {
+	if p.native != nil {
+		if out, cost, ok := p.native.eval(in, p.budget); ok {
+			return out, cost, nil
+		}
+	}
+	return p.evalCEL(ctx, in)
+}
+
+// evalCEL evaluates the program with cel-go.
+func (p *Program) evalCEL(ctx context.Context, in *lang.Activation) (refVal, uint64, error) {
 	if p.prg == nil {
 		return nil, 0, errors.New("cel: a JSONPatch taken apart is evaluated through its plan (Mutation), not whole")
 	}

@@ -1,0 +1,128 @@
+package cel
+
+import (
+	"math"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/common"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+
+	"github.com/modwright/modwright/internal/lang"
+)
+
+// nativeValue is an expression a Program evaluates without cel-go when
+// the object holds what it expects: a string of the object, alone or
+// joined to a constant (`object.metadata.name + '-x'`, the value of many
+// a mutation). Its value and cost are then cel-go's, exactly (an
+// attribute costs one and one per member selected, a string's + the
+// tenth of the code points joined, rounded up: cel-go's runtime cost);
+// anything else (a member missing, null, a value of another type, a
+// cost over the budget) is left to cel-go, which says what it says.
+type nativeValue struct {
+	path           []string
+	prefix, suffix string // the constant joined before or after, if any
+	concat         bool
+	litRunes       int
+}
+
+// nativeValueOf recognizes a nativeValue in a checked expression, or nil.
+func nativeValueOf(e celast.Expr) *nativeValue {
+	if e.Kind() == celast.CallKind && e.AsCall().FunctionName() == operators.Add && !e.AsCall().IsMemberFunction() && len(e.AsCall().Args()) == 2 {
+		args := e.AsCall().Args()
+		for i := range 2 {
+			lit, ok := stringLiteral(args[1-i])
+			if !ok {
+				continue
+			}
+			path := plainPath(args[i])
+			if path == nil {
+				return nil
+			}
+			n := &nativeValue{path: path, concat: true, litRunes: utf8.RuneCountInString(lit)}
+			if i == 0 {
+				n.suffix = lit
+			} else {
+				n.prefix = lit
+			}
+			return n
+		}
+		return nil
+	}
+	if path := plainPath(e); path != nil {
+		return &nativeValue{path: path}
+	}
+	return nil
+}
+
+// plainPath is the members e selects from object with plain steps (.f,
+// ['f']), or nil.
+func plainPath(e celast.Expr) []string {
+	var rev []string
+	for {
+		switch e.Kind() {
+		case celast.IdentKind:
+			if e.AsIdent() != VarObject || len(rev) == 0 {
+				return nil
+			}
+			path := make([]string, len(rev))
+			for i, name := range rev {
+				path[len(rev)-1-i] = name
+			}
+			return path
+		case celast.SelectKind:
+			sel := e.AsSelect()
+			if sel.IsTestOnly() {
+				return nil
+			}
+			rev = append(rev, sel.FieldName())
+			e = sel.Operand()
+		case celast.CallKind:
+			c := e.AsCall()
+			if c.FunctionName() != operators.Index || c.IsMemberFunction() || len(c.Args()) != 2 {
+				return nil
+			}
+			s, ok := stringLiteral(c.Args()[1])
+			if !ok {
+				return nil
+			}
+			rev = append(rev, s)
+			e = c.Args()[0]
+		default:
+			return nil
+		}
+	}
+}
+
+// eval is the value and cost over in, and whether it is one (false: leave
+// it to cel-go). budget is the program's cost limit.
+func (n *nativeValue) eval(in *lang.Activation, budget uint64) (refVal, uint64, bool) {
+	if in == nil {
+		return nil, 0, false
+	}
+	v := in.Object
+	for _, name := range n.path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, 0, false
+		}
+		if v, ok = m[name]; !ok {
+			return nil, 0, false
+		}
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, 0, false
+	}
+	// The attribute: one for the variable, one for each member.
+	cost := uint64(1 + len(n.path))
+	if n.concat {
+		cost += uint64(math.Ceil(float64(utf8.RuneCountInString(s)+n.litRunes) * common.StringTraversalCostFactor))
+		s = n.prefix + s + n.suffix
+	}
+	if cost > budget {
+		return nil, 0, false
+	}
+	return types.String(s), cost, true
+}
