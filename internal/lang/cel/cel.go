@@ -230,6 +230,7 @@ func compileCEL(envs *EnvCache, env *lang.Env, src string, extraName string, ext
 		field: fieldTest(ast.NativeRep().Expr()), budget: uint64(budget)}
 	if _, typedObject := typed.decls[VarObject]; !typedObject {
 		p.native = nativeValueOf(ast.NativeRep().Expr())
+		p.nbool = nativeBoolOf(ast.NativeRep().Expr())
 	}
 	if want == jsonPatchResult {
 		// Taken apart, the expression is not evaluated whole: it needs
@@ -418,6 +419,7 @@ type Program struct {
 	// native: the expression is evaluated without cel-go where it can be
 	// (nativeValue), or nil; budget is its cost limit.
 	native *nativeValue
+	nbool  *nativeBool
 	budget uint64
 }
 
@@ -705,6 +707,11 @@ func (p *Program) eval(ctx context.Context, in *lang.Activation) (refVal, uint64
 	if p.native != nil {
 		if out, cost, ok := p.native.eval(in, p.budget); ok {
 			return out, cost, nil
+		}
+	}
+	if p.nbool != nil && in != nil {
+		if v, cost, ok := p.nbool.eval(in.Object); ok && cost <= p.budget {
+			return types.Bool(v), cost, nil
 		}
 	}
 	return p.evalCEL(ctx, in)
