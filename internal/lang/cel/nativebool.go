@@ -28,7 +28,10 @@ import (
 // which evaluates the whole condition again and says what it says.
 type nativeBool struct {
 	kind     boolKind
-	path     []string     // has, cmp, in
+	path     []string // has, cmp, in, key
+	strict   int      // cmp, in: the plain steps of path (memberOf)
+	def      any      // cmp, in: orValue's constant, when hasDef
+	hasDef   bool
 	op       string       // cmp: the operator, the member on its left
 	constant any          // cmp: string, int64, float64 or bool
 	set      map[any]bool // in
@@ -111,7 +114,7 @@ func boolNode(e celast.Expr) *nativeBool {
 		}
 		for i := range 2 {
 			c, ok := constantOf(args[1-i])
-			path := plainPath(args[i])
+			path, strict, def, hasDef := memberOf(args[i])
 			if !ok || path == nil {
 				continue
 			}
@@ -119,7 +122,7 @@ func boolNode(e celast.Expr) *nativeBool {
 			if i == 1 { // the constant on the left: the mirror operator
 				op = mirrored[fn]
 			}
-			return &nativeBool{kind: boolCmp, path: path, op: op, constant: c}
+			return &nativeBool{kind: boolCmp, path: path, strict: strict, def: def, hasDef: hasDef, op: op, constant: c}
 		}
 	case operators.In:
 		if key, ok := stringLiteral(args[0]); ok {
@@ -129,7 +132,7 @@ func boolNode(e celast.Expr) *nativeBool {
 			}
 			return nil
 		}
-		path := plainPath(args[0])
+		path, strict, def, hasDef := memberOf(args[0])
 		if path == nil || args[1].Kind() != celast.ListKind || len(args[1].AsList().OptionalIndices()) > 0 {
 			return nil
 		}
@@ -137,7 +140,7 @@ func boolNode(e celast.Expr) *nativeBool {
 		if len(els) == 0 {
 			return nil // cel-go makes `x in []` the constant false
 		}
-		n := &nativeBool{kind: boolIn, path: path, set: make(map[any]bool, len(els))}
+		n := &nativeBool{kind: boolIn, path: path, strict: strict, def: def, hasDef: hasDef, set: make(map[any]bool, len(els))}
 		var first any
 		for i, el := range els {
 			c, ok := constantOf(el)
@@ -239,8 +242,8 @@ func (n *nativeBool) eval(obj any) (bool, uint64, bool) {
 		// The attribute and the members before the tested one.
 		return present && v != nil, uint64(len(n.path)), true
 	}
-	v, ok := memberAt(obj, n.path)
 	if n.kind == boolKey {
+		v, ok := memberAt(obj, n.path)
 		m, isMap := v.(map[string]any)
 		if !ok || !isMap {
 			return false, 0, false
@@ -249,10 +252,13 @@ func (n *nativeBool) eval(obj any) (bool, uint64, bool) {
 		member, present := m[n.constant.(string)]
 		return present && member != nil, uint64(2 + len(n.path)), true
 	}
+	v, quals, ok := n.member(obj)
 	if !ok || !sameType(v, n.constant) {
 		return false, 0, false
 	}
-	cost := uint64(1 + len(n.path))
+	// The attribute and the members it selected (an optional step's
+	// missing member is not one; orValue costs nothing more).
+	cost := uint64(1 + quals)
 	if n.kind == boolIn {
 		return n.set[v], cost, true
 	}
@@ -276,6 +282,29 @@ func (n *nativeBool) eval(obj any) (bool, uint64, bool) {
 		}
 	}
 	return false, 0, false // an order of bools: cel-go's
+}
+
+// member is the value a comparison reads and the members selected on the
+// way: at path, or, a member from strict on missing (or null), orValue's
+// constant; false where cel-go fails (a plain step's member missing, a
+// path through what is not an object).
+func (n *nativeBool) member(obj any) (any, int, bool) {
+	v := obj
+	for i, name := range n.path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, 0, false
+		}
+		next, present := m[name]
+		if !present || next == nil {
+			if i < n.strict || !n.hasDef {
+				return nil, 0, false
+			}
+			return n.def, i, true
+		}
+		v = next
+	}
+	return v, len(n.path), true
 }
 
 // memberAt is the value at path from obj through objects, and whether

@@ -29,6 +29,23 @@ func TestNativeBool(t *testing.T) {
 		}
 		return b.String()
 	}
+	// A member with optional steps and a default: object.a.?b.orValue('x').
+	optional := func() string {
+		n := 1 + rnd.IntN(3)
+		var b strings.Builder
+		b.WriteString("object")
+		opt := false
+		for i := range n {
+			if rnd.IntN(2) == 0 || (i == n-1 && !opt) {
+				b.WriteString(".?")
+				opt = true
+			} else {
+				b.WriteString(".")
+			}
+			b.WriteString(names[rnd.IntN(len(names))])
+		}
+		return b.String() + ".orValue(" + []string{`'x'`, `''`, `1`, `true`}[rnd.IntN(4)] + ")"
+	}
 	constants := []string{`'x'`, `'ab'`, `''`, `'é€𝄞'`, `'` + strings.Repeat("z", 30) + `'`, `1`, `3`, `-2`, `2.5`, `0.0`, `true`, `false`}
 	ops := []string{"==", "!=", "<", "<=", ">", ">="}
 	var cond func(depth int) string
@@ -42,13 +59,20 @@ func TestNativeBool(t *testing.T) {
 			return "has(" + path() + ")"
 		case 1, 2:
 			c, op := constants[rnd.IntN(len(constants))], ops[rnd.IntN(len(ops))]
-			if rnd.IntN(2) == 0 {
-				return c + " " + op + " " + path()
+			member := path()
+			if rnd.IntN(3) == 0 {
+				member = optional()
 			}
-			return path() + " " + op + " " + c
+			if rnd.IntN(2) == 0 {
+				return c + " " + op + " " + member
+			}
+			return member + " " + op + " " + c
 		case 3:
 			switch rnd.IntN(3) {
 			case 0:
+				if rnd.IntN(2) == 0 {
+					return optional() + " in ['x', 'ab', 'é€𝄞']"
+				}
 				return path() + " in ['x', 'ab', 'é€𝄞']"
 			case 1:
 				return "'" + names[rnd.IntN(len(names))] + "' in " + path()
