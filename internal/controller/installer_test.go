@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/modwright/modwright/internal/engine"
@@ -103,15 +102,7 @@ func TestSetConditionBounded(t *testing.T) {
 	if err := n.setCondition(context.Background(), u, metav1.Condition{Type: ConditionNative, Status: metav1.ConditionFalse, Reason: "Webhook", Message: long}); err != nil {
 		t.Fatal(err)
 	}
-	got := fence("long", nil)
-	if err := c.Get(context.Background(), types.NamespacedName{Name: "long"}, got); err != nil {
-		t.Fatal(err)
-	}
-	st := readStatus(got)
-	if len(st.Conditions) != 1 {
-		t.Fatalf("status %+v, want one condition", st)
-	}
-	msg := st.Conditions[0].Message
+	msg := onlyCondition(t, c, "long").Message
 	if len(msg) > rules.MaxConditionMessage || !utf8.ValidString(msg) || !strings.HasPrefix(long, msg[:len(msg)-len("…")]) {
 		t.Errorf("message of %d bytes (valid UTF-8 %v), want the reason's beginning within %d", len(msg), utf8.ValidString(msg), rules.MaxConditionMessage)
 	}

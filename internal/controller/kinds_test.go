@@ -9,9 +9,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -139,15 +141,7 @@ func TestSecondKind(t *testing.T) {
 		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "long"}}); err != nil {
 			t.Fatal(err)
 		}
-		got := fence("long", nil)
-		if err := c.Get(context.Background(), types.NamespacedName{Name: "long"}, got); err != nil {
-			t.Fatal(err)
-		}
-		st := readStatus(got)
-		if len(st.Conditions) != 1 {
-			t.Fatalf("status %+v, want one condition", st)
-		}
-		msg := st.Conditions[0].Message
+		msg := onlyCondition(t, c, "long").Message
 		if len(msg) > rules.MaxConditionMessage || len(msg) < rules.MaxConditionMessage-4 || !utf8.ValidString(msg) ||
 			!strings.HasPrefix(msg, "spec.broken: column 5: is broken: éé") || !strings.HasSuffix(msg, "é…") {
 			t.Errorf("message of %d bytes (valid UTF-8 %v): %.60q ... %q", len(msg), utf8.ValidString(msg), msg, msg[max(0, len(msg)-10):])
@@ -169,4 +163,19 @@ type regardingRecorder struct{ events []string }
 func (r *regardingRecorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
 	u := regarding.(*unstructured.Unstructured)
 	r.events = append(r.events, strings.Join([]string{u.GetKind(), u.GetName(), eventtype, reason, fmt.Sprintf(note, args...)}, " "))
+}
+
+// onlyCondition is the one condition of the status of the Fence name,
+// read back from c.
+func onlyCondition(t *testing.T, c client.Client, name string) metav1.Condition {
+	t.Helper()
+	got := fence(name, nil)
+	if err := c.Get(context.Background(), types.NamespacedName{Name: name}, got); err != nil {
+		t.Fatal(err)
+	}
+	st := readStatus(got)
+	if len(st.Conditions) != 1 {
+		t.Fatalf("status %+v, want one condition", st)
+	}
+	return st.Conditions[0]
 }

@@ -1,8 +1,11 @@
 package testtool
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/modwright/modwright/internal/engine"
 )
 
 // FieldObjects are n Deployments (in namespace team-a) whose metadata,
@@ -44,6 +47,23 @@ func FieldObjects(rnd *rand.Rand, n int) []map[string]any {
 			obj["metadata"] = md
 		}
 		out = append(out, obj)
+	}
+	return out
+}
+
+// Says is what a decision (or the evaluation's error) says, without its
+// trace: its rejections and its errors. Tests of the kernel's Field
+// decisions compare it with and without a trace.
+func Says(d *engine.Decision, err error) []string {
+	if err != nil || d == nil {
+		return []string{fmt.Sprint("failed ", err)}
+	}
+	var out []string
+	for _, r := range d.Rejections {
+		out = append(out, "reject "+r.Message)
+	}
+	for _, e := range d.Errors {
+		out = append(out, "error "+e.Error())
 	}
 	return out
 }

@@ -72,6 +72,18 @@ type Criterion struct {
 	Negate bool
 }
 
+// exactValues are the values a criterion's matchValue or matchValues
+// compares with (Test), or nil for another matcher or none.
+func (c *Criterion) exactValues() []string {
+	switch {
+	case c.Value != nil:
+		return []string{*c.Value}
+	case len(c.Values) > 0:
+		return c.Values
+	}
+	return nil
+}
+
 // HasMatcher reports whether the criterion tests values (matchValue,
 // matchValues or matchRegex) rather than mere existence.
 func (c *Criterion) HasMatcher() bool {
@@ -377,13 +389,8 @@ func pinnedKinds(criteria []Criterion) []string {
 		if cr.Select == nil || cr.Negate || cr.Select.Canonical() != "$.kind" {
 			continue
 		}
-		var vals []string
-		switch {
-		case cr.Value != nil:
-			vals = []string{*cr.Value}
-		case len(cr.Values) > 0:
-			vals = cr.Values
-		default:
+		vals := cr.exactValues()
+		if vals == nil {
 			continue
 		}
 		if !pinned {
@@ -414,13 +421,8 @@ func fields(criteria []Criterion) []engine.Field {
 		if cr.Select == nil || cr.Negate {
 			return fs
 		}
-		var vals []string
-		switch {
-		case cr.Value != nil:
-			vals = []string{*cr.Value}
-		case len(cr.Values) > 0:
-			vals = cr.Values
-		default:
+		vals := cr.exactValues()
+		if vals == nil {
 			return fs
 		}
 		nq, ok := cr.Select.(named)

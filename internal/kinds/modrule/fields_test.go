@@ -2,7 +2,6 @@ package modrule
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -63,10 +62,10 @@ func TestFieldsContract(t *testing.T) {
 				if engine.FieldsRefuse(r.Info().Index.Fields, obj) {
 					refused++
 					if terr != nil || len(traced.Trace) != 1 || traced.Trace[0].Outcome != engine.NotMatched {
-						t.Errorf("object %d: refused from the Fields, but Match says %v", i, said(traced, terr))
+						t.Errorf("object %d: refused from the Fields, but Match says %v", i, testtool.Says(traced, terr))
 					}
 				}
-				if d := cmp.Diff(said(traced, terr), said(fast, ferr)); d != "" {
+				if d := cmp.Diff(testtool.Says(traced, terr), testtool.Says(fast, ferr)); d != "" {
 					t.Errorf("object %d: the decision without a trace differs (-traced +fast):\n%s", i, d)
 				}
 			}
@@ -75,20 +74,4 @@ func TestFieldsContract(t *testing.T) {
 			}
 		})
 	}
-}
-
-// said is what a decision (or the evaluation's error) says, without its
-// trace.
-func said(d *engine.Decision, err error) []string {
-	if err != nil || d == nil {
-		return []string{fmt.Sprint("failed ", err)}
-	}
-	var out []string
-	for _, r := range d.Rejections {
-		out = append(out, "reject "+r.Message)
-	}
-	for _, e := range d.Errors {
-		out = append(out, "error "+e.Error())
-	}
-	return out
 }

@@ -2,7 +2,6 @@ package policy_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -73,10 +72,10 @@ func TestFieldsContract(t *testing.T) {
 				if engine.FieldsRefuse(r.Info().Index.Fields, obj) && (terr != nil || len(traced.Trace) > 0) {
 					refused++
 					if terr != nil || traced.Trace[0].Outcome != engine.NotMatched {
-						t.Errorf("%s object %d: refused from the Fields, but Match says %v %v", req.Operation, i, terr, decisionText(traced, nil))
+						t.Errorf("%s object %d: refused from the Fields, but Match says %v %v", req.Operation, i, terr, testtool.Says(traced, nil))
 					}
 				}
-				if d := cmp.Diff(decisionText(traced, terr), decisionText(fast, ferr)); d != "" {
+				if d := cmp.Diff(testtool.Says(traced, terr), testtool.Says(fast, ferr)); d != "" {
 					t.Errorf("%s object %d: the decision without a trace differs (-traced +fast):\n%s", req.Operation, i, d)
 				}
 			}
@@ -85,20 +84,4 @@ func TestFieldsContract(t *testing.T) {
 	if refused < 100 {
 		t.Errorf("the kernel refused %d times: the objects do not exercise the Fields", refused)
 	}
-}
-
-// decisionText is what a decision (or the evaluation's error) says,
-// without its trace.
-func decisionText(d *engine.Decision, err error) []string {
-	if err != nil || d == nil {
-		return []string{fmt.Sprint("failed ", err)}
-	}
-	var out []string
-	for _, r := range d.Rejections {
-		out = append(out, "reject "+r.Message)
-	}
-	for _, e := range d.Errors {
-		out = append(out, "error "+e.Error())
-	}
-	return out
 }

@@ -1,6 +1,7 @@
 package cel
 
 import (
+	"cmp"
 	"math"
 	"unicode/utf8"
 
@@ -267,11 +268,11 @@ func (n *nativeBool) eval(obj any) (bool, uint64, bool) {
 		s := v.(string)
 		size := min(utf8.RuneCountInString(s), utf8.RuneCountInString(c))
 		cost += uint64(math.Ceil(float64(size) * common.StringTraversalCostFactor))
-		return compare(n.op, cmpString(s, c)), cost, true
+		return compare(n.op, cmp.Compare(s, c)), cost, true
 	case int64:
-		return compare(n.op, cmpOrdered(v.(int64), c)), cost + 1, true
+		return compare(n.op, cmp.Compare(v.(int64), c)), cost + 1, true
 	case float64:
-		return compare(n.op, cmpOrdered(v.(float64), c)), cost + 1, true
+		return compare(n.op, cmp.Compare(v.(float64), c)), cost + 1, true
 	case bool:
 		b := v.(bool)
 		switch n.op {
@@ -321,26 +322,6 @@ func memberAt(obj any, path []string) (any, bool) {
 		}
 	}
 	return v, true
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpOrdered[T int64 | float64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func compare(op string, c int) bool {
