@@ -1,6 +1,8 @@
 package cel
 
 import (
+	"slices"
+
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
@@ -67,66 +69,16 @@ func fieldTest(e celast.Expr) *FieldTest {
 	if subject == nil || len(values) == 0 {
 		return nil
 	}
-	// An orValue's default: a constant that is none of the values (a
+	// An orValue's default is a constant that is none of the values (a
 	// missing member then makes the condition false).
-	optional := false
-	if subject.Kind() == celast.CallKind && subject.AsCall().FunctionName() == "orValue" && subject.AsCall().IsMemberFunction() {
-		oc := subject.AsCall()
-		if len(oc.Args()) != 1 || oc.Args()[0].Kind() != celast.LiteralKind {
-			return nil
-		}
-		if d, ok := oc.Args()[0].AsLiteral().(types.String); ok {
-			for _, v := range values {
-				if string(d) == v {
-					return nil
-				}
-			}
-		}
-		subject, optional = oc.Target(), true
+	path, strict, def, hasDef := memberOf(subject)
+	if path == nil {
+		return nil
 	}
-	// The steps, from the last to the object.
-	var rev []string
-	firstOpt := -1 // in rev: the optional step nearest the object
-	for {
-		switch subject.Kind() {
-		case celast.IdentKind:
-			if subject.AsIdent() != VarObject || len(rev) == 0 || optional != (firstOpt >= 0) {
-				return nil
-			}
-			ft := &FieldTest{Path: make([]string, len(rev)), Values: values, Strict: len(rev)}
-			for i, name := range rev {
-				ft.Path[len(rev)-1-i] = name
-			}
-			if firstOpt >= 0 {
-				ft.Strict = len(rev) - 1 - firstOpt
-			}
-			return ft
-		case celast.SelectKind:
-			sel := subject.AsSelect()
-			if sel.IsTestOnly() {
-				return nil
-			}
-			rev = append(rev, sel.FieldName())
-			subject = sel.Operand()
-		case celast.CallKind:
-			c := subject.AsCall()
-			name := c.FunctionName()
-			if c.IsMemberFunction() || len(c.Args()) != 2 || (name != operators.Index && name != operators.OptIndex && name != operators.OptSelect) {
-				return nil
-			}
-			s, ok := stringLiteral(c.Args()[1])
-			if !ok {
-				return nil
-			}
-			if name != operators.Index {
-				firstOpt = len(rev)
-			}
-			rev = append(rev, s)
-			subject = c.Args()[0]
-		default:
-			return nil
-		}
+	if d, ok := def.(string); ok && hasDef && slices.Contains(values, d) {
+		return nil
 	}
+	return &FieldTest{Path: path, Values: values, Strict: strict}
 }
 
 func stringLiteral(e celast.Expr) (string, bool) {

@@ -59,40 +59,11 @@ func nativeValueOf(e celast.Expr) *nativeValue {
 // plainPath is the members e selects from object with plain steps (.f,
 // ['f']), or nil.
 func plainPath(e celast.Expr) []string {
-	var rev []string
-	for {
-		switch e.Kind() {
-		case celast.IdentKind:
-			if e.AsIdent() != VarObject || len(rev) == 0 {
-				return nil
-			}
-			path := make([]string, len(rev))
-			for i, name := range rev {
-				path[len(rev)-1-i] = name
-			}
-			return path
-		case celast.SelectKind:
-			sel := e.AsSelect()
-			if sel.IsTestOnly() {
-				return nil
-			}
-			rev = append(rev, sel.FieldName())
-			e = sel.Operand()
-		case celast.CallKind:
-			c := e.AsCall()
-			if c.FunctionName() != operators.Index || c.IsMemberFunction() || len(c.Args()) != 2 {
-				return nil
-			}
-			s, ok := stringLiteral(c.Args()[1])
-			if !ok {
-				return nil
-			}
-			rev = append(rev, s)
-			e = c.Args()[0]
-		default:
-			return nil
-		}
+	path, _, optional := optionalPath(e)
+	if optional {
+		return nil
 	}
+	return path
 }
 
 // memberOf recognizes the member a comparison reads: a plain path (strict

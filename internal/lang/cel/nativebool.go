@@ -12,21 +12,23 @@ import (
 )
 
 // nativeBool is a condition a Program evaluates without cel-go when the
-// object holds what it tests: `has()` of a member, a member compared with
+// object holds what it tests: `has()` of a member; a member compared with
 // a constant (==, !=, <, <=, >, >=: a string, an integer, a double or a
 // bool of the same type as the constant) or looked up in a list of
-// constants of its type (in), a constant key looked up in a member that
-// is a map ('team' in object.metadata.labels), and !, && and || of those. Its value and
-// cost are then cel-go's, exactly: an attribute costs one and one per
-// member selected (a has() test's last member nothing), a comparison one
-// (a string's the tenth of the shorter's code points, rounded up), !
-// one, && and || nothing, each evaluated left to right until one decides
-// (as cel-go's, which stops at the first false of an &&, the first true of
-// an ||); `in` a list of constants nothing (cel-go looks it up in a set),
-// `in` a map one.
-// Anything else (a member missing on the way, null, a value of another
-// type: an error, or cel-go's rules for mixed types) is left to cel-go,
-// which evaluates the whole condition again and says what it says.
+// constants of its type (in), the member reached by plain steps or by
+// optional ones ending in orValue(constant); a constant key looked up in
+// a member that is a map ('team' in object.metadata.labels); and !, &&
+// and || of those. Its value and cost are then cel-go's, exactly: an
+// attribute costs one and one per member selected (a has() test's last
+// member nothing, an optional step's missing member nothing, orValue
+// nothing); a comparison one (a string's the tenth of the shorter's code
+// points, rounded up); ! one; && and || nothing, each evaluated left to
+// right until one decides (as cel-go's, which stops at the first false of
+// an &&, the first true of an ||); `in` a list of constants nothing
+// (cel-go looks it up in a set), `in` a map one. Anything else (a member
+// missing on the way, null, a value of another type: an error, or cel-go's
+// rules for mixed types) is left to cel-go, which evaluates the whole
+// condition again and says what it says.
 type nativeBool struct {
 	kind     boolKind
 	path     []string // has, cmp, in, key
@@ -34,7 +36,7 @@ type nativeBool struct {
 	def      any      // cmp, in: orValue's constant, when hasDef
 	hasDef   bool
 	op       string       // cmp: the operator, the member on its left
-	constant any          // cmp: string, int64, float64 or bool
+	constant any          // cmp: string, int64, float64 or bool; in: an element (its type); key: the key
 	set      map[any]bool // in
 	kids     []*nativeBool
 	value    bool // lit
