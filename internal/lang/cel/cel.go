@@ -710,7 +710,8 @@ func (p *Program) eval(ctx context.Context, in *lang.Activation) (refVal, uint64
 		}
 	}
 	if p.nbool != nil && in != nil {
-		if v, cost, ok := p.nbool.eval(in.Object); ok && cost <= p.budget {
+		be := boolEval{in: in, budget: p.budget}
+		if v, cost, ok := p.nbool.eval(&be); ok && cost <= p.budget {
 			return types.Bool(v), cost, nil
 		}
 	}

@@ -59,79 +59,20 @@ func nativeValueOf(e celast.Expr) *nativeValue {
 // plainPath is the members e selects from object with plain steps (.f,
 // ['f']), or nil.
 func plainPath(e celast.Expr) []string {
-	path, _, optional := optionalPath(e)
-	if optional {
+	r, path, _, optional, ok := refPath(e, nil)
+	if !ok || optional || r.kind != rootObject {
 		return nil
 	}
 	return path
 }
 
-// memberOf recognizes the member a comparison reads: a plain path (strict
-// is its length), or one with optional steps (.?f, [?'f']; strict is the
-// number of plain steps before the first) ending in .orValue(d), d a
-// constant (def).
+// memberOf is memberRef of a member of the object: nil path for another.
 func memberOf(e celast.Expr) (path []string, strict int, def any, hasDef bool) {
-	if e.Kind() == celast.CallKind && e.AsCall().FunctionName() == "orValue" && e.AsCall().IsMemberFunction() && len(e.AsCall().Args()) == 1 {
-		d, ok := constantOf(e.AsCall().Args()[0])
-		if !ok {
-			return nil, 0, nil, false
-		}
-		path, strict, optional := optionalPath(e.AsCall().Target())
-		if path == nil || !optional {
-			return nil, 0, nil, false
-		}
-		return path, strict, d, true
+	r, path, strict, def, hasDef, ok := memberRef(e, nil)
+	if !ok || r.kind != rootObject {
+		return nil, 0, nil, false
 	}
-	path = plainPath(e)
-	return path, len(path), nil, false
-}
-
-// optionalPath is plainPath with optional steps too (.?f, [?'f']): the
-// members, the number of plain steps before the first optional one, and
-// whether there is one.
-func optionalPath(e celast.Expr) (path []string, strict int, optional bool) {
-	var rev []string
-	firstOpt := -1 // in rev
-	for {
-		switch e.Kind() {
-		case celast.IdentKind:
-			if e.AsIdent() != VarObject || len(rev) == 0 {
-				return nil, 0, false
-			}
-			path = make([]string, len(rev))
-			for i, name := range rev {
-				path[len(rev)-1-i] = name
-			}
-			if firstOpt < 0 {
-				return path, len(path), false
-			}
-			return path, len(rev) - 1 - firstOpt, true
-		case celast.SelectKind:
-			sel := e.AsSelect()
-			if sel.IsTestOnly() {
-				return nil, 0, false
-			}
-			rev = append(rev, sel.FieldName())
-			e = sel.Operand()
-		case celast.CallKind:
-			c := e.AsCall()
-			name := c.FunctionName()
-			if c.IsMemberFunction() || len(c.Args()) != 2 || (name != operators.Index && name != operators.OptIndex && name != operators.OptSelect) {
-				return nil, 0, false
-			}
-			s, ok := stringLiteral(c.Args()[1])
-			if !ok {
-				return nil, 0, false
-			}
-			if name != operators.Index {
-				firstOpt = len(rev)
-			}
-			rev = append(rev, s)
-			e = c.Args()[0]
-		default:
-			return nil, 0, false
-		}
-	}
+	return path, strict, def, hasDef
 }
 
 // eval is the value and cost over in, and whether it is one (false: leave

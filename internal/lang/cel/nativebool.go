@@ -9,35 +9,46 @@ import (
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/traits"
+
+	"github.com/modwright/modwright/internal/lang"
 )
 
 // nativeBool is a condition a Program evaluates without cel-go when the
-// object holds what it tests: `has()` of a member; a member compared with
-// a constant (==, !=, <, <=, >, >=: a string, an integer, a double or a
-// bool of the same type as the constant) or looked up in a list of
-// constants of its type (in), the member reached by plain steps or by
-// optional ones ending in orValue(constant); a constant key looked up in
-// a member that is a map ('team' in object.metadata.labels); and !, &&
-// and || of those. Its value and cost are then cel-go's, exactly: an
-// attribute costs one and one per member selected (a has() test's last
-// member nothing, an optional step's missing member nothing, orValue
-// nothing); a comparison one (a string's the tenth of the shorter's code
-// points, rounded up); ! one; && and || nothing, each evaluated left to
-// right until one decides (as cel-go's, which stops at the first false of
-// an &&, the first true of an ||); `in` a list of constants nothing
-// (cel-go looks it up in a set), `in` a map one. Anything else (a member
-// missing on the way, null, a value of another type: an error, or cel-go's
-// rules for mixed types) is left to cel-go, which evaluates the whole
-// condition again and says what it says.
+// values it reads hold what it tests: `has()` of a member; a member
+// compared with a constant (==, !=, <, <=, >, >=: a string, an integer, a
+// double or a bool of the same type as the constant) or looked up in a
+// list of constants of its type (in); a member that is a bool; a constant
+// key looked up in a member that is a map ('team' in
+// object.metadata.labels); all() and exists() over a member that is a
+// list; and !, && and || of those. A member is reached from the object, a
+// declared variable (variables.spec, the policy's) or an iteration
+// variable, by plain steps, or by optional ones ending in
+// orValue(constant).
+//
+// Its value and cost are then cel-go's, exactly: an attribute costs one
+// and one per member selected (a has() test's last member nothing, an
+// optional step's missing member nothing, orValue nothing); a comparison
+// one (a string's the tenth of the shorter's code points, rounded up); !
+// one; && and || nothing, each evaluated left to right until one decides
+// (as cel-go's, which stops at the first false of an &&, the first true of
+// an ||); `in` a list of constants nothing (cel-go looks it up in a set),
+// `in` a map one; all() two for its loop's condition and one for its
+// step before each element, one for its result (exists() three and one).
+// Anything else (a member missing on the way, null, a value of another
+// type: an error, or cel-go's rules for mixed types) is left to cel-go,
+// which evaluates the whole condition again and says what it says.
 type nativeBool struct {
 	kind     boolKind
-	path     []string // has, cmp, in, key
-	strict   int      // cmp, in: the plain steps of path (memberOf)
-	def      any      // cmp, in: orValue's constant, when hasDef
+	root     root     // where path starts
+	path     []string // has, cmp, in, key, val; all, exists: the range
+	strict   int      // cmp, in, val: the plain steps of path (refPath)
+	def      any      // cmp, in, val: orValue's constant, when hasDef
 	hasDef   bool
 	op       string       // cmp: the operator, the member on its left
-	constant any          // cmp: string, int64, float64 or bool; in: an element (its type); key: the key
+	constant any          // cmp: string, int64, float64 or bool; in: an element (its type); key: the key; val: false
 	set      map[any]bool // in
+	iter     string       // all, exists: the iteration variable
 	kids     []*nativeBool
 	value    bool // lit
 }
@@ -50,52 +61,75 @@ const (
 	boolCmp
 	boolIn
 	boolKey
+	boolVal
+	boolAll
+	boolExists
 	boolNot
 	boolAnd
 	boolOr
 )
 
+// root is where a member's path starts: the object, a declared variable
+// (Activation.Vars) or an iteration variable, by name.
+type root struct {
+	kind rootKind
+	name string
+}
+
+type rootKind uint8
+
+const (
+	rootObject rootKind = iota
+	rootVar
+	rootIter
+)
+
+// maxIters is the deepest nesting of comprehensions evaluated natively.
+const maxIters = 4
+
 // nativeBoolOf recognizes a nativeBool in a checked expression, or nil.
 // A bare constant is left to cel-go (it costs nothing there either).
 func nativeBoolOf(e celast.Expr) *nativeBool {
-	n := boolNode(e)
+	n := boolNode(e, nil)
 	if n == nil || n.kind == boolLit {
 		return nil
 	}
 	return n
 }
 
-func boolNode(e celast.Expr) *nativeBool {
+func boolNode(e celast.Expr, iters []string) *nativeBool {
 	switch e.Kind() {
 	case celast.LiteralKind:
 		if b, ok := e.AsLiteral().(types.Bool); ok {
 			return &nativeBool{kind: boolLit, value: bool(b)}
 		}
 		return nil
+	case celast.ComprehensionKind:
+		return comprehension(e.AsComprehension(), iters)
 	case celast.SelectKind:
-		sel := e.AsSelect()
-		if !sel.IsTestOnly() {
-			return nil
+		if sel := e.AsSelect(); sel.IsTestOnly() {
+			op := sel.Operand()
+			if op.Kind() == celast.IdentKind && op.AsIdent() == VarObject && !isIter(iters, VarObject) {
+				return &nativeBool{kind: boolHas, root: root{kind: rootObject}, path: []string{sel.FieldName()}}
+			}
+			r, path, _, optional, ok := refPath(op, iters)
+			if !ok || optional {
+				return nil
+			}
+			return &nativeBool{kind: boolHas, root: r, path: append(path, sel.FieldName())}
 		}
-		if path := plainPath(sel.Operand()); path != nil || isObject(sel.Operand()) {
-			return &nativeBool{kind: boolHas, path: append(path, sel.FieldName())}
-		}
-		return nil
-	case celast.CallKind:
-	default:
-		return nil
+	}
+	if e.Kind() != celast.CallKind || e.AsCall().IsMemberFunction() && e.AsCall().FunctionName() != "orValue" {
+		return boolMember(e, iters)
 	}
 	call := e.AsCall()
 	args := call.Args()
-	if call.IsMemberFunction() {
-		return nil
-	}
 	switch fn := call.FunctionName(); fn {
 	case operators.LogicalNot:
 		if len(args) != 1 {
 			return nil
 		}
-		if k := boolNode(args[0]); k != nil {
+		if k := boolNode(args[0], iters); k != nil {
 			return &nativeBool{kind: boolNot, kids: []*nativeBool{k}}
 		}
 	case operators.LogicalAnd, operators.LogicalOr:
@@ -104,7 +138,7 @@ func boolNode(e celast.Expr) *nativeBool {
 			n.kind = boolOr
 		}
 		for _, a := range args {
-			k := boolNode(a)
+			k := boolNode(a, iters)
 			if k == nil {
 				return nil
 			}
@@ -117,55 +151,217 @@ func boolNode(e celast.Expr) *nativeBool {
 		}
 		for i := range 2 {
 			c, ok := constantOf(args[1-i])
-			path, strict, def, hasDef := memberOf(args[i])
-			if !ok || path == nil {
+			if !ok {
+				continue
+			}
+			r, path, strict, def, hasDef, ok := memberRef(args[i], iters)
+			if !ok {
 				continue
 			}
 			op := fn
 			if i == 1 { // the constant on the left: the mirror operator
 				op = mirrored[fn]
 			}
-			return &nativeBool{kind: boolCmp, path: path, strict: strict, def: def, hasDef: hasDef, op: op, constant: c}
+			return &nativeBool{kind: boolCmp, root: r, path: path, strict: strict, def: def, hasDef: hasDef, op: op, constant: c}
 		}
 	case operators.In:
+		if len(args) != 2 {
+			return nil
+		}
 		if key, ok := stringLiteral(args[0]); ok {
 			// A key of a map: 'team' in object.metadata.labels.
-			if path := plainPath(args[1]); path != nil {
-				return &nativeBool{kind: boolKey, path: path, constant: key}
-			}
-			return nil
-		}
-		path, strict, def, hasDef := memberOf(args[0])
-		if path == nil || args[1].Kind() != celast.ListKind || len(args[1].AsList().OptionalIndices()) > 0 {
-			return nil
-		}
-		els := args[1].AsList().Elements()
-		if len(els) == 0 {
-			return nil // cel-go makes `x in []` the constant false
-		}
-		n := &nativeBool{kind: boolIn, path: path, strict: strict, def: def, hasDef: hasDef, set: make(map[any]bool, len(els))}
-		var first any
-		for i, el := range els {
-			c, ok := constantOf(el)
-			if !ok {
+			r, path, _, optional, ok := refPath(args[1], iters)
+			if !ok || optional {
 				return nil
 			}
-			switch c.(type) {
-			case string, int64:
-			default:
-				return nil
-			}
-			if i == 0 {
-				first = c
-			} else if !sameType(first, c) {
-				return nil
-			}
-			n.set[c] = true
+			return &nativeBool{kind: boolKey, root: r, path: path, constant: key}
 		}
-		n.constant = first // its type: the member's must be it
-		return n
+		return inList(args, iters)
+	case "orValue":
+		return boolMember(e, iters)
 	}
 	return nil
+}
+
+// boolMember is a member that is a bool, or nil.
+func boolMember(e celast.Expr, iters []string) *nativeBool {
+	r, path, strict, def, hasDef, ok := memberRef(e, iters)
+	if !ok {
+		return nil
+	}
+	if _, isBool := def.(bool); hasDef && !isBool {
+		return nil
+	}
+	return &nativeBool{kind: boolVal, root: r, path: path, strict: strict, def: def, hasDef: hasDef, constant: false}
+}
+
+// inList is a member looked up in a list of constants of one type.
+func inList(args []celast.Expr, iters []string) *nativeBool {
+	r, path, strict, def, hasDef, ok := memberRef(args[0], iters)
+	if !ok || args[1].Kind() != celast.ListKind || len(args[1].AsList().OptionalIndices()) > 0 {
+		return nil
+	}
+	els := args[1].AsList().Elements()
+	if len(els) == 0 {
+		return nil // cel-go makes `x in []` the constant false
+	}
+	n := &nativeBool{kind: boolIn, root: r, path: path, strict: strict, def: def, hasDef: hasDef, set: make(map[any]bool, len(els))}
+	for i, el := range els {
+		c, ok := constantOf(el)
+		if !ok {
+			return nil
+		}
+		switch c.(type) {
+		case string, int64:
+		default:
+			return nil
+		}
+		if i == 0 {
+			n.constant = c // its type: the member's must be it
+		} else if !sameType(n.constant, c) {
+			return nil
+		}
+		n.set[c] = true
+	}
+	return n
+}
+
+// comprehension is all() or exists() over a member, as the macros expand
+// them, or nil.
+func comprehension(c celast.ComprehensionExpr, iters []string) *nativeBool {
+	if c.HasIterVar2() || len(iters) == maxIters {
+		return nil
+	}
+	if c.AccuInit().Kind() != celast.LiteralKind {
+		return nil
+	}
+	init, ok := c.AccuInit().AsLiteral().(types.Bool)
+	if !ok {
+		return nil
+	}
+	kind, join := boolAll, operators.LogicalAnd
+	if !bool(init) {
+		kind, join = boolExists, operators.LogicalOr
+	}
+	accu := c.AccuVar()
+	isAccu := func(e celast.Expr) bool { return e.Kind() == celast.IdentKind && e.AsIdent() == accu }
+	// The condition: @not_strictly_false(accu) for all(),
+	// @not_strictly_false(!accu) for exists().
+	cond := c.LoopCondition()
+	if cond.Kind() != celast.CallKind || cond.AsCall().FunctionName() != operators.NotStrictlyFalse || len(cond.AsCall().Args()) != 1 {
+		return nil
+	}
+	arg := cond.AsCall().Args()[0]
+	if kind == boolExists {
+		if arg.Kind() != celast.CallKind || arg.AsCall().FunctionName() != operators.LogicalNot || len(arg.AsCall().Args()) != 1 {
+			return nil
+		}
+		arg = arg.AsCall().Args()[0]
+	}
+	step := c.LoopStep()
+	if !isAccu(arg) || !isAccu(c.Result()) || step.Kind() != celast.CallKind || step.AsCall().FunctionName() != join ||
+		len(step.AsCall().Args()) != 2 || !isAccu(step.AsCall().Args()[0]) {
+		return nil
+	}
+	r, path, _, optional, ok := refPath(c.IterRange(), iters)
+	if !ok || optional {
+		return nil
+	}
+	pred := boolNode(step.AsCall().Args()[1], append(iters[:len(iters):len(iters)], c.IterVar()))
+	if pred == nil {
+		return nil
+	}
+	return &nativeBool{kind: kind, root: r, path: path, iter: c.IterVar(), kids: []*nativeBool{pred}}
+}
+
+// memberRef recognizes the member a test reads: a path from a root by
+// plain steps (strict is its length), or with optional steps (.?f,
+// [?'f']; strict is the number of plain steps before the first) ending in
+// .orValue(d), d a constant (def).
+func memberRef(e celast.Expr, iters []string) (r root, path []string, strict int, def any, hasDef bool, ok bool) {
+	if e.Kind() == celast.CallKind && e.AsCall().FunctionName() == "orValue" && e.AsCall().IsMemberFunction() && len(e.AsCall().Args()) == 1 {
+		d, isConst := constantOf(e.AsCall().Args()[0])
+		if !isConst {
+			return root{}, nil, 0, nil, false, false
+		}
+		r, path, strict, optional, ok := refPath(e.AsCall().Target(), iters)
+		if !ok || !optional {
+			return root{}, nil, 0, nil, false, false
+		}
+		return r, path, strict, d, true, true
+	}
+	r, path, strict, optional, ok := refPath(e, iters)
+	if !ok || optional {
+		return root{}, nil, 0, nil, false, false
+	}
+	return r, path, strict, nil, false, true
+}
+
+// refPath is the root and the members e selects from it (.f, ['f'], .?f,
+// [?'f']), the number of plain steps before the first optional one, and
+// whether there is one. The object needs a member selected; a variable
+// (not the old object, self or the authorizer's) a member selected too;
+// an iteration variable none.
+func refPath(e celast.Expr, iters []string) (r root, path []string, strict int, optional, ok bool) {
+	var rev []string
+	firstOpt := -1 // in rev
+	for {
+		switch e.Kind() {
+		case celast.IdentKind:
+			name := e.AsIdent()
+			switch {
+			case isIter(iters, name):
+				r = root{kind: rootIter, name: name}
+			case name == VarObject && len(rev) > 0:
+				r = root{kind: rootObject}
+			case len(rev) > 0 && name != VarOldObject && name != VarSelf && name != VarAuthorizer && name != VarRequestResource:
+				r = root{kind: rootVar, name: name}
+			default:
+				return root{}, nil, 0, false, false
+			}
+			path = make([]string, len(rev))
+			for i, n := range rev {
+				path[len(rev)-1-i] = n
+			}
+			if firstOpt < 0 {
+				return r, path, len(path), false, true
+			}
+			return r, path, len(rev) - 1 - firstOpt, true, true
+		case celast.SelectKind:
+			sel := e.AsSelect()
+			if sel.IsTestOnly() {
+				return root{}, nil, 0, false, false
+			}
+			rev = append(rev, sel.FieldName())
+			e = sel.Operand()
+		case celast.CallKind:
+			c := e.AsCall()
+			name := c.FunctionName()
+			if c.IsMemberFunction() || len(c.Args()) != 2 || (name != operators.Index && name != operators.OptIndex && name != operators.OptSelect) {
+				return root{}, nil, 0, false, false
+			}
+			s, isStr := stringLiteral(c.Args()[1])
+			if !isStr {
+				return root{}, nil, 0, false, false
+			}
+			if name != operators.Index {
+				firstOpt = len(rev)
+			}
+			rev = append(rev, s)
+			e = c.Args()[0]
+		default:
+			return root{}, nil, 0, false, false
+		}
+	}
+}
+
+func isIter(iters []string, name string) bool {
+	for i := len(iters) - 1; i >= 0; i-- {
+		if iters[i] == name {
+			return true
+		}
+	}
+	return false
 }
 
 var mirrored = map[string]string{
@@ -173,8 +369,6 @@ var mirrored = map[string]string{
 	operators.Less: operators.Greater, operators.LessEquals: operators.GreaterEquals,
 	operators.Greater: operators.Less, operators.GreaterEquals: operators.LessEquals,
 }
-
-func isObject(e celast.Expr) bool { return e.Kind() == celast.IdentKind && e.AsIdent() == VarObject }
 
 // constantOf is a literal as the Go value a JSON tree holds for it.
 func constantOf(e celast.Expr) (any, bool) {
@@ -212,20 +406,46 @@ func sameType(a, b any) bool {
 	return false
 }
 
-// eval is the condition's value over the object and its cost, and whether
-// it is decided here (false: leave the whole condition to cel-go).
-func (n *nativeBool) eval(obj any) (bool, uint64, bool) {
+// boolEval is one native evaluation: its input and the iteration
+// variables bound.
+type boolEval struct {
+	in     *lang.Activation
+	budget uint64 // the program's cost limit: a fold past it is cel-go's
+	names  [maxIters]string
+	vals   [maxIters]any
+	n      int
+}
+
+func (be *boolEval) rootValue(r root) (any, bool) {
+	switch r.kind {
+	case rootObject:
+		return be.in.Object, true
+	case rootIter:
+		for i := be.n - 1; i >= 0; i-- {
+			if be.names[i] == r.name {
+				return be.vals[i], true
+			}
+		}
+		return nil, false
+	}
+	v, ok := be.in.Vars[r.name]
+	return v, ok
+}
+
+// eval is the condition's value and cost, and whether it is decided here
+// (false: leave the whole condition to cel-go).
+func (n *nativeBool) eval(be *boolEval) (bool, uint64, bool) {
 	switch n.kind {
 	case boolLit:
 		return n.value, 0, true
 	case boolNot:
-		v, c, ok := n.kids[0].eval(obj)
+		v, c, ok := n.kids[0].eval(be)
 		return !v, c + 1, ok
 	case boolAnd, boolOr:
 		var cost uint64
 		decides := n.kind == boolOr // an || stops at true, an && at false
 		for _, k := range n.kids {
-			v, c, ok := k.eval(obj)
+			v, c, ok := k.eval(be)
 			if !ok {
 				return false, 0, false
 			}
@@ -236,34 +456,38 @@ func (n *nativeBool) eval(obj any) (bool, uint64, bool) {
 		}
 		return !decides, cost, true
 	case boolHas:
-		parent, ok := memberAt(obj, n.path[:len(n.path)-1])
-		m, isMap := parent.(map[string]any)
+		parent, ok := be.walk(n.root, n.path[:len(n.path)-1])
+		m, isMap := asMap(parent)
 		if !ok || !isMap {
 			return false, 0, false
 		}
 		v, present := m[n.path[len(n.path)-1]]
 		// The attribute and the members before the tested one.
 		return present && v != nil, uint64(len(n.path)), true
-	}
-	if n.kind == boolKey {
-		v, ok := memberAt(obj, n.path)
-		m, isMap := v.(map[string]any)
+	case boolKey:
+		v, ok := be.walk(n.root, n.path)
+		m, isMap := asMap(v)
 		if !ok || !isMap {
 			return false, 0, false
 		}
 		// The attribute, then `in` a map: one.
 		member, present := m[n.constant.(string)]
 		return present && member != nil, uint64(2 + len(n.path)), true
+	case boolAll, boolExists:
+		return n.fold(be)
 	}
-	v, quals, ok := n.member(obj)
+	v, quals, ok := be.member(n)
 	if !ok || !sameType(v, n.constant) {
 		return false, 0, false
 	}
 	// The attribute and the members it selected (an optional step's
 	// missing member is not one; orValue costs nothing more).
 	cost := uint64(1 + quals)
-	if n.kind == boolIn {
+	switch n.kind {
+	case boolIn:
 		return n.set[v], cost, true
+	case boolVal:
+		return v.(bool), cost, true
 	}
 	switch c := n.constant.(type) {
 	case string:
@@ -287,19 +511,146 @@ func (n *nativeBool) eval(obj any) (bool, uint64, bool) {
 	return false, 0, false // an order of bools: cel-go's
 }
 
-// member is the value a comparison reads and the members selected on the
-// way: at path, or, a member from strict on missing (or null), orValue's
+// fold is all() or exists() over the list at path, as cel-go's loop runs
+// it: before each element its condition (all: two, exists: three), then
+// its step (one, and the predicate's cost), until the accumulator decides
+// (its condition is then asked once more if elements are left); then its
+// result (one).
+func (n *nativeBool) fold(be *boolEval) (bool, uint64, bool) {
+	list, ok := be.walk(n.root, n.path)
+	if !ok {
+		return false, 0, false
+	}
+	cost := uint64(1 + len(n.path))
+	condCost := uint64(2)
+	decides := false // all: false decides; exists: true
+	if n.kind == boolExists {
+		condCost, decides = 3, true
+	}
+	if be.n == maxIters {
+		return false, 0, false
+	}
+	at := be.n
+	be.names[at] = n.iter
+	be.n++
+	defer func() { be.n--; be.vals[at] = nil }()
+	size, elem, ok := listOf(list)
+	if !ok {
+		return false, 0, false
+	}
+	for i := 0; i < size; i++ {
+		if cost += condCost + 1; cost > be.budget {
+			return false, 0, false
+		}
+		be.vals[at] = elem(i)
+		v, c, ok := n.kids[0].eval(be)
+		if !ok {
+			return false, 0, false
+		}
+		cost += c
+		if v == decides {
+			if i+1 < size {
+				cost += condCost
+			}
+			return decides, cost + 1, true
+		}
+	}
+	return !decides, cost + 1, true
+}
+
+// listOf is a list's size and its elements, for a JSON list or a CEL one
+// (a variable's value).
+func listOf(v any) (int, func(int) any, bool) {
+	switch l := v.(type) {
+	case []any:
+		return len(l), func(i int) any { return l[i] }, true
+	case traits.Lister:
+		size, ok := l.Size().(types.Int)
+		if !ok {
+			return 0, nil, false
+		}
+		return int(size), func(i int) any { return l.Get(types.Int(i)) }, true
+	}
+	return 0, nil, false
+}
+
+// asMap is a JSON object, as a Go map or as the CEL value of one.
+func asMap(v any) (map[string]any, bool) {
+	switch m := v.(type) {
+	case map[string]any:
+		return m, true
+	case jsonMap:
+		return m.m, true
+	}
+	return nil, false
+}
+
+// scalar is a CEL value as the Go value of a JSON tree (a map, a list
+// and anything else stay as they are).
+func scalar(v any) any {
+	switch s := v.(type) {
+	case types.String:
+		return string(s)
+	case types.Int:
+		return int64(s)
+	case types.Double:
+		return float64(s)
+	case types.Bool:
+		return bool(s)
+	}
+	return v
+}
+
+// step is obj's member name, and whether it is there and not null; false
+// ok where cel-go fails (obj is not an object, a variable's member that is
+// null or failed).
+func step(obj any, name string) (v any, present bool, ok bool) {
+	if lz, isLazy := obj.(lang.Lazy); isLazy {
+		v, there, err := lz.Member(name)
+		if err != nil || (there && v == nil) {
+			return nil, false, false
+		}
+		return v, there, true
+	}
+	m, isMap := asMap(obj)
+	if !isMap {
+		return nil, false, false
+	}
+	v, present = m[name]
+	return v, present && v != nil, true
+}
+
+// walk is the value at path from r, every member there and not null.
+func (be *boolEval) walk(r root, path []string) (any, bool) {
+	v, ok := be.rootValue(r)
+	if !ok {
+		return nil, false
+	}
+	for _, name := range path {
+		next, present, ok := step(v, name)
+		if !ok || !present {
+			return nil, false
+		}
+		v = next
+	}
+	return scalar(v), true
+}
+
+// member is the value a test reads and the members selected on the way:
+// at path, or, a member from strict on missing (or null), orValue's
 // constant; false where cel-go fails (a plain step's member missing, a
 // path through what is not an object).
-func (n *nativeBool) member(obj any) (any, int, bool) {
-	v := obj
+func (be *boolEval) member(n *nativeBool) (any, int, bool) {
+	v, ok := be.rootValue(n.root)
+	if !ok {
+		return nil, 0, false
+	}
 	for i, name := range n.path {
-		m, ok := v.(map[string]any)
+		next, present, ok := step(v, name)
 		if !ok {
 			return nil, 0, false
 		}
-		next, present := m[name]
-		if !present || next == nil {
+		if !present {
 			if i < n.strict || !n.hasDef {
 				return nil, 0, false
 			}
@@ -307,23 +658,7 @@ func (n *nativeBool) member(obj any) (any, int, bool) {
 		}
 		v = next
 	}
-	return v, len(n.path), true
-}
-
-// memberAt is the value at path from obj through objects, and whether
-// every member on the way is there (a null or a missing one is not).
-func memberAt(obj any, path []string) (any, bool) {
-	v := obj
-	for _, name := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if v, ok = m[name]; !ok || v == nil {
-			return nil, false
-		}
-	}
-	return v, true
+	return scalar(v), len(n.path), true
 }
 
 func compare(op string, c int) bool {

@@ -144,7 +144,7 @@ func TestNativeBool(t *testing.T) {
 				in.Object = full(0)
 			}
 			total++
-			if _, _, ok := p.nbool.eval(in.Object); ok {
+			if _, _, ok := p.nbool.eval(&boolEval{in: in, budget: p.budget}); ok {
 				native++
 			}
 			got, gotCost, gotErr := p.eval(context.Background(), in)
