@@ -19,7 +19,8 @@ import (
 // attribute costs one and one per member selected, a string's + the
 // tenth of the code points joined, rounded up: cel-go's runtime cost);
 // anything else (a member missing, null, a value of another type, a
-// cost over the budget) is left to cel-go, which says what it says.
+// cost over the budget, a result over MaxOutput) is left to cel-go, which
+// says what it says.
 type nativeValue struct {
 	path           []string
 	prefix, suffix string // the constant joined before or after, if any
@@ -98,6 +99,9 @@ func (n *nativeValue) eval(in *lang.Activation, budget uint64) (refVal, uint64, 
 	// The attribute: one for the variable, one for each member.
 	cost := uint64(1 + len(n.path))
 	if n.concat {
+		if len(s)+len(n.prefix)+len(n.suffix) > MaxOutput {
+			return nil, 0, false // cel-go's + refuses it (guardAdd)
+		}
 		cost += uint64(math.Ceil(float64(utf8.RuneCountInString(s)+n.litRunes) * common.StringTraversalCostFactor))
 		s = n.prefix + s + n.suffix
 	}

@@ -107,3 +107,21 @@ func TestNativeValue(t *testing.T) {
 		})
 	}
 }
+
+// TestNativeValueBound: a string joined past MaxOutput is cel-go's, which
+// refuses it (guardAdd), whatever the budget.
+func TestNativeValueBound(t *testing.T) {
+	e := env()
+	e.Limits.MaxWork = 1 << 40
+	p, ds := Language{}.CompileExpr(e, `object.metadata.name + '-n'`)
+	if ds != nil {
+		t.Fatal(ds)
+	}
+	in := &lang.Activation{Object: map[string]any{"metadata": map[string]any{"name": strings.Repeat("𝄞", MaxOutput/4)}}}
+	if _, _, ok := p.native.eval(in, p.budget); ok {
+		t.Error("evaluated without cel-go past MaxOutput")
+	}
+	if _, _, err := p.eval(context.Background(), in); err == nil {
+		t.Error("a string joined past MaxOutput: no error")
+	}
+}
