@@ -3,6 +3,7 @@ package cel
 import (
 	"cmp"
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/common"
@@ -18,7 +19,9 @@ import (
 // values it reads hold what it tests: `has()` of a member; a member
 // compared with a constant (==, !=, <, <=, >, >=: a string, an integer, a
 // double or a bool of the same type as the constant) or looked up in a
-// list of constants of its type (in); a member that is a bool; a constant
+// list of constants of its type (in); a member that is a string tested
+// with startsWith, endsWith or contains and a constant; a member that is
+// a bool; a constant
 // key looked up in a member that is a map ('team' in
 // object.metadata.labels); all() and exists() over a member that is a
 // list; and !, && and || of those. A member is reached from the object, a
@@ -33,7 +36,9 @@ import (
 // one; && and || nothing, each evaluated left to right until one decides
 // (as cel-go's, which stops at the first false of an &&, the first true of
 // an ||); `in` a list of constants nothing (cel-go looks it up in a set),
-// `in` a map one; all() two for its loop's condition and one for its
+// `in` a map one; startsWith and endsWith the tenth of the constant's
+// code points, contains the product of the tenths of both; all() two for
+// its loop's condition and one for its
 // step before each element, one for its result (exists() three and one).
 // Anything else (a member missing on the way, null, a value of another
 // type: an error, or cel-go's rules for mixed types) is left to cel-go,
@@ -62,6 +67,7 @@ const (
 	boolIn
 	boolKey
 	boolVal
+	boolStr
 	boolAll
 	boolExists
 	boolNot
@@ -118,6 +124,9 @@ func boolNode(e celast.Expr, iters []string) *nativeBool {
 			}
 			return &nativeBool{kind: boolHas, root: r, path: append(path, sel.FieldName())}
 		}
+	}
+	if e.Kind() == celast.CallKind && e.AsCall().IsMemberFunction() && stringTests[e.AsCall().FunctionName()] {
+		return stringTest(e.AsCall(), iters)
 	}
 	if e.Kind() != celast.CallKind || e.AsCall().IsMemberFunction() && e.AsCall().FunctionName() != "orValue" {
 		return boolMember(e, iters)
@@ -181,6 +190,26 @@ func boolNode(e celast.Expr, iters []string) *nativeBool {
 		return boolMember(e, iters)
 	}
 	return nil
+}
+
+// stringTests are the string functions a nativeBool evaluates.
+var stringTests = map[string]bool{"startsWith": true, "endsWith": true, "contains": true}
+
+// stringTest is member.startsWith('c') (endsWith, contains) on a member
+// reached by plain steps, or nil.
+func stringTest(c celast.CallExpr, iters []string) *nativeBool {
+	if len(c.Args()) != 1 {
+		return nil
+	}
+	arg, ok := stringLiteral(c.Args()[0])
+	if !ok {
+		return nil
+	}
+	r, path, strict, def, hasDef, ok := memberRef(c.Target(), iters)
+	if !ok {
+		return nil
+	}
+	return &nativeBool{kind: boolStr, root: r, path: path, strict: strict, def: def, hasDef: hasDef, op: c.FunctionName(), constant: arg}
 }
 
 // boolMember is a member that is a bool, or nil.
@@ -488,6 +517,8 @@ func (n *nativeBool) eval(be *boolEval) (bool, uint64, bool) {
 		return n.set[v], cost, true
 	case boolVal:
 		return v.(bool), cost, true
+	case boolStr:
+		return stringFn(n.op, v.(string), n.constant.(string), cost)
 	}
 	switch c := n.constant.(type) {
 	case string:
@@ -659,6 +690,22 @@ func (be *boolEval) member(n *nativeBool) (any, int, bool) {
 		v = next
 	}
 	return scalar(v), len(n.path), true
+}
+
+// stringFn is a string function's value and cel-go's cost for it (after
+// cost, the attribute's): startsWith and endsWith the tenth of the
+// argument's code points, contains the product of the tenths of both.
+func stringFn(fn, s, arg string, cost uint64) (bool, uint64, bool) {
+	tenth := func(s string) uint64 {
+		return uint64(math.Ceil(float64(utf8.RuneCountInString(s)) * common.StringTraversalCostFactor))
+	}
+	switch fn {
+	case "startsWith":
+		return strings.HasPrefix(s, arg), cost + tenth(arg), true
+	case "endsWith":
+		return strings.HasSuffix(s, arg), cost + tenth(arg), true
+	}
+	return strings.Contains(s, arg), cost + tenth(s)*tenth(arg), true
 }
 
 func compare(op string, c int) bool {

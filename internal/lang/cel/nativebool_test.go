@@ -79,6 +79,13 @@ func TestNativeBool(t *testing.T) {
 			}
 			return path() + " in [1, 3, -2]"
 		case 4:
+			if rnd.IntN(3) == 0 {
+				member := path()
+				if rnd.IntN(3) == 0 {
+					member = optional()
+				}
+				return member + "." + []string{"startsWith", "endsWith", "contains"}[rnd.IntN(3)] + "(" + []string{`'x'`, `''`, `'é€'`, `'` + strings.Repeat("z", 25) + `'`}[rnd.IntN(4)] + ")"
+			}
 			return "!(" + cond(depth+1) + ")"
 		case 5, 6:
 			return "(" + cond(depth+1) + " && " + cond(depth+1) + ")"

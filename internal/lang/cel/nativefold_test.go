@@ -46,6 +46,9 @@ func TestNativeFold(t *testing.T) {
 		case 9:
 			return "!(" + pred(v, depth) + ")"
 		case 10:
+			if rnd.IntN(2) == 0 {
+				return v + ".a." + pick("startsWith('a')", "endsWith('b')", "contains('é')")
+			}
 			return v + ".a.size() > 1" // not native: cel-go evaluates the whole
 		}
 		return pred(v, depth) + " || " + pred(v, depth)
