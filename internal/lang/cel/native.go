@@ -82,18 +82,10 @@ func (n *nativeValue) eval(in *lang.Activation, budget uint64) (refVal, uint64, 
 	if in == nil {
 		return nil, 0, false
 	}
-	v := in.Object
-	for _, name := range n.path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, 0, false
-		}
-		if v, ok = m[name]; !ok {
-			return nil, 0, false
-		}
-	}
-	s, ok := v.(string)
-	if !ok {
+	be := boolEval{in: in}
+	v, ok := be.walk(root{kind: rootObject}, n.path)
+	s, isStr := v.(string)
+	if !ok || !isStr {
 		return nil, 0, false
 	}
 	// The attribute: one for the variable, one for each member.

@@ -565,15 +565,16 @@ func (n *nativeBool) fold(be *boolEval) (bool, uint64, bool) {
 	be.names[at] = n.iter
 	be.n++
 	defer func() { be.n--; be.vals[at] = nil }()
-	size, elem, ok := listOf(list)
+	l, ok := listOf(list)
 	if !ok {
 		return false, 0, false
 	}
+	size := l.size()
 	for i := 0; i < size; i++ {
 		if cost += condCost + 1; cost > be.budget {
 			return false, 0, false
 		}
-		be.vals[at] = elem(i)
+		be.vals[at] = l.at(i)
 		v, c, ok := n.kids[0].eval(be)
 		if !ok {
 			return false, 0, false
@@ -589,20 +590,31 @@ func (n *nativeBool) fold(be *boolEval) (bool, uint64, bool) {
 	return !decides, cost + 1, true
 }
 
-// listOf is a list's size and its elements, for a JSON list or a CEL one
-// (a variable's value).
-func listOf(v any) (int, func(int) any, bool) {
+// elems are a JSON list's or a CEL one's (a variable's value).
+type elems struct {
+	json []any
+	cel  traits.Lister
+	n    int
+}
+
+func listOf(v any) (elems, bool) {
 	switch l := v.(type) {
 	case []any:
-		return len(l), func(i int) any { return l[i] }, true
+		return elems{json: l, n: len(l)}, true
 	case traits.Lister:
-		size, ok := l.Size().(types.Int)
-		if !ok {
-			return 0, nil, false
-		}
-		return int(size), func(i int) any { return l.Get(types.Int(i)) }, true
+		n, ok := l.Size().(types.Int)
+		return elems{cel: l, n: int(n)}, ok
 	}
-	return 0, nil, false
+	return elems{}, false
+}
+
+func (l elems) size() int { return l.n }
+
+func (l elems) at(i int) any {
+	if l.cel != nil {
+		return l.cel.Get(types.Int(i))
+	}
+	return l.json[i]
 }
 
 // asMap is a JSON object, as a Go map or as the CEL value of one.
@@ -653,43 +665,38 @@ func step(obj any, name string) (v any, present bool, ok bool) {
 
 // walk is the value at path from r, every member there and not null.
 func (be *boolEval) walk(r root, path []string) (any, bool) {
-	v, ok := be.rootValue(r)
-	if !ok {
-		return nil, false
-	}
-	for _, name := range path {
-		next, present, ok := step(v, name)
-		if !ok || !present {
-			return nil, false
-		}
-		v = next
-	}
-	return scalar(v), true
+	v, _, ok := be.reach(r, path, len(path), nil, false)
+	return v, ok
 }
 
-// member is the value a test reads and the members selected on the way:
-// at path, or, a member from strict on missing (or null), orValue's
-// constant; false where cel-go fails (a plain step's member missing, a
-// path through what is not an object).
+// member is the value a test reads and the members selected on the way.
 func (be *boolEval) member(n *nativeBool) (any, int, bool) {
-	v, ok := be.rootValue(n.root)
+	return be.reach(n.root, n.path, n.strict, n.def, n.hasDef)
+}
+
+// reach is the value at path from r and the members selected on the way;
+// a member from strict on missing (or null) gives def when hasDef
+// (orValue's constant); false where cel-go fails (a member before strict
+// missing, a path through what is not an object).
+func (be *boolEval) reach(r root, path []string, strict int, def any, hasDef bool) (any, int, bool) {
+	v, ok := be.rootValue(r)
 	if !ok {
 		return nil, 0, false
 	}
-	for i, name := range n.path {
+	for i, name := range path {
 		next, present, ok := step(v, name)
 		if !ok {
 			return nil, 0, false
 		}
 		if !present {
-			if i < n.strict || !n.hasDef {
+			if i < strict || !hasDef {
 				return nil, 0, false
 			}
-			return n.def, i, true
+			return def, i, true
 		}
 		v = next
 	}
-	return scalar(v), len(n.path), true
+	return scalar(v), len(path), true
 }
 
 // stringFn is a string function's value and cel-go's cost for it (after
