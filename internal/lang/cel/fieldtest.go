@@ -71,14 +71,14 @@ func fieldTest(e celast.Expr) *FieldTest {
 	}
 	// An orValue's default is a constant that is none of the values (a
 	// missing member then makes the condition false).
-	path, strict, def, hasDef := memberOf(subject)
-	if path == nil {
+	m, ok := memberOf(subject)
+	if !ok {
 		return nil
 	}
-	if d, ok := def.(string); ok && hasDef && slices.Contains(values, d) {
+	if d, ok := m.def.(string); ok && slices.Contains(values, d) {
 		return nil
 	}
-	return &FieldTest{Path: path, Values: values, Strict: strict}
+	return &FieldTest{Path: m.path, Values: values, Strict: m.strict}
 }
 
 func stringLiteral(e celast.Expr) (string, bool) {

@@ -67,13 +67,10 @@ func plainPath(e celast.Expr) []string {
 	return path
 }
 
-// memberOf is memberRef of a member of the object: nil path for another.
-func memberOf(e celast.Expr) (path []string, strict int, def any, hasDef bool) {
-	r, path, strict, def, hasDef, ok := memberRef(e, nil)
-	if !ok || r.kind != rootObject {
-		return nil, 0, nil, false
-	}
-	return path, strict, def, hasDef
+// memberOf is memberRef of a member of the object.
+func memberOf(e celast.Expr) (member, bool) {
+	m, ok := memberRef(e, nil)
+	return m, ok && m.root.kind == rootObject
 }
 
 // eval is the value and cost over in, and whether it is one (false: leave

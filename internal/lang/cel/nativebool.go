@@ -44,12 +44,10 @@ import (
 // type: an error, or cel-go's rules for mixed types) is left to cel-go,
 // which evaluates the whole condition again and says what it says.
 type nativeBool struct {
-	kind     boolKind
-	root     root     // where path starts
-	path     []string // has, cmp, in, key, val; all, exists: the range
-	strict   int      // cmp, in, val: the plain steps of path (refPath)
-	def      any      // cmp, in, val: orValue's constant, when hasDef
-	hasDef   bool
+	kind boolKind
+	// member is what the test reads: has, cmp, in, key, val, str; all,
+	// exists: the range (a default only where memberRef gives one).
+	member
 	op       string       // cmp: the operator, the member on its left
 	constant any          // cmp: string, int64, float64 or bool; in: an element (its type); key: the key; val: false
 	set      map[any]bool // in
@@ -74,6 +72,17 @@ const (
 	boolAnd
 	boolOr
 )
+
+// member is where a test reads: path from root, of which the first strict
+// steps are plain (a member missing there is cel-go's error); the others
+// are optional, a missing member giving def (orValue's constant; nil:
+// none, the member must be there).
+type member struct {
+	root   root
+	path   []string
+	strict int
+	def    any
+}
 
 // root is where a member's path starts: the object, a declared variable
 // (Activation.Vars) or an iteration variable, by name.
@@ -116,13 +125,13 @@ func boolNode(e celast.Expr, iters []string) *nativeBool {
 		if sel := e.AsSelect(); sel.IsTestOnly() {
 			op := sel.Operand()
 			if op.Kind() == celast.IdentKind && op.AsIdent() == VarObject && !isIter(iters, VarObject) {
-				return &nativeBool{kind: boolHas, root: root{kind: rootObject}, path: []string{sel.FieldName()}}
+				return &nativeBool{kind: boolHas, member: member{root: root{kind: rootObject}, path: []string{sel.FieldName()}}}
 			}
 			r, path, _, optional, ok := refPath(op, iters)
 			if !ok || optional {
 				return nil
 			}
-			return &nativeBool{kind: boolHas, root: r, path: append(path, sel.FieldName())}
+			return &nativeBool{kind: boolHas, member: member{root: r, path: append(path, sel.FieldName())}}
 		}
 	}
 	if e.Kind() == celast.CallKind && e.AsCall().IsMemberFunction() && stringTests[e.AsCall().FunctionName()] {
@@ -163,7 +172,7 @@ func boolNode(e celast.Expr, iters []string) *nativeBool {
 			if !ok {
 				continue
 			}
-			r, path, strict, def, hasDef, ok := memberRef(args[i], iters)
+			m, ok := memberRef(args[i], iters)
 			if !ok {
 				continue
 			}
@@ -171,7 +180,7 @@ func boolNode(e celast.Expr, iters []string) *nativeBool {
 			if i == 1 { // the constant on the left: the mirror operator
 				op = mirrored[fn]
 			}
-			return &nativeBool{kind: boolCmp, root: r, path: path, strict: strict, def: def, hasDef: hasDef, op: op, constant: c}
+			return &nativeBool{kind: boolCmp, member: m, op: op, constant: c}
 		}
 	case operators.In:
 		if len(args) != 2 {
@@ -183,7 +192,7 @@ func boolNode(e celast.Expr, iters []string) *nativeBool {
 			if !ok || optional {
 				return nil
 			}
-			return &nativeBool{kind: boolKey, root: r, path: path, constant: key}
+			return &nativeBool{kind: boolKey, member: member{root: r, path: path}, constant: key}
 		}
 		return inList(args, iters)
 	case "orValue":
@@ -205,28 +214,28 @@ func stringTest(c celast.CallExpr, iters []string) *nativeBool {
 	if !ok {
 		return nil
 	}
-	r, path, strict, def, hasDef, ok := memberRef(c.Target(), iters)
+	m, ok := memberRef(c.Target(), iters)
 	if !ok {
 		return nil
 	}
-	return &nativeBool{kind: boolStr, root: r, path: path, strict: strict, def: def, hasDef: hasDef, op: c.FunctionName(), constant: arg}
+	return &nativeBool{kind: boolStr, member: m, op: c.FunctionName(), constant: arg}
 }
 
 // boolMember is a member that is a bool, or nil.
 func boolMember(e celast.Expr, iters []string) *nativeBool {
-	r, path, strict, def, hasDef, ok := memberRef(e, iters)
+	m, ok := memberRef(e, iters)
 	if !ok {
 		return nil
 	}
-	if _, isBool := def.(bool); hasDef && !isBool {
+	if _, isBool := m.def.(bool); m.def != nil && !isBool {
 		return nil
 	}
-	return &nativeBool{kind: boolVal, root: r, path: path, strict: strict, def: def, hasDef: hasDef, constant: false}
+	return &nativeBool{kind: boolVal, member: m, constant: false}
 }
 
 // inList is a member looked up in a list of constants of one type.
 func inList(args []celast.Expr, iters []string) *nativeBool {
-	r, path, strict, def, hasDef, ok := memberRef(args[0], iters)
+	m, ok := memberRef(args[0], iters)
 	if !ok || args[1].Kind() != celast.ListKind || len(args[1].AsList().OptionalIndices()) > 0 {
 		return nil
 	}
@@ -234,7 +243,7 @@ func inList(args []celast.Expr, iters []string) *nativeBool {
 	if len(els) == 0 {
 		return nil // cel-go makes `x in []` the constant false
 	}
-	n := &nativeBool{kind: boolIn, root: r, path: path, strict: strict, def: def, hasDef: hasDef, set: make(map[any]bool, len(els))}
+	n := &nativeBool{kind: boolIn, member: m, set: make(map[any]bool, len(els))}
 	for i, el := range els {
 		c, ok := constantOf(el)
 		if !ok {
@@ -300,30 +309,27 @@ func comprehension(c celast.ComprehensionExpr, iters []string) *nativeBool {
 	if pred == nil {
 		return nil
 	}
-	return &nativeBool{kind: kind, root: r, path: path, iter: c.IterVar(), kids: []*nativeBool{pred}}
+	return &nativeBool{kind: kind, member: member{root: r, path: path}, iter: c.IterVar(), kids: []*nativeBool{pred}}
 }
 
 // memberRef recognizes the member a test reads: a path from a root by
 // plain steps (strict is its length), or with optional steps (.?f,
 // [?'f']; strict is the number of plain steps before the first) ending in
 // .orValue(d), d a constant (def).
-func memberRef(e celast.Expr, iters []string) (r root, path []string, strict int, def any, hasDef bool, ok bool) {
+func memberRef(e celast.Expr, iters []string) (member, bool) {
+	var def any
 	if e.Kind() == celast.CallKind && e.AsCall().FunctionName() == "orValue" && e.AsCall().IsMemberFunction() && len(e.AsCall().Args()) == 1 {
 		d, isConst := constantOf(e.AsCall().Args()[0])
 		if !isConst {
-			return root{}, nil, 0, nil, false, false
+			return member{}, false
 		}
-		r, path, strict, optional, ok := refPath(e.AsCall().Target(), iters)
-		if !ok || !optional {
-			return root{}, nil, 0, nil, false, false
-		}
-		return r, path, strict, d, true, true
+		def, e = d, e.AsCall().Target()
 	}
 	r, path, strict, optional, ok := refPath(e, iters)
-	if !ok || optional {
-		return root{}, nil, 0, nil, false, false
+	if !ok || optional != (def != nil) {
+		return member{}, false
 	}
-	return r, path, strict, nil, false, true
+	return member{root: r, path: path, strict: strict, def: def}, true
 }
 
 // refPath is the root and the members e selects from it (.f, ['f'], .?f,
@@ -505,7 +511,7 @@ func (n *nativeBool) eval(be *boolEval) (bool, uint64, bool) {
 	case boolAll, boolExists:
 		return n.fold(be)
 	}
-	v, quals, ok := be.member(n)
+	v, quals, ok := be.reach(n.member)
 	if !ok || !sameType(v, n.constant) {
 		return false, 0, false
 	}
@@ -523,7 +529,8 @@ func (n *nativeBool) eval(be *boolEval) (bool, uint64, bool) {
 	switch c := n.constant.(type) {
 	case string:
 		s := v.(string)
-		size := min(utf8.RuneCountInString(s), utf8.RuneCountInString(c))
+		// The shorter's code points: s counted no further than c's.
+		size := runesUpTo(s, utf8.RuneCountInString(c))
 		cost += uint64(math.Ceil(float64(size) * common.StringTraversalCostFactor))
 		return compare(n.op, cmp.Compare(s, c)), cost, true
 	case int64:
@@ -665,38 +672,33 @@ func step(obj any, name string) (v any, present bool, ok bool) {
 
 // walk is the value at path from r, every member there and not null.
 func (be *boolEval) walk(r root, path []string) (any, bool) {
-	v, _, ok := be.reach(r, path, len(path), nil, false)
+	v, _, ok := be.reach(member{root: r, path: path, strict: len(path)})
 	return v, ok
 }
 
-// member is the value a test reads and the members selected on the way.
-func (be *boolEval) member(n *nativeBool) (any, int, bool) {
-	return be.reach(n.root, n.path, n.strict, n.def, n.hasDef)
-}
-
-// reach is the value at path from r and the members selected on the way;
-// a member from strict on missing (or null) gives def when hasDef
-// (orValue's constant); false where cel-go fails (a member before strict
-// missing, a path through what is not an object).
-func (be *boolEval) reach(r root, path []string, strict int, def any, hasDef bool) (any, int, bool) {
-	v, ok := be.rootValue(r)
+// reach is the value m reads and the members selected on the way; a
+// member from m.strict on missing (or null) gives m.def when there is one;
+// false where cel-go fails (a member before strict missing, a path
+// through what is not an object).
+func (be *boolEval) reach(m member) (any, int, bool) {
+	v, ok := be.rootValue(m.root)
 	if !ok {
 		return nil, 0, false
 	}
-	for i, name := range path {
+	for i, name := range m.path {
 		next, present, ok := step(v, name)
 		if !ok {
 			return nil, 0, false
 		}
 		if !present {
-			if i < strict || !hasDef {
+			if i < m.strict || m.def == nil {
 				return nil, 0, false
 			}
-			return def, i, true
+			return m.def, i, true
 		}
 		v = next
 	}
-	return scalar(v), len(path), true
+	return scalar(v), len(m.path), true
 }
 
 // stringFn is a string function's value and cel-go's cost for it (after
@@ -713,6 +715,18 @@ func stringFn(fn, s, arg string, cost uint64) (bool, uint64, bool) {
 		return strings.HasSuffix(s, arg), cost + tenth(arg), true
 	}
 	return strings.Contains(s, arg), cost + tenth(s)*tenth(arg), true
+}
+
+// runesUpTo is the number of code points of s, at most limit.
+func runesUpTo(s string, limit int) int {
+	n := 0
+	for range s {
+		if n == limit {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 func compare(op string, c int) bool {
