@@ -1,13 +1,9 @@
 package cel
 
 import (
-	"context"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"github.com/google/cel-go/common/types"
 
 	"github.com/modwright/modwright/internal/lang"
 )
@@ -154,10 +150,8 @@ func TestNativeBool(t *testing.T) {
 			if _, _, ok := p.nbool.eval(&boolEval{in: in, budget: p.budget}); ok {
 				native++
 			}
-			got, gotCost, gotErr := p.eval(context.Background(), in)
-			want, wantCost, wantErr := p.evalCEL(context.Background(), in)
-			if (gotErr != nil) != (wantErr != nil) || gotCost != wantCost || (wantErr == nil && got.Equal(want) != types.True) {
-				t.Fatalf("%s over %s: got %v, cost %d, %v; cel-go %v, cost %d, %v", src, fmt.Sprint(in.Object), got, gotCost, gotErr, want, wantCost, wantErr)
+			if err := sameAsCEL(p, in); err != nil {
+				t.Fatalf("%s over %v: %v", src, in.Object, err)
 			}
 		}
 	}

@@ -1,12 +1,9 @@
 package cel
 
 import (
-	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"github.com/google/cel-go/common/types"
 
 	"github.com/modwright/modwright/internal/lang"
 )
@@ -105,10 +102,8 @@ func TestNativeFold(t *testing.T) {
 					native++
 				}
 			}
-			got, gotCost, gotErr := p.eval(context.Background(), in)
-			want, wantCost, wantErr := p.evalCEL(context.Background(), in)
-			if (gotErr != nil) != (wantErr != nil) || gotCost != wantCost || (wantErr == nil && got.Equal(want) != types.True) {
-				t.Fatalf("%s over %v (variables %v, as CEL values %v): got %v, cost %d, %v; cel-go %v, cost %d, %v", src, obj, vars, asCEL, got, gotCost, gotErr, want, wantCost, wantErr)
+			if err := sameAsCEL(p, in); err != nil {
+				t.Fatalf("%s over %v (variables %v, as CEL values %v): %v", src, obj, vars, asCEL, err)
 			}
 		}
 	}
