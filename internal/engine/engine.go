@@ -131,13 +131,21 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		obj, raw = req.OldObject, req.OldObjectJSON
 	}
 	kind := req.Kind.Kind
+	// From JSON text, the object is decoded without its
+	// metadata.managedFields, which no rule sees (prepare) and no patch
+	// touches (finish): as much text as the rest of an object again,
+	// often, and hundreds of small objects. The Decision keeps their text.
+	var managed []byte
 	decode := func() error {
 		if obj != nil || raw == nil {
 			return nil
 		}
-		v, err := decodeObject(raw)
-		obj = v
-		return err
+		v, mf, err := value.DecodeOmitting(raw, managedFieldsPath...)
+		if err != nil {
+			return fmt.Errorf("%w: object: %v", ErrInvalidRequest, err)
+		}
+		obj, managed = v, mf
+		return nil
 	}
 	if kind == "" && !req.Payload {
 		if err := decode(); err != nil {
@@ -160,7 +168,7 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		if obj == nil {
 			return &Decision{ObjectJSON: raw}, nil
 		}
-		return &Decision{Object: obj}, nil
+		return &Decision{Object: obj, ManagedFieldsJSON: managed}, nil
 	}
 	if err := decode(); err != nil {
 		return nil, err
@@ -181,7 +189,7 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		kind:       kind,
 		original:   root,
 		candidates: candidates,
-		d:          &Decision{},
+		d:          &Decision{ManagedFieldsJSON: managed},
 		values:     s.values,
 		text:       s.text,
 		docs:       s,

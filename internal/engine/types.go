@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -328,10 +329,12 @@ type Decision struct {
 	// Object is the object after every applied rule: the input itself (not a
 	// copy) when nothing changed. It shares every subtree the rules did not
 	// touch with the input (and may share values with the rules), so treat
-	// it as read-only. It is nil when the request gave the object only as
-	// JSON text and no rule could apply: Evaluate does not decode what no
-	// rule reads (the webhook reads only Patch), and leaves that text in
-	// ObjectJSON. DecodeObject returns the object in every case.
+	// it as read-only. When the request gave the object only as JSON text,
+	// Evaluate does not decode what no rule reads (the webhook reads only
+	// Patch): Object is nil when no rule could apply, that text left in
+	// ObjectJSON, and otherwise lacks the object's metadata.managedFields
+	// (which rules never see and Patch never touches). DecodeObject returns
+	// the whole object in every case.
 	Object any
 	// Patch turns the input object into Object (RFC 6902).
 	Patch []patch.Operation
@@ -360,6 +363,10 @@ type Decision struct {
 	// ObjectJSON is the request's JSON text of the object when Evaluate
 	// left it undecoded (Object is then nil); nil otherwise.
 	ObjectJSON []byte
+	// ManagedFieldsJSON is the request's JSON text of the object's
+	// metadata.managedFields when Object was decoded without them; nil
+	// otherwise.
+	ManagedFieldsJSON []byte
 }
 
 // Allowed reports whether no rule rejected the object.
@@ -438,20 +445,37 @@ func (d *Decision) DenialMessage() string {
 	return b.String()
 }
 
-// DecodeObject returns Object, after decoding ObjectJSON into it when
+// DecodeObject returns Object whole: after decoding ObjectJSON into it when
 // Evaluate left the object undecoded (given as JSON text, and no rule could
-// apply). The error wraps ErrInvalidRequest when that text is not JSON.
-// Like the rest of the Decision, it is not safe for concurrent use.
+// apply), or the metadata.managedFields it was decoded without back in it
+// (where the result's metadata is an object, as Evaluate restores them).
+// The error wraps ErrInvalidRequest when that text is not JSON. Like the
+// rest of the Decision, it is not safe for concurrent use.
 func (d *Decision) DecodeObject() (any, error) {
-	if d.Object != nil || d.ObjectJSON == nil {
-		return d.Object, nil
+	if d.Object == nil && d.ObjectJSON != nil {
+		v, err := decodeObject(d.ObjectJSON)
+		if err != nil {
+			return nil, err
+		}
+		d.Object, d.ObjectJSON = v, nil
 	}
-	v, err := decodeObject(d.ObjectJSON)
-	if err != nil {
-		return nil, err
+	if d.ManagedFieldsJSON != nil {
+		mf, err := decodeObject(d.ManagedFieldsJSON) // checked by Evaluate
+		if err != nil {
+			return nil, err
+		}
+		d.ManagedFieldsJSON = nil
+		root, _ := d.Object.(map[string]any)
+		if md, ok := root["metadata"].(map[string]any); ok {
+			// Copies: Object shares its containers with the input.
+			md = maps.Clone(md)
+			md["managedFields"] = mf
+			root = maps.Clone(root)
+			root["metadata"] = md
+			d.Object = root
+		}
 	}
-	d.Object, d.ObjectJSON = v, nil
-	return v, nil
+	return d.Object, nil
 }
 
 // Rejection is one rule that rejected the object.

@@ -47,6 +47,28 @@ func Decode(data []byte) (any, error) {
 	return v, nil
 }
 
+// DecodeOmitting is Decode, except that the member at path (keys of nested
+// objects from the root, as "metadata", "managedFields") is checked but not
+// decoded: the tree lacks it, and omitted is its text, a slice of data (nil
+// when there is none; of the one the tree would hold when keys repeat).
+// What nothing reads need not cost its decoding.
+func DecodeOmitting(data []byte, path ...string) (v any, omitted []byte, err error) {
+	if len(path) == 0 {
+		v, err = Decode(data)
+		return v, nil, err
+	}
+	d := decoder{data: data, omit: path, on: 1}
+	i := skipSpace(data, 0)
+	v, i = d.value(i)
+	if i < 0 {
+		return nil, nil, d.err
+	}
+	if i = skipSpace(data, i); i < len(data) {
+		return nil, nil, d.invalid(i, "after top-level value")
+	}
+	return v, d.omitted, nil
+}
+
 // decoder is the state of one parse. Methods that parse take the offset of
 // the first byte of what they parse and return the offset just past it, or
 // -1 after recording an error in err.
@@ -54,6 +76,11 @@ type decoder struct {
 	data  []byte
 	depth int
 	err   *SyntaxError
+	// omit is DecodeOmitting's path, on 1 + how many of its keys lead to
+	// the value being parsed (0: off the path), omitted the text left out.
+	omit    []string
+	on      int
+	omitted []byte
 }
 
 // fail records an error and returns -1.
@@ -457,11 +484,20 @@ func (d *decoder) object(i int) (any, int) {
 		} else {
 			return nil, d.bad(j, "after object key")
 		}
-		v, j := d.value(skipSpace(data, j))
-		if j < 0 {
-			return nil, j
+		on, omitted := d.on, false
+		if on > 0 {
+			if j, omitted = d.omitMember(key, skipSpace(data, j)); j < 0 {
+				return nil, j
+			}
 		}
-		m[key] = v
+		if !omitted {
+			var v any
+			if v, j = d.value(skipSpace(data, j)); j < 0 {
+				return nil, j
+			}
+			m[key] = v
+		}
+		d.on = on
 		if j < len(data) && data[j] == ',' {
 			i = skipSpace(data, j+1)
 			continue
@@ -497,6 +533,8 @@ func (d *decoder) array(i int) (any, int) {
 	// that the slice is made once with its final length.
 	var buf [8]any
 	elems := buf[:0]
+	on := d.on
+	d.on = 0 // no path of DecodeOmitting goes through an array
 	for {
 		v, j := d.value(i)
 		if j < 0 {
@@ -520,7 +558,32 @@ func (d *decoder) array(i int) (any, int) {
 		return nil, d.bad(j, "after array element")
 	}
 	d.depth--
+	d.on = on
 	s := make([]any, len(elems))
 	copy(s, elems)
 	return s, i
+}
+
+// omitMember is DecodeOmitting's step at the member key of an object on its
+// path, whose value starts at data[j]: off the path (d.on 0), one key further
+// along it, or, at its last key, the value checked and set aside (omitted,
+// and the offset past it returned). A member of one of the path's keys
+// replaces an earlier one, and what was set aside under that one with it.
+func (d *decoder) omitMember(key string, j int) (int, bool) {
+	k := d.on - 1
+	switch {
+	case key != d.omit[k]:
+		d.on = 0
+	case k+1 < len(d.omit):
+		d.omitted = nil
+		d.on++
+	default:
+		end := d.skip(j)
+		if end < 0 {
+			return end, false
+		}
+		d.omitted = d.data[j:end]
+		return end, true
+	}
+	return j, false
 }

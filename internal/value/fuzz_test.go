@@ -39,6 +39,13 @@ func seedInputs(tb testing.TB) [][]byte {
 		`{"x":1} `,
 		` {"x":[1,2]]}`,
 		`{"a\\":"\\","b\"":"\\\"]}","c":["\\\\",{"d":"}\\"}],"e":-0.5E+2}`,
+		`{"metadata":{"name":"a","managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}],"labels":{"managedFields":"x"}},"spec":[{"metadata":{"managedFields":1}}]}`,
+		`{"metadata":{"managedFields":[1]},"metadata":{"name":"b"}}`,
+		`{"metadata":{"managedFields":[1],"managedFields":{"x":[2,` + "\t" + `3]}},"managedFields":4}`,
+		`{"metadata":{"managedFields":[1]},"metadata":5}`,
+		`{"metadata":{"managedFields":[1,}}`,
+		`{"metadata":[{"managedFields":1},{"x":{"managedFields":2}}]}`,
+		`[{"a":1},{"b":{"a":2}}]`,
 	} {
 		seeds = append(seeds, []byte(s))
 	}
@@ -66,6 +73,8 @@ func FuzzDecode(f *testing.F) {
 		} else if !reflect.DeepEqual(got, want) {
 			t.Fatalf("Decode(%q) = %#v, encoding/json gives %#v", data, got, want)
 		}
+		checkOmitting(t, data, "metadata", "managedFields")
+		checkOmitting(t, data, "a")
 		s, err := DecodeString(data)
 		want, isString := want.(string)
 		if wantErr != nil || !isString {
@@ -76,6 +85,43 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("DecodeString(%q) = %q, %v; want %q", data, s, err, want)
 		}
 	})
+}
+
+// checkOmitting holds DecodeOmitting(data, path...) to Decode: the same
+// error, the same tree without the member at path, and that member's text
+// as omitted.
+func checkOmitting(t *testing.T, data []byte, path ...string) {
+	t.Helper()
+	tree, err := Decode(data)
+	got, omitted, gotErr := DecodeOmitting(data, path...)
+	if !reflect.DeepEqual(gotErr, err) {
+		t.Fatalf("DecodeOmitting(%q, %q) error = %v, Decode's %v", data, path, gotErr, err)
+	}
+	if err != nil {
+		return
+	}
+	var want any
+	if omitted != nil {
+		if want, err = Decode(omitted); err != nil {
+			t.Fatalf("DecodeOmitting(%q, %q) omitted %q: %v", data, path, omitted, err)
+		}
+	}
+	parent := tree
+	for _, k := range path[:len(path)-1] {
+		m, _ := parent.(map[string]any)
+		parent = m[k]
+	}
+	m, _ := parent.(map[string]any)
+	had, ok := m[path[len(path)-1]]
+	if ok != (omitted != nil) || !reflect.DeepEqual(had, want) {
+		t.Fatalf("DecodeOmitting(%q, %q) omitted %q, the tree holds %#v there", data, path, omitted, had)
+	}
+	if ok {
+		delete(m, path[len(path)-1])
+	}
+	if !reflect.DeepEqual(got, tree) {
+		t.Fatalf("DecodeOmitting(%q, %q) = %#v, want Decode's without the member: %#v", data, path, got, tree)
+	}
 }
 
 // member is one call of ObjectMembers' fn.

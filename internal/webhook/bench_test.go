@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,9 +22,18 @@ import (
 // with a last-applied-configuration annotation, and others).
 const benchObjects = "../../testdata/bench/objects"
 
+// benchManaged is the load test's Deployment with the
+// metadata.managedFields the API server recorded creating it with
+// `kubectl apply` (kubectl-client-side-apply), as every review's object
+// has them.
+const benchManaged = "../../testdata/bench/managed/deployment.json"
+
 func benchReview(b *testing.B, file, namespace string) []byte {
 	b.Helper()
-	obj, err := os.ReadFile(filepath.Join(benchObjects, file))
+	if !filepath.IsAbs(file) && !strings.HasPrefix(file, "../") {
+		file = filepath.Join(benchObjects, file)
+	}
+	obj, err := os.ReadFile(file)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -39,7 +49,16 @@ func benchReview(b *testing.B, file, namespace string) []byte {
 // object into a generic tree, encode an "allowed" response with a one-op
 // patch.
 func BenchmarkDecodeEncode(b *testing.B) {
-	body := benchReview(b, "deployment.json", "")
+	benchDecodeEncode(b, benchReview(b, "deployment.json", ""))
+}
+
+// BenchmarkDecodeEncodeManagedFields is BenchmarkDecodeEncode with the
+// Deployment's managedFields.
+func BenchmarkDecodeEncodeManagedFields(b *testing.B) {
+	benchDecodeEncode(b, benchReview(b, benchManaged, ""))
+}
+
+func benchDecodeEncode(b *testing.B, body []byte) {
 	type floorReview struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -85,11 +104,13 @@ func BenchmarkHandler(b *testing.B) {
 		name            string
 		total, matching int
 		namespace       string
+		object          string
 	}{
-		{"rules=0", 0, 0, ""},
-		{"rules=100/matching=10", 100, 10, ""},
-		{"rules=1000/matching=10", 1000, 10, ""},
-		{"rules=1000/none-apply", 1000, 10, "quiet"},
+		{"rules=0", 0, 0, "", "deployment.json"},
+		{"rules=100/matching=10", 100, 10, "", "deployment.json"},
+		{"rules=100/matching=10/managedFields", 100, 10, "", benchManaged},
+		{"rules=1000/matching=10", 1000, 10, "", "deployment.json"},
+		{"rules=1000/none-apply", 1000, 10, "quiet", "deployment.json"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var rs []engine.Rule
@@ -107,7 +128,7 @@ func BenchmarkHandler(b *testing.B) {
 			st := &source.Store{}
 			st.Publish(engine.NewSnapshot(rs))
 			h := NewDragnet(Options{Evaluator: engine.New(engine.Options{NoTrace: true}), Snapshots: st, Log: logr.Discard()})
-			body := benchReview(b, "deployment.json", bc.namespace)
+			body := benchReview(b, bc.object, bc.namespace)
 			req := httptest.NewRequest(http.MethodPost, DragnetPath+"?timeout=10s", nil)
 			req.Header.Set("Content-Type", "application/json")
 			rec := &discardWriter{h: http.Header{}}
