@@ -109,6 +109,7 @@ fuzz:
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzDiffPaths$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzDiffChanges$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzParsePointer$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzText$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/template -run '^$$' -fuzz '^FuzzParseValue$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/template -run '^$$' -fuzz '^FuzzExecute$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kinds/modrule -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME)

@@ -83,8 +83,10 @@ type scratch struct {
 	values []any
 	text   []byte
 	// doc and la are the evaluation's Docs, recycled with their journals'
-	// storage (patch.Doc.Reset).
+	// storage (patch.Doc.Reset), and laText la's text while it is edited
+	// as text.
 	doc, la patch.Doc
+	laText  patch.Text
 	// ev is the evaluation itself, and differ the patches' working storage.
 	ev     evaluation
 	differ patch.Differ
@@ -214,6 +216,7 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		clear(s.values[:cap(s.values)])
 		s.doc.Reset(nil, false)
 		s.la.Reset(nil, true)
+		s.laText.Reset("")
 		s.states = recycleStates(ev.kindState)
 		clear(ev.tokens)
 		s.writes, s.spans, s.tokens = ev.writes[:0], ev.spans[:0], ev.tokens[:0]
@@ -270,8 +273,9 @@ type evaluation struct {
 	phase      Phase // the phase running: Handle.Phase
 
 	doc       *patch.Doc
-	la        *patch.Doc // last-applied-configuration, parsed; nil when absent
-	docs      *scratch   // where doc and la come from (recycled)
+	la        *patch.Doc  // last-applied-configuration, parsed; nil when absent or laText
+	laText    *patch.Text // the same as text, while Text does the rules' operations
+	docs      *scratch    // where doc and la come from (recycled)
 	laChanged bool
 	laParsed  bool // parseLastApplied ran
 
@@ -705,11 +709,9 @@ func (ev *evaluation) parseLastApplied(work map[string]any) {
 		return
 	}
 	// As kubectl writes it (compact, keys in order), the configuration is
-	// decoded only along the paths the rules' operations take, and the
-	// rest written back as it is (value.DecodeLazy).
-	if m, ok := value.DecodeLazy(s); ok {
-		ev.la = &ev.docs.la
-		ev.la.Reset(m, true)
+	// edited as text (mirrorText).
+	if ev.docs.laText.Reset(s) {
+		ev.laText = &ev.docs.laText
 		return
 	}
 	v, err := value.Decode([]byte(s))
@@ -735,6 +737,9 @@ func (ev *evaluation) mirrorLastApplied(h *Handle, ops []patch.Operation) {
 		ev.laParsed = true
 		ev.parseLastApplied(ev.original)
 	}
+	if ev.laText != nil && ev.mirrorText(ops) {
+		return
+	}
 	if ev.la == nil {
 		return
 	}
@@ -755,6 +760,41 @@ func (ev *evaluation) mirrorLastApplied(h *Handle, ops []patch.Operation) {
 	}
 	ev.la.Release()
 	ev.laChanged = ev.laChanged || applied
+}
+
+// mirrorText applies the operations to the last-applied configuration's
+// text: most rules set or remove members along objects (patch.Text), which
+// costs no decoding and no encoding. When Text does not do one of them it
+// returns false, the text as the rule found it, and the configuration is
+// decoded from it for la, only along the paths the operations take, the
+// rest written back as it is (value.DecodeLazy).
+func (ev *evaluation) mirrorText(ops []patch.Operation) bool {
+	n := 0
+	for _, op := range ops {
+		if ev.mirrored(op.Path) {
+			n++
+		}
+	}
+	t := ev.laText
+	if n > 1 {
+		t.Mark() // a refused operation leaves the text as it is
+	}
+	for _, op := range ops {
+		if !ev.mirrored(op.Path) {
+			continue
+		}
+		if !t.Apply(op) {
+			if n > 1 {
+				t.Rollback()
+			}
+			m, _ := value.DecodeLazy(t.String()) // canonical: decoded
+			ev.laText, ev.la = nil, &ev.docs.la
+			ev.la.Reset(m, true)
+			return false
+		}
+	}
+	ev.laChanged = ev.laChanged || n > 0
+	return true
 }
 
 // mirrored reports whether an operation's path exists in a last-applied
@@ -841,6 +881,10 @@ func (ev *evaluation) writeLastApplied() {
 	before, _ := lookupString(ev.original, lastAppliedPath...)
 	now, ok := lookupString(ev.doc.Root(), lastAppliedPath...)
 	if !ok || now != before {
+		return
+	}
+	if ev.laText != nil {
+		ev.must(ev.doc.Put(lastAppliedPath, ev.laText.String()))
 		return
 	}
 	// Sized for the usual case (the rules added a little to it), so that

@@ -1,13 +1,16 @@
 // Package patch applies and computes JSON patches on the in-memory JSON trees
 // of package value.
 //
-// It owns three things:
+// It owns four things:
 //
 //   - Doc, a mutable tree to which operations are applied one at a time with
 //     KubeMod's semantics (add creates missing parents, remove of a missing
 //     path is a no-op, negative array indices count from the end), and which
 //     journals every change so that a group of operations can be rolled back
 //     atomically to a mark;
+//   - Text, the same operations (KubeMod's) on the canonical JSON text of
+//     an object, in place, for those that need no decoding: the text stays
+//     what encoding the tree a Doc would hold gives;
 //   - Diff, which computes a small RFC 6902 patch between two trees (and
 //     the same patch cheaper where the change is known: DiffPaths, along
 //     the paths operations wrote, and MemberChanges with DiffChanges, read

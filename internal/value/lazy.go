@@ -41,6 +41,30 @@ func DecodeLazy(s string) (map[string]any, bool) {
 	return m, true
 }
 
+// Canonical reports whether s is the canonical JSON text of an object:
+// DecodeLazy's condition (but for whitespace around it, which s must not
+// have). Such text can be edited as text (SkipCanonical, PlainKey) and stay
+// canonical.
+func Canonical(s string) bool {
+	if len(s) == 0 || s[0] != '{' {
+		return false
+	}
+	c := canon{decoder: decoder{data: unsafe.Slice(unsafe.StringData(s), len(s))}}
+	return c.value(0) == len(s)
+}
+
+// SkipCanonical returns the offset just past the value that starts at
+// text[i], canonical JSON text (Canonical): valid JSON, read 8 bytes at a
+// time (skipValidated).
+func SkipCanonical(text []byte, i int) int { return skipValidated(text, i) }
+
+// PlainKey reports whether canonical text may hold k as an object's key:
+// AppendJSON writes it between quotes as it is (ASCII, no escape), and keys
+// are ordered by their bytes.
+func PlainKey(k string) bool {
+	return plainRun(unsafe.Slice(unsafe.StringData(k), len(k)), 0) == len(k)
+}
+
 // canon checks that JSON text is canonical (DecodeLazy). Its methods take
 // the offset of what they check and return the offset just past it, or -1.
 type canon struct {
