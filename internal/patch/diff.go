@@ -57,18 +57,35 @@ func (x *Differ) start() *differ {
 // storage emptied.
 func (x *Differ) result() []Operation {
 	d := &x.d
-	// The operations reference modified's subtrees until now; copy them
-	// only here so that a discarded operation costs no copy.
-	ops := d.ops
-	for i := range ops {
-		switch ops[i].Value.(type) {
-		case map[string]any, []any:
-			ops[i].Value = value.DeepCopy(ops[i].Value)
+	// The operations, their paths' tokens and their values are in the
+	// working storage until now: the result gets them in one array of its
+	// size and their paths in another, and the values that are subtrees
+	// of modified copied, only here so that a discarded operation costs
+	// no copy.
+	var ops []Operation
+	if len(d.ops) > 0 {
+		ops = make([]Operation, len(d.ops))
+		n := 0
+		for i := range d.ops {
+			n += len(d.ops[i].Path)
+		}
+		toks := make([]string, 0, n)
+		for i, op := range d.ops {
+			from := len(toks)
+			toks = append(toks, op.Path...)
+			op.Path = toks[from:len(toks):len(toks)]
+			switch op.Value.(type) {
+			case map[string]any, []any:
+				op.Value = value.DeepCopy(op.Value)
+			}
+			ops[i] = op
 		}
 	}
 	// The result is the caller's; the stacks are empty again (each level
-	// pops what it pushed) and hold no key of the trees.
-	d.ops = nil
+	// pops what it pushed) and hold no key or value of the trees.
+	clear(d.ops)
+	clear(d.toks)
+	d.ops, d.toks = d.ops[:0], d.toks[:0]
 	clear(d.path[:cap(d.path)])
 	clear(d.keys[:cap(d.keys)])
 	clear(d.groups[:cap(d.groups)])
@@ -153,7 +170,8 @@ func (d *differ) diffAlong(a, b any, paths []Pointer, along []int) {
 
 type differ struct {
 	path  []string    // tokens of the current position
-	ops   []Operation // result so far
+	ops   []Operation // result so far (working storage: see result)
+	toks  []string    // the tokens of ops' paths
 	sizes []int       // estimated encoded size of each op (0 outside arrays)
 	// arrays counts the arrays being diffed around the current position:
 	// only there are sizes compared (see diffArray), so outside any array
@@ -181,15 +199,14 @@ const (
 )
 
 func (d *differ) emit(op OpType, extra string, hasExtra bool, v any) {
-	n := len(d.path)
+	// The path's tokens go into the working storage (result copies them
+	// out): no allocation per operation.
+	from := len(d.toks)
+	d.toks = append(d.toks, d.path...)
 	if hasExtra {
-		n++
+		d.toks = append(d.toks, extra)
 	}
-	p := make(Pointer, n)
-	copy(p, d.path)
-	if hasExtra {
-		p[n-1] = extra
-	}
+	p := Pointer(d.toks[from:len(d.toks):len(d.toks)])
 	size := 0
 	if d.arrays > 0 {
 		size = opSize(op, p, v)

@@ -133,6 +133,15 @@ func scribble(v any) {
 	}
 }
 
+// copyOps copies operations, their paths and values.
+func copyOps(ops []Operation) []Operation {
+	out := make([]Operation, len(ops))
+	for i, op := range ops {
+		out[i] = Operation{Op: op.Op, Path: append(Pointer(nil), op.Path...), Value: value.DeepCopy(op.Value)}
+	}
+	return out
+}
+
 // TestDiffRandom diffs random trees against random modifications of them.
 func TestDiffRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
@@ -142,6 +151,7 @@ func TestDiffRandom(t *testing.T) {
 	}
 	total, replaced := 0, 0
 	var reused Differ // one Differ for every pair: the same patches as Diff
+	var prev, prevCopy []Operation
 	for it := 0; it < iterations; it++ {
 		a := randDoc(r, 5)
 		b := mutate(r, a, 5)
@@ -155,9 +165,16 @@ func TestDiffRandom(t *testing.T) {
 		if again := Diff(a, b); !cmp.Equal(ops, again) {
 			t.Fatalf("Diff is not deterministic: %v then %v", ops, again)
 		}
-		if again := reused.Diff(a, b); !cmp.Equal(ops, again) {
+		again := reused.Diff(a, b)
+		if !cmp.Equal(ops, again) {
 			t.Fatalf("a reused Differ: %v, Diff: %v", again, ops)
 		}
+		// The Differ's next patch leaves this one as it is (nothing of
+		// its working storage is in the result).
+		if it > 0 && !cmp.Equal(prev, prevCopy, cmpopts.EquateEmpty()) {
+			t.Fatalf("a reused Differ's patch changed with the next: %v, was %v", prev, prevCopy)
+		}
+		prev, prevCopy = again, copyOps(again)
 		checkDiff(t, a, b, ops)
 		total += len(ops)
 		if len(ops) == 1 && len(ops[0].Path) == 0 {
