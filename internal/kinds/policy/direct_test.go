@@ -27,15 +27,18 @@ func TestMutateDirect(t *testing.T) {
 	custom := map[string]any{"apiVersion": "example.com/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "nginx-deployment", "namespace": benchNS}, "spec": map[string]any{"replicas": int64(1)}}
 	patches := map[string]string{
-		"test, replace, add":        `JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'nginx'}, JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0/ports/0/containerPort', value: 8080}, JSONPatch{op: 'add', path: '/metadata/labels/p', value: object.metadata.name + '-x'}`,
-		"a test that fails":         `JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'other'}, JSONPatch{op: 'add', path: '/metadata/labels/p', value: 'x'}`,
-		"a test after an edit":      `JSONPatch{op: 'add', path: '/metadata/labels/p', value: 'x'}, JSONPatch{op: 'test', path: '/metadata/labels/p', value: 'x'}`,
-		"replace a missing member":  `JSONPatch{op: 'replace', path: '/metadata/labels/missing', value: 'x'}`,
-		"add under a missing one":   `JSONPatch{op: 'add', path: '/spec/missing/deeper', value: 'x'}`,
-		"remove and append":         `JSONPatch{op: 'remove', path: '/spec/template/spec/containers/0/ports'}, JSONPatch{op: 'add', path: '/spec/template/spec/containers/-', value: {'name': 'sidecar', 'image': 'busybox'}}`,
-		"a value of the wrong type": `JSONPatch{op: 'replace', path: '/spec/replicas', value: 'three'}`,
-		"an index out of range":     `JSONPatch{op: 'add', path: '/spec/template/spec/containers/5', value: {'name': 'x'}}`,
-		"the same value again":      `JSONPatch{op: 'replace', path: '/spec/replicas', value: object.spec.replicas}`,
+		"test, replace, add":         `JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'nginx'}, JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0/ports/0/containerPort', value: 8080}, JSONPatch{op: 'add', path: '/metadata/labels/p', value: object.metadata.name + '-x'}`,
+		"a test that fails":          `JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'other'}, JSONPatch{op: 'add', path: '/metadata/labels/p', value: 'x'}`,
+		"a test after an edit":       `JSONPatch{op: 'add', path: '/metadata/labels/p', value: 'x'}, JSONPatch{op: 'test', path: '/metadata/labels/p', value: 'x'}`,
+		"an edit, a test apart":      `JSONPatch{op: 'add', path: '/metadata/labels/p', value: 'x'}, JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'nginx'}, JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0/ports/0/containerPort', value: 8080}`,
+		"an edit, a test that fails": `JSONPatch{op: 'add', path: '/metadata/labels/p', value: 'x'}, JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'other'}`,
+		"an insert, a test moved":    `JSONPatch{op: 'add', path: '/spec/template/spec/containers/0', value: {'name': 'c', 'image': 'i'}}, JSONPatch{op: 'test', path: '/spec/template/spec/containers/1/name', value: 'nginx'}`,
+		"replace a missing member":   `JSONPatch{op: 'replace', path: '/metadata/labels/missing', value: 'x'}`,
+		"add under a missing one":    `JSONPatch{op: 'add', path: '/spec/missing/deeper', value: 'x'}`,
+		"remove and append":          `JSONPatch{op: 'remove', path: '/spec/template/spec/containers/0/ports'}, JSONPatch{op: 'add', path: '/spec/template/spec/containers/-', value: {'name': 'sidecar', 'image': 'busybox'}}`,
+		"a value of the wrong type":  `JSONPatch{op: 'replace', path: '/spec/replicas', value: 'three'}`,
+		"an index out of range":      `JSONPatch{op: 'add', path: '/spec/template/spec/containers/5', value: {'name': 'x'}}`,
+		"the same value again":       `JSONPatch{op: 'replace', path: '/spec/replicas', value: object.spec.replicas}`,
 	}
 	objects := map[string]map[string]any{"with last-applied": deployment, "without": bare, "custom kind": custom}
 	for pname, ops := range patches {

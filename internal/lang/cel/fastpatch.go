@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -205,15 +206,79 @@ func (p *Patched) Edits() (ops []patch.Operation, ok bool) {
 		}
 		ops = ops[1:]
 	}
-	for _, op := range ops {
-		if op.Op == opTest {
-			return nil, false // a test after an edit: of the edited object
+	if slices.ContainsFunc(ops, func(op patch.Operation) bool { return op.Op == opTest }) {
+		if ops, memos, ok = p.testsAmongEdits(ops, memos, t); !ok {
+			return nil, false
 		}
 	}
 	if t != nil && !fitTypes(ops, memos, t, p.types) {
 		return nil, false
 	}
 	return ops, true
+}
+
+// testsAmongEdits drops from ops (an edit first) the tests that hold, with
+// their memos, and returns the edits; ok is false when Apply must decide. A
+// test after edits is of the edited object: the object itself where every
+// edit before it is apart from its path.
+func (p *Patched) testsAmongEdits(ops []patch.Operation, memos []*typeMemo, t reflect.Type) (edits []patch.Operation, editMemos []*typeMemo, ok bool) {
+	edits = make([]patch.Operation, 0, len(ops))
+	if memos != nil {
+		editMemos = make([]*typeMemo, 0, len(ops))
+	}
+	for i, op := range ops {
+		var memo *typeMemo
+		if memos != nil {
+			memo = memos[i]
+		}
+		if op.Op != opTest {
+			edits = append(edits, op)
+			if memos != nil {
+				editMemos = append(editMemos, memo)
+			}
+			continue
+		}
+		for _, e := range edits {
+			if !apart(p.obj, e.Path, op.Path) {
+				return nil, nil, false
+			}
+		}
+		if !testHolds(p.obj, op, memo, t, p.types) {
+			return nil, nil, false
+		}
+	}
+	return edits, editMemos, true
+}
+
+// apart reports whether an edit at a leaves what is at b in obj as it is:
+// neither path is the other's beginning, and where they part obj holds an
+// object, whose other members the edit leaves alone (in an array, an edit
+// at another index could move b's element).
+func apart(obj any, a, b patch.Pointer) bool {
+	k := 0
+	for k < len(a) && k < len(b) && a[k] == b[k] {
+		k++
+	}
+	if k == len(a) || k == len(b) {
+		return false
+	}
+	c := obj
+	for _, tok := range a[:k] {
+		switch x := c.(type) {
+		case map[string]any:
+			c = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return false
+			}
+			c = x[i]
+		default:
+			return false
+		}
+	}
+	_, isObject := c.(map[string]any)
+	return isObject
 }
 
 // Apply applies the patch to the object as Mutation.Apply does.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/patch"
 )
 
 // TestFastPatchSameResult: the fast path gives what the apiserver's way
@@ -112,5 +113,52 @@ func TestFitsScalar(t *testing.T) {
 	}
 	if answered < 200 {
 		t.Errorf("fitsScalar answered %d cases, want at least 200: the fast way is not taken", answered)
+	}
+}
+
+// TestEditsTestsAmongEdits: a test after edits is taken by Edits when
+// every edit before it is apart from its path (they part at a member of an
+// object), and its operations then give what Apply gives; otherwise Apply
+// decides.
+func TestEditsTestsAmongEdits(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		edit bool // Edits takes it
+	}{
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/p', value: 'x'}, JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'app'}, JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0/ports/0/containerPort', value: 8080}]`, true},
+		{`[JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0/ports/0/containerPort', value: 8080}, JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'app'}]`, true},
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/p', value: 'x'}, JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'other'}]`, false},
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/p', value: 'x'}, JSONPatch{op: 'test', path: '/metadata/labels/p', value: 'x'}]`, false},
+		{`[JSONPatch{op: 'add', path: '/metadata/labels', value: {'p': 'x'}}, JSONPatch{op: 'test', path: '/metadata/labels/app', value: 'web'}]`, false},
+		{`[JSONPatch{op: 'add', path: '/spec/template/spec/containers/0', value: {'name': 'c', 'image': 'i'}}, JSONPatch{op: 'test', path: '/spec/template/spec/containers/1/name', value: 'app'}]`, false},
+		{`[JSONPatch{op: 'remove', path: '/spec/template/spec/containers/0'}, JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'side'}]`, false},
+		{`[JSONPatch{op: 'add', path: '/spec/template/spec/containers/0', value: {'name': 'c', 'image': 'i'}}, JSONPatch{op: 'test', path: '/spec/template/spec/containers/1/name', value: 'side'}]`, false},
+		{`[JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0', value: {'name': 'c', 'image': 'i'}}, JSONPatch{op: 'test', path: '/spec/template/spec/containers/0/name', value: 'app'}]`, false},
+	} {
+		m, ds := Language{}.compileMutation(env(), JSONPatch, tc.src, true)
+		if ds != nil {
+			t.Fatalf("%s: %v", tc.src, ds)
+		}
+		o := decode(t, deployment).(map[string]any)
+		p, _, err := m.EvalJSONPatch(context.Background(), &lang.Activation{Object: o}, o)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		ops, ok := p.Edits()
+		if ok != tc.edit {
+			t.Errorf("%s: Edits takes it: %v, want %v", tc.src, ok, tc.edit)
+		}
+		want, wantErr := p.Apply()
+		if !ok {
+			continue
+		}
+		got, err := patch.ApplyRFC6902(o, ops)
+		if err != nil || wantErr != nil {
+			t.Errorf("%s: Edits' operations: %v, Apply: %v", tc.src, err, wantErr)
+			continue
+		}
+		if d := cmp.Diff(any(want), got); d != "" {
+			t.Errorf("%s: (-Apply +Edits' operations):\n%s", tc.src, d)
+		}
 	}
 }
