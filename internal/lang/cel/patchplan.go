@@ -20,7 +20,9 @@ import (
 // constructions ([JSONPatch{op: 'add', path: '/metadata/labels/x', value:
 // object.metadata.name}, ...]), the form nearly every patch takes, taken
 // apart when it is compiled: the fields written as literals are read once
-// (an op and a path given as literals are parsed once), and the others are
+// (an op and a path given as literals are parsed once), so are those that
+// read no variable ('/metadata/annotations/' + jsonpatch.escapeKey('a/b'):
+// evaluated once, their cost among the constructions'), and the others are
 // evaluated together as one list ([object.metadata.name]). Evaluating the
 // whole expression built a JSONPatch object per operation, through the
 // apiserver's type provider, only to read its fields back: most of what
@@ -31,8 +33,8 @@ import (
 // same fields, evaluated in the same order (elements in turn, each one's
 // fields as written: the first error wins, as in the whole expression),
 // the same cost when it succeeds (the whole expression's is the values'
-// plus what each construction costs, StructCreateBaseCost, and the
-// list's), and the same budget (the values are given the budget less what
+// plus what each construction costs, StructCreateBaseCost, the list's and
+// the constants'), and the same budget (the values are given the budget less what
 // the constructions cost; TestPatchPlanBudget). At the budget's edge, an
 // expression that fails with an error of its own after the budget less
 // the constructions it did not reach was spent reports the budget instead;
@@ -81,13 +83,20 @@ func planJSONPatch(a *celast.AST, budget uint64, compile func(src string, budget
 	}
 	pl := &patchPlan{}
 	var texts []string
-	computed := func(v celast.Expr) int {
+	var folded uint64 // what the constants cost
+	// computed gives the index of v's value in the values list, or, when
+	// v is a constant, -1 and the constant.
+	computed := func(v celast.Expr) (int, ref.Val) {
 		text, err := parser.Unparse(v, info)
 		if err != nil {
-			return -2
+			return -2, nil
+		}
+		if c, cost := constant(v, text, budget, compile); c != nil {
+			folded += cost
+			return -1, c
 		}
 		texts = append(texts, text)
-		return len(texts) - 1
+		return len(texts) - 1, nil
 	}
 	// str reads a string field: a literal, or an expression of type
 	// string (a dyn one could fail as the construction refuses it, in an
@@ -101,7 +110,12 @@ func planJSONPatch(a *celast.AST, budget uint64, compile func(src string, budget
 		if t := typeOf(v.ID()); t == nil || !t.IsExactType(types.StringType) {
 			return false
 		}
-		*at = computed(v)
+		var c ref.Val
+		if *at, c = computed(v); c != nil {
+			lit, ok := c.(types.String)
+			*s = string(lit)
+			return ok
+		}
 		return *at >= 0
 	}
 	for _, el := range e.AsList().Elements() {
@@ -127,8 +141,7 @@ func planJSONPatch(a *celast.AST, budget uint64, compile func(src string, budget
 			case "value":
 				if v.Kind() == celast.LiteralKind {
 					op.val = v.AsLiteral()
-				} else {
-					op.valAt = computed(v)
+				} else if op.valAt, op.val = computed(v); op.val == nil {
 					ok = op.valAt >= 0
 				}
 			default:
@@ -143,7 +156,7 @@ func planJSONPatch(a *celast.AST, budget uint64, compile func(src string, budget
 		}
 		pl.ops = append(pl.ops, op)
 	}
-	pl.constructions = uint64(len(pl.ops)) * structCreateCost
+	pl.constructions = uint64(len(pl.ops))*structCreateCost + folded
 	defer pl.memo()
 	if len(texts) == 0 {
 		pl.constructions += listCreateCost
@@ -162,53 +175,69 @@ func planJSONPatch(a *celast.AST, budget uint64, compile func(src string, budget
 	if pl.values = compile(src, budget-pl.constructions); pl.values == nil {
 		return nil
 	}
-	if !pl.foldConstants() {
-		return nil
-	}
 	return pl
 }
 
-// foldConstants makes literals of values that are constants: cel-go builds
-// a constant when it plans the program (its OptOptimize: a list of
-// constants, a conversion of one), which then costs nothing, where the
-// whole expression's list of constructions costs its ListCreateBaseCost.
-// It is false when the values are not what they must be.
-func (pl *patchPlan) foldConstants() bool {
-	out, cost, err := pl.values.eval(context.Background(), &lang.Activation{})
-	if err != nil || cost > 0 {
+// constant is the value of the expression text when it reads no variable
+// (as '/metadata/annotations/' + jsonpatch.escapeKey('a/b')), and what
+// evaluating it costs, the same at every evaluation: that cost is then
+// among the constructions', the value a literal of the plan. nil when it
+// reads a variable or fails.
+func constant(v celast.Expr, text string, budget uint64, compile func(src string, budget uint64) *Program) (ref.Val, uint64) {
+	if !readsNothing(v) {
+		return nil, 0
+	}
+	p := compile(text, budget)
+	if p == nil {
+		return nil, 0
+	}
+	out, cost, err := p.eval(context.Background(), &lang.Activation{})
+	if err != nil {
+		return nil, 0
+	}
+	return out, cost
+}
+
+// readsNothing reports whether e names no variable (and has no
+// comprehension, whose variables it names).
+func readsNothing(e celast.Expr) bool {
+	switch e.Kind() {
+	case celast.LiteralKind:
 		return true
-	}
-	l, ok := out.(traits.Lister)
-	if !pl.single && !ok {
-		return false
-	}
-	get := func(i int) ref.Val {
-		if pl.single {
-			return out
+	case celast.CallKind:
+		c := e.AsCall()
+		if c.IsMemberFunction() && !readsNothing(c.Target()) {
+			return false
 		}
-		return l.Get(types.Int(i))
-	}
-	for i := range pl.ops {
-		o := &pl.ops[i]
-		for _, f := range [...]struct {
-			s  *string
-			at *int
-		}{{&o.op, &o.opAt}, {&o.path, &o.pathAt}, {&o.from, &o.fromAt}} {
-			if *f.at >= 0 {
-				*f.s, _ = get(*f.at).Value().(string)
-				*f.at = -1
+		for _, a := range c.Args() {
+			if !readsNothing(a) {
+				return false
 			}
 		}
-		if o.valAt >= 0 {
-			o.val, o.valAt = get(o.valAt), -1
+		return true
+	case celast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			if !readsNothing(el) {
+				return false
+			}
 		}
-		o.fast, o.fastOK = fastOp(o.op, o.path, nil)
+		return true
+	case celast.MapKind:
+		for _, en := range e.AsMap().Entries() {
+			if me := en.AsMapEntry(); !readsNothing(me.Key()) || !readsNothing(me.Value()) {
+				return false
+			}
+		}
+		return true
+	case celast.StructKind:
+		for _, f := range e.AsStruct().Fields() {
+			if !readsNothing(f.AsStructField().Value()) {
+				return false
+			}
+		}
+		return true
 	}
-	if !pl.single {
-		pl.constructions += listCreateCost
-	}
-	pl.values, pl.single = nil, false
-	return true
+	return false // an identifier, a selection, a comprehension
 }
 
 // memo gives each operation whose op and path are literals a typeMemo.

@@ -24,6 +24,12 @@ func TestPatchPlan(t *testing.T) {
 		{`[JSONPatch{op: 'add', path: '/metadata/labels/x', value: 'y'}]`, true},
 		{`[JSONPatch{op: 'add', path: '/metadata/labels/p', value: object.metadata.name + '-x'}, JSONPatch{op: 'test', path: '/spec/replicas', value: 3}, JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0/ports/0/containerPort', value: 8080}]`, true},
 		{`[JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('a/b~c'), value: 'seen'}]`, true},
+		// A constant among values: a literal of the plan.
+		{`[JSONPatch{op: 'add', path: '/metadata/labels/p', value: object.metadata.name + '-1'}, JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('bench.modwright.io/p-1'), value: 'seen'}]`, true},
+		// A comprehension is not folded: its list and a number make a list
+		// the environment refuses.
+		{`[JSONPatch{op: 'add', path: '/spec/' + jsonpatch.escapeKey('x/y'), value: object.spec.replicas}, JSONPatch{op: 'add', path: '/spec/z', value: [1, 2].map(x, x * 2)}]`, false},
+		{`[JSONPatch{op: 'add', path: '/spec/x', value: string(object.spec.replicas)}, JSONPatch{op: 'add', path: '/spec/y', value: 'a' + string(1)}, JSONPatch{op: 'add', path: '/spec/z', value: {'k': [1, 2]}}]`, true},
 		{`[JSONPatch{op: 'remove', path: '/metadata/labels/app'}]`, true},
 		{`[JSONPatch{op: 'test', path: '/metadata/labels/app'}]`, true},
 		{`[JSONPatch{op: 'add', path: '/spec/template/spec/containers/-', value: {'name': 'c', 'image': 'i'}}]`, true},
@@ -38,8 +44,10 @@ func TestPatchPlan(t *testing.T) {
 		{`[JSONPatch{op: 'add', path: '/spec/x', value: [object.spec.replicas, object.spec.replicas]}]`, true},
 		{`[JSONPatch{op: 'add', path: '/spec/y', value: {'a': object.metadata.name}}]`, true},
 		// Values of different types make a list the environment refuses
-		// (its aggregate literals are homogeneous): evaluated whole.
-		{`[JSONPatch{op: 'add', path: '/spec/x', value: [1, 2, 3]}, JSONPatch{op: 'add', path: '/spec/y', value: {'a': 1}}]`, false},
+		// (its aggregate literals are homogeneous): evaluated whole; but
+		// constants are literals of the plan.
+		{`[JSONPatch{op: 'add', path: '/spec/x', value: [1, 2, 3]}, JSONPatch{op: 'add', path: '/spec/y', value: {'a': 1}}]`, true},
+		{`[JSONPatch{op: 'add', path: '/spec/x', value: [object.spec.replicas]}, JSONPatch{op: 'add', path: '/spec/y', value: {'a': object.spec.replicas}}]`, false},
 		{`[JSONPatch{op: 'add', path: '/metadata/labels/x', value: object.metadata.name}, JSONPatch{op: 'add', path: '/metadata/labels/' + string(object.metadata.name), value: 1}]`, false},
 		{`[JSONPatch{op: 'add', path: '/spec/' + 'x', value: string(2)}]`, true},
 		{`[JSONPatch{op: 'move', from: '/metadata/labels/app', path: '/metadata/labels/moved'}]`, true},
@@ -129,6 +137,9 @@ func TestPatchPlanBudget(t *testing.T) {
 		// Two values evaluated as one list.
 		`[JSONPatch{op: 'add', path: '/metadata/labels/a', value: object.spec.template.spec.containers.map(c, c.name).join(',')}, ` +
 			`JSONPatch{op: 'add', path: '/metadata/labels/b', value: string(object.spec.replicas + 1)}]`,
+		// A value and a constant, folded.
+		`[JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('bench.modwright.io/p-1'), value: 'seen'}, ` +
+			`JSONPatch{op: 'add', path: '/metadata/labels/a', value: object.spec.template.spec.containers.map(c, c.name).join(',')}]`,
 		// One value evaluated alone.
 		`[JSONPatch{op: 'test', path: '/metadata/name', value: 'web'}, ` +
 			`JSONPatch{op: 'add', path: '/metadata/labels/a', value: object.spec.template.spec.containers.map(c, c.name).join(',')}]`,
@@ -148,5 +159,30 @@ func TestPatchPlanBudget(t *testing.T) {
 		if planned < 50 {
 			t.Errorf("%s: taken apart under %d budgets, want at least 50", src, planned)
 		}
+	}
+}
+
+// BenchmarkPatchPlan evaluates the load test's Policies' patches
+// (test/load.PolicySet): a computed value, and with it a path that reads no
+// variable (jsonpatch.escapeKey of a literal).
+func BenchmarkPatchPlan(b *testing.B) {
+	for _, bc := range []struct{ name, src string }{
+		{"value", `[JSONPatch{op: 'add', path: '/metadata/labels/policy-00001', value: object.metadata.name + '-1'}, JSONPatch{op: 'add', path: '/data/policy-00001', value: 'enabled'}]`},
+		{"value+constant-path", `[JSONPatch{op: 'add', path: '/metadata/labels/policy-00001', value: object.metadata.name + '-1'}, JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('bench.modwright.io/policy-00001'), value: 'seen'}]`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			m, ds := Language{}.CompileMutation(env(), JSONPatch, bc.src)
+			if ds != nil {
+				b.Fatal(ds)
+			}
+			o := decode(b, deployment).(map[string]any)
+			in := &lang.Activation{Object: o}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := m.EvalJSONPatch(context.Background(), in, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
