@@ -27,6 +27,19 @@ type Text struct {
 	buf   []byte
 	saved []byte // Mark's copy
 	val   []byte // the value being written
+	// places are objects Apply went to, so that the next operations
+	// under them start there (most write beside each other: labels).
+	places    [4]textPlace
+	nextPlace int
+}
+
+// textPlace is an object of the text at a path: its '{' is buf[at-1]; at 0,
+// none. Inserting or removing an element forgets them all (a path through
+// an array would name another element).
+type textPlace struct {
+	toks [8]string
+	n    int
+	at   int
 }
 
 // textKept is the largest buffer a Text keeps from one text to the next.
@@ -39,6 +52,7 @@ func (t *Text) Reset(s string) bool {
 		*t = Text{} // one large text does not stay
 	}
 	t.buf = t.buf[:0]
+	t.forget()
 	if s = trimSpace(s); !value.Canonical(s) {
 		return false
 	}
@@ -67,7 +81,10 @@ func (t *Text) String() string { return string(t.buf) }
 func (t *Text) Mark() { t.saved = append(t.saved[:0], t.buf...) }
 
 // Rollback makes the text what it was at the last Mark.
-func (t *Text) Rollback() { t.buf = append(t.buf[:0], t.saved...) }
+func (t *Text) Rollback() {
+	t.buf = append(t.buf[:0], t.saved...)
+	t.forget()
+}
 
 // Apply applies op to the text and reports true, or reports false and
 // leaves the text unchanged (see Text).
@@ -76,8 +93,12 @@ func (t *Text) Apply(op Operation) bool {
 	if len(path) == 0 || op.Op != Add && op.Op != Replace && op.Op != Remove {
 		return false
 	}
-	c := 0 // the '{' or '[' of the container the path goes through
-	for i, tok := range path {
+	c, start := 0, 0 // the '{' or '[' of the container the path goes through
+	if at := t.place(path[:len(path)-1]); at >= 0 {
+		c, start = at, len(path)-1
+	}
+	for i := start; i < len(path); i++ {
+		tok := path[i]
 		last := i == len(path)-1
 		var from int
 		if t.buf[c] == '[' {
@@ -107,8 +128,52 @@ func (t *Text) Apply(op Operation) bool {
 			return op.Op == Remove
 		}
 		c = from
+		if i == len(path)-2 && t.buf[c] == '{' {
+			t.remember(path[:i+1], c)
+		}
 	}
 	panic("unreachable")
+}
+
+// place is where the object at path is, when Apply went there (-1: not
+// known).
+func (t *Text) place(path Pointer) int {
+	if len(path) == 0 {
+		return 0
+	}
+	for i := range t.places {
+		if p := &t.places[i]; p.at > 0 && p.n == len(path) && slices.Equal(p.toks[:p.n], path) {
+			return p.at - 1
+		}
+	}
+	return -1
+}
+
+// remember keeps that the object at path is at buf[at].
+func (t *Text) remember(path Pointer, at int) {
+	p := &t.places[t.nextPlace]
+	if len(path) > len(p.toks) {
+		return
+	}
+	p.n = copy(p.toks[:], path)
+	p.at = at + 1
+	t.nextPlace = (t.nextPlace + 1) % len(t.places)
+}
+
+// forget forgets every place (the text changed otherwise).
+func (t *Text) forget() {
+	for i := range t.places {
+		t.places[i] = textPlace{}
+	}
+}
+
+// moved moves the places from buf[at] on by d bytes.
+func (t *Text) moved(at, d int) {
+	for i := range t.places {
+		if p := &t.places[i]; p.at > 0 && p.at-1 >= at {
+			p.at += d
+		}
+	}
 }
 
 // index does a step of op at the token tok of the array whose '[' is
@@ -146,6 +211,7 @@ func (t *Text) index(arr int, tok string, op Operation, last bool) (from int, ok
 		return from, true
 	case op.Op == Remove:
 		t.removeValue(from, value.SkipCanonical(t.buf, from))
+		t.forget() // the elements after it moved
 		return 0, true
 	case !t.encode(op.Value):
 		return 0, false
@@ -178,6 +244,7 @@ func (t *Text) element(arr, n int) (from int, found bool, count int) {
 // insertElement inserts t.val before the element pos of the array whose
 // '[' is buf[arr] and which has count elements (pos == count: at its end).
 func (t *Text) insertElement(arr, pos, count int) {
+	t.forget() // the elements after it move
 	v := t.val
 	at, _, _ := t.element(arr, pos) // the element, or the ']'
 	switch {
@@ -327,10 +394,16 @@ func (t *Text) removeValue(from, to int) {
 
 // splice replaces buf[from:to] with v.
 func (t *Text) splice(from, to int, v []byte) {
+	for i := range t.places { // the objects replaced go
+		if p := &t.places[i]; p.at > from && p.at <= to {
+			*p = textPlace{}
+		}
+	}
 	if d := len(v) - (to - from); d > 0 {
 		t.open(to, d)
 	} else if d < 0 {
 		t.buf = append(t.buf[:to+d], t.buf[to:]...)
+		t.moved(to, d)
 	}
 	copy(t.buf[from:], v)
 }
@@ -340,4 +413,5 @@ func (t *Text) open(at, n int) {
 	l := len(t.buf)
 	t.buf = slices.Grow(t.buf, n)[:l+n]
 	copy(t.buf[at+n:], t.buf[at:l])
+	t.moved(at, n)
 }

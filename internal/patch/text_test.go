@@ -297,3 +297,32 @@ func BenchmarkLastApplied(b *testing.B) {
 		}
 	})
 }
+
+// TestTextPlaces: an operation starts where the last ones went (Text's
+// places); what moves the text under them, or renumbers an array on their
+// way, is followed.
+func TestTextPlaces(t *testing.T) {
+	const doc = `{"a":{"b":{"c":1}},"l":[{"x":1},{"x":2},{"x":3}],"m":{"k":{"v":1}}}`
+	at := func(s ...string) Pointer { return Pointer(s) }
+	for name, ops := range map[string][]Operation{
+		"an element removed before":  {{Op: Add, Path: at("l", "1", "y"), Value: 1}, {Op: Remove, Path: at("l", "0")}, {Op: Add, Path: at("l", "1", "z"), Value: 2}},
+		"an element inserted before": {{Op: Add, Path: at("l", "1", "y"), Value: 1}, {Op: Add, Path: at("l", "0"), Value: "e"}, {Op: Add, Path: at("l", "1", "z"), Value: 2}},
+		"a member added before":      {{Op: Add, Path: at("m", "k", "w"), Value: 1}, {Op: Add, Path: at("a", "aa"), Value: "long value"}, {Op: Add, Path: at("m", "k", "x"), Value: 2}},
+		"a member removed before":    {{Op: Add, Path: at("m", "k", "w"), Value: 1}, {Op: Remove, Path: at("a")}, {Op: Add, Path: at("m", "k", "x"), Value: 2}},
+		"the place replaced":         {{Op: Add, Path: at("m", "k", "w"), Value: 1}, {Op: Replace, Path: at("m", "k"), Value: map[string]any{"n": 0}}, {Op: Add, Path: at("m", "k", "x"), Value: 2}},
+		"the place removed":          {{Op: Add, Path: at("m", "k", "w"), Value: 1}, {Op: Remove, Path: at("m", "k")}, {Op: Add, Path: at("m", "k", "x"), Value: 2}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var tx Text
+			if !tx.Reset(doc) {
+				t.Fatal("not canonical")
+			}
+			d := NewOwnedDoc(mustDecode(t, doc))
+			for _, op := range ops {
+				if applied, reset := textStep(t, &tx, d, op); !applied && !reset {
+					t.Fatalf("%v refused", op)
+				}
+			}
+		})
+	}
+}
