@@ -3,6 +3,7 @@ package cel
 import (
 	"cmp"
 	"math"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -20,7 +21,7 @@ import (
 // compared with a constant (==, !=, <, <=, >, >=: a string, an integer, a
 // double or a bool of the same type as the constant) or looked up in a
 // list of constants of its type (in); a member that is a string tested
-// with startsWith, endsWith or contains and a constant; a member that is
+// with startsWith, endsWith, contains or matches and a constant; a member that is
 // a bool; a constant
 // key looked up in a member that is a map ('team' in
 // object.metadata.labels); all() and exists() over a member that is a
@@ -37,7 +38,9 @@ import (
 // (as cel-go's, which stops at the first false of an &&, the first true of
 // an ||); `in` a list of constants nothing (cel-go looks it up in a set),
 // `in` a map one; startsWith and endsWith the tenth of the constant's
-// code points, contains the product of the tenths of both; all() two for
+// code points, contains the product of the tenths of both, matches the
+// tenth of one more than the member's code points times a quarter of the
+// expression's; all() two for
 // its loop's condition and one for its
 // step before each element, one for its result (exists() three and one).
 // Anything else (a member missing on the way, null, a value of another
@@ -48,10 +51,11 @@ type nativeBool struct {
 	// member is what the test reads: has, cmp, in, key, val, str; all,
 	// exists: the range (a default only where memberRef gives one).
 	member
-	op       string       // cmp: the operator, the member on its left
-	constant any          // cmp: string, int64, float64 or bool; in: an element (its type); key: the key; val: false
-	set      map[any]bool // in
-	iter     string       // all, exists: the iteration variable
+	op       string         // cmp: the operator, the member on its left
+	constant any            // cmp: string, int64, float64 or bool; in: an element (its type); key: the key; val: false
+	set      map[any]bool   // in
+	re       *regexp.Regexp // str: matches' constant, compiled
+	iter     string         // all, exists: the iteration variable
 	kids     []*nativeBool
 	value    bool // lit
 }
@@ -202,10 +206,11 @@ func boolNode(e celast.Expr, iters []string) *nativeBool {
 }
 
 // stringTests are the string functions a nativeBool evaluates.
-var stringTests = map[string]bool{"startsWith": true, "endsWith": true, "contains": true}
+var stringTests = map[string]bool{"startsWith": true, "endsWith": true, "contains": true, "matches": true}
 
-// stringTest is member.startsWith('c') (endsWith, contains) on a member
-// reached by plain steps, or nil.
+// stringTest is member.startsWith('c') (endsWith, contains, matches: the
+// constant a regular expression, compiled as cel-go compiles it) on a
+// member reached by plain steps, or nil.
 func stringTest(c celast.CallExpr, iters []string) *nativeBool {
 	if len(c.Args()) != 1 {
 		return nil
@@ -218,7 +223,14 @@ func stringTest(c celast.CallExpr, iters []string) *nativeBool {
 	if !ok {
 		return nil
 	}
-	return &nativeBool{kind: boolStr, member: m, op: c.FunctionName(), constant: arg}
+	n := &nativeBool{kind: boolStr, member: m, op: c.FunctionName(), constant: arg}
+	if n.op == "matches" {
+		var err error
+		if n.re, err = regexp.Compile(arg); err != nil {
+			return nil // cel-go's error, then
+		}
+	}
+	return n
 }
 
 // boolMember is a member that is a bool, or nil.
@@ -524,6 +536,9 @@ func (n *nativeBool) eval(be *boolEval) (bool, uint64, bool) {
 	case boolVal:
 		return v.(bool), cost, true
 	case boolStr:
+		if n.re != nil {
+			return matches(n.re, v.(string), n.constant.(string), cost)
+		}
 		return stringFn(n.op, v.(string), n.constant.(string), cost)
 	}
 	switch c := n.constant.(type) {
@@ -715,6 +730,15 @@ func stringFn(fn, s, arg string, cost uint64) (bool, uint64, bool) {
 		return strings.HasSuffix(s, arg), cost + tenth(arg), true
 	}
 	return strings.Contains(s, arg), cost + tenth(s)*tenth(arg), true
+}
+
+// matches is member.matches(re) and cel-go's cost for it (after cost, the
+// attribute's): the tenth of one more than s's code points times a quarter
+// of the expression's.
+func matches(re *regexp.Regexp, s, expr string, cost uint64) (bool, uint64, bool) {
+	str := uint64(math.Ceil((1 + float64(utf8.RuneCountInString(s))) * common.StringTraversalCostFactor))
+	rx := uint64(math.Ceil(float64(utf8.RuneCountInString(expr)) * common.RegexStringLengthCostFactor))
+	return re.MatchString(s), cost + str*rx, true
 }
 
 // runesUpTo is the number of code points of s, at most limit.

@@ -80,6 +80,9 @@ func TestNativeBool(t *testing.T) {
 				if rnd.IntN(3) == 0 {
 					member = optional()
 				}
+				if rnd.IntN(3) == 0 {
+					return member + ".matches(" + []string{`'^x'`, `''`, `'é€+$'`, `'^(z{3,}|ab)'`, `'[a-y]'`, `'` + strings.Repeat("z", 25) + `'`}[rnd.IntN(6)] + ")"
+				}
 				return member + "." + []string{"startsWith", "endsWith", "contains"}[rnd.IntN(3)] + "(" + []string{`'x'`, `''`, `'é€'`, `'` + strings.Repeat("z", 25) + `'`}[rnd.IntN(4)] + ")"
 			}
 			return "!(" + cond(depth+1) + ")"

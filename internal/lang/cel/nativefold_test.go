@@ -44,7 +44,7 @@ func TestNativeFold(t *testing.T) {
 			return "!(" + pred(v, depth) + ")"
 		case 10:
 			if rnd.IntN(2) == 0 {
-				return v + ".a." + pick("startsWith('a')", "endsWith('b')", "contains('é')")
+				return v + ".a." + pick("startsWith('a')", "endsWith('b')", "contains('é')", "matches('^a.*b$')")
 			}
 			return v + ".a.size() > 1" // not native: cel-go evaluates the whole
 		}
