@@ -139,6 +139,21 @@ func randDoc(r *rand.Rand, depth int) any {
 	}
 }
 
+// randObjectText is a random object (randDoc's, false when that is an
+// array) and its text as AppendJSON writes it.
+func randObjectText(t *testing.T, r *rand.Rand) (map[string]any, []byte, bool) {
+	t.Helper()
+	doc, ok := randDoc(r, 4).(map[string]any)
+	if !ok {
+		return nil, nil, false
+	}
+	text, err := value.AppendJSON(nil, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, text, true
+}
+
 // mutate returns a randomly modified copy of v; v is not changed.
 func mutate(r *rand.Rand, v any, depth int) any {
 	if r.IntN(12) == 0 {

@@ -95,13 +95,9 @@ func TestText(t *testing.T) {
 	var tx Text
 	docs, ops, applied := 0, 0, map[OpType]int{}
 	for it := 0; it < 3000; it++ {
-		doc, ok := randDoc(r, 4).(map[string]any)
+		doc, text, ok := randObjectText(t, r)
 		if !ok {
 			continue
-		}
-		text, err := value.AppendJSON(nil, doc)
-		if err != nil {
-			t.Fatal(err)
 		}
 		_, lazy := value.DecodeLazy(string(text) + "\n")
 		if tx.Reset(string(text)+"\n") != lazy {

@@ -262,21 +262,7 @@ func apart(obj any, a, b patch.Pointer) bool {
 	if k == len(a) || k == len(b) {
 		return false
 	}
-	c := obj
-	for _, tok := range a[:k] {
-		switch x := c.(type) {
-		case map[string]any:
-			c = x[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return false
-			}
-			c = x[i]
-		default:
-			return false
-		}
-	}
+	c, _ := valueAt(obj, a[:k])
 	_, isObject := c.(map[string]any)
 	return isObject
 }
@@ -423,24 +409,31 @@ func testHolds(doc any, op patch.Operation, memo *typeMemo, t reflect.Type, type
 			return false
 		}
 	}
+	v, ok := valueAt(doc, op.Path)
+	return ok && value.Equal(v, op.Value)
+}
+
+// valueAt is the value at path in doc (object members, array indexes);
+// false when there is none.
+func valueAt(doc any, path patch.Pointer) (any, bool) {
 	v := doc
-	for _, seg := range op.Path {
+	for _, seg := range path {
 		switch c := v.(type) {
 		case map[string]any:
 			x, ok := c[seg]
 			if !ok {
-				return false
+				return nil, false
 			}
 			v = x
 		case []any:
 			i, err := strconv.Atoi(seg)
 			if err != nil || i < 0 || i >= len(c) {
-				return false
+				return nil, false
 			}
 			v = c[i]
 		default:
-			return false
+			return nil, false
 		}
 	}
-	return value.Equal(v, op.Value)
+	return v, true
 }
