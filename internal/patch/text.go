@@ -90,8 +90,8 @@ func (t *Text) Rollback() {
 // leaves the text unchanged (see Text).
 func (t *Text) Apply(op Operation) bool {
 	path := op.Path
-	if len(path) == 0 || op.Op != Add && op.Op != Replace && op.Op != Remove {
-		return false
+	if len(path) == 0 || len(t.buf) == 0 || op.Op != Add && op.Op != Replace && op.Op != Remove {
+		return false // the whole document, no text (Reset refused it), another operation
 	}
 	c, start := 0, 0 // the '{' or '[' of the container the path goes through
 	if at := t.place(path[:len(path)-1]); at >= 0 {

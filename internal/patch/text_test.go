@@ -196,6 +196,9 @@ func TestTextCases(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var tx Text
+			if tx.Apply(tc.op) || tx.Reset(`{"a": 1}`) || tx.Apply(tc.op) {
+				t.Fatal("a Text without a text applied an operation")
+			}
 			if !tx.Reset(la) {
 				t.Fatal("Reset refused a canonical text")
 			}
