@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/modwright/modwright/test/load"
 )
 
@@ -173,21 +175,22 @@ func run(ctx context.Context, o *options) (*report, error) {
 	}
 	e := &env{root: root, tmp: tmp, objects: filepath.Join(root, "testdata", "bench", "objects"), rules: map[int]string{}, policies: map[int]string{}}
 
-	// 1. Build both servers, and install them as an image's layer is:
-	// the file written anew. The linker writes its output through a
-	// memory mapping; a process started from that very file maps about
-	// 10 MiB more of it (RssFile: the page cache holds it otherwise) than
-	// one started from a copy, as a container's binary is.
+	// 1. Build both servers, and drop their files' pages from the page
+	// cache: each server starts from its binary as read from the disk, as
+	// a node starts a container's. The resident pages of a binary depend
+	// on how its file came into the cache (the linker's writes, one large
+	// write, cp's: 63, 96 and 52 MiB of RssFile for modwright at rest),
+	// and they are most of its RSS; read from the disk, 52 MiB whichever.
 	e.modwright, e.floor = filepath.Join(tmp, "modwright"), filepath.Join(tmp, "floor")
 	for _, b := range []struct{ out, pkg string }{{e.modwright, "./cmd/modwright"}, {e.floor, "./test/load/cmd/floor"}} {
 		progress("building %s", b.pkg)
-		cmd := exec.CommandContext(ctx, o.goCmd, "build", "-trimpath", "-o", b.out+".built", b.pkg)
+		cmd := exec.CommandContext(ctx, o.goCmd, "build", "-trimpath", "-o", b.out, b.pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return rep, fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
 		}
-		if err := install(b.out+".built", b.out); err != nil {
-			return rep, err
+		if err := uncache(b.out); err != nil {
+			return rep, fmt.Errorf("dropping %s from the page cache: %w", b.out, err)
 		}
 	}
 	if out, err := exec.CommandContext(ctx, e.modwright, "serve", "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "--standalone") {
@@ -669,15 +672,16 @@ func count(n float64) string {
 	return b.String()
 }
 
-// install writes the program built at from to to, a new file, and removes
-// from.
-func install(from, to string) error {
-	b, err := os.ReadFile(from)
+// uncache writes the file at path to the disk and drops its pages from
+// the page cache.
+func uncache(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(to, b, 0o755); err != nil {
+	defer f.Close()
+	if err := f.Sync(); err != nil {
 		return err
 	}
-	return os.Remove(from)
+	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
