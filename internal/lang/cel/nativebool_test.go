@@ -1,6 +1,7 @@
 package cel
 
 import (
+	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -162,4 +163,20 @@ func TestNativeBool(t *testing.T) {
 		t.Errorf("%d of %d evaluations without cel-go: the objects do not exercise it", native, total)
 	}
 	t.Logf("%d of %d evaluations without cel-go", native, total)
+}
+
+// BenchmarkNativeMatches is the load test's Deployment Policies' condition
+// (test/load.PolicySet): matches() in an exists() over the containers.
+func BenchmarkNativeMatches(b *testing.B) {
+	p, ds := Language{}.CompileExpr(env(), `object.spec.template.spec.containers.exists(c, c.image.matches('^nginx:1\\.25'))`)
+	if ds != nil {
+		b.Fatal(ds)
+	}
+	in := &lang.Activation{Object: decode(b, deployment).(map[string]any)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, _, err := p.EvalBoolCost(context.Background(), in); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
 }
