@@ -8,6 +8,9 @@
 // DecodeLazy makes also holds Raw, containers not decoded yet: it is made
 // to edit a few paths and be written back (the last-applied
 // configuration), and only AppendJSON, Expand and patch.Doc know it.
+// Canonical text (Canonical: what AppendJSON writes) can also be edited as
+// text, found with SkipCanonical and PlainKey (patch.Text). DecodeOmitting
+// leaves out a member nothing reads (a review's managedFields).
 //
 // The package knows nothing of Kubernetes, JSONPath or patches.
 package value
