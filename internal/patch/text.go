@@ -299,8 +299,8 @@ func (t *Text) build(op Operation, i, at int) bool {
 	if !t.encode(op.Value) {
 		return false
 	}
-	// The value wrapped in an object per token after the member's, from
-	// the innermost out: {"a":{"b":value}}.
+	// The value wrapped in an object per token after the member's:
+	// {"a":{"b":value}}.
 	n := len(t.val)
 	for _, tok := range rest {
 		n += len(tok) + 5 // {"":}
@@ -370,13 +370,18 @@ func (t *Text) insertMember(at int, key string, v []byte) {
 		n++ // a comma, before it or after
 	}
 	t.open(at, n)
-	b := t.buf[at : at : at+n] // written in place
+	w := at
 	if !first && last {
-		b = append(b, ',')
+		t.buf[w] = ','
+		w++
 	}
-	b = append(append(append(append(b, '"'), key...), `":`...), v...)
+	t.buf[w] = '"'
+	w++
+	w += copy(t.buf[w:], key)
+	w += copy(t.buf[w:], `":`)
+	w += copy(t.buf[w:], v)
 	if !last {
-		b = append(b, ',')
+		t.buf[w] = ','
 	}
 }
 
