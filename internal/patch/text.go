@@ -17,7 +17,10 @@ import (
 // make through an index, or in place of a null; a new key AppendJSON would
 // escape; a value it cannot encode; an operation that fails (replace of a
 // missing member, an index out of range or not a number, a scalar on the
-// way); every operation but add, replace and remove. The caller then
+// way); every operation but add, replace and remove; and every operation
+// once the operations since Reset have gone through textWork bytes (each
+// may read the whole text: many operations on a large text are a Doc's,
+// whose cost per operation is its path's once decoded). The caller then
 // decodes the text (value.DecodeLazy) and goes on with a Doc, which
 // answers as it does.
 //
@@ -31,6 +34,7 @@ type Text struct {
 	// under them start there (most write beside each other: labels).
 	places    [4]textPlace
 	nextPlace int
+	work      int // what the operations since Reset may have read
 }
 
 // textPlace is an object of the text at a path: its '{' is buf[at-1]; at 0,
@@ -45,13 +49,17 @@ type textPlace struct {
 // textKept is the largest buffer a Text keeps from one text to the next.
 const textKept = 64 << 10
 
+// textWork bounds what a Text's operations read, from one Reset to the
+// next: about 2,000 operations on kubectl's configuration of a Deployment.
+const textWork = 4 << 20
+
 // Reset makes s, but for whitespace around it, the text: false when it is
 // not the canonical text of an object (the Text is then empty).
 func (t *Text) Reset(s string) bool {
 	if cap(t.buf) > textKept || cap(t.saved) > textKept || cap(t.val) > textKept {
 		*t = Text{} // one large text does not stay
 	}
-	t.buf = t.buf[:0]
+	t.buf, t.work = t.buf[:0], 0
 	t.forget()
 	if s = trimSpace(s); !value.Canonical(s) {
 		return false
@@ -92,6 +100,9 @@ func (t *Text) Apply(op Operation) bool {
 	path := op.Path
 	if len(path) == 0 || len(t.buf) == 0 || op.Op != Add && op.Op != Replace && op.Op != Remove {
 		return false // the whole document, no text (Reset refused it), another operation
+	}
+	if t.work += len(t.buf); t.work > textWork {
+		return false
 	}
 	c, start := 0, 0 // the '{' or '[' of the container the path goes through
 	if at := t.place(path[:len(path)-1]); at >= 0 {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/modwright/modwright/internal/value"
@@ -323,5 +324,32 @@ func TestTextPlaces(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTextWork: operations on a large text are refused once they have read
+// textWork bytes (the text then unchanged), so that many of them are a
+// Doc's; a Reset starts again.
+func TestTextWork(t *testing.T) {
+	big := `{"a":"` + strings.Repeat("x", 100<<10) + `","m":{}}`
+	var tx Text
+	if !tx.Reset(big) {
+		t.Fatal("not canonical")
+	}
+	done := 0
+	for ; done < 1000; done++ {
+		before := tx.String()
+		if !tx.Apply(Operation{Op: Add, Path: Pointer{"m", fmt.Sprintf("k%04d", done)}, Value: "v"}) {
+			if tx.String() != before {
+				t.Fatal("a refused operation changed the text")
+			}
+			break
+		}
+	}
+	if limit := textWork / len(big); done < limit-2 || done > limit {
+		t.Fatalf("%d operations done on a %d-byte text, want about %d", done, len(big), limit)
+	}
+	if !tx.Reset(big) || !tx.Apply(Operation{Op: Add, Path: Pointer{"m", "k"}, Value: "v"}) {
+		t.Fatal("an operation refused after Reset")
 	}
 }

@@ -220,8 +220,14 @@ func (p *Patched) Edits() (ops []patch.Operation, ok bool) {
 // testsAmongEdits drops from ops (an edit first) the tests that hold, with
 // their memos, and returns the edits; ok is false when Apply must decide. A
 // test after edits is of the edited object: the object itself where every
-// edit before it is apart from its path.
+// edit before it is apart from its path. Each test is compared with every
+// edit before it: past maxEditsBeforeTest edits (a patch built over the
+// object's lists can have thousands) Apply decides, in time linear in the
+// operations.
 func (p *Patched) testsAmongEdits(ops []patch.Operation, memos []*typeMemo, t reflect.Type) (edits []patch.Operation, editMemos []*typeMemo, ok bool) {
+	if len(ops) > maxEditsBeforeTest {
+		return nil, nil, false
+	}
 	edits = make([]patch.Operation, 0, len(ops))
 	if memos != nil {
 		editMemos = make([]*typeMemo, 0, len(ops))
@@ -249,6 +255,9 @@ func (p *Patched) testsAmongEdits(ops []patch.Operation, memos []*typeMemo, t re
 	}
 	return edits, editMemos, true
 }
+
+// maxEditsBeforeTest bounds testsAmongEdits' comparisons.
+const maxEditsBeforeTest = 32
 
 // apart reports whether an edit at a leaves what is at b in obj as it is:
 // neither path is the other's beginning, and where they part obj holds an

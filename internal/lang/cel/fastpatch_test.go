@@ -3,6 +3,7 @@ package cel
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -159,6 +160,33 @@ func TestEditsTestsAmongEdits(t *testing.T) {
 		}
 		if d := cmp.Diff(any(want), got); d != "" {
 			t.Errorf("%s: (-Apply +Edits' operations):\n%s", tc.src, d)
+		}
+	}
+}
+
+// TestEditsManyBeforeATest: past maxEditsBeforeTest operations with a test
+// among edits, Apply decides (Edits would compare each test with every
+// edit before it).
+func TestEditsManyBeforeATest(t *testing.T) {
+	src := `object.spec.template.spec.containers.map(c, JSONPatch{op: 'add', path: '/metadata/labels/' + c.name, value: 'x'}) + ` +
+		`[JSONPatch{op: 'test', path: '/metadata/name', value: 'web'}]`
+	for _, n := range []int{2, maxEditsBeforeTest + 1} {
+		o := decode(t, deployment).(map[string]any)
+		var cs []any
+		for i := range n {
+			cs = append(cs, map[string]any{"name": fmt.Sprintf("c%d", i), "image": "i"})
+		}
+		o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"] = cs
+		m, ds := Language{}.compileMutation(env(), JSONPatch, src, true)
+		if ds != nil {
+			t.Fatal(ds)
+		}
+		p, _, err := m.EvalJSONPatch(context.Background(), &lang.Activation{Object: o}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := p.Edits(); ok != (n+1 <= maxEditsBeforeTest) {
+			t.Errorf("%d edits then a test: Edits takes it %v", n, ok)
 		}
 	}
 }
