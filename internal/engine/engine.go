@@ -142,12 +142,9 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		if obj != nil || raw == nil {
 			return nil
 		}
-		v, mf, err := value.DecodeOmitting(raw, managedFieldsPath...)
-		if err != nil {
-			return fmt.Errorf("%w: object: %v", ErrInvalidRequest, err)
-		}
-		obj, managed = v, mf
-		return nil
+		var err error
+		obj, managed, err = decodeObjectOmitting(raw, managedFieldsPath...)
+		return err
 	}
 	if kind == "" && !req.Payload {
 		if err := decode(); err != nil {
@@ -769,22 +766,17 @@ func (ev *evaluation) mirrorLastApplied(h *Handle, ops []patch.Operation) {
 // decoded from it for la, only along the paths the operations take, the
 // rest written back as it is (value.DecodeLazy).
 func (ev *evaluation) mirrorText(ops []patch.Operation) bool {
-	n := 0
-	for _, op := range ops {
-		if ev.mirrored(op.Path) {
-			n++
-		}
-	}
 	t := ev.laText
-	if n > 1 {
+	if len(ops) > 1 {
 		t.Mark() // a refused operation leaves the text as it is
 	}
+	applied := false
 	for _, op := range ops {
 		if !ev.mirrored(op.Path) {
 			continue
 		}
 		if !t.Apply(op) {
-			if n > 1 {
+			if len(ops) > 1 {
 				t.Rollback()
 			}
 			m, _ := value.DecodeLazy(t.String()) // canonical: decoded
@@ -792,8 +784,9 @@ func (ev *evaluation) mirrorText(ops []patch.Operation) bool {
 			ev.la.Reset(m, true)
 			return false
 		}
+		applied = true
 	}
-	ev.laChanged = ev.laChanged || n > 0
+	ev.laChanged = ev.laChanged || applied
 	return true
 }
 
@@ -899,11 +892,18 @@ func (ev *evaluation) writeLastApplied() {
 
 // decodeObject decodes the request's object from its JSON text.
 func decodeObject(raw []byte) (any, error) {
-	v, err := value.Decode(raw)
+	v, _, err := decodeObjectOmitting(raw)
+	return v, err
+}
+
+// decodeObjectOmitting decodes the request's object from its JSON text but
+// for the member at path (value.DecodeOmitting), whose text it returns.
+func decodeObjectOmitting(raw []byte, path ...string) (any, []byte, error) {
+	v, omitted, err := value.DecodeOmitting(raw, path...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: object: %v", ErrInvalidRequest, err)
+		return nil, nil, fmt.Errorf("%w: object: %v", ErrInvalidRequest, err)
 	}
-	return v, nil
+	return v, omitted, nil
 }
 
 func lookupString(v any, path ...string) (string, bool) {
