@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -177,6 +179,7 @@ func FuzzObjectMembers(f *testing.F) {
 		} else {
 			validatedNoPanic(t, data)
 		}
+		checkNested(t, data, got, err)
 
 		// fn's error comes back, unless data is not a valid object.
 		stop := errors.New("stop")
@@ -236,4 +239,76 @@ func FuzzObjectMembers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkNested holds ObjectMembersNested, descending into the members whose
+// key has an even length, to ObjectMembers: got and err are ObjectMembers'
+// calls and result on data. The calls must be ObjectMembers' with, before
+// each member descended into, the calls ObjectMembers makes on its value;
+// the error must be the same; an inner error must come back and stop every
+// call.
+func checkNested(t *testing.T, data []byte, got []member, err error) {
+	t.Helper()
+	var calls []member
+	descend := func(key string) bool {
+		calls = append(calls, member{"nest", key})
+		return len(key)%2 == 0
+	}
+	nestErr := ObjectMembersNested(data, func(key string, raw []byte) error {
+		calls = append(calls, member{key, string(raw)})
+		return nil
+	}, descend, func(key string, raw []byte) error {
+		calls = append(calls, member{"inner " + key, string(raw)})
+		return nil
+	})
+	if !reflect.DeepEqual(nestErr, err) {
+		t.Fatalf("ObjectMembersNested(%q) error = %v, ObjectMembers' %v", data, nestErr, err)
+	}
+	if err != nil {
+		return
+	}
+	var want []member
+	inners := 0
+	for _, m := range got {
+		if m.raw[0] == '{' {
+			want = append(want, member{"nest", m.key})
+			if len(m.key)%2 == 0 {
+				if err := ObjectMembers([]byte(m.raw), func(key string, raw []byte) error {
+					want = append(want, member{"inner " + key, string(raw)})
+					inners++
+					return nil
+				}); err != nil {
+					t.Fatalf("ObjectMembers(%q) of a member of %q: %v", m.raw, data, err)
+				}
+			}
+		}
+		want = append(want, m)
+	}
+	if !reflect.DeepEqual(calls, want) {
+		t.Fatalf("ObjectMembersNested(%q) calls %q, want %q", data, calls, want)
+	}
+
+	// inner's error comes back and stops every call.
+	stop := errors.New("stop")
+	n := 0
+	nestErr = ObjectMembersNested(data, func(string, []byte) error {
+		n++
+		return nil
+	}, func(key string) bool {
+		n++
+		return len(key)%2 == 0
+	}, func(string, []byte) error {
+		n++
+		return stop
+	})
+	if inners == 0 {
+		if nestErr != nil {
+			t.Fatalf("ObjectMembersNested(%q) with no inner member = %v", data, nestErr)
+		}
+		return
+	}
+	first := slices.IndexFunc(want, func(m member) bool { return strings.HasPrefix(m.key, "inner ") })
+	if nestErr != stop || n != first+1 {
+		t.Fatalf("ObjectMembersNested(%q) with a failing inner: %v after %d calls, want stop after %d", data, nestErr, n, first+1)
+	}
 }

@@ -19,54 +19,86 @@ import (
 // may have been called for members before a syntax error that follows them.
 // Skipped values cost no allocation.
 func ObjectMembers(data []byte, fn func(key string, raw []byte) error) error {
-	d := decoder{data: data, depth: 1}
+	return ObjectMembersNested(data, fn, nil, nil)
+}
+
+// ObjectMembersNested is ObjectMembers that also reads, in the same pass,
+// the members of objects among data's members: for each member whose value
+// is an object, nest is called with its key when its value begins; if nest
+// returns true, inner gets the value's members (unescaped keys, raw values
+// validated, as ObjectMembers passes them) before fn gets the member
+// itself. A member's text is thus checked once, where reading it with
+// ObjectMembers in fn would go over it twice. nest may be nil.
+//
+// Errors are as ObjectMembers': the first error of fn or of inner stops
+// every call (nest's too), and a syntax error anywhere in data wins.
+func ObjectMembersNested(data []byte, fn func(key string, raw []byte) error, nest func(key string) bool, inner func(key string, raw []byte) error) error {
+	d := decoder{data: data}
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return d.invalid(i, "looking for beginning of object")
 	}
 	var fnErr error
-	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		i++
-	} else {
-		for {
-			if i >= len(data) || data[i] != '"' {
-				return d.invalid(i, "looking for beginning of object key string")
-			}
-			var key string
-			if fnErr == nil {
-				key, i = d.key(i)
-			} else {
-				i = d.skipString(i)
-			}
-			if i < 0 {
-				return d.err
-			}
-			if i = skipSpace(data, i); i >= len(data) || data[i] != ':' {
-				return d.invalid(i, "after object key")
-			}
-			start := skipSpace(data, i+1)
-			if i = d.skip(start); i < 0 {
-				return d.err
-			}
-			if fnErr == nil {
-				fnErr = fn(key, data[start:i:i])
-			}
-			if i = skipSpace(data, i); i < len(data) && data[i] == ',' {
-				i = skipSpace(data, i+1)
-				continue
-			}
-			if i < len(data) && data[i] == '}' {
-				i++
-				break
-			}
-			return d.invalid(i, "after object key:value pair")
-		}
+	if i = d.members(i, fn, nest, inner, &fnErr); i < 0 {
+		return d.err
 	}
 	if i = skipSpace(data, i); i < len(data) {
 		return d.invalid(i, "after top-level value")
 	}
 	return fnErr
+}
+
+// members reads the object whose opening brace is data[i] for
+// ObjectMembersNested, recording fn's first error (or inner's) in *fnErr,
+// and returns the offset just past it, or -1.
+func (d *decoder) members(i int, fn func(key string, raw []byte) error, nest func(key string) bool, inner func(key string, raw []byte) error, fnErr *error) int {
+	data := d.data
+	if d.depth++; d.depth > maxDepth {
+		return d.fail(i, "exceeded max depth")
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		d.depth--
+		return i + 1
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return d.bad(i, "looking for beginning of object key string")
+		}
+		var key string
+		if *fnErr == nil {
+			key, i = d.key(i)
+		} else {
+			i = d.skipString(i)
+		}
+		if i < 0 {
+			return i
+		}
+		if i = skipSpace(data, i); i >= len(data) || data[i] != ':' {
+			return d.bad(i, "after object key")
+		}
+		start := skipSpace(data, i+1)
+		if nest != nil && *fnErr == nil && start < len(data) && data[start] == '{' && nest(key) {
+			i = d.members(start, inner, nil, nil, fnErr)
+		} else {
+			i = d.skip(start)
+		}
+		if i < 0 {
+			return i
+		}
+		if *fnErr == nil {
+			*fnErr = fn(key, data[start:i:i])
+		}
+		if i = skipSpace(data, i); i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+			continue
+		}
+		if i < len(data) && data[i] == '}' {
+			d.depth--
+			return i + 1
+		}
+		return d.bad(i, "after object key:value pair")
+	}
 }
 
 // ObjectMembersValidated is ObjectMembers for text already validated: data

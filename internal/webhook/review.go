@@ -78,12 +78,14 @@ func (r *request) attributes() engine.Request {
 }
 
 // decodeReview parses and checks a request body. It is hand-written on
-// value.ObjectMembers (one validating pass, no reflection, the objects left
+// value.ObjectMembersNested (one validating pass over the body, the
+// request's members read in it, no reflection, the objects left
 // undecoded): the API server sends every admission through it. Unknown
 // members are ignored, as encoding/json would.
 func decodeReview(body []byte) (*review, error) {
 	rv := &review{}
-	err := value.ObjectMembers(body, func(key string, raw []byte) error {
+	var rd requestDecoder
+	err := value.ObjectMembersNested(body, func(key string, raw []byte) error {
 		var err error
 		switch key {
 		case "apiVersion":
@@ -91,15 +93,29 @@ func decodeReview(body []byte) (*review, error) {
 		case "kind":
 			rv.Kind, err = constField(raw, key, "AdmissionReview")
 		case "request":
-			if string(raw) == "null" {
-				return nil
+			switch {
+			case string(raw) == "null":
+			case raw[0] != '{': // an object's members were read as they came
+				err = &fieldError{"an object", raw}
+			default:
+				if err = rd.st.flush(&rv.req); err == nil {
+					rv.Request = &rv.req
+				}
 			}
-			rv.req = request{} // a repeated request replaces the first
-			if err = decodeRequest(raw, &rv.req); err == nil {
-				rv.Request = &rv.req
+			if err != nil {
+				err = fmt.Errorf("request%w", err)
 			}
 		}
 		return err
+	}, func(key string) bool {
+		if key != "request" {
+			return false
+		}
+		rv.req = request{} // a repeated request replaces the first
+		rd = requestDecoder{req: &rv.req}
+		return true
+	}, func(key string, raw []byte) error {
+		return rd.member(key, raw)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedReview, err)
@@ -133,43 +149,42 @@ func knownOperation(op string) bool {
 	return false
 }
 
-// decodeRequest decodes an AdmissionRequest in two steps: one pass over its
-// members takes the objects and the scalars and sets aside the members
-// holding strings (up to a dozen; more are decoded in place, in order);
-// then, their size known, the request's text is allocated once and they
-// are decoded in document order.
+// requestDecoder decodes an AdmissionRequest, given its members one by one
+// (member) as decodeReview reads them, in two steps: the objects and the
+// scalars are taken as they come and the members holding strings (up to a
+// dozen; more are decoded in place, in order) are set aside; then, their
+// size known, the request's text is allocated once and they are decoded in
+// document order (st.flush, once the request has ended).
 //
-// data is a raw value handed out by the ObjectMembers call over the whole
-// body, which has validated it: it and the objects in it (kind, resource,
-// userInfo...) are read with value.ObjectMembersValidated, without checking
-// them again.
-func decodeRequest(data []byte, req *request) error {
-	var st textMembers
-	err := value.ObjectMembersValidated(data, func(key string, raw []byte) error {
-		var err error
-		switch key {
-		case "uid", "kind", "resource", "subResource", "requestKind", "requestResource", "requestSubResource", "name", "namespace", "userInfo":
-			return st.add(req, key, raw) // its errors name their member
-		case "operation":
-			req.Operation, err = operationField(raw)
-		case "object":
-			req.Object = objectField(raw)
-		case "oldObject":
-			req.OldObject = objectField(raw)
-		case "dryRun":
-			req.DryRun, err = boolField(raw)
-		case "options":
-			req.Options = objectField(raw)
-		}
-		if err != nil {
-			return fmt.Errorf("request.%s%w", key, err)
-		}
-		return nil
-	})
-	if err == nil {
-		err = st.flush(req)
+// The members come validated, with the whole body: the objects in them
+// (kind, resource, userInfo...) are read with value.ObjectMembersValidated,
+// without checking them again.
+type requestDecoder struct {
+	req *request
+	st  textMembers
+}
+
+func (rd *requestDecoder) member(key string, raw []byte) error {
+	req := rd.req
+	var err error
+	switch key {
+	case "uid", "kind", "resource", "subResource", "requestKind", "requestResource", "requestSubResource", "name", "namespace", "userInfo":
+		return rd.st.add(req, key, raw) // its errors name their member
+	case "operation":
+		req.Operation, err = operationField(raw)
+	case "object":
+		req.Object = objectField(raw)
+	case "oldObject":
+		req.OldObject = objectField(raw)
+	case "dryRun":
+		req.DryRun, err = boolField(raw)
+	case "options":
+		req.Options = objectField(raw)
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("request.%s%w", key, err)
+	}
+	return nil
 }
 
 // textMembers holds the members of a request whose strings go into its

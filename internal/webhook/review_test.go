@@ -56,6 +56,9 @@ func TestDecodeReview(t *testing.T) {
 		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","userInfo":{"extra":{"scopes":"a"}}}}`, `request.userInfo.extra.scopes: want an array of strings`},
 		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","userInfo":{"extra":[]}}}`, `request.userInfo.extra: want an object`},
 		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","dryRun":"yes"}}`, `request.dryRun: want a boolean, got "yes"`},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":5}`, `request: want an object, got 5`},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":[{"uid":"x"}]}`, `request: want an object, got [{"uid":"x"}]`},
+		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","operation":"CREATE"},"request":{"name":"n"}}`, `request.uid is empty`},
 		// More string members than are set aside: decoded as they come.
 		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x"` + strings.Repeat(`,"name":"n"`, 12) + `,"namespace":1}}`, `request.namespace: want a string, got 1`},
 		{`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","name":2` + strings.Repeat(`,"subResource":"n"`, 10) + `,"namespace":"n"}}`,
@@ -65,6 +68,17 @@ func TestDecodeReview(t *testing.T) {
 		if !errors.Is(err, ErrMalformedReview) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want ErrMalformedReview mentioning %q", tc.body, err, tc.want)
 		}
+	}
+
+	// A repeated request replaces the first, whatever members each has.
+	rv, err := decodeReview([]byte(`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1",` +
+		`"request":{"uid":"a","operation":"CREATE","name":"n","kind":{"kind":"Pod"},"object":{"a":1},"dryRun":true},"request":null,` +
+		`"request":{"uid":"b","operation":"DELETE","oldObject":{"b":2}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(engine.Request{UID: "b", Operation: "DELETE", OldObjectJSON: []byte(`{"b":2}`)}, rv.Request.attributes(), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("repeated request (-want +got):\n%s", diff)
 	}
 }
 
