@@ -120,6 +120,7 @@ fuzz:
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzDecodeLazy$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/source -run '^$$' -fuzz '^FuzzBlockYAML$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/webhook -run '^$$' -fuzz '^FuzzDecodeReview$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/webhook -run '^$$' -fuzz '^FuzzQueryValue$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/cel -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/subst -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/conditions -run '^$$' -fuzz '^FuzzEvaluate$$' -fuzztime $(FUZZTIME)

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"net/url"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -395,12 +397,42 @@ func (d *Dragnet) deadline(r *http.Request) time.Duration {
 
 // reviewDeadline is 90% of the smaller of timeout and the API server's.
 func reviewDeadline(t time.Duration, r *http.Request) time.Duration {
-	if q := r.URL.Query().Get("timeout"); q != "" {
+	if q := queryValue(r.URL.RawQuery, "timeout"); q != "" {
 		if apiserver, err := time.ParseDuration(q); err == nil && apiserver > 0 && apiserver < t {
 			t = apiserver
 		}
 	}
 	return t * 9 / 10
+}
+
+// queryValue is url.ParseQuery(rawQuery).Get(name) without building the
+// url.Values (a map and a slice per parameter, on every review): the first
+// value of the parameter name, unescaped, among the '&'-separated pairs
+// that parse (a pair holding ';' or an invalid escape is skipped).
+func queryValue(rawQuery, name string) string {
+	for rest := rawQuery; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		if pair == "" || strings.Contains(pair, ";") {
+			continue
+		}
+		key, val, _ := strings.Cut(pair, "=")
+		if key != name {
+			if !strings.ContainsAny(key, "%+") {
+				continue
+			}
+			if k, err := url.QueryUnescape(key); err != nil || k != name {
+				continue
+			}
+		}
+		if !strings.ContainsAny(val, "%+") {
+			return val
+		}
+		if v, err := url.QueryUnescape(val); err == nil {
+			return v
+		}
+	}
+	return ""
 }
 
 // review evaluates one request (decide: the request's attributes, then the

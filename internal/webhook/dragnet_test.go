@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -483,5 +484,35 @@ func TestDragnetPhases(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("no metric labelled webhook=%q (labels %v)", name, seen)
 		}
+	}
+}
+
+// queryCases are queries queryValue must read as url.ParseQuery does.
+var queryCases = []string{
+	"", "timeout=10s", "timeout=", "timeout", "a=1&timeout=5s&timeout=7s", "timeout=10s&timeout=1s",
+	"time%6Fut=3s", "timeout=1%30s", "timeout=1%3", "timeout=1%3&timeout=2s", "timeout=10s;x=1&timeout=4s",
+	"x;=1&timeout=2s", "&&timeout=2s&", "timeout=+1s", "timeout=1s+", "ti%zzmeout=1s&timeout=9s",
+	"timeout=a=b", "=1s&timeout=2s", "timeouts=1s&timeout=2s", "Timeout=1s",
+}
+
+// TestQueryValue holds queryValue to url.ParseQuery's Get.
+func TestQueryValue(t *testing.T) {
+	for _, q := range queryCases {
+		checkQueryValue(t, q)
+	}
+}
+
+// FuzzQueryValue holds queryValue to url.ParseQuery's Get.
+func FuzzQueryValue(f *testing.F) {
+	for _, q := range queryCases {
+		f.Add(q)
+	}
+	f.Fuzz(checkQueryValue)
+}
+
+func checkQueryValue(t *testing.T, q string) {
+	vs, _ := url.ParseQuery(q) // the pairs that parse
+	if got, want := queryValue(q, "timeout"), vs.Get("timeout"); got != want {
+		t.Fatalf("queryValue(%q, timeout) = %q, url.ParseQuery has %q", q, got, want)
 	}
 }
