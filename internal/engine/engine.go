@@ -97,6 +97,9 @@ type scratch struct {
 	writes []write
 	spans  [][2]int
 	tokens []string
+	// The storage of run's lists of rules.
+	hits      []hit
+	validates []Rule
 }
 
 // New returns an Engine.
@@ -196,6 +199,8 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		writes:     s.writes,
 		spans:      s.spans,
 		tokens:     s.tokens,
+		hits:       s.hits,
+		validates:  s.validates,
 	}
 	if !e.noTrace {
 		n := len(candidates)
@@ -217,6 +222,9 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		s.states = recycleStates(ev.kindState)
 		clear(ev.tokens)
 		s.writes, s.spans, s.tokens = ev.writes[:0], ev.spans[:0], ev.tokens[:0]
+		clear(ev.hits[:cap(ev.hits)])
+		clear(ev.validates[:cap(ev.validates)])
+		s.hits, s.validates = ev.hits[:0], ev.validates[:0]
 		*ev = evaluation{}
 		e.scratch.Put(s)
 	}()
@@ -286,6 +294,10 @@ type evaluation struct {
 	passTrace    RuleTrace       // a Converge rule's trace in a later pass
 	// converging: a Converge rule of the tier being applied patched.
 	converging bool
+	// hits and validates are run's lists of the rules of a tier that
+	// matched and of the Validate rules (storage recycled with scratch).
+	hits      []hit
+	validates []Rule
 	// inputs are the members the candidates' kinds prepare (input.go);
 	// inputsBuf holds the usual one.
 	inputs    []inputSlot
@@ -396,8 +408,8 @@ func (ev *evaluation) run() error {
 	// Mutate rules, tier by tier: every rule of a tier is matched against
 	// the object as the tier found it, then the matching ones apply in
 	// order.
-	var validates []Rule
-	var matched []hit
+	validates, matched := ev.validates[:0], ev.hits[:0]
+	defer func() { ev.validates, ev.hits = validates, matched }() // their storage, recycled
 	for start := 0; start < len(ev.candidates); {
 		end := start
 		tier := ev.candidates[start].Info().Tier
@@ -405,7 +417,6 @@ func (ev *evaluation) run() error {
 			end++
 		}
 		matched = matched[:0]
-		// Appended here, in run, so that small slices stay on its stack.
 		for _, r := range ev.candidates[start:end] {
 			info := r.Info()
 			if info.Phase.Has(Validate) && ev.runs(Validate) {
