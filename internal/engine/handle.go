@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modwright/modwright/internal/lang"
@@ -332,7 +333,10 @@ func (e *PatchError) Unwrap() error { return e.Err }
 // An operation may not write under an input's member (ErrInput), and
 // one that replaces the whole object must give an object. The operations
 // are repeated on the last-applied-configuration copy, if the object has
-// one; a failure there is recorded and leaves the object patched.
+// one; a failure there is recorded and leaves the object patched. Patch
+// keeps nothing of ops (the errors it returns or records hold copies of
+// their paths), and without a trace (Tracing) neither does the engine: the
+// rule may reuse their storage once it returns.
 func (h *Handle) Patch(ops []patch.Operation) error {
 	return h.patch(ops, (*patch.Doc).Apply, false)
 }
@@ -372,7 +376,7 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 				return &PatchError{Index: i, Path: true, Err: fmt.Errorf("the operation replaces the whole object with a JSON %s", value.TypeName(op.Value))}
 			}
 		} else if ev.isInput(op.Path[0]) {
-			return &PatchError{Index: i, Path: true, Err: &InputError{Member: op.Path[0], Path: op.Path}}
+			return &PatchError{Index: i, Path: true, Err: &InputError{Member: op.Path[0], Path: slices.Clone(op.Path)}}
 		}
 	}
 	// The tree as it was, kept as it is (Freeze), to take the difference

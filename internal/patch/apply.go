@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"unsafe"
 
 	"github.com/modwright/modwright/internal/value"
@@ -443,8 +444,10 @@ func copyValue(v any) any {
 	return value.DeepCopy(v)
 }
 
+// opErr is op's failure. The error holds a copy of op's path: errors are
+// kept (a decision lists them) where the operation's storage is reused.
 func opErr(op Operation, err error, detail string) error {
-	return &OpError{Op: op.Op, Path: op.Path, Err: err, Detail: detail}
+	return &OpError{Op: op.Op, Path: slices.Clone(op.Path), Err: err, Detail: detail}
 }
 
 // at renders the first i tokens of p, naming a position in messages.

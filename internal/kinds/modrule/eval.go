@@ -101,8 +101,15 @@ func (r *Rule) Apply(h *engine.Handle) error {
 		}
 		sources = &trace.OpSources
 	}
-	ops, origin, field, err := r.buildOps(h, sources)
+	var st *evalState
+	if sources == nil {
+		st = stateOf(h)
+	}
+	ops, origin, field, err := r.buildOps(h, sources, st)
 	h.Trace().Ops = ops
+	if st != nil {
+		defer st.keep(ops, origin)
+	}
 	if err != nil {
 		if ctxErr := h.Context().Err(); ctxErr != nil {
 			return ctxErr
@@ -212,11 +219,17 @@ func holds(c *Criterion, vals []any, single bool, err error, tb *textBudget) (he
 // operation's patch item and captured keys (for the trace). The values of
 // all the operations hold at most MaxRenderText bytes of text, and the
 // context is checked before each.
-func (r *Rule) buildOps(h *engine.Handle, sources *[]OpSource) (ops []patch.Operation, origin []int, field string, err error) {
+func (r *Rule) buildOps(h *engine.Handle, sources *[]OpSource, st *evalState) (ops []patch.Operation, origin []int, field string, err error) {
 	ctx := h.Context()
 	root := h.Object()
-	ops = make([]patch.Operation, 0, len(r.Patches))
-	origin = make([]int, 0, len(r.Patches))
+	var tokens *[]string // where paths are rendered, else each its own
+	if st != nil {
+		ops, origin, tokens = st.ops[:0], st.origin[:0], &st.tokens
+		st.tokens = st.tokens[:0]
+	} else {
+		ops = make([]patch.Operation, 0, len(r.Patches))
+		origin = make([]int, 0, len(r.Patches))
+	}
 	rendered := 0
 	for i := range r.Patches {
 		p := &r.Patches[i]
@@ -241,7 +254,7 @@ func (r *Rule) buildOps(h *engine.Handle, sources *[]OpSource) (ops []patch.Oper
 			if err := ctx.Err(); err != nil {
 				return ops, origin, p.Field, err
 			}
-			path, err := p.Path.Render(n.Keys)
+			path, err := p.Path.RenderTo(tokens, n.Keys)
 			if err != nil {
 				return ops, origin, p.Field + ".path", err
 			}

@@ -150,10 +150,23 @@ func unescapeToken(s string) (string, string) {
 // very member (KubeMod pasted keys unescaped). A recursive-descent capture
 // fills a whole path segment with the path it went down.
 func (p *PathTemplate) Render(keys []any) (patch.Pointer, error) {
+	return p.RenderTo(nil, keys)
+}
+
+// RenderTo is Render appending the path's tokens to *arena (nil: a slice
+// of their own) and returning them from there, capped: arena's storage
+// can be reused once the path is no longer needed.
+func (p *PathTemplate) RenderTo(arena *[]string, keys []any) (patch.Pointer, error) {
 	if p.tokens == nil {
 		return p.Static, nil
 	}
-	out := make(patch.Pointer, 0, len(p.tokens)+2)
+	var out patch.Pointer
+	start := 0
+	if arena != nil {
+		out, start = *arena, len(*arena)
+	} else {
+		out = make(patch.Pointer, 0, len(p.tokens)+2)
+	}
 	for _, parts := range p.tokens {
 		if len(parts) == 1 && parts[0].ph < 0 {
 			out = append(out, parts[0].lit)
@@ -189,6 +202,10 @@ func (p *PathTemplate) Render(keys []any) (patch.Pointer, error) {
 			b.WriteString(keyText(k))
 		}
 		out = append(out, b.String())
+	}
+	if arena != nil {
+		*arena = out
+		return out[start:len(out):len(out)], nil
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package modrule
 import (
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/patch"
 )
 
 // Trace is a ModRule's record of its evaluation: engine.RuleTrace.Detail
@@ -33,17 +34,59 @@ type traceSlab struct {
 	n    int // the size of the last block
 }
 
+// evalState is the ModRules' state of one evaluation (Handle.KindState):
+// the slab their traces are cut from and, when there is no trace, the
+// storage of a rule's operations and of their paths, reused from one rule
+// to the next: the engine keeps nothing of them once Patch has returned
+// (it copies what it records), and without a trace nothing else refers to
+// them. The engine keeps the state for its next evaluation (ResetState).
+type evalState struct {
+	slab   traceSlab
+	ops    []patch.Operation
+	origin []int
+	tokens []string
+}
+
+var _ engine.StateResetter = (*evalState)(nil)
+
+// stateOf returns the evaluation's evalState.
+func stateOf(h *engine.Handle) *evalState {
+	slot := h.KindState()
+	st, _ := (*slot).(*evalState)
+	if st == nil {
+		st = &evalState{}
+		*slot = st
+	}
+	return st
+}
+
+// keep takes back the storage of a rule's operations, which may have
+// grown, once the engine is done with them.
+func (st *evalState) keep(ops []patch.Operation, origin []int) {
+	clear(ops)
+	st.ops, st.origin = ops[:0], origin[:0]
+}
+
+// evalStateKept bounds the storage an evalState keeps from one evaluation
+// to the next (a rule selecting thousands of nodes grows it once).
+const evalStateKept = 1024
+
+// ResetState drops the evaluation's traces and what the operations and
+// paths referred to, keeping their storage unless it grew large.
+func (st *evalState) ResetState() bool {
+	st.slab = traceSlab{} // the traces are the decision's
+	clear(st.ops[:cap(st.ops)])
+	clear(st.tokens[:cap(st.tokens)])
+	st.ops, st.origin, st.tokens = st.ops[:0], st.origin[:0], st.tokens[:0]
+	return cap(st.ops) <= evalStateKept && cap(st.tokens) <= evalStateKept
+}
+
 // newTrace starts the trace of a rule with n criteria.
 func newTrace(h *engine.Handle, typ v1beta1.ModRuleType, n int) *Trace {
 	if n > len(traceBlock{}.c) {
 		return &Trace{Type: typ, Criteria: make([]CriterionTrace, 0, n)}
 	}
-	st := h.KindState()
-	slab, _ := (*st).(*traceSlab)
-	if slab == nil {
-		slab = &traceSlab{}
-		*st = slab
-	}
+	slab := &stateOf(h).slab
 	if len(slab.free) == 0 {
 		// Blocks of 4, doubling up to 32: few rules waste little, many
 		// share few allocations.
