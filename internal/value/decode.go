@@ -399,19 +399,10 @@ func (d *decoder) strSlow(i int) (string, int) {
 // opening quote is data[i] (its bytes between the quotes), or what follows
 // data[i] when it does not end.
 func literalLen(data []byte, i int) int {
-	for j := i + 1; ; {
-		if j = plainRun(data, j); j >= len(data) {
-			return len(data) - i - 1
-		}
-		switch data[j] {
-		case '"':
-			return j - i - 1
-		case '\\':
-			j += 2 // the escaped byte is no quote to stop at
-		default:
-			j++
-		}
+	if j := endString(data, i+1); j >= 0 {
+		return j - i - 2 // endString passed the closing quote
 	}
+	return len(data) - i - 1
 }
 
 // checkHex4 checks the four hex digits of a \u escape at data[i:i+4].
