@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/modwright/modwright/internal/value"
 )
@@ -60,16 +61,16 @@ func (o Operation) MarshalJSON() ([]byte, error) {
 // AppendJSON appends o's JSON form (as MarshalJSON renders it) to dst.
 func (o *Operation) AppendJSON(dst []byte) ([]byte, error) {
 	dst = append(dst, `{"op":`...)
-	dst, err := value.AppendJSON(dst, string(o.Op))
-	if err != nil {
-		return nil, err
-	}
+	dst = value.AppendString(dst, string(o.Op))
 	dst = append(dst, `,"path":`...)
-	if dst, err = value.AppendJSON(dst, o.Path.String()); err != nil {
-		return nil, err
-	}
+	// The pointer's text is made on the stack when short, and quoted from
+	// there: no string of it is made.
+	var buf [256]byte
+	text := o.Path.appendText(buf[:0])
+	dst = value.AppendString(dst, unsafe.String(unsafe.SliceData(text), len(text)))
 	if hasValue(o.Op, o.Value) {
 		dst = append(dst, `,"value":`...)
+		var err error
 		if dst, err = value.AppendJSON(dst, o.Value); err != nil {
 			return nil, fmt.Errorf("value of %s %s: %w", o.Op, o.Path.display(), err)
 		}

@@ -3,10 +3,13 @@ package patch
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/modwright/modwright/internal/value"
 )
 
 func TestOperationJSON(t *testing.T) {
@@ -134,5 +137,49 @@ func TestOpError(t *testing.T) {
 	}
 	if got := (&OpError{Op: Add, Path: Pointer{"a"}, Err: ErrNotContainer}).Error(); got != "add /a: not an object or array" {
 		t.Errorf("Error() without detail = %q", got)
+	}
+}
+
+// TestOperationJSONPaths holds the path AppendJSON writes, Pointer.String
+// and EscapeToken to their definitions (RFC 6901's escaping, then
+// value.AppendJSON's quoting of that string) on random tokens: every
+// escape of either kind, invalid UTF-8, and paths longer than the stack
+// buffer the path is written in.
+func TestOperationJSONPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 30))
+	alphabet := []string{"a", "Z", "~", "/", "~1", "\"", "\\", "\n", "\x00", "\x7f", "é", "\u2028", "\xff", "<", "-", "0"}
+	for range 3000 {
+		p := make(Pointer, rng.IntN(6))
+		for i := range p {
+			var b strings.Builder
+			for range rng.IntN(12) {
+				b.WriteString(alphabet[rng.IntN(len(alphabet))])
+			}
+			if rng.IntN(50) == 0 {
+				b.WriteString(strings.Repeat("~x/", 40)) // past the 256 bytes
+			}
+			p[i] = b.String()
+		}
+		var want strings.Builder
+		for _, tok := range p {
+			want.WriteString("/" + strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
+		}
+		if got := p.String(); got != want.String() {
+			t.Fatalf("%q.String() = %q, want %q", []string(p), got, want.String())
+		}
+		for _, tok := range p {
+			if got, w := EscapeToken(tok), strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"); got != w {
+				t.Fatalf("EscapeToken(%q) = %q, want %q", tok, got, w)
+			}
+		}
+		op := Operation{Op: Remove, Path: p}
+		got, err := op.AppendJSON([]byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		quoted, _ := value.AppendJSON(nil, want.String())
+		if w := `x{"op":"remove","path":` + string(quoted) + `}`; string(got) != w {
+			t.Fatalf("AppendJSON(%q) = %s, want %s", []string(p), got, w)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package patch
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // Pointer is a parsed RFC 6901 JSON pointer: its unescaped reference tokens.
@@ -77,22 +78,24 @@ func EscapeToken(s string) string {
 	if !strings.ContainsAny(s, "~/") {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	writeEscaped(&b, s)
-	return b.String()
+	b := appendEscaped(make([]byte, 0, len(s)+2), s)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is the string's alone
 }
 
-func writeEscaped(b *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '~':
-			b.WriteString("~0")
-		case '/':
-			b.WriteString("~1")
-		default:
-			b.WriteByte(s[i])
+// appendEscaped appends the reference token s, escaped, to dst.
+func appendEscaped(dst []byte, s string) []byte {
+	for {
+		i := strings.IndexAny(s, "~/")
+		if i < 0 {
+			return append(dst, s...)
 		}
+		dst = append(dst, s[:i]...)
+		if s[i] == '~' {
+			dst = append(dst, "~0"...)
+		} else {
+			dst = append(dst, "~1"...)
+		}
+		s = s[i+1:]
 	}
 }
 
@@ -110,13 +113,16 @@ func (p Pointer) String() string {
 	for _, t := range p {
 		n += 1 + len(t)
 	}
-	var b strings.Builder
-	b.Grow(n)
+	b := p.appendText(make([]byte, 0, n))
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is the string's alone
+}
+
+// appendText appends p's escaped string form to dst.
+func (p Pointer) appendText(dst []byte) []byte {
 	for _, t := range p {
-		b.WriteByte('/')
-		writeEscaped(&b, t)
+		dst = appendEscaped(append(dst, '/'), t)
 	}
-	return b.String()
+	return dst
 }
 
 // display is the form of p used in messages: the escaped pointer, or `""`

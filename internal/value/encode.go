@@ -73,6 +73,9 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// AppendString appends s as a JSON string, as AppendJSON writes one.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 // appendString quotes s as encoding/json does without HTML escaping:
 // invalid UTF-8 becomes U+FFFD, U+2028 and U+2029 are escaped.
 func appendString(dst []byte, s string) []byte {
