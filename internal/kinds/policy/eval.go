@@ -260,6 +260,9 @@ type shared struct {
 
 	run  run
 	vars map[string]any
+	// patches is the storage of the operations of mutateDirect's
+	// JSONPatches, from one Policy to the next.
+	patches cel.PatchStorage
 
 	// memo holds the value of boolean CEL programs that read only what is
 	// the same for every Policy of the evaluation (the object, the old
@@ -307,7 +310,7 @@ func (s *shared) ResetState() bool {
 	clear(s.vars)
 	clear(s.memo)
 	clear(s.varMemo)
-	*s = shared{vars: s.vars, memo: s.memo, varMemo: s.varMemo,
+	*s = shared{vars: s.vars, memo: s.memo, varMemo: s.varMemo, patches: s.patches,
 		run: run{vals: r.vals[:0], errs: r.errs[:0], state: r.state[:0], views: r.views[:0], reads: r.reads[:0], libs: r.libs[:0], libOK: r.libOK[:0]}}
 	return true
 }
@@ -793,7 +796,9 @@ func (ev *run) mutateDirect(obj map[string]any) (done bool, err error) {
 		return false, nil
 	}
 	ev.act.Object = obj
-	p, cost, err := m.m.EvalJSONPatch(ev.ctx, &ev.act, obj)
+	st := &sharedOf(ev.h).patches
+	p, cost, err := m.m.EvalJSONPatch(ev.ctx, &ev.act, obj, st)
+	defer p.Recycle(st) // no trace: nothing keeps the operations
 	if cerr := ev.charge(cost); err == nil {
 		err = cerr
 	}

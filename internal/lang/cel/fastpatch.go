@@ -163,17 +163,45 @@ type Patched struct {
 	types *goTypes
 }
 
+// PatchStorage is storage for the operations of EvalJSONPatch's results
+// that a caller keeps from one to the next (Patched.Recycle), instead of
+// their being allocated for each. The zero value is ready to use.
+type PatchStorage struct {
+	natives []patchOp
+	fastOps []patch.Operation
+}
+
+// patchStorageKept bounds the operations a PatchStorage keeps the storage
+// of (a patch built over an object's list can have thousands).
+const patchStorageKept = 256
+
 // EvalJSONPatch evaluates a JSONPatch mutation over in, for obj, without
-// applying it (Apply applies it as Mutation.Apply does).
-func (m *Mutation) EvalJSONPatch(ctx context.Context, in *lang.Activation, obj map[string]any) (Patched, uint64, error) {
+// applying it (Apply applies it as Mutation.Apply does). The operations
+// are gathered into st's storage when st is not nil (see Recycle).
+func (m *Mutation) EvalJSONPatch(ctx context.Context, in *lang.Activation, obj map[string]any, st *PatchStorage) (Patched, uint64, error) {
 	if m.kind != JSONPatch {
 		return Patched{}, 0, fmt.Errorf("cel: EvalJSONPatch of a %s mutation", m.kind)
 	}
-	jp, cost, err := m.gather(ctx, in)
+	jp, cost, err := m.gather(ctx, in, st)
 	if err != nil {
 		return Patched{}, cost, err
 	}
 	return Patched{jp: jp, obj: obj, types: m.types}, cost, nil
+}
+
+// Recycle gives p's storage to st, for the next EvalJSONPatch: p, and the
+// operations its Edits returned, must not be used after. What Apply
+// returned and the errors are the caller's still (the operations' values
+// are not cleared, only the storage's references to them).
+func (p *Patched) Recycle(st *PatchStorage) {
+	n, f := p.jp.natives, p.jp.fastOps
+	*p = Patched{}
+	if cap(n) > patchStorageKept || cap(f) > patchStorageKept {
+		return
+	}
+	clear(n[:cap(n)])
+	clear(f[:cap(f)])
+	st.natives, st.fastOps = n[:0], f[:0]
 }
 
 // Edits are the patch's operations when the fast path takes them as they

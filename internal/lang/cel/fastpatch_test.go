@@ -141,7 +141,7 @@ func TestEditsTestsAmongEdits(t *testing.T) {
 			t.Fatalf("%s: %v", tc.src, ds)
 		}
 		o := decode(t, deployment).(map[string]any)
-		p, _, err := m.EvalJSONPatch(context.Background(), &lang.Activation{Object: o}, o)
+		p, _, err := m.EvalJSONPatch(context.Background(), &lang.Activation{Object: o}, o, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.src, err)
 		}
@@ -181,7 +181,7 @@ func TestEditsManyBeforeATest(t *testing.T) {
 		if ds != nil {
 			t.Fatal(ds)
 		}
-		p, _, err := m.EvalJSONPatch(context.Background(), &lang.Activation{Object: o}, o)
+		p, _, err := m.EvalJSONPatch(context.Background(), &lang.Activation{Object: o}, o, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

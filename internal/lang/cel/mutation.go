@@ -147,7 +147,7 @@ func (m *Mutation) LargeCost() uint64 { return m.prg.LargeCost() }
 // semantics.
 func (m *Mutation) Apply(ctx context.Context, in *lang.Activation, obj map[string]any) (map[string]any, uint64, error) {
 	if m.kind == JSONPatch {
-		jp, cost, err := m.gather(ctx, in)
+		jp, cost, err := m.gather(ctx, in, nil)
 		if err != nil {
 			return nil, cost, err
 		}
@@ -172,10 +172,11 @@ func (m *Mutation) Apply(ctx context.Context, in *lang.Activation, obj map[strin
 }
 
 // gather evaluates a JSONPatch mutation's expression over in and reads its
-// operations: through its plan when it has one (patchplan.go).
-func (m *Mutation) gather(ctx context.Context, in *lang.Activation) (jsonPatch, uint64, error) {
+// operations, into st's storage when st is not nil: through its plan when
+// it has one (patchplan.go).
+func (m *Mutation) gather(ctx context.Context, in *lang.Activation, st *PatchStorage) (jsonPatch, uint64, error) {
 	if m.prg.patch != nil {
-		return m.prg.patch.gather(ctx, in)
+		return m.prg.patch.gather(ctx, in, st)
 	}
 	out, cost, err := m.prg.eval(ctx, in)
 	if err != nil {

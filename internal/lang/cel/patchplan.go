@@ -259,7 +259,7 @@ const (
 
 // gather evaluates the plan over in: the operations, as gatherJSONPatch
 // reads them from the whole expression's result, and the cost.
-func (pl *patchPlan) gather(ctx context.Context, in *lang.Activation) (jsonPatch, uint64, error) {
+func (pl *patchPlan) gather(ctx context.Context, in *lang.Activation, st *PatchStorage) (jsonPatch, uint64, error) {
 	var vals traits.Lister
 	var one ref.Val
 	cost := pl.constructions
@@ -286,7 +286,13 @@ func (pl *patchPlan) gather(ctx context.Context, in *lang.Activation) (jsonPatch
 	if err := ctx.Err(); err != nil {
 		return jsonPatch{}, cost, fmt.Errorf("cel: %w", err)
 	}
-	jp := jsonPatch{fastOK: true, natives: make([]patchOp, 0, len(pl.ops)), fastOps: make([]patch.Operation, 0, len(pl.ops)), memos: pl.memos}
+	jp := jsonPatch{fastOK: true, memos: pl.memos}
+	if st != nil && cap(st.natives) >= len(pl.ops) && cap(st.fastOps) >= len(pl.ops) {
+		jp.natives, jp.fastOps = st.natives[:0], st.fastOps[:0]
+		st.natives, st.fastOps = nil, nil // the Patched's until Recycle
+	} else {
+		jp.natives, jp.fastOps = make([]patchOp, 0, len(pl.ops)), make([]patch.Operation, 0, len(pl.ops))
+	}
 	str := func(lit string, at int) string {
 		if at < 0 {
 			return lit

@@ -3,12 +3,14 @@ package cel
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/modwright/modwright/internal/lang"
+	"github.com/modwright/modwright/internal/patch"
 )
 
 // TestPatchPlan: a JSONPatch expression taken apart (patchPlan) reads the
@@ -103,7 +105,27 @@ func comparePlan(t *testing.T, m, w *Mutation, in *lang.Activation, src string) 
 			wholeErr = fmt.Errorf("cel: %w", wholeErr)
 		}
 	}
-	planned, plannedCost, plannedErr := m.prg.patch.gather(ctx, in)
+	planned, plannedCost, plannedErr := m.prg.patch.gather(ctx, in, nil)
+	// Gathered into storage a caller keeps (PatchStorage), what earlier
+	// patches left there changes nothing.
+	st := &PatchStorage{natives: make([]patchOp, 3, 64), fastOps: make([]patch.Operation, 5, 64)}
+	for i := range st.natives[:cap(st.natives)] {
+		st.natives[:cap(st.natives)][i] = patchOp{op: "remove", path: "/stale", val: "x", hasVal: true}
+	}
+	for i := range st.fastOps[:cap(st.fastOps)] {
+		st.fastOps[:cap(st.fastOps)][i] = patch.Operation{Op: patch.Remove, Path: patch.Pointer{"stale"}}
+	}
+	kept, _, keptErr := m.prg.patch.gather(ctx, in, st)
+	if (keptErr == nil) != (plannedErr == nil) || plannedErr == nil && !reflect.DeepEqual(kept, planned) {
+		t.Errorf("%s: gathered into kept storage %+v, %v; want %+v, %v", src, kept, keptErr, planned, plannedErr)
+	}
+	if plannedErr == nil {
+		p := Patched{jp: kept}
+		p.Recycle(st)
+		if len(st.natives) != 0 || len(st.fastOps) != 0 || st.natives[:cap(st.natives)][0] != (patchOp{}) {
+			t.Errorf("%s: Recycle left %+v", src, st)
+		}
+	}
 	if (wholeErr == nil) != (plannedErr == nil) || wholeErr != nil && wholeErr.Error() != plannedErr.Error() {
 		t.Errorf("%s: error %v, whole expression %v", src, plannedErr, wholeErr)
 		return
@@ -179,7 +201,7 @@ func BenchmarkPatchPlan(b *testing.B) {
 			in := &lang.Activation{Object: o}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := m.EvalJSONPatch(context.Background(), in, o); err != nil {
+				if _, _, err := m.EvalJSONPatch(context.Background(), in, o, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
