@@ -100,6 +100,10 @@ type scratch struct {
 	// The storage of run's lists of rules.
 	hits      []hit
 	validates []Rule
+	// The storage of Handle.patch's mirroring (cleared after each use).
+	direct    []patch.Change
+	paths     []patch.Pointer
+	mirrorOps []patch.Operation
 }
 
 // New returns an Engine.
@@ -201,6 +205,9 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		tokens:     s.tokens,
 		hits:       s.hits,
 		validates:  s.validates,
+		direct:     s.direct,
+		paths:      s.paths,
+		mirrorOps:  s.mirrorOps,
 	}
 	if !e.noTrace {
 		n := len(candidates)
@@ -225,6 +232,10 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 		clear(ev.hits[:cap(ev.hits)])
 		clear(ev.validates[:cap(ev.validates)])
 		s.hits, s.validates = ev.hits[:0], ev.validates[:0]
+		clear(ev.direct[:cap(ev.direct)])
+		clear(ev.paths[:cap(ev.paths)])
+		clear(ev.mirrorOps[:cap(ev.mirrorOps)])
+		s.direct, s.paths, s.mirrorOps = ev.direct[:0], ev.paths[:0], ev.mirrorOps[:0]
 		*ev = evaluation{}
 		e.scratch.Put(s)
 	}()
@@ -314,6 +325,9 @@ type evaluation struct {
 	writes    []write
 	spans     [][2]int
 	tokens    []string
+	// mirrorOps is Handle.patch's storage for the operations
+	// patch.DiffChangesTo gives to mirror.
+	mirrorOps []patch.Operation
 	// direct is Handle.patch's storage for patch.MemberChanges, paths
 	// for the paths it diffs along (patch.Differ.DiffPaths).
 	direct []patch.Change

@@ -407,8 +407,12 @@ func (h *Handle) patch(ops []patch.Operation, apply func(*patch.Doc, patch.Opera
 	mirror := ops
 	switch {
 	case direct:
-		mirror = patch.DiffChanges(ev.doc.Root(), ev.direct)
+		mirror = patch.DiffChangesTo(ev.mirrorOps, ev.doc.Root(), ev.direct)
 		clear(ev.direct)
+		defer func() { // mirrored: the storage is the next rule's
+			clear(mirror)
+			ev.mirrorOps = mirror[:0]
+		}()
 	case diffed && !wholeObject:
 		// Only the operations' paths changed: the difference is walked
 		// along them (a test writes nothing).

@@ -358,7 +358,17 @@ type Change struct {
 // on the way one replace of it instead of the operations in it where Diff
 // chooses so (that is smaller), the deepest first.
 func DiffChanges(after any, changes []Change) []Operation {
-	ops := make([]Operation, 0, len(changes))
+	return DiffChangesTo(nil, after, changes)
+}
+
+// DiffChangesTo is DiffChanges giving the operations in dst's storage
+// (from dst[0]; grown when short), for a caller that reuses it once done
+// with them.
+func DiffChangesTo(dst []Operation, after any, changes []Change) []Operation {
+	ops := dst[:0]
+	if cap(ops) < len(changes) {
+		ops = make([]Operation, 0, len(changes))
+	}
 	var sizes []int      // as Diff weighs ops[i]: only in an array (made with the first)
 	var arrays []Pointer // those on the way, each once
 	for _, c := range changes {

@@ -101,6 +101,7 @@ func TestMemberChanges(t *testing.T) {
 	}
 	tokens := append(slices.Clone(keys), "0", "1", "2", "01", "-")
 	taken, through, replaced := 0, 0, 0
+	var reused []Operation // DiffChangesTo's storage, from patch to patch
 	for it := 0; it < 100000; it++ {
 		root := randTree(4)
 		var ops []Operation
@@ -182,6 +183,11 @@ func TestMemberChanges(t *testing.T) {
 		got, want := DiffChanges(doc.Root(), changes), Diff(root, doc.Root())
 		if !slices.Equal(renderSorted(got), renderSorted(want)) {
 			t.Fatalf("%s with %v:\ndirect %v\nDiff   %v", before, ops, renderSorted(got), renderSorted(want))
+		}
+		// In storage reused from the last patch (DiffChangesTo), the same.
+		reused = DiffChangesTo(reused, doc.Root(), changes)
+		if !slices.Equal(renderSorted(reused), renderSorted(got)) {
+			t.Fatalf("%s with %v: DiffChangesTo into reused storage %v, DiffChanges %v", before, ops, renderSorted(reused), renderSorted(got))
 		}
 		if slices.ContainsFunc(ops, func(op Operation) bool {
 			return slices.ContainsFunc(op.Path, func(tok string) bool { return tok == "0" || tok == "1" || tok == "2" })
