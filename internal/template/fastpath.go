@@ -2,7 +2,6 @@ package template
 
 import (
 	"encoding/json"
-	"strings"
 	"text/template/parse"
 )
 
@@ -54,16 +53,19 @@ func compileFast(t *parse.Tree) []fastPart {
 }
 
 func executeFast(parts []fastPart, d *Data) (string, bool) {
-	var b strings.Builder
+	// The text is made on the stack when short, and the string of it once
+	// at its length (a Builder grows by steps).
+	var buf [128]byte
+	b := buf[:0]
 	for _, p := range parts {
 		if p.field == nil {
-			b.WriteString(p.text)
+			b = append(b, p.text...)
 			continue
 		}
 		var v any
 		switch p.field[0] {
 		case "Namespace":
-			b.WriteString(d.Namespace)
+			b = append(b, d.Namespace...)
 			continue
 		case "Target":
 			v = d.Target
@@ -81,21 +83,21 @@ func executeFast(parts []fastPart, d *Data) (string, bool) {
 		}
 		switch t := v.(type) {
 		case string:
-			b.WriteString(t)
+			b = append(b, t...)
 		case json.Number:
-			b.WriteString(string(t))
+			b = append(b, t...)
 		case bool:
 			if t {
-				b.WriteString("true")
+				b = append(b, "true"...)
 			} else {
-				b.WriteString("false")
+				b = append(b, "false"...)
 			}
 		default:
 			return "", false
 		}
-		if b.Len() > MaxOutput {
+		if len(b) > MaxOutput {
 			return "", false // text/template reports the limit
 		}
 	}
-	return b.String(), true
+	return string(b), true
 }

@@ -199,7 +199,7 @@ func BenchmarkParseValue(b *testing.B) {
 // TestFastPathAgreesWithTextTemplate renders templates both ways.
 func TestFastPathAgreesWithTextTemplate(t *testing.T) {
 	target := map[string]any{
-		"metadata": map[string]any{"name": "web", "labels": map[string]any{"on": true}, "n": json.Number("1e3")},
+		"metadata": map[string]any{"name": "web", "labels": map[string]any{"on": true}, "n": json.Number("1e3"), "long": strings.Repeat("xy", 100)},
 		"list":     []any{"a"},
 		"obj":      map[string]any{},
 		"null":     nil,
@@ -209,6 +209,7 @@ func TestFastPathAgreesWithTextTemplate(t *testing.T) {
 		"{{ .Target.metadata.name }}-x", "{{.Namespace}}/{{ .Target.metadata.name }}", "{{ .Target.metadata.labels.on }}",
 		"{{ .Target.metadata.n }}", "{{ .Target.list }}", "{{ .Target.obj }}", "{{ .Target.null }}", "{{ .Target.missing }}",
 		"{{ .Target.metadata.name.x }}", "{{ .SelectedItem.image }}", "{{ .Target }}", "a{{ .Namespace }}b{{ .Namespace }}c",
+		"{{ .Target.metadata.long }}-{{ .Target.metadata.long }}", // past the stack buffer
 	}
 	for _, text := range texts {
 		tpl, err := Compile("v", text)
