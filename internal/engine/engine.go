@@ -852,7 +852,7 @@ func (ev *evaluation) finish() {
 		ev.doc.Release()
 	}
 	result := ev.doc.Root()
-	ev.d.Patch = ev.docs.differ.Diff(ev.original, result)
+	ev.d.Patch = ev.docs.differ.DiffTo(ev.req.PatchStorage, ev.original, result)
 	if len(ev.d.Patch) == 0 {
 		ev.d.Object = ev.original
 	} else {

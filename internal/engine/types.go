@@ -130,6 +130,11 @@ type Request struct {
 	// payloads (IndexKeys.Payloads) run, whatever the document's members;
 	// Kind, Name and Namespace are empty and Operation is CREATE.
 	Payload bool
+	// PatchStorage, when set, is where the decision's Patch is built
+	// (patch.Differ.DiffTo) instead of storage of its own: a caller
+	// answering many requests reuses it once done with each decision (the
+	// webhook, once the patch is encoded).
+	PatchStorage *patch.OpStorage
 }
 
 // Authorizer decides whether a user may do something, as the API server's

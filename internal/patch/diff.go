@@ -41,6 +41,39 @@ func (x *Differ) Diff(original, modified any) []Operation {
 	return x.result()
 }
 
+// OpStorage holds the operations of a diff and their paths' tokens, for a
+// caller that reuses it from one diff to the next (DiffTo): the operations
+// a diff gives from it are valid until it is used again or cleared. The
+// zero value is ready to use.
+type OpStorage struct {
+	ops  []Operation
+	toks []string
+}
+
+// opStorageKept bounds the tokens an OpStorage keeps the storage of once
+// cleared (a diff of thousands of operations is better not kept).
+const opStorageKept = 4096
+
+// Clear drops what the operations last given refer to (the trees' values,
+// their paths), keeping the storage for the next diff unless it is large.
+func (st *OpStorage) Clear() {
+	if cap(st.toks) > opStorageKept || cap(st.ops) > opStorageKept {
+		*st = OpStorage{}
+		return
+	}
+	clear(st.ops[:cap(st.ops)])
+	clear(st.toks[:cap(st.toks)])
+	st.ops, st.toks = st.ops[:0], st.toks[:0]
+}
+
+// DiffTo is Diff giving the operations in st's storage (grown when short)
+// when st is not nil.
+func (x *Differ) DiffTo(st *OpStorage, original, modified any) []Operation {
+	d := x.start()
+	d.diff(original, modified)
+	return x.resultTo(st)
+}
+
 // start readies the working storage.
 func (x *Differ) start() *differ {
 	d := &x.d
@@ -55,7 +88,10 @@ func (x *Differ) start() *differ {
 
 // result is the operations found, copied out of the trees, the working
 // storage emptied.
-func (x *Differ) result() []Operation {
+func (x *Differ) result() []Operation { return x.resultTo(nil) }
+
+// resultTo is result, in st's storage when st is not nil.
+func (x *Differ) resultTo(st *OpStorage) []Operation {
 	d := &x.d
 	// The operations, their paths' tokens and their values are in the
 	// working storage until now: the result gets them in one array of its
@@ -64,12 +100,19 @@ func (x *Differ) result() []Operation {
 	// no copy.
 	var ops []Operation
 	if len(d.ops) > 0 {
-		ops = make([]Operation, len(d.ops))
 		n := 0
 		for i := range d.ops {
 			n += len(d.ops[i].Path)
 		}
-		toks := make([]string, 0, n)
+		var toks []string
+		if st != nil && cap(st.ops) >= len(d.ops) && cap(st.toks) >= n {
+			ops, toks = st.ops[:len(d.ops)], st.toks[:0]
+		} else {
+			ops, toks = make([]Operation, len(d.ops)), make([]string, 0, n)
+		}
+		if st != nil {
+			st.ops, st.toks = ops, toks[:n]
+		}
 		for i, op := range d.ops {
 			from := len(toks)
 			toks = append(toks, op.Path...)

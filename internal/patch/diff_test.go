@@ -152,6 +152,7 @@ func TestDiffRandom(t *testing.T) {
 	total, replaced := 0, 0
 	var reused Differ // one Differ for every pair: the same patches as Diff
 	var prev, prevCopy []Operation
+	var st OpStorage
 	for it := 0; it < iterations; it++ {
 		a := randDoc(r, 5)
 		b := mutate(r, a, 5)
@@ -175,6 +176,14 @@ func TestDiffRandom(t *testing.T) {
 			t.Fatalf("a reused Differ's patch changed with the next: %v, was %v", prev, prevCopy)
 		}
 		prev, prevCopy = again, copyOps(again)
+		// Into storage reused from pair to pair (DiffTo), cleared or not:
+		// the same patch.
+		if it%3 == 0 {
+			st.Clear()
+		}
+		if into := reused.DiffTo(&st, a, b); !cmp.Equal(ops, into, cmpopts.EquateEmpty()) {
+			t.Fatalf("DiffTo reused storage: %v, Diff: %v", into, ops)
+		}
 		checkDiff(t, a, b, ops)
 		total += len(ops)
 		if len(ops) == 1 && len(ops[0].Path) == 0 {

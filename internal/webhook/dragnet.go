@@ -19,6 +19,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/metrics"
+	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
 )
 
@@ -227,6 +228,8 @@ type evalJob struct {
 	outcome  string
 	panicked any
 	done     chan struct{}
+	// ops is the storage of the decision's patch, kept with the job.
+	ops patch.OpStorage
 }
 
 // workerIdle is how long an evaluation worker waits for another review
@@ -250,7 +253,7 @@ func (d *Dragnet) evaluate(ctx context.Context, snap *engine.Snapshot, rv *revie
 	}
 	<-j.done
 	resp, outcome, p := j.resp, j.outcome, j.panicked
-	*j = evalJob{done: j.done}
+	*j = evalJob{done: j.done, ops: j.ops}
 	d.jobPool.Put(j)
 	if p != nil {
 		panic(p) // on the request's goroutine, as if evaluated there
@@ -279,7 +282,7 @@ func (d *Dragnet) runJob(j *evalJob) {
 		}
 		j.done <- struct{}{}
 	}()
-	j.resp, j.outcome = d.review(j.ctx, j.snap, j.rv, j.phases, j.patchBuf)
+	j.resp, j.outcome = d.review(j.ctx, j.snap, j.rv, j.phases, j.patchBuf, &j.ops)
 }
 
 const webhookName = "dragnet" // the default Options.Name
@@ -438,8 +441,9 @@ func queryValue(rawQuery, name string) string {
 // review evaluates one request (decide: the request's attributes, then the
 // engine), records the decision (record) and answers it (encode); it never
 // panics. The patch is encoded into patchBuf's storage, so the response is
-// only valid until patchBuf is reused.
-func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review, phases engine.Phase, patchBuf *bytes.Buffer) (resp *response, outcome string) {
+// only valid until patchBuf is reused; the decision's patch is built in
+// ops, cleared once encoded.
+func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review, phases engine.Phase, patchBuf *bytes.Buffer, ops *patch.OpStorage) (resp *response, outcome string) {
 	req := rv.Request
 	resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
 	defer func() {
@@ -458,6 +462,8 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 	// Policy may, and mutating rules do not run on it.
 	ereq := req.attributes()
 	ereq.Phases = phases
+	ereq.PatchStorage = ops
+	defer ops.Clear()
 	// A Namespace is cluster-scoped, but the API server names the namespace
 	// itself in UPDATE and DELETE requests; KubeMod treats it as
 	// cluster-scoped, and so does modwright.
