@@ -90,29 +90,38 @@ func (e *Expr) EvaluateAppend(ctx context.Context, root any, buf []any) (Result,
 // ErrNotQuery for a computed expression, and an error wrapping
 // ErrTooManyValues beyond MaxValues nodes or MaxKeys captured keys.
 func (e *Expr) Select(ctx context.Context, root any) ([]Node, error) {
+	nodes, _, err := e.SelectTo(ctx, root, nil, nil)
+	return nodes, err
+}
+
+// SelectTo is Select appending the nodes to dst and their captured keys to
+// keys (each node's Keys a capped slice of it): a caller that reuses them
+// from one query to the next allocates neither. The nodes are valid until
+// the caller reuses dst or keys.
+func (e *Expr) SelectTo(ctx context.Context, root any, dst []Node, keys []any) ([]Node, []any, error) {
 	pn := e.path
 	if pn == nil {
-		return nil, ErrNotQuery
+		return dst, keys, ErrNotQuery
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, ctxError(err)
+		return dst, keys, ctxError(err)
 	}
 	if pn.definite {
 		v, ok := lookup(pn.steps, root)
 		if !ok {
-			return nil, nil
+			return dst, keys, nil
 		}
-		return []Node{{Value: v}}, nil
+		return append(dst, Node{Value: v}), keys, nil
 	}
 	ev := evaluator{ctx: ctx, root: root, cur: root, maxVisits: MaxVisits}
-	s := sink{mode: modeNodes}
+	s := sink{mode: modeNodes, nodes: dst, arena: keys}
 	if err := ev.walk(pn.steps, root, &s); err != nil {
-		return nil, err
+		return dst, keys, err
 	}
-	return s.nodes, nil
+	return s.nodes, s.arena, nil
 }
 
 // evaluator holds the state of one evaluation.

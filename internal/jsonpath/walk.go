@@ -29,6 +29,7 @@ type sink struct {
 	vals  []any
 	nodes []Node
 	keys  []any // capture stack (modeNodes)
+	arena []any // where the nodes' keys are copied (modeNodes)
 	// dpaths are the relative paths of the active '..' steps, and dsnap
 	// their materialized Descents, shared by the nodes emitted while a path
 	// stays the same; nil when dpaths[d] changed since (modeNodes).
@@ -72,7 +73,9 @@ func (s *sink) snapshot() ([]any, error) {
 	if len(s.keys) == 0 {
 		return nil, nil
 	}
-	k := make([]any, len(s.keys))
+	start := len(s.arena)
+	s.arena = append(s.arena, s.keys...)
+	k := s.arena[start:len(s.arena):len(s.arena)]
 	s.nkeys += len(k)
 	for i, x := range s.keys {
 		if d, ok := x.(descentRef); ok {

@@ -105,6 +105,10 @@ type Query interface {
 	// Nodes returns the selected values with the keys the capturing steps
 	// went through. Only a path (IsPath) has nodes.
 	Nodes(ctx context.Context, root any) ([]Node, error)
+	// NodesTo is Nodes appending the nodes to dst and their keys to keys
+	// (each node's Keys a slice of it), for a caller that reuses both:
+	// the nodes are valid until it does.
+	NodesTo(ctx context.Context, root any, dst []Node, keys []any) ([]Node, []any, error)
 	// IsPath reports whether the program is a path into the tree, not a
 	// computed expression.
 	IsPath() bool

@@ -225,7 +225,7 @@ func (r *Rule) buildOps(h *engine.Handle, sources *[]OpSource, st *evalState) (o
 	var tokens *[]string // where paths are rendered, else each its own
 	if st != nil {
 		ops, origin, tokens = st.ops[:0], st.origin[:0], &st.tokens
-		st.tokens = st.tokens[:0]
+		st.tokens, st.keys = st.tokens[:0], st.keys[:0]
 	} else {
 		ops = make([]patch.Operation, 0, len(r.Patches))
 		origin = make([]int, 0, len(r.Patches))
@@ -245,7 +245,13 @@ func (r *Rule) buildOps(h *engine.Handle, sources *[]OpSource, st *evalState) (o
 			}
 			continue
 		}
-		nodes, err := p.Select.Nodes(ctx, root)
+		var nodes []lang.Node
+		if st != nil {
+			nodes, st.keys, err = p.Select.NodesTo(ctx, root, st.nodes[:0], st.keys)
+			st.nodes = nodes[:0]
+		} else {
+			nodes, err = p.Select.Nodes(ctx, root)
+		}
 		if err != nil {
 			return ops, origin, p.Field + ".select", err
 		}

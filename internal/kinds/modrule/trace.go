@@ -3,6 +3,7 @@ package modrule
 import (
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/patch"
 )
 
@@ -45,6 +46,9 @@ type evalState struct {
 	ops    []patch.Operation
 	origin []int
 	tokens []string
+	// nodes and keys are what the patch items' selects found.
+	nodes []lang.Node
+	keys  []any
 }
 
 var _ engine.StateResetter = (*evalState)(nil)
@@ -64,7 +68,9 @@ func stateOf(h *engine.Handle) *evalState {
 // grown, once the engine is done with them.
 func (st *evalState) keep(ops []patch.Operation, origin []int) {
 	clear(ops)
-	st.ops, st.origin = ops[:0], origin[:0]
+	clear(st.nodes[:cap(st.nodes)])
+	clear(st.keys)
+	st.ops, st.origin, st.keys = ops[:0], origin[:0], st.keys[:0]
 }
 
 // evalStateKept bounds the storage an evalState keeps from one evaluation
@@ -77,8 +83,10 @@ func (st *evalState) ResetState() bool {
 	st.slab = traceSlab{} // the traces are the decision's
 	clear(st.ops[:cap(st.ops)])
 	clear(st.tokens[:cap(st.tokens)])
-	st.ops, st.origin, st.tokens = st.ops[:0], st.origin[:0], st.tokens[:0]
-	return cap(st.ops) <= evalStateKept && cap(st.tokens) <= evalStateKept
+	clear(st.nodes[:cap(st.nodes)])
+	clear(st.keys[:cap(st.keys)])
+	st.ops, st.origin, st.tokens, st.nodes, st.keys = st.ops[:0], st.origin[:0], st.tokens[:0], st.nodes[:0], st.keys[:0]
+	return cap(st.ops) <= evalStateKept && cap(st.tokens) <= evalStateKept && cap(st.nodes) <= evalStateKept && cap(st.keys) <= evalStateKept
 }
 
 // newTrace starts the trace of a rule with n criteria.

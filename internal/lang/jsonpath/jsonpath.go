@@ -124,16 +124,27 @@ func limit(err error) error {
 // step's key as a lang.Path. A computed expression has no nodes: the error
 // wraps the leaf's ErrNotQuery.
 func (p *Program) Nodes(ctx context.Context, root any) ([]lang.Node, error) {
-	ns, err := p.e.Select(ctx, root)
-	if err != nil || ns == nil {
-		return nil, limit(err)
+	ns, _, err := p.NodesTo(ctx, root, nil, nil)
+	if len(ns) == 0 {
+		ns = nil
 	}
-	// The leaf allocated ns for this call: it is ours to convert in
-	// place, without a second allocation per call on the hot path.
-	for i := range ns {
+	return ns, err
+}
+
+// NodesTo is Nodes appending to dst and keys (lang.Query).
+func (p *Program) NodesTo(ctx context.Context, root any, dst []lang.Node, ks []any) ([]lang.Node, []any, error) {
+	start := len(dst)
+	// The leaf's nodes and lang's are the same (see below): dst is given
+	// to the leaf as its own, and what it appends is converted in place.
+	leafDst := unsafe.Slice((*jsonpath.Node)(unsafe.Pointer(unsafe.SliceData(dst))), cap(dst))[:len(dst)]
+	ns, ks, err := p.e.SelectTo(ctx, root, leafDst, ks)
+	if err != nil {
+		return dst, ks, limit(err)
+	}
+	for i := start; i < len(ns); i++ {
 		ns[i].Keys = keys(ns[i].Keys)
 	}
-	return unsafe.Slice((*lang.Node)(unsafe.Pointer(unsafe.SliceData(ns))), len(ns)), nil
+	return unsafe.Slice((*lang.Node)(unsafe.Pointer(unsafe.SliceData(ns))), cap(ns))[:len(ns)], ks, nil
 }
 
 // The leaf's Node and lang.Node have the same fields of the same types at

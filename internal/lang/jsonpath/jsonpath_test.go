@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/modwright/modwright/internal/jsonpath"
 	leaf "github.com/modwright/modwright/internal/jsonpath"
@@ -150,6 +151,20 @@ func TestEvalMatchesLeaf(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got2); diff != "" {
 				t.Errorf("%s on %d: Nodes (-leaf +got):\n%s", src, i, diff)
+			}
+			// Appended to storage holding a node and keys already (NodesTo),
+			// the same nodes after it, and it unchanged.
+			first := lang.Node{Value: "first", Keys: []any{"k"}}
+			dst, keys := append(make([]lang.Node, 0, 2), first), append(make([]any, 0, 3), "kept")
+			got3, keys3, err := p.NodesTo(ctx, obj, dst, keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(append([]lang.Node{first}, want...), got3, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s on %d: NodesTo (-leaf +got):\n%s", src, i, diff)
+			}
+			if len(keys3) == 0 || keys3[0] != "kept" {
+				t.Errorf("%s on %d: NodesTo's keys %v lost what they held", src, i, keys3)
 			}
 		}
 	}
