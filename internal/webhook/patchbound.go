@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -61,8 +62,13 @@ func appendBoundedPatch(dst []byte, ops []patch.Operation) ([]byte, *patchBoundE
 			return nil, nil, err
 		}
 		// The operation object nests at depth 2 of the patch; its value at
-		// 3 and below, which is the value's own depth plus 2.
-		nesting := 1 + jsonDepth(dst[opStart:])
+		// 3 and below, which is the value's own depth plus 2. A scalar's
+		// operation is not scanned for it (its text can be long: the
+		// last-applied configuration).
+		nesting := 2
+		if !scalar(ops[i].Value) {
+			nesting = 1 + jsonDepth(dst[opStart:])
+		}
 		valueDepth := nesting - 2
 		if nesting > MaxPatchDepth || len(ops[i].Path)+valueDepth > MaxPatchDepth {
 			return nil, &patchBoundError{op: i, what: describeOp(ops[i]), depth: max(nesting, len(ops[i].Path)+valueDepth)}, nil
@@ -72,6 +78,15 @@ func appendBoundedPatch(dst []byte, ops []patch.Operation) ([]byte, *patchBoundE
 		}
 	}
 	return append(dst, ']'), nil, nil
+}
+
+// scalar reports whether v encodes as a JSON scalar (or is absent).
+func scalar(v any) bool {
+	switch v.(type) {
+	case nil, string, bool, json.Number, float64, int, int64:
+		return true
+	}
+	return false
 }
 
 // jsonDepth is the deepest nesting of arrays and objects in the JSON text b

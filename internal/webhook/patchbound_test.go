@@ -49,6 +49,7 @@ func TestDragnetBoundsPatch(t *testing.T) {
 		{"deep value at the root", []patch.Operation{{Op: patch.Replace, Path: patch.Pointer{}, Value: nested(MaxPatchDepth - 1)}}, false, "operation 0 (replace ) nests"},
 		{"deep path", []patch.Operation{{Op: patch.Add, Path: deepPath, Value: map[string]any{}}}, false, "operation 0 (add /x/x/x/x"},
 		{"deepest allowed path", []patch.Operation{{Op: patch.Add, Path: deepPath, Value: "s"}}, false, ""},
+		{"deep path, a scalar", []patch.Operation{{Op: patch.Add, Path: append(deepPath, "y"), Value: json.Number("1")}}, false, "operation 0 (add /x/x/x/x"},
 		{"large", []patch.Operation{label, {Op: patch.Add, Path: patch.Pointer{"data", "big"}, Value: strings.Repeat("a", MaxPatchBytes)}}, false,
 			"the patch exceeds 3145728 bytes (the API server's request size limit) at operation 1 (add /data/big)"},
 		{"large, fail-open", []patch.Operation{{Op: patch.Add, Path: patch.Pointer{"data", "big"}, Value: strings.Repeat("a", MaxPatchBytes)}}, true,
@@ -96,6 +97,22 @@ func TestJSONDepth(t *testing.T) {
 	} {
 		if got := jsonDepth([]byte(tc.in)); got != tc.want {
 			t.Errorf("jsonDepth(%s) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+	// What scalar takes for one is one: its operation nests one level.
+	for _, v := range []any{nil, "a\"[{", true, json.Number("1e3"), 1.5, 2, int64(3)} {
+		if !scalar(v) {
+			t.Errorf("scalar(%#v) = false", v)
+		}
+		op := patch.Operation{Op: patch.Add, Path: patch.Pointer{"a"}, Value: v}
+		b, err := op.AppendJSON(nil)
+		if err != nil || jsonDepth(b) != 1 {
+			t.Errorf("%#v: operation %s (%v) nests %d levels, want 1", v, b, err, jsonDepth(b))
+		}
+	}
+	for _, v := range []any{map[string]any{}, []any{}, []string{"a"}} {
+		if scalar(v) {
+			t.Errorf("scalar(%#v) = true", v)
 		}
 	}
 }
