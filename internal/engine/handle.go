@@ -271,6 +271,18 @@ func (h *Handle) Keep(vals []any) []any {
 // once, never keep the pointer.
 func (h *Handle) KindState() *any { return h.State(h.rule.Info().Kind) }
 
+// KindStateOf returns the kind's state (KindState) as a *T, a new T put
+// there when the slot holds none.
+func KindStateOf[T any](h *Handle) *T {
+	slot := h.KindState()
+	st, _ := (*slot).(*T)
+	if st == nil {
+		st = new(T)
+		*slot = st
+	}
+	return st
+}
+
 // State is KindState by a key of the adapter's choosing: the slot the
 // rules of an adapter owning many kinds share (a group's name, say).
 func (h *Handle) State(key string) *any {

@@ -44,15 +44,7 @@ type evalState struct {
 	selLabels map[string]string
 }
 
-func stateOf(h *engine.Handle) *evalState {
-	slot := h.KindState()
-	st, _ := (*slot).(*evalState)
-	if st == nil {
-		st = &evalState{}
-		*slot = st
-	}
-	return st
-}
+func stateOf(h *engine.Handle) *evalState { return engine.KindStateOf[evalState](h) }
 
 // document is Kyverno's context: request (with object and oldObject),
 // serviceAccountName/Namespace, images; in the library's form.

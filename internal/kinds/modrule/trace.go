@@ -54,15 +54,7 @@ type evalState struct {
 var _ engine.StateResetter = (*evalState)(nil)
 
 // stateOf returns the evaluation's evalState.
-func stateOf(h *engine.Handle) *evalState {
-	slot := h.KindState()
-	st, _ := (*slot).(*evalState)
-	if st == nil {
-		st = &evalState{}
-		*slot = st
-	}
-	return st
-}
+func stateOf(h *engine.Handle) *evalState { return engine.KindStateOf[evalState](h) }
 
 // keep takes back the storage of a rule's operations, which may have
 // grown, once the engine is done with them.

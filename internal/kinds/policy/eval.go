@@ -315,15 +315,7 @@ func (s *shared) ResetState() bool {
 	return true
 }
 
-func sharedOf(h *engine.Handle) *shared {
-	slot := h.KindState()
-	s, _ := (*slot).(*shared)
-	if s == nil {
-		s = &shared{}
-		*slot = s
-	}
-	return s
-}
+func sharedOf(h *engine.Handle) *shared { return engine.KindStateOf[shared](h) }
 
 func (s *shared) namespace(h *engine.Handle) (map[string]any, error) {
 	if s.nsDone {
