@@ -96,14 +96,11 @@ func decodeReview(body []byte) (*review, error) {
 			switch {
 			case string(raw) == "null":
 			case raw[0] != '{': // an object's members were read as they came
-				err = &fieldError{"an object", raw}
-			default:
+				err = fmt.Errorf("request%w", &fieldError{"an object", raw})
+			default: // its errors name their member
 				if err = rd.st.flush(&rv.req); err == nil {
 					rv.Request = &rv.req
 				}
-			}
-			if err != nil {
-				err = fmt.Errorf("request%w", err)
 			}
 		}
 		return err

@@ -69,6 +69,17 @@ func TestDecodeReview(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrMalformedReview mentioning %q", tc.body, err, tc.want)
 		}
 	}
+	// The messages whole: each member named once, from the request down.
+	for body, want := range map[string]string{
+		`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":5}}`:                     "malformed AdmissionReview: request.uid: want a string, got 5",
+		`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","kind":{"kind":1}}}`: "malformed AdmissionReview: request.kind.kind: want a string, got 1",
+		`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"dryRun":1}}`:                  "malformed AdmissionReview: request.dryRun: want a boolean, got 1",
+		`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":5}`:                             "malformed AdmissionReview: request: want an object, got 5",
+	} {
+		if _, err := decodeReview([]byte(body)); err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %q", body, err, want)
+		}
+	}
 
 	// A repeated request replaces the first, whatever members each has.
 	rv, err := decodeReview([]byte(`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1",` +
