@@ -10,8 +10,9 @@
 //
 // Every load scenario starts a fresh server process on a free port with a
 // fresh certificate directory, waits for /readyz, runs the load, scrapes
-// /metrics and stops the server (SIGTERM). Each scenario runs -runs times;
-// the tables give the medians. Any request error or server failure makes
+// /metrics and stops the server (SIGTERM). Each scenario runs -runs times,
+// in rounds (every scenario once per round, so that the machine's drift
+// falls alike on the floor and on modwright); the tables give the medians. Any request error or server failure makes
 // the exit status 1, after the report is printed.
 package main
 
@@ -234,13 +235,13 @@ func run(ctx context.Context, o *options) (*report, error) {
 		e.policies[n] = path
 	}
 
-	// 4. Load scenarios.
-	for _, sc := range scenarios(o) {
-		res := runScenario(ctx, o, e, sc, rep)
-		rep.Scenarios = append(rep.Scenarios, res)
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
+	// 4. Load scenarios, in rounds: each round runs every scenario once, so
+	// that what drifts on the machine over the minutes of a run (another
+	// tenant, the CPU's clock) falls alike on the floor and on modwright,
+	// whose ratios the targets are.
+	rep.Scenarios = runScenarios(ctx, o, e, scenarios(o), rep)
+	if err := ctx.Err(); err != nil {
+		return rep, err
 	}
 	rep.Snapshot = runSnapshot10k(ctx, o, e, rep)
 	if err := ctx.Err(); err != nil {
@@ -333,24 +334,42 @@ type summary struct {
 	Ready      float64 `json:"ready_s"`
 }
 
-func runScenario(ctx context.Context, o *options, e *env, sc scenario, rep *report) *scenarioResult {
-	res := &scenarioResult{scenario: sc}
-	weights, err := load.ParseMix(sc.Mix)
-	if err == nil {
-		var items []load.Item
-		items, err = load.LoadMix(e.objects, sc.Namespace, weights)
+func runScenarios(ctx context.Context, o *options, e *env, scs []scenario, rep *report) []*scenarioResult {
+	results := make([]*scenarioResult, len(scs))
+	items := make([][]load.Item, len(scs))
+	for j, sc := range scs {
+		results[j] = &scenarioResult{scenario: sc}
+		weights, err := load.ParseMix(sc.Mix)
 		if err == nil {
-			for i := 1; i <= o.runs && ctx.Err() == nil; i++ {
-				progress("%s: run %d/%d", sc.Title, i, o.runs)
-				if err = oneRun(ctx, o, e, sc, items, res); err != nil {
-					break
-				}
+			items[j], err = load.LoadMix(e.objects, sc.Namespace, weights)
+		}
+		if err != nil {
+			results[j].Failed = err.Error()
+		}
+	}
+	for i := 1; i <= o.runs && ctx.Err() == nil; i++ {
+		for j, sc := range scs {
+			res := results[j]
+			if res.Failed != "" || ctx.Err() != nil {
+				continue // a failed run ends its scenario
+			}
+			progress("%s: run %d/%d", sc.Title, i, o.runs)
+			if err := oneRun(ctx, o, e, sc, items[j], res); err != nil && ctx.Err() == nil {
+				res.Failed = err.Error()
 			}
 		}
 	}
-	if err != nil && ctx.Err() == nil {
-		res.Failed = err.Error()
-		rep.problem("%s: %v", sc.Title, err)
+	for _, res := range results {
+		finishScenario(res, rep)
+	}
+	return results
+}
+
+// finishScenario reports a scenario's failures and errors and takes its
+// medians.
+func finishScenario(res *scenarioResult, rep *report) {
+	if res.Failed != "" {
+		rep.problem("%s: %s", res.scenario.Title, res.Failed)
 	}
 	for _, r := range res.Runs {
 		res.Errors += r.Errors
@@ -359,7 +378,7 @@ func runScenario(ctx context.Context, o *options, e *env, sc scenario, rep *repo
 		}
 	}
 	if res.Errors > 0 {
-		msg := fmt.Sprintf("%s: %d request errors", sc.Title, res.Errors)
+		msg := fmt.Sprintf("%s: %d request errors", res.scenario.Title, res.Errors)
 		for _, r := range res.Runs {
 			if r.Errors > 0 {
 				msg += "\n" + load.FormatErrors(r)
@@ -368,7 +387,6 @@ func runScenario(ctx context.Context, o *options, e *env, sc scenario, rep *repo
 		rep.problem("%s", msg)
 	}
 	res.Median = medians(res.Runs, res.ReadySeconds)
-	return res
 }
 
 func oneRun(ctx context.Context, o *options, e *env, sc scenario, items []load.Item, res *scenarioResult) error {
