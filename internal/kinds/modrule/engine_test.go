@@ -410,7 +410,7 @@ func randomTree(r *rand.Rand, depth int) any {
 // and its patch always reproduces its result.
 func TestPatchProperty(t *testing.T) {
 	snap := snapshotOf(t, propertyRules)
-	eng := engine.New(engine.Options{})
+	eng, quiet := engine.New(engine.Options{}), engine.New(engine.Options{NoTrace: true})
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 3000; i++ {
 		obj := map[string]any{"kind": "Thing"}
@@ -425,23 +425,27 @@ func TestPatchProperty(t *testing.T) {
 			obj["a"] = []any{1, "x", 1, 2}
 		}
 		req := engine.Request{Operation: rules.Create, Namespace: "ns", Object: obj}
-		sameWithoutTrace(t, evaluate(t, eng, snap, req), snap, req)
+		sameWithoutTrace(t, quiet, evaluate(t, eng, snap, req), snap, req)
 	}
 }
 
-// sameWithoutTrace checks that an engine without trace decides the same.
-func sameWithoutTrace(t *testing.T, want *engine.Decision, snap *engine.Snapshot, req engine.Request) {
+// sameWithoutTrace checks that an engine without trace decides the same:
+// a new one, and the engine reused from call to call (what an evaluation
+// leaves in the storage it recycles must change nothing of the next).
+func sameWithoutTrace(t *testing.T, reused *engine.Engine, want *engine.Decision, snap *engine.Snapshot, req engine.Request) {
 	t.Helper()
-	got, err := engine.New(engine.Options{NoTrace: true}).Evaluate(context.Background(), snap, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Trace) != 0 {
-		t.Fatalf("NoTrace kept %d trace entries", len(got.Trace))
-	}
 	want.Trace = nil
-	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b error) bool { return a == b || (a != nil && b != nil && a.Error() == b.Error()) })); diff != "" {
-		t.Fatalf("NoTrace decides differently (-trace +notrace):\n%s", diff)
+	for name, eng := range map[string]*engine.Engine{"a new engine": engine.New(engine.Options{NoTrace: true}), "the reused engine": reused} {
+		got, err := eng.Evaluate(context.Background(), snap, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Trace) != 0 {
+			t.Fatalf("NoTrace kept %d trace entries", len(got.Trace))
+		}
+		if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b error) bool { return a == b || (a != nil && b != nil && a.Error() == b.Error()) })); diff != "" {
+			t.Fatalf("NoTrace, %s, decides differently (-trace +notrace):\n%s", name, diff)
+		}
 	}
 }
 
@@ -450,7 +454,7 @@ func FuzzEngine(f *testing.F) {
 	f.Add([]byte(`{"kind":"Pod","metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"a\":[1]}"}},"a":[1]}`))
 	f.Add([]byte(`{"kind":"Pod","metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"[1]"}}}`))
 	snap := snapshotOf(f, propertyRules)
-	eng := engine.New(engine.Options{})
+	eng, quiet := engine.New(engine.Options{}), engine.New(engine.Options{NoTrace: true})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		obj, err := value.Decode(data)
 		if err != nil {
@@ -461,7 +465,7 @@ func FuzzEngine(f *testing.F) {
 			return
 		}
 		req := engine.Request{Operation: rules.Create, Namespace: "ns", Object: m}
-		sameWithoutTrace(t, evaluate(t, eng, snap, req), snap, req)
+		sameWithoutTrace(t, quiet, evaluate(t, eng, snap, req), snap, req)
 	})
 }
 
