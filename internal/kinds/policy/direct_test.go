@@ -41,6 +41,10 @@ func TestMutateDirect(t *testing.T) {
 		"the same value again":       `JSONPatch{op: 'replace', path: '/spec/replicas', value: object.spec.replicas}`,
 	}
 	objects := map[string]map[string]any{"with last-applied": deployment, "without": bare, "custom kind": custom}
+	// An engine without trace reused by every case: what one evaluation
+	// leaves in the storage the Policies recycle (cel.PatchStorage) must
+	// change nothing of the next.
+	reused := engine.New(engine.Options{NoTrace: true})
 	for pname, ops := range patches {
 		yaml := fmt.Sprintf("apiVersion: modwright.io/v1alpha1\nkind: ModwrightPolicy\nmetadata:\n  name: p\n  namespace: %s\nspec:\n  mutations:\n  - jsonPatch: %q\n", benchNS, "["+ops+"]")
 		snap := benchLoad(t, yaml)
@@ -51,8 +55,8 @@ func TestMutateDirect(t *testing.T) {
 				if oname == "custom kind" {
 					req.Kind = engine.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Deployment"}
 				}
-				decide := func(noTrace bool) (string, []string) {
-					d, err := engine.New(engine.Options{NoTrace: noTrace}).Evaluate(context.Background(), snap, req)
+				decide := func(eng *engine.Engine) (string, []string) {
+					d, err := eng.Evaluate(context.Background(), snap, req)
 					if err != nil { // the rule failed: its failure policy is Fail
 						return "", []string{err.Error()}
 					}
@@ -66,13 +70,15 @@ func TestMutateDirect(t *testing.T) {
 					}
 					return string(b), errs
 				}
-				viaDiff, diffErrs := decide(false)
-				direct, directErrs := decide(true)
-				if d := cmp.Diff(viaDiff, direct); d != "" {
-					t.Errorf("object (-through the difference +direct):\n%s", d)
-				}
-				if d := cmp.Diff(diffErrs, directErrs); d != "" {
-					t.Errorf("errors (-through the difference +direct):\n%s", d)
+				viaDiff, diffErrs := decide(engine.New(engine.Options{}))
+				for name, eng := range map[string]*engine.Engine{"a new engine": engine.New(engine.Options{NoTrace: true}), "the reused engine": reused} {
+					direct, directErrs := decide(eng)
+					if d := cmp.Diff(viaDiff, direct); d != "" {
+						t.Errorf("%s: object (-through the difference +direct):\n%s", name, d)
+					}
+					if d := cmp.Diff(diffErrs, directErrs); d != "" {
+						t.Errorf("%s: errors (-through the difference +direct):\n%s", name, d)
+					}
 				}
 			})
 		}
