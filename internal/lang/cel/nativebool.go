@@ -55,6 +55,7 @@ type nativeBool struct {
 	constant any            // cmp: string, int64, float64 or bool; in: an element (its type); key: the key; val: false
 	set      map[any]bool   // in
 	re       *regexp.Regexp // str: matches' constant, compiled
+	argCost  uint64         // str: the constant's part of the cost (stringCost)
 	iter     string         // all, exists: the iteration variable
 	kids     []*nativeBool
 	value    bool // lit
@@ -223,7 +224,7 @@ func stringTest(c celast.CallExpr, iters []string) *nativeBool {
 	if !ok {
 		return nil
 	}
-	n := &nativeBool{kind: boolStr, member: m, op: c.FunctionName(), constant: arg}
+	n := &nativeBool{kind: boolStr, member: m, op: c.FunctionName(), constant: arg, argCost: argCost(c.FunctionName(), arg)}
 	if n.op == "matches" {
 		var err error
 		if n.re, err = regexp.Compile(arg); err != nil {
@@ -537,9 +538,9 @@ func (n *nativeBool) eval(be *boolEval) (bool, uint64, bool) {
 		return v.(bool), cost, true
 	case boolStr:
 		if n.re != nil {
-			return matches(n.re, v.(string), n.constant.(string), cost)
+			return n.re.MatchString(v.(string)), cost + stringCost(n.op, v.(string), n.argCost), true
 		}
-		return stringFn(n.op, v.(string), n.constant.(string), cost)
+		return stringFn(n.op, v.(string), n.constant.(string), cost+stringCost(n.op, v.(string), n.argCost))
 	}
 	switch c := n.constant.(type) {
 	case string:
@@ -716,29 +717,42 @@ func (be *boolEval) reach(m member) (any, int, bool) {
 	return scalar(v), len(m.path), true
 }
 
-// stringFn is a string function's value and cel-go's cost for it (after
-// cost, the attribute's): startsWith and endsWith the tenth of the
-// argument's code points, contains the product of the tenths of both.
+// stringFn is the string function fn of the member s and the constant
+// arg, cost the cost so far (stringCost's part included).
 func stringFn(fn, s, arg string, cost uint64) (bool, uint64, bool) {
-	tenth := func(s string) uint64 {
-		return uint64(math.Ceil(float64(utf8.RuneCountInString(s)) * common.StringTraversalCostFactor))
-	}
 	switch fn {
 	case "startsWith":
-		return strings.HasPrefix(s, arg), cost + tenth(arg), true
+		return strings.HasPrefix(s, arg), cost, true
 	case "endsWith":
-		return strings.HasSuffix(s, arg), cost + tenth(arg), true
+		return strings.HasSuffix(s, arg), cost, true
 	}
-	return strings.Contains(s, arg), cost + tenth(s)*tenth(arg), true
+	return strings.Contains(s, arg), cost, true
 }
 
-// matches is member.matches(re) and cel-go's cost for it (after cost, the
-// attribute's): the tenth of one more than s's code points times a quarter
-// of the expression's.
-func matches(re *regexp.Regexp, s, expr string, cost uint64) (bool, uint64, bool) {
-	str := uint64(math.Ceil((1 + float64(utf8.RuneCountInString(s))) * common.StringTraversalCostFactor))
-	rx := uint64(math.Ceil(float64(utf8.RuneCountInString(expr)) * common.RegexStringLengthCostFactor))
-	return re.MatchString(s), cost + str*rx, true
+// argCost is the constant argument's part of the cost of the string
+// function fn (cel-go's), computed when the expression compiles: for
+// startsWith, endsWith and contains the tenth of its code points, for
+// matches a quarter of them.
+func argCost(fn, arg string) uint64 {
+	runes := float64(utf8.RuneCountInString(arg))
+	if fn == "matches" {
+		return uint64(math.Ceil(runes * common.RegexStringLengthCostFactor))
+	}
+	return uint64(math.Ceil(runes * common.StringTraversalCostFactor))
+}
+
+// stringCost is cel-go's cost of the string function fn of the member s,
+// argCost the constant's part: startsWith and endsWith argCost, contains
+// argCost times the tenth of s's code points, matches argCost times the
+// tenth of one more than them.
+func stringCost(fn, s string, argCost uint64) uint64 {
+	switch fn {
+	case "startsWith", "endsWith":
+		return argCost
+	case "matches":
+		return uint64(math.Ceil((1+float64(utf8.RuneCountInString(s)))*common.StringTraversalCostFactor)) * argCost
+	}
+	return uint64(math.Ceil(float64(utf8.RuneCountInString(s))*common.StringTraversalCostFactor)) * argCost
 }
 
 // runesUpTo is the number of code points of s, at most limit.
