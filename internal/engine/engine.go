@@ -106,6 +106,21 @@ type scratch struct {
 	mirrorOps []patch.Operation
 }
 
+// scratchKept bounds the elements of each slice a scratch keeps for the
+// next evaluation: one review that grew it (a rule writing thousands of an
+// object's elements) does not leave it that large in the pool.
+const scratchKept = 1 << 12
+
+// recycled is s emptied for a scratch: cleared up to its capacity (it
+// refers to nothing of the evaluation), nil when it grew past scratchKept.
+func recycled[T any](s []T) []T {
+	if cap(s) > scratchKept {
+		return nil
+	}
+	clear(s[:cap(s)])
+	return s[:0]
+}
+
 // New returns an Engine.
 func New(opts Options) *Engine {
 	return &Engine{objects: opts.Objects, ruleReader: opts.RuleReader, authz: opts.Authorizer, api: opts.API, roles: opts.Roles, kinds: opts.Kinds, http: opts.HTTP, images: opts.Images, globals: opts.Globals, graph: opts.Graph, inventory: opts.Inventory, schemas: opts.Schemas, noTrace: opts.NoTrace}
@@ -221,21 +236,14 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 	defer func() {
 		// Drop every reference into the object, the rules and the
 		// decision before recycling.
-		s.values, s.text = ev.values[:0], ev.text[:0]
-		clear(s.values[:cap(s.values)])
+		s.values, s.text = recycled(ev.values), recycled(ev.text)
 		s.doc.Reset(nil, false)
 		s.la.Reset(nil, true)
 		s.laText.Reset("")
 		s.states = recycleStates(ev.kindState)
-		clear(ev.tokens)
-		s.writes, s.spans, s.tokens = ev.writes[:0], ev.spans[:0], ev.tokens[:0]
-		clear(ev.hits[:cap(ev.hits)])
-		clear(ev.validates[:cap(ev.validates)])
-		s.hits, s.validates = ev.hits[:0], ev.validates[:0]
-		clear(ev.direct[:cap(ev.direct)])
-		clear(ev.paths[:cap(ev.paths)])
-		clear(ev.mirrorOps[:cap(ev.mirrorOps)])
-		s.direct, s.paths, s.mirrorOps = ev.direct[:0], ev.paths[:0], ev.mirrorOps[:0]
+		s.writes, s.spans, s.tokens = recycled(ev.writes), recycled(ev.spans), recycled(ev.tokens)
+		s.hits, s.validates = recycled(ev.hits), recycled(ev.validates)
+		s.direct, s.paths, s.mirrorOps = recycled(ev.direct), recycled(ev.paths), recycled(ev.mirrorOps)
 		*ev = evaluation{}
 		e.scratch.Put(s)
 	}()

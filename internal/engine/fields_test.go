@@ -108,3 +108,19 @@ func TestKernelFields(t *testing.T) {
 		}
 	}
 }
+
+// TestRecycled: a scratch keeps a slice emptied and cleared to its
+// capacity, and drops one grown past scratchKept.
+func TestRecycled(t *testing.T) {
+	s := append(make([]any, 0, 8), "a", "b")
+	r := recycled(s)
+	if len(r) != 0 || cap(r) != 8 || r[:2][0] != nil || r[:2][1] != nil {
+		t.Errorf("recycled(%d of %d) = %d of %d, %v", 2, 8, len(r), cap(r), r[:2])
+	}
+	if big := recycled(make([]any, 1, scratchKept+1)); big != nil {
+		t.Errorf("a slice past scratchKept kept: capacity %d", cap(big))
+	}
+	if kept := recycled(make([]string, 0, scratchKept)); cap(kept) != scratchKept {
+		t.Errorf("a slice of scratchKept dropped")
+	}
+}
