@@ -165,7 +165,7 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 			return nil
 		}
 		var err error
-		obj, managed, err = decodeObjectOmitting(raw, managedFieldsPath...)
+		obj, managed, err = decodeObjectOmitting(req.ObjectStorage, raw, managedFieldsPath...)
 		return err
 	}
 	if kind == "" && !req.Payload {
@@ -925,14 +925,21 @@ func (ev *evaluation) writeLastApplied() {
 
 // decodeObject decodes the request's object from its JSON text.
 func decodeObject(raw []byte) (any, error) {
-	v, _, err := decodeObjectOmitting(raw)
+	v, _, err := decodeObjectOmitting(nil, raw)
 	return v, err
 }
 
 // decodeObjectOmitting decodes the request's object from its JSON text but
 // for the member at path (value.DecodeOmitting), whose text it returns.
-func decodeObjectOmitting(raw []byte, path ...string) (any, []byte, error) {
-	v, omitted, err := value.DecodeOmitting(raw, path...)
+func decodeObjectOmitting(st *value.Storage, raw []byte, path ...string) (any, []byte, error) {
+	var v any
+	var omitted []byte
+	var err error
+	if st != nil {
+		v, omitted, err = st.DecodeOmitting(raw, path...)
+	} else {
+		v, omitted, err = value.DecodeOmitting(raw, path...)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: object: %v", ErrInvalidRequest, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
 )
 
 // LastAppliedAnnotation is kubectl's annotation of the configuration it
@@ -135,6 +136,15 @@ type Request struct {
 	// answering many requests reuses it once done with each decision (the
 	// webhook, once the patch is encoded).
 	PatchStorage *patch.OpStorage
+	// ObjectStorage, when set, lends the maps of the object Evaluate
+	// decodes from ObjectJSON or OldObjectJSON (value.Storage). The caller
+	// recycles it only once done with the decision and everything from it
+	// (the decision shares the object's maps) and when no evaluation was
+	// left running: the webhook, once the response is encoded, unless the
+	// review's deadline passed (a CUE program abandoned at the deadline may
+	// still read the object) or the decision has Generated objects (a
+	// generator keeps them, and they may share the object's values).
+	ObjectStorage *value.Storage
 }
 
 // Authorizer decides whether a user may do something, as the API server's

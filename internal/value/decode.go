@@ -53,11 +53,15 @@ func Decode(data []byte) (any, error) {
 // when there is none; of the one the tree would hold when keys repeat).
 // What nothing reads need not cost its decoding.
 func DecodeOmitting(data []byte, path ...string) (v any, omitted []byte, err error) {
-	if len(path) == 0 {
-		v, err = Decode(data)
-		return v, nil, err
+	return decodeOmitting(nil, data, path)
+}
+
+// decodeOmitting is DecodeOmitting, its objects lent by st when not nil.
+func decodeOmitting(st *Storage, data []byte, path []string) (v any, omitted []byte, err error) {
+	d := decoder{data: data, st: st}
+	if len(path) > 0 {
+		d.omit, d.on = path, 1
 	}
-	d := decoder{data: data, omit: path, on: 1}
 	i := skipSpace(data, 0)
 	v, i = d.value(i)
 	if i < 0 {
@@ -76,6 +80,7 @@ type decoder struct {
 	data  []byte
 	depth int
 	err   *SyntaxError
+	st    *Storage // lends the objects, when not nil
 	// omit is DecodeOmitting's path, on 1 + how many of its keys lead to
 	// the value being parsed (0: off the path), omitted the text left out.
 	omit    []string
@@ -455,7 +460,12 @@ func (d *decoder) object(i int) (any, int) {
 	}
 	data := d.data
 	i = skipSpace(data, i+1)
-	m := make(map[string]any)
+	var m map[string]any
+	if d.st != nil {
+		m = d.st.newMap()
+	} else {
+		m = make(map[string]any)
+	}
 	if i < len(data) && data[i] == '}' {
 		d.depth--
 		return m, i + 1

@@ -59,14 +59,24 @@ func seedInputs(tb testing.TB) [][]byte {
 
 // FuzzDecode checks Decode and DecodeString against encoding/json with
 // UseNumber: the same inputs accepted, the same trees built.
+//
+// It also decodes through one Storage kept from input to input, recycled
+// after each: the same trees and errors as Decode's, whatever maps earlier
+// inputs left in it.
 func FuzzDecode(f *testing.F) {
 	fuzzSeeds(f)
+	var st Storage
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := Decode(data)
 		want, wantErr := refDecode(data)
 		if (err == nil) != (wantErr == nil) {
 			t.Fatalf("Decode(%q) error = %v, encoding/json error = %v", data, err, wantErr)
 		}
+		stored, _, stErr := st.DecodeOmitting(data)
+		if !reflect.DeepEqual(stErr, err) || !reflect.DeepEqual(stored, got) {
+			t.Fatalf("Storage.DecodeOmitting(%q) = %#v, %v; Decode gives %#v, %v", data, stored, stErr, got, err)
+		}
+		st.Recycle()
 		if err != nil {
 			var se *SyntaxError
 			if !errors.As(err, &se) || se.Offset < 0 || se.Offset > len(data) {

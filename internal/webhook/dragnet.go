@@ -21,6 +21,7 @@ import (
 	"github.com/modwright/modwright/internal/metrics"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
 )
 
 // DragnetPath is where KubeMod serves its mutating webhook; modwright keeps
@@ -164,7 +165,10 @@ type Options struct {
 	FailOpen bool
 }
 
-// An Observer is told of every decision the dragnet makes.
+// An Observer is told of every decision the dragnet makes. Decided must
+// not keep the request's object or anything of the decision but its
+// Generated objects past its return: the object's maps are reused for the
+// next review.
 type Observer interface {
 	Decided(req engine.Request, dec *engine.Decision)
 }
@@ -228,8 +232,10 @@ type evalJob struct {
 	outcome  string
 	panicked any
 	done     chan struct{}
-	// ops is the storage of the decision's patch, kept with the job.
-	ops patch.OpStorage
+	// ops is the storage of the decision's patch, trees the maps of the
+	// object decoded from the review, both kept with the job.
+	ops   patch.OpStorage
+	trees value.Storage
 }
 
 // workerIdle is how long an evaluation worker waits for another review
@@ -253,7 +259,7 @@ func (d *Dragnet) evaluate(ctx context.Context, snap *engine.Snapshot, rv *revie
 	}
 	<-j.done
 	resp, outcome, p := j.resp, j.outcome, j.panicked
-	*j = evalJob{done: j.done, ops: j.ops}
+	*j = evalJob{done: j.done, ops: j.ops, trees: j.trees}
 	d.jobPool.Put(j)
 	if p != nil {
 		panic(p) // on the request's goroutine, as if evaluated there
@@ -282,7 +288,7 @@ func (d *Dragnet) runJob(j *evalJob) {
 		}
 		j.done <- struct{}{}
 	}()
-	j.resp, j.outcome = d.review(j.ctx, j.snap, j.rv, j.phases, j.patchBuf, &j.ops)
+	j.resp, j.outcome = d.review(j.ctx, j.snap, j.rv, j.phases, j.patchBuf, &j.ops, &j.trees)
 }
 
 const webhookName = "dragnet" // the default Options.Name
@@ -442,8 +448,10 @@ func queryValue(rawQuery, name string) string {
 // engine), records the decision (record) and answers it (encode); it never
 // panics. The patch is encoded into patchBuf's storage, so the response is
 // only valid until patchBuf is reused; the decision's patch is built in
-// ops, cleared once encoded.
-func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review, phases engine.Phase, patchBuf *bytes.Buffer, ops *patch.OpStorage) (resp *response, outcome string) {
+// ops, cleared once encoded; the object's maps are lent by trees, taken
+// back once the response is encoded when nothing can still read them
+// (engine.Request.ObjectStorage).
+func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review, phases engine.Phase, patchBuf *bytes.Buffer, ops *patch.OpStorage, trees *value.Storage) (resp *response, outcome string) {
 	req := rv.Request
 	resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
 	defer func() {
@@ -464,6 +472,16 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 	ereq.Phases = phases
 	ereq.PatchStorage = ops
 	defer ops.Clear()
+	ereq.ObjectStorage = trees
+	recycle := false // set once the response no longer needs the decision
+	defer func() {
+		// Run before the recovery above: a panic leaves recycle false.
+		if recycle {
+			trees.Recycle()
+		} else {
+			trees.Forget()
+		}
+	}()
 	// A Namespace is cluster-scoped, but the API server names the namespace
 	// itself in UPDATE and DELETE requests; KubeMod treats it as
 	// cluster-scoped, and so does modwright.
@@ -483,7 +501,11 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 		return d.evalFailure(rv, err)
 	}
 	d.record(rv, ereq, dec)
-	return d.encode(rv, resp, dec, patchBuf)
+	resp, outcome = d.encode(rv, resp, dec, patchBuf)
+	// A program abandoned at the deadline may still read the object; a
+	// generator keeps the generated objects, which may share its values.
+	recycle = ctx.Err() == nil && len(dec.Generated) == 0
+	return resp, outcome
 }
 
 // evalFailure answers a review whose evaluation failed.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,6 +22,7 @@ import (
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/metrics"
 	"github.com/modwright/modwright/internal/source"
+	"github.com/modwright/modwright/internal/value"
 )
 
 const testRules = `
@@ -514,5 +516,97 @@ func checkQueryValue(t *testing.T, q string) {
 	vs, _ := url.ParseQuery(q) // the pairs that parse
 	if got, want := queryValue(q, "timeout"), vs.Get("timeout"); got != want {
 		t.Fatalf("queryValue(%q, timeout) = %q, url.ParseQuery has %q", q, got, want)
+	}
+}
+
+// keeper decodes the object through the request's ObjectStorage, as the
+// engine does, and keeps the tree and the storage. generate returns the
+// tree as a generated object; late returns the decision only once the
+// review's deadline has passed, as a rule that ignored it would.
+type keeper struct {
+	generate, late bool
+	tree           any
+	storage        *value.Storage
+}
+
+func (k *keeper) Evaluate(ctx context.Context, _ *engine.Snapshot, req engine.Request) (*engine.Decision, error) {
+	tree, _, err := req.ObjectStorage.DecodeOmitting(req.ObjectJSON)
+	if err != nil {
+		return nil, err
+	}
+	k.tree, k.storage = tree, req.ObjectStorage
+	dec := &engine.Decision{Object: tree}
+	if k.generate {
+		dec.Generated = []engine.Generated{{Kind: "Policy", Rule: "ns1/gen", Object: tree.(map[string]any)}}
+	}
+	if k.late {
+		<-ctx.Done()
+	}
+	return dec, nil
+}
+
+// TestDragnetRecyclesObjects: the maps of a review's object are taken back
+// for the next review once its response is encoded, but left to the tree
+// when the decision generates objects (a generator keeps them) or the
+// deadline passed before the evaluation returned (something may still
+// read it).
+func TestDragnetRecyclesObjects(t *testing.T) {
+	obj := pod(`"app":"a","tier":"web"`, "nginx:1")
+	want, err := value.Decode([]byte(obj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", obj, "")
+	for _, tc := range []struct {
+		name     string
+		k        keeper
+		recycled bool
+	}{
+		{name: "plain", recycled: true},
+		{name: "generated", k: keeper{generate: true}},
+		{name: "deadline passed", k: keeper{late: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _ := newTestDragnet(t, &tc.k, nil)
+			post(t, h, DragnetPath+"?timeout=100ms", body)
+			if tc.k.storage == nil {
+				t.Fatal("the evaluation was given no ObjectStorage")
+			}
+			// root, metadata, labels, spec and the container: five maps.
+			if free, wantFree := tc.k.storage.Free(), map[bool]int{true: 5}[tc.recycled]; free != wantFree {
+				t.Errorf("the storage keeps %d maps after the review, want %d", free, wantFree)
+			}
+			if !tc.recycled && !cmp.Equal(tc.k.tree, want) {
+				t.Errorf("a tree left to its decision was changed after the review:\n%s", cmp.Diff(want, tc.k.tree))
+			}
+		})
+	}
+}
+
+// TestDragnetReusedObjects: reviews of different objects, one after
+// another through one dragnet whose storage lends each the maps of the
+// last, are answered as each alone through a new dragnet.
+func TestDragnetReusedObjects(t *testing.T) {
+	var bodies []string
+	for i, labels := range []string{`"fail":"yes"`, `"app":"a"`, ``, `"app":"b","x":"1","y":"2"`, `"team":"t"`} {
+		bodies = append(bodies, reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod(labels, fmt.Sprintf("nginx:%d", i)), ""))
+		bodies = append(bodies, reviewBody(ReviewV1, "UPDATE", "", "Pod", "ns1", pod(labels, "busybox"), pod(`"old":"1"`, "busybox")))
+	}
+	shared, _ := newTestDragnet(t, engine.New(engine.Options{}), nil)
+	patched := 0
+	for round := range 3 {
+		for i, body := range bodies {
+			alone, _ := newTestDragnet(t, engine.New(engine.Options{}), nil)
+			want := post(t, alone, DragnetPath, body).Body.String()
+			if strings.Contains(want, `"patch":`) {
+				patched++
+			}
+			if got := post(t, shared, DragnetPath, body).Body.String(); got != want {
+				t.Errorf("round %d, review %d: through a reused dragnet\n%s\nwant, as through a new one,\n%s", round, i, got, want)
+			}
+		}
+	}
+	if patched == 0 {
+		t.Error("no review was patched: the rules do not apply to these objects")
 	}
 }

@@ -1,0 +1,75 @@
+package value
+
+// Storage lends the objects (maps) of the trees decoded through it and
+// takes them back once their caller is done with those trees, so that a
+// server decoding one request after another reuses the same maps: a Go
+// map costs about 340 bytes however few its members, and a Deployment
+// holds some 35, most of one or two members.
+//
+// Recycle takes back every map lent since the last Recycle or Forget,
+// cleared: the caller must then hold no reference into a tree decoded
+// since, nor anything it handed such a tree to (a goroutine still reading
+// it, a queue). When that cannot be promised, Forget leaves the maps to
+// their trees (and the garbage collector).
+//
+// A Storage keeps at most StorageMaps maps, none of more than
+// storageMembers members (clearing a map keeps its capacity): one large
+// tree does not stay in it. The zero value is ready to use; a Storage is
+// not safe for concurrent use.
+type Storage struct {
+	lent []map[string]any // since the last Recycle or Forget
+	free []map[string]any
+}
+
+// StorageMaps is the most maps a Storage keeps, and records as lent
+// (more are made as Decode makes them, and left to their trees).
+const StorageMaps = 256
+
+// storageMembers is the most members a map Recycle keeps may have held.
+const storageMembers = 16
+
+// newMap is a map for a decoder: a free one, or a new one; recorded as
+// lent while there is room.
+func (s *Storage) newMap() map[string]any {
+	var m map[string]any
+	if n := len(s.free); n > 0 {
+		m = s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+	} else {
+		m = make(map[string]any)
+	}
+	if len(s.lent) < StorageMaps {
+		s.lent = append(s.lent, m)
+	}
+	return m
+}
+
+// Recycle takes back the maps lent since the last Recycle or Forget (see
+// Storage): each is cleared, and kept for the next decoding unless it held
+// more than a few members or the Storage is full.
+func (s *Storage) Recycle() {
+	for i, m := range s.lent {
+		if len(m) <= storageMembers && len(s.free) < StorageMaps {
+			clear(m)
+			s.free = append(s.free, m)
+		}
+		s.lent[i] = nil
+	}
+	s.lent = s.lent[:0]
+}
+
+// Forget drops the record of the maps lent since the last Recycle or
+// Forget: they stay their trees'.
+func (s *Storage) Forget() {
+	clear(s.lent)
+	s.lent = s.lent[:0]
+}
+
+// Free reports how many maps the Storage keeps for the next decoding.
+func (s *Storage) Free() int { return len(s.free) }
+
+// DecodeOmitting is the package's DecodeOmitting, its objects lent by s.
+func (s *Storage) DecodeOmitting(data []byte, path ...string) (v any, omitted []byte, err error) {
+	return decodeOmitting(s, data, path)
+}
