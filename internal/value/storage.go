@@ -46,8 +46,9 @@ func (s *Storage) newMap() map[string]any {
 }
 
 // Recycle takes back the maps lent since the last Recycle or Forget (see
-// Storage): each is cleared, and kept for the next decoding unless it held
-// more than a few members or the Storage is full.
+// Storage): each is cleared and kept for the next decoding, but for those
+// that held more than a few members or find the Storage full, which are
+// left to their trees.
 func (s *Storage) Recycle() {
 	for i, m := range s.lent {
 		if len(m) <= storageMembers && len(s.free) < StorageMaps {

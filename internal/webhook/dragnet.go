@@ -500,6 +500,7 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 	if err != nil {
 		return d.evalFailure(rv, err)
 	}
+	ereq.ObjectStorage = nil // not the observers'
 	d.record(rv, ereq, dec)
 	resp, outcome = d.encode(rv, resp, dec, patchBuf)
 	// A program abandoned at the deadline may still read the object; a

@@ -367,6 +367,11 @@ func (p *Program) runJSON(ctx context.Context, params map[string]any, output str
 		}
 		return r.b, r.err
 	case <-ctx.Done():
+		// Only here, at the caller's own deadline, is the program left
+		// running: it may still read params. A caller that reuses the
+		// maps it passed once done (the webhook reuses the object's)
+		// tells this case by ctx.Err(); a timeout of this function's own
+		// would break that.
 		return nil, fmt.Errorf("the CUE program did not finish: %w", context.Cause(ctx))
 	}
 }
