@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -592,21 +593,37 @@ func TestDragnetReusedObjects(t *testing.T) {
 		bodies = append(bodies, reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod(labels, fmt.Sprintf("nginx:%d", i)), ""))
 		bodies = append(bodies, reviewBody(ReviewV1, "UPDATE", "", "Pod", "ns1", pod(labels, "busybox"), pod(`"old":"1"`, "busybox")))
 	}
-	shared, _ := newTestDragnet(t, engine.New(engine.Options{}), nil)
+	wants := make([]string, len(bodies))
 	patched := 0
-	for round := range 3 {
-		for i, body := range bodies {
-			alone, _ := newTestDragnet(t, engine.New(engine.Options{}), nil)
-			want := post(t, alone, DragnetPath, body).Body.String()
-			if strings.Contains(want, `"patch":`) {
-				patched++
-			}
-			if got := post(t, shared, DragnetPath, body).Body.String(); got != want {
-				t.Errorf("round %d, review %d: through a reused dragnet\n%s\nwant, as through a new one,\n%s", round, i, got, want)
-			}
+	for i, body := range bodies {
+		alone, _ := newTestDragnet(t, engine.New(engine.Options{}), nil)
+		wants[i] = post(t, alone, DragnetPath, body).Body.String()
+		if strings.Contains(wants[i], `"patch":`) {
+			patched++
 		}
 	}
 	if patched == 0 {
 		t.Error("no review was patched: the rules do not apply to these objects")
 	}
+	shared, _ := newTestDragnet(t, engine.New(engine.Options{}), nil)
+	check := func(round, i int) {
+		if got := post(t, shared, DragnetPath, bodies[i]).Body.String(); got != wants[i] {
+			t.Errorf("round %d, review %d: through a reused dragnet\n%s\nwant, as through a new one,\n%s", round, i, got, wants[i])
+		}
+	}
+	for round := range 3 {
+		for i := range bodies {
+			check(round, i)
+		}
+	}
+	// At once: each worker's storage is its own (go test -race).
+	var wg sync.WaitGroup
+	for round := range 4 {
+		wg.Go(func() {
+			for i := range bodies {
+				check(round, (i+round)%len(bodies))
+			}
+		})
+	}
+	wg.Wait()
 }
