@@ -930,16 +930,10 @@ func decodeObject(raw []byte) (any, error) {
 }
 
 // decodeObjectOmitting decodes the request's object from its JSON text but
-// for the member at path (value.DecodeOmitting), whose text it returns.
+// for the member at path (value.DecodeOmitting), whose text it returns; st
+// (nil: none) lends its maps.
 func decodeObjectOmitting(st *value.Storage, raw []byte, path ...string) (any, []byte, error) {
-	var v any
-	var omitted []byte
-	var err error
-	if st != nil {
-		v, omitted, err = st.DecodeOmitting(raw, path...)
-	} else {
-		v, omitted, err = value.DecodeOmitting(raw, path...)
-	}
+	v, omitted, err := st.DecodeOmitting(raw, path...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: object: %v", ErrInvalidRequest, err)
 	}

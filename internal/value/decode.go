@@ -35,16 +35,8 @@ func (e *SyntaxError) Error() string {
 // (invalid UTF-8 and unpaired surrogates become U+FFFD), the last of
 // duplicate object keys wins, arrays are never nil. Errors are *SyntaxError.
 func Decode(data []byte) (any, error) {
-	d := decoder{data: data}
-	i := skipSpace(data, 0)
-	v, i := d.value(i)
-	if i < 0 {
-		return nil, d.err
-	}
-	if i = skipSpace(data, i); i < len(data) {
-		return nil, d.invalid(i, "after top-level value")
-	}
-	return v, nil
+	v, _, err := decodeOmitting(nil, data, nil)
+	return v, err
 }
 
 // DecodeOmitting is Decode, except that the member at path (keys of nested
@@ -56,7 +48,8 @@ func DecodeOmitting(data []byte, path ...string) (v any, omitted []byte, err err
 	return decodeOmitting(nil, data, path)
 }
 
-// decodeOmitting is DecodeOmitting, its objects lent by st when not nil.
+// decodeOmitting is DecodeOmitting, its objects lent by st when not nil
+// (Decode's too, with no path).
 func decodeOmitting(st *Storage, data []byte, path []string) (v any, omitted []byte, err error) {
 	d := decoder{data: data, st: st}
 	if len(path) > 0 {

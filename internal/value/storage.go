@@ -12,7 +12,7 @@ package value
 // it, a queue). When that cannot be promised, Forget leaves the maps to
 // their trees (and the garbage collector).
 //
-// A Storage keeps at most StorageMaps maps, none of more than
+// A Storage keeps at most storageMaps maps, none of more than
 // storageMembers members (clearing a map keeps its capacity): one large
 // tree does not stay in it. The zero value is ready to use; a Storage is
 // not safe for concurrent use.
@@ -21,9 +21,9 @@ type Storage struct {
 	free []map[string]any
 }
 
-// StorageMaps is the most maps a Storage keeps, and records as lent
+// storageMaps is the most maps a Storage keeps, and records as lent
 // (more are made as Decode makes them, and left to their trees).
-const StorageMaps = 256
+const storageMaps = 256
 
 // storageMembers is the most members a map Recycle keeps may have held.
 const storageMembers = 16
@@ -39,7 +39,7 @@ func (s *Storage) newMap() map[string]any {
 	} else {
 		m = make(map[string]any)
 	}
-	if len(s.lent) < StorageMaps {
+	if len(s.lent) < storageMaps {
 		s.lent = append(s.lent, m)
 	}
 	return m
@@ -51,7 +51,7 @@ func (s *Storage) newMap() map[string]any {
 // left to their trees.
 func (s *Storage) Recycle() {
 	for i, m := range s.lent {
-		if len(m) <= storageMembers && len(s.free) < StorageMaps {
+		if len(m) <= storageMembers && len(s.free) < storageMaps {
 			clear(m)
 			s.free = append(s.free, m)
 		}
@@ -70,7 +70,8 @@ func (s *Storage) Forget() {
 // Free reports how many maps the Storage keeps for the next decoding.
 func (s *Storage) Free() int { return len(s.free) }
 
-// DecodeOmitting is the package's DecodeOmitting, its objects lent by s.
+// DecodeOmitting is the package's DecodeOmitting, its objects lent by s;
+// a nil Storage lends none (the package's DecodeOmitting itself).
 func (s *Storage) DecodeOmitting(data []byte, path ...string) (v any, omitted []byte, err error) {
 	return decodeOmitting(s, data, path)
 }

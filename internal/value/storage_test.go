@@ -15,7 +15,7 @@ func TestStorage(t *testing.T) {
 	for i := range wide {
 		wide[i] = fmt.Sprintf(`"k%d":{"v":%d}`, i, i)
 	}
-	many := strings.Repeat(`{"a":1},`, StorageMaps+10)
+	many := strings.Repeat(`{"a":1},`, storageMaps+10)
 	tests := []struct {
 		name string
 		doc  string
@@ -26,7 +26,7 @@ func TestStorage(t *testing.T) {
 		{"fewer members than the maps had", `{"a":{},"b":{"x":"y"}}`, 0},
 		{"not an object", `[1,"two",3.0]`, 0},
 		{"wide: the root not kept", "{" + strings.Join(wide, ",") + "}", storageMembers + 1},
-		{"more maps than kept", "[" + many + `{"a":1}]`, StorageMaps},
+		{"more maps than kept", "[" + many + `{"a":1}]`, storageMaps},
 		{"a syntax error", `{"a":{"b":1},"c":{`, 0},
 	}
 	var st Storage
@@ -42,8 +42,8 @@ func TestStorage(t *testing.T) {
 			if tt.free != 0 {
 				kept = tt.free
 			}
-			if n := st.Free(); n < kept || n > StorageMaps {
-				t.Errorf("Free() = %d after recycling, want %d to %d", n, kept, StorageMaps)
+			if n := st.Free(); n < kept || n > storageMaps {
+				t.Errorf("Free() = %d after recycling, want %d to %d", n, kept, storageMaps)
 			}
 		})
 	}
