@@ -178,10 +178,14 @@ func TestDragnetMemoryBudget(t *testing.T) {
 	budget := ca + cb + cc/2
 	g := &gate{Evaluator: engine.New(engine.Options{}), running: make(chan int64, 4), release: make(chan struct{}),
 		costs: map[string]int64{"a": ca, "b": cb, "c": cc, "huge": reviewCost([]byte(huge))}}
-	h, _ := newTestDragnet(t, g, func(o *Options) { o.MaxInFlight = 100; o.MaxReviewMemory = budget })
+	h, reg := newTestDragnet(t, g, func(o *Options) { o.MaxInFlight = 100; o.MaxReviewMemory = budget })
 
 	if rec := post(t, h, DragnetPath+"?timeout=1h", huge); rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "more than the review memory budget") {
 		t.Errorf("a review larger than the budget: %d %s, want 413 at once", rec.Code, rec.Body)
+	}
+	// Refused unread, a malformed one is answered as malformed.
+	if rec := post(t, h, DragnetPath+"?timeout=1h", strings.Replace(huge, `"uid"`, `"nouid"`, 1)); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "request.uid is empty") {
+		t.Errorf("a malformed review larger than the budget: %d %s, want 400", rec.Code, rec.Body)
 	}
 
 	answers := make(chan *httptest.ResponseRecorder, 3)
@@ -212,6 +216,16 @@ func TestDragnetMemoryBudget(t *testing.T) {
 	}
 	if g.max > budget {
 		t.Errorf("reviews of %d bytes evaluated at once, more than the budget of %d", g.max, budget)
+	}
+	// The refusals are counted with the reviews' operation.
+	if n := counterSum(t, reg, "modwright_admission_reviews_total", "outcome", "error"); n != 2 {
+		t.Errorf("%v reviews counted as errors, want 2 (huge, c's first)", n)
+	}
+	if n := counterSum(t, reg, "modwright_admission_reviews_total", "operation", "CREATE"); n != 5 {
+		t.Errorf("%v reviews counted as CREATE, want 5", n)
+	}
+	if n := counterSum(t, reg, "modwright_admission_reviews_total", "outcome", "invalid"); n != 1 {
+		t.Errorf("%v reviews counted as invalid, want 1", n)
 	}
 }
 

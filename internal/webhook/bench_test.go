@@ -98,19 +98,23 @@ func benchDecodeEncode(b *testing.B, body []byte) {
 }
 
 // BenchmarkHandler measures the dragnet handler without the network: body
-// in, response out, with the load test's rule sets.
+// in, response out, with the load test's rule sets. The goroutine cases
+// call it as net/http's HTTP/2 server does, each review on a new goroutine
+// whose small stack grows by copying as it goes deeper.
 func BenchmarkHandler(b *testing.B) {
 	for _, bc := range []struct {
 		name            string
 		total, matching int
 		namespace       string
 		object          string
+		goroutine       bool
 	}{
-		{"rules=0", 0, 0, "", "deployment.json"},
-		{"rules=100/matching=10", 100, 10, "", "deployment.json"},
-		{"rules=100/matching=10/managedFields", 100, 10, "", benchManaged},
-		{"rules=1000/matching=10", 1000, 10, "", "deployment.json"},
-		{"rules=1000/none-apply", 1000, 10, "quiet", "deployment.json"},
+		{"rules=0", 0, 0, "", "deployment.json", false},
+		{"rules=100/matching=10", 100, 10, "", "deployment.json", false},
+		{"rules=100/matching=10/goroutine", 100, 10, "", "deployment.json", true},
+		{"rules=100/matching=10/managedFields", 100, 10, "", benchManaged, false},
+		{"rules=1000/matching=10", 1000, 10, "", "deployment.json", false},
+		{"rules=1000/none-apply", 1000, 10, "quiet", "deployment.json", false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var rs []engine.Rule
@@ -132,13 +136,24 @@ func BenchmarkHandler(b *testing.B) {
 			req := httptest.NewRequest(http.MethodPost, DragnetPath+"?timeout=10s", nil)
 			req.Header.Set("Content-Type", "application/json")
 			rec := &discardWriter{h: http.Header{}}
+			serve := h.ServeHTTP
+			if bc.goroutine {
+				done := make(chan struct{})
+				serve = func(w http.ResponseWriter, r *http.Request) {
+					go func() {
+						h.ServeHTTP(w, r)
+						done <- struct{}{}
+					}()
+					<-done
+				}
+			}
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
 				req.Body = readCloser{bytes.NewReader(body)}
 				req.ContentLength = int64(len(body))
 				rec.code = 0
-				h.ServeHTTP(rec, req)
+				serve(rec, req)
 				if rec.code != 0 && rec.code != http.StatusOK {
 					b.Fatalf("HTTP %d", rec.code)
 				}

@@ -221,15 +221,17 @@ func NewDragnet(opts Options) *Dragnet {
 	return d
 }
 
-// evalJob is one review handed to an evaluation worker.
+// evalJob is one review handed to an evaluation worker: its body in, its
+// response's text out (or the error that refused it).
 type evalJob struct {
 	ctx      context.Context
-	snap     *engine.Snapshot
-	rv       *review
+	body     []byte
 	phases   engine.Phase
 	patchBuf *bytes.Buffer
-	resp     *response
+	out      *bytes.Buffer
+	rv       *review
 	outcome  string
+	herr     *httpError
 	panicked any
 	done     chan struct{}
 	// ops is the storage of the decision's patch, trees the maps of the
@@ -242,29 +244,30 @@ type evalJob struct {
 // before it exits.
 const workerIdle = time.Minute
 
-// evaluate runs review on an evaluation worker and waits for it.
+// evaluate answers the review in body on an evaluation worker and waits
+// for it (answer).
 //
-// Evaluating a review needs a deep stack (decoding, the rules, encoding).
+// Answering a review needs a deep stack (decoding, the rules, encoding).
 // net/http serves every HTTP/2 request on a new goroutine, whose small
-// stack would grow by copying, several times per review; a worker keeps
+// stack would grow by copying, more than once per review; a worker keeps
 // its grown stack from one review to the next. There is at most one busy
 // worker per evaluation slot; idle ones exit after workerIdle.
-func (d *Dragnet) evaluate(ctx context.Context, snap *engine.Snapshot, rv *review, phases engine.Phase, patchBuf *bytes.Buffer) (*response, string) {
+func (d *Dragnet) evaluate(ctx context.Context, body []byte, phases engine.Phase, patchBuf, out *bytes.Buffer) (*review, string, *httpError) {
 	j := d.jobPool.Get().(*evalJob)
-	j.ctx, j.snap, j.rv, j.phases, j.patchBuf = ctx, snap, rv, phases, patchBuf
+	j.ctx, j.body, j.phases, j.patchBuf, j.out = ctx, body, phases, patchBuf, out
 	select {
 	case d.jobs <- j: // an idle worker took it
 	default:
 		go d.worker(j)
 	}
 	<-j.done
-	resp, outcome, p := j.resp, j.outcome, j.panicked
+	rv, outcome, herr, p := j.rv, j.outcome, j.herr, j.panicked
 	*j = evalJob{done: j.done, ops: j.ops, trees: j.trees}
 	d.jobPool.Put(j)
 	if p != nil {
 		panic(p) // on the request's goroutine, as if evaluated there
 	}
-	return resp, outcome
+	return rv, outcome, herr
 }
 
 func (d *Dragnet) worker(j *evalJob) {
@@ -288,7 +291,38 @@ func (d *Dragnet) runJob(j *evalJob) {
 		}
 		j.done <- struct{}{}
 	}()
-	j.resp, j.outcome = d.review(j.ctx, j.snap, j.rv, j.phases, j.patchBuf, &j.ops, &j.trees)
+	j.rv, j.outcome, j.herr = d.answer(j.ctx, j.body, j.phases, j.patchBuf, j.out, &j.ops, &j.trees)
+}
+
+// answer decodes the review in body, evaluates it with the current
+// snapshot and writes the response into out; a review it cannot evaluate
+// (malformed, or no snapshot yet) is refused with an httpError, its
+// outcome the metrics'.
+func (d *Dragnet) answer(ctx context.Context, body []byte, phases engine.Phase, patchBuf, out *bytes.Buffer, ops *patch.OpStorage, trees *value.Storage) (*review, string, *httpError) {
+	rv, snap, outcome, herr := d.decode(body)
+	if herr != nil {
+		return rv, outcome, herr
+	}
+	resp, outcome := d.review(ctx, snap, rv, phases, patchBuf, ops, trees)
+	out.Write(appendResponse(out.AvailableBuffer(), resp))
+	return rv, outcome, nil
+}
+
+// decode reads the review in body and takes the snapshot to evaluate it
+// with; a malformed review, or no snapshot yet, is refused with an
+// httpError, its outcome the metrics' (rv is nil when malformed).
+func (d *Dragnet) decode(body []byte) (*review, *engine.Snapshot, string, *httpError) {
+	rv, err := decodeReview(body)
+	if err != nil {
+		return nil, nil, metrics.OutcomeInvalid, &httpError{http.StatusBadRequest, err.Error()}
+	}
+	snap := d.opts.Snapshots.Current()
+	if snap == nil {
+		// Not ready: an error lets the API server apply the webhook's
+		// failurePolicy, as for an unreachable webhook.
+		return rv, nil, metrics.OutcomeError, &httpError{http.StatusServiceUnavailable, "modwright: the rule snapshot is not loaded yet"}
+	}
+	return rv, snap, "", nil
 }
 
 const webhookName = "dragnet" // the default Options.Name
@@ -309,8 +343,7 @@ func (d *Dragnet) serve(w http.ResponseWriter, r *http.Request, phases engine.Ph
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(d.deadline(r)))
 	defer cancel()
 	if herr := checkRequest(w, r); herr != nil {
-		d.opts.Metrics.Review(name, "", metrics.OutcomeInvalid, d.now().Sub(start))
-		http.Error(w, herr.msg, herr.code)
+		d.refuse(w, name, nil, metrics.OutcomeInvalid, herr, start)
 		return
 	}
 	in := d.bufs.Get().(*bytes.Buffer)
@@ -336,30 +369,21 @@ func (d *Dragnet) serve(w http.ResponseWriter, r *http.Request, phases engine.Ph
 		if herr.code == http.StatusServiceUnavailable || herr.code == http.StatusRequestTimeout {
 			outcome = metrics.OutcomeError
 		}
-		d.opts.Metrics.Review(name, "", outcome, d.now().Sub(start))
-		http.Error(w, herr.msg, herr.code)
+		d.refuse(w, name, nil, outcome, herr, start)
 		return
 	}
-	rv, err := decodeReview(body)
-	if err != nil {
-		d.opts.Metrics.Review(name, "", metrics.OutcomeInvalid, d.now().Sub(start))
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	snap := d.opts.Snapshots.Current()
-	if snap == nil {
-		// Not ready: an error lets the API server apply the webhook's
-		// failurePolicy, as for an unreachable webhook.
-		d.opts.Metrics.Review(name, opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
-		http.Error(w, "modwright: the rule snapshot is not loaded yet", http.StatusServiceUnavailable)
-		return
-	}
-
 	cost = reviewCost(body)
 	if herr := d.admit(ctx, cost); herr != nil {
-		d.opts.Metrics.Review(name, opLabel(rv.Request.Operation), metrics.OutcomeError, d.now().Sub(start))
-		d.opts.Log.V(1).Info("review not admitted", "uid", rv.Request.UID, "bytes", len(body), "cost", cost, "reason", herr.msg)
-		http.Error(w, herr.msg, herr.code)
+		// The review is read only to answer and count the refusal as an
+		// admitted one would be (a malformed review, no snapshot yet).
+		outcome := metrics.OutcomeError
+		rv, _, o, derr := d.decode(body)
+		if derr != nil {
+			herr, outcome = derr, o
+		} else {
+			d.opts.Log.V(1).Info("review not admitted", "uid", rv.Request.UID, "bytes", len(body), "cost", cost, "reason", herr.msg)
+		}
+		d.refuse(w, name, rv, outcome, herr, start)
 		return
 	}
 	defer d.release(cost)
@@ -367,13 +391,27 @@ func (d *Dragnet) serve(w http.ResponseWriter, r *http.Request, phases engine.Ph
 	d.mem.body.Release(bodyHeld)
 	bodyHeld = 0
 
-	resp, outcome := d.evaluate(ctx, snap, rv, phases, patchBuf)
-	out.Write(appendResponse(out.AvailableBuffer(), resp))
+	rv, outcome, herr := d.evaluate(ctx, body, phases, patchBuf, out)
+	if herr != nil {
+		d.refuse(w, name, rv, outcome, herr, start)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if _, err := w.Write(out.Bytes()); err != nil {
 		d.opts.Log.V(1).Info("writing the admission response failed", "uid", rv.Request.UID, "error", err.Error())
 	}
 	d.opts.Metrics.Review(name, opLabel(rv.Request.Operation), outcome, d.now().Sub(start))
+}
+
+// refuse answers a review with an HTTP error and counts it (rv nil: the
+// review was not read, or malformed).
+func (d *Dragnet) refuse(w http.ResponseWriter, name string, rv *review, outcome string, herr *httpError, start time.Time) {
+	op := ""
+	if rv != nil {
+		op = opLabel(rv.Request.Operation)
+	}
+	d.opts.Metrics.Review(name, op, outcome, d.now().Sub(start))
+	http.Error(w, herr.msg, herr.code)
 }
 
 func (d *Dragnet) putBuffer(b *bytes.Buffer) {
