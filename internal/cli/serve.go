@@ -5,17 +5,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -50,6 +53,7 @@ type serveOptions struct {
 	pprof          bool
 	gcPercent      int
 	gcHeadroom     string
+	memLimitRatio  float64
 	logFormat      string
 	verbosity      int
 	operator       operatorOptions
@@ -194,7 +198,15 @@ background scan's results) that percent would ask for far more than the heap
 needs: --gc-max-headroom (32Mi) bounds how much the heap grows between two
 collections, lowering the percent while the live heap is large. When the
 GOGC environment variable is set, Go's own setting applies and both flags are
-ignored; the log says which applies. GOMEMLIMIT works as in any Go program.
+ignored; the log says which applies.
+
+In a container with a memory limit, the Go memory limit (GOMEMLIMIT, a soft
+limit: the collector works harder as the heap nears it) is derived from it:
+--memory-limit-ratio (0.9) of what the container's limit (its cgroup's) leaves
+beside the CUE workers (--cue-workers x (--cue-worker-memory + 16 MiB)). The
+review memory budget is half of it (--max-review-memory). When the GOMEMLIMIT
+environment variable is set, it applies instead; --memory-limit-ratio=0 sets
+none. The log says which applies.
 
 Every flag can also be set from the environment: MODWRIGHT_ followed by the
 flag name in upper case with - as _ (MODWRIGHT_WEBHOOK_PORT=8443); repeatable
@@ -213,7 +225,7 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.Int64Var(&o.maxReviewBytes, "max-review-bytes", webhook.DefaultMaxReviewBytes, "largest AdmissionReview body accepted (HTTP 413 above)")
 	f.DurationVar(&o.reviewTimeout, "review-timeout", webhook.DefaultTimeout, "upper bound of one evaluation (the API server's own timeout applies when shorter)")
 	f.IntVar(&o.maxInFlight, "max-inflight-reviews", 0, "reviews evaluated at once; the others wait, their bodies read, up to their deadline (0: 4 per CPU, at least 8)")
-	f.Int64Var(&o.maxMemory, "max-review-memory", 0, "memory budget, in bytes, of the reviews being evaluated, estimated from their bodies; reviews being read may hold half as much more (0: half of GOMEMLIMIT when set, else 256 MiB)")
+	f.Int64Var(&o.maxMemory, "max-review-memory", 0, "memory budget, in bytes, of the reviews being evaluated, estimated from their bodies; reviews being read may hold half as much more (0: half of the Go memory limit when one is set: GOMEMLIMIT or --memory-limit-ratio; else 256 MiB)")
 	f.IntVar(&o.cueWorkers, "cue-workers", 0, "CUE programs are checked and evaluated in at most this many worker processes, each killed at its evaluation's deadline or past --cue-worker-memory (0: one per CPU, at least 2; -1: in this process, where an evaluation past its deadline runs on)")
 	f.Int64Var(&o.cueWorkerMemory, "cue-worker-memory", cuelang.DefaultWorkerMemory, "heap, in bytes, a CUE worker may use; past it its evaluation fails with a limit error")
 	f.DurationVar(&o.cueTimeout, "cue-timeout", cuelang.DefaultTimeout, "time one CUE evaluation may run in its worker (its review's deadline bounds it too); past it the worker is killed and the evaluation fails with a limit error")
@@ -222,6 +234,7 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work; the operator serves them on its metrics port)")
 	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collection target: collect when the heap has grown by this many percent (ignored when GOGC is set)")
 	f.StringVar(&o.gcHeadroom, "gc-max-headroom", defaultGCHeadroom, "most the heap grows by between two collections, whatever --gc-percent allows over a large live heap (a quantity: 32Mi; 0: no bound; ignored when GOGC is set)")
+	f.Float64Var(&o.memLimitRatio, "memory-limit-ratio", defaultMemoryLimitRatio, "the Go memory limit is this fraction of what the container's memory limit leaves beside the CUE workers (0: none; ignored when GOMEMLIMIT is set)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity: 0 logs errors, denials and rule loads; 1 adds every patch")
 	addOperatorFlags(f, &o.operator)
@@ -309,6 +322,9 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	if err != nil {
 		return err
 	}
+	if o.memLimitRatio < 0 || o.memLimitRatio > 1 || math.IsNaN(o.memLimitRatio) {
+		return usageError("--memory-limit-ratio must be between 0 and 1, not %v", o.memLimitRatio)
+	}
 	log, err := newLogger(o.logFormat, o.verbosity, s.Err)
 	if err != nil {
 		return err
@@ -316,6 +332,9 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	if t := applyGCPercent(o.gcPercent, headroom, os.LookupEnv, log); t != nil {
 		defer t.Stop()
 	}
+	// Before the webhook's review budget, which is half of it.
+	memoryLimit{ratio: o.memLimitRatio, reserved: cueReserved(o.cueWorkers, o.cueWorkerMemory, cuelang.DefaultMaxWorkers()),
+		lookup: os.LookupEnv, container: memlimit.FromCgroup, set: debug.SetMemoryLimit}.apply(log)
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -80,14 +80,14 @@ func reviewCost(body []byte) int64 {
 }
 
 // DefaultMaxReviewMemory is the evaluation budget when Options leave it 0:
-// half the Go memory limit (GOMEMLIMIT, debug.SetMemoryLimit) when one is
-// set, else DefaultReviewMemory. The other half is for the body budget
-// (half of this one), the rule snapshot, the caches of the operator and
-// the collector's headroom: a live heap close to the soft limit makes the
-// collector run continuously, and answers come late. With the chart's
-// GOMEMLIMIT of 230MiB (a 256Mi limit), reviews may use 115 MiB in
-// evaluation plus 57.5 MiB of bodies read or waiting, 172.5 MiB in all,
-// leaving 57.5 MiB for the rest.
+// half the Go memory limit (GOMEMLIMIT, debug.SetMemoryLimit; serve
+// derives it from the container's) when one is set, else
+// DefaultReviewMemory. The other half is for the body budget (half of this
+// one), the rule snapshot, the caches of the operator and the collector's
+// headroom: a live heap close to the soft limit makes the collector run
+// continuously, and answers come late. With a Go memory limit of 230MiB,
+// reviews may use 115 MiB in evaluation plus 57.5 MiB of bodies read or
+// waiting, 172.5 MiB in all, leaving 57.5 MiB for the rest.
 func DefaultMaxReviewMemory() int64 {
 	if limit := debug.SetMemoryLimit(-1); limit > 0 && limit < math.MaxInt64 {
 		return max(limit/2, minReviewMemory)

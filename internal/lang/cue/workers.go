@@ -46,7 +46,7 @@ type WorkerOptions struct {
 	// command). Its Stdin, Stdout and Stderr are set by Workers.
 	Command func() *exec.Cmd
 	// Max is how many workers run at once; evaluations beyond it wait for
-	// one (within their deadline). Zero: GOMAXPROCS, at least 2.
+	// one (within their deadline). Zero: DefaultMaxWorkers.
 	Max int
 	// MemoryLimit bounds a worker's heap in bytes: past it the worker
 	// exits and its evaluation fails with ErrMemory. Zero:
@@ -95,11 +95,15 @@ type Workers struct {
 	closed bool
 }
 
+// DefaultMaxWorkers is WorkerOptions.Max when it is zero: one worker per
+// CPU (GOMAXPROCS), at least 2.
+func DefaultMaxWorkers() int { return max(runtime.GOMAXPROCS(0), 2) }
+
 // NewWorkers returns Workers started lazily: no worker runs before the
 // first check or evaluation.
 func NewWorkers(o WorkerOptions) *Workers {
 	if o.Max <= 0 {
-		o.Max = max(runtime.GOMAXPROCS(0), 2)
+		o.Max = DefaultMaxWorkers()
 	}
 	if o.MemoryLimit <= 0 {
 		o.MemoryLimit = DefaultWorkerMemory
