@@ -40,7 +40,7 @@ type binaryNode struct {
 	pos  int // of the operator
 	op   tokKind
 	l, r exprNode
-	re   *matcher
+	re   *Matcher
 }
 
 type funcKind uint8

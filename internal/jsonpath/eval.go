@@ -274,7 +274,7 @@ func (ev *evaluator) binary(n *binaryNode) (any, bool, error) {
 		if !ok || !isStr {
 			return false, true, nil
 		}
-		return n.re.match(s) == (n.op == tMatch), true, nil
+		return n.re.MatchString(s) == (n.op == tMatch), true, nil
 	}
 	l, lok, err := ev.eval(n.l)
 	if err != nil {

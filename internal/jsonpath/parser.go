@@ -122,7 +122,7 @@ func (p *parser) makeBinary(op token, l, r exprNode) exprNode {
 		if !isStr {
 			panic(syntaxErr(r.position(), "the right operand of %s must be a string literal", opText[op.kind]))
 		}
-		re, err := compileMatcher(s)
+		re, err := CompileMatcher(s)
 		if err != nil {
 			panic(syntaxErr(lit.pos, "invalid regular expression: %v", err))
 		}

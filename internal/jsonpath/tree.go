@@ -80,7 +80,7 @@ func treeOf(n exprNode) *Tree {
 	case *binaryNode:
 		t := &Tree{Kind: TreeBinary, Op: opText[n.op], X: treeOf(n.l), Y: treeOf(n.r)}
 		if n.re != nil {
-			t.Regex = n.re.re.String()
+			t.Regex = n.re.String()
 		}
 		return t
 	case *callNode:

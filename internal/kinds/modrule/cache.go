@@ -1,9 +1,9 @@
 package modrule
 
 import (
-	"regexp"
 	"sync"
 
+	"github.com/modwright/modwright/internal/jsonpath"
 	"github.com/modwright/modwright/internal/lang"
 )
 
@@ -22,7 +22,7 @@ import (
 // must not be copied after first use. A nil *Cache caches nothing.
 type Cache struct {
 	exprs   memo[lang.Query]
-	regexes memo[*regexp.Regexp]
+	regexes memo[*jsonpath.Matcher]
 }
 
 // CacheLimit is the most entries each of a Cache's memos (select
@@ -48,11 +48,11 @@ func (c *Cache) expr(src string) (lang.Query, error) {
 	return c.exprs.get(src, compileSelect)
 }
 
-func (c *Cache) regex(src string) (*regexp.Regexp, error) {
+func (c *Cache) regex(src string) (*jsonpath.Matcher, error) {
 	if c == nil {
-		return regexp.Compile(src)
+		return jsonpath.CompileMatcher(src)
 	}
-	return c.regexes.get(src, regexp.Compile)
+	return c.regexes.get(src, jsonpath.CompileMatcher)
 }
 
 type memo[T any] struct {

@@ -3,7 +3,6 @@ package modrule
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"regexp/syntax"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/modwright/modwright/api/v1beta1"
 	"github.com/modwright/modwright/internal/engine"
+	"github.com/modwright/modwright/internal/jsonpath"
 	"github.com/modwright/modwright/internal/lang"
 	"github.com/modwright/modwright/internal/patch"
 	"github.com/modwright/modwright/internal/rules"
@@ -38,7 +38,7 @@ type Rule struct {
 	// RejectMessage is nil when the rule has no message.
 	RejectMessage lang.Text
 	// TargetNamespaces is nil when the rule has no (or an empty) targetNamespaceRegex.
-	TargetNamespaces *regexp.Regexp
+	TargetNamespaces *jsonpath.Matcher
 
 	clusterNS string // the cluster-rules namespace it was compiled for
 }
@@ -68,7 +68,7 @@ type Criterion struct {
 	All    bool
 	Value  *string
 	Values []string
-	Regex  *regexp.Regexp
+	Regex  *jsonpath.Matcher
 	Negate bool
 }
 
@@ -315,7 +315,7 @@ func (c *compiler) compileCriterion(i int, m *v1beta1.MatchItem) {
 
 // compileRegex compiles an RE2 expression and locates the offending part of
 // a bad one.
-func (c *compiler) compileRegex(src string) (*regexp.Regexp, int, error) {
+func (c *compiler) compileRegex(src string) (*jsonpath.Matcher, int, error) {
 	re, err := c.cache.regex(src)
 	if err == nil {
 		return re, -1, nil
