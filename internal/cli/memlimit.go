@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"math"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
@@ -23,7 +22,12 @@ const cueWorkerOverhead = 16 << 20
 // the time, and none is set (the log says why).
 const minDerivedMemoryLimit = 32 << 20
 
-// memoryLimit is what applyMemoryLimit decides from.
+// noLimit is a container memory limit taken for none: cgroup v1 writes
+// "no limit" as a number near math.MaxInt64, which no ratio of would fit
+// an int64 once converted back from a float.
+const noLimit = 1 << 62
+
+// memoryLimit is what memoryLimit.apply decides from.
 type memoryLimit struct {
 	ratio float64
 	// reserved is the container's memory left to other processes of the
@@ -52,14 +56,12 @@ func (m memoryLimit) apply(log logr.Logger) int64 {
 	}
 	c, err := m.container()
 	switch {
-	case errors.Is(err, memlimit.ErrNoLimit) || errors.Is(err, memlimit.ErrNoCgroup):
+	case errors.Is(err, memlimit.ErrNoLimit) || errors.Is(err, memlimit.ErrNoCgroup) || (err == nil && c >= noLimit):
 		log.Info("memory limit: none (the container has no memory limit)")
 		return 0
 	case err != nil:
 		log.Info("memory limit: none (the container's memory limit could not be read)", "error", err.Error())
 		return 0
-	case c > math.MaxInt64:
-		c = math.MaxInt64
 	}
 	if c <= m.reserved {
 		log.Info("memory limit: none (the CUE workers may take all of the container's memory limit)", "containerBytes", c, "cueWorkersBytes", m.reserved)

@@ -33,6 +33,8 @@ func TestServeMemoryLimit(t *testing.T) {
 		{"GOMEMLIMIT empty", map[string]string{"GOMEMLIMIT": ""}, 0.9, 0, 100 * mi, nil, 90 * mi, `from the container's`},
 		{"ratio 0", nil, 0, 0, 384 * mi, nil, 0, `--memory-limit-ratio=0`},
 		{"no limit", nil, 0.9, 0, 0, memlimit.ErrNoLimit, 0, `the container has no memory limit`},
+		{"cgroup v1's no limit", nil, 1, 0, 9223372036854771712, nil, 0, `the container has no memory limit`},
+		{"larger than an int64", nil, 1, 0, 1<<64 - 1, nil, 0, `the container has no memory limit`},
 		{"no cgroup", nil, 0.9, 0, 0, fmt.Errorf("reading: %w", memlimit.ErrNoCgroup), 0, `the container has no memory limit`},
 		{"unreadable", nil, 0.9, 0, 0, errors.New("permission denied"), 0, `could not be read)","error":"permission denied"`},
 		{"all to CUE", nil, 0.9, 400 * mi, 384 * mi, nil, 0, `the CUE workers may take all`},
