@@ -2,6 +2,8 @@ package cli
 
 import (
 	"errors"
+	"math"
+	"math/bits"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
@@ -80,7 +82,8 @@ func (m memoryLimit) apply(log logr.Logger) int64 {
 // cueReserved is the container's memory the CUE workers may take: as
 // many workers as --cue-workers allows (0: the default of cuelang's
 // Workers), each its --cue-worker-memory and an overhead; none when CUE
-// evaluates in the server (-1).
+// evaluates in the server (-1). Flags too large to multiply give the
+// most a uint64 holds, not a product wrapped around to a small one.
 func cueReserved(workers int, workerMemory int64, defaultWorkers int) uint64 {
 	switch {
 	case workers < 0:
@@ -88,5 +91,9 @@ func cueReserved(workers int, workerMemory int64, defaultWorkers int) uint64 {
 	case workers == 0:
 		workers = defaultWorkers
 	}
-	return uint64(workers) * uint64(max(workerMemory, 0)+cueWorkerOverhead)
+	hi, lo := bits.Mul64(uint64(workers), uint64(max(workerMemory, 0))+cueWorkerOverhead)
+	if hi != 0 {
+		return math.MaxUint64 // more than any container has
+	}
+	return lo
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -73,6 +74,8 @@ func TestCUEReserved(t *testing.T) {
 		{0, 64 * mi, 3 * (64*mi + cueWorkerOverhead)}, // the default count (3 here)
 		{2, 64 * mi, 2 * (64*mi + cueWorkerOverhead)},
 		{2, 0, 2 * cueWorkerOverhead},
+		{1 << 40, 1 << 40, math.MaxUint64}, // would wrap around
+		{math.MaxInt, math.MaxInt64, math.MaxUint64},
 	} {
 		if got := cueReserved(tc.workers, tc.memory, 3); got != tc.want {
 			t.Errorf("cueReserved(%d, %d): %d, want %d", tc.workers, tc.memory, got, tc.want)
