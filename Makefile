@@ -105,6 +105,7 @@ fuzz:
 	$(GO) test ./internal/jsonpath -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/jsonpath -run '^$$' -fuzz '^FuzzEvaluate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/jsonpath -run '^$$' -fuzz '^FuzzMatcher$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/exepages -run '^$$' -fuzz '^FuzzReleasable$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/patch -run '^$$' -fuzz '^FuzzDiffPaths$$' -fuzztime $(FUZZTIME)

@@ -124,10 +124,15 @@ type Options struct {
 	Watch WatchFunc
 	// Settle is the least time between two rescans of a namespace;
 	// default 10 s.
-	Settle  time.Duration
-	Log     logr.Logger
-	Metrics *Metrics // nil: none
-	Now     func() time.Time
+	Settle time.Duration
+	// DuringScan, when set, is called as a full scan or a rescan starts,
+	// and the function it returns as that scan ends: the operator widens
+	// the collector's headroom for a scan's large live heap
+	// (gctune.Tuner.Widen).
+	DuringScan func() (end func())
+	Log        logr.Logger
+	Metrics    *Metrics // nil: none
+	Now        func() time.Time
 }
 
 // WatchFunc watches a resource's metadata in every namespace from a
@@ -255,6 +260,9 @@ const DefaultPageSize = 200
 // the reports. A kind that cannot be listed is logged and left out (its
 // objects' results are then missing from the reports); the scan goes on.
 func (a *Auditor) Scan(ctx context.Context, snap *engine.Snapshot) error {
+	if a.o.DuringScan != nil {
+		defer a.o.DuringScan()()
+	}
 	start := a.o.Now()
 	st := &scanState{snap: snap, policies: a.o.Policies, report: audit.NewReport(a.o.MaxResults), fails: map[string]map[ruleKey]*ruleFails{}, limit: a.o.MaxViolations}
 	if a.o.PoliciesVersion != nil {
@@ -363,6 +371,9 @@ func (a *Auditor) Rescan(ctx context.Context, namespaces []string) error {
 	st := a.last
 	if st == nil {
 		return nil
+	}
+	if a.o.DuringScan != nil {
+		defer a.o.DuringScan()()
 	}
 	start := a.o.Now()
 	for _, ns := range namespaces {

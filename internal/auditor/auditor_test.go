@@ -112,11 +112,24 @@ func TestScan(t *testing.T) {
 	dyn, disc := fakeClients(pod("a", "good", map[string]any{"team": "x"}), pod("a", "bad", nil), pod("b", "bad", nil))
 	st := &store{p: snapshot(t, policy)}
 	rec := &recorder{}
+	// DuringScan brackets each scan: begun before the first list, ended
+	// by the time Scan or Rescan returns.
+	var begun, ended int
+	during := func() func() {
+		if len(dyn.Actions()) != 0 && begun == 0 {
+			t.Error("DuringScan called after the scan listed objects")
+		}
+		begun++
+		return func() { ended++ }
+	}
 	a := auditor.New(auditor.Options{Snapshots: st, Client: dyn, Discovery: disc, Store: &auditor.CRDStore{Client: dyn, Metadata: dynMeta{dyn}}, Log: logr.Discard(), Violations: rec,
-		Now: func() time.Time { return time.Unix(1000, 0) }})
+		Now: func() time.Time { return time.Unix(1000, 0) }, DuringScan: during})
 	ctx := context.Background()
 	if err := a.Scan(ctx, st.p); err != nil {
 		t.Fatal(err)
+	}
+	if begun != 1 || ended != 1 {
+		t.Errorf("DuringScan begun %d and ended %d times by a scan, want 1 and 1", begun, ended)
 	}
 	if d := cmp.Diff(map[string]string{"a": "fail=1 pass=1", "b": "fail=1 pass=0"}, summaries(t, dyn)); d != "" {
 		t.Fatalf("(-want +got):\n%s", d)
@@ -145,6 +158,9 @@ func TestScan(t *testing.T) {
 	dyn.ClearActions()
 	if err := a.Rescan(ctx, []string{"b"}); err != nil { // as a watch's change of b starts it
 		t.Fatal(err)
+	}
+	if begun != 2 || ended != 2 {
+		t.Errorf("DuringScan begun %d and ended %d times after a rescan, want 2 and 2", begun, ended)
 	}
 	if d := cmp.Diff(map[string]string{"a": "fail=1 pass=1", "b": "fail=0 pass=1"}, summaries(t, dyn)); d != "" {
 		t.Fatalf("after the fix (-want +got):\n%s", d)

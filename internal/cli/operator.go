@@ -270,6 +270,9 @@ type operator struct {
 	served    webhook.Snapshots
 	installer *controller.PolicyInstaller // nil without --compile-native
 	gen       *generator.Generator        // nil without --kyverno and --kyverno-cel
+	// duringScan widens the collector's headroom while a background scan
+	// runs (--gc-scan-headroom); nil: it is not.
+	duringScan func() (end func())
 }
 
 // generator creates the objects generate rules and GeneratingPolicies ask
@@ -325,11 +328,12 @@ func (k *operator) generator(context.Context) error {
 }
 
 // runOperator is serve without --standalone: the in-cluster operator.
-func runOperator(ctx context.Context, o *serveOptions, log logr.Logger) error {
+func runOperator(ctx context.Context, o *serveOptions, log logr.Logger, duringScan func() (end func())) error {
 	k, err := newOperator(o, log)
 	if err != nil {
 		return err
 	}
+	k.duringScan = duringScan
 	if err := k.graph(ctx); err != nil {
 		return err
 	}
@@ -884,7 +888,7 @@ func (k *operator) backgroundScan(context.Context) error {
 	}
 	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Pages: raw, Discovery: disc, Store: store, Violations: violations, Watch: watchMeta,
 		ClusterPolicies: policies, PoliciesVersion: policiesVersion, Interval: k.op.auditInterval, PageSize: k.op.auditPageSize, MaxResults: k.op.auditMaxResults, MaxViolations: maxViolations,
-		Log: k.log.WithName("audit"), Metrics: m}))
+		DuringScan: k.duringScan, Log: k.log.WithName("audit"), Metrics: m}))
 }
 
 // rulesReady reports whether the rules' first snapshot is published.
@@ -917,10 +921,12 @@ func (k *operator) certificates(context.Context) error {
 	})
 }
 
-// readiness adds the health and readiness checks.
+// readiness adds the health and readiness checks, and the release of the
+// start-up pages once the rules are ready.
 func (k *operator) readiness(context.Context) error {
 	srv := k.mgr.GetWebhookServer()
 	return errors.Join(
+		k.mgr.Add(startPagesRelease{ready: k.rulesReady, poll: 250 * time.Millisecond, log: k.log}),
 		k.mgr.AddHealthzCheck("ping", healthz.Ping),
 		k.mgr.AddReadyzCheck("webhook-server", srv.StartedChecker()),
 		k.mgr.AddReadyzCheck("shutdown", func(*http.Request) error {

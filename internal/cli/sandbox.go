@@ -171,7 +171,7 @@ func runSandbox(ctx context.Context, o *sandboxOptions, s Streams) error {
 	opCtx, stopOperator := context.WithCancel(ctx)
 	defer stopOperator()
 	opDone := make(chan error, 1)
-	go func() { opDone <- runOperator(opCtx, so, log.WithName("operator")) }()
+	go func() { opDone <- runOperator(opCtx, so, log.WithName("operator"), nil) }()
 
 	// The webhook configurations deploy/ installs, pointed at this process.
 	for _, u := range bundleObjects(deploy.Bundle) {

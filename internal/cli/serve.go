@@ -53,6 +53,7 @@ type serveOptions struct {
 	pprof          bool
 	gcPercent      int
 	gcHeadroom     string
+	gcScanHeadroom string
 	memLimitRatio  float64
 	logFormat      string
 	verbosity      int
@@ -76,12 +77,20 @@ type serveOptions struct {
 const defaultGCPercent = 400
 
 // defaultGCHeadroom is --gc-max-headroom's default: what --gc-percent lets
-// the heap grow by over a live heap of 8 MiB, so that the admission path's
-// small live heaps keep --gc-percent, and a large live heap (a big
-// cluster's graph, a background scan) grows by no more than this
-// (BENCHMARKS.md: the scan of 50,000 objects peaks at 244 MiB with it, 290
-// MiB with 64Mi).
-const defaultGCHeadroom = "32Mi"
+// the heap grow by over a live heap of 4 MiB. The admission path's live
+// heap is 5 MB with 100 ModRules and 9 MB with 1,000, and a review
+// allocates about 11 KB: with 16 MiB a collection runs every ~1,500 reviews
+// (1.5 s at 1,000 reviews/s), and the heap stays 16 MiB smaller than with
+// 32Mi for 2% more CPU flat out with 1,000 rules (BENCHMARKS.md). A large
+// live heap (a big cluster's graph) grows by no more than this either;
+// --gc-scan-headroom applies while a background scan runs.
+const defaultGCHeadroom = "16Mi"
+
+// defaultGCScanHeadroom is --gc-scan-headroom's default: a background
+// scan's live heap is large (100-135 MB with 50,000 objects) and it
+// allocates fast; BENCHMARKS.md: with 32Mi the scan of 50,000 objects
+// peaks at 244 MiB (290 MiB with 64Mi, the walk 10 s shorter).
+const defaultGCScanHeadroom = "32Mi"
 
 // defaultShutdownDelay is --shutdown-delay's default: time for the
 // endpoints to drop a terminating replica and for the API server to move
@@ -192,13 +201,13 @@ error) is denied with code 500 so that no rule is silently skipped; use
 The garbage collector runs when the heap has grown by --gc-percent percent
 over what the last collection found live (runtime/debug.SetGCPercent): 400 by
 default, where Go's default is 100, for fewer collections and a shorter
-latency tail at the cost of a larger heap (about 10 MiB more with 1,000
-rules). Over a large live heap (the relationship graph of a big cluster, a
-background scan's results) that percent would ask for far more than the heap
-needs: --gc-max-headroom (32Mi) bounds how much the heap grows between two
-collections, lowering the percent while the live heap is large. When the
-GOGC environment variable is set, Go's own setting applies and both flags are
-ignored; the log says which applies.
+latency tail. --gc-max-headroom (16Mi) bounds how much the heap grows between
+two collections, lowering the percent while the live heap is over 4 MiB (1,000
+rules: 9 MB; the relationship graph of a big cluster: far more), and
+--gc-scan-headroom (32Mi) while a background scan runs, whose live heap is
+large and which allocates fast. When the GOGC environment variable is set, Go's
+own setting applies and the three flags are ignored; the log says which
+applies.
 
 In a container with a memory limit, the Go memory limit (GOMEMLIMIT, a soft
 limit: the collector works harder as the heap nears it) is derived from it:
@@ -233,7 +242,8 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.shutdownDelay, "shutdown-delay", defaultShutdownDelay, "on SIGTERM, keep serving this long with /readyz failing (so that the API server and the Service stop sending here), then wait for the reviews in flight and exit")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work; the operator serves them on its metrics port)")
 	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collection target: collect when the heap has grown by this many percent (ignored when GOGC is set)")
-	f.StringVar(&o.gcHeadroom, "gc-max-headroom", defaultGCHeadroom, "most the heap grows by between two collections, whatever --gc-percent allows over a large live heap (a quantity: 32Mi; 0: no bound; ignored when GOGC is set)")
+	f.StringVar(&o.gcHeadroom, "gc-max-headroom", defaultGCHeadroom, "most the heap grows by between two collections, whatever --gc-percent allows over a large live heap (a quantity: 16Mi; 0: no bound; ignored when GOGC is set)")
+	f.StringVar(&o.gcScanHeadroom, "gc-scan-headroom", defaultGCScanHeadroom, "most the heap grows by between two collections while a background scan runs, when more than --gc-max-headroom (a quantity: 32Mi; 0: no bound; ignored when GOGC is set)")
 	f.Float64Var(&o.memLimitRatio, "memory-limit-ratio", defaultMemoryLimitRatio, "the Go memory limit is this fraction of what the container's memory limit leaves beside the CUE workers (0: none; ignored when GOMEMLIMIT is set)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity: 0 logs errors, denials and rule loads; 1 adds every patch")
@@ -293,44 +303,67 @@ func applyGCPercent(percent int, headroom uint64, lookup func(string) (string, b
 	return t
 }
 
-// gcHeadroomBytes is --gc-max-headroom in bytes.
-func (o *serveOptions) gcHeadroomBytes() (uint64, error) {
-	q, err := resource.ParseQuantity(o.gcHeadroom)
+// headroomBytes is a headroom flag's quantity in bytes.
+func headroomBytes(flag, value string) (uint64, error) {
+	q, err := resource.ParseQuantity(value)
 	if err != nil || q.Sign() < 0 {
-		return 0, usageError("--gc-max-headroom must be a quantity of bytes (32Mi, 0 for no bound), not %q", o.gcHeadroom)
+		return 0, usageError("--%s must be a quantity of bytes (16Mi, 0 for no bound), not %q", flag, value)
 	}
 	return uint64(q.Value()), nil
 }
 
-func runServe(ctx context.Context, o *serveOptions, s Streams) error {
+// widenForScans is the operator's auditor's DuringScan: the collector's
+// headroom widened to headroom bytes while a scan runs; nil without a
+// tuner (GOGC set).
+func widenForScans(t *gctune.Tuner, headroom uint64) func() (end func()) {
+	if t == nil {
+		return nil
+	}
+	return func() func() { return t.Widen(headroom) }
+}
+
+// checkServe checks serve's flags, and returns the two headrooms in bytes
+// (--gc-max-headroom, --gc-scan-headroom).
+func checkServe(o *serveOptions) (headroom, scanHeadroom uint64, err error) {
 	if !o.standalone && len(o.rules) > 0 {
-		return usageError("--rules needs --standalone (the operator reads rules from the API server)")
+		return 0, 0, usageError("--rules needs --standalone (the operator reads rules from the API server)")
 	}
 	if o.standalone && len(o.rules) == 0 {
-		return usageError("--standalone needs at least one --rules PATH")
+		return 0, 0, usageError("--standalone needs at least one --rules PATH")
 	}
 	if o.port < 0 || o.port > 65535 {
-		return usageError("--webhook-port %d is not a port", o.port)
+		return 0, 0, usageError("--webhook-port %d is not a port", o.port)
 	}
 	if o.shutdownDelay < 0 {
-		return usageError("--shutdown-delay must not be negative, not %s", o.shutdownDelay)
+		return 0, 0, usageError("--shutdown-delay must not be negative, not %s", o.shutdownDelay)
 	}
 	if o.gcPercent < 1 {
-		return usageError("--gc-percent must be at least 1, not %d (GOGC=off turns the collector off)", o.gcPercent)
+		return 0, 0, usageError("--gc-percent must be at least 1, not %d (GOGC=off turns the collector off)", o.gcPercent)
 	}
-	headroom, err := o.gcHeadroomBytes()
-	if err != nil {
-		return err
+	if headroom, err = headroomBytes("gc-max-headroom", o.gcHeadroom); err != nil {
+		return 0, 0, err
+	}
+	if scanHeadroom, err = headroomBytes("gc-scan-headroom", o.gcScanHeadroom); err != nil {
+		return 0, 0, err
 	}
 	if o.memLimitRatio < 0 || o.memLimitRatio > 1 || math.IsNaN(o.memLimitRatio) {
-		return usageError("--memory-limit-ratio must be between 0 and 1, not %v", o.memLimitRatio)
+		return 0, 0, usageError("--memory-limit-ratio must be between 0 and 1, not %v", o.memLimitRatio)
+	}
+	return headroom, scanHeadroom, nil
+}
+
+func runServe(ctx context.Context, o *serveOptions, s Streams) error {
+	headroom, scanHeadroom, err := checkServe(o)
+	if err != nil {
+		return err
 	}
 	log, err := newLogger(o.logFormat, o.verbosity, s.Err)
 	if err != nil {
 		return err
 	}
-	if t := applyGCPercent(o.gcPercent, headroom, os.LookupEnv, log); t != nil {
-		defer t.Stop()
+	tuner := applyGCPercent(o.gcPercent, headroom, os.LookupEnv, log)
+	if tuner != nil {
+		defer tuner.Stop()
 	}
 	// Before the webhook's review budget, which is half of it.
 	memoryLimit{ratio: o.memLimitRatio, reserved: cueReserved(o.cueWorkers, o.cueWorkerMemory, cuelang.DefaultMaxWorkers()),
@@ -338,8 +371,11 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// The packages' initialization is over: most of the binary's pages it
+	// read will not be read again (once more when the rules are ready).
+	releaseStartPages(log, "start")
 	if !o.standalone {
-		return runOperator(ctx, o, log)
+		return runOperator(ctx, o, log, widenForScans(tuner, scanHeadroom))
 	}
 
 	reg := prometheus.NewRegistry()
@@ -402,6 +438,7 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 		<-served
 		return &ExitError{Code: 2, Err: err}
 	}
+	releaseStartPages(log, "ready")
 	for {
 		select {
 		case <-hup:

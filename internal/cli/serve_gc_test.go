@@ -29,10 +29,21 @@ func TestServeGCPercent(t *testing.T) {
 		want uint64
 		ok   bool
 	}{{"64Mi", 64 << 20, true}, {"0", 0, true}, {"1G", 1e9, true}, {"-1Mi", 0, false}, {"lots", 0, false}} {
-		got, err := (&serveOptions{gcHeadroom: tc.flag}).gcHeadroomBytes()
+		got, err := headroomBytes("gc-max-headroom", tc.flag)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("--gc-max-headroom %s: %d, %v; want %d (ok %v)", tc.flag, got, err, tc.want, tc.ok)
 		}
+		if err != nil && !strings.Contains(err.Error(), "--gc-max-headroom") {
+			t.Errorf("--gc-max-headroom %s: the error %q does not name the flag", tc.flag, err)
+		}
+	}
+	for flag, want := range map[string]string{"gc-max-headroom": "16Mi", "gc-scan-headroom": "32Mi"} {
+		if got := cmd.Flags().Lookup(flag).DefValue; got != want {
+			t.Errorf("--%s defaults to %s, want %s", flag, got, want)
+		}
+	}
+	if widenForScans(nil, 32<<20) != nil {
+		t.Error("widenForScans without a tuner (GOGC set): want nil")
 	}
 
 	for _, tc := range []struct {

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -23,6 +24,8 @@ type Tuner struct {
 	mu     sync.Mutex // serializes tune (cleanups may run concurrently)
 	sample [1]metrics.Sample
 	set    int // the percent set last
+	// widened holds the headrooms of the Widen calls not yet undone.
+	widened []uint64
 }
 
 // Percent is the collector's percent for a live heap of live bytes: the
@@ -91,10 +94,40 @@ func (t *Tuner) tune() {
 	if t.sample[0].Value.Kind() != metrics.KindUint64 {
 		return
 	}
-	p := Percent(t.percent, t.headroom, t.sample[0].Value.Uint64())
+	headroom := t.headroom
+	for _, h := range t.widened {
+		if headroom != 0 && (h == 0 || h > headroom) {
+			headroom = h
+		}
+	}
+	p := Percent(t.percent, headroom, t.sample[0].Value.Uint64())
 	if p != t.set {
 		debug.SetGCPercent(p)
 		t.set = p
+	}
+}
+
+// Widen lets the heap grow by up to headroom bytes (0: by the percent
+// alone) until the returned function is called, when that is more than
+// the Tuner's own headroom: for a task whose live heap is large for a while
+// (a background scan), so that it is not collected over and over. It
+// applies at once. Calls may overlap: the widest applies. The returned
+// function undoes this call only, once, whatever the number of calls.
+func (t *Tuner) Widen(headroom uint64) (undo func()) {
+	t.mu.Lock()
+	t.widened = append(t.widened, headroom)
+	t.mu.Unlock()
+	t.tune()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			if i := slices.Index(t.widened, headroom); i >= 0 {
+				t.widened = slices.Delete(t.widened, i, i+1)
+			}
+			t.mu.Unlock()
+			t.tune()
+		})
 	}
 }
 

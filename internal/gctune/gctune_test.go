@@ -54,6 +54,40 @@ func TestTuner(t *testing.T) {
 	}
 }
 
+// TestWiden: a widened headroom applies at once and until undone; the
+// widest of overlapping calls applies; undoing twice undoes once.
+func TestWiden(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	live := make([]byte, 64<<20) // 64 MiB live
+	tu := Start(400, 8<<20)
+	defer tu.Stop()
+	waitFor(t, func() bool { runtime.GC(); return tu.Current() <= 13 })
+
+	undo32 := tu.Widen(32 << 20)
+	if got := tu.Current(); got < 45 || got > 55 { // 32 MiB over ~64 MiB
+		t.Errorf("percent %d widened to 32 MiB over 64 MiB live, want about 50", got)
+	}
+	undo0 := tu.Widen(0) // no bound: the percent alone
+	if got := tu.Current(); got != 400 {
+		t.Errorf("percent %d widened without bound, want 400", got)
+	}
+	undo0()
+	undo0()
+	if got := tu.Current(); got < 45 || got > 55 {
+		t.Errorf("percent %d once the unbounded widening is undone (twice), want about 50 (32 MiB still)", got)
+	}
+	undo4 := tu.Widen(4 << 20) // narrower than the Tuner's own: no change
+	if got := tu.Current(); got < 45 || got > 55 {
+		t.Errorf("percent %d with a narrower widening added, want about 50", got)
+	}
+	undo32()
+	undo4()
+	if got := tu.Current(); got > 13 {
+		t.Errorf("percent %d with every widening undone, want at most 13 (8 MiB)", got)
+	}
+	runtime.KeepAlive(live)
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

@@ -208,9 +208,16 @@ type ServerUsage struct {
 	CPUSeconds float64 `json:"cpu_s"`
 	// CPUPer1000 is CPU seconds per 1,000 requests.
 	CPUPer1000 float64 `json:"cpu_s_per_1000"`
-	// PeakRSS (VmHWM, over the process' life) and RSS (VmRSS, at the end).
-	PeakRSS int64 `json:"peak_rss_bytes"`
-	RSS     int64 `json:"rss_bytes"`
+	// PeakRSS is the resident set's high-water mark (VmHWM) under the
+	// load: from the first review (warm-up included) to the end; RSS is
+	// VmRSS at the end. StartPeakRSS is the high-water mark before the
+	// first review (the server's start: its packages, its rules). When the
+	// high-water mark could not be reset (PeakSinceStart), PeakRSS is over
+	// the process' whole life.
+	PeakRSS        int64 `json:"peak_rss_bytes"`
+	RSS            int64 `json:"rss_bytes"`
+	StartPeakRSS   int64 `json:"start_peak_rss_bytes"`
+	PeakSinceStart bool  `json:"peak_since_start,omitempty"`
 }
 
 // run is the state shared by the phases of one Run.
@@ -242,6 +249,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	r := newRun(cfg)
+	var start ProcessSample
+	peakSinceStart := false
+	if cfg.ServerPID > 0 {
+		var err error
+		if start, err = ReadProcess(cfg.ServerPID); err != nil {
+			return nil, fmt.Errorf("load: server process: %w", err)
+		}
+		peakSinceStart = ResetPeakRSS(cfg.ServerPID) != nil
+	}
 
 	// One review first, checked strictly: fail loudly on anything but a
 	// valid HTTP/2 answer.
@@ -273,7 +289,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load: server process: %w", err)
 		}
-		u := &ServerUsage{CPUSeconds: (after.CPU - before.CPU).Seconds(), PeakRSS: after.PeakRSS, RSS: after.RSS}
+		u := &ServerUsage{CPUSeconds: (after.CPU - before.CPU).Seconds(), PeakRSS: after.PeakRSS, RSS: after.RSS,
+			StartPeakRSS: start.PeakRSS, PeakSinceStart: peakSinceStart}
 		if res.Requests > 0 {
 			u.CPUPer1000 = u.CPUSeconds * 1000 / float64(res.Requests)
 		}

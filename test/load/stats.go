@@ -122,6 +122,13 @@ func ParseProcStatus(s string) (Memory, error) {
 	return m, nil
 }
 
+// ResetPeakRSS sets the process pid's VmHWM back to its current resident
+// set (Linux 4.0's "5" to /proc/PID/clear_refs), so that the next reading
+// of VmHWM is the peak since now: the load's, not the start-up's.
+func ResetPeakRSS(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}
+
 // ProcessSample is what /proc says about a process at one moment.
 type ProcessSample struct {
 	// CPU is user plus system time.

@@ -3,6 +3,8 @@ package load
 import (
 	"math"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +85,35 @@ func TestReadProcess(t *testing.T) {
 	}
 	if p.RSS <= 0 || p.PeakRSS < p.RSS || p.CPU < 0 {
 		t.Errorf("ReadProcess = %+v", p)
+	}
+}
+
+// TestResetPeakRSS: after a reset, this process' VmHWM is its current
+// resident set, not the peak of 64 MiB touched and given back before.
+func TestResetPeakRSS(t *testing.T) {
+	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
+		t.Skip("no /proc/PID/clear_refs")
+	}
+	big := make([]byte, 64<<20)
+	for i := 0; i < len(big); i += 4096 {
+		big[i] = 1
+	}
+	peak, err := ReadProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(big)
+	big = nil
+	debug.FreeOSMemory()
+	if err := ResetPeakRSS(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := ReadProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.PeakRSS > peak.PeakRSS-32<<20 {
+		t.Errorf("VmHWM %d MiB after the reset, %d MiB before (64 MiB given back): not reset", after.PeakRSS>>20, peak.PeakRSS>>20)
 	}
 }
 

@@ -73,6 +73,24 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
+// TestStartPeakNote: the peak under load says what it leaves out.
+func TestStartPeakNote(t *testing.T) {
+	tests := []struct {
+		start      int64
+		sinceStart bool
+		want       string
+	}{
+		{70 << 20, false, "; start-up's peak 70.0 MiB"},
+		{70 << 20, true, "; over the process' life (VmHWM not reset before the load)"},
+		{0, false, ""},
+	}
+	for _, tt := range tests {
+		if got := startPeakNote(tt.start, tt.sinceStart); got != tt.want {
+			t.Errorf("startPeakNote(%d, %v) = %q, want %q", tt.start, tt.sinceStart, got, tt.want)
+		}
+	}
+}
+
 // TestIssue30Targets: the serving targets are issue 30's, judged on the
 // scenarios and benchmarks of one run.
 func TestIssue30Targets(t *testing.T) {

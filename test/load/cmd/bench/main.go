@@ -312,10 +312,15 @@ type scenarioResult struct {
 	// ReadySeconds is each run's time from the process' start to ready.
 	ReadySeconds []float64 `json:"ready_s"`
 	Median       summary   `json:"median"`
-	// PeakRSS is the largest VmHWM of the runs, in bytes.
-	PeakRSS int64  `json:"peak_rss_bytes"`
-	Errors  int64  `json:"errors"`
-	Failed  string `json:"failed,omitempty"`
+	// PeakRSS is the largest VmHWM of the runs under load, in bytes;
+	// StartPeakRSS the largest before the load (the server's start).
+	// PeakSinceStart: some run's VmHWM could not be reset before the load,
+	// and PeakRSS is over the process' life.
+	PeakRSS        int64  `json:"peak_rss_bytes"`
+	StartPeakRSS   int64  `json:"start_peak_rss_bytes"`
+	PeakSinceStart bool   `json:"peak_since_start,omitempty"`
+	Errors         int64  `json:"errors"`
+	Failed         string `json:"failed,omitempty"`
 	// Metrics are a few of the server's metrics after the last run.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
@@ -375,6 +380,8 @@ func finishScenario(res *scenarioResult, rep *report) {
 		res.Errors += r.Errors
 		if r.Server != nil {
 			res.PeakRSS = max(res.PeakRSS, r.Server.PeakRSS)
+			res.StartPeakRSS = max(res.StartPeakRSS, r.Server.StartPeakRSS)
+			res.PeakSinceStart = res.PeakSinceStart || r.Server.PeakSinceStart
 		}
 	}
 	if res.Errors > 0 {

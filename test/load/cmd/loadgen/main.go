@@ -128,8 +128,12 @@ func printHuman(r *load.Result) {
 		fmt.Printf("send lag:    p99 %.3f ms  max %.3f ms (the generator's own lateness)\n", r.SendLag.P99, r.SendLag.Max)
 	}
 	if s := r.Server; s != nil {
-		fmt.Printf("server:      %.3f CPU s per 1,000 reviews (%.2f s), peak RSS %.1f MiB, RSS %.1f MiB\n",
-			s.CPUPer1000, s.CPUSeconds, float64(s.PeakRSS)/(1<<20), float64(s.RSS)/(1<<20))
+		since := "under load"
+		if s.PeakSinceStart {
+			since = "since the start"
+		}
+		fmt.Printf("server:      %.3f CPU s per 1,000 reviews (%.2f s), peak RSS %.1f MiB %s (%.1f MiB before), RSS %.1f MiB\n",
+			s.CPUPer1000, s.CPUSeconds, float64(s.PeakRSS)/(1<<20), since, float64(s.StartPeakRSS)/(1<<20), float64(s.RSS)/(1<<20))
 	}
 	fmt.Printf("generator:   %.3f CPU s per 1,000 reviews (this process)\n", r.GeneratorCPUPer1000)
 	if r.Errors > 0 {
