@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -123,40 +125,54 @@ func findBench(bs []*microBench, name string) *microBench {
 // Mutations, Load) and the webhook's.
 const microBenchPattern = "Evaluate|Snapshot10k|Compile|DecodeEncode|Handler|PSS|Mutations|Load"
 
-// runMicroBenchmarks runs the engine and webhook benchmarks. A failing
-// `go test` returns its error with the benchmarks it did produce.
+// microBenchPackages are the packages whose benchmarks microBenchPattern
+// selects.
+var microBenchPackages = []string{"./internal/kinds/modrule", "./internal/kinds/policy", "./internal/webhook"}
+
+// runMicroBenchmarks runs the engine and webhook benchmarks: each
+// package's test binary built once, then -bench-count passes of every
+// benchmark once (-test.count 1), so that a slow spell of the machine
+// falls on every benchmark of a ratio rather than on the three runs of
+// one. A failing build or run returns its error with the benchmarks
+// produced.
 func runMicroBenchmarks(ctx context.Context, o *options, root, logPath string) ([]*microBench, error) {
-	// -p 1: go test runs the packages' test binaries in parallel
-	// otherwise, and the engine's benchmarks would share the 2 CPUs with
-	// the webhook's.
-	args := []string{"test", "-p", "1", "./internal/kinds/modrule", "./internal/kinds/policy", "./internal/webhook", "-run", "^$",
-		"-bench", microBenchPattern, "-benchmem",
-		"-count", strconv.Itoa(o.benchCount), "-benchtime", o.benchTime}
-	progress("micro-benchmarks: %s %s", o.goCmd, strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, o.goCmd, args...)
-	cmd.Dir = root
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	pr, pw := io.Pipe()
-	cmd.Stdout = io.MultiWriter(logf, pw)
-	cmd.Stderr = logf
-	if err := cmd.Start(); err != nil {
+	dir, err := os.MkdirTemp("", "modwright-bench-")
+	if err != nil {
 		return nil, err
 	}
-	parsed := make(chan []*microBench, 1)
-	go func() {
-		bs, _ := parseBenchOutput(pr)
-		_, _ = io.Copy(io.Discard, pr)
-		parsed <- bs
-	}()
-	runErr := cmd.Wait()
-	pw.Close()
-	bs := <-parsed
-	if runErr != nil {
-		return bs, fmt.Errorf("go test -bench: %v (output in %s):\n%s", runErr, logPath, tail(logPath, 15))
+	defer os.RemoveAll(dir)
+	bins := make([]string, len(microBenchPackages))
+	for i, pkg := range microBenchPackages {
+		bins[i] = filepath.Join(dir, strconv.Itoa(i)+".test")
+		args := []string{"test", "-c", "-o", bins[i], pkg}
+		progress("micro-benchmarks: %s %s", o.goCmd, strings.Join(args, " "))
+		cmd := exec.CommandContext(ctx, o.goCmd, args...)
+		cmd.Dir = root
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("go test -c %s: %v (output in %s):\n%s", pkg, err, logPath, tail(logPath, 15))
+		}
 	}
-	return bs, nil
+	var out bytes.Buffer
+	for pass := 1; pass <= o.benchCount; pass++ {
+		for i, pkg := range microBenchPackages {
+			// One package at a time: the engine's benchmarks must not
+			// share the 2 CPUs with the webhook's.
+			args := []string{"-test.run", "^$", "-test.bench", microBenchPattern, "-test.benchmem", "-test.count", "1", "-test.benchtime", o.benchTime}
+			progress("micro-benchmarks, pass %d/%d: %s %s", pass, o.benchCount, pkg, strings.Join(args, " "))
+			cmd := exec.CommandContext(ctx, bins[i], args...)
+			cmd.Dir = filepath.Join(root, pkg) // as go test runs it: testdata is relative
+			cmd.Stdout, cmd.Stderr = io.MultiWriter(logf, &out), logf
+			if err := cmd.Run(); err != nil {
+				bs, _ := parseBenchOutput(&out)
+				return bs, fmt.Errorf("%s benchmarks, pass %d: %v (output in %s):\n%s", pkg, pass, err, logPath, tail(logPath, 15))
+			}
+		}
+	}
+	return parseBenchOutput(&out)
 }

@@ -59,7 +59,7 @@ func main() {
 	flag.IntVar(&o.soak, "soak", 1_000_000, "reviews of the soak run (100 rules, flat out); 0 skips it")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "concurrent workers of the flat-out runs")
 	flag.Float64Var(&o.rate, "rate", 1000, "rate of the fixed-rate runs (reviews/s)")
-	flag.IntVar(&o.benchCount, "bench-count", 3, "-count of the Go micro-benchmarks")
+	flag.IntVar(&o.benchCount, "bench-count", 3, "passes of the Go micro-benchmarks, each running every benchmark once (the median is reported)")
 	flag.StringVar(&o.benchTime, "bench-time", "1s", "-benchtime of the Go micro-benchmarks")
 	flag.BoolVar(&o.quick, "quick", false, "smoke test: 1 run of 2s per scenario, soak of 50,000, 1 short micro-benchmark run")
 	flag.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
