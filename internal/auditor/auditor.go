@@ -127,8 +127,8 @@ type Options struct {
 	Settle time.Duration
 	// DuringScan, when set, is called as a full scan or a rescan starts,
 	// and the function it returns as that scan ends: the operator widens
-	// the collector's headroom for a scan's large live heap
-	// (gctune.Tuner.Widen).
+	// the collector's headroom for a scan's large live heap (serve
+	// --gc-bulk-headroom).
 	DuringScan func() (end func())
 	Log        logr.Logger
 	Metrics    *Metrics // nil: none

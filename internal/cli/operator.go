@@ -270,9 +270,10 @@ type operator struct {
 	served    webhook.Snapshots
 	installer *controller.PolicyInstaller // nil without --compile-native
 	gen       *generator.Generator        // nil without --kyverno and --kyverno-cel
-	// duringScan widens the collector's headroom while a background scan
-	// runs (--gc-scan-headroom); nil: it is not.
-	duringScan func() (end func())
+	// bulk widens the collector's headroom during bulk work (--gc-bulk-headroom):
+	// until the rules are ready, and while a background scan runs; nil:
+	// it is not.
+	bulk func() (end func())
 }
 
 // generator creates the objects generate rules and GeneratingPolicies ask
@@ -328,12 +329,12 @@ func (k *operator) generator(context.Context) error {
 }
 
 // runOperator is serve without --standalone: the in-cluster operator.
-func runOperator(ctx context.Context, o *serveOptions, log logr.Logger, duringScan func() (end func())) error {
+func runOperator(ctx context.Context, o *serveOptions, log logr.Logger, bulk func() (end func())) error {
 	k, err := newOperator(o, log)
 	if err != nil {
 		return err
 	}
-	k.duringScan = duringScan
+	k.bulk = bulk
 	if err := k.graph(ctx); err != nil {
 		return err
 	}
@@ -888,7 +889,7 @@ func (k *operator) backgroundScan(context.Context) error {
 	}
 	return k.mgr.Add(auditor.New(auditor.Options{Snapshots: k.store, Readers: k.readers, Client: dyn, Pages: raw, Discovery: disc, Store: store, Violations: violations, Watch: watchMeta,
 		ClusterPolicies: policies, PoliciesVersion: policiesVersion, Interval: k.op.auditInterval, PageSize: k.op.auditPageSize, MaxResults: k.op.auditMaxResults, MaxViolations: maxViolations,
-		DuringScan: k.duringScan, Log: k.log.WithName("audit"), Metrics: m}))
+		DuringScan: k.bulk, Log: k.log.WithName("audit"), Metrics: m}))
 }
 
 // rulesReady reports whether the rules' first snapshot is published.
@@ -921,12 +922,26 @@ func (k *operator) certificates(context.Context) error {
 	})
 }
 
-// readiness adds the health and readiness checks, and the release of the
-// start-up pages once the rules are ready.
+// startDone is what the operator does once its rules are first ready: the
+// collector's headroom widened for their compilation set back, the
+// start-up pages released.
+func (k *operator) startDone() func() {
+	end := func() {}
+	if k.bulk != nil {
+		end = k.bulk()
+	}
+	return func() {
+		end()
+		releaseStartPages(k.log, "ready")
+	}
+}
+
+// readiness adds the health and readiness checks, and what is done once
+// the rules are ready (startDone).
 func (k *operator) readiness(context.Context) error {
 	srv := k.mgr.GetWebhookServer()
 	return errors.Join(
-		k.mgr.Add(startPagesRelease{ready: k.rulesReady, poll: 250 * time.Millisecond, log: k.log}),
+		k.mgr.Add(onRulesReady{ready: k.rulesReady, poll: 250 * time.Millisecond, do: k.startDone()}),
 		k.mgr.AddHealthzCheck("ping", healthz.Ping),
 		k.mgr.AddReadyzCheck("webhook-server", srv.StartedChecker()),
 		k.mgr.AddReadyzCheck("shutdown", func(*http.Request) error {

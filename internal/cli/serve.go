@@ -53,7 +53,7 @@ type serveOptions struct {
 	pprof          bool
 	gcPercent      int
 	gcHeadroom     string
-	gcScanHeadroom string
+	gcBulkHeadroom string
 	memLimitRatio  float64
 	logFormat      string
 	verbosity      int
@@ -83,14 +83,16 @@ const defaultGCPercent = 400
 // (1.5 s at 1,000 reviews/s), and the heap stays 16 MiB smaller than with
 // 32Mi for 2% more CPU flat out with 1,000 rules (BENCHMARKS.md). A large
 // live heap (a big cluster's graph) grows by no more than this either;
-// --gc-scan-headroom applies while a background scan runs.
+// --gc-bulk-headroom applies during bulk work.
 const defaultGCHeadroom = "16Mi"
 
-// defaultGCScanHeadroom is --gc-scan-headroom's default: a background
-// scan's live heap is large (100-135 MB with 50,000 objects) and it
-// allocates fast; BENCHMARKS.md: with 32Mi the scan of 50,000 objects
-// peaks at 244 MiB (290 MiB with 64Mi, the walk 10 s shorter).
-const defaultGCScanHeadroom = "32Mi"
+// defaultGCBulkHeadroom is --gc-bulk-headroom's default, the bound during
+// bulk work, which builds a large live heap fast: the rules' compilation
+// until ready (10,000 ModRules: 1.09-1.13 s to ready with 32Mi, 1.25-1.39 s
+// with 16Mi) and a background scan (100-135 MB live with 50,000 objects;
+// BENCHMARKS.md: with 32Mi the scan peaks at 244 MiB, 290 MiB with 64Mi and
+// the walk 10 s shorter).
+const defaultGCBulkHeadroom = "32Mi"
 
 // defaultShutdownDelay is --shutdown-delay's default: time for the
 // endpoints to drop a terminating replica and for the API server to move
@@ -204,8 +206,8 @@ default, where Go's default is 100, for fewer collections and a shorter
 latency tail. --gc-max-headroom (16Mi) bounds how much the heap grows between
 two collections, lowering the percent while the live heap is over 4 MiB (1,000
 rules: 9 MB; the relationship graph of a big cluster: far more), and
---gc-scan-headroom (32Mi) while a background scan runs, whose live heap is
-large and which allocates fast. When the GOGC environment variable is set, Go's
+--gc-bulk-headroom (32Mi) during bulk work, which builds a large live heap
+fast: until the rules are ready, and while a background scan runs. When the GOGC environment variable is set, Go's
 own setting applies and the three flags are ignored; the log says which
 applies.
 
@@ -243,7 +245,7 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (for performance work; the operator serves them on its metrics port)")
 	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collection target: collect when the heap has grown by this many percent (ignored when GOGC is set)")
 	f.StringVar(&o.gcHeadroom, "gc-max-headroom", defaultGCHeadroom, "most the heap grows by between two collections, whatever --gc-percent allows over a large live heap (a quantity: 16Mi; 0: no bound; ignored when GOGC is set)")
-	f.StringVar(&o.gcScanHeadroom, "gc-scan-headroom", defaultGCScanHeadroom, "most the heap grows by between two collections while a background scan runs, when more than --gc-max-headroom (a quantity: 32Mi; 0: no bound; ignored when GOGC is set)")
+	f.StringVar(&o.gcBulkHeadroom, "gc-bulk-headroom", defaultGCBulkHeadroom, "most the heap grows by between two collections during bulk work (the rules' compilation until ready, a reload, a background scan), when more than --gc-max-headroom (a quantity: 32Mi; 0: no bound; ignored when GOGC is set)")
 	f.Float64Var(&o.memLimitRatio, "memory-limit-ratio", defaultMemoryLimitRatio, "the Go memory limit is this fraction of what the container's memory limit leaves beside the CUE workers (0: none; ignored when GOMEMLIMIT is set)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity: 0 logs errors, denials and rule loads; 1 adds every patch")
@@ -303,6 +305,16 @@ func applyGCPercent(percent int, headroom uint64, lookup func(string) (string, b
 	return t
 }
 
+// loadBulk reads and compiles the rules' files with the collector's
+// headroom widened (bulk, when not nil).
+func loadBulk(files *source.FileSource, bulk func() (end func())) error {
+	if bulk != nil {
+		defer bulk()()
+	}
+	_, err := files.Load()
+	return err
+}
+
 // headroomBytes is a headroom flag's quantity in bytes.
 func headroomBytes(flag, value string) (uint64, error) {
 	q, err := resource.ParseQuantity(value)
@@ -312,10 +324,10 @@ func headroomBytes(flag, value string) (uint64, error) {
 	return uint64(q.Value()), nil
 }
 
-// widenForScans is the operator's auditor's DuringScan: the collector's
-// headroom widened to headroom bytes while a scan runs; nil without a
-// tuner (GOGC set).
-func widenForScans(t *gctune.Tuner, headroom uint64) func() (end func()) {
+// widenForBulk widens the collector's headroom to headroom bytes until
+// the function it returns is called (the auditor's DuringScan, the rules'
+// first compilation); nil without a tuner (GOGC set).
+func widenForBulk(t *gctune.Tuner, headroom uint64) func() (end func()) {
 	if t == nil {
 		return nil
 	}
@@ -323,8 +335,8 @@ func widenForScans(t *gctune.Tuner, headroom uint64) func() (end func()) {
 }
 
 // checkServe checks serve's flags, and returns the two headrooms in bytes
-// (--gc-max-headroom, --gc-scan-headroom).
-func checkServe(o *serveOptions) (headroom, scanHeadroom uint64, err error) {
+// (--gc-max-headroom, --gc-bulk-headroom).
+func checkServe(o *serveOptions) (headroom, bulkHeadroom uint64, err error) {
 	if !o.standalone && len(o.rules) > 0 {
 		return 0, 0, usageError("--rules needs --standalone (the operator reads rules from the API server)")
 	}
@@ -343,17 +355,17 @@ func checkServe(o *serveOptions) (headroom, scanHeadroom uint64, err error) {
 	if headroom, err = headroomBytes("gc-max-headroom", o.gcHeadroom); err != nil {
 		return 0, 0, err
 	}
-	if scanHeadroom, err = headroomBytes("gc-scan-headroom", o.gcScanHeadroom); err != nil {
+	if bulkHeadroom, err = headroomBytes("gc-bulk-headroom", o.gcBulkHeadroom); err != nil {
 		return 0, 0, err
 	}
 	if o.memLimitRatio < 0 || o.memLimitRatio > 1 || math.IsNaN(o.memLimitRatio) {
 		return 0, 0, usageError("--memory-limit-ratio must be between 0 and 1, not %v", o.memLimitRatio)
 	}
-	return headroom, scanHeadroom, nil
+	return headroom, bulkHeadroom, nil
 }
 
 func runServe(ctx context.Context, o *serveOptions, s Streams) error {
-	headroom, scanHeadroom, err := checkServe(o)
+	headroom, bulkHeadroom, err := checkServe(o)
 	if err != nil {
 		return err
 	}
@@ -374,8 +386,9 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	// The packages' initialization is over: most of the binary's pages it
 	// read will not be read again (once more when the rules are ready).
 	releaseStartPages(log, "start")
+	bulk := widenForBulk(tuner, bulkHeadroom)
 	if !o.standalone {
-		return runOperator(ctx, o, log, widenForScans(tuner, scanHeadroom))
+		return runOperator(ctx, o, log, bulk)
 	}
 
 	reg := prometheus.NewRegistry()
@@ -433,7 +446,7 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	if _, err := files.Load(); err != nil {
+	if err := loadBulk(files, bulk); err != nil {
 		_ = srv.Close() // never ready: nothing to drain
 		<-served
 		return &ExitError{Code: 2, Err: err}
@@ -442,7 +455,7 @@ func runServe(ctx context.Context, o *serveOptions, s Streams) error {
 	for {
 		select {
 		case <-hup:
-			if _, err := files.Load(); err != nil {
+			if err := loadBulk(files, bulk); err != nil {
 				log.Error(err, "reloading the rules failed; the previous rules keep serving")
 			}
 		case err := <-served:

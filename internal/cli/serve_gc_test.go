@@ -37,13 +37,13 @@ func TestServeGCPercent(t *testing.T) {
 			t.Errorf("--gc-max-headroom %s: the error %q does not name the flag", tc.flag, err)
 		}
 	}
-	for flag, want := range map[string]string{"gc-max-headroom": "16Mi", "gc-scan-headroom": "32Mi"} {
+	for flag, want := range map[string]string{"gc-max-headroom": "16Mi", "gc-bulk-headroom": "32Mi"} {
 		if got := cmd.Flags().Lookup(flag).DefValue; got != want {
 			t.Errorf("--%s defaults to %s, want %s", flag, got, want)
 		}
 	}
-	if widenForScans(nil, 32<<20) != nil {
-		t.Error("widenForScans without a tuner (GOGC set): want nil")
+	if widenForBulk(nil, 32<<20) != nil {
+		t.Error("widenForBulk without a tuner (GOGC set): want nil")
 	}
 
 	for _, tc := range []struct {

@@ -26,17 +26,18 @@ func releaseStartPages(log logr.Logger, when string) {
 	}
 }
 
-// startPagesRelease is the operator's runnable that releases the start-up
-// pages once the first rule snapshot is published (ready returns nil),
-// checking every poll; on every replica.
-type startPagesRelease struct {
+// onRulesReady is the operator's runnable that does what waits for the
+// first rule snapshot (do) once ready returns nil, checking every poll; on
+// every replica.
+type onRulesReady struct {
 	ready func() error
 	poll  time.Duration
-	log   logr.Logger
+	do    func()
 }
 
-// Start waits for ready, releases, and returns (or returns when ctx ends).
-func (r startPagesRelease) Start(ctx context.Context) error {
+// Start waits for ready, calls do, and returns (or returns when ctx ends,
+// without calling do).
+func (r onRulesReady) Start(ctx context.Context) error {
 	t := time.NewTicker(r.poll)
 	defer t.Stop()
 	for r.ready() != nil {
@@ -46,9 +47,9 @@ func (r startPagesRelease) Start(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-	releaseStartPages(r.log, "ready")
+	r.do()
 	return nil
 }
 
 // NeedLeaderElection: every replica serves admission.
-func (startPagesRelease) NeedLeaderElection() bool { return false }
+func (onRulesReady) NeedLeaderElection() bool { return false }

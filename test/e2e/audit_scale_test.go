@@ -196,7 +196,7 @@ func deepCopy(m map[string]any) map[string]any {
 }
 
 // runScaleOperator runs the operator as its own process, with the chart's
-// memory settings (GOMEMLIMIT=230MiB, --gc-percent 400, --gc-max-headroom 16Mi, --gc-scan-headroom 32Mi): with audit until
+// memory settings (GOMEMLIMIT=230MiB, --gc-percent 400, --gc-max-headroom 16Mi, --gc-bulk-headroom 32Mi): with audit until
 // its first background scan is done (its log line's fields returned),
 // without until it has been ready for 15 s. It returns the process's peak
 // RSS (KiB) then, and stops it.
@@ -209,7 +209,7 @@ func runScaleOperator(t *testing.T, bin, kubeconfig string, audit bool, admin *r
 		"--mutating-webhook-configuration", "", "--validating-webhook-configuration", "",
 		"--kyverno", "--audit="+strconv.FormatBool(audit), "--audit-interval", "1h", "--log-format", "json",
 		"--leader-election-id", "scale-"+strconv.FormatBool(audit), // the first run's lease is not released
-		"--gc-percent", "400", "--gc-max-headroom", "16Mi", "--gc-scan-headroom", "32Mi")
+		"--gc-percent", "400", "--gc-max-headroom", "16Mi", "--gc-bulk-headroom", "32Mi")
 	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("MODWRIGHT_AUDIT_SCALE_ARGS"))...) // --graph=false, say
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT=230MiB")
 	if v := os.Getenv("MODWRIGHT_AUDIT_SCALE_GODEBUG"); v != "" {
