@@ -207,9 +207,9 @@ latency tail. --gc-max-headroom (16Mi) bounds how much the heap grows between
 two collections, lowering the percent while the live heap is over 4 MiB (1,000
 rules: 9 MB; the relationship graph of a big cluster: far more), and
 --gc-bulk-headroom (32Mi) during bulk work, which builds a large live heap
-fast: until the rules are ready, and while a background scan runs. When the GOGC environment variable is set, Go's
-own setting applies and the three flags are ignored; the log says which
-applies.
+fast: until the rules are ready, and while a background scan runs. When the
+GOGC environment variable is set, Go's own setting applies and the three flags
+are ignored; the log says which applies.
 
 In a container with a memory limit, the Go memory limit (GOMEMLIMIT, a soft
 limit: the collector works harder as the heap nears it) is derived from it:
