@@ -145,7 +145,7 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 			cursor = start + len(text)
 			text = data[start:cursor] // the file's own bytes: no copy kept
 		}
-		if len(bytes.TrimSpace(stripComments(text))) == 0 {
+		if firstContent(text) == nil {
 			continue
 		}
 		chunks = append(chunks, chunk{n: n, line: line, text: text})
@@ -239,7 +239,7 @@ func parseDocument(name string, n, line int, text []byte) ([]Document, error) {
 // through sigs.k8s.io/yaml as with kubectl, unless it is in the block
 // subset (decodeBlockYAML), which gives the same tree faster.
 func decodeChunk(chunk []byte) (any, []byte, error) {
-	if t := bytes.TrimSpace(stripComments(chunk)); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+	if t := firstContent(chunk); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
 		if v, err := value.Decode(t); err == nil {
 			j, err := value.Encode(v) // compact
 			return v, j, err
@@ -270,19 +270,24 @@ func newDocument(origin string, obj map[string]any) (Document, error) {
 
 func kindOf(obj map[string]any) string { s, _ := obj["kind"].(string); return s }
 
-// stripComments drops full-line YAML comments so that a document holding
-// only comments counts as empty.
-func stripComments(b []byte) []byte {
-	var out []byte
-	for _, line := range bytes.Split(b, []byte("\n")) {
+// firstContent returns the first line of b that is not blank, a full-line
+// YAML comment or a document marker ("---"), trimmed; nil when there is
+// none (a document holding only comments is empty). It allocates nothing.
+func firstContent(b []byte) []byte {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
 		t := bytes.TrimSpace(line)
 		if len(t) == 0 || t[0] == '#' || bytes.Equal(t, []byte("---")) {
 			continue
 		}
-		out = append(out, line...)
-		out = append(out, '\n')
+		return t
 	}
-	return out
+	return nil
 }
 
 // ReadPayload reads a JSON payload: one JSON or YAML document that need
@@ -303,7 +308,7 @@ func ReadPayload(path string) (map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, path, err)
 		}
-		if len(bytes.TrimSpace(stripComments(text))) == 0 {
+		if firstContent(text) == nil {
 			continue
 		}
 		if n++; n > 1 {
