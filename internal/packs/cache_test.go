@@ -40,6 +40,9 @@ func TestCache(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Errorf("8 concurrent callers evaluated %d times", n)
 	}
+	// A caller the scheduler starts after the first evaluation is done
+	// finds it kept: a hit. How many did is the machine's business.
+	concurrentHits, _ := c.Stats()
 	c.Derive(ctx, obj("u1", "1"))
 	if n := calls.Load(); n != 1 {
 		t.Errorf("a repeated object evaluated again (%d)", n)
@@ -61,8 +64,8 @@ func TestCache(t *testing.T) {
 	if n := calls.Load(); n != 8 {
 		t.Errorf("errors are kept: %d evaluations, want 8", n)
 	}
-	if hits, _ := c.Stats(); hits != 1 { // the one repeat of an object kept
-		t.Errorf("hits %d, want 1", hits)
+	if hits, _ := c.Stats(); hits != concurrentHits+1 { // the one repeat of an object kept
+		t.Errorf("hits %d, want %d (the concurrent callers' %d and the one repeat)", hits, concurrentHits+1, concurrentHits)
 	}
 }
 
