@@ -121,6 +121,7 @@ fuzz:
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzAppendJSON$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/value -run '^$$' -fuzz '^FuzzDecodeLazy$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/source -run '^$$' -fuzz '^FuzzBlockYAML$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/source -run '^$$' -fuzz '^FuzzSplitDocuments$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/webhook -run '^$$' -fuzz '^FuzzDecodeReview$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/webhook -run '^$$' -fuzz '^FuzzQueryValue$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/lang/cel -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/modwright/modwright/internal/kinds"
@@ -100,55 +98,25 @@ func expand(p string) ([]string, error) {
 	return files, nil
 }
 
-// maxSeparator bounds the text looked through between two documents (the
-// separator line) to find where a document starts.
-const maxSeparator = 4096
-
 // ParseManifest splits YAML or JSON text into documents, expands `kind: List`
 // (and any other *List kind with items) and skips empty documents.
 func ParseManifest(name string, data []byte) ([]Document, error) {
 	// Split first (cheap), then decode the documents in parallel: YAML
 	// decoding is most of the time it takes to load thousands of rules.
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	type chunk struct {
-		n, line int
-		text    []byte
-		docs    []Document
-		err     error
+	spans, err := splitDocuments(name, data)
+	if err != nil {
+		return nil, err
 	}
-	var chunks []chunk
-	cursor, lines := 0, 0 // where the next document's text is looked for in data; the lines before it
-	for n := 1; ; n++ {
-		text, err := r.Read()
-		if err == io.EOF {
-			break
+	type chunk struct {
+		docSpan
+		docs []Document
+		err  error
+	}
+	chunks := make([]chunk, 0, len(spans))
+	for _, s := range spans {
+		if firstContent(s.text) != nil {
+			chunks = append(chunks, chunk{docSpan: s})
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s, document %d: %v", ErrInvalidManifest, name, n, err)
-		}
-		// The document's text follows the previous one's after its
-		// separator line: looked for within a bounded window (a
-		// separator longer than it leaves the line unknown), lines
-		// counted once each, so that many documents cost linear time.
-		line := 0
-		window := data[cursor:min(len(data), cursor+len(text)+maxSeparator)]
-		i := bytes.Index(window, text)
-		if i < 0 && bytes.HasSuffix(text, []byte("\n")) {
-			text = text[:len(text)-1] // the file's last line has none
-			i = bytes.Index(window, text)
-		}
-		if i >= 0 {
-			start := cursor + i
-			lines += bytes.Count(data[cursor:start], []byte("\n"))
-			line = lines + 1
-			lines += bytes.Count(text, []byte("\n"))
-			cursor = start + len(text)
-			text = data[start:cursor] // the file's own bytes: no copy kept
-		}
-		if firstContent(text) == nil {
-			continue
-		}
-		chunks = append(chunks, chunk{n: n, line: line, text: text})
 	}
 	ForEach(len(chunks), func(i int) {
 		c := &chunks[i]
@@ -158,7 +126,7 @@ func ParseManifest(name string, data []byte) ([]Document, error) {
 			d.Path, d.Line, d.Text = name, c.line, c.text
 		}
 	})
-	var docs []Document
+	docs := make([]Document, 0, len(chunks))
 	for i := range chunks {
 		if chunks[i].err != nil {
 			return nil, chunks[i].err
@@ -298,24 +266,21 @@ func ReadPayload(path string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	spans, err := splitDocuments(path, data)
+	if err != nil {
+		return nil, err
+	}
 	var v any
-	for n := 0; ; {
-		text, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidManifest, path, err)
-		}
-		if firstContent(text) == nil {
+	n := 0
+	for _, s := range spans {
+		if firstContent(s.text) == nil {
 			continue
 		}
 		if n++; n > 1 {
 			return nil, fmt.Errorf("%w: %s: a payload is one document, this file holds more", ErrInvalidManifest, path)
 		}
-		if v, _, err = decodeChunk(text); err != nil {
-			return nil, syntaxError(path, 1, 0, err)
+		if v, _, err = decodeChunk(s.text); err != nil {
+			return nil, syntaxError(path, 1, s.line, err)
 		}
 	}
 	obj, ok := v.(map[string]any)

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -47,7 +48,7 @@ func ReadFile(path string) ([]byte, error) {
 	if err := checkRegular(path, st); err != nil {
 		return nil, err
 	}
-	return ReadLimited(path, f)
+	return readLimited(path, f, st.Size())
 }
 
 func checkRegular(path string, st fs.FileInfo) error {
@@ -75,8 +76,16 @@ func fileType(m fs.FileMode) string {
 
 // ReadLimited reads r to its end, refusing more than MaxManifestBytes;
 // name says what r is in errors ("standard input", a path).
-func ReadLimited(name string, r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxManifestBytes+1))
+func ReadLimited(name string, r io.Reader) ([]byte, error) { return readLimited(name, r, 0) }
+
+// readLimited is ReadLimited of a reader of about size bytes (a file's
+// size): read into one buffer of that size, not one doubled as it fills.
+func readLimited(name string, r io.Reader, size int64) ([]byte, error) {
+	var buf bytes.Buffer
+	// bytes.MinRead spare: the read that finds the end needs no growth.
+	buf.Grow(int(min(max(size, 0), MaxManifestBytes)) + bytes.MinRead + 1)
+	_, err := buf.ReadFrom(io.LimitReader(r, MaxManifestBytes+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading %s: %v", ErrInvalidManifest, name, err)
 	}

@@ -1,0 +1,59 @@
+package source
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// docSpan is one document of a manifest: n counts the documents from 1
+// (the empty ones too), line is the file's line it starts on, text is its
+// bytes: a slice of the file's own, or, for a document with "\r\n" line
+// ends, a copy with "\n" ones (as the YAML reader of kubectl gives them).
+type docSpan struct {
+	n, line int
+	text    []byte
+}
+
+// splitDocuments splits a manifest's text (file name, for errors) into its documents as
+// k8s.io/apimachinery's YAMLReader (kubectl's) does, and what it returns
+// is the same text (FuzzSplitDocuments), without copying the file line by
+// line: a line starting with "---" ends the document before it, and must
+// hold nothing else but a comment; a separator before any other line of
+// its document belongs to that document (a lone "---" is an empty
+// document).
+func splitDocuments(name string, data []byte) ([]docSpan, error) {
+	var docs []docSpan
+	start, startLine := -1, 0 // the current document's first byte and line; -1: none yet
+	emit := func(end int) {
+		text := data[start:end]
+		if bytes.IndexByte(text, '\r') >= 0 {
+			text = bytes.ReplaceAll(text, []byte("\r\n"), []byte("\n"))
+		}
+		docs = append(docs, docSpan{n: len(docs) + 1, line: startLine, text: text})
+		start = -1
+	}
+	for at, line := 0, 1; at < len(data); line++ {
+		end := len(data) // the line's end, past its "\n"
+		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
+			end = at + i + 1
+		}
+		if bytes.HasPrefix(data[at:end], []byte("---")) {
+			if rest := bytes.TrimSpace(data[at+3 : end]); len(rest) > 0 && rest[0] != '#' {
+				return nil, fmt.Errorf("%w: %s:%d: invalid document separator %q: only a comment may follow ---", ErrInvalidManifest, name, line, bytes.TrimRight(data[at:end], "\r\n"))
+			}
+			if start >= 0 {
+				emit(at)
+				at = end
+				continue
+			}
+		}
+		if start < 0 {
+			start, startLine = at, line
+		}
+		at = end
+	}
+	if start >= 0 {
+		emit(len(data))
+	}
+	return docs, nil
+}
