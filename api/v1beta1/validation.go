@@ -28,15 +28,15 @@ func (r *ModRule) ValidateStructure() field.ErrorList {
 	}
 	seen := map[ModRuleAdmissionOperation]bool{}
 	for i, op := range s.AdmissionOperations {
-		p := spec.Child("admissionOperations").Index(i)
+		p := func() *field.Path { return spec.Child("admissionOperations").Index(i) } // on errors only
 		switch op {
 		case ModRuleAdmissionOperationCreate, ModRuleAdmissionOperationUpdate, ModRuleAdmissionOperationDelete:
 			if seen[op] {
-				errs = append(errs, field.Duplicate(p, op))
+				errs = append(errs, field.Duplicate(p(), op))
 			}
 			seen[op] = true
 		default:
-			errs = append(errs, field.NotSupported(p, op, []string{"CREATE", "UPDATE", "DELETE"}))
+			errs = append(errs, field.NotSupported(p(), op, []string{"CREATE", "UPDATE", "DELETE"}))
 		}
 	}
 	if len(s.Match) == 0 {
@@ -44,12 +44,12 @@ func (r *ModRule) ValidateStructure() field.ErrorList {
 	}
 	for i := range s.Match {
 		m := &s.Match[i]
-		p := spec.Child("match").Index(i)
+		p := func() *field.Path { return spec.Child("match").Index(i) }
 		if m.Select == "" {
-			errs = append(errs, field.Required(p.Child("select"), ""))
+			errs = append(errs, field.Required(p().Child("select"), ""))
 		}
 		if m.MatchFor != nil && *m.MatchFor != MatchForTypeAny && *m.MatchFor != MatchForTypeAll {
-			errs = append(errs, field.NotSupported(p.Child("matchFor"), *m.MatchFor, []string{"Any", "All"}))
+			errs = append(errs, field.NotSupported(p().Child("matchFor"), *m.MatchFor, []string{"Any", "All"}))
 		}
 		set := 0
 		for _, b := range []bool{m.MatchValue != nil, len(m.MatchValues) > 0, m.MatchRegex != nil} {
@@ -58,7 +58,7 @@ func (r *ModRule) ValidateStructure() field.ErrorList {
 			}
 		}
 		if set > 1 {
-			errs = append(errs, field.Invalid(p, "", "use only one of matchValue, matchValues and matchRegex"))
+			errs = append(errs, field.Invalid(p(), "", "use only one of matchValue, matchValues and matchRegex"))
 		}
 	}
 
@@ -77,19 +77,19 @@ func (r *ModRule) ValidateStructure() field.ErrorList {
 	}
 	for i := range s.Patch {
 		po := &s.Patch[i]
-		p := spec.Child("patch").Index(i)
+		p := func() *field.Path { return spec.Child("patch").Index(i) }
 		switch po.Operation {
 		case PatchOperationTypeAdd, PatchOperationTypeReplace, PatchOperationTypeRemove:
 		case "":
-			errs = append(errs, field.Required(p.Child("op"), "must be add, replace or remove"))
+			errs = append(errs, field.Required(p().Child("op"), "must be add, replace or remove"))
 		default:
-			errs = append(errs, field.NotSupported(p.Child("op"), po.Operation, []string{"add", "replace", "remove"}))
+			errs = append(errs, field.NotSupported(p().Child("op"), po.Operation, []string{"add", "replace", "remove"}))
 		}
 		if po.Path == "" {
-			errs = append(errs, field.Required(p.Child("path"), ""))
+			errs = append(errs, field.Required(p().Child("path"), ""))
 		}
 		if po.Select != nil && *po.Select == "" {
-			errs = append(errs, field.Invalid(p.Child("select"), "", "must not be empty when set"))
+			errs = append(errs, field.Invalid(p().Child("select"), "", "must not be empty when set"))
 		}
 	}
 	return errs

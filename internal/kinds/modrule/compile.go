@@ -143,8 +143,11 @@ func CompileWith(mr *v1beta1.ModRule, cache *Cache) (*Rule, error) {
 // argument is not modified. On failure the returned Rule still describes the
 // rule (Key, Type, Tier) and carries the error in Err, and the error is
 // returned too (a *rules.CompileError wrapping rules.ErrInvalidRule).
-func (cc Compiler) Compile(mr *v1beta1.ModRule) (*Rule, error) {
-	src := mr.DeepCopy()
+func (cc Compiler) Compile(mr *v1beta1.ModRule) (*Rule, error) { return cc.compileOwned(mr.DeepCopy()) }
+
+// compileOwned is Compile of a ModRule no one else holds (one just
+// decoded): it is defaulted and kept as the rule's Source, not copied.
+func (cc Compiler) compileOwned(src *v1beta1.ModRule) (*Rule, error) {
 	src.Default()
 	r := &Rule{
 		RuleInfo: engine.RuleInfo{
@@ -220,12 +223,18 @@ func (c *compiler) compile() {
 	for _, fe := range r.Source.ValidateStructure() {
 		c.errs = append(c.errs, fieldError(fe))
 	}
+	if len(spec.Match) > 0 {
+		r.Criteria = make([]Criterion, 0, len(spec.Match))
+	}
 	for i := range spec.Match {
 		c.compileCriterion(i, &spec.Match[i])
 	}
 	r.Index.Kinds = pinnedKinds(r.Criteria)
 
 	if r.Type == v1beta1.ModRuleTypePatch {
+		if len(spec.Patch) > 0 {
+			r.Patches = make([]PatchOp, 0, len(spec.Patch))
+		}
 		for i := range spec.Patch {
 			c.compilePatch(i, &spec.Patch[i])
 		}

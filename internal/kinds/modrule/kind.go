@@ -36,7 +36,8 @@ func (k *KindAdapter) Compile(m *kinds.Manifest) (engine.Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := k.Compiler.Compile(mr)
+	// mr is this call's own: compiled without a copy.
+	r, err := k.Compiler.compileOwned(mr)
 	return r, err
 }
 
