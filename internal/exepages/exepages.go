@@ -38,13 +38,8 @@ func releasable(smaps []byte, f file) []span {
 		cur  span
 		open bool // cur is a candidate whose Anonymous line is still to come
 	)
-	for len(smaps) > 0 {
-		line := smaps
-		if i := bytes.IndexByte(smaps, '\n'); i >= 0 {
-			line, smaps = smaps[:i], smaps[i+1:]
-		} else {
-			smaps = nil
-		}
+	for line := range bytes.Lines(smaps) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
 		key, rest, isAttr := attribute(line)
 		if !isAttr {
 			cur, open = parseLine(line, f)

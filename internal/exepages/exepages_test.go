@@ -44,25 +44,23 @@ func TestReleasable(t *testing.T) {
 	tests := []struct {
 		name  string
 		smaps string
+		exe   file
 		want  []span
 	}{
-		{"code and read-only data; not written, writable, shared or other files' mappings", sample,
+		{"code and read-only data; not written, writable, shared or other files' mappings", sample, exe,
 			[]span{{0x400000, 0x3289000}, {0x3289000, 0x6c32000}, {0x7f0000001000, 0x7f0000002000}}},
-		{"no Anonymous line: left", "00400000-03289000 r-xp 00000000 fe:00 42 /tmp/modwright\nSize: 4 kB\n", nil},
-		{"an unreadable Anonymous line: left", "00400000-03289000 r-xp 00000000 fe:00 42 /tmp/modwright\nAnonymous: x kB\n", nil},
-		{"the Anonymous line of the next mapping does not count", "00400000-00401000 r-xp 00000000 fe:00 42 /a\n00401000-00402000 rw-p 00000000 fe:00 42 /a\nAnonymous: 0 kB\n", nil},
-		{"end before start", "00402000-00401000 r-xp 00000000 fe:00 42 /a\nAnonymous: 0 kB\n", nil},
-		{"inode 0 never matches", "00400000-00401000 r--p 00000000 00:00 0\nAnonymous: 0 kB\n", nil},
-		{"truncated lines", "00400000-00401000 r-xp\nAnonymous: 0 kB\n00400000\n-\n:\n", nil},
-		{"empty", "", nil},
+		{"no Anonymous line: left", "00400000-03289000 r-xp 00000000 fe:00 42 /tmp/modwright\nSize: 4 kB\n", exe, nil},
+		{"an unreadable Anonymous line: left", "00400000-03289000 r-xp 00000000 fe:00 42 /tmp/modwright\nAnonymous: x kB\n", exe, nil},
+		{"the Anonymous line of the next mapping does not count", "00400000-00401000 r-xp 00000000 fe:00 42 /a\n00401000-00402000 rw-p 00000000 fe:00 42 /a\nAnonymous: 0 kB\n", exe, nil},
+		{"end before start", "00402000-00401000 r-xp 00000000 fe:00 42 /a\nAnonymous: 0 kB\n", exe, nil},
+		{"inode 0 never matches", "00400000-00401000 r--p 00000000 00:00 0\nAnonymous: 0 kB\n", file{}, nil},
+		{"truncated lines", "00400000-00401000 r-xp\nAnonymous: 0 kB\n00400000\n-\n:\n", exe, nil},
+		{"no final newline", "00400000-00401000 r-xp 00000000 fe:00 42 /a\nAnonymous: 0 kB", exe, []span{{0x400000, 0x401000}}},
+		{"empty", "", exe, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := exe
-			if tt.name == "inode 0 never matches" {
-				f = file{}
-			}
-			got := releasable([]byte(tt.smaps), f)
+			got := releasable([]byte(tt.smaps), tt.exe)
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(span{})); diff != "" {
 				t.Errorf("releasable (-want +got):\n%s", diff)
 			}

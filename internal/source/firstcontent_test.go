@@ -34,5 +34,9 @@ func TestFirstContent(t *testing.T) {
 		if !bytes.Equal(got, want) || (got == nil) != (len(want) == 0) {
 			t.Errorf("firstContent(%q) = %q, want %q", doc, got, want)
 		}
+		b := []byte(doc)
+		if n := testing.AllocsPerRun(10, func() { firstContent(b) }); n != 0 {
+			t.Errorf("firstContent(%q) allocates %v times", doc, n)
+		}
 	}
 }

@@ -242,13 +242,7 @@ func kindOf(obj map[string]any) string { s, _ := obj["kind"].(string); return s 
 // YAML comment or a document marker ("---"), trimmed; nil when there is
 // none (a document holding only comments is empty). It allocates nothing.
 func firstContent(b []byte) []byte {
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+	for line := range bytes.Lines(b) {
 		t := bytes.TrimSpace(line)
 		if len(t) == 0 || t[0] == '#' || bytes.Equal(t, []byte("---")) {
 			continue

@@ -32,14 +32,13 @@ func splitDocuments(name string, data []byte) ([]docSpan, error) {
 		docs = append(docs, docSpan{n: len(docs) + 1, line: startLine, text: text})
 		start = -1
 	}
-	for at, line := 0, 1; at < len(data); line++ {
-		end := len(data) // the line's end, past its "\n"
-		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
-			end = at + i + 1
-		}
-		if bytes.HasPrefix(data[at:end], []byte("---")) {
-			if rest := bytes.TrimSpace(data[at+3 : end]); len(rest) > 0 && rest[0] != '#' {
-				return nil, fmt.Errorf("%w: %s:%d: invalid document separator %q: only a comment may follow ---", ErrInvalidManifest, name, line, bytes.TrimRight(data[at:end], "\r\n"))
+	at, line := 0, 0 // the current line's first byte and number
+	for l := range bytes.Lines(data) {
+		line++
+		end := at + len(l) // past its "\n"
+		if bytes.HasPrefix(l, []byte("---")) {
+			if rest := bytes.TrimSpace(l[3:]); len(rest) > 0 && rest[0] != '#' {
+				return nil, fmt.Errorf("%w: %s:%d: invalid document separator %q: only a comment may follow ---", ErrInvalidManifest, name, line, bytes.TrimRight(l, "\r\n"))
 			}
 			if start >= 0 {
 				emit(at)
