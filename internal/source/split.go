@@ -14,7 +14,7 @@ type docSpan struct {
 	text    []byte
 }
 
-// splitDocuments splits a manifest's text (file name, for errors) into its documents as
+// splitDocuments splits the text of manifest name into its documents as
 // k8s.io/apimachinery's YAMLReader (kubectl's) does, and what it returns
 // is the same text (FuzzSplitDocuments), without copying the file line by
 // line: a line starting with "---" ends the document before it, and must
