@@ -3,7 +3,12 @@ package source
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/modwright/modwright/internal/rules"
 )
+
+// maxQuotedLine bounds the part of a line an error quotes.
+const maxQuotedLine = 80
 
 // docSpan is one document of a manifest: n counts the documents from 1
 // (the empty ones too), line is the file's line it starts on, text is its
@@ -38,7 +43,9 @@ func splitDocuments(name string, data []byte) ([]docSpan, error) {
 		end := at + len(l) // past its "\n"
 		if bytes.HasPrefix(l, []byte("---")) {
 			if rest := bytes.TrimSpace(l[3:]); len(rest) > 0 && rest[0] != '#' {
-				return nil, fmt.Errorf("%w: %s:%d: invalid document separator %q: only a comment may follow ---", ErrInvalidManifest, name, line, bytes.TrimRight(l, "\r\n"))
+				// The line is the author's: at most maxQuotedLine bytes of it.
+				return nil, fmt.Errorf("%w: %s:%d: invalid document separator %q: only a comment may follow ---", ErrInvalidManifest, name, line,
+					rules.Truncate(string(bytes.TrimRight(l, "\r\n")), maxQuotedLine))
 			}
 			if start >= 0 {
 				emit(at)

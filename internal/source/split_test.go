@@ -50,6 +50,17 @@ func splitTexts(t *testing.T, data []byte) ([]string, bool) {
 			t.Errorf("document %d starts on line %d, before the previous one's end (line %d)", s.n, s.line, lines)
 		}
 		lines = s.line + bytes.Count(s.text, []byte("\n"))
+		if bytes.IndexByte(data, '\r') < 0 {
+			// Not a copy: the file's bytes, starting on the line counted
+			// from the file's start.
+			off := cap(data) - cap(s.text)
+			if off < 0 || off+len(s.text) > len(data) || !bytes.Equal(data[off:off+len(s.text)], s.text) {
+				t.Fatalf("document %d is not a slice of the file", s.n)
+			}
+			if want := 1 + bytes.Count(data[:off], []byte("\n")); s.line != want {
+				t.Errorf("document %d starts on line %d, want %d", s.n, s.line, want)
+			}
+		}
 		text := string(s.text)
 		if !strings.HasSuffix(text, "\n") {
 			text += "\n"
@@ -96,6 +107,22 @@ func TestSplitDocuments(t *testing.T) {
 				t.Errorf("lines (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSplitDocumentsLongSeparator: an error quotes a bounded part of the
+// line, however long the author made it.
+func TestSplitDocumentsLongSeparator(t *testing.T) {
+	line := "--- " + strings.Repeat("x", 1<<20)
+	_, err := splitDocuments("f.yaml", []byte("a: 1\n"+line+"\n"))
+	if !errors.Is(err, ErrInvalidManifest) {
+		t.Fatalf("error %v, want ErrInvalidManifest", err)
+	}
+	if n := len(err.Error()); n > 200 {
+		t.Errorf("the error is %d bytes long", n)
+	}
+	if !strings.Contains(err.Error(), "f.yaml:2:") || !strings.Contains(err.Error(), "--- xxx") {
+		t.Errorf("error %q does not name the line and its start", err)
 	}
 }
 
