@@ -101,3 +101,24 @@ func FuzzAppendJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendString checks AppendString against encoding/json on any
+// string: invalid UTF-8, control characters, quotes and backslashes at
+// every offset of the eight-byte steps (plainRunString).
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", `{"apiVersion":"v1","kind":"Pod"}`, "0123456\"89abcdef\\", "abcdefg\x80hij", "\u2028\u2029 ab\x01cdefgh\x1f", "é\xff\xfeabcdefgh", "abcdefgh\x7f\x20"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		if got := AppendString([]byte("x"), s); !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Fatalf("AppendString(%q) = %s, encoding/json = %s", s, got, want)
+		}
+	})
+}

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -578,7 +577,7 @@ func appendResponseDetails(b []byte, r *response, details *StatusDetails) []byte
 	}
 	if r.Patch != nil {
 		b = append(b, `,"patch":"`...)
-		b = base64.StdEncoding.AppendEncode(b, r.Patch)
+		b = appendBase64(b, r.Patch)
 		b = append(b, `","patchType":"JSONPatch"`...)
 	}
 	if len(r.AuditAnnotations) > 0 {
