@@ -50,6 +50,9 @@ type Doc struct {
 	owned    []unsafe.Pointer
 	ownedSet map[unsafe.Pointer]struct{}
 	adopted  bool // the Doc owns the whole tree (NewOwnedDoc)
+	// places are owned objects add and replace went to, where the next
+	// operations under them start (see touched).
+	places places[map[string]any]
 	// version counts the changes and rollbacks: see Version.
 	version uint64
 }
@@ -206,6 +209,7 @@ func (d *Doc) own(s slot, v any) any {
 // only the containers changed since: the rest is shared. It costs the
 // copies the next writes make again.
 func (d *Doc) Freeze() any {
+	d.places.forget() // no longer owned
 	clear(d.owned)
 	d.owned = d.owned[:0]
 	d.ownedSet = nil
@@ -229,6 +233,7 @@ func (d *Doc) Rollback(mark int) {
 	if n >= len(d.journal) {
 		return
 	}
+	d.places.forget()
 	for i := len(d.journal) - 1; i >= n; i-- {
 		e := &d.journal[i]
 		switch {
@@ -410,8 +415,25 @@ func (d *Doc) Apply(op Operation) error {
 	if err != nil {
 		// Undo the copies made on the way to the failure.
 		d.Rollback(mark)
+		return err
 	}
-	return err
+	d.touched(op.Path)
+	return nil
+}
+
+// touched forgets the places an operation at path may have replaced or
+// moved: those at path and under it and, when path ends in an index (or
+// what could be one) of an array whose elements shift, every place in that
+// array. Every other write leaves the objects on a place's path where they
+// were: the copies an operation makes replace containers the Doc did not
+// own, and a place's path holds owned ones only.
+func (d *Doc) touched(path Pointer) {
+	d.places.forgetUnder(path)
+	if n := len(path); n > 0 {
+		if _, kind := parseIndex(path[n-1]); kind != idxInvalid {
+			d.places.forgetUnder(path[:n-1])
+		}
+	}
 }
 
 // ApplyRFC6902 applies op as Apply does, with RFC 6902's semantics (those
@@ -475,6 +497,10 @@ func (d *Doc) add(op Operation) error {
 		d.setPtr(&d.root, copyValue(op.Value))
 		return nil
 	}
+	if c, ok := d.places.find(path[:len(path)-1]); ok {
+		d.setMember(c, path[len(path)-1], copyValue(op.Value))
+		return nil
+	}
 	s := slot{ptr: &d.root}
 	cur := d.own(s, d.root)
 	for i, tok := range path {
@@ -482,6 +508,7 @@ func (d *Doc) add(op Operation) error {
 		switch c := cur.(type) {
 		case map[string]any:
 			if last {
+				d.places.remember(path[:i], c)
 				d.setMember(c, tok, copyValue(op.Value))
 				return nil
 			}
@@ -605,6 +632,14 @@ func (d *Doc) replace(op Operation) error {
 		d.setPtr(&d.root, copyValue(op.Value))
 		return nil
 	}
+	if c, ok := d.places.find(path[:len(path)-1]); ok {
+		tok := path[len(path)-1]
+		if _, ok := c[tok]; !ok {
+			return noMember(op, len(path)-1)
+		}
+		d.setMember(c, tok, copyValue(op.Value))
+		return nil
+	}
 	cur := d.own(slot{ptr: &d.root}, d.root)
 	for i, tok := range path {
 		last := i == len(path)-1
@@ -615,6 +650,7 @@ func (d *Doc) replace(op Operation) error {
 				return noMember(op, i)
 			}
 			if last {
+				d.places.remember(path[:i], c)
 				d.setMember(c, tok, copyValue(op.Value))
 				return nil
 			}

@@ -26,6 +26,9 @@ func FuzzApply(f *testing.F) {
 	}
 	f.Add(`{"a":[1,{"b":[]}]}`, `[{"op":"add","path":"/a/1/b/-","value":1},{"op":"add","path":"/a/-/c/0","value":{}},{"op":"remove","path":"/a/0"},{"op":"replace","path":"/a/-1","value":null},{"op":"add","path":"/a/0/x","value":2}]`)
 	f.Add(`null`, `[{"op":"add","path":"/a/-1/b/0/c","value":[1]},{"op":"remove","path":"/a/0/b"},{"op":"add","path":"","value":3}]`)
+	// Operations under the objects the last ones went to (Doc's places),
+	// after what replaces or moves those objects.
+	f.Add(`{"m":{"l":{"a":"1"}},"c":[{"p":[{"n":1}]},{"p":[{"n":2}]}]}`, `[{"op":"add","path":"/m/l/b","value":"2"},{"op":"add","path":"/m/l/c","value":"3"},{"op":"replace","path":"/m","value":{"l":{}}},{"op":"add","path":"/m/l/d","value":"4"},{"op":"replace","path":"/c/-1/p/0/n","value":5},{"op":"add","path":"/c/-","value":{"p":[{"n":3}]}},{"op":"replace","path":"/c/-1/p/0/n","value":6},{"op":"remove","path":"/c/0"},{"op":"replace","path":"/c/0/p/0/n","value":7},{"op":"add","path":"/c/0","value":{"p":[{"n":0}]}},{"op":"replace","path":"/c/0/p/0/n","value":8}]`)
 	f.Fuzz(func(t *testing.T, docText, opsText string) {
 		orig, ops, ok := fuzzInput(docText, opsText)
 		if !ok {

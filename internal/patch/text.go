@@ -31,19 +31,12 @@ type Text struct {
 	saved []byte // Mark's copy
 	val   []byte // the value being written
 	// places are objects Apply went to, so that the next operations
-	// under them start there (most write beside each other: labels).
-	places    [4]textPlace
-	nextPlace int
-	work      int // what the operations since Reset may have read
-}
-
-// textPlace is an object of the text at a path: its '{' is buf[at-1]; at 0,
-// none. Inserting or removing an element forgets them all (a path through
-// an array would name another element).
-type textPlace struct {
-	toks [8]string
-	n    int
-	at   int
+	// under them start there (most write beside each other: labels):
+	// the offset of each one's '{'. Inserting or removing an element
+	// forgets them all (a path through the array would name another
+	// element).
+	places places[int]
+	work   int // what the operations since Reset may have read
 }
 
 // textKept is the largest buffer a Text keeps from one text to the next.
@@ -152,39 +145,26 @@ func (t *Text) place(path Pointer) int {
 	if len(path) == 0 {
 		return 0
 	}
-	for i := range t.places {
-		if p := &t.places[i]; p.at > 0 && p.n == len(path) && slices.Equal(p.toks[:p.n], path) {
-			return p.at - 1
-		}
+	if at, ok := t.places.find(path); ok {
+		return at
 	}
 	return -1
 }
 
 // remember keeps that the object at path is at buf[at].
-func (t *Text) remember(path Pointer, at int) {
-	p := &t.places[t.nextPlace]
-	if len(path) > len(p.toks) {
-		return
-	}
-	p.n = copy(p.toks[:], path)
-	p.at = at + 1
-	t.nextPlace = (t.nextPlace + 1) % len(t.places)
-}
+func (t *Text) remember(path Pointer, at int) { t.places.remember(path, at) }
 
 // forget forgets every place (the text changed otherwise).
-func (t *Text) forget() {
-	for i := range t.places {
-		t.places[i] = textPlace{}
-	}
-}
+func (t *Text) forget() { t.places.forget() }
 
 // moved moves the places from buf[at] on by d bytes.
 func (t *Text) moved(at, d int) {
-	for i := range t.places {
-		if p := &t.places[i]; p.at > 0 && p.at-1 >= at {
-			p.at += d
+	t.places.each(func(p *int) bool {
+		if *p >= at {
+			*p += d
 		}
-	}
+		return true
+	})
 }
 
 // index does a step of op at the token tok of the array whose '[' is
@@ -410,11 +390,7 @@ func (t *Text) removeValue(from, to int) {
 
 // splice replaces buf[from:to] with v.
 func (t *Text) splice(from, to int, v []byte) {
-	for i := range t.places { // the objects replaced go
-		if p := &t.places[i]; p.at > from && p.at <= to {
-			*p = textPlace{}
-		}
-	}
+	t.places.each(func(p *int) bool { return *p < from || *p >= to }) // the objects replaced go
 	if d := len(v) - (to - from); d > 0 {
 		t.open(to, d)
 	} else if d < 0 {
