@@ -41,11 +41,11 @@ func appendBase64(dst, src []byte) []byte {
 // eight bytes remain to read: it returns how far it went in each, which
 // leaves at most seven bytes for encoding/base64.
 func encodeBase64Pairs(out, src []byte, t *base64Pairs) (si, di int) {
-	for si+8 <= len(src) && di+8 <= len(out) {
-		x := binary.BigEndian.Uint64(src[si:])
+	s, o := src, out
+	for ; len(s) >= 8 && len(o) >= 8; s, o = s[6:], o[8:] {
+		x := binary.BigEndian.Uint64(s)
 		w := uint64(t[x>>52])<<48 | uint64(t[x>>40&0xFFF])<<32 | uint64(t[x>>28&0xFFF])<<16 | uint64(t[x>>16&0xFFF])
-		binary.BigEndian.PutUint64(out[di:], w)
-		si, di = si+6, di+8
+		binary.BigEndian.PutUint64(o, w)
 	}
-	return si, di
+	return len(src) - len(s), len(out) - len(o)
 }
