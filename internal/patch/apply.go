@@ -3,7 +3,6 @@ package patch
 import (
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"unsafe"
 
@@ -153,7 +152,9 @@ func (d *Doc) Root() any { return d.root }
 func identity(v any) unsafe.Pointer {
 	switch c := v.(type) {
 	case map[string]any:
-		return reflect.ValueOf(c).UnsafePointer()
+		// A map value is a pointer to the map: what
+		// reflect.Value.UnsafePointer returns, without the reflection.
+		return *(*unsafe.Pointer)(unsafe.Pointer(&c))
 	case []any:
 		if len(c) > 0 {
 			return unsafe.Pointer(unsafe.SliceData(c))

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -437,5 +439,21 @@ func mustApply(t *testing.T, d *Doc, op Operation) {
 	t.Helper()
 	if err := d.Apply(op); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIdentity checks identity's reading of a map's pointer against
+// reflection's, and that a copy of a map is another identity.
+func TestIdentity(t *testing.T) {
+	for _, m := range []map[string]any{{}, {"a": 1}, make(map[string]any, 100)} {
+		if got, want := identity(m), reflect.ValueOf(m).UnsafePointer(); got != want {
+			t.Errorf("identity(%v) = %p, reflect gives %p", m, got, want)
+		}
+		if identity(m) == identity(maps.Clone(m)) {
+			t.Errorf("a copy of %v has its identity", m)
+		}
+	}
+	if identity(map[string]any(nil)) != nil {
+		t.Error("a nil map has an identity")
 	}
 }

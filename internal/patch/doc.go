@@ -10,7 +10,9 @@
 //     atomically to a mark;
 //   - Text, the same operations (KubeMod's) on the canonical JSON text of
 //     an object, in place, for those that need no decoding: the text stays
-//     what encoding the tree a Doc would hold gives;
+//     what encoding the tree a Doc would hold gives. Both start an
+//     operation at the object the last ones went to when its path leads
+//     there (places.go), and forget it when an operation may move it;
 //   - Diff, which computes a small RFC 6902 patch between two trees (and
 //     the same patch cheaper where the change is known: DiffPaths, along
 //     the paths operations wrote, and MemberChanges with DiffChanges, read

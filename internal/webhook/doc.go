@@ -7,7 +7,8 @@
 // (admit.go: a review's body is read within its deadline before it takes
 // anything, then the review is admitted by the memory its evaluation is
 // estimated to take and by count, or answered 503/413 in time) and the
-// bounds of what it returns (patchbound.go: the patch's depth and size).
+// bounds of what it returns (patchbound.go: the patch's depth and size;
+// base64.go encodes the patch, the response's largest part).
 // The other webhooks (the ModRule validating webhook, pods/binding) go
 // through the same codec with Handler (handler.go): the same request
 // checks, bounded body read, decoder and encoder, around an AdmitFunc.
