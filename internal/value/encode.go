@@ -3,10 +3,10 @@ package value
 import (
 	"encoding/json"
 	"fmt"
-	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // AppendJSON appends the compact JSON form of a tree to dst: object keys
@@ -79,15 +79,16 @@ func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
 
 // appendString quotes s as encoding/json does without HTML escaping:
 // invalid UTF-8 becomes U+FFFD, U+2028 and U+2029 are escaped. The bytes
-// written as they are go by runs (plainRunString, eight bytes a step):
+// written as they are go by runs (plainRun, eight bytes a step):
 // the strings escaped most are JSON texts held in strings (kubectl's
 // last-applied configuration, on every patched review), a quote every
 // few bytes.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	text := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
 	start := 0
 	for i := 0; ; {
-		if i = plainRunString(s, i); i >= len(s) {
+		if i = plainRun(text, i); i >= len(s) {
 			break
 		}
 		if b := s[i]; b < utf8.RuneSelf {
@@ -131,25 +132,4 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// plainRunString is plainRun over a string: the offset of the first byte
-// from s[j] on that a JSON string cannot hold as it is (a control
-// character, '"', '\\') or that starts a multi-byte sequence; len(s) when
-// there is none.
-func plainRunString(s string, j int) int {
-	for ; j+8 <= len(s) && j >= 0; j += 8 {
-		w := s[j : j+8] // one load, as binary.LittleEndian.Uint64 does
-		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-		if m := ((x - ones*' ') | (x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones)) & highs; m != 0 {
-			return j + bits.TrailingZeros64(m)/8
-		}
-	}
-	for ; j < len(s); j++ {
-		if c := s[j]; c < ' ' || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			return j
-		}
-	}
-	return j
 }

@@ -104,7 +104,7 @@ func FuzzAppendJSON(f *testing.F) {
 
 // FuzzAppendString checks AppendString against encoding/json on any
 // string: invalid UTF-8, control characters, quotes and backslashes at
-// every offset of the eight-byte steps (plainRunString).
+// every offset of the eight-byte steps (plainRun).
 func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", `{"apiVersion":"v1","kind":"Pod"}`, "0123456\"89abcdef\\", "abcdefg\x80hij", "\u2028\u2029 ab\x01cdefgh\x1f", "é\xff\xfeabcdefgh", "abcdefgh\x7f\x20"} {
 		f.Add(s)
