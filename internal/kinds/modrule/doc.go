@@ -10,7 +10,9 @@
 // and targetNamespaceRegex, admissionOperations, the kinds its $.kind
 // criteria pin), its order (executionTier) and phase (Patch: mutate,
 // Reject: validate), its evaluation through an engine.Handle (match: the
-// criteria with KubeMod's semantics; apply: building every operation, then
+// criteria with KubeMod's semantics, a select shared by rules of one Cache
+// evaluated once per version of the object, selected.go; apply: building
+// every operation, then
 // Handle.Patch atomically, or Handle.Reject with the rendered message),
 // its trace (Trace, in engine.RuleTrace.Detail), its explanation
 // (kinds.Explainer) and its lint checks (kinds.Linter).

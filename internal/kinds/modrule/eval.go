@@ -60,10 +60,11 @@ func (r *Rule) Match(h *engine.Handle) (bool, error) {
 	defer func() { h.SetText(tb.buf) }()
 	buf := h.Values()
 	defer func() { h.SetValues(buf) }()
+	st, version := stateOf(h), h.ObjectVersion()
 	for i := range r.Criteria {
 		c := &r.Criteria[i]
-		vals, single, err := c.Select.Values(ctx, root, buf[:0])
-		if cap(vals) > cap(buf) {
+		vals, single, own, err := st.selectValues(ctx, c.Select, root, version, buf[:0])
+		if own && cap(vals) > cap(buf) {
 			buf = vals[:0]
 		}
 		if err != nil && (ctx.Err() != nil || IsBound(err)) {

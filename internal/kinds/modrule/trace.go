@@ -49,6 +49,11 @@ type evalState struct {
 	// nodes and keys are what the patch items' selects found.
 	nodes []lang.Node
 	keys  []any
+	// selected are the criteria's selections from the object at
+	// selVersion, their values in selVals (selectValues).
+	selected   []selection
+	selVals    []any
+	selVersion uint64
 }
 
 var _ engine.StateResetter = (*evalState)(nil)
@@ -78,7 +83,9 @@ func (st *evalState) ResetState() bool {
 	clear(st.nodes[:cap(st.nodes)])
 	clear(st.keys[:cap(st.keys)])
 	st.ops, st.origin, st.tokens, st.nodes, st.keys = st.ops[:0], st.origin[:0], st.tokens[:0], st.nodes[:0], st.keys[:0]
-	return cap(st.ops) <= evalStateKept && cap(st.tokens) <= evalStateKept && cap(st.nodes) <= evalStateKept && cap(st.keys) <= evalStateKept
+	st.forgetSelections()
+	return cap(st.ops) <= evalStateKept && cap(st.tokens) <= evalStateKept && cap(st.nodes) <= evalStateKept && cap(st.keys) <= evalStateKept &&
+		cap(st.selVals) <= evalStateKept
 }
 
 // newTrace starts the trace of a rule with n criteria.
