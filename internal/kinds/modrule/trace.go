@@ -36,11 +36,13 @@ type traceSlab struct {
 }
 
 // evalState is the ModRules' state of one evaluation (Handle.KindState):
-// the slab their traces are cut from and, when there is no trace, the
-// storage of a rule's operations and of their paths, reused from one rule
-// to the next: the engine keeps nothing of them once Patch has returned
-// (it copies what it records), and without a trace nothing else refers to
-// them. The engine keeps the state for its next evaluation (ResetState).
+// the slab their traces are cut from; the values their criteria selected
+// from the object's current version (selectValues); and, when there is no
+// trace, the storage of a rule's operations and of their paths, reused
+// from one rule to the next: the engine keeps nothing of them once Patch
+// has returned (it copies what it records), and without a trace nothing
+// else refers to them. The engine keeps the state for its next evaluation
+// (ResetState).
 type evalState struct {
 	slab   traceSlab
 	ops    []patch.Operation
