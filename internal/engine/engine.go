@@ -154,6 +154,11 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 	if req.Operation == rules.Delete {
 		obj, raw = req.OldObject, req.OldObjectJSON
 	}
+	if req.Operation == rules.Delete || obj != nil {
+		if err := checkUnchecked(&req); err != nil { // never decoded
+			return nil, err
+		}
+	}
 	kind := req.Kind.Kind
 	// From JSON text, the object is decoded without its
 	// metadata.managedFields, which no rule sees (prepare) and no patch
@@ -187,6 +192,11 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 	}
 	if len(candidates) == 0 {
 		if obj == nil {
+			if req.Operation != rules.Delete {
+				if err := checkUnchecked(&req); err != nil {
+					return nil, err
+				}
+			}
 			return &Decision{ObjectJSON: raw}, nil
 		}
 		return &Decision{Object: obj, ManagedFieldsJSON: managed}, nil
@@ -921,6 +931,18 @@ func (ev *evaluation) writeLastApplied() {
 		return
 	}
 	ev.must(ev.doc.Put(lastAppliedPath, unsafe.String(unsafe.SliceData(b), len(b))))
+}
+
+// checkUnchecked checks the request's ObjectJSON when it is unchecked
+// (Request.ObjectUnchecked) and Evaluate does not decode it.
+func checkUnchecked(req *Request) error {
+	if !req.ObjectUnchecked || req.ObjectJSON == nil {
+		return nil
+	}
+	if err := value.Valid(req.ObjectJSON); err != nil {
+		return fmt.Errorf("%w: object: %v", ErrInvalidRequest, err)
+	}
+	return nil
 }
 
 // decodeObject decodes the request's object from its JSON text.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -126,6 +127,49 @@ func TestKernelManagedFieldsUndecoded(t *testing.T) {
 						t.Errorf("object (-decoded +text):\n%s", diff)
 					}
 				})
+			}
+		}
+	}
+}
+
+// An unchecked object's text (Request.ObjectUnchecked) that is not JSON
+// is an invalid request whether Evaluate decodes it (a rule can apply) or
+// not (none can, a DELETE evaluating the old object, the object given
+// decoded too); text that is JSON is evaluated as if checked.
+func TestObjectUnchecked(t *testing.T) {
+	rule := newRule("F", "ns", "r", 0, Mutate)
+	rule.apply = setLabel("x", "y")
+	snaps := map[string]*Snapshot{"a rule can apply": NewSnapshot([]Rule{rule}), "no rule": NewSnapshot(nil)}
+	good := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`
+	for snapName, snap := range snaps {
+		for _, op := range []rules.Operation{rules.Create, rules.Delete} {
+			for _, decoded := range []bool{false, true} {
+				for _, text := range []string{`{"a":tru}`, `{"a":"` + "\x01" + `"}`, `[1 2]`, `{} x`, good} {
+					req := Request{Operation: op, Namespace: "ns", Kind: GroupVersionKind{Version: "v1", Kind: "Pod"}, ObjectJSON: []byte(text), ObjectUnchecked: true}
+					if op == rules.Delete {
+						req.OldObjectJSON = []byte(good)
+					}
+					if decoded {
+						req.Object = map[string]any{"kind": "Pod"}
+					}
+					_, err := New(Options{}).Evaluate(context.Background(), snap, req)
+					name := fmt.Sprintf("%s, %s, decoded %v, %s", snapName, op, decoded, text)
+					if text == good {
+						if err != nil {
+							t.Errorf("%s: %v", name, err)
+						}
+						continue
+					}
+					if !errors.Is(err, ErrInvalidRequest) {
+						t.Errorf("%s: error %v, want ErrInvalidRequest", name, err)
+					}
+					// Checked (the webhook's decodeReview did), it is not
+					// looked at again where nothing decodes it.
+					req.ObjectUnchecked = false
+					if _, err := New(Options{}).Evaluate(context.Background(), snap, req); err != nil && (op == rules.Delete || decoded || snap == snaps["no rule"]) {
+						t.Errorf("%s, checked: %v", name, err)
+					}
+				}
 			}
 		}
 	}

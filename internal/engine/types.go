@@ -109,6 +109,10 @@ type Request struct {
 	// can apply.
 	Object, OldObject         any
 	ObjectJSON, OldObjectJSON []byte
+	// ObjectUnchecked: ObjectJSON has not been checked to be JSON (the
+	// webhook leaves that to its decoding). Evaluate checks it where it
+	// does not decode it, and an error wraps ErrInvalidRequest either way.
+	ObjectUnchecked bool
 	// Phases are the phases run: Mutate alone where the API server
 	// mutates (a mutating webhook), Validate alone where it validates (a
 	// validating webhook: the object is final, after every mutation of

@@ -72,6 +72,9 @@ func FuzzDecode(f *testing.F) {
 		if (err == nil) != (wantErr == nil) {
 			t.Fatalf("Decode(%q) error = %v, encoding/json error = %v", data, err, wantErr)
 		}
+		if vErr := Valid(data); !reflect.DeepEqual(vErr, err) {
+			t.Fatalf("Valid(%q) = %v, Decode's error %v", data, vErr, err)
+		}
 		stored, _, stErr := st.DecodeOmitting(data)
 		if !reflect.DeepEqual(stErr, err) || !reflect.DeepEqual(stored, got) {
 			t.Fatalf("Storage.DecodeOmitting(%q) = %#v, %v; Decode gives %#v, %v", data, stored, stErr, got, err)
@@ -190,6 +193,7 @@ func FuzzObjectMembers(f *testing.F) {
 			validatedNoPanic(t, data)
 		}
 		checkNested(t, data, got, err)
+		checkDeferring(t, data, err)
 
 		// fn's error comes back, unless data is not a valid object.
 		stop := errors.New("stop")
@@ -249,6 +253,51 @@ func FuzzObjectMembers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkDeferring holds ObjectMembersNestedDeferring, descending into the
+// members whose key has an even length and deferring the inner members
+// whose key has an odd length, to ObjectMembersNested (err is
+// ObjectMembers' result on data): no syntax error and every deferred text
+// valid exactly when data is a valid object, and then the same calls.
+func checkDeferring(t *testing.T, data []byte, err error) {
+	t.Helper()
+	descend := func(key string) bool { return len(key)%2 == 0 }
+	var calls []member
+	var deferredTexts [][]byte
+	dErr := ObjectMembersNestedDeferring(data, func(key string, raw []byte) error {
+		calls = append(calls, member{key, string(raw)})
+		return nil
+	}, descend, func(key string, raw []byte) error {
+		calls = append(calls, member{"inner " + key, string(raw)})
+		if len(key)%2 == 1 && (raw[0] == '{' || raw[0] == '[') {
+			deferredTexts = append(deferredTexts, raw)
+		}
+		return nil
+	}, func(key string) bool { return len(key)%2 == 1 })
+	valid := dErr == nil
+	for _, raw := range deferredTexts {
+		valid = valid && Valid(raw) == nil
+	}
+	if valid != (err == nil) {
+		t.Fatalf("ObjectMembersNestedDeferring(%q): error %v, deferred texts %q; ObjectMembers' error %v", data, dErr, deferredTexts, err)
+	}
+	if err != nil {
+		return
+	}
+	var want []member
+	if err := ObjectMembersNested(data, func(key string, raw []byte) error {
+		want = append(want, member{key, string(raw)})
+		return nil
+	}, descend, func(key string, raw []byte) error {
+		want = append(want, member{"inner " + key, string(raw)})
+		return nil
+	}); err != nil {
+		t.Fatalf("ObjectMembersNested(%q): %v", data, err)
+	}
+	if !reflect.DeepEqual(calls, want) {
+		t.Fatalf("ObjectMembersNestedDeferring(%q) calls %q, ObjectMembersNested's %q", data, calls, want)
+	}
 }
 
 // checkNested holds ObjectMembersNested, descending into the members whose

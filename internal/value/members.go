@@ -33,13 +33,32 @@ func ObjectMembers(data []byte, fn func(key string, raw []byte) error) error {
 // Errors are as ObjectMembers': the first error of fn or of inner stops
 // every call (nest's too), and a syntax error anywhere in data wins.
 func ObjectMembersNested(data []byte, fn func(key string, raw []byte) error, nest func(key string) bool, inner func(key string, raw []byte) error) error {
+	return objectMembersNested(data, fn, nest, inner, nil)
+}
+
+// ObjectMembersNestedDeferring is ObjectMembersNested but for the members
+// of the nested objects (those inner gets) for which deferred reports
+// true: when such a member's value is an object or an array, its end is
+// found by counting the brackets outside strings, as ObjectMembersValidated
+// finds it, and inner gets its text unchecked. The caller checks that text
+// (Valid, or decoding it) before trusting anything of it. Every other byte
+// of data is checked as ObjectMembersNested checks it, so data is valid
+// JSON exactly when no syntax error comes back and every deferred text is
+// valid: on valid JSON the brackets end a value where it ends, and an
+// invalid value either ends the same way, as invalid text, or is refused
+// with what follows it.
+func ObjectMembersNestedDeferring(data []byte, fn func(key string, raw []byte) error, nest func(key string) bool, inner func(key string, raw []byte) error, deferred func(key string) bool) error {
+	return objectMembersNested(data, fn, nest, inner, deferred)
+}
+
+func objectMembersNested(data []byte, fn func(key string, raw []byte) error, nest func(key string) bool, inner func(key string, raw []byte) error, deferred func(key string) bool) error {
 	d := decoder{data: data}
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return d.invalid(i, "looking for beginning of object")
 	}
 	var fnErr error
-	if i = d.members(i, fn, nest, inner, &fnErr); i < 0 {
+	if i = d.members(i, fn, nest, inner, nil, deferred, &fnErr); i < 0 {
 		return d.err
 	}
 	if i = skipSpace(data, i); i < len(data) {
@@ -50,8 +69,11 @@ func ObjectMembersNested(data []byte, fn func(key string, raw []byte) error, nes
 
 // members reads the object whose opening brace is data[i] for
 // ObjectMembersNested, recording fn's first error (or inner's) in *fnErr,
-// and returns the offset just past it, or -1.
-func (d *decoder) members(i int, fn func(key string, raw []byte) error, nest func(key string) bool, inner func(key string, raw []byte) error, fnErr *error) int {
+// and returns the offset just past it, or -1. Its members for which
+// deferred reports true are delimited, not checked, when their value is
+// an object or an array; innerDeferred is deferred for the objects nest
+// descends into.
+func (d *decoder) members(i int, fn func(key string, raw []byte) error, nest func(key string) bool, inner func(key string, raw []byte) error, deferred, innerDeferred func(key string) bool, fnErr *error) int {
 	data := d.data
 	if d.depth++; d.depth > maxDepth {
 		return d.fail(i, "exceeded max depth")
@@ -78,9 +100,14 @@ func (d *decoder) members(i int, fn func(key string, raw []byte) error, nest fun
 			return d.bad(i, "after object key")
 		}
 		start := skipSpace(data, i+1)
-		if nest != nil && *fnErr == nil && start < len(data) && data[start] == '{' && nest(key) {
-			i = d.members(start, inner, nil, nil, fnErr)
-		} else {
+		switch {
+		case nest != nil && *fnErr == nil && start < len(data) && data[start] == '{' && nest(key):
+			i = d.members(start, inner, nil, nil, innerDeferred, nil, fnErr)
+		case deferred != nil && *fnErr == nil && start < len(data) && (data[start] == '{' || data[start] == '[') && deferred(key):
+			if i = skipContainerValidated(data, start); i < 0 {
+				return d.bad(len(data), "")
+			}
+		default:
 			i = d.skip(start)
 		}
 		if i < 0 {
@@ -291,6 +318,21 @@ func skipContainerValidated(data []byte, i int) int {
 func eqBytes(x uint64, c byte) uint64 {
 	v := x ^ ones*uint64(c)
 	return ^((v&^highs + ones*0x7f) | v) & highs
+}
+
+// Valid returns nil when data is one JSON value, optionally surrounded by
+// whitespace, that Decode accepts, else the *SyntaxError Decode returns;
+// it builds nothing.
+func Valid(data []byte) error {
+	d := decoder{data: data}
+	i := d.skip(skipSpace(data, 0))
+	if i < 0 {
+		return d.err
+	}
+	if i = skipSpace(data, i); i < len(data) {
+		return d.invalid(i, "after top-level value")
+	}
+	return nil
 }
 
 // DecodeString decodes raw, one JSON string literal optionally surrounded

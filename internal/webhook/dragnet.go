@@ -53,7 +53,10 @@ type Snapshots interface {
 	Current() *engine.Snapshot
 }
 
-// Evaluator decides one request against a snapshot.
+// Evaluator decides one request against a snapshot. The dragnet leaves a
+// review's object unchecked (engine.Request.ObjectUnchecked): an Evaluator
+// checks it, as engine.Engine does, and refuses it with an error wrapping
+// engine.ErrInvalidRequest when it is not JSON.
 type Evaluator interface {
 	Evaluate(ctx context.Context, snap *engine.Snapshot, req engine.Request) (*engine.Decision, error)
 }
@@ -299,21 +302,33 @@ func (d *Dragnet) runJob(j *evalJob) {
 // (malformed, or no snapshot yet) is refused with an httpError, its
 // outcome the metrics'.
 func (d *Dragnet) answer(ctx context.Context, body []byte, phases engine.Phase, patchBuf, out *bytes.Buffer, ops *patch.OpStorage, trees *value.Storage) (*review, string, *httpError) {
-	rv, snap, outcome, herr := d.decode(body)
+	rv, snap, outcome, herr := d.decode(body, true)
 	if herr != nil {
 		return rv, outcome, herr
 	}
-	resp, outcome := d.review(ctx, snap, rv, phases, patchBuf, ops, trees)
+	resp, outcome, herr := d.review(ctx, snap, rv, body, phases, patchBuf, ops, trees)
+	if herr != nil {
+		return nil, outcome, herr
+	}
 	out.Write(appendResponse(out.AvailableBuffer(), resp))
 	return rv, outcome, nil
 }
 
-// decode reads the review in body and takes the snapshot to evaluate it
-// with; a malformed review, or no snapshot yet, is refused with an
-// httpError, its outcome the metrics' (rv is nil when malformed).
-func (d *Dragnet) decode(body []byte) (*review, *engine.Snapshot, string, *httpError) {
-	rv, err := decodeReview(body)
+// decode reads the review in body (its object's text left to the engine
+// to check when deferObject: decodeReviewDeferring) and takes the
+// snapshot to evaluate it with; a malformed review, or no snapshot yet, is
+// refused with an httpError, its outcome the metrics' (rv is nil when
+// malformed).
+func (d *Dragnet) decode(body []byte, deferObject bool) (*review, *engine.Snapshot, string, *httpError) {
+	rv, err := decodeReviewWith(body, deferObject)
 	if err != nil {
+		if deferObject {
+			// decodeReview refuses every body decodeReviewDeferring does,
+			// and says why as it always has.
+			if _, strict := decodeReview(body); strict != nil {
+				err = strict
+			}
+		}
 		return nil, nil, metrics.OutcomeInvalid, &httpError{http.StatusBadRequest, err.Error()}
 	}
 	snap := d.opts.Snapshots.Current()
@@ -377,7 +392,7 @@ func (d *Dragnet) serve(w http.ResponseWriter, r *http.Request, phases engine.Ph
 		// The review is read only to answer and count the refusal as an
 		// admitted one would be (a malformed review, no snapshot yet).
 		outcome := metrics.OutcomeError
-		rv, _, o, derr := d.decode(body)
+		rv, _, o, derr := d.decode(body, false)
 		if derr != nil {
 			herr, outcome = derr, o
 		} else {
@@ -489,7 +504,7 @@ func queryValue(rawQuery, name string) string {
 // ops, cleared once encoded; the object's maps are lent by trees, taken
 // back once the response is encoded when nothing can still read them
 // (engine.Request.ObjectStorage).
-func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review, phases engine.Phase, patchBuf *bytes.Buffer, ops *patch.OpStorage, trees *value.Storage) (resp *response, outcome string) {
+func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review, body []byte, phases engine.Phase, patchBuf *bytes.Buffer, ops *patch.OpStorage, trees *value.Storage) (resp *response, outcome string, herr *httpError) {
 	req := rv.Request
 	resp = &response{APIVersion: rv.APIVersion, UID: req.UID}
 	defer func() {
@@ -531,12 +546,20 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 		// versions; with nothing to look at there is nothing to decide.
 		resp.Allowed = true
 		resp.Warnings = []string{"modwright: the review carries no object; rules were not evaluated"}
-		return resp, metrics.OutcomeAllowed
+		return resp, metrics.OutcomeAllowed, nil
 	}
 
 	dec, err := d.opts.Evaluator.Evaluate(ctx, snap, ereq)
 	if err != nil {
-		return d.evalFailure(rv, err)
+		if req.objectUnchecked && errors.Is(err, engine.ErrInvalidRequest) {
+			// The object's text, which decodeReviewDeferring left
+			// unchecked, may not be JSON: then the review is malformed.
+			if _, merr := decodeReview(body); merr != nil {
+				return nil, metrics.OutcomeInvalid, &httpError{http.StatusBadRequest, merr.Error()}
+			}
+		}
+		resp, outcome = d.evalFailure(rv, err)
+		return resp, outcome, nil
 	}
 	ereq.ObjectStorage = nil // not the observers'
 	d.record(rv, ereq, dec)
@@ -544,7 +567,7 @@ func (d *Dragnet) review(ctx context.Context, snap *engine.Snapshot, rv *review,
 	// A program abandoned at the deadline may still read the object; a
 	// generator keeps the generated objects, which may share its values.
 	recycle = ctx.Err() == nil && len(dec.Generated) == 0
-	return resp, outcome
+	return resp, outcome, nil
 }
 
 // evalFailure answers a review whose evaluation failed.

@@ -278,6 +278,41 @@ func TestDragnetRefusesBadRequests(t *testing.T) {
 	}
 }
 
+// The dragnet leaves the object's text to the engine to check
+// (decodeReviewDeferring): a review whose object is not JSON is refused
+// all the same, with decodeReview's message, whether rules can apply to
+// it, none can, or the operation is a DELETE (the old object evaluated);
+// one whose object is JSON is answered.
+func TestDragnetRefusesObjectNotJSON(t *testing.T) {
+	h, reg := newTestDragnet(t, engine.New(engine.Options{}), nil)
+	old := pod("", "nginx:1")
+	for _, tc := range []struct{ name, op, kind, ns, old string }{
+		{"rules can apply", "CREATE", "Pod", "ns1", ""},
+		{"no rule can apply", "CREATE", "Nothing", "elsewhere", ""},
+		{"update, no rule can apply", "UPDATE", "Nothing", "elsewhere", old},
+		{"delete", "DELETE", "Pod", "ns1", old},
+	} {
+		for _, object := range []string{`{"a":tru}`, `{"a":[1,}`, `{"a":"\x"}`, `{"a":"` + "\x01" + `"}`, `[1 2]`, `{"a":{"b":1}}}`} {
+			body := reviewBody(ReviewV1, tc.op, "", tc.kind, tc.ns, object, tc.old)
+			_, want := decodeReview([]byte(body))
+			if want == nil {
+				t.Fatalf("%s, %s: decodeReview accepts it", tc.name, object)
+			}
+			rec := post(t, h, DragnetPath, body)
+			if rec.Code != http.StatusBadRequest || strings.TrimSpace(rec.Body.String()) != want.Error() {
+				t.Errorf("%s, object %s: got %d %q, want 400 %q", tc.name, object, rec.Code, rec.Body, want)
+			}
+		}
+		body := reviewBody(ReviewV1, tc.op, "", tc.kind, tc.ns, pod("", "nginx:1"), tc.old)
+		if rec := post(t, h, DragnetPath, body); rec.Code != http.StatusOK {
+			t.Errorf("%s, an object that is JSON: got %d %s", tc.name, rec.Code, rec.Body)
+		}
+	}
+	if n := counterSum(t, reg, "modwright_admission_reviews_total", "outcome", "invalid"); n != 24 {
+		t.Errorf("invalid reviews counted %v, want 24", n)
+	}
+}
+
 func TestDragnetNotReady(t *testing.T) {
 	h, _ := newTestDragnet(t, engine.New(engine.Options{}), func(o *Options) { o.Snapshots = &source.Store{} })
 	rec := post(t, h, DragnetPath, reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod("", "x"), ""))

@@ -46,6 +46,9 @@ type request struct {
 	DryRun                          bool
 	Object, OldObject               []byte // nil when absent or null
 	Options                         []byte // nil when absent or null
+	// objectUnchecked: Object's text was not checked to be JSON
+	// (decodeReviewDeferring); the engine checks it.
+	objectUnchecked bool
 
 	// text holds the text of every string above, and groups the first
 	// few userInfo.groups: decoding a review allocates for these once,
@@ -73,6 +76,7 @@ func (r *request) attributes() engine.Request {
 		Options:            r.Options,
 		ObjectJSON:         r.Object,
 		OldObjectJSON:      r.OldObject,
+		ObjectUnchecked:    r.objectUnchecked,
 	}
 }
 
@@ -81,10 +85,31 @@ func (r *request) attributes() engine.Request {
 // request's members read in it, no reflection, the objects left
 // undecoded): the API server sends every admission through it. Unknown
 // members are ignored, as encoding/json would.
-func decodeReview(body []byte) (*review, error) {
+func decodeReview(body []byte) (*review, error) { return decodeReviewWith(body, false) }
+
+// decodeReviewDeferring is decodeReview but for the text of the request's
+// object, which it only delimits (value.ObjectMembersNestedDeferring): the
+// engine checks it as it decodes it, or where it does not
+// (engine.Request.ObjectUnchecked), instead of its text being checked
+// here first. A review is malformed, and refused, where decodeReview
+// would refuse it, or once the engine finds its object is not JSON (the
+// dragnet then asks decodeReview why), but for the depth of the object,
+// bounded from the object, not from the body two levels above it. The
+// body, a few kilobytes of object around a few hundred bytes of request,
+// is thus checked once.
+func decodeReviewDeferring(body []byte) (*review, error) { return decodeReviewWith(body, true) }
+
+func decodeReviewWith(body []byte, deferObject bool) (*review, error) {
 	rv := &review{}
 	var rd requestDecoder
-	err := value.ObjectMembersNested(body, func(key string, raw []byte) error {
+	var deferred func(key string) bool
+	if deferObject {
+		deferred = func(key string) bool {
+			rd.deferred = key == "object"
+			return rd.deferred
+		}
+	}
+	err := value.ObjectMembersNestedDeferring(body, func(key string, raw []byte) error {
 		var err error
 		switch key {
 		case "apiVersion":
@@ -112,7 +137,7 @@ func decodeReview(body []byte) (*review, error) {
 		return true
 	}, func(key string, raw []byte) error {
 		return rd.member(key, raw)
-	})
+	}, deferred)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedReview, err)
 	}
@@ -158,6 +183,9 @@ func knownOperation(op string) bool {
 type requestDecoder struct {
 	req *request
 	st  textMembers
+	// deferred: the member given next is an object whose text was not
+	// checked (decodeReviewDeferring).
+	deferred bool
 }
 
 func (rd *requestDecoder) member(key string, raw []byte) error {
@@ -169,7 +197,15 @@ func (rd *requestDecoder) member(key string, raw []byte) error {
 	case "operation":
 		req.Operation, err = operationField(raw)
 	case "object":
-		req.Object = objectField(raw)
+		if req.objectUnchecked && req.Object != nil {
+			// Another object replaces this one: check it now, or the
+			// review would be read though its text is not JSON.
+			if err := value.Valid(req.Object); err != nil {
+				return fmt.Errorf("request.object: %w", err)
+			}
+		}
+		req.Object, req.objectUnchecked = objectField(raw), rd.deferred
+		rd.deferred = false
 	case "oldObject":
 		req.OldObject = objectField(raw)
 	case "dryRun":

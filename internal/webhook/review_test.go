@@ -18,6 +18,7 @@ import (
 
 	"github.com/modwright/modwright/internal/engine"
 	"github.com/modwright/modwright/internal/rules"
+	"github.com/modwright/modwright/internal/value"
 )
 
 func TestDecodeReview(t *testing.T) {
@@ -141,8 +142,35 @@ func TestDecodeReviewNested(t *testing.T) {
 
 // FuzzDecodeReview: no input panics; what is accepted is valid JSON, and
 // its fields are what encoding/json reads.
+// checkDeferring holds decodeReviewDeferring to decodeReview (rv and err
+// its result on body): it refuses what decodeReview refuses but for an
+// object it leaves unchecked that is not JSON, and reads the same review.
+func checkDeferring(t *testing.T, body []byte, rv *review, err error) {
+	t.Helper()
+	drv, derr := decodeReviewDeferring(body)
+	accepted := derr == nil && (!drv.req.objectUnchecked || drv.Request == nil || drv.Request.Object == nil || value.Valid(drv.Request.Object) == nil)
+	// The object's depth is bounded from the object, not from the body
+	// two levels above it.
+	deep := err != nil && strings.Contains(err.Error(), "exceeded max depth")
+	if accepted != (err == nil) && !(accepted && deep) {
+		t.Fatalf("decodeReviewDeferring(%q): %v (object unchecked: %v); decodeReview: %v", body, derr, derr == nil && drv.req.objectUnchecked, err)
+	}
+	if err != nil {
+		return
+	}
+	if diff := cmp.Diff(rv.Request.attributes(), drv.Request.attributes(), cmpopts.IgnoreFields(engine.Request{}, "ObjectUnchecked")); diff != "" {
+		t.Fatalf("decodeReviewDeferring(%q) (-decodeReview +decodeReviewDeferring):\n%s", body, diff)
+	}
+	if rv.APIVersion != drv.APIVersion || rv.Kind != drv.Kind {
+		t.Fatalf("decodeReviewDeferring(%q): %s %s, decodeReview's %s %s", body, drv.APIVersion, drv.Kind, rv.APIVersion, rv.Kind)
+	}
+}
+
 func FuzzDecodeReview(f *testing.F) {
 	f.Add([]byte(reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod(`"a":"b"`, "nginx:1"), "")))
+	f.Add([]byte(reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", `{"a":[tru,"}\"{"]}`, "")))
+	f.Add([]byte(`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","operation":"CREATE","object":{"a":"}"},"object":null}}`))
+	f.Add([]byte(`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"x","operation":"CREATE","object":{"a":tru},"object":{}}}`))
 	f.Add([]byte(`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"\ud800x","object":null}}`))
 	full := fullRequest()
 	if body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: ReviewV1, Kind: "AdmissionReview"}, Request: &full}); err == nil {
@@ -152,6 +180,7 @@ func FuzzDecodeReview(f *testing.F) {
 		`"userInfo":{"groups":["a","b"],"extra":{"k":["v"]}},"userInfo":{"groups":null,"extra":null},"dryRun":null}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rv, err := decodeReview(body)
+		checkDeferring(t, body, rv, err)
 		if err != nil {
 			return
 		}
