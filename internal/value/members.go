@@ -2,6 +2,7 @@ package value
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 )
 
@@ -46,7 +47,10 @@ func ObjectMembersNested(data []byte, fn func(key string, raw []byte) error, nes
 // JSON exactly when no syntax error comes back and every deferred text is
 // valid: on valid JSON the brackets end a value where it ends, and an
 // invalid value either ends the same way, as invalid text, or is refused
-// with what follows it.
+// with what follows it. The depth of a deferred text's containers is
+// bounded as data's (ObjectMembersNested refuses data nested deeper than
+// Decode accepts): a deferred text is at most as deep as data allows
+// there, so checking it alone bounds nothing less.
 func ObjectMembersNestedDeferring(data []byte, fn func(key string, raw []byte) error, nest func(key string) bool, inner func(key string, raw []byte) error, deferred func(key string) bool) error {
 	return objectMembersNested(data, fn, nest, inner, deferred)
 }
@@ -104,7 +108,12 @@ func (d *decoder) members(i int, fn func(key string, raw []byte) error, nest fun
 		case nest != nil && *fnErr == nil && start < len(data) && data[start] == '{' && nest(key):
 			i = d.members(start, inner, nil, nil, innerDeferred, nil, fnErr)
 		case deferred != nil && *fnErr == nil && start < len(data) && (data[start] == '{' || data[start] == '[') && deferred(key):
-			if i = skipContainerValidated(data, start); i < 0 {
+			// Its containers are as deep as the body allows, or it is
+			// refused as a checked member would be.
+			switch i = skipContainerValidated(data, start, maxDepth-d.depth); i {
+			case skipTooDeep:
+				return d.fail(start, "exceeded max depth")
+			case -1:
 				return d.bad(len(data), "")
 			}
 		default:
@@ -192,7 +201,7 @@ func skipValidated(data []byte, i int) int {
 	case '"':
 		return skipStringValidated(data, i)
 	case '{', '[':
-		return skipContainerValidated(data, i)
+		return skipContainerValidated(data, i, math.MaxInt)
 	}
 	// A number or a literal ends at a delimiter.
 	for ; i < len(data); i++ {
@@ -248,8 +257,12 @@ func quoteRun(data []byte, j int) int {
 // brackets outside are counted at once unless the closing ones could end
 // the container there. Else it goes a byte at a time, and a string from
 // escape to escape (endString). It returns -1 if the container
-// does not end.
-func skipContainerValidated(data []byte, i int) int {
+// does not end, or skipTooDeep when it nests deeper than limit containers
+// (itself the first).
+func skipContainerValidated(data []byte, i, limit int) int {
+	if limit < 1 {
+		return skipTooDeep
+	}
 	depth, inStr := 1, false
 	j := i + 1
 	for j < len(data) {
@@ -278,7 +291,7 @@ func skipContainerValidated(data []byte, i int) int {
 					continue
 				}
 				opens, closes := bits.OnesCount64(o&out), bits.OnesCount64(c&out)
-				if closes < depth {
+				if closes < depth && depth+opens <= limit { // else byte by byte
 					depth += opens - closes
 					inStr = p>>56 != 0
 					j += 8
@@ -303,7 +316,9 @@ func skipContainerValidated(data []byte, i int) int {
 				}
 				break bytewise
 			case '{', '[':
-				depth++
+				if depth++; depth > limit {
+					return skipTooDeep
+				}
 			case '}', ']':
 				if depth--; depth == 0 {
 					return j + 1
@@ -313,6 +328,10 @@ func skipContainerValidated(data []byte, i int) int {
 	}
 	return -1
 }
+
+// skipTooDeep is skipContainerValidated's result for a container nested
+// deeper than its limit.
+const skipTooDeep = -2
 
 // eqBytes returns the bytes of x equal to c as 0x80, the others as 0.
 func eqBytes(x uint64, c byte) uint64 {

@@ -460,3 +460,40 @@ func BenchmarkObjectMembersValidated(b *testing.B) {
 		})
 	}
 }
+
+// A deferred member's containers are bounded as deep as a checked
+// member's: at the deepest data may nest, and one deeper, reading with
+// ObjectMembersNestedDeferring refuses what ObjectMembersNested refuses,
+// for arrays (read eight brackets at a time) and objects alike.
+func TestObjectMembersNestedDeferringDepth(t *testing.T) {
+	nested := func(open, close string, n int) string {
+		return strings.Repeat(open, n) + "1" + strings.Repeat(close, n)
+	}
+	none := func(string, []byte) error { return nil }
+	request := func(key string) bool { return key == "request" }
+	object := func(key string) bool { return key == "object" }
+	for _, brackets := range [][2]string{{"[", "]"}, {`{"a":`, "}"}} {
+		// data, request and the object's own containers: 2 + n levels.
+		for _, n := range []int{maxDepth - 3, maxDepth - 2, maxDepth - 1, maxDepth} {
+			text := nested(brackets[0], brackets[1], n)
+			data := []byte(`{"request":{"uid":"x","object":` + text + `}}`)
+			want := ObjectMembersNested(data, none, request, none)
+			if (want == nil) != (2+n <= maxDepth) {
+				t.Fatalf("%s, %d levels: ObjectMembersNested %v", brackets[0], n, want)
+			}
+			var deferred []byte
+			got := ObjectMembersNestedDeferring(data, none, request, func(key string, raw []byte) error {
+				if key == "object" {
+					deferred = raw
+				}
+				return nil
+			}, object)
+			if (got == nil) != (want == nil) {
+				t.Errorf("%s, %d levels: deferring %v, checking %v", brackets[0], n, got, want)
+			}
+			if got == nil && string(deferred) != text {
+				t.Errorf("%s, %d levels: the deferred text is %.40q..., want the object's", brackets[0], n, deferred)
+			}
+		}
+	}
+}

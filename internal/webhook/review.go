@@ -92,11 +92,10 @@ func decodeReview(body []byte) (*review, error) { return decodeReviewWith(body, 
 // engine checks it as it decodes it, or where it does not
 // (engine.Request.ObjectUnchecked), instead of its text being checked
 // here first. A review is malformed, and refused, where decodeReview
-// would refuse it, or once the engine finds its object is not JSON (the
-// dragnet then asks decodeReview why), but for the depth of the object,
-// bounded from the object, not from the body two levels above it. The
-// body, a few kilobytes of object around a few hundred bytes of request,
-// is thus checked once.
+// would refuse it (an object nested too deep included), or once the
+// engine finds its object is not JSON (the dragnet then asks decodeReview
+// why). The body, a few kilobytes of object around a few hundred bytes of
+// request, is thus checked once.
 func decodeReviewDeferring(body []byte) (*review, error) { return decodeReviewWith(body, true) }
 
 func decodeReviewWith(body []byte, deferObject bool) (*review, error) {
