@@ -154,8 +154,11 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 	if req.Operation == rules.Delete {
 		obj, raw = req.OldObject, req.OldObjectJSON
 	}
-	if req.Operation == rules.Delete || obj != nil {
-		if err := checkUnchecked(&req); err != nil { // never decoded
+	// Unchecked ObjectJSON that decode (below) cannot read is checked here;
+	// what it could read but does not (no candidate), further down.
+	mayDecode := req.Operation != rules.Delete && obj == nil
+	if !mayDecode {
+		if err := checkUnchecked(&req); err != nil {
 			return nil, err
 		}
 	}
@@ -192,7 +195,7 @@ func (e *Engine) Evaluate(ctx context.Context, snap *Snapshot, req Request) (*De
 	}
 	if len(candidates) == 0 {
 		if obj == nil {
-			if req.Operation != rules.Delete {
+			if mayDecode {
 				if err := checkUnchecked(&req); err != nil {
 					return nil, err
 				}

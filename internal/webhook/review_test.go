@@ -140,8 +140,6 @@ func TestDecodeReviewNested(t *testing.T) {
 	}
 }
 
-// FuzzDecodeReview: no input panics; what is accepted is valid JSON, and
-// its fields are what encoding/json reads.
 // checkDeferring holds decodeReviewDeferring to decodeReview (rv and err
 // its result on body): it refuses what decodeReview refuses but for an
 // object it leaves unchecked that is not JSON, and reads the same review.
@@ -163,6 +161,9 @@ func checkDeferring(t *testing.T, body []byte, rv *review, err error) {
 	}
 }
 
+// FuzzDecodeReview: no input panics; what is accepted is valid JSON, and
+// its fields are what encoding/json reads; decodeReviewDeferring accepts
+// and reads the same (checkDeferring).
 func FuzzDecodeReview(f *testing.F) {
 	f.Add([]byte(reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", pod(`"a":"b"`, "nginx:1"), "")))
 	f.Add([]byte(reviewBody(ReviewV1, "CREATE", "", "Pod", "ns1", `{"a":[tru,"}\"{"]}`, "")))
