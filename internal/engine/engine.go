@@ -419,12 +419,18 @@ func (ev *evaluation) prepare() {
 // without a trace, the scratch entry.
 func (ev *evaluation) traceFor(r Rule) *RuleTrace {
 	info := r.Info()
-	t := RuleTrace{Kind: info.Kind, Rule: info.Key, Tier: info.Tier, Phase: ev.phase}
 	if ev.e.noTrace {
-		ev.scratchTrace = t
-		return &ev.scratchTrace
+		// Field by field: it runs for every candidate, and copying the
+		// whole entry costs a bulk write barrier while the collector
+		// marks.
+		t := &ev.scratchTrace
+		t.Kind, t.Rule, t.Tier, t.Phase, t.Outcome = info.Kind, info.Key, info.Tier, ev.phase, ""
+		if t.Reason != "" || t.Ops != nil || t.LastAppliedErr != nil || t.Detail != nil {
+			t.Reason, t.Ops, t.LastAppliedErr, t.Detail = "", nil, nil, nil
+		}
+		return t
 	}
-	ev.d.Trace = append(ev.d.Trace, t)
+	ev.d.Trace = append(ev.d.Trace, RuleTrace{Kind: info.Kind, Rule: info.Key, Tier: info.Tier, Phase: ev.phase})
 	return &ev.d.Trace[len(ev.d.Trace)-1]
 }
 

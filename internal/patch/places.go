@@ -26,27 +26,38 @@ type place[T any] struct {
 // find returns what was remembered at path (not the root's: that needs no
 // walk).
 func (ps *places[T]) find(path Pointer) (v T, ok bool) {
-	if len(path) == 0 {
-		return v, false
-	}
-	for i := range ps.p {
-		if p := &ps.p[i]; p.ok && p.n == len(path) && slices.Equal(p.toks[:p.n], path) {
-			return p.v, true
-		}
+	if p := ps.at(path); p != nil {
+		return *p, true
 	}
 	return v, false
 }
 
-// remember keeps v at path, in place of the oldest place. A path longer
-// than a place holds, or the root's, is not kept.
-func (ps *places[T]) remember(path Pointer, v T) {
+// at is find's: what was remembered at path, to change in place (nil
+// when nothing is).
+func (ps *places[T]) at(path Pointer) *T {
+	if len(path) == 0 {
+		return nil
+	}
+	for i := range ps.p {
+		if p := &ps.p[i]; p.ok && p.n == len(path) && slices.Equal(p.toks[:p.n], path) {
+			return &p.v
+		}
+	}
+	return nil
+}
+
+// remember keeps v at path, in place of the oldest place, and returns
+// where it keeps it (nil: a path longer than a place holds, or the
+// root's, is not kept).
+func (ps *places[T]) remember(path Pointer, v T) *T {
 	p := &ps.p[ps.next]
 	if len(path) == 0 || len(path) > len(p.toks) {
-		return
+		return nil
 	}
 	p.n = copy(p.toks[:], path)
 	p.ok, p.v = true, v
 	ps.next = (ps.next + 1) % len(ps.p)
+	return &p.v
 }
 
 // forget forgets every place.

@@ -32,12 +32,19 @@ type Text struct {
 	val   []byte // the value being written
 	// places are objects Apply went to, so that the next operations
 	// under them start there (most write beside each other: labels):
-	// the offset of each one's '{'. Inserting or removing an element
-	// forgets them all (a path through the array would name another
-	// element).
-	places places[int]
+	// each one's '{' and the member last written in it (textPlace).
+	// Inserting or removing an element forgets them all (a path through
+	// the array would name another element).
+	places places[textPlace]
 	work   int // what the operations since Reset may have read
 }
+
+// textPlace is a remembered object of a Text: obj is the offset of its
+// '{'; member, when not 0, the offset of the opening quote of one of its
+// members' keys, the one Apply last wrote. Keys are in order, so a key
+// after that one is looked for from there: a rule's labels, each after
+// the last, cost a step each rather than a walk over all of them.
+type textPlace struct{ obj, member int }
 
 // textKept is the largest buffer a Text keeps from one text to the next.
 const textKept = 64 << 10
@@ -97,9 +104,12 @@ func (t *Text) Apply(op Operation) bool {
 	if t.work += len(t.buf); t.work > textWork {
 		return false
 	}
-	c, start := 0, 0 // the '{' or '[' of the container the path goes through
-	if at := t.place(path[:len(path)-1]); at >= 0 {
-		c, start = at, len(path)-1
+	c, start := 0, 0  // the '{' or '[' of the container the path goes through
+	var pl *textPlace // the remembered object the last token is in
+	if len(path) > 1 {
+		if pl = t.places.at(path[:len(path)-1]); pl != nil {
+			c, start = pl.obj, len(path)-1
+		}
 	}
 	for i := start; i < len(path); i++ {
 		tok := path[i]
@@ -111,9 +121,17 @@ func (t *Text) Apply(op Operation) bool {
 				return ok
 			}
 		} else {
-			at, vfrom, found := t.member(c, tok)
+			hint := 0
+			if last && pl != nil {
+				hint = pl.member
+			}
+			at, vfrom, found := t.member(c, tok, hint)
 			if last {
-				return t.write(op, at, vfrom, found, tok)
+				key, ok := t.write(op, at, vfrom, found, tok)
+				if ok && pl != nil {
+					pl.member = key
+				}
+				return ok
 			}
 			if !found {
 				switch op.Op {
@@ -133,35 +151,23 @@ func (t *Text) Apply(op Operation) bool {
 		}
 		c = from
 		if i == len(path)-2 && t.buf[c] == '{' {
-			t.remember(path[:i+1], c)
+			pl = t.places.remember(path[:i+1], textPlace{obj: c})
 		}
 	}
 	panic("unreachable")
 }
-
-// place is where the object at path is, when Apply went there (-1: not
-// known).
-func (t *Text) place(path Pointer) int {
-	if len(path) == 0 {
-		return 0
-	}
-	if at, ok := t.places.find(path); ok {
-		return at
-	}
-	return -1
-}
-
-// remember keeps that the object at path is at buf[at].
-func (t *Text) remember(path Pointer, at int) { t.places.remember(path, at) }
 
 // forget forgets every place (the text changed otherwise).
 func (t *Text) forget() { t.places.forget() }
 
 // moved moves the places from buf[at] on by d bytes.
 func (t *Text) moved(at, d int) {
-	t.places.each(func(p *int) bool {
-		if *p >= at {
-			*p += d
+	t.places.each(func(p *textPlace) bool {
+		if p.obj >= at {
+			p.obj += d
+		}
+		if p.member >= at {
+			p.member += d
 		}
 		return true
 	})
@@ -253,26 +259,27 @@ func (t *Text) insertElement(arr, pos, count int) {
 	}
 }
 
-// write does op's last step on the member tok of an object (see member).
-func (t *Text) write(op Operation, at, from int, found bool, tok string) bool {
+// write does op's last step on the member tok of an object (see member):
+// ok, and the offset of the quote of the member's key when the member is
+// there after it (else 0).
+func (t *Text) write(op Operation, at, from int, found bool, tok string) (key int, ok bool) {
 	if op.Op == Remove {
 		if found {
 			t.removeValue(at, value.SkipCanonical(t.buf, from))
 		}
-		return true
+		return 0, true
 	}
 	if !found && (op.Op == Replace || !value.PlainKey(tok)) {
-		return false
+		return 0, false
 	}
 	if !t.encode(op.Value) {
-		return false
+		return 0, false
 	}
 	if found {
 		t.splice(from, value.SkipCanonical(t.buf, from), t.val)
-		return true
+		return at, true
 	}
-	t.insertMember(at, tok, t.val)
-	return true
+	return t.insertMember(at, tok, t.val), true
 }
 
 // build adds the member path[i], missing at at, with what add makes of the
@@ -324,19 +331,20 @@ func (t *Text) encode(v any) bool {
 // member finds the member key of the object whose '{' is buf[obj]: found,
 // at is its key's quote and from its value's first byte; not found, at is
 // where it goes (before the first key after it, or the object's '}').
-func (t *Text) member(obj int, key string) (at, from int, found bool) {
+// hint, when not 0, is the quote of one of the object's keys
+// (textPlace.member): a key not before it is looked for from there.
+func (t *Text) member(obj int, key string, hint int) (at, from int, found bool) {
 	buf := t.buf
 	i := obj + 1
 	if buf[i] == '}' {
 		return i, 0, false
 	}
+	if hint > obj && string(keyAt(buf, hint)) <= key {
+		i = hint
+	}
 	for {
-		// buf[i] is a key's opening quote; keys have no escape.
-		end := i + 1
-		for buf[end] != '"' {
-			end++
-		}
-		k := buf[i+1 : end]
+		k := keyAt(buf, i)
+		end := i + 1 + len(k)
 		if string(k) > key {
 			return i, 0, false
 		}
@@ -352,8 +360,18 @@ func (t *Text) member(obj int, key string) (at, from int, found bool) {
 	}
 }
 
-// insertMember inserts "key":v at at (see write).
-func (t *Text) insertMember(at int, key string, v []byte) {
+// keyAt is the key whose opening quote is buf[i] (keys have no escape).
+func keyAt(buf []byte, i int) []byte {
+	end := i + 1
+	for buf[end] != '"' {
+		end++
+	}
+	return buf[i+1 : end]
+}
+
+// insertMember inserts "key":v at at (see write) and returns the offset of
+// its key's quote.
+func (t *Text) insertMember(at int, key string, v []byte) int {
 	first := t.buf[at-1] == '{' // no member before it
 	last := t.buf[at] == '}'    // none after it
 	n := len(key) + 3 + len(v)  // "key":v
@@ -366,6 +384,7 @@ func (t *Text) insertMember(at int, key string, v []byte) {
 		t.buf[w] = ','
 		w++
 	}
+	quote := w
 	t.buf[w] = '"'
 	w++
 	w += copy(t.buf[w:], key)
@@ -374,6 +393,7 @@ func (t *Text) insertMember(at int, key string, v []byte) {
 	if !last {
 		t.buf[w] = ','
 	}
+	return quote
 }
 
 // removeValue removes buf[from:to], a member (from its key's quote) or an
@@ -390,7 +410,12 @@ func (t *Text) removeValue(from, to int) {
 
 // splice replaces buf[from:to] with v.
 func (t *Text) splice(from, to int, v []byte) {
-	t.places.each(func(p *int) bool { return *p < from || *p >= to }) // the objects replaced go
+	t.places.each(func(p *textPlace) bool {
+		if p.member >= from && p.member < to {
+			p.member = 0 // the member replaced or removed
+		}
+		return p.obj < from || p.obj >= to // the objects replaced go
+	})
 	if d := len(v) - (to - from); d > 0 {
 		t.open(to, d)
 	} else if d < 0 {

@@ -225,6 +225,9 @@ func TestTextCases(t *testing.T) {
 func FuzzText(f *testing.F) {
 	f.Add(`{"metadata":{"labels":{"a":"b"}},"spec":[1]}`, `[{"op":"add","path":"/metadata/labels/c","value":{"x":[1,"y"]}},{"op":"remove","path":"/metadata/labels/a"},{"op":"add","path":"/metadata/annotations/x/y","value":1},{"op":"replace","path":"/spec","value":null},{"op":"add","path":"/spec/x","value":2}]`)
 	f.Add(`{"a":{}}`, `[{"op":"add","path":"/a/b","value":"\u00e9\""},{"op":"remove","path":"/a/b"},{"op":"remove","path":"/a"},{"op":"add","path":"/a/-/b","value":0}]`)
+	// Members written one after another in one object, before, after and
+	// in place of the last one written (textPlace.member).
+	f.Add(`{"metadata":{"annotations":{"z":1},"labels":{"app":"x","m":"y"}}}`, `[{"op":"add","path":"/metadata/labels/b","value":1},{"op":"add","path":"/metadata/labels/c","value":2},{"op":"add","path":"/metadata/labels/a","value":3},{"op":"remove","path":"/metadata/labels/c"},{"op":"add","path":"/metadata/labels/d","value":4},{"op":"replace","path":"/metadata/labels/b","value":"bb"},{"op":"add","path":"/metadata/annotations/a","value":5},{"op":"add","path":"/metadata/labels/e","value":6},{"op":"remove","path":"/metadata/labels/e"},{"op":"add","path":"/metadata/labels/zz","value":7},{"op":"remove","path":"/metadata/labels/app"},{"op":"add","path":"/metadata/labels/n/x","value":8},{"op":"add","path":"/metadata/labels/n/y","value":9},{"op":"add","path":"/metadata/labels/b","value":{"q":1}},{"op":"add","path":"/metadata/labels/ba","value":10}]`)
 	f.Fuzz(func(t *testing.T, docText, opsText string) {
 		doc, ops, ok := fuzzInput(docText, opsText)
 		if _, isObject := doc.(map[string]any); !ok || !isObject {

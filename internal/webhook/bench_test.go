@@ -113,6 +113,10 @@ func BenchmarkHandler(b *testing.B) {
 		{"rules=100/matching=10", 100, 10, "", "deployment.json", false},
 		{"rules=100/matching=10/goroutine", 100, 10, "", "deployment.json", true},
 		{"rules=100/matching=10/managedFields", 100, 10, "", benchManaged, false},
+		{"rules=100/matching=10/pod", 100, 10, "", "pod.json", false},
+		{"rules=100/matching=10/service", 100, 10, "", "service.json", false},
+		{"rules=100/matching=10/configmap", 100, 10, "", "configmap.json", false},
+		{"rules=100/matching=10/namespace", 100, 10, "", "namespace.json", false},
 		{"rules=1000/matching=10", 1000, 10, "", "deployment.json", false},
 		{"rules=1000/none-apply", 1000, 10, "quiet", "deployment.json", false},
 	} {
