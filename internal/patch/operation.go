@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/modwright/modwright/internal/value"
 )
@@ -63,11 +62,7 @@ func (o *Operation) AppendJSON(dst []byte) ([]byte, error) {
 	dst = append(dst, `{"op":`...)
 	dst = value.AppendString(dst, string(o.Op))
 	dst = append(dst, `,"path":`...)
-	// The pointer's text is made on the stack when short, and quoted from
-	// there: no string of it is made.
-	var buf [256]byte
-	text := o.Path.appendText(buf[:0])
-	dst = value.AppendString(dst, unsafe.String(unsafe.SliceData(text), len(text)))
+	dst = o.Path.appendJSON(dst)
 	if hasValue(o.Op, o.Value) {
 		dst = append(dst, `,"value":`...)
 		var err error

@@ -1,9 +1,13 @@
 package patch
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strings"
 	"unsafe"
+
+	"github.com/modwright/modwright/internal/value"
 )
 
 // Pointer is a parsed RFC 6901 JSON pointer: its unescaped reference tokens.
@@ -117,6 +121,66 @@ func (p Pointer) String() string {
 	b := p.appendText(make([]byte, 0, n))
 	return unsafe.String(unsafe.SliceData(b), len(b)) // b is the string's alone
 }
+
+// appendJSON appends p's escaped string form to dst as a JSON string.
+// Most tokens need no escape as JSON's (value.PlainKey): they are written
+// as they are, '~' and '/' escaped as a pointer's (the escapes need none
+// as JSON's). A pointer with another token is escaped, on the stack when
+// short, and quoted from there.
+func (p Pointer) appendJSON(dst []byte) []byte {
+	mark := len(dst)
+	dst = append(dst, '"')
+	for _, t := range p {
+		if !value.PlainKey(t) {
+			var buf [256]byte
+			text := p.appendText(buf[:0])
+			return value.AppendString(dst[:mark], unsafe.String(unsafe.SliceData(text), len(text)))
+		}
+		dst = append(dst, '/')
+		for {
+			k := tildeOrSlash(t)
+			if k < 0 {
+				dst = append(dst, t...)
+				break
+			}
+			dst = append(dst, t[:k]...)
+			if t[k] == '~' {
+				dst = append(dst, '~', '0')
+			} else {
+				dst = append(dst, '~', '1')
+			}
+			t = t[k+1:]
+		}
+	}
+	return append(dst, '"')
+}
+
+// tildeOrSlash returns the offset of the first '~' or '/' in the ASCII
+// string t, or -1. Eight bytes a step: a byte's high bit is set in m when
+// the byte is one of them or a lower byte is (a borrow), so the lowest bit
+// set is exact.
+func tildeOrSlash(t string) int {
+	b := unsafe.Slice(unsafe.StringData(t), len(t))
+	i := 0
+	for ; i+8 <= len(b) && i >= 0; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i : i+8])
+		if m := ((x ^ ones*'~' - ones) | (x ^ ones*'/' - ones)) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '~' || c == '/' {
+			return i
+		}
+	}
+	return -1
+}
+
+// Constants for examining eight bytes at a time.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
 
 // appendText appends p's escaped string form to dst.
 func (p Pointer) appendText(dst []byte) []byte {

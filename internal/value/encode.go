@@ -1,8 +1,10 @@
 package value
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -79,20 +81,20 @@ func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
 
 // appendString quotes s as encoding/json does without HTML escaping:
 // invalid UTF-8 becomes U+FFFD, U+2028 and U+2029 are escaped. The bytes
-// written as they are go by runs (plainRun, eight bytes a step):
-// the strings escaped most are JSON texts held in strings (kubectl's
-// last-applied configuration, on every patched review), a quote every
-// few bytes.
+// written as they are go eight a step (copyPlain): the strings escaped
+// most are JSON texts held in strings (kubectl's last-applied
+// configuration, on every patched review), a quote every few bytes.
 func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
 	text := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
-	start := 0
+	// Room for the quotes and for copyPlain's eight-byte stores: a string
+	// with few escapes needs no other growth.
+	dst = slices.Grow(dst, len(s)+len(s)/8+10)
+	dst = append(dst, '"')
 	for i := 0; ; {
-		if i = plainRun(text, i); i >= len(s) {
+		if dst, i = copyPlain(dst, text, i); i >= len(s) {
 			break
 		}
 		if b := s[i]; b < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\\', '"':
 				dst = append(dst, '\\', b)
@@ -110,26 +112,39 @@ func appendString(dst []byte, s string) []byte {
 				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
 			}
 			i++
-			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
+		switch {
+		case r == utf8.RuneError && size == 1:
 			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
+		case r == '\u2028' || r == '\u2029':
 			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
+		default:
+			dst = append(dst, s[i:i+size]...)
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// copyPlain appends text[i:k] to dst, k the offset of the first byte at
+// or after i that appendString must look at (plainRun's), and returns k.
+// While dst has room it copies eight bytes a step, a word stored whole
+// before the byte sought is found in it: a quote every few bytes costs no
+// call to copy the bytes before it.
+func copyPlain(dst, text []byte, i int) ([]byte, int) {
+	j := len(dst)
+	out := dst[:cap(dst)]
+	for ; i+8 <= len(text) && j+8 <= len(out) && i >= 0; i, j = i+8, j+8 {
+		x := binary.LittleEndian.Uint64(text[i : i+8])
+		binary.LittleEndian.PutUint64(out[j:j+8], x)
+		// plainRun's test: the lowest bit set is exact.
+		if m := ((x - ones*' ') | (x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones)) & highs; m != 0 {
+			k := bits.TrailingZeros64(m) / 8
+			return out[:j+k], i + k
+		}
+	}
+	k := plainRun(text, i)
+	return append(out[:j], text[i:k]...), k
 }
