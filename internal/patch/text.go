@@ -1,7 +1,9 @@
 package patch
 
 import (
+	"bytes"
 	"slices"
+	"unsafe"
 
 	"github.com/modwright/modwright/internal/value"
 )
@@ -339,17 +341,16 @@ func (t *Text) member(obj int, key string, hint int) (at, from int, found bool) 
 	if buf[i] == '}' {
 		return i, 0, false
 	}
-	if hint > obj && string(keyAt(buf, hint)) <= key {
-		i = hint
+	kb := unsafe.Slice(unsafe.StringData(key), len(key)) // read only
+	if hint > obj && bytes.Compare(keyAt(buf, hint), kb) <= 0 {
+		i = hint // the key is not before the hinted member's
 	}
 	for {
 		k := keyAt(buf, i)
-		end := i + 1 + len(k)
-		if string(k) > key {
+		from = i + len(k) + 3 // past '":'
+		if c := bytes.Compare(k, kb); c > 0 {
 			return i, 0, false
-		}
-		from = end + 2 // past '":'
-		if string(k) == key {
+		} else if c == 0 {
 			return i, from, true
 		}
 		to := value.SkipCanonical(buf, from)
@@ -362,11 +363,8 @@ func (t *Text) member(obj int, key string, hint int) (at, from int, found bool) 
 
 // keyAt is the key whose opening quote is buf[i] (keys have no escape).
 func keyAt(buf []byte, i int) []byte {
-	end := i + 1
-	for buf[end] != '"' {
-		end++
-	}
-	return buf[i+1 : end]
+	k := buf[i+1:]
+	return k[:bytes.IndexByte(k, '"')]
 }
 
 // insertMember inserts "key":v at at (see write) and returns the offset of
