@@ -86,9 +86,9 @@ func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
 // configuration, on every patched review), a quote every few bytes.
 func appendString(dst []byte, s string) []byte {
 	text := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
-	// Room for the quotes and for copyPlain's eight-byte stores: a string
-	// with few escapes needs no other growth.
-	dst = slices.Grow(dst, len(s)+len(s)/8+10)
+	// Room for the quotes, copyPlain's word stores and an escape every
+	// four bytes: a JSON text needs no other growth.
+	dst = slices.Grow(dst, len(s)+len(s)/4+18)
 	dst = append(dst, '"')
 	for i := 0; ; {
 		if dst, i = copyPlain(dst, text, i); i >= len(s) {
@@ -129,21 +129,31 @@ func appendString(dst []byte, s string) []byte {
 }
 
 // copyPlain appends text[i:k] to dst, k the offset of the first byte at
-// or after i that appendString must look at (plainRun's), and returns k.
-// While dst has room it copies eight bytes a step, a word stored whole
-// before the byte sought is found in it: a quote every few bytes costs no
-// call to copy the bytes before it.
+// or after i that appendString must look at (plainRun's), and returns k;
+// quotes and backslashes on the way it escapes itself. While dst has room
+// it goes eight bytes a step, a word stored whole before the byte sought
+// is found in it, the escape then written over the rest: a quote every
+// few bytes (a JSON text) costs no call and no copy of the bytes before
+// it.
 func copyPlain(dst, text []byte, i int) ([]byte, int) {
 	j := len(dst)
 	out := dst[:cap(dst)]
-	for ; i+8 <= len(text) && j+8 <= len(out) && i >= 0; i, j = i+8, j+8 {
+	for i+8 <= len(text) && j+16 <= len(out) && i >= 0 && j >= 0 {
 		x := binary.LittleEndian.Uint64(text[i : i+8])
 		binary.LittleEndian.PutUint64(out[j:j+8], x)
 		// plainRun's test: the lowest bit set is exact.
-		if m := ((x - ones*' ') | (x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones)) & highs; m != 0 {
-			k := bits.TrailingZeros64(m) / 8
+		m := ((x - ones*' ') | (x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones)) & highs
+		if m == 0 {
+			i, j = i+8, j+8
+			continue
+		}
+		k := bits.TrailingZeros64(m) / 8
+		c := byte(x >> (8 * k))
+		if c != '"' && c != '\\' {
 			return out[:j+k], i + k
 		}
+		out[j+k], out[j+k+1] = '\\', c
+		i, j = i+k+1, j+k+2
 	}
 	k := plainRun(text, i)
 	return append(out[:j], text[i:k]...), k
