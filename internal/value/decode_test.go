@@ -392,3 +392,40 @@ func TestRuns(t *testing.T) {
 		check(data, r.IntN(len(data)+1))
 	}
 }
+
+// TestEndString checks endString, which goes on in a word past each
+// escape, against the byte-by-byte definition: data mostly quotes,
+// backslashes and the bytes next to them in value (a borrow's traps:
+// '#' and ']' differ from them in the lowest bit), and bytes from 0x80
+// up, from every start.
+func TestEndString(t *testing.T) {
+	want := func(data []byte, j int) int {
+		for j < len(data) {
+			switch data[j] {
+			case '"':
+				return j + 1
+			case '\\':
+				j += 2
+			default:
+				j++
+			}
+		}
+		return -1
+	}
+	alphabet := []byte{'"', '\\', '\\', '\\', '#', ']', '!', '[', 'a', 0x80, 0xA2, 0xDC, 0xFF, 0}
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := range 3000 {
+		data := make([]byte, 1+n%40)
+		for i := range data {
+			data[i] = alphabet[r.IntN(len(alphabet))]
+			if n%3 == 0 && r.IntN(3) > 0 {
+				data[i] = 'x' // long runs too
+			}
+		}
+		for j := range data {
+			if got, w := endString(data, j), want(data, j); got != w {
+				t.Fatalf("endString(%q, %d) = %d, want %d", data, j, got, w)
+			}
+		}
+	}
+}
