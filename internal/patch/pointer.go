@@ -123,31 +123,31 @@ func (p Pointer) String() string {
 }
 
 // appendJSON appends p's escaped string form to dst as a JSON string.
-// Most tokens need no escape as JSON's (value.PlainKey): they are written
-// as they are, '~' and '/' escaped as a pointer's (the escapes need none
-// as JSON's). A pointer with another token is escaped, on the stack when
-// short, and quoted from there.
+// Most tokens need no escape, as a pointer's or as JSON's: their bytes are
+// written as they are, '~' and '/' escaped as a pointer's (the escapes
+// need none as JSON's), both found in one pass (tokenRun). A pointer with
+// a byte JSON escapes is escaped, on the stack when short, and quoted
+// from there.
 func (p Pointer) appendJSON(dst []byte) []byte {
 	mark := len(dst)
 	dst = append(dst, '"')
 	for _, t := range p {
-		if !value.PlainKey(t) {
-			var buf [256]byte
-			text := p.appendText(buf[:0])
-			return value.AppendString(dst[:mark], unsafe.String(unsafe.SliceData(text), len(text)))
-		}
 		dst = append(dst, '/')
 		for {
-			k := tildeOrSlash(t)
-			if k < 0 {
-				dst = append(dst, t...)
+			k := tokenRun(t)
+			dst = append(dst, t[:k]...)
+			if k == len(t) {
 				break
 			}
-			dst = append(dst, t[:k]...)
-			if t[k] == '~' {
+			switch t[k] {
+			case '~':
 				dst = append(dst, '~', '0')
-			} else {
+			case '/':
 				dst = append(dst, '~', '1')
+			default: // JSON escapes it
+				var buf [256]byte
+				text := p.appendText(buf[:0])
+				return value.AppendString(dst[:mark], unsafe.String(unsafe.SliceData(text), len(text)))
 			}
 			t = t[k+1:]
 		}
@@ -155,25 +155,27 @@ func (p Pointer) appendJSON(dst []byte) []byte {
 	return append(dst, '"')
 }
 
-// tildeOrSlash returns the offset of the first '~' or '/' in the ASCII
-// string t, or -1. Eight bytes a step: a byte's high bit is set in m when
+// tokenRun returns the offset of the first byte of t that appendJSON must
+// look at: '~' or '/', or a byte JSON escapes or may (a quote, a
+// backslash, a control character, any byte from 0x80 up); len(t) when
+// there is none. Eight bytes a step: a byte's high bit is set in m when
 // the byte is one of them or a lower byte is (a borrow), so the lowest bit
 // set is exact.
-func tildeOrSlash(t string) int {
+func tokenRun(t string) int {
 	b := unsafe.Slice(unsafe.StringData(t), len(t))
 	i := 0
 	for ; i+8 <= len(b) && i >= 0; i += 8 {
 		x := binary.LittleEndian.Uint64(b[i : i+8])
-		if m := ((x ^ ones*'~' - ones) | (x ^ ones*'/' - ones)) & highs; m != 0 {
+		if m := ((x - ones*' ') | (x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones) | (x ^ ones*'~' - ones) | (x ^ ones*'/' - ones)) & highs; m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}
 	for ; i < len(b); i++ {
-		if c := b[i]; c == '~' || c == '/' {
+		if c := b[i]; c < ' ' || c >= 0x80 || c == '"' || c == '\\' || c == '~' || c == '/' {
 			return i
 		}
 	}
-	return -1
+	return i
 }
 
 // Constants for examining eight bytes at a time.
