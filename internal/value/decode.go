@@ -304,12 +304,7 @@ const (
 // is a quote, a backslash, a control character or not ASCII, or len(data).
 func plainRun(data []byte, j int) int {
 	for ; j+8 <= len(data) && j >= 0; j += 8 { // j >= 0 spares a bounds check
-		x := binary.LittleEndian.Uint64(data[j : j+8])
-		// A byte's high bit is set in m when the byte is one of those
-		// sought, or when a lower byte is (a borrow): the lowest one set
-		// is exact. Bytes from 0x80 up set it in both x^'"'-1 and x^'\\'-1
-		// but for 0xA2 and 0xDC respectively.
-		if m := ((x - ones*' ') | (x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones)) & highs; m != 0 {
+		if m := plainMask(binary.LittleEndian.Uint64(data[j : j+8])); m != 0 {
 			return j + bits.TrailingZeros64(m)/8
 		}
 	}
@@ -321,6 +316,14 @@ func plainRun(data []byte, j int) int {
 	return j
 }
 
+// plainMask is plainRun's test of the eight bytes of x: a byte's high bit
+// is set in the mask when the byte is one of those sought, or when a lower
+// byte is (a borrow): the lowest one set is exact. Bytes from 0x80 up set
+// it in both x^'"'-1 and x^'\\'-1 but for 0xA2 and 0xDC respectively.
+func plainMask(x uint64) uint64 {
+	return ((x - ones*' ') | (x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones)) & highs
+}
+
 // strSlow parses the string literal whose opening quote is data[i] and
 // whose text needs unescaping, as encoding/json's unquote does it. The text
 // is made in a buffer of the literal's length, which it is at most (but
@@ -328,10 +331,10 @@ func plainRun(data []byte, j int) int {
 // that buffer: one allocation of the string's size.
 func (d *decoder) strSlow(i int) (string, int) {
 	data := d.data
-	buf := make([]byte, 0, literalLen(data, i)+8)
+	buf := make([]byte, 0, literalLen(data, i)+16)
 	for j := i + 1; ; {
 		var k int
-		if buf, k = copyUnescaped(buf, data, j); k >= len(data) {
+		if buf, k = copyWords(buf, data, j, false); k >= len(data) {
 			return "", d.bad(k, "")
 		}
 		switch c := data[k]; {
@@ -390,40 +393,6 @@ func (d *decoder) strSlow(i int) (string, int) {
 			j = k + size
 		}
 	}
-}
-
-// copyUnescaped appends data[j:k] to buf, k the offset of the first byte
-// at or after j that strSlow must look at (plainRun's), and returns k;
-// the escapes \" and \\ on the way it unescapes itself. While buf has
-// room it goes eight bytes a step, as copyPlain does: an escaped JSON text
-// (a quote every few bytes) costs no call and no copy of the bytes before
-// each escape. buf's room is the literal's length: what it writes never
-// outgrows it (an escape is two bytes read for one written).
-func copyUnescaped(buf, data []byte, j int) ([]byte, int) {
-	w := len(buf)
-	out := buf[:cap(buf)]
-	for j+8 <= len(data) && w+8 <= len(out) && j >= 0 && w >= 0 {
-		x := binary.LittleEndian.Uint64(data[j : j+8])
-		binary.LittleEndian.PutUint64(out[w:w+8], x)
-		// plainRun's test: the lowest bit set is exact.
-		m := ((x - ones*' ') | (x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones)) & highs
-		if m == 0 {
-			j, w = j+8, w+8
-			continue
-		}
-		k := bits.TrailingZeros64(m) / 8
-		if byte(x>>(8*k)) != '\\' || j+k+1 >= len(data) {
-			return out[:w+k], j + k
-		}
-		e := data[j+k+1]
-		if e != '"' && e != '\\' {
-			return out[:w+k], j + k
-		}
-		out[w+k] = e
-		j, w = j+k+2, w+k+1
-	}
-	k := plainRun(data, j)
-	return append(out[:w], data[j:k]...), k
 }
 
 // literalLen returns the length of the text of the string literal whose

@@ -81,17 +81,17 @@ func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
 
 // appendString quotes s as encoding/json does without HTML escaping:
 // invalid UTF-8 becomes U+FFFD, U+2028 and U+2029 are escaped. The bytes
-// written as they are go eight a step (copyPlain): the strings escaped
+// written as they are go eight a step (copyWords): the strings escaped
 // most are JSON texts held in strings (kubectl's last-applied
 // configuration, on every patched review), a quote every few bytes.
 func appendString(dst []byte, s string) []byte {
 	text := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
-	// Room for the quotes, copyPlain's word stores and an escape every
+	// Room for the quotes, copyWords' word stores and an escape every
 	// four bytes: a JSON text needs no other growth.
 	dst = slices.Grow(dst, len(s)+len(s)/4+18)
 	dst = append(dst, '"')
 	for i := 0; ; {
-		if dst, i = copyPlain(dst, text, i); i >= len(s) {
+		if dst, i = copyWords(dst, text, i, true); i >= len(s) {
 			break
 		}
 		if b := s[i]; b < utf8.RuneSelf {
@@ -128,33 +128,45 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// copyPlain appends text[i:k] to dst, k the offset of the first byte at
-// or after i that appendString must look at (plainRun's), and returns k;
-// quotes and backslashes on the way it escapes itself. While dst has room
-// it goes eight bytes a step, a word stored whole before the byte sought
-// is found in it, the escape then written over the rest: a quote every
-// few bytes (a JSON text) costs no call and no copy of the bytes before
-// it.
-func copyPlain(dst, text []byte, i int) ([]byte, int) {
+// copyWords appends src[i:k] to dst, k the offset of the first byte at or
+// after i that its caller must look at (plainRun's), and returns k; on the
+// way it escapes quotes and backslashes itself (escape: appendString's) or
+// unescapes \" and \\ (strSlow's). While dst has room it goes eight bytes
+// a step, a word stored whole before the byte sought is found in it, the
+// escape then written over the rest: a JSON text held in a string (the
+// last-applied configuration, read from every review and written into
+// every patch), an escape every few bytes, costs no call and no copy of
+// the bytes before each.
+func copyWords(dst, src []byte, i int, escape bool) ([]byte, int) {
 	j := len(dst)
 	out := dst[:cap(dst)]
-	for i+8 <= len(text) && j+16 <= len(out) && i >= 0 && j >= 0 {
-		x := binary.LittleEndian.Uint64(text[i : i+8])
+	for i+8 <= len(src) && j+16 <= len(out) && i >= 0 && j >= 0 {
+		x := binary.LittleEndian.Uint64(src[i : i+8])
 		binary.LittleEndian.PutUint64(out[j:j+8], x)
-		// plainRun's test: the lowest bit set is exact.
-		m := ((x - ones*' ') | (x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones)) & highs
+		m := plainMask(x)
 		if m == 0 {
 			i, j = i+8, j+8
 			continue
 		}
 		k := bits.TrailingZeros64(m) / 8
 		c := byte(x >> (8 * k))
-		if c != '"' && c != '\\' {
+		if escape {
+			if c != '"' && c != '\\' {
+				return out[:j+k], i + k
+			}
+			out[j+k], out[j+k+1] = '\\', c
+			i, j = i+k+1, j+k+2
+			continue
+		}
+		if c != '\\' || i+k+1 >= len(src) {
 			return out[:j+k], i + k
 		}
-		out[j+k], out[j+k+1] = '\\', c
-		i, j = i+k+1, j+k+2
+		if c = src[i+k+1]; c != '"' && c != '\\' {
+			return out[:j+k], i + k
+		}
+		out[j+k] = c
+		i, j = i+k+2, j+k+1
 	}
-	k := plainRun(text, i)
-	return append(out[:j], text[i:k]...), k
+	k := plainRun(src, i)
+	return append(out[:j], src[i:k]...), k
 }

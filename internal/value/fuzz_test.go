@@ -49,7 +49,7 @@ func seedInputs(tb testing.TB) [][]byte {
 		`{"metadata":[{"managedFields":1},{"x":{"managedFields":2}}]}`,
 		`[{"a":1},{"b":{"a":2}}]`,
 		// An escaped JSON text, as kubectl's last-applied configuration
-		// (copyUnescaped), its escapes at every offset of a word.
+		// (copyWords), its escapes at every offset of a word.
 		`{"a":"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"x\":\"\\\\\",\"y\":\"a\/b\\n\u00e9\"}\n","b":"abcdefg\"","c":"abcdefgh\\"}`,
 		`{"a":"abcdefg\`,
 	} {

@@ -104,7 +104,7 @@ func FuzzAppendJSON(f *testing.F) {
 
 // FuzzAppendString checks AppendString against encoding/json on any
 // string: invalid UTF-8, control characters, quotes and backslashes at
-// every offset of the eight-byte steps (copyPlain, plainRun), into a
+// every offset of the eight-byte steps (copyWords, plainRun), into a
 // buffer with no room, little room and much room.
 func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", `{"apiVersion":"v1","kind":"Pod"}`, "0123456\"89abcdef\\", "abcdefg\x80hij", "\u2028\u2029 ab\x01cdefgh\x1f", "é\xff\xfeabcdefgh", "abcdefgh\x7f\x20", `{"a":"b","cd":["e\\"f"],"g":{"h":1}}`, "ab\u00e9cdefghij\"klmnopq\u2028rstuvwx"} {
@@ -118,7 +118,7 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatal(err)
 		}
 		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		// Into no room, little room and much room (copyPlain's stores).
+		// Into no room, little room and much room (copyWords' stores).
 		for _, room := range []int{0, len(s)/2 + 1, 3*len(s) + 20} {
 			if got := AppendString(append(make([]byte, 0, 1+room), 'x'), s); !bytes.Equal(got[1:], want) || got[0] != 'x' {
 				t.Fatalf("AppendString(%q) with room for %d = %s, encoding/json = %s", s, room, got, want)
