@@ -65,27 +65,32 @@ func (m *Metrics) Published(snap *engine.Snapshot) {
 // and failures, the resource labelled as kinitiras prints a
 // GroupVersionKind ("apps/v1, Kind=Deployment").
 func (m *Metrics) Decided(req engine.Request, dec *engine.Decision) {
-	if len(dec.Applied)+len(dec.Rejections)+len(dec.Errors) == 0 {
-		return
-	}
-	resourceType := req.Kind.Version + ", Kind=" + req.Kind.Kind
-	if req.Kind.Group != "" {
-		resourceType = req.Kind.Group + "/" + resourceType
+	// Most decisions hold no kinitiras policy: the label is built only
+	// for one that does.
+	resourceType := ""
+	label := func() string {
+		if resourceType == "" {
+			resourceType = req.Kind.Version + ", Kind=" + req.Kind.Kind
+			if req.Kind.Group != "" {
+				resourceType = req.Kind.Group + "/" + resourceType
+			}
+		}
+		return resourceType
 	}
 	for _, r := range dec.Applied {
 		if isKind(r.Kind) {
-			m.overrides.WithLabelValues(policyName(r.Key), resourceType).Inc()
-			m.successes.WithLabelValues(policyName(r.Key), resourceType).Inc()
+			m.overrides.WithLabelValues(policyName(r.Key), label()).Inc()
+			m.successes.WithLabelValues(policyName(r.Key), label()).Inc()
 		}
 	}
 	for _, r := range dec.Rejections {
 		if isKind(r.Kind) {
-			m.rejects.WithLabelValues(policyName(r.Rule), resourceType).Inc()
+			m.rejects.WithLabelValues(policyName(r.Rule), label()).Inc()
 		}
 	}
 	for _, e := range dec.Errors {
 		if e.Rule != "" && isKind(e.Kind) {
-			m.errors.WithLabelValues(policyName(e.Rule), resourceType, "cue_execute_error").Inc()
+			m.errors.WithLabelValues(policyName(e.Rule), label(), "cue_execute_error").Inc()
 		}
 	}
 }
