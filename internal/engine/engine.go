@@ -439,6 +439,9 @@ func (ev *evaluation) run() error {
 	// rule touched stays shared with it (so the final diff skips it).
 	ev.doc = &ev.docs.doc
 	ev.doc.Reset(ev.original, false)
+	// Its copies are lent as the object's maps are, and taken back with
+	// them (Request.ObjectStorage).
+	ev.doc.LendCopies(ev.req.ObjectStorage)
 	ev.inputs = ev.inputsBuf[:0]
 	ev.buildInputs()
 	ev.prepare()

@@ -141,7 +141,8 @@ type Request struct {
 	// webhook, once the patch is encoded).
 	PatchStorage *patch.OpStorage
 	// ObjectStorage, when set, lends the maps of the object Evaluate
-	// decodes from ObjectJSON or OldObjectJSON (value.Storage). The caller
+	// decodes from ObjectJSON or OldObjectJSON (value.Storage), and the
+	// copies of maps the rules' changes make (patch.Doc.LendCopies). The caller
 	// recycles it only once done with the decision and everything from it
 	// (the decision shares the object's maps) and when no evaluation was
 	// left running: the webhook, once the response is encoded, unless the

@@ -2,7 +2,6 @@ package patch
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"unsafe"
 
@@ -54,6 +53,8 @@ type Doc struct {
 	places places[map[string]any]
 	// version counts the changes and rollbacks: see Version.
 	version uint64
+	// lend, when set, lends the copies of maps (LendCopies).
+	lend *value.Storage
 }
 
 // ownedLinear is how many owned identities are searched linearly before
@@ -114,6 +115,12 @@ func (d *Doc) Reset(root any, owned bool) {
 	v := d.version + 1
 	*d = Doc{root: root, journal: d.journal[:0], owned: d.owned[:0], adopted: owned, version: v}
 }
+
+// LendCopies makes the maps the Doc copies before changing them come from
+// s, as the maps of a tree decoded through s do (value.Storage.Clone),
+// until the next Reset: whoever recycles s then takes back the copies
+// with the tree, so must be done with the Doc's tree too.
+func (d *Doc) LendCopies(s *value.Storage) { d.lend = s }
 
 func (d *Doc) isOwned(id unsafe.Pointer) bool {
 	if d.ownedSet != nil {
@@ -192,8 +199,8 @@ func (d *Doc) own(s slot, v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		// maps.Clone copies the table as it is, without rehashing every
-		// member.
-		c = maps.Clone(x)
+		// member; a lent map takes them one by one, but is reused.
+		c = d.lend.Clone(x)
 	case []any:
 		c = append(make([]any, 0, len(x)), x...)
 	}

@@ -457,3 +457,58 @@ func TestIdentity(t *testing.T) {
 		t.Error("a nil map has an identity")
 	}
 }
+
+// TestDocLendCopies edits trees decoded through one value.Storage, one
+// after the other, with a Doc lending its copies from it, the Storage
+// recycled after each: the results and the diffs are those of a Doc
+// without it, the trees decoded stay as they were, and the copies come
+// back to the Storage with the tree's maps (and are reused, cleared).
+func TestDocLendCopies(t *testing.T) {
+	ops := []Operation{
+		{Op: Add, Path: mustPointer(t, "/metadata/labels/team"), Value: "a"},
+		{Op: Add, Path: mustPointer(t, "/metadata/annotations"), Value: map[string]any{"x": "y"}},
+		{Op: Replace, Path: mustPointer(t, "/spec/containers/0/image"), Value: "nginx:2"},
+		{Op: Remove, Path: mustPointer(t, "/spec/containers/0/ports/0/name")},
+	}
+	const doc = `{"metadata":{"name":"p","labels":{"app":"nginx"}},"spec":{"containers":[{"image":"nginx:1","ports":[{"name":"http","containerPort":80}]}]}}`
+	// Six maps decoded (the root, metadata, labels, spec, the container
+	// and its port), the six copied (the arrays are copied as slices).
+	const maps = 12
+	apply := func(d *Doc) {
+		t.Helper()
+		for _, op := range ops {
+			if err := d.Apply(op); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var st value.Storage
+	var d Doc
+	for round := range 3 {
+		ref := NewDoc(mustDecode(t, doc))
+		apply(ref)
+		tree, _, err := st.DecodeOmitting([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Reset(tree, false)
+		d.LendCopies(&st)
+		apply(&d)
+		if diff := cmp.Diff(ref.Root(), d.Root()); diff != "" {
+			t.Fatalf("round %d: result (-without +with lent copies):\n%s", round, diff)
+		}
+		if diff := cmp.Diff(mustDecode(t, doc), tree); diff != "" {
+			t.Fatalf("round %d: the decoded tree changed (-want +got):\n%s", round, diff)
+		}
+		if got, want := Diff(tree, d.Root()), Diff(mustDecode(t, doc), ref.Root()); !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: Diff = %v, want %v", round, got, want)
+		}
+		if n := st.Free(); round > 0 && n != 0 {
+			t.Errorf("round %d: %d maps left free after decoding and copying, want all %d reused", round, n, maps)
+		}
+		st.Recycle()
+		if n := st.Free(); n != maps {
+			t.Errorf("round %d: Free() = %d after recycling, want %d (the copies with the decoded maps)", round, n, maps)
+		}
+	}
+}

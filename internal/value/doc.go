@@ -11,8 +11,9 @@
 // Canonical text (Canonical: what AppendJSON writes) can also be edited as
 // text, found with SkipCanonical and PlainKey (patch.Text). DecodeOmitting
 // leaves out a member nothing reads (a review's managedFields). A Storage
-// lends the maps of the trees decoded through it and takes them back when
-// their caller is done (the webhook, from one review to the next).
+// lends the maps of the trees decoded through it, and copies of them
+// (Clone: patch.Doc's, copy-on-write), and takes them back when their
+// caller is done (the webhook, from one review to the next).
 //
 // The package knows nothing of Kubernetes, JSONPath or patches.
 package value

@@ -1,5 +1,7 @@
 package value
 
+import "maps"
+
 // Storage lends the objects (maps) of the trees decoded through it and
 // takes them back once their caller is done with those trees, so that a
 // server decoding one request after another reuses the same maps: a Go
@@ -74,4 +76,24 @@ func (s *Storage) Free() int { return len(s.free) }
 // a nil Storage lends none (the package's DecodeOmitting itself).
 func (s *Storage) DecodeOmitting(data []byte, path ...string) (v any, omitted []byte, err error) {
 	return decodeOmitting(s, data, path)
+}
+
+// Clone returns a shallow copy of m lent by s, as Decode's maps are, so
+// that a caller changing a decoded tree copy-on-write (patch.Doc) reuses
+// the copies too: a free map with m's members put in it, else a new copy
+// (maps.Clone), lent while there is room. A nil Storage lends none.
+func (s *Storage) Clone(m map[string]any) map[string]any {
+	if s == nil || m == nil || len(m) > storageMembers {
+		return maps.Clone(m)
+	}
+	if len(s.free) == 0 {
+		c := maps.Clone(m)
+		if len(s.lent) < storageMaps {
+			s.lent = append(s.lent, c)
+		}
+		return c
+	}
+	c := s.newMap()
+	maps.Copy(c, m)
+	return c
 }

@@ -115,3 +115,48 @@ func BenchmarkStorage(b *testing.B) {
 		st.Recycle()
 	}
 }
+
+// TestStorageClone checks that Clone copies a map, lends the copy when it
+// is small enough to be kept (a free map reused, else a new one), and
+// lends nothing without a Storage or for a wide map.
+func TestStorageClone(t *testing.T) {
+	wide := map[string]any{}
+	for i := range storageMembers + 1 {
+		wide[fmt.Sprintf("k%d", i)] = i
+	}
+	small := map[string]any{"a": "1", "b": map[string]any{"c": 2}}
+	var nilStorage *Storage
+	var st Storage
+	for _, tt := range []struct {
+		name string
+		st   *Storage
+		m    map[string]any
+		free int // Free() after Recycle
+	}{
+		{"no storage", nilStorage, small, 0},
+		{"nil map", &st, nil, 0},
+		{"none free: a new copy, lent", &st, small, 1},
+		{"a free map reused", &st, small, 1},
+		{"wide: not lent", &st, wide, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.st.Clone(tt.m)
+			if !reflect.DeepEqual(c, tt.m) {
+				t.Fatalf("Clone = %#v, want %#v", c, tt.m)
+			}
+			if c != nil {
+				c["new"] = true
+				if _, ok := tt.m["new"]; ok {
+					t.Fatal("the copy shares the map it was copied from")
+				}
+			}
+			if tt.st == nil {
+				return
+			}
+			tt.st.Recycle()
+			if n := tt.st.Free(); n != tt.free {
+				t.Errorf("Free() = %d after recycling, want %d", n, tt.free)
+			}
+		})
+	}
+}
