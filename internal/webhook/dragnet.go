@@ -443,7 +443,9 @@ func checkRequest(w http.ResponseWriter, r *http.Request) *httpError {
 		w.Header().Set("Allow", http.MethodPost)
 		return &httpError{http.StatusMethodNotAllowed, "modwright: admission reviews are POSTed"}
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	// What the API server sends is taken without parsing it (which
+	// allocates the parameters' map).
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("modwright: Content-Type %q is not supported; send application/json", ct)}
 		}

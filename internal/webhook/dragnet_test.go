@@ -253,6 +253,8 @@ func TestDragnetRefusesBadRequests(t *testing.T) {
 		{"GET", http.MethodGet, "application/json", good, 405, "POSTed"},
 		{"not JSON", http.MethodPost, "application/json", `{"apiVersion":`, 400, "malformed AdmissionReview"},
 		{"wrong content type", http.MethodPost, "text/plain", good, 415, `Content-Type "text/plain"`},
+		{"another JSON content type", http.MethodPost, "application/json-seq", good, 415, `Content-Type "application/json-seq"`},
+		{"JSON with a charset, parsed", http.MethodPost, "Application/JSON; charset=utf-8", `{"apiVersion":`, 400, "malformed AdmissionReview"},
 		{"wrong kind", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"x"}}`, 400, `kind is "Pod"`},
 		{"unknown version", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview","request":{"uid":"x"}}`, 400, `apiVersion "admission.k8s.io/v2" is not supported`},
 		{"no request", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, 400, "no request"},
@@ -273,8 +275,8 @@ func TestDragnetRefusesBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if n := counterSum(t, reg, "modwright_admission_reviews_total", "outcome", "invalid"); n != 9 {
-		t.Errorf("invalid reviews counted %v, want 9", n)
+	if n := counterSum(t, reg, "modwright_admission_reviews_total", "outcome", "invalid"); n != 11 {
+		t.Errorf("invalid reviews counted %v, want 11", n)
 	}
 }
 
