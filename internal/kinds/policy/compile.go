@@ -257,7 +257,10 @@ func (c *compiler) cel(field, src string, env *lang.Env, types ...string) *cel.P
 	var ds []lang.Diagnostic
 	if len(c.varFields) > 0 && env.Has(varVariables) && !env.Has(varSelf) {
 		if c.varsType == nil || c.varsTypeN != len(c.varFields) {
-			c.varsType, c.varsTypeN = apiservercel.NewObjectType(varsTypeName, c.varFields), len(c.varFields)
+			// On a copy: the type is shared, with the environments
+			// built on it, by every policy of the kind, and the fields
+			// go on growing with this policy's next variables.
+			c.varsType, c.varsTypeN = apiservercel.NewObjectType(varsTypeName, maps.Clone(c.varFields)), len(c.varFields)
 			c.varsKey = fieldsKey(varsTypeName, c.varFields)
 		}
 		envs := c.celEnvs

@@ -518,6 +518,37 @@ validations: [{cel: "variables.num == 'one'"}]`)))
 	}
 }
 
+// TestVariablesTypeNotShared: the type of `variables` a CEL expression is
+// compiled against is the variables defined before it, fixed once built,
+// though the environments built on it are shared by every policy of the
+// kind. The type was built on the compiler's own map of fields, which
+// went on growing: a later policy with the same first variables compiled
+// against the first policy's later ones too, and policies compiled at once
+// (a snapshot's build) read the map while it was written, which crashed
+// the process.
+func TestVariablesTypeNotShared(t *testing.T) {
+	reg := kinds.NewRegistry(policy.NewPolicyKind())
+	loadErrs := func(spec string) []error {
+		t.Helper()
+		docs, err := source.ParseManifest("p.yaml", []byte(policyYAML("ModwrightPolicy", "team-a", spec)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return source.LoadRules(docs, reg).Errors
+	}
+	if errs := loadErrs(`
+variables: [{name: a, cel: "1"}, {name: b, cel: "2"}, {name: c, cel: "3"}]
+validations: [{cel: "variables.c == 3"}]`); len(errs) != 0 {
+		t.Fatalf("the first policy: %v", errs)
+	}
+	errs := loadErrs(`
+variables: [{name: a, cel: "1"}, {name: b, cel: "2"}, {name: d, cel: "variables.c"}]
+validations: [{cel: "variables.d == 3"}]`)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "spec.variables[2].cel") {
+		t.Errorf("a variable reading one its policy does not define: %v, want a load error", errs)
+	}
+}
+
 // readerAuthz allows the rule readers it lists, recording what it was
 // asked.
 type readerAuthz struct {
