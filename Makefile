@@ -5,7 +5,7 @@ BENCHTIME ?= 2s
 BENCHCOUNT ?= 6
 BENCHFLAGS ?=
 
-.PHONY: image stress bench-gatekeeper bench-admission all build test lint unit e2e e2e-shutdown-stress audit-scale envtest-assets tools generate fuzz bench bench-micro clean
+.PHONY: image stress bench-gatekeeper bench-admission all build test lint unit race e2e e2e-shutdown-stress audit-scale envtest-assets tools generate fuzz bench bench-micro clean
 
 # Pinned tools (helm, controller-gen, kustomize) built into .cache/tools/bin by
 # hack/tools.sh; tests find them on PATH. MODWRIGHT_REQUIRE_TOOLS=1 makes a
@@ -21,7 +21,7 @@ build:
 # The test command (README, CI): formatting, vet, every unit test, the KubeMod
 # conformance cases, the testdata corpus, the examples, the fuzz seeds, and
 # the end-to-end tests on a real kube-apiserver and etcd.
-test: lint tools unit e2e
+test: lint tools unit race e2e
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -32,6 +32,13 @@ lint:
 # missing one into a failure), so unit builds them first on a fresh clone.
 unit: tools
 	MODWRIGHT_REQUIRE_TOOLS=1 $(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+
+# What runs concurrently in the server, under the race detector: a
+# snapshot's rules compiled in parallel (source.ForEach) against the
+# caches their kind shares (TestCompileParallel). A few minutes on a fresh
+# clone, most of it building the race-instrumented packages.
+race:
+	$(GO) test -race -count=1 -run 'Parallel' ./internal/kinds/policy ./internal/source
 
 # End-to-end tests (test/e2e): etcd from Debian and kube-apiserver built from
 # the module proxy by hack/envtest-assets.sh, cached in .cache/envtest (the

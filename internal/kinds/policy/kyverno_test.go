@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -546,6 +547,47 @@ variables: [{name: a, cel: "1"}, {name: b, cel: "2"}, {name: d, cel: "variables.
 validations: [{cel: "variables.d == 3"}]`)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "spec.variables[2].cel") {
 		t.Errorf("a variable reading one its policy does not define: %v, want a load error", errs)
+	}
+}
+
+// TestCompileParallel loads policies that share their first variables
+// (each read by the next) in one snapshot, compiled in parallel (source.LoadRules) against the
+// kind's one environment cache: each compiles and decides as alone. Run
+// with -race by make test (the race target): the type of `variables` was
+// once written while another compile read it.
+func TestCompileParallel(t *testing.T) {
+	var manifest []string
+	for i := range 80 { // enough to be compiled in parallel (source.ForEach)
+		manifest = append(manifest, strings.Replace(policyYAML("ModwrightPolicy", "team-a", fmt.Sprintf(`
+variables:
+- {name: r, cel: "object.spec.replicas"}
+- {name: twice, cel: "variables.r * 2"}
+- {name: limit%d, cel: "variables.twice * 0 + %d"}
+- {name: big, cel: "variables.r > variables.limit%d"}
+validations: [{cel: "!variables.big", messageExpression: "object.metadata.name + ' over %d'"}]`, i, i, i, i)), "name: p", fmt.Sprintf("name: p%d", i), 1))
+	}
+	docs, err := source.ParseManifest("p.yaml", []byte(strings.Join(manifest, "---\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := source.LoadRules(docs, kinds.NewRegistry(policy.NewPolicyKind()))
+	if len(res.Errors) != 0 || len(res.Rules) != 80 {
+		t.Fatalf("LoadRules: %d rules, errors %v; want 80 rules", len(res.Rules), res.Errors)
+	}
+	// The Deployment has 5 replicas: the policies with limits 0 to 4
+	// reject it.
+	req := engine.Request{Operation: rules.Create, Namespace: "team-a", Object: decode(t, deployment)}
+	dec, err := engine.New(engine.Options{}).Evaluate(context.Background(), engine.NewSnapshot(res.Rules), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range dec.Rejections {
+		got = append(got, r.Message)
+	}
+	slices.Sort(got)
+	if want := []string{"web over 0", "web over 1", "web over 2", "web over 3", "web over 4"}; !slices.Equal(got, want) {
+		t.Errorf("rejections %q, want %q", got, want)
 	}
 }
 
