@@ -119,7 +119,9 @@ func (d *Doc) Reset(root any, owned bool) {
 // LendCopies makes the maps the Doc copies before changing them come from
 // s, as the maps of a tree decoded through s do (value.Storage.Clone),
 // until the next Reset: whoever recycles s then takes back the copies
-// with the tree, so must be done with the Doc's tree too.
+// with the tree, so must be done with the Doc's tree too. A copy members
+// are removed from (by an operation or a rollback) is not taken back
+// (value.Storage.Shrunk).
 func (d *Doc) LendCopies(s *value.Storage) { d.lend = s }
 
 func (d *Doc) isOwned(id unsafe.Pointer) bool {
@@ -267,6 +269,7 @@ func (d *Doc) Rollback(mark int) {
 			e.m[e.key] = e.old
 		default:
 			delete(e.m, e.key)
+			d.lend.Shrunk(e.m)
 		}
 	}
 	clear(d.journal[n:])
@@ -308,6 +311,7 @@ func (d *Doc) setMember(m map[string]any, k string, v any) {
 func (d *Doc) deleteMember(m map[string]any, k string, old any) {
 	d.record(entry{m: m, key: k, old: old, present: true})
 	delete(m, k)
+	d.lend.Shrunk(m) // clearing it would keep the room it had
 }
 
 // store puts v in the entry's slot, without journalling (undo).

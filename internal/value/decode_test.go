@@ -393,8 +393,8 @@ func TestRuns(t *testing.T) {
 	}
 }
 
-// TestEndString checks endString, which goes on in a word past each
-// escape, against the byte-by-byte definition: data mostly quotes,
+// TestEndString checks endString (a word at a time to each quote or
+// backslash, quoteRun) against the byte-by-byte definition: data mostly quotes,
 // backslashes and the bytes next to them in value (a borrow's traps:
 // '#' and ']' differ from them in the lowest bit), and bytes from 0x80
 // up, from every start.

@@ -1,6 +1,9 @@
 package value
 
-import "maps"
+import (
+	"maps"
+	"unsafe"
+)
 
 // Storage lends the objects (maps) of the trees decoded through it and
 // takes them back once their caller is done with those trees, so that a
@@ -21,6 +24,9 @@ import "maps"
 type Storage struct {
 	lent []map[string]any // since the last Recycle or Forget
 	free []map[string]any
+	// shrunk holds the identity of the maps members were removed from
+	// since the last Recycle or Forget (Shrunk); nil until one is.
+	shrunk map[unsafe.Pointer]struct{}
 }
 
 // storageMaps is the most maps a Storage keeps, and records as lent
@@ -53,20 +59,48 @@ func (s *Storage) newMap() map[string]any {
 // left to their trees.
 func (s *Storage) Recycle() {
 	for i, m := range s.lent {
-		if len(m) <= storageMembers && len(s.free) < storageMaps {
+		if len(m) <= storageMembers && len(s.free) < storageMaps && !s.isShrunk(m) {
 			clear(m)
 			s.free = append(s.free, m)
 		}
 		s.lent[i] = nil
 	}
 	s.lent = s.lent[:0]
+	clear(s.shrunk)
 }
+
+// Shrunk tells s that members were removed from m, a map it may have
+// lent (patch.Doc's copies are changed, the decoded maps are not):
+// Recycle leaves m to its tree, since clearing a map keeps its capacity
+// and m's length no longer tells how many members it held. A nil Storage
+// does nothing.
+func (s *Storage) Shrunk(m map[string]any) {
+	if s == nil {
+		return
+	}
+	if s.shrunk == nil {
+		s.shrunk = make(map[unsafe.Pointer]struct{})
+	}
+	s.shrunk[mapIdentity(m)] = struct{}{}
+}
+
+func (s *Storage) isShrunk(m map[string]any) bool {
+	if len(s.shrunk) == 0 {
+		return false
+	}
+	_, ok := s.shrunk[mapIdentity(m)]
+	return ok
+}
+
+// mapIdentity is the map m points to (a map value is a pointer).
+func mapIdentity(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
 
 // Forget drops the record of the maps lent since the last Recycle or
 // Forget: they stay their trees'.
 func (s *Storage) Forget() {
 	clear(s.lent)
 	s.lent = s.lent[:0]
+	clear(s.shrunk)
 }
 
 // Free reports how many maps the Storage keeps for the next decoding.
@@ -80,18 +114,12 @@ func (s *Storage) DecodeOmitting(data []byte, path ...string) (v any, omitted []
 
 // Clone returns a shallow copy of m lent by s, as Decode's maps are, so
 // that a caller changing a decoded tree copy-on-write (patch.Doc) reuses
-// the copies too: a free map with m's members put in it, else a new copy
-// (maps.Clone), lent while there is room. A nil Storage lends none.
+// the copies too: a free map (or a new one) with m's members put in it. A
+// nil Storage lends none (maps.Clone), nor does one for a map it would not
+// take back. A caller removing members from the copy tells s (Shrunk).
 func (s *Storage) Clone(m map[string]any) map[string]any {
 	if s == nil || m == nil || len(m) > storageMembers {
 		return maps.Clone(m)
-	}
-	if len(s.free) == 0 {
-		c := maps.Clone(m)
-		if len(s.lent) < storageMaps {
-			s.lent = append(s.lent, c)
-		}
-		return c
 	}
 	c := s.newMap()
 	maps.Copy(c, m)

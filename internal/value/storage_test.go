@@ -131,13 +131,16 @@ func TestStorageClone(t *testing.T) {
 		name string
 		st   *Storage
 		m    map[string]any
-		free int // Free() after Recycle
+		// shrink: members added to the copy and removed (Shrunk).
+		shrink bool
+		free   int // Free() after Recycle
 	}{
-		{"no storage", nilStorage, small, 0},
-		{"nil map", &st, nil, 0},
-		{"none free: a new copy, lent", &st, small, 1},
-		{"a free map reused", &st, small, 1},
-		{"wide: not lent", &st, wide, 1},
+		{"no storage", nilStorage, small, false, 0},
+		{"nil map", &st, nil, false, 0},
+		{"none free: a new copy, lent", &st, small, false, 1},
+		{"a free map reused", &st, small, false, 1},
+		{"wide: not lent", &st, wide, false, 1},
+		{"grown, then shrunk: not taken back", &st, small, true, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := tt.st.Clone(tt.m)
@@ -152,6 +155,16 @@ func TestStorageClone(t *testing.T) {
 			}
 			if tt.st == nil {
 				return
+			}
+			if tt.shrink {
+				// Room for many members, and the length of a small map.
+				for i := range 100 {
+					c[fmt.Sprint(i)] = i
+				}
+				for i := range 100 {
+					delete(c, fmt.Sprint(i))
+				}
+				tt.st.Shrunk(c)
 			}
 			tt.st.Recycle()
 			if n := tt.st.Free(); n != tt.free {
